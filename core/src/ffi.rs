@@ -1,0 +1,623 @@
+//! ABI-exact argument types of the interposed functions.
+//!
+//! Each type is `#[repr(transparent)]` (or `#[repr(C)]` for by-value structs) over the C type it
+//! stands for, so it can appear directly in an `extern "C"` signature. The type, not the position,
+//! decides how an argument is traced: a `CUdevice` is written as a device ordinal, a
+//! `CUipcMemHandle` as a keyed fingerprint, an `AttachFlags` by flag name.
+
+#![allow(non_camel_case_types)]
+
+use crate::json::JsonOut;
+use std::ffi::{c_int, c_uint, c_ulonglong, c_void};
+
+pub type CUresult = c_int;
+pub type hipError_t = c_int;
+
+pub const CUDA_SUCCESS: CUresult = 0;
+pub const CUDA_ERROR_INVALID_VALUE: CUresult = 1;
+pub const CUDA_ERROR_NOT_SUPPORTED: CUresult = 801;
+pub const HIP_SUCCESS: hipError_t = 0;
+pub const HIP_ERROR_INVALID_VALUE: hipError_t = 1;
+pub const HIP_ERROR_NOT_SUPPORTED: hipError_t = 801;
+
+/// What happened to the call when an argument is encoded: out-parameters are read only after the
+/// driver itself wrote them (it returned success), and inputs only where the driver read them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The driver was not called (missing driver or symbol, or a strict-mode refusal).
+    NotCalled,
+    /// The driver returned this code.
+    Returned(c_int),
+}
+
+impl Outcome {
+    pub fn driver_read_inputs(self) -> bool {
+        matches!(self, Outcome::Returned(_))
+    }
+    pub fn succeeded(self) -> bool {
+        matches!(self, Outcome::Returned(0))
+    }
+}
+
+/// An argument type of an interposed function.
+pub trait ArgValue: Copy + 'static {
+    /// The C spelling of this type, as the vendor header writes it (checked by the ABI test).
+    fn c_type() -> String;
+    /// Writes the argument's JSON value.
+    fn encode(&self, w: &mut JsonOut, outcome: Outcome);
+}
+
+/// A type an out-parameter can point to: how its value is written once the driver filled it.
+pub trait Pointee: Copy + 'static {
+    fn c_type() -> String;
+    fn encode_value(&self, w: &mut JsonOut);
+}
+
+macro_rules! opaque_handle {
+    ($(#[$doc:meta])* $name:ident, $c:literal) => {
+        $(#[$doc])*
+        #[repr(transparent)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub struct $name(pub *mut c_void);
+        // Handles are opaque numbers to the shim; it never dereferences them.
+        unsafe impl Send for $name {}
+        unsafe impl Sync for $name {}
+        impl $name {
+            pub const NULL: $name = $name(std::ptr::null_mut());
+            pub fn addr(self) -> u64 {
+                self.0 as usize as u64
+            }
+        }
+        impl Pointee for $name {
+            fn c_type() -> String {
+                $c.into()
+            }
+            fn encode_value(&self, w: &mut JsonOut) {
+                w.hex(self.addr());
+            }
+        }
+        impl ArgValue for $name {
+            fn c_type() -> String {
+                $c.into()
+            }
+            fn encode(&self, w: &mut JsonOut, _: Outcome) {
+                self.encode_value(w);
+            }
+        }
+    };
+}
+
+opaque_handle!(CUcontext, "CUcontext");
+opaque_handle!(CUevent, "CUevent");
+opaque_handle!(hipEvent_t, "hipEvent_t");
+opaque_handle!(
+    /// `void *`: a host or (HIP) device address.
+    VoidPtr,
+    "void *"
+);
+
+macro_rules! stream_handle {
+    ($name:ident, $c:literal, $legacy:literal, $per_thread:literal) => {
+        #[repr(transparent)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub struct $name(pub *mut c_void);
+        unsafe impl Send for $name {}
+        unsafe impl Sync for $name {}
+        impl $name {
+            pub fn addr(self) -> u64 {
+                self.0 as usize as u64
+            }
+        }
+        impl ArgValue for $name {
+            fn c_type() -> String {
+                $c.into()
+            }
+            fn encode(&self, w: &mut JsonOut, _: Outcome) {
+                // The two special handles are written by name: they change which stream is meant.
+                match self.addr() {
+                    1 => w.str($legacy),
+                    2 => w.str($per_thread),
+                    a => w.hex(a),
+                }
+            }
+        }
+    };
+}
+
+stream_handle!(CUstream, "CUstream", "CU_STREAM_LEGACY", "CU_STREAM_PER_THREAD");
+stream_handle!(hipStream_t, "hipStream_t", "hipStreamLegacy", "hipStreamPerThread");
+
+/// `const void *`
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConstVoidPtr(pub *const c_void);
+unsafe impl Send for ConstVoidPtr {}
+unsafe impl Sync for ConstVoidPtr {}
+impl ConstVoidPtr {
+    pub fn addr(self) -> u64 {
+        self.0 as usize as u64
+    }
+}
+impl ArgValue for ConstVoidPtr {
+    fn c_type() -> String {
+        "const void *".into()
+    }
+    fn encode(&self, w: &mut JsonOut, _: Outcome) {
+        w.hex(self.addr());
+    }
+}
+
+macro_rules! number {
+    ($(#[$doc:meta])* $name:ident($inner:ty), $c:literal, $write:ident) => {
+        $(#[$doc])*
+        #[repr(transparent)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(pub $inner);
+        impl Pointee for $name {
+            fn c_type() -> String {
+                $c.into()
+            }
+            fn encode_value(&self, w: &mut JsonOut) {
+                number!(@write w, self.0, $write);
+            }
+        }
+        impl ArgValue for $name {
+            fn c_type() -> String {
+                $c.into()
+            }
+            fn encode(&self, w: &mut JsonOut, _: Outcome) {
+                self.encode_value(w);
+            }
+        }
+    };
+    (@write $w:ident, $v:expr, signed) => { $w.i64($v as i64) };
+    (@write $w:ident, $v:expr, unsigned) => { $w.u64($v as u64) };
+    (@write $w:ident, $v:expr, hex) => { $w.hex($v as u64) };
+}
+
+number!(
+    /// A CUDA device ordinal.
+    CUdevice(c_int),
+    "CUdevice",
+    signed
+);
+number!(
+    /// A HIP device id (`int` in HIP's prototypes).
+    HipDevice(c_int),
+    "int",
+    signed
+);
+number!(
+    /// A device address.
+    CUdeviceptr(u64),
+    "CUdeviceptr",
+    hex
+);
+number!(
+    /// A byte count (`size_t`).
+    Size(usize),
+    "size_t",
+    unsigned
+);
+number!(
+    /// A 32-bit count (`cuuint32_t`).
+    Count32(u32),
+    "cuuint32_t",
+    unsigned
+);
+number!(
+    /// A 64-bit size or offset (`cuuint64_t`).
+    U64(u64),
+    "cuuint64_t",
+    unsigned
+);
+number!(
+    /// A plain C `int` (an out-value such as `canAccessPeer` or `queryStatus`).
+    Int(c_int),
+    "int",
+    signed
+);
+number!(
+    /// A logical endpoint id.
+    CUlogicalEndpointId(u32),
+    "CUlogicalEndpointId",
+    unsigned
+);
+number!(
+    /// A generic allocation handle from `cuMemCreate`.
+    CUmemGenericAllocationHandle(u64),
+    "CUmemGenericAllocationHandle",
+    hex
+);
+number!(
+    /// Flags documented as reserved: "must be 0".
+    ReservedFlags(c_uint),
+    "unsigned int",
+    unsigned
+);
+number!(
+    /// 64-bit flags documented as reserved (logical endpoint binds).
+    ReservedFlags64(c_ulonglong),
+    "unsigned long long",
+    unsigned
+);
+
+/// Writes a flag word as `NAME|NAME|0x..` (unknown bits in hex), or `0`.
+fn write_flag_names(w: &mut JsonOut, value: u64, names: &[(u64, &str)]) {
+    if value == 0 {
+        if let Some((_, zero)) = names.iter().find(|(bit, _)| *bit == 0) {
+            w.str(zero);
+        } else {
+            w.str("0");
+        }
+        return;
+    }
+    let mut text = String::new();
+    let mut rest = value;
+    for &(bit, name) in names {
+        if bit != 0 && rest & bit == bit {
+            if !text.is_empty() {
+                text.push('|');
+            }
+            text.push_str(name);
+            rest &= !bit;
+        }
+    }
+    if rest != 0 {
+        if !text.is_empty() {
+            text.push('|');
+        }
+        text.push_str(&format!("{rest:#x}"));
+    }
+    w.str(&text);
+}
+
+macro_rules! flags {
+    ($(#[$doc:meta])* $name:ident($inner:ty), $c:literal, [$(($bit:expr, $flag:literal)),* $(,)?]) => {
+        $(#[$doc])*
+        #[repr(transparent)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub struct $name(pub $inner);
+        impl $name {
+            pub const NAMES: &'static [(u64, &'static str)] = &[$(($bit, $flag)),*];
+        }
+        impl ArgValue for $name {
+            fn c_type() -> String {
+                $c.into()
+            }
+            fn encode(&self, w: &mut JsonOut, _: Outcome) {
+                write_flag_names(w, self.0 as u64, Self::NAMES);
+            }
+        }
+    };
+}
+
+flags!(
+    /// `CUipcMem_flags` of `cuIpcOpenMemHandle`.
+    IpcMemFlags(c_uint),
+    "unsigned int",
+    [(0x1, "CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS")]
+);
+flags!(
+    /// `hipIpcOpenMemHandle` flags (`hipIpcMemLazyEnablePeerAccess` is 0 in HIP 5.x, 1 later).
+    HipIpcMemFlags(c_uint),
+    "unsigned int",
+    [(0x1, "hipIpcMemLazyEnablePeerAccess(1)")]
+);
+flags!(
+    /// `CUmemAttach_flags` of `cuStreamAttachMemAsync`.
+    AttachFlags(c_uint),
+    "unsigned int",
+    [
+        (0x1, "CU_MEM_ATTACH_GLOBAL"),
+        (0x2, "CU_MEM_ATTACH_HOST"),
+        (0x4, "CU_MEM_ATTACH_SINGLE")
+    ]
+);
+flags!(
+    /// `hipMemAttach*` flags of `hipStreamAttachMemAsync`.
+    HipAttachFlags(c_uint),
+    "unsigned int",
+    [
+        (0x1, "hipMemAttachGlobal"),
+        (0x2, "hipMemAttachHost"),
+        (0x4, "hipMemAttachSingle")
+    ]
+);
+flags!(
+    /// `CUlogicalEndpointIpcHandleType` (an enum; written by name).
+    CUlogicalEndpointIpcHandleType(c_uint),
+    "CUlogicalEndpointIpcHandleType",
+    [
+        (0x0, "CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_NONE"),
+        (0x1, "CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_FABRIC")
+    ]
+);
+
+macro_rules! capability_handle {
+    ($(#[$doc:meta])* $name:ident, $c:literal) => {
+        $(#[$doc])*
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        pub struct $name {
+            pub reserved: [u8; 64],
+        }
+        impl Pointee for $name {
+            fn c_type() -> String {
+                $c.into()
+            }
+            fn encode_value(&self, w: &mut JsonOut) {
+                // A capability: only its keyed fingerprint is ever written.
+                w.fingerprint_of(&self.reserved);
+            }
+        }
+        impl ArgValue for $name {
+            fn c_type() -> String {
+                $c.into()
+            }
+            fn encode(&self, w: &mut JsonOut, _: Outcome) {
+                self.encode_value(w);
+            }
+        }
+    };
+}
+
+capability_handle!(
+    /// `CUipcMemHandle`: 64 opaque bytes, passed by value.
+    CUipcMemHandle,
+    "CUipcMemHandle"
+);
+capability_handle!(
+    /// `CUipcEventHandle`: 64 opaque bytes, passed by value.
+    CUipcEventHandle,
+    "CUipcEventHandle"
+);
+capability_handle!(
+    /// `hipIpcMemHandle_t`: 64 opaque bytes, passed by value.
+    hipIpcMemHandle_t,
+    "hipIpcMemHandle_t"
+);
+capability_handle!(
+    /// `hipIpcEventHandle_t`: 64 opaque bytes, passed by value.
+    hipIpcEventHandle_t,
+    "hipIpcEventHandle_t"
+);
+
+/// An out-parameter: the application's pointer, read only after the driver succeeded.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Out<T: Pointee>(pub *mut T);
+unsafe impl<T: Pointee> Send for Out<T> {}
+unsafe impl<T: Pointee> Sync for Out<T> {}
+
+impl<T: Pointee> Out<T> {
+    pub fn addr(self) -> u64 {
+        self.0 as usize as u64
+    }
+    /// The value the driver wrote, if it succeeded. Never reads a pointer the driver did not write.
+    pub fn written(self, outcome: Outcome) -> Option<T> {
+        if outcome.succeeded() && !self.0.is_null() {
+            // SAFETY: the driver returned success, so it wrote a `T` through this pointer.
+            Some(unsafe { self.0.read_unaligned() })
+        } else {
+            None
+        }
+    }
+}
+
+impl<T: Pointee> ArgValue for Out<T> {
+    fn c_type() -> String {
+        format!("{} *", T::c_type())
+    }
+    fn encode(&self, w: &mut JsonOut, outcome: Outcome) {
+        w.begin_object();
+        w.key("at");
+        w.hex(self.addr());
+        if let Some(value) = self.written(outcome) {
+            w.key("value");
+            value.encode_value(w);
+        }
+        w.end_object();
+    }
+}
+
+impl Pointee for VoidPtrOut {
+    fn c_type() -> String {
+        "void *".into()
+    }
+    fn encode_value(&self, w: &mut JsonOut) {
+        w.hex(self.0 as usize as u64);
+    }
+}
+
+/// A `void *` written by the driver through a `void **` (HIP's `devPtr` out-parameters).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VoidPtrOut(pub *mut c_void);
+
+/// `CUlogicalEndpointType`.
+pub const CU_LOGICAL_ENDPOINT_TYPE_INVALID: c_uint = 0;
+pub const CU_LOGICAL_ENDPOINT_TYPE_UNICAST: c_uint = 1;
+pub const CU_LOGICAL_ENDPOINT_TYPE_MULTICAST: c_uint = 2;
+
+/// `CUlogicalEndpointProp` (CUDA 13.3): 24 bytes, fields at 0, 4, 8, 16, 20.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CUlogicalEndpointProp {
+    /// `CUlogicalEndpointType`
+    pub type_: c_uint,
+    /// `unicast.device` or `multicast.numDevices`, by `type_`.
+    pub device_or_num_devices: c_int,
+    pub size: c_ulonglong,
+    pub ipc_handle_types: c_uint,
+    pub flags: c_uint,
+}
+
+/// `const CUlogicalEndpointProp *`: decoded field by field where the driver read it.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogicalEndpointPropPtr(pub *const CUlogicalEndpointProp);
+unsafe impl Send for LogicalEndpointPropPtr {}
+unsafe impl Sync for LogicalEndpointPropPtr {}
+
+impl LogicalEndpointPropPtr {
+    /// The properties, if the driver was called with this pointer (and so read it).
+    pub fn read(self, outcome: Outcome) -> Option<CUlogicalEndpointProp> {
+        if outcome.driver_read_inputs() && !self.0.is_null() {
+            // SAFETY: the driver read this documented input structure before returning.
+            Some(unsafe { self.0.read_unaligned() })
+        } else {
+            None
+        }
+    }
+}
+
+impl ArgValue for LogicalEndpointPropPtr {
+    fn c_type() -> String {
+        "const CUlogicalEndpointProp *".into()
+    }
+    fn encode(&self, w: &mut JsonOut, outcome: Outcome) {
+        let Some(p) = self.read(outcome) else {
+            w.hex(self.0 as usize as u64);
+            return;
+        };
+        w.begin_object();
+        w.key("type");
+        match p.type_ {
+            CU_LOGICAL_ENDPOINT_TYPE_INVALID => w.str("CU_LOGICAL_ENDPOINT_TYPE_INVALID"),
+            CU_LOGICAL_ENDPOINT_TYPE_UNICAST => w.str("CU_LOGICAL_ENDPOINT_TYPE_UNICAST"),
+            CU_LOGICAL_ENDPOINT_TYPE_MULTICAST => w.str("CU_LOGICAL_ENDPOINT_TYPE_MULTICAST"),
+            other => w.u64(other as u64),
+        }
+        if p.type_ == CU_LOGICAL_ENDPOINT_TYPE_MULTICAST {
+            w.kv_u64("multicast.numDevices", p.device_or_num_devices as u32 as u64);
+        } else {
+            w.kv_i64("unicast.device", p.device_or_num_devices as i64);
+        }
+        w.kv_u64("size", p.size);
+        w.key("ipcHandleTypes");
+        write_flag_names(
+            w,
+            p.ipc_handle_types as u64,
+            CUlogicalEndpointIpcHandleType::NAMES,
+        );
+        w.key("flags");
+        write_flag_names(
+            w,
+            p.flags as u64,
+            &[(0, "CU_LOGICAL_ENDPOINT_FLAG_NONE"), (1, "CU_LOGICAL_ENDPOINT_FLAG_COUNTED_OPS")],
+        );
+        w.end_object();
+    }
+}
+
+/// The opaque `void *handle` / `const void *handle` of logical endpoint export and import: its
+/// size depends on the handle type, so only the address is written, never the bytes.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogicalEndpointHandlePtr(pub *mut c_void);
+unsafe impl Send for LogicalEndpointHandlePtr {}
+unsafe impl Sync for LogicalEndpointHandlePtr {}
+impl ArgValue for LogicalEndpointHandlePtr {
+    fn c_type() -> String {
+        "void *".into()
+    }
+    fn encode(&self, w: &mut JsonOut, _: Outcome) {
+        w.hex(self.0 as usize as u64);
+    }
+}
+
+/// As [`LogicalEndpointHandlePtr`], for the `const void *` of import.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogicalEndpointHandleConstPtr(pub *const c_void);
+unsafe impl Send for LogicalEndpointHandleConstPtr {}
+unsafe impl Sync for LogicalEndpointHandleConstPtr {}
+impl ArgValue for LogicalEndpointHandleConstPtr {
+    fn c_type() -> String {
+        "const void *".into()
+    }
+    fn encode(&self, w: &mut JsonOut, _: Outcome) {
+        w.hex(self.0 as usize as u64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render<A: ArgValue>(a: A, outcome: Outcome) -> String {
+        let mut buf = Vec::new();
+        let mut w = JsonOut::with_fingerprint(&mut buf, |_| 0x1234);
+        a.encode(&mut w, outcome);
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn prop_layout_matches_cuda_13_3() {
+        assert_eq!(std::mem::size_of::<CUlogicalEndpointProp>(), 24);
+        assert_eq!(std::mem::offset_of!(CUlogicalEndpointProp, type_), 0);
+        assert_eq!(std::mem::offset_of!(CUlogicalEndpointProp, device_or_num_devices), 4);
+        assert_eq!(std::mem::offset_of!(CUlogicalEndpointProp, size), 8);
+        assert_eq!(std::mem::offset_of!(CUlogicalEndpointProp, ipc_handle_types), 16);
+        assert_eq!(std::mem::offset_of!(CUlogicalEndpointProp, flags), 20);
+        assert_eq!(std::mem::size_of::<CUipcMemHandle>(), 64);
+    }
+
+    #[test]
+    fn flags_are_written_by_name_with_unknown_bits_in_hex() {
+        let none = Outcome::NotCalled;
+        assert_eq!(render(AttachFlags(4), none), "\"CU_MEM_ATTACH_SINGLE\"");
+        assert_eq!(render(AttachFlags(9), none), "\"CU_MEM_ATTACH_GLOBAL|0x8\"");
+        assert_eq!(render(AttachFlags(0), none), "\"0\"");
+        assert_eq!(
+            render(CUlogicalEndpointIpcHandleType(0), none),
+            "\"CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_NONE\""
+        );
+    }
+
+    #[test]
+    fn special_streams_are_named() {
+        let none = Outcome::NotCalled;
+        assert_eq!(render(CUstream(1 as *mut c_void), none), "\"CU_STREAM_LEGACY\"");
+        assert_eq!(render(CUstream(2 as *mut c_void), none), "\"CU_STREAM_PER_THREAD\"");
+        assert_eq!(render(CUstream(0x5000 as *mut c_void), none), "\"0x5000\"");
+    }
+
+    #[test]
+    fn out_values_are_read_only_after_success() {
+        let mut v = Int(7);
+        let out = Out(&mut v as *mut Int);
+        let at = format!("0x{:x}", out.addr());
+        assert_eq!(render(out, Outcome::Returned(0)), format!("{{\"at\":\"{at}\",\"value\":7}}"));
+        assert_eq!(render(out, Outcome::Returned(1)), format!("{{\"at\":\"{at}\"}}"));
+        assert_eq!(render(out, Outcome::NotCalled), format!("{{\"at\":\"{at}\"}}"));
+        // A NULL out-pointer is never read, even on success.
+        let null: Out<Int> = Out(std::ptr::null_mut());
+        assert_eq!(render(null, Outcome::Returned(0)), "{\"at\":\"0x0\"}");
+    }
+
+    #[test]
+    fn ipc_handles_are_fingerprinted() {
+        let h = CUipcMemHandle { reserved: [0x41; 64] };
+        let s = render(h, Outcome::NotCalled);
+        assert_eq!(s, "\"fp:0000000000001234\"");
+        assert!(!s.contains("41"));
+    }
+
+    #[test]
+    fn prop_is_decoded_only_when_the_driver_read_it() {
+        let p = CUlogicalEndpointProp {
+            type_: CU_LOGICAL_ENDPOINT_TYPE_UNICAST,
+            device_or_num_devices: 1,
+            size: 1 << 21,
+            ipc_handle_types: 1,
+            flags: 0,
+        };
+        let ptr = LogicalEndpointPropPtr(&p);
+        let s = render(ptr, Outcome::Returned(1));
+        assert!(s.contains("\"unicast.device\":1"), "{s}");
+        assert!(s.contains("CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_FABRIC"), "{s}");
+        assert!(render(ptr, Outcome::NotCalled).starts_with("\"0x"));
+    }
+}

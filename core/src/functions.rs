@@ -1,0 +1,288 @@
+//! The one declaration list of interposed functions.
+//!
+//! Each line of [`interposed_functions!`] declares one exported symbol: its API, the exact ELF
+//! symbol, the base name `cuGetProcAddress` is asked for, the CUDA version that introduced this
+//! ABI (the `PFN_<base>_v<version>[_ptds|_ptsz]` typedef of `cudaTypedefs.h`), and its arguments.
+//! From that line come the shim's export, its `dlsym` and get-proc-address lookups, its trace
+//! record, the argument struct rules are written against, and the ABI check against the headers.
+//! Adding a function is adding a line.
+
+use crate::ffi::{ArgValue, Outcome};
+use crate::json::JsonOut;
+
+/// Calls `$callback!` with the full declaration list.
+///
+/// Line syntax: `api symbol [base version variant] (name: Type, ...);` where `variant` is
+/// `legacy`, `ptds` or `ptsz`. Types are those of [`crate::ffi`]; the callback's module must have
+/// them in scope.
+#[macro_export]
+macro_rules! interposed_functions {
+    ($callback:ident) => {
+        $callback! {
+            // Peer access (CUDA Driver API 3.21 "Peer Context Memory Access").
+            cuda cuDeviceCanAccessPeer [cuDeviceCanAccessPeer 4000 legacy] (canAccessPeer: Out<Int>, dev: CUdevice, peerDev: CUdevice);
+            cuda cuCtxEnablePeerAccess [cuCtxEnablePeerAccess 4000 legacy] (peerContext: CUcontext, Flags: ReservedFlags);
+            cuda cuCtxDisablePeerAccess [cuCtxDisablePeerAccess 4000 legacy] (peerContext: CUcontext);
+            cuda cuMemcpyPeer [cuMemcpyPeer 4000 legacy] (dstDevice: CUdeviceptr, dstContext: CUcontext, srcDevice: CUdeviceptr, srcContext: CUcontext, ByteCount: Size);
+            cuda cuMemcpyPeer_ptds [cuMemcpyPeer 7000 ptds] (dstDevice: CUdeviceptr, dstContext: CUcontext, srcDevice: CUdeviceptr, srcContext: CUcontext, ByteCount: Size);
+            cuda cuMemcpyPeerAsync [cuMemcpyPeerAsync 4000 legacy] (dstDevice: CUdeviceptr, dstContext: CUcontext, srcDevice: CUdeviceptr, srcContext: CUcontext, ByteCount: Size, hStream: CUstream);
+            cuda cuMemcpyPeerAsync_ptsz [cuMemcpyPeerAsync 7000 ptsz] (dstDevice: CUdeviceptr, dstContext: CUcontext, srcDevice: CUdeviceptr, srcContext: CUcontext, ByteCount: Size, hStream: CUstream);
+            // Stream attach.
+            cuda cuStreamAttachMemAsync [cuStreamAttachMemAsync 6000 legacy] (hStream: CUstream, dptr: CUdeviceptr, length: Size, flags: AttachFlags);
+            cuda cuStreamAttachMemAsync_ptsz [cuStreamAttachMemAsync 7000 ptsz] (hStream: CUstream, dptr: CUdeviceptr, length: Size, flags: AttachFlags);
+            // IPC.
+            cuda cuIpcGetMemHandle [cuIpcGetMemHandle 4010 legacy] (pHandle: Out<CUipcMemHandle>, dptr: CUdeviceptr);
+            cuda cuIpcOpenMemHandle [cuIpcOpenMemHandle 4010 legacy] (pdptr: Out<CUdeviceptr>, handle: CUipcMemHandle, Flags: IpcMemFlags);
+            cuda cuIpcOpenMemHandle_v2 [cuIpcOpenMemHandle 11000 legacy] (pdptr: Out<CUdeviceptr>, handle: CUipcMemHandle, Flags: IpcMemFlags);
+            cuda cuIpcCloseMemHandle [cuIpcCloseMemHandle 4010 legacy] (dptr: CUdeviceptr);
+            cuda cuIpcGetEventHandle [cuIpcGetEventHandle 4010 legacy] (pHandle: Out<CUipcEventHandle>, event: CUevent);
+            cuda cuIpcOpenEventHandle [cuIpcOpenEventHandle 4010 legacy] (phEvent: Out<CUevent>, handle: CUipcEventHandle);
+            // Logical endpoints (CUDA 13.3).
+            cuda cuLogicalEndpointIdReserve [cuLogicalEndpointIdReserve 13030 legacy] (baseLeId: Out<CUlogicalEndpointId>, count: Count32);
+            cuda cuLogicalEndpointIdRelease [cuLogicalEndpointIdRelease 13030 legacy] (baseLeId: CUlogicalEndpointId, count: Count32);
+            cuda cuLogicalEndpointCreate [cuLogicalEndpointCreate 13030 legacy] (leId: CUlogicalEndpointId, prop: LogicalEndpointPropPtr);
+            cuda cuLogicalEndpointAddDevice [cuLogicalEndpointAddDevice 13030 legacy] (leId: CUlogicalEndpointId, dev: CUdevice);
+            cuda cuLogicalEndpointDestroy [cuLogicalEndpointDestroy 13030 legacy] (leId: CUlogicalEndpointId);
+            cuda cuLogicalEndpointBindAddr [cuLogicalEndpointBindAddr 13030 legacy] (leId: CUlogicalEndpointId, dev: CUdevice, offset: U64, ptr: VoidPtr, size: U64, flags: ReservedFlags64);
+            cuda cuLogicalEndpointBindMem [cuLogicalEndpointBindMem 13030 legacy] (leId: CUlogicalEndpointId, dev: CUdevice, offset: U64, memHandle: CUmemGenericAllocationHandle, memOffset: U64, size: U64, flags: ReservedFlags64);
+            cuda cuLogicalEndpointUnbind [cuLogicalEndpointUnbind 13030 legacy] (leId: CUlogicalEndpointId, dev: CUdevice, offset: U64, size: U64);
+            cuda cuLogicalEndpointExport [cuLogicalEndpointExport 13030 legacy] (handle: LogicalEndpointHandlePtr, leId: CUlogicalEndpointId, handleType: CUlogicalEndpointIpcHandleType);
+            cuda cuLogicalEndpointImport [cuLogicalEndpointImport 13030 legacy] (leId: CUlogicalEndpointId, handle: LogicalEndpointHandleConstPtr, handleType: CUlogicalEndpointIpcHandleType);
+            cuda cuLogicalEndpointQuery [cuLogicalEndpointQuery 13030 legacy] (leId: CUlogicalEndpointId, count: Count32, queryStatus: Out<Int>);
+            cuda cuLogicalEndpointGetLimits [cuLogicalEndpointGetLimits 13030 legacy] (bindAlignment: Out<U64>, maxSize: Out<U64>, prop: LogicalEndpointPropPtr);
+            // HIP peer access, IPC and attach (version node hip_4.2).
+            hip hipDeviceCanAccessPeer [hipDeviceCanAccessPeer 0 legacy] (canAccessPeer: Out<Int>, deviceId: HipDevice, peerDeviceId: HipDevice);
+            hip hipDeviceEnablePeerAccess [hipDeviceEnablePeerAccess 0 legacy] (peerDeviceId: HipDevice, flags: ReservedFlags);
+            hip hipDeviceDisablePeerAccess [hipDeviceDisablePeerAccess 0 legacy] (peerDeviceId: HipDevice);
+            hip hipMemcpyPeer [hipMemcpyPeer 0 legacy] (dst: VoidPtr, dstDeviceId: HipDevice, src: ConstVoidPtr, srcDeviceId: HipDevice, sizeBytes: Size);
+            hip hipMemcpyPeerAsync [hipMemcpyPeerAsync 0 legacy] (dst: VoidPtr, dstDeviceId: HipDevice, src: ConstVoidPtr, srcDevice: HipDevice, sizeBytes: Size, stream: hipStream_t);
+            hip hipIpcGetMemHandle [hipIpcGetMemHandle 0 legacy] (handle: Out<hipIpcMemHandle_t>, devPtr: VoidPtr);
+            hip hipIpcOpenMemHandle [hipIpcOpenMemHandle 0 legacy] (devPtr: Out<VoidPtrOut>, handle: hipIpcMemHandle_t, flags: HipIpcMemFlags);
+            hip hipIpcCloseMemHandle [hipIpcCloseMemHandle 0 legacy] (devPtr: VoidPtr);
+            hip hipIpcGetEventHandle [hipIpcGetEventHandle 0 legacy] (handle: Out<hipIpcEventHandle_t>, event: hipEvent_t);
+            hip hipIpcOpenEventHandle [hipIpcOpenEventHandle 0 legacy] (event: Out<hipEvent_t>, handle: hipIpcEventHandle_t);
+            hip hipStreamAttachMemAsync [hipStreamAttachMemAsync 0 legacy] (stream: hipStream_t, dev_ptr: VoidPtr, length: Size, flags: HipAttachFlags);
+        }
+    };
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Api {
+    Cuda,
+    Hip,
+}
+
+impl Api {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::Cuda => "cuda",
+            Api::Hip => "hip",
+        }
+    }
+    /// The documented code for "this function is not available".
+    pub fn not_supported(self) -> i32 {
+        match self {
+            Api::Cuda => crate::ffi::CUDA_ERROR_NOT_SUPPORTED,
+            Api::Hip => crate::ffi::HIP_ERROR_NOT_SUPPORTED,
+        }
+    }
+    pub fn result_name(self, code: i32) -> Option<&'static str> {
+        match self {
+            Api::Cuda => crate::names::cuda_result_name(code),
+            Api::Hip => crate::names::hip_result_name(code),
+        }
+    }
+}
+
+/// Which default-stream semantics an ABI variant has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Variant {
+    Legacy,
+    /// Per-thread default stream, synchronous form (`_ptds`).
+    Ptds,
+    /// Per-thread default stream, stream-ordered form (`_ptsz`).
+    Ptsz,
+}
+
+impl Variant {
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Variant::Legacy => "",
+            Variant::Ptds => "_ptds",
+            Variant::Ptsz => "_ptsz",
+        }
+    }
+}
+
+/// One parameter: its name in the vendor header and its C type.
+#[derive(Clone, Copy)]
+pub struct Param {
+    pub name: &'static str,
+    pub c_type: fn() -> String,
+}
+
+/// Static facts about one interposed symbol.
+pub struct FnInfo {
+    pub id: FnId,
+    pub api: Api,
+    /// The exact exported ELF symbol.
+    pub symbol: &'static str,
+    /// The name `cuGetProcAddress`/`hipGetProcAddress` is asked for.
+    pub base: &'static str,
+    /// CUDA version that introduced this ABI (0 for HIP).
+    pub since: u32,
+    pub variant: Variant,
+    pub params: &'static [Param],
+}
+
+impl FnInfo {
+    /// The `cudaTypedefs.h` typedef of this exact ABI, e.g. `PFN_cuMemcpyPeer_v7000_ptds`.
+    pub fn pfn_typedef(&self) -> Option<String> {
+        (self.api == Api::Cuda).then(|| {
+            format!("PFN_{}_v{}{}", self.base, self.since, self.variant.suffix())
+        })
+    }
+}
+
+/// The arguments of one interposed call, as a typed struct (see [`args`]).
+pub trait CallArgs: Copy + Send + Sync + 'static {
+    const ID: FnId;
+    /// Writes the members of the record's `"args"` object.
+    fn encode(&self, w: &mut JsonOut, outcome: Outcome);
+}
+
+macro_rules! variant_of {
+    (legacy) => {
+        Variant::Legacy
+    };
+    (ptds) => {
+        Variant::Ptds
+    };
+    (ptsz) => {
+        Variant::Ptsz
+    };
+}
+
+macro_rules! api_of {
+    (cuda) => {
+        Api::Cuda
+    };
+    (hip) => {
+        Api::Hip
+    };
+}
+
+macro_rules! define_table {
+    ($( $api:ident $sym:ident [$base:ident $since:literal $variant:ident] ( $( $arg:ident : $ty:ty ),* $(,)? ); )*) => {
+        /// Identifies an interposed symbol; the index into [`FUNCTIONS`].
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u16)]
+        pub enum FnId { $( $sym, )* }
+
+        /// Every interposed symbol, in declaration order.
+        pub static FUNCTIONS: &[FnInfo] = &[
+            $( FnInfo {
+                id: FnId::$sym,
+                api: api_of!($api),
+                symbol: stringify!($sym),
+                base: stringify!($base),
+                since: $since,
+                variant: variant_of!($variant),
+                params: &[ $( Param { name: stringify!($arg), c_type: <$ty as ArgValue>::c_type }, )* ],
+            }, )*
+        ];
+
+        /// Looks an exported symbol name up (the `dlsym` path).
+        pub fn lookup_symbol(name: &[u8]) -> Option<FnId> {
+            match name {
+                $( x if x == stringify!($sym).as_bytes() => Some(FnId::$sym), )*
+                _ => None,
+            }
+        }
+
+        /// Typed argument structs, one per symbol, named after it.
+        #[allow(non_camel_case_types, non_snake_case)]
+        pub mod args {
+            use super::{CallArgs, FnId, JsonOut, Outcome};
+            #[allow(unused_imports)]
+            use crate::ffi::*;
+            $(
+                #[derive(Clone, Copy)]
+                pub struct $sym { $( pub $arg: $ty, )* }
+                impl CallArgs for $sym {
+                    const ID: FnId = FnId::$sym;
+                    fn encode(&self, w: &mut JsonOut, outcome: Outcome) {
+                        $( w.key(stringify!($arg)); self.$arg.encode(w, outcome); )*
+                        let _ = (w, outcome);
+                    }
+                }
+            )*
+        }
+    };
+}
+
+mod table {
+    use super::*;
+    use crate::ffi::*;
+    interposed_functions!(define_table);
+}
+pub use table::{args, lookup_symbol, FnId, FUNCTIONS};
+
+impl FnId {
+    pub fn info(self) -> &'static FnInfo {
+        &FUNCTIONS[self as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_indexed_by_id_and_lookups_agree() {
+        for (i, f) in FUNCTIONS.iter().enumerate() {
+            assert_eq!(f.id as usize, i);
+            assert_eq!(lookup_symbol(f.symbol.as_bytes()), Some(f.id));
+        }
+        assert_eq!(lookup_symbol(b"cuMemAlloc_v2"), None);
+        assert_eq!(lookup_symbol(b""), None);
+    }
+
+    #[test]
+    fn every_required_symbol_is_declared() {
+        let required = [
+            "cuDeviceCanAccessPeer", "cuCtxEnablePeerAccess", "cuCtxDisablePeerAccess",
+            "cuMemcpyPeer", "cuMemcpyPeer_ptds", "cuMemcpyPeerAsync", "cuMemcpyPeerAsync_ptsz",
+            "cuStreamAttachMemAsync", "cuStreamAttachMemAsync_ptsz", "cuIpcGetMemHandle",
+            "cuIpcOpenMemHandle", "cuIpcOpenMemHandle_v2", "cuIpcCloseMemHandle",
+            "cuIpcGetEventHandle", "cuIpcOpenEventHandle", "hipDeviceCanAccessPeer",
+            "hipDeviceEnablePeerAccess", "hipDeviceDisablePeerAccess", "hipMemcpyPeer",
+            "hipMemcpyPeerAsync", "hipIpcGetMemHandle", "hipIpcOpenMemHandle",
+            "hipIpcCloseMemHandle", "hipIpcGetEventHandle", "hipIpcOpenEventHandle",
+            "hipStreamAttachMemAsync",
+        ];
+        for name in required {
+            assert!(lookup_symbol(name.as_bytes()).is_some(), "{name} missing");
+        }
+        let endpoints = FUNCTIONS
+            .iter()
+            .filter(|f| f.base.starts_with("cuLogicalEndpoint"))
+            .inspect(|f| assert_eq!(f.since, 13030, "{}", f.symbol))
+            .count();
+        assert_eq!(endpoints, 12);
+    }
+
+    #[test]
+    fn pfn_typedef_names_follow_cuda_typedefs() {
+        assert_eq!(
+            FnId::cuMemcpyPeer_ptds.info().pfn_typedef().as_deref(),
+            Some("PFN_cuMemcpyPeer_v7000_ptds")
+        );
+        assert_eq!(
+            FnId::cuIpcOpenMemHandle_v2.info().pfn_typedef().as_deref(),
+            Some("PFN_cuIpcOpenMemHandle_v11000")
+        );
+        assert_eq!(FnId::hipMemcpyPeer.info().pfn_typedef(), None);
+    }
+}

@@ -1,0 +1,249 @@
+//! A minimal JSON writer over a reusable byte buffer.
+//!
+//! Trace records are written on the call path, so this writer never allocates beyond growing the
+//! caller's buffer and formats integers without `fmt`.
+
+/// Fingerprints capability bytes (IPC and fabric handles): a keyed hash, never the bytes.
+pub type Fingerprinter = fn(&[u8]) -> u64;
+
+fn no_fingerprint(_: &[u8]) -> u64 {
+    0
+}
+
+pub struct JsonOut<'a> {
+    pub buf: &'a mut Vec<u8>,
+    /// Whether a value was written since the last `{`/`[`: decides the comma.
+    need_comma: bool,
+    pub fingerprint: Fingerprinter,
+}
+
+impl<'a> JsonOut<'a> {
+    pub fn new(buf: &'a mut Vec<u8>) -> Self {
+        JsonOut {
+            buf,
+            need_comma: false,
+            fingerprint: no_fingerprint,
+        }
+    }
+
+    pub fn with_fingerprint(buf: &'a mut Vec<u8>, fingerprint: Fingerprinter) -> Self {
+        JsonOut {
+            buf,
+            need_comma: false,
+            fingerprint,
+        }
+    }
+
+    fn sep(&mut self) {
+        if self.need_comma {
+            self.buf.push(b',');
+        }
+        self.need_comma = true;
+    }
+
+    pub fn begin_object(&mut self) {
+        self.sep();
+        self.buf.push(b'{');
+        self.need_comma = false;
+    }
+
+    pub fn end_object(&mut self) {
+        self.buf.push(b'}');
+        self.need_comma = true;
+    }
+
+    pub fn begin_array(&mut self) {
+        self.sep();
+        self.buf.push(b'[');
+        self.need_comma = false;
+    }
+
+    pub fn end_array(&mut self) {
+        self.buf.push(b']');
+        self.need_comma = true;
+    }
+
+    /// Writes `"key":`; the value written next needs no comma.
+    pub fn key(&mut self, key: &str) {
+        self.sep();
+        self.raw_string(key);
+        self.buf.push(b':');
+        self.need_comma = false;
+    }
+
+    pub fn str(&mut self, value: &str) {
+        self.sep();
+        self.raw_string(value);
+    }
+
+    pub fn null(&mut self) {
+        self.sep();
+        self.buf.extend_from_slice(b"null");
+    }
+
+    pub fn bool(&mut self, value: bool) {
+        self.sep();
+        self.buf
+            .extend_from_slice(if value { b"true" } else { b"false" });
+    }
+
+    pub fn u64(&mut self, value: u64) {
+        self.sep();
+        write_u64(self.buf, value);
+    }
+
+    pub fn i64(&mut self, value: i64) {
+        self.sep();
+        if value < 0 {
+            self.buf.push(b'-');
+        }
+        write_u64(self.buf, value.unsigned_abs());
+    }
+
+    /// Pointers and addresses: `"0x7f00..."` (a string, so no precision is lost in readers).
+    pub fn hex(&mut self, value: u64) {
+        self.sep();
+        self.buf.extend_from_slice(b"\"0x");
+        write_hex(self.buf, value);
+        self.buf.push(b'"');
+    }
+
+    /// A keyed fingerprint of capability bytes: `"fp:0123456789abcdef"`.
+    pub fn fingerprint_of(&mut self, bytes: &[u8]) {
+        let fp = (self.fingerprint)(bytes);
+        self.sep();
+        self.buf.extend_from_slice(b"\"fp:");
+        let start = self.buf.len();
+        write_hex(self.buf, fp);
+        // Fixed width keeps fingerprints easy to compare by eye.
+        let width = self.buf.len() - start;
+        if width < 16 {
+            let pad = 16 - width;
+            self.buf
+                .splice(start..start, std::iter::repeat_n(b'0', pad));
+        }
+        self.buf.push(b'"');
+    }
+
+    pub fn kv_str(&mut self, key: &str, value: &str) {
+        self.key(key);
+        self.str(value);
+    }
+
+    pub fn kv_u64(&mut self, key: &str, value: u64) {
+        self.key(key);
+        self.u64(value);
+    }
+
+    pub fn kv_i64(&mut self, key: &str, value: i64) {
+        self.key(key);
+        self.i64(value);
+    }
+
+    fn raw_string(&mut self, s: &str) {
+        self.buf.push(b'"');
+        for &b in s.as_bytes() {
+            match b {
+                b'"' => self.buf.extend_from_slice(b"\\\""),
+                b'\\' => self.buf.extend_from_slice(b"\\\\"),
+                b'\n' => self.buf.extend_from_slice(b"\\n"),
+                b'\r' => self.buf.extend_from_slice(b"\\r"),
+                b'\t' => self.buf.extend_from_slice(b"\\t"),
+                0..=0x1f | 0x7f => {
+                    self.buf.extend_from_slice(b"\\u00");
+                    self.buf.push(HEX[(b >> 4) as usize]);
+                    self.buf.push(HEX[(b & 15) as usize]);
+                }
+                _ => self.buf.push(b),
+            }
+        }
+        self.buf.push(b'"');
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+pub fn write_u64(buf: &mut Vec<u8>, mut value: u64) {
+    let mut tmp = [0u8; 20];
+    let mut i = tmp.len();
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&tmp[i..]);
+}
+
+pub fn write_hex(buf: &mut Vec<u8>, value: u64) {
+    if value == 0 {
+        buf.push(b'0');
+        return;
+    }
+    let digits = (64 - value.leading_zeros()).div_ceil(4);
+    for shift in (0..digits).rev() {
+        buf.push(HEX[((value >> (shift * 4)) & 15) as usize]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(f: impl FnOnce(&mut JsonOut)) -> String {
+        let mut buf = Vec::new();
+        let mut w = JsonOut::new(&mut buf);
+        f(&mut w);
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn nested_objects_get_commas_only_between_members() {
+        let s = render(|w| {
+            w.begin_object();
+            w.kv_u64("a", 1);
+            w.key("b");
+            w.begin_object();
+            w.kv_i64("c", -5);
+            w.kv_str("d", "x\"y\n\u{1}");
+            w.end_object();
+            w.key("e");
+            w.begin_array();
+            w.u64(0);
+            w.hex(0xdead_beef);
+            w.null();
+            w.end_array();
+            w.end_object();
+        });
+        assert_eq!(
+            s,
+            r#"{"a":1,"b":{"c":-5,"d":"x\"y\n\u0001"},"e":[0,"0xdeadbeef",null]}"#
+        );
+    }
+
+    #[test]
+    fn integers_round_trip_at_extremes() {
+        let s = render(|w| {
+            w.begin_array();
+            w.u64(u64::MAX);
+            w.i64(i64::MIN);
+            w.hex(u64::MAX);
+            w.hex(0);
+            w.end_array();
+        });
+        assert_eq!(
+            s,
+            r#"[18446744073709551615,-9223372036854775808,"0xffffffffffffffff","0x0"]"#
+        );
+    }
+
+    #[test]
+    fn fingerprints_are_fixed_width_and_never_the_bytes() {
+        let mut buf = Vec::new();
+        let mut w = JsonOut::with_fingerprint(&mut buf, |b| b.len() as u64);
+        w.fingerprint_of(&[0xaa; 64]);
+        assert_eq!(String::from_utf8(buf).unwrap(), "\"fp:0000000000000040\"");
+    }
+}

@@ -1,0 +1,16 @@
+//! Shared vocabulary of sharecheck.
+//!
+//! The shim, the simulated driver and the CLI all speak through this crate:
+//! - [`ffi`]: ABI-exact argument types; each one knows its C spelling and how it is traced;
+//! - [`functions`]: the one declaration list of interposed functions ([`interposed_functions!`]);
+//! - [`names`]: result-code names;
+//! - [`json`]: the allocation-free JSON writer used for trace records;
+//! - [`schema`]: constants of the trace file format.
+
+pub mod ffi;
+pub mod functions;
+pub mod json;
+pub mod names;
+pub mod schema;
+
+pub use functions::{Api, FnId, FnInfo, FUNCTIONS};
