@@ -1,0 +1,36 @@
+//! sharecheck: the interposing shim.
+//!
+//! Loaded into CUDA and HIP programs (by `LD_PRELOAD` or by linking), it exports the driver
+//! symbols listed in `sharecheck_core::interposed_functions!`, forwards every call unchanged to
+//! the real driver, writes a trace record for it and validates it.
+//!
+//! Layout:
+//! - [`exports`]: the exported wrappers, generated from the declaration list;
+//! - [`dispatch`]: the path every wrapped call takes (guard, forward, record);
+//! - [`loader`]: finding the real driver and its functions (lazily, without locks);
+//! - [`dlsym_hook`]: the `dlsym` override; [`resolvers`]: `cuGetProcAddress`/`hipGetProcAddress`;
+//! - [`trace`]: the trace file; [`findings`]: what validation reports; [`log`]: stderr output;
+//! - [`capi`]: the library's own C API (`include/sharecheck.h`).
+
+pub mod capi;
+mod dispatch;
+mod dlsym_hook;
+mod exports;
+mod findings;
+mod fingerprint;
+mod guard;
+mod loader;
+mod log;
+mod resolvers;
+mod trace;
+
+/// Nothing heavy here: a process that never touches a GPU must pay nothing measurable.
+#[ctor::ctor]
+fn on_load() {
+    trace::register_fork_handlers();
+}
+
+#[ctor::dtor]
+fn on_unload() {
+    trace::finish();
+}

@@ -1,0 +1,438 @@
+//! Finding the real driver and its functions.
+//!
+//! Everything here is lazy and lock-free: state lives in atomics, and when two threads race to
+//! resolve the same thing both do the (idempotent) loader call and one result wins. No lock is
+//! ever held across `dlopen`/`dlsym`.
+
+use crate::log;
+use libc::{c_char, c_int, c_void};
+use sharecheck_core::functions::{Api, FnId, FUNCTIONS};
+use sharecheck_core::schema::env;
+use std::ffi::{CStr, CString};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+type DlsymFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
+
+const UNRESOLVED: usize = 0;
+const MISSING: usize = 1;
+
+static REAL_DLSYM: AtomicUsize = AtomicUsize::new(UNRESOLVED);
+
+/// glibc's own `dlsym`, never the shim's override.
+///
+/// Looked up with `dlvsym` in libc's own scope: a lookup in the global scope could find the shim's
+/// unversioned `dlsym`, which satisfies a versioned request.
+pub fn real_dlsym_address() -> usize {
+    let cached = REAL_DLSYM.load(Ordering::Acquire);
+    if cached != UNRESOLVED {
+        return cached;
+    }
+    let mut found = std::ptr::null_mut();
+    unsafe {
+        let libc_handle = libc::dlopen(c"libc.so.6".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+        for version in [c"GLIBC_2.34", c"GLIBC_2.2.5", c"GLIBC_2.17"] {
+            for handle in [libc_handle, libc::RTLD_NEXT] {
+                if handle.is_null() {
+                    continue;
+                }
+                found = libc::dlvsym(handle, c"dlsym".as_ptr(), version.as_ptr());
+                if !found.is_null() {
+                    break;
+                }
+            }
+            if !found.is_null() {
+                break;
+            }
+        }
+        if !libc_handle.is_null() {
+            libc::dlclose(libc_handle);
+        }
+    }
+    let address = found as usize;
+    if address != 0 {
+        REAL_DLSYM.store(address, Ordering::Release);
+    }
+    address
+}
+
+/// Calls glibc's `dlsym`.
+pub fn real_dlsym(handle: *mut c_void, name: &CStr) -> *mut c_void {
+    let address = real_dlsym_address();
+    if address == 0 {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: `address` is glibc's dlsym, found by versioned lookup.
+    unsafe {
+        let f: DlsymFn = std::mem::transmute(address);
+        f(handle, name.as_ptr())
+    }
+}
+
+/// A driver library: loaded once per process, kept loaded (`RTLD_NODELETE`).
+struct DriverLibrary {
+    api: Api,
+    /// `UNRESOLVED`, `MISSING`, or the `dlopen` handle.
+    handle: AtomicUsize,
+    env_var: &'static str,
+    /// Basename prefix of the library as real programs load it.
+    file_prefix: &'static str,
+    sonames: &'static [&'static CStr],
+}
+
+static CUDA: DriverLibrary = DriverLibrary {
+    api: Api::Cuda,
+    handle: AtomicUsize::new(UNRESOLVED),
+    env_var: env::CUDA_LIBRARY,
+    file_prefix: "libcuda.so",
+    sonames: &[c"libcuda.so.1", c"libcuda.so"],
+};
+
+static HIP: DriverLibrary = DriverLibrary {
+    api: Api::Hip,
+    handle: AtomicUsize::new(UNRESOLVED),
+    env_var: env::HIP_LIBRARY,
+    file_prefix: "libamdhip64.so",
+    sonames: &[
+        c"libamdhip64.so",
+        c"libamdhip64.so.7",
+        c"libamdhip64.so.6",
+        c"libamdhip64.so.5",
+    ],
+};
+
+fn library(api: Api) -> &'static DriverLibrary {
+    match api {
+        Api::Cuda => &CUDA,
+        Api::Hip => &HIP,
+    }
+}
+
+const OPEN_FLAGS: c_int = libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_NODELETE;
+
+impl DriverLibrary {
+    fn handle(&self) -> Option<*mut c_void> {
+        match self.handle.load(Ordering::Acquire) {
+            MISSING => None,
+            UNRESOLVED => self.load(),
+            handle => Some(handle as *mut c_void),
+        }
+    }
+
+    fn load(&self) -> Option<*mut c_void> {
+        let mut tried = Vec::new();
+        let handle = self
+            .open_from_env(&mut tried)
+            .or_else(|| self.open_already_loaded(&mut tried))
+            .or_else(|| self.open_by_soname(&mut tried));
+        let value = handle.map_or(MISSING, |h| h as usize);
+        match self
+            .handle
+            .compare_exchange(UNRESOLVED, value, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => {
+                if handle.is_none() {
+                    log::warn_once(
+                        self.api.as_str(),
+                        format_args!(
+                            "no {} driver library could be loaded (tried {}); covered {} calls return {}",
+                            self.api.as_str().to_uppercase(),
+                            tried.join(", "),
+                            self.api.as_str().to_uppercase(),
+                            match self.api {
+                                Api::Cuda => "CUDA_ERROR_NOT_SUPPORTED",
+                                Api::Hip => "hipErrorNotSupported",
+                            }
+                        ),
+                    );
+                } else {
+                    log::debug(format_args!(
+                        "{} driver: {}",
+                        self.api.as_str(),
+                        tried.last().map_or("", |s| s.as_str())
+                    ));
+                }
+                handle
+            }
+            // Another thread won the race; its answer stands (our extra refcount is harmless).
+            Err(current) => (current != MISSING).then_some(current as *mut c_void),
+        }
+    }
+
+    fn open_from_env(&self, tried: &mut Vec<String>) -> Option<*mut c_void> {
+        let path = std::env::var_os(self.env_var)?;
+        let text = path.to_string_lossy().into_owned();
+        tried.push(format!("{}={}", self.env_var, text));
+        let c_path = CString::new(text).ok()?;
+        open(&c_path, OPEN_FLAGS)
+    }
+
+    /// The library the program already loaded: the one it would have called.
+    fn open_already_loaded(&self, tried: &mut Vec<String>) -> Option<*mut c_void> {
+        let own_object = own_object_base();
+        for (path, bias) in loaded_objects() {
+            if bias == own_object {
+                continue;
+            }
+            let name = path.rsplit('/').next().unwrap_or(&path);
+            if !name.is_empty() && name.starts_with(self.file_prefix) {
+                tried.push(format!("already loaded {path}"));
+                let c_path = CString::new(path).ok()?;
+                if let Some(h) = open(&c_path, libc::RTLD_NOLOAD | OPEN_FLAGS) {
+                    return Some(h);
+                }
+            }
+        }
+        None
+    }
+
+    fn open_by_soname(&self, tried: &mut Vec<String>) -> Option<*mut c_void> {
+        for soname in self.sonames {
+            tried.push(soname.to_string_lossy().into_owned());
+            if let Some(h) = open(soname, OPEN_FLAGS) {
+                return Some(h);
+            }
+        }
+        None
+    }
+}
+
+fn open(path: &CStr, flags: c_int) -> Option<*mut c_void> {
+    // SAFETY: plain dlopen of a path; no shim lock is held.
+    let h = unsafe { libc::dlopen(path.as_ptr(), flags) };
+    (!h.is_null()).then_some(h)
+}
+
+/// (path, load bias) of every object in the main namespace, in load order (main program: "").
+pub fn loaded_objects() -> Vec<(String, usize)> {
+    unsafe extern "C" fn collect(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut c_void,
+    ) -> c_int {
+        // Runs under the loader lock: only copy names, never call into the loader.
+        let out = &mut *(data as *mut Vec<(String, usize)>);
+        let info = &*info;
+        // The main program has an empty name; it is kept so positions in load order are right.
+        let name = if info.dlpi_name.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(info.dlpi_name)
+                .to_string_lossy()
+                .into_owned()
+        };
+        out.push((name, info.dlpi_addr as usize));
+        0
+    }
+    let mut out: Vec<(String, usize)> = Vec::new();
+    unsafe { libc::dl_iterate_phdr(Some(collect), &mut out as *mut _ as *mut c_void) };
+    out
+}
+
+/// Load bias of the shim itself (as `dl_iterate_phdr` reports `dlpi_addr`).
+fn own_object_base() -> usize {
+    object_of(own_object_base as *const () as usize).map_or(0, |o| o.load_bias)
+}
+
+pub struct ObjectInfo {
+    pub path: String,
+    /// `dli_fbase`: where the object is mapped.
+    pub base: usize,
+    pub load_bias: usize,
+}
+
+/// The loaded object containing `address`.
+pub fn object_of(address: usize) -> Option<ObjectInfo> {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    let mut map: *mut libc::c_void = std::ptr::null_mut();
+    // SAFETY: dladdr1 only inspects loader tables.
+    let ok = unsafe {
+        libc::dladdr1(
+            address as *const c_void,
+            &mut info,
+            &mut map as *mut *mut c_void,
+            RTLD_DL_LINKMAP,
+        )
+    };
+    if ok == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    let link_map = map as *const LinkMap;
+    let load_bias = if link_map.is_null() {
+        0
+    } else {
+        unsafe { (*link_map).l_addr }
+    };
+    Some(ObjectInfo {
+        path: unsafe { CStr::from_ptr(info.dli_fname) }
+            .to_string_lossy()
+            .into_owned(),
+        base: info.dli_fbase as usize,
+        load_bias,
+    })
+}
+
+/// `<dlfcn.h>`: ask `dladdr1` for the object's `struct link_map`.
+const RTLD_DL_LINKMAP: libc::c_int = 2;
+
+/// The public head of glibc's `struct link_map` (`<link.h>`).
+#[repr(C)]
+pub struct LinkMap {
+    pub l_addr: usize,
+    pub l_name: *const c_char,
+    pub l_ld: *mut c_void,
+    pub l_next: *mut LinkMap,
+    pub l_prev: *mut LinkMap,
+}
+
+/// Whether `address` lies in a CUDA or HIP driver library (by file name, the configured path, or
+/// being the library the shim forwards to).
+pub fn is_driver_address(address: usize) -> bool {
+    let Some(object) = object_of(address) else {
+        return false;
+    };
+    let name = object.path.rsplit('/').next().unwrap_or(&object.path);
+    [&CUDA, &HIP].iter().any(|lib| {
+        name.starts_with(lib.file_prefix)
+            || std::env::var_os(lib.env_var).is_some_and(|p| p == object.path.as_str())
+            || lib.loaded_base() == Some(object.base)
+    })
+}
+
+impl DriverLibrary {
+    fn loaded_base(&self) -> Option<usize> {
+        let handle = self.handle.load(Ordering::Acquire);
+        if handle == UNRESOLVED || handle == MISSING {
+            return None;
+        }
+        let mut map: *mut LinkMap = std::ptr::null_mut();
+        // SAFETY: the handle is a live dlopen handle (RTLD_NODELETE).
+        let rc = unsafe {
+            libc::dlinfo(
+                handle as *mut c_void,
+                libc::RTLD_DI_LINKMAP,
+                &mut map as *mut *mut LinkMap as *mut c_void,
+            )
+        };
+        if rc != 0 || map.is_null() {
+            return None;
+        }
+        let name = unsafe { (*map).l_name };
+        if name.is_null() {
+            return None;
+        }
+        // The mapping base of the object, as dladdr would report it.
+        let ld = unsafe { (*map).l_ld } as usize;
+        object_of(ld).map(|o| o.base)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Function slots.
+
+const SLOT_INIT: AtomicUsize = AtomicUsize::new(UNRESOLVED);
+static SLOTS: [AtomicUsize; FUNCTIONS.len()] = [SLOT_INIT; FUNCTIONS.len()];
+
+/// The real driver function behind an interposed symbol, resolved on first use.
+pub fn real_function(id: FnId) -> Option<usize> {
+    let slot = &SLOTS[id as usize];
+    match slot.load(Ordering::Acquire) {
+        MISSING => None,
+        UNRESOLVED => resolve_slot(id),
+        address => Some(address),
+    }
+}
+
+fn resolve_slot(id: FnId) -> Option<usize> {
+    let info = id.info();
+    let address = library(info.api).handle().and_then(|handle| {
+        let name = CString::new(info.symbol).ok()?;
+        let p = real_dlsym(handle, &name);
+        (!p.is_null()).then_some(p as usize)
+    });
+    let value = address.unwrap_or(MISSING);
+    match SLOTS[id as usize].compare_exchange(
+        UNRESOLVED,
+        value,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        Ok(_) => {
+            if address.is_none() && library(info.api).handle().is_some() {
+                log::warn_once(
+                    info.symbol,
+                    format_args!(
+                        "{} is not exported by the {} driver library{}; calls to it return {}",
+                        info.symbol,
+                        info.api.as_str().to_uppercase(),
+                        if info.since > 0 {
+                            format!(
+                                " (it needs a driver for CUDA {}.{})",
+                                info.since / 1000,
+                                info.since % 1000 / 10
+                            )
+                        } else {
+                            String::new()
+                        },
+                        match info.api {
+                            Api::Cuda => "CUDA_ERROR_NOT_SUPPORTED",
+                            Api::Hip => "hipErrorNotSupported",
+                        }
+                    ),
+                );
+            }
+            address
+        }
+        Err(current) => (current != MISSING).then_some(current),
+    }
+}
+
+/// Records the real function a `dlsym` on the program's own driver handle returned, when the slot
+/// is still empty: the shim then forwards to exactly the library the program looked up.
+pub fn adopt_real_function(id: FnId, address: usize) {
+    let _ = SLOTS[id as usize].compare_exchange(
+        UNRESOLVED,
+        address,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    );
+}
+
+/// A named driver function outside the declaration list (the resolvers), resolved per call site.
+pub struct NamedSlot {
+    api: Api,
+    symbol: &'static CStr,
+    address: AtomicUsize,
+}
+
+impl NamedSlot {
+    pub const fn new(api: Api, symbol: &'static CStr) -> Self {
+        NamedSlot {
+            api,
+            symbol,
+            address: AtomicUsize::new(UNRESOLVED),
+        }
+    }
+
+    pub fn get(&self) -> Option<usize> {
+        match self.address.load(Ordering::Acquire) {
+            MISSING => None,
+            UNRESOLVED => {
+                let found = library(self.api).handle().and_then(|h| {
+                    let p = real_dlsym(h, self.symbol);
+                    (!p.is_null()).then_some(p as usize)
+                });
+                let value = found.unwrap_or(MISSING);
+                match self.address.compare_exchange(
+                    UNRESOLVED,
+                    value,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => found,
+                    Err(current) => (current != MISSING).then_some(current),
+                }
+            }
+            address => Some(address),
+        }
+    }
+}

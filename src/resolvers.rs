@@ -1,0 +1,137 @@
+//! `cuGetProcAddress` (v1 and v2) and `hipGetProcAddress`.
+//!
+//! Resolve first, then substitute: the real resolver is called with exactly the caller's
+//! arguments, its result code and status are returned unchanged, and only a non-NULL pointer is
+//! replaced, by the wrapper of the symbol the driver actually returned (legacy vs `_ptds`/`_ptsz`,
+//! v1 vs `_v2` IPC open), never by the name that was asked for. This is the path the CUDA runtime
+//! takes to every driver function.
+
+#![allow(non_snake_case)]
+
+use crate::exports::wrapper_address;
+use crate::guard::Guard;
+use crate::loader::{self, NamedSlot};
+use libc::{c_char, c_int, c_void};
+use sharecheck_core::ffi::{CUresult, CUDA_ERROR_NOT_SUPPORTED, HIP_ERROR_NOT_SUPPORTED};
+use sharecheck_core::functions::{Api, FUNCTIONS};
+
+type CuGetProcAddressV1 =
+    unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64) -> CUresult;
+type CuGetProcAddressV2 =
+    unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64, *mut c_int) -> CUresult;
+type HipGetProcAddress =
+    unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64, *mut c_int) -> c_int;
+
+pub static REAL_CU_GET_PROC_ADDRESS: NamedSlot = NamedSlot::new(Api::Cuda, c"cuGetProcAddress");
+pub static REAL_CU_GET_PROC_ADDRESS_V2: NamedSlot =
+    NamedSlot::new(Api::Cuda, c"cuGetProcAddress_v2");
+pub static REAL_HIP_GET_PROC_ADDRESS: NamedSlot = NamedSlot::new(Api::Hip, c"hipGetProcAddress");
+
+/// The shim's replacement for a real driver function pointer, if it wraps that function.
+pub fn substitute(api: Api, real: usize) -> Option<usize> {
+    let resolvers: &[(&NamedSlot, usize)] = match api {
+        Api::Cuda => &[
+            (
+                &REAL_CU_GET_PROC_ADDRESS,
+                cuGetProcAddress as *const () as usize,
+            ),
+            (
+                &REAL_CU_GET_PROC_ADDRESS_V2,
+                cuGetProcAddress_v2 as *const () as usize,
+            ),
+        ],
+        Api::Hip => &[(
+            &REAL_HIP_GET_PROC_ADDRESS,
+            hipGetProcAddress as *const () as usize,
+        )],
+    };
+    for (slot, wrapper) in resolvers {
+        if slot.get() == Some(real) {
+            return Some(*wrapper);
+        }
+    }
+    FUNCTIONS
+        .iter()
+        .filter(|f| f.api == api)
+        .find(|f| loader::real_function(f.id) == Some(real))
+        .map(|f| wrapper_address(f.id))
+}
+
+/// Replaces `*pfn` after a successful resolution, when it is a function the shim wraps.
+///
+/// # Safety
+/// `pfn` was just written by the real resolver, which returned success.
+unsafe fn substitute_result(api: Api, pfn: *mut *mut c_void) {
+    if pfn.is_null() {
+        return;
+    }
+    let real = unsafe { *pfn } as usize;
+    if real == 0 {
+        return;
+    }
+    if let Some(wrapper) = substitute(api, real) {
+        unsafe { *pfn = wrapper as *mut c_void };
+    }
+}
+
+/// The 4-argument resolver of CUDA 11.3 (`PFN_cuGetProcAddress_v11030`).
+#[no_mangle]
+pub unsafe extern "C" fn cuGetProcAddress(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    cudaVersion: c_int,
+    flags: u64,
+) -> CUresult {
+    let Some(real) = REAL_CU_GET_PROC_ADDRESS.get() else {
+        return CUDA_ERROR_NOT_SUPPORTED;
+    };
+    let real: CuGetProcAddressV1 = unsafe { std::mem::transmute(real) };
+    let _guard = Guard::enter();
+    let rc = unsafe { real(symbol, pfn, cudaVersion, flags) };
+    if rc == 0 && _guard.is_some() {
+        unsafe { substitute_result(Api::Cuda, pfn) };
+    }
+    rc
+}
+
+/// The 5-argument resolver of CUDA 12 and later (`PFN_cuGetProcAddress_v12000`).
+#[no_mangle]
+pub unsafe extern "C" fn cuGetProcAddress_v2(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    cudaVersion: c_int,
+    flags: u64,
+    symbolStatus: *mut c_int,
+) -> CUresult {
+    let Some(real) = REAL_CU_GET_PROC_ADDRESS_V2.get() else {
+        return CUDA_ERROR_NOT_SUPPORTED;
+    };
+    let real: CuGetProcAddressV2 = unsafe { std::mem::transmute(real) };
+    let _guard = Guard::enter();
+    let rc = unsafe { real(symbol, pfn, cudaVersion, flags, symbolStatus) };
+    if rc == 0 && _guard.is_some() {
+        unsafe { substitute_result(Api::Cuda, pfn) };
+    }
+    rc
+}
+
+/// HIP's resolver (ROCm 6.2 and later).
+#[no_mangle]
+pub unsafe extern "C" fn hipGetProcAddress(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    hipVersion: c_int,
+    flags: u64,
+    symbolStatus: *mut c_int,
+) -> c_int {
+    let Some(real) = REAL_HIP_GET_PROC_ADDRESS.get() else {
+        return HIP_ERROR_NOT_SUPPORTED;
+    };
+    let real: HipGetProcAddress = unsafe { std::mem::transmute(real) };
+    let _guard = Guard::enter();
+    let rc = unsafe { real(symbol, pfn, hipVersion, flags, symbolStatus) };
+    if rc == 0 && _guard.is_some() {
+        unsafe { substitute_result(Api::Hip, pfn) };
+    }
+    rc
+}

@@ -1,0 +1,465 @@
+//! The trace file: one JSON object per line, one line per call (schema in README.md).
+//!
+//! Records are formatted into a thread-local scratch buffer (no allocation once warm), then
+//! appended under a short lock to a process-wide buffer that is written out in whole lines: when it
+//! grows past `FLUSH_AT`, when a record carries findings (so a crash right after a misuse still
+//! leaves the evidence), at exit and before `fork`. Nothing is written, and no file is created,
+//! until the first record: a process that never touches a GPU pays nothing.
+
+use crate::findings::{self, Finding};
+use crate::fingerprint::fingerprint;
+use crate::log;
+use parking_lot::Mutex;
+use sharecheck_core::ffi::Outcome;
+use sharecheck_core::functions::{CallArgs, FnInfo};
+use sharecheck_core::json::JsonOut;
+use sharecheck_core::schema::{self, env};
+use std::cell::{Cell, RefCell};
+use std::ffi::CString;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+const FLUSH_AT: usize = 64 * 1024;
+
+const UNKNOWN: u8 = 0;
+const DISABLED: u8 = 1;
+const ENABLED: u8 = 2;
+static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+/// Whether records are written at all (`SHARECHECK_TRACE` set).
+pub fn enabled() -> bool {
+    match STATE.load(Ordering::Relaxed) {
+        ENABLED => true,
+        DISABLED => false,
+        _ => {
+            let on = std::env::var_os(env::TRACE).is_some_and(|p| !p.is_empty());
+            STATE.store(if on { ENABLED } else { DISABLED }, Ordering::Relaxed);
+            on
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Process and thread identity, kept right across fork.
+
+static PID: AtomicU32 = AtomicU32::new(0);
+static FORK_GENERATION: AtomicU32 = AtomicU32::new(0);
+static SEQ: AtomicU64 = AtomicU64::new(0);
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+pub fn pid() -> u32 {
+    match PID.load(Ordering::Relaxed) {
+        0 => {
+            let pid = unsafe { libc::getpid() } as u32;
+            PID.store(pid, Ordering::Relaxed);
+            pid
+        }
+        pid => pid,
+    }
+}
+
+thread_local! {
+    static TID: Cell<(u32, i32)> = const { Cell::new((u32::MAX, 0)) };
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+pub fn tid() -> i32 {
+    let generation = FORK_GENERATION.load(Ordering::Relaxed);
+    TID.with(|cell| {
+        let (cached_generation, tid) = cell.get();
+        if cached_generation == generation {
+            return tid;
+        }
+        let tid = unsafe { libc::gettid() };
+        cell.set((generation, tid));
+        tid
+    })
+}
+
+pub fn next_seq() -> u64 {
+    SEQ.fetch_add(1, Ordering::Relaxed) + 1
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+pub fn wall_ns() -> u64 {
+    clock_ns(libc::CLOCK_REALTIME)
+}
+
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Records.
+
+/// Everything a call record says besides its arguments.
+pub struct CallRecord<'a> {
+    pub info: &'static FnInfo,
+    pub outcome: Outcome,
+    pub ret: i32,
+    pub seq: u64,
+    pub ts_ns: u64,
+    pub dur_ns: u64,
+    pub findings: &'a [Finding],
+}
+
+/// Writes one call record (if tracing is on).
+pub fn write_call<A: CallArgs>(args: &A, record: &CallRecord) {
+    CALLS.fetch_add(1, Ordering::Relaxed);
+    if !enabled() {
+        return;
+    }
+    with_scratch(|buf| {
+        let mut w = JsonOut::with_fingerprint(buf, fingerprint);
+        envelope(&mut w, record.seq, record.ts_ns);
+        w.kv_str("api", record.info.api.as_str());
+        w.kv_str("fn", record.info.symbol);
+        w.key("args");
+        w.begin_object();
+        args.encode(&mut w, record.outcome);
+        w.end_object();
+        w.kv_i64("ret", record.ret as i64);
+        w.key("ret_name");
+        match record.info.api.result_name(record.ret) {
+            Some(name) => w.str(name),
+            None => w.null(),
+        }
+        if record.outcome == Outcome::NotCalled {
+            w.key("forwarded");
+            w.bool(false);
+        }
+        w.kv_u64("dur_ns", record.dur_ns);
+        findings::encode_list(&mut w, record.findings);
+        w.end_object();
+        buf.push(b'\n');
+        append(buf, !record.findings.is_empty());
+    });
+}
+
+/// Writes an event record (`"fn":null`): findings not tied to one call, annotations, exit.
+pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut JsonOut)) {
+    if !enabled() {
+        return;
+    }
+    let seq = next_seq();
+    with_scratch(|buf| {
+        let mut w = JsonOut::with_fingerprint(buf, fingerprint);
+        envelope(&mut w, seq, wall_ns());
+        w.key("api");
+        w.null();
+        w.key("fn");
+        w.null();
+        w.kv_str("event", event);
+        extra(&mut w);
+        findings::encode_list(&mut w, findings);
+        w.end_object();
+        buf.push(b'\n');
+        append(buf, true);
+    });
+}
+
+fn envelope(w: &mut JsonOut, seq: u64, ts_ns: u64) {
+    w.begin_object();
+    w.kv_u64("v", schema::VERSION);
+    w.kv_u64("seq", seq);
+    w.kv_u64("ts_ns", ts_ns);
+    w.kv_u64("pid", pid() as u64);
+    w.kv_i64("tid", tid() as i64);
+}
+
+fn with_scratch(f: impl FnOnce(&mut Vec<u8>)) {
+    // During thread teardown (or a nested use) the thread-local is unavailable: use a fresh buffer.
+    let mut f = Some(f);
+    let _ = SCRATCH.try_with(|cell| {
+        if let Ok(mut buf) = cell.try_borrow_mut() {
+            buf.clear();
+            (f.take().expect("called once"))(&mut buf);
+        }
+    });
+    if let Some(f) = f {
+        f(&mut Vec::new());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file.
+
+struct Writer {
+    fd: libc::c_int,
+    /// Set when opening failed: stop trying (one error line was printed).
+    failed: bool,
+    pending: Vec<u8>,
+    path: String,
+}
+
+static WRITER: Mutex<Writer> = Mutex::new(Writer {
+    fd: -1,
+    failed: false,
+    pending: Vec::new(),
+    path: String::new(),
+});
+
+fn append(line: &[u8], flush_now: bool) {
+    let mut writer = WRITER.lock();
+    if writer.fd < 0 {
+        if writer.failed {
+            return;
+        }
+        match open_trace_file() {
+            Ok((fd, path)) => {
+                writer.fd = fd;
+                writer.path = path;
+                let mut header = Vec::new();
+                process_record(&mut header);
+                writer.pending.extend_from_slice(&header);
+            }
+            Err(message) => {
+                writer.failed = true;
+                drop(writer);
+                log::error(format_args!("{message}; no trace is written"));
+                return;
+            }
+        }
+    }
+    writer.pending.extend_from_slice(line);
+    if flush_now || writer.pending.len() >= FLUSH_AT {
+        writer.flush();
+    }
+}
+
+impl Writer {
+    fn flush(&mut self) {
+        if self.fd < 0 || self.pending.is_empty() {
+            return;
+        }
+        let mut rest: &[u8] = &self.pending;
+        while !rest.is_empty() {
+            let n = unsafe { libc::write(self.fd, rest.as_ptr().cast(), rest.len()) };
+            if n < 0 {
+                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                let err = std::io::Error::last_os_error();
+                log::warn_once(
+                    "trace-write",
+                    format_args!("writing trace {} failed: {err}", self.path),
+                );
+                break;
+            }
+            rest = &rest[n as usize..];
+        }
+        self.pending.clear();
+    }
+}
+
+/// The first record of every file: who wrote it.
+fn process_record(buf: &mut Vec<u8>) {
+    let mut w = JsonOut::new(buf);
+    // seq 0: it describes the process, before any call (whose records may already be queued).
+    envelope(&mut w, 0, wall_ns());
+    w.key("api");
+    w.null();
+    w.key("fn");
+    w.null();
+    w.kv_str("event", "process");
+    let exe = std::fs::read_link("/proc/self/exe")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    w.kv_str("exe", &exe);
+    w.kv_u64("ppid", unsafe { libc::getppid() } as u64);
+    w.kv_str("shim_version", env!("CARGO_PKG_VERSION"));
+    w.key("findings");
+    w.begin_array();
+    w.end_array();
+    w.end_object();
+    buf.push(b'\n');
+}
+
+fn open_trace_file() -> Result<(libc::c_int, String), String> {
+    let pattern = std::env::var(env::TRACE).unwrap_or_default();
+    let path = expand_pattern(&pattern, pid(), &hostname(), |name| {
+        std::env::var(name).ok()
+    })?;
+    match create_exclusive(&path) {
+        Ok(fd) => Ok((fd, path)),
+        // Another process of the job (a forked child, or a pattern without %p) has this name.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let fallback = format!("{path}.{}", pid());
+            create_exclusive(&fallback)
+                .map(|fd| (fd, fallback.clone()))
+                .map_err(|e| format!("cannot create trace file {fallback}: {e}"))
+        }
+        Err(e) => Err(format!("cannot create trace file {path}: {e}")),
+    }
+}
+
+fn create_exclusive(path: &str) -> std::io::Result<libc::c_int> {
+    let c_path =
+        CString::new(path).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    let flags = libc::O_WRONLY
+        | libc::O_APPEND
+        | libc::O_CREAT
+        | libc::O_EXCL
+        | libc::O_NOFOLLOW
+        | libc::O_CLOEXEC;
+    let fd = unsafe { libc::open(c_path.as_ptr(), flags, 0o600 as libc::c_uint) };
+    if fd < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(fd)
+    }
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown-host".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// Expands `%p` (pid), `%h` (host), `%q{VAR}` (environment variable, empty if unset), `%%`.
+pub fn expand_pattern(
+    pattern: &str,
+    pid: u32,
+    host: &str,
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    let mut out = String::new();
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('p') => out.push_str(&pid.to_string()),
+            Some('h') => out.push_str(host),
+            Some('%') => out.push('%'),
+            Some('q') => {
+                let rest = chars.as_str();
+                let name = rest
+                    .strip_prefix('{')
+                    .and_then(|r| r.split_once('}'))
+                    .map(|(name, _)| name)
+                    .ok_or_else(|| {
+                        format!("{} {pattern:?}: %q must be followed by {{VAR}}", env::TRACE)
+                    })?;
+                out.push_str(&var(name).unwrap_or_default());
+                chars = rest[name.len() + 2..].chars();
+            }
+            Some(other) => {
+                return Err(format!(
+                    "{} {pattern:?}: unknown key %{other} (use %p, %h, %q{{VAR}} or %%)",
+                    env::TRACE
+                ))
+            }
+            None => return Err(format!("{} {pattern:?}: ends with a lone %", env::TRACE)),
+        }
+    }
+    if out.is_empty() {
+        return Err(format!("{} is empty", env::TRACE));
+    }
+    Ok(out)
+}
+
+/// Writes everything buffered (the C API's `sharecheck_flush`).
+pub fn flush() -> bool {
+    let mut writer = WRITER.lock();
+    writer.flush();
+    writer.fd >= 0
+}
+
+/// At exit: an `exit` record with this process's totals, then everything buffered.
+pub fn finish() {
+    let opened = WRITER.lock().fd >= 0;
+    if opened {
+        let calls = CALLS.load(Ordering::Relaxed);
+        let reported = findings::count();
+        write_event("exit", &[], |w| {
+            w.kv_u64("calls", calls);
+            w.kv_u64("findings_reported", reported);
+        });
+    }
+    flush();
+}
+
+// ---------------------------------------------------------------------------------------------
+// fork: the child starts clean and writes its own file.
+
+extern "C" fn before_fork() {
+    // Hold the writer across fork so no thread is mid-record, and empty the buffer so the child
+    // does not write the parent's records again.
+    let mut writer = WRITER.lock();
+    writer.flush();
+    std::mem::forget(writer);
+}
+
+extern "C" fn after_fork_in_parent() {
+    unsafe { WRITER.force_unlock() };
+}
+
+extern "C" fn after_fork_in_child() {
+    // Only this thread exists now; the lock was taken by it in `before_fork`.
+    unsafe { WRITER.force_unlock() };
+    let mut writer = WRITER.lock();
+    if writer.fd >= 0 {
+        unsafe { libc::close(writer.fd) };
+    }
+    writer.fd = -1;
+    writer.failed = false;
+    writer.pending.clear();
+    writer.path.clear();
+    drop(writer);
+    PID.store(0, Ordering::Relaxed);
+    FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+    SEQ.store(0, Ordering::Relaxed);
+    CALLS.store(0, Ordering::Relaxed);
+    findings::reset_after_fork();
+}
+
+pub fn register_fork_handlers() {
+    unsafe {
+        libc::pthread_atfork(
+            Some(before_fork),
+            Some(after_fork_in_parent),
+            Some(after_fork_in_child),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand(p: &str) -> Result<String, String> {
+        expand_pattern(p, 42, "node7", |name| {
+            (name == "RANK").then(|| "3".to_string())
+        })
+    }
+
+    #[test]
+    fn pattern_keys_expand() {
+        assert_eq!(expand("/t/%h-%p.jsonl").unwrap(), "/t/node7-42.jsonl");
+        assert_eq!(expand("r%q{RANK}-%q{UNSET}.%%").unwrap(), "r3-.%");
+    }
+
+    #[test]
+    fn bad_patterns_name_the_problem() {
+        assert!(expand("a%x").unwrap_err().contains("unknown key %x"));
+        assert!(expand("a%").unwrap_err().contains("lone %"));
+        assert!(expand("%q{RANK")
+            .unwrap_err()
+            .contains("%q must be followed"));
+        assert!(expand("").unwrap_err().contains("empty"));
+    }
+}
