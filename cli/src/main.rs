@@ -1,1 +1,43 @@
-fn main(){}
+//! The `sharecheck` command: runs programs under the sharecheck shim and reviews their traces.
+//!
+//! - [`args`]: command-line parsing and help texts;
+//! - [`run`]: `sharecheck run`, the launcher;
+//! - [`report`]: `sharecheck report`, merging traces into findings;
+//! - [`trace`]: tolerant reading of trace files;
+//! - [`rules`]: reserved for `sharecheck rules`.
+
+mod args;
+mod report;
+mod rules;
+mod run;
+mod trace;
+
+use std::io::Write;
+
+use args::Command;
+
+fn main() {
+    let status = match args::parse(std::env::args_os().skip(1)) {
+        Ok(Command::Run(a)) => run::run(a),
+        Ok(Command::Report(a)) => report::run(a),
+        Ok(Command::Rules) => rules::run(),
+        Ok(Command::Help(text)) => {
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            0
+        }
+        Ok(Command::Version) => {
+            println!(
+                "sharecheck {} (trace schema v{})",
+                env!("CARGO_PKG_VERSION"),
+                sharecheck_core::schema::VERSION
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("sharecheck: {e}\nusage: {}", e.usage);
+            eprintln!("Run `sharecheck --help` for more.");
+            args::EXIT_USAGE
+        }
+    };
+    std::process::exit(status);
+}

@@ -1,0 +1,454 @@
+//! Command-line parsing, hand-written: one function per command, each returning either the parsed
+//! command or a [`UsageError`] that says what was wrong and what to type instead.
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+/// Exit status of a usage error (bad flags, missing program): the convention of most Unix tools.
+pub const EXIT_USAGE: i32 = 2;
+
+pub const TOP_USAGE: &str = "\
+sharecheck: validate CUDA/HIP peer access, IPC, stream attach and logical endpoint calls
+
+USAGE:
+    sharecheck run [--sim] [--trace PATTERN] [--options OPTS] [--quiet] -- PROG [ARGS...]
+    sharecheck report [--format text|json] [--fail-on error|warning|info] [TRACE...]
+    sharecheck help [COMMAND]
+    sharecheck --version
+
+COMMANDS:
+    run       Run PROG (and every process it starts) under the sharecheck shim, then print
+              a one-line summary of the traces it wrote.
+    report    Merge the trace files of one or more runs and print the findings.
+    help      Print this text, or the help of one command.
+
+Run `sharecheck help run` or `sharecheck help report` for the options of each command.
+";
+
+pub const RUN_USAGE: &str = "\
+sharecheck run: run a program under the sharecheck shim
+
+USAGE:
+    sharecheck run [OPTIONS] -- PROG [ARGS...]
+
+PROG is searched in PATH as a shell would. It and every process it starts inherit the shim
+through LD_PRELOAD; each process writes its own JSON Lines trace.
+
+OPTIONS:
+    --sim               Use the simulated CUDA driver / HIP runtime instead of the real ones
+                        (no GPU needed). Found next to the shim, or at $SHARECHECK_SIM_LIBRARY.
+    --trace PATTERN     Where each process writes its trace (sets SHARECHECK_TRACE). The shim
+                        expands %p (pid), %h (host), %q{VAR} (environment variable), %%.
+                        Default: $SHARECHECK_TRACE if set, else ./sharecheck-trace/%p.jsonl
+    --options OPTS      key=value:key=value options of the shim (sets SHARECHECK_OPTIONS).
+    -q, --quiet         Do not print the summary line after PROG exits.
+    -h, --help          Print this help.
+
+ENVIRONMENT:
+    SHARECHECK_SHIM         Path of libsharecheck.so (default: next to this executable, or
+                            ../lib/libsharecheck.so relative to it).
+    SHARECHECK_SIM_LIBRARY  Path of libsharecheck_sim.so for --sim.
+    SHARECHECK_JOB_KEY      Key of the IPC handle fingerprints; generated when unset so every
+                            process of the job uses the same one.
+
+EXIT STATUS:
+    PROG's exit status; 128+N if PROG was killed by signal N; 126/127 if PROG could not be
+    started (not executable / not found); 2 on a usage error or if the shim cannot be found.
+";
+
+pub const REPORT_USAGE: &str = "\
+sharecheck report: merge trace files and print the findings
+
+USAGE:
+    sharecheck report [OPTIONS] [TRACE...]
+
+TRACE is a trace file or a directory (every *.jsonl in it). Default: ./sharecheck-trace
+
+OPTIONS:
+    --format text|json      text (default): findings grouped by rule, calls per function and a
+                            SUMMARY line. json: one object {\"calls\",\"processes\",\"findings\"}
+                            with the findings of every process sorted by (pid, seq).
+    --fail-on SEVERITY      Exit 1 if a finding of SEVERITY or worse exists
+                            (error, warning or info). Useful in CI.
+    -h, --help              Print this help.
+
+EXIT STATUS:
+    0 success; 1 findings at or above --fail-on; 2 usage error or unreadable input (a TRACE
+    that cannot be opened, or no trace record at all).
+";
+
+#[derive(Debug)]
+pub struct UsageError {
+    /// What was wrong, e.g. "unknown option `--foo`".
+    pub message: String,
+    /// The usage line of the command concerned.
+    pub usage: &'static str,
+}
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.message)
+    }
+}
+
+fn usage_err(message: impl Into<String>, usage: &'static str) -> UsageError {
+    UsageError {
+        message: message.into(),
+        usage,
+    }
+}
+
+pub const RUN_SHORT: &str =
+    "sharecheck run [--sim] [--trace PATTERN] [--options OPTS] [--quiet] -- PROG [ARGS...]";
+pub const REPORT_SHORT: &str =
+    "sharecheck report [--format text|json] [--fail-on error|warning|info] [TRACE...]";
+pub const TOP_SHORT: &str = "sharecheck run|report|help [...]  (see `sharecheck --help`)";
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Command {
+    Run(RunArgs),
+    Report(ReportArgs),
+    /// `sharecheck rules`: reserved, see `rules.rs`.
+    Rules,
+    /// Help text to print on stdout.
+    Help(&'static str),
+    Version,
+}
+
+#[derive(Debug, PartialEq, Eq, Default)]
+pub struct RunArgs {
+    pub sim: bool,
+    pub trace: Option<OsString>,
+    pub options: Option<OsString>,
+    pub quiet: bool,
+    pub prog: OsString,
+    pub prog_args: Vec<OsString>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// Finding severities, ordered from least to most severe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn parse(s: &str) -> Option<Severity> {
+        match s {
+            "error" => Some(Severity::Error),
+            "warning" => Some(Severity::Warning),
+            "info" => Some(Severity::Info),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct ReportArgs {
+    pub format: Format,
+    pub fail_on: Option<Severity>,
+    pub traces: Vec<PathBuf>,
+}
+
+/// Splits `--name=value` into (`--name`, Some(value)); anything else into (arg, None).
+fn split_eq(arg: &OsStr) -> (String, Option<OsString>) {
+    let bytes = arg.as_bytes();
+    if bytes.starts_with(b"--") {
+        if let Some(eq) = bytes.iter().position(|&b| b == b'=') {
+            let name = String::from_utf8_lossy(&bytes[..eq]).into_owned();
+            let value = OsStr::from_bytes(&bytes[eq + 1..]);
+            return (name, Some(value.to_os_string()));
+        }
+    }
+    (arg.to_string_lossy().into_owned(), None)
+}
+
+/// Takes the value of option `name`: the `=value` part, or the next argument.
+fn take_value(
+    name: &str,
+    inline: Option<OsString>,
+    rest: &mut impl Iterator<Item = OsString>,
+    what: &str,
+    usage: &'static str,
+) -> Result<OsString, UsageError> {
+    let value = match inline {
+        Some(v) => v,
+        None => rest
+            .next()
+            .ok_or_else(|| usage_err(format!("option `{name}` needs a value ({what})"), usage))?,
+    };
+    if value.is_empty() {
+        return Err(usage_err(
+            format!("option `{name}` needs a non-empty value ({what})"),
+            usage,
+        ));
+    }
+    Ok(value)
+}
+
+fn no_value(name: &str, inline: &Option<OsString>, usage: &'static str) -> Result<(), UsageError> {
+    match inline {
+        Some(_) => Err(usage_err(format!("option `{name}` takes no value"), usage)),
+        None => Ok(()),
+    }
+}
+
+/// Parses the arguments after the program name.
+pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, UsageError> {
+    let mut args = args.into_iter();
+    let Some(first) = args.next() else {
+        return Err(usage_err("no command given", TOP_SHORT));
+    };
+    match first.to_string_lossy().as_ref() {
+        "run" => parse_run(args),
+        "report" => parse_report(args),
+        "rules" => Ok(Command::Rules),
+        "help" | "--help" | "-h" => match args.next() {
+            None => Ok(Command::Help(TOP_USAGE)),
+            Some(cmd) => match cmd.to_string_lossy().as_ref() {
+                "run" => Ok(Command::Help(RUN_USAGE)),
+                "report" => Ok(Command::Help(REPORT_USAGE)),
+                "help" => Ok(Command::Help(TOP_USAGE)),
+                other => Err(usage_err(
+                    format!("no help for unknown command `{other}` (commands: run, report)"),
+                    TOP_SHORT,
+                )),
+            },
+        },
+        "--version" | "-V" | "version" => Ok(Command::Version),
+        other if other.starts_with('-') => Err(usage_err(
+            format!("unknown option `{other}`; options go after the command (run, report)"),
+            TOP_SHORT,
+        )),
+        other => Err(usage_err(
+            format!("unknown command `{other}` (commands: run, report, help)"),
+            TOP_SHORT,
+        )),
+    }
+}
+
+fn parse_run(args: impl Iterator<Item = OsString>) -> Result<Command, UsageError> {
+    let usage = RUN_SHORT;
+    let mut args = args.peekable();
+    let mut run = RunArgs::default();
+    let mut saw_dashdash = false;
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            saw_dashdash = true;
+            break;
+        }
+        let (name, inline) = split_eq(&arg);
+        match name.as_str() {
+            "--sim" => {
+                no_value(&name, &inline, usage)?;
+                run.sim = true;
+            }
+            "--quiet" | "-q" => {
+                no_value(&name, &inline, usage)?;
+                run.quiet = true;
+            }
+            "--trace" => {
+                run.trace = Some(take_value(&name, inline, &mut args, "a file pattern such as traces/%p.jsonl", usage)?)
+            }
+            "--options" => {
+                run.options = Some(take_value(&name, inline, &mut args, "key=value:key=value", usage)?)
+            }
+            "--help" | "-h" => return Ok(Command::Help(RUN_USAGE)),
+            _ if name.starts_with('-') => {
+                return Err(usage_err(
+                    format!("unknown option `{name}` for `run` (options: --sim, --trace, --options, --quiet)"),
+                    usage,
+                ))
+            }
+            _ => {
+                return Err(usage_err(
+                    format!(
+                        "`{name}` must come after `--`: write `sharecheck run [OPTIONS] -- {name} ...`"
+                    ),
+                    usage,
+                ))
+            }
+        }
+    }
+    if !saw_dashdash {
+        return Err(usage_err("missing `--` and the program to run", usage));
+    }
+    let Some(prog) = args.next() else {
+        return Err(usage_err("missing the program to run after `--`", usage));
+    };
+    if prog.is_empty() {
+        return Err(usage_err(
+            "the program to run after `--` is an empty string",
+            usage,
+        ));
+    }
+    run.prog = prog;
+    run.prog_args = args.collect();
+    Ok(Command::Run(run))
+}
+
+fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageError> {
+    let usage = REPORT_SHORT;
+    let mut args = args.peekable();
+    let mut format = Format::Text;
+    let mut fail_on = None;
+    let mut traces = Vec::new();
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            traces.extend(args.by_ref().map(PathBuf::from));
+            break;
+        }
+        let (name, inline) = split_eq(&arg);
+        match name.as_str() {
+            "--format" => {
+                let v = take_value(&name, inline, &mut args, "text or json", usage)?;
+                format = match v.to_string_lossy().as_ref() {
+                    "text" => Format::Text,
+                    "json" => Format::Json,
+                    other => {
+                        return Err(usage_err(
+                            format!("unknown format `{other}` for `--format` (use text or json)"),
+                            usage,
+                        ))
+                    }
+                };
+            }
+            "--fail-on" => {
+                let v = take_value(&name, inline, &mut args, "error, warning or info", usage)?;
+                let v = v.to_string_lossy();
+                fail_on = Some(Severity::parse(&v).ok_or_else(|| {
+                    usage_err(
+                        format!(
+                            "unknown severity `{v}` for `--fail-on` (use error, warning or info)"
+                        ),
+                        usage,
+                    )
+                })?);
+            }
+            "--help" | "-h" => return Ok(Command::Help(REPORT_USAGE)),
+            _ if name.starts_with('-') && name != "-" => {
+                return Err(usage_err(
+                    format!(
+                        "unknown option `{name}` for `report` (options: --format, --fail-on); \
+                         to read a file whose name starts with `-`, put it after `--`"
+                    ),
+                    usage,
+                ))
+            }
+            _ => traces.push(PathBuf::from(arg)),
+        }
+    }
+    Ok(Command::Report(ReportArgs {
+        format,
+        fail_on,
+        traces,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(args: &[&str]) -> Result<Command, UsageError> {
+        parse(args.iter().map(OsString::from))
+    }
+
+    #[test]
+    fn run_parses_options_and_program() {
+        let Command::Run(r) = p(&[
+            "run",
+            "--sim",
+            "--trace=t/%p.jsonl",
+            "--options",
+            "a=1",
+            "-q",
+            "--",
+            "prog",
+            "--sim",
+            "x",
+        ])
+        .unwrap() else {
+            panic!()
+        };
+        assert!(r.sim && r.quiet);
+        assert_eq!(r.trace.unwrap(), "t/%p.jsonl");
+        assert_eq!(r.options.unwrap(), "a=1");
+        assert_eq!(r.prog, "prog");
+        assert_eq!(
+            r.prog_args,
+            vec![OsString::from("--sim"), OsString::from("x")]
+        );
+    }
+
+    #[test]
+    fn run_errors() {
+        assert!(p(&["run", "prog"])
+            .unwrap_err()
+            .message
+            .contains("after `--`"));
+        assert!(p(&["run", "--sim"])
+            .unwrap_err()
+            .message
+            .contains("missing `--`"));
+        assert!(p(&["run", "--"])
+            .unwrap_err()
+            .message
+            .contains("missing the program"));
+        assert!(p(&["run", "--bogus", "--", "x"])
+            .unwrap_err()
+            .message
+            .contains("unknown option `--bogus`"));
+        assert!(p(&["run", "--trace"])
+            .unwrap_err()
+            .message
+            .contains("needs a value"));
+        assert!(p(&["run", "--sim=1", "--", "x"])
+            .unwrap_err()
+            .message
+            .contains("takes no value"));
+        assert!(p(&[]).is_err());
+        assert!(p(&["frobnicate"])
+            .unwrap_err()
+            .message
+            .contains("unknown command"));
+    }
+
+    #[test]
+    fn report_parses() {
+        let Command::Report(r) = p(&[
+            "report",
+            "--format",
+            "json",
+            "--fail-on=warning",
+            "a",
+            "--",
+            "-b",
+        ])
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(r.format, Format::Json);
+        assert_eq!(r.fail_on, Some(Severity::Warning));
+        assert_eq!(r.traces, vec![PathBuf::from("a"), PathBuf::from("-b")]);
+        assert!(p(&["report", "--format", "xml"]).is_err());
+        assert!(p(&["report", "--fail-on", "fatal"]).is_err());
+        assert!(p(&["report", "--x"]).is_err());
+    }
+
+    #[test]
+    fn help_and_version() {
+        assert_eq!(p(&["--help"]).unwrap(), Command::Help(TOP_USAGE));
+        assert_eq!(p(&["help", "run"]).unwrap(), Command::Help(RUN_USAGE));
+        assert_eq!(p(&["report", "-h"]).unwrap(), Command::Help(REPORT_USAGE));
+        assert_eq!(p(&["--version"]).unwrap(), Command::Version);
+    }
+}

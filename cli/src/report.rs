@@ -1,0 +1,462 @@
+//! `sharecheck report`: merges the trace files of many processes and prints the findings, as
+//! text for a person or as one JSON object for a program. The [`Summary`] it builds is also what
+//! `sharecheck run` prints its one-line summary from.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use serde_json::{Map, Value};
+
+use crate::args::{Format, ReportArgs, Severity, EXIT_USAGE};
+use crate::trace::{self, Diagnostic, Record};
+
+/// One finding with the record it came from.
+#[derive(Debug)]
+pub struct Occurrence {
+    pub finding: Map<String, Value>,
+    pub func: Option<String>,
+    /// Raw `pid`, `tid`, `seq` of the record (copied as they were, `null` if absent).
+    pub pid: Value,
+    pub tid: Value,
+    pub seq: Value,
+    /// Event name, for findings of event records only.
+    pub event: Option<String>,
+}
+
+impl Occurrence {
+    pub fn severity(&self) -> Option<Severity> {
+        self.finding
+            .get("severity")
+            .and_then(Value::as_str)
+            .and_then(Severity::parse)
+    }
+    fn str_field(&self, key: &str) -> Option<&str> {
+        self.finding.get(key).and_then(Value::as_str)
+    }
+    fn rule(&self) -> &str {
+        self.str_field("rule").unwrap_or("(no rule)")
+    }
+    fn sort_key(&self) -> (Option<i64>, Option<u64>) {
+        (self.pid.as_i64(), self.seq.as_u64())
+    }
+    fn location(&self) -> String {
+        let show = |v: &Value| match v {
+            Value::Null => "?".to_string(),
+            other => other.to_string(),
+        };
+        format!(
+            "pid {} tid {} seq {}",
+            show(&self.pid),
+            show(&self.tid),
+            show(&self.seq)
+        )
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct FnStats {
+    pub calls: u64,
+    /// Calls with `ret != 0`.
+    pub failures: u64,
+    /// Failure counts by `ret_name` (or the number when the name is null).
+    pub failure_names: HashMap<String, u64>,
+}
+
+#[derive(Debug, Default)]
+pub struct ProcessInfo {
+    pub exe: Option<String>,
+    pub ppid: Option<i64>,
+    pub calls: u64,
+    pub errors: u64,
+    pub warnings: u64,
+    pub exited: bool,
+}
+
+/// Everything `report` prints, built from the records of every file.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub files: usize,
+    pub records: u64,
+    pub calls: u64,
+    pub processes: BTreeMap<i64, ProcessInfo>,
+    /// Records without a pid still count as one process between them.
+    pub records_without_pid: bool,
+    /// Sorted by (pid, seq), then file order.
+    pub findings: Vec<Occurrence>,
+    pub functions: BTreeMap<String, FnStats>,
+    /// Some input could not be opened or read.
+    pub unreadable: bool,
+}
+
+impl Summary {
+    pub fn process_count(&self) -> usize {
+        self.processes.len() + usize::from(self.records_without_pid)
+    }
+
+    pub fn count(&self, severity: Severity) -> usize {
+        self.findings
+            .iter()
+            .filter(|o| o.severity() == Some(severity))
+            .count()
+    }
+
+    fn add(&mut self, record: Record) {
+        self.records += 1;
+        let pid = record.pid();
+        let process = match pid {
+            Some(pid) => Some(self.processes.entry(pid).or_default()),
+            None => {
+                self.records_without_pid = true;
+                None
+            }
+        };
+        let func = record.func().map(str::to_string);
+        let event = if func.is_none() {
+            record.event().map(str::to_string)
+        } else {
+            None
+        };
+        if let Some(process) = process {
+            match event.as_deref() {
+                Some("process") => {
+                    process.exe = record
+                        .obj
+                        .get("exe")
+                        .and_then(Value::as_str)
+                        .map(String::from);
+                    process.ppid = record.obj.get("ppid").and_then(Value::as_i64);
+                }
+                Some("exit") => process.exited = true,
+                _ => {}
+            }
+            if func.is_some() {
+                process.calls += 1;
+            }
+            for f in record.findings() {
+                match f.get("severity").and_then(Value::as_str) {
+                    Some("error") => process.errors += 1,
+                    Some("warning") => process.warnings += 1,
+                    _ => {}
+                }
+            }
+        }
+        if let Some(name) = &func {
+            self.calls += 1;
+            let stats = self.functions.entry(name.clone()).or_default();
+            stats.calls += 1;
+            if let Some(ret) = record.ret().filter(|&r| r != 0) {
+                stats.failures += 1;
+                let label = record
+                    .ret_name()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| ret.to_string());
+                *stats.failure_names.entry(label).or_default() += 1;
+            }
+        }
+        let field = |k: &str| record.obj.get(k).cloned().unwrap_or(Value::Null);
+        for f in record.findings() {
+            self.findings.push(Occurrence {
+                finding: f.clone(),
+                func: func.clone(),
+                pid: field("pid"),
+                tid: field("tid"),
+                seq: field("seq"),
+                event: event.clone(),
+            });
+        }
+    }
+}
+
+/// Reads `files` into a [`Summary`], pushing reading problems to `diagnostics`.
+pub fn summarize(files: &[PathBuf], diagnostics: &mut Vec<Diagnostic>) -> Summary {
+    let mut summary = Summary::default();
+    let stats = trace::read_files(files, diagnostics, |r| summary.add(r));
+    summary.files = stats.files_read;
+    summary.unreadable = stats.unreadable;
+    // Stable: occurrences of one record, and records of equal keys, keep their file order.
+    summary.findings.sort_by_key(Occurrence::sort_key);
+    summary
+}
+
+/// Runs `sharecheck report`; returns the exit status.
+pub fn run(args: ReportArgs) -> i32 {
+    let mut traces = args.traces;
+    if traces.is_empty() {
+        let default = PathBuf::from(crate::run::DEFAULT_TRACE_DIR);
+        if !default.is_dir() {
+            eprintln!(
+                "sharecheck: no TRACE given and ./{} does not exist; \
+                 name the trace files or directories to read (sharecheck report TRACE...)",
+                crate::run::DEFAULT_TRACE_DIR
+            );
+            return EXIT_USAGE;
+        }
+        traces.push(default);
+    }
+    let inputs = trace::collect_inputs(&traces);
+    let mut diagnostics = inputs.diagnostics;
+    let summary = summarize(&inputs.files, &mut diagnostics);
+    for d in &diagnostics {
+        eprintln!("{d}");
+    }
+    if summary.records == 0 {
+        eprintln!(
+            "sharecheck: no trace record could be read from {}; nothing to report",
+            describe_inputs(&traces)
+        );
+        return EXIT_USAGE;
+    }
+    let out = match args.format {
+        Format::Json => render_json(&summary),
+        Format::Text => render_text(&summary),
+    };
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(out.as_bytes())
+        .and_then(|_| stdout.flush())
+    {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!(
+                "sharecheck: cannot write the report: {}",
+                trace::io_reason(&e)
+            );
+            return EXIT_USAGE;
+        }
+    }
+    if inputs.unreadable || summary.unreadable {
+        return EXIT_USAGE;
+    }
+    match args.fail_on {
+        Some(threshold)
+            if summary
+                .findings
+                .iter()
+                .any(|o| o.severity().is_some_and(|s| s >= threshold)) =>
+        {
+            1
+        }
+        _ => 0,
+    }
+}
+
+fn describe_inputs(traces: &[PathBuf]) -> String {
+    let names: Vec<String> = traces.iter().map(|p| p.display().to_string()).collect();
+    names.join(", ")
+}
+
+/// The finding's own members first (the schema's in schema order, then any others), then the
+/// record's `fn`, `pid`, `tid`, `seq`, and `event` for event records.
+fn render_finding_json(o: &Occurrence, out: &mut String) {
+    const CONTEXT: [&str; 5] = ["fn", "pid", "tid", "seq", "event"];
+    const FIRST: [&str; 6] = ["rule", "severity", "kind", "message", "doc", "fix"];
+    let mut first = true;
+    let mut member = |out: &mut String, key: &str, value: &Value| {
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        out.push_str(&Value::from(key).to_string());
+        out.push(':');
+        out.push_str(&value.to_string());
+    };
+    out.push('{');
+    for key in FIRST {
+        if let Some(v) = o.finding.get(key) {
+            member(out, key, v);
+        }
+    }
+    for (key, v) in &o.finding {
+        if !FIRST.contains(&key.as_str()) && !CONTEXT.contains(&key.as_str()) {
+            member(out, key, v);
+        }
+    }
+    let func = o.func.clone().map(Value::from).unwrap_or(Value::Null);
+    member(out, "fn", &func);
+    member(out, "pid", &o.pid);
+    member(out, "tid", &o.tid);
+    member(out, "seq", &o.seq);
+    if let Some(event) = &o.event {
+        member(out, "event", &Value::from(event.as_str()));
+    }
+    out.push('}');
+}
+
+pub fn render_json(s: &Summary) -> String {
+    let mut out = format!(
+        "{{\"calls\":{},\"processes\":{},\"findings\":[",
+        s.calls,
+        s.process_count()
+    );
+    for (i, o) in s.findings.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        render_finding_json(o, &mut out);
+    }
+    out.push_str("]}\n");
+    out
+}
+
+fn plural(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Indents the continuation lines of a multi-line text.
+fn indented(text: &str, indent: &str) -> String {
+    text.lines()
+        .collect::<Vec<_>>()
+        .join(&format!("\n{indent}"))
+}
+
+const MAX_LOCATIONS: usize = 3;
+const MAX_PROCESSES: usize = 20;
+
+pub fn render_text(s: &Summary) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "sharecheck report: {} in {} ({})",
+        plural(s.calls, "call", "calls"),
+        plural(s.process_count() as u64, "process", "processes"),
+        plural(s.files as u64, "trace file", "trace files"),
+    );
+
+    // Findings grouped by rule: worst severity first, then the most frequent.
+    let mut groups: BTreeMap<&str, Vec<&Occurrence>> = BTreeMap::new();
+    for o in &s.findings {
+        groups.entry(o.rule()).or_default().push(o);
+    }
+    let mut groups: Vec<(&str, Vec<&Occurrence>)> = groups.into_iter().collect();
+    let worst = |v: &Vec<&Occurrence>| v.iter().filter_map(|o| o.severity()).max();
+    groups.sort_by(|a, b| {
+        worst(&b.1)
+            .cmp(&worst(&a.1))
+            .then(b.1.len().cmp(&a.1.len()))
+            .then(a.0.cmp(b.0))
+    });
+    out.push('\n');
+    if groups.is_empty() {
+        out.push_str("FINDINGS: none\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "FINDINGS BY RULE ({}, {})",
+            plural(groups.len() as u64, "rule", "rules"),
+            plural(s.findings.len() as u64, "finding", "findings")
+        );
+    }
+    for (rule, occ) in &groups {
+        let first = occ[0];
+        let severity = first.str_field("severity").unwrap_or("?");
+        let kind = first.str_field("kind").unwrap_or("?");
+        let _ = writeln!(out, "\n{severity}: {rule} [{kind}] x{}", occ.len());
+        if let Some(message) = first.str_field("message") {
+            let _ = writeln!(out, "    {}", indented(message, "    "));
+        }
+        let mut where_ = occ
+            .iter()
+            .take(MAX_LOCATIONS)
+            .map(|o| o.location())
+            .collect::<Vec<_>>()
+            .join("; ");
+        if occ.len() > MAX_LOCATIONS {
+            let _ = write!(where_, "; and {} more", occ.len() - MAX_LOCATIONS);
+        }
+        let _ = writeln!(out, "    where: {where_}");
+        let mut fns: BTreeMap<String, usize> = BTreeMap::new();
+        for o in occ {
+            let name = match (&o.func, &o.event) {
+                (Some(f), _) => f.clone(),
+                (None, Some(e)) => format!("event {e}"),
+                (None, None) => "?".to_string(),
+            };
+            *fns.entry(name).or_default() += 1;
+        }
+        let fns = fns
+            .iter()
+            .map(|(name, n)| {
+                if *n == occ.len() {
+                    name.clone()
+                } else {
+                    format!("{name} ({n})")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let _ = writeln!(out, "    fn:    {fns}");
+        if let Some(doc) = first.str_field("doc").filter(|d| !d.is_empty()) {
+            let _ = writeln!(out, "    doc:   {}", indented(doc, "           "));
+        }
+        if let Some(fix) = first.str_field("fix").filter(|f| !f.is_empty()) {
+            let _ = writeln!(out, "    fix:   {}", indented(fix, "           "));
+        }
+    }
+
+    // Processes: which program each pid was, and whether it exited normally.
+    if !s.processes.is_empty() {
+        out.push_str("\nPROCESSES\n");
+        let _ = writeln!(
+            out,
+            "    {:>8} {:>8} {:>8} {:>7} {:>9}  exe",
+            "pid", "ppid", "calls", "errors", "warnings"
+        );
+        for (pid, p) in s.processes.iter().take(MAX_PROCESSES) {
+            let ppid = p.ppid.map_or("?".to_string(), |v| v.to_string());
+            let exe = p.exe.as_deref().unwrap_or("?");
+            let note = if p.exited { "" } else { "  (no exit record)" };
+            let _ = writeln!(
+                out,
+                "    {pid:>8} {ppid:>8} {:>8} {:>7} {:>9}  {exe}{note}",
+                p.calls, p.errors, p.warnings
+            );
+        }
+        if s.processes.len() > MAX_PROCESSES {
+            let _ = writeln!(
+                out,
+                "    ... and {} more",
+                s.processes.len() - MAX_PROCESSES
+            );
+        }
+    }
+
+    // Calls per function: the most called first.
+    out.push('\n');
+    if s.functions.is_empty() {
+        out.push_str("CALLS BY FUNCTION: none\n");
+    } else {
+        out.push_str("CALLS BY FUNCTION\n");
+        let mut fns: Vec<(&String, &FnStats)> = s.functions.iter().collect();
+        fns.sort_by(|a, b| b.1.calls.cmp(&a.1.calls).then(a.0.cmp(b.0)));
+        let width = fns.iter().map(|(n, _)| n.len()).max().unwrap_or(0).max(8);
+        let _ = writeln!(
+            out,
+            "    {:<width$} {:>8} {:>9}  most frequent failure",
+            "function", "calls", "failures"
+        );
+        for (name, st) in fns {
+            let top = st
+                .failure_names
+                .iter()
+                .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+                .map(|(n, c)| format!("{n} ({c})"))
+                .unwrap_or_else(|| "-".to_string());
+            let _ = writeln!(
+                out,
+                "    {name:<width$} {:>8} {:>9}  {top}",
+                st.calls, st.failures
+            );
+        }
+    }
+
+    let _ = writeln!(
+        out,
+        "\nSUMMARY: {} errors, {} warnings, {} infos",
+        s.count(Severity::Error),
+        s.count(Severity::Warning),
+        s.count(Severity::Info)
+    );
+    out
+}

@@ -1,0 +1,814 @@
+//! `sharecheck run`: runs a program with the shim preloaded, then summarizes the traces written.
+//!
+//! The order of work:
+//! 1. [`prepare`] finds the shim (and, with `--sim`, the simulated driver), decides where traces
+//!    go and builds the child's environment; any failure here is reported before PROG starts;
+//! 2. [`TraceWatch::snapshot`] records which trace files already exist, so that the summary
+//!    counts only files this run created or changed;
+//! 3. [`execute`] spawns PROG, forwards SIGINT/SIGTERM sent to sharecheck, and waits;
+//! 4. the summary line is printed and PROG's status returned.
+
+use std::collections::HashMap;
+use std::ffi::{CString, OsStr, OsString};
+use std::fs::DirBuilder;
+use std::io;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::SystemTime;
+
+use sharecheck_core::schema::env;
+
+use crate::args::{RunArgs, Severity, EXIT_USAGE};
+use crate::report;
+use crate::trace::{self, io_reason};
+
+/// Path of the shim to preload, overriding the search next to the executable.
+pub const SHIM_ENV: &str = "SHARECHECK_SHIM";
+/// Path of the simulated driver for `--sim`, overriding the search next to the shim.
+pub const SIM_LIBRARY_ENV: &str = "SHARECHECK_SIM_LIBRARY";
+pub const SHIM_FILE: &str = "libsharecheck.so";
+pub const SIM_FILE: &str = "libsharecheck_sim.so";
+/// The default trace directory, relative to the current directory.
+pub const DEFAULT_TRACE_DIR: &str = "sharecheck-trace";
+const DEFAULT_TRACE_FILE: &str = "%p.jsonl";
+/// Names under which the simulated driver is offered to the dynamic loader.
+const SIM_LINKS: [&str; 6] = [
+    "libcuda.so.1",
+    "libcuda.so",
+    "libamdhip64.so",
+    "libamdhip64.so.5",
+    "libamdhip64.so.6",
+    "libamdhip64.so.7",
+];
+/// Exit statuses when PROG cannot be started, as in POSIX shells.
+const EXIT_NOT_EXECUTABLE: i32 = 126;
+const EXIT_NOT_FOUND: i32 = 127;
+
+/// Runs `sharecheck run`; returns the exit status.
+pub fn run(args: RunArgs) -> i32 {
+    let plan = match prepare(&args) {
+        Ok(plan) => plan,
+        Err(message) => {
+            eprintln!("sharecheck: {message}");
+            return EXIT_USAGE;
+        }
+    };
+    let before = plan.watch.snapshot();
+    let status = execute(&args, &plan.env);
+    // The simulated driver's directory goes as soon as PROG is done with it.
+    drop(plan.sim_dir);
+    if !args.quiet {
+        print_summary(&plan.watch, &before);
+    }
+    status
+}
+
+/// What `prepare` decided: the child's environment and where its traces will be.
+struct Plan {
+    env: Vec<(OsString, OsString)>,
+    watch: TraceWatch,
+    sim_dir: Option<TempDir>,
+}
+
+fn var(name: &str) -> Option<OsString> {
+    std::env::var_os(name).filter(|v| !v.is_empty())
+}
+
+fn prepare(args: &RunArgs) -> Result<Plan, String> {
+    let mut child_env: Vec<(OsString, OsString)> = Vec::new();
+    let mut set = |k: &str, v: OsString| child_env.push((k.into(), v));
+
+    let shim = find_shim()?;
+    set("LD_PRELOAD", prepend_preload(&shim, var("LD_PRELOAD")));
+
+    let mut sim_dir = None;
+    if args.sim {
+        let sim_lib = find_sim_library(&shim)?;
+        let dir = make_sim_dir(&sim_lib)?;
+        let libdir = dir.path.as_os_str().to_owned();
+        set(
+            "LD_LIBRARY_PATH",
+            prepend_path_list(&libdir, var("LD_LIBRARY_PATH")),
+        );
+        set(env::CUDA_LIBRARY, dir.path.join("libcuda.so.1").into());
+        set(env::HIP_LIBRARY, dir.path.join("libamdhip64.so").into());
+        if var(env::SIM_STATE_DIR).is_none() {
+            let state = dir.path.join("state");
+            DirBuilder::new()
+                .mode(0o700)
+                .create(&state)
+                .map_err(|e| format!("cannot create {}: {}", state.display(), io_reason(&e)))?;
+            set(env::SIM_STATE_DIR, state.into());
+        }
+        sim_dir = Some(dir);
+    }
+
+    let cwd = std::env::current_dir().map_err(|e| {
+        format!(
+            "cannot read the current directory: {}; cd to an existing directory",
+            io_reason(&e)
+        )
+    })?;
+    let watch = if let Some(pattern) = &args.trace {
+        let pattern = absolute_pattern(pattern, &cwd);
+        create_pattern_parent(&pattern)?;
+        set(env::TRACE, pattern.clone());
+        TraceWatch::Pattern(pattern)
+    } else if let Some(pattern) = var(env::TRACE) {
+        // Left as the user set it; relative patterns are relative to where PROG writes.
+        TraceWatch::Pattern(absolute_pattern(&pattern, &cwd))
+    } else {
+        let dir = cwd.join(DEFAULT_TRACE_DIR);
+        DirBuilder::new().recursive(true).mode(0o700).create(&dir).map_err(|e| {
+            format!(
+                "cannot create the trace directory {}: {}; run from a writable directory or pass --trace",
+                dir.display(),
+                io_reason(&e)
+            )
+        })?;
+        let mut pattern = escape_pattern(dir.as_os_str());
+        pattern.push("/");
+        pattern.push(DEFAULT_TRACE_FILE);
+        set(env::TRACE, pattern);
+        TraceWatch::Dir(dir)
+    };
+
+    if let Some(options) = &args.options {
+        set(env::OPTIONS, options.clone());
+    }
+    if var(env::JOB_KEY).is_none() {
+        set(env::JOB_KEY, job_key()?.into());
+    }
+    Ok(Plan {
+        env: child_env,
+        watch,
+        sim_dir,
+    })
+}
+
+/// `SHARECHECK_SHIM`, else `libsharecheck.so` next to this executable, else
+/// `../lib/libsharecheck.so` relative to it.
+fn find_shim() -> Result<PathBuf, String> {
+    let shim = if let Some(path) = var(SHIM_ENV) {
+        let path = PathBuf::from(path);
+        if !path.is_file() {
+            return Err(format!(
+                "{SHIM_ENV} is set to {}, which is not a file; point it at {SHIM_FILE} or unset it",
+                path.display()
+            ));
+        }
+        absolute(&path)?
+    } else {
+        let exe = std::env::current_exe().map_err(|e| {
+            format!(
+                "cannot find {SHIM_FILE}: the path of this executable is unknown ({}); \
+                 set {SHIM_ENV} to the shim's path",
+                io_reason(&e)
+            )
+        })?;
+        let dir = exe.parent().unwrap_or(Path::new("/"));
+        let candidates = [
+            dir.join(SHIM_FILE),
+            dir.join("..").join("lib").join(SHIM_FILE),
+        ];
+        match candidates.iter().find(|p| p.is_file()) {
+            Some(found) => found.clone(),
+            None => {
+                return Err(format!(
+                    "cannot find {SHIM_FILE}: looked for {} and {}; build it (cargo build) or set \
+                     {SHIM_ENV} to its path",
+                    candidates[0].display(),
+                    candidates[1].display()
+                ))
+            }
+        }
+    };
+    if shim
+        .as_os_str()
+        .as_bytes()
+        .iter()
+        .any(|&b| b == b' ' || b == b':')
+    {
+        return Err(format!(
+            "the shim path {} contains a space or ':', which LD_PRELOAD cannot express; \
+             move the shim or set {SHIM_ENV} to a path without them",
+            shim.display()
+        ));
+    }
+    Ok(shim)
+}
+
+/// `SHARECHECK_SIM_LIBRARY`, else `libsharecheck_sim.so` next to the shim.
+fn find_sim_library(shim: &Path) -> Result<PathBuf, String> {
+    if let Some(path) = var(SIM_LIBRARY_ENV) {
+        let path = PathBuf::from(path);
+        if !path.is_file() {
+            return Err(format!(
+                "{SIM_LIBRARY_ENV} is set to {}, which is not a file; point it at {SIM_FILE} or unset it",
+                path.display()
+            ));
+        }
+        return absolute(&path);
+    }
+    let path = shim.parent().unwrap_or(Path::new("/")).join(SIM_FILE);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "--sim needs the simulated driver, but {} does not exist; build it \
+             (cargo build -p sharecheck-sim) or set {SIM_LIBRARY_ENV} to its path",
+            path.display()
+        ))
+    }
+}
+
+fn absolute(path: &Path) -> Result<PathBuf, String> {
+    std::path::absolute(path)
+        .map_err(|e| format!("cannot make {} absolute: {}", path.display(), io_reason(&e)))
+}
+
+/// Puts `shim` first in an LD_PRELOAD list (entries separated by spaces or colons, as ld.so
+/// reads them), keeping every other entry and dropping an earlier copy of the shim.
+pub fn prepend_preload(shim: &Path, existing: Option<OsString>) -> OsString {
+    let shim = shim.as_os_str().as_bytes();
+    let mut out = shim.to_vec();
+    if let Some(existing) = existing {
+        for entry in existing.as_bytes().split(|&b| b == b' ' || b == b':') {
+            if !entry.is_empty() && entry != shim {
+                out.push(b':');
+                out.extend_from_slice(entry);
+            }
+        }
+    }
+    OsString::from_vec(out)
+}
+
+/// Puts `dir` first in a colon-separated path list.
+fn prepend_path_list(dir: &OsStr, existing: Option<OsString>) -> OsString {
+    let mut out = dir.to_owned();
+    if let Some(existing) = existing {
+        out.push(":");
+        out.push(existing);
+    }
+    out
+}
+
+/// A directory removed when dropped.
+struct TempDir {
+    path: PathBuf,
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.path) {
+            eprintln!(
+                "sharecheck: warning: cannot remove the temporary directory {}: {}; remove it by hand",
+                self.path.display(),
+                io_reason(&e)
+            );
+        }
+    }
+}
+
+/// Creates a private (0700) directory under $TMPDIR or /tmp whose `libcuda.so.1`,
+/// `libamdhip64.so`, ... are symbolic links to the simulated driver.
+fn make_sim_dir(sim_lib: &Path) -> Result<TempDir, String> {
+    let base = var("TMPDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/tmp".into());
+    let base = absolute(&base)?;
+    let template = base.join("sharecheck-sim.XXXXXX");
+    let mut template = CString::new(template.into_os_string().into_vec())
+        .map_err(|_| "TMPDIR contains a NUL byte; fix TMPDIR".to_string())?
+        .into_bytes_with_nul();
+    // SAFETY: `template` is a writable NUL-terminated buffer ending in XXXXXX.
+    let made = unsafe { libc::mkdtemp(template.as_mut_ptr().cast()) };
+    if made.is_null() {
+        let e = io::Error::last_os_error();
+        return Err(format!(
+            "cannot create a temporary directory in {}: {}; set TMPDIR to a writable directory",
+            base.display(),
+            io_reason(&e)
+        ));
+    }
+    template.pop();
+    let dir = TempDir {
+        path: PathBuf::from(OsString::from_vec(template)),
+    };
+    if dir
+        .path
+        .as_os_str()
+        .as_bytes()
+        .iter()
+        .any(|&b| b == b':' || b == b';')
+    {
+        return Err(format!(
+            "the temporary directory {} contains ':' or ';', which LD_LIBRARY_PATH cannot express; \
+             set TMPDIR to a directory without them",
+            dir.path.display()
+        ));
+    }
+    for name in SIM_LINKS {
+        let link = dir.path.join(name);
+        std::os::unix::fs::symlink(sim_lib, &link).map_err(|e| {
+            format!(
+                "cannot create the link {}: {}",
+                link.display(),
+                io_reason(&e)
+            )
+        })?;
+    }
+    Ok(dir)
+}
+
+/// Escapes `%` so that the shim's pattern expansion leaves a literal path alone.
+fn escape_pattern(path: &OsStr) -> OsString {
+    let mut out = Vec::new();
+    for &b in path.as_bytes() {
+        if b == b'%' {
+            out.push(b'%');
+        }
+        out.push(b);
+    }
+    OsString::from_vec(out)
+}
+
+/// Makes a relative trace pattern absolute, so that a child that changes directory still writes
+/// where the summary looks.
+fn absolute_pattern(pattern: &OsStr, cwd: &Path) -> OsString {
+    if pattern.as_bytes().starts_with(b"/") {
+        return pattern.to_owned();
+    }
+    let mut out = escape_pattern(cwd.as_os_str());
+    out.push("/");
+    out.push(pattern);
+    out
+}
+
+/// Creates the directory of a trace pattern when it is a plain path (no `%` key in it).
+fn create_pattern_parent(pattern: &OsStr) -> Result<(), String> {
+    let bytes = pattern.as_bytes();
+    let Some(slash) = bytes.iter().rposition(|&b| b == b'/') else {
+        return Ok(());
+    };
+    let parent = &bytes[..slash.max(1)];
+    if parent.contains(&b'%') {
+        return Ok(());
+    }
+    let parent = Path::new(OsStr::from_bytes(parent));
+    if parent.is_dir() {
+        return Ok(());
+    }
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(parent)
+        .map_err(|e| {
+            format!(
+                "cannot create the trace directory {}: {}; pass a --trace pattern in a writable directory",
+                parent.display(),
+                io_reason(&e)
+            )
+        })
+}
+
+/// 16 random bytes, hex-encoded.
+fn job_key() -> Result<String, String> {
+    let mut bytes = [0u8; 16];
+    // SAFETY: writes at most 16 bytes into `bytes`.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n != bytes.len() as isize {
+        use std::io::Read;
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut bytes))
+            .map_err(|e| {
+                format!(
+                    "cannot generate {}: /dev/urandom: {}; set {} to 32 hex digits",
+                    env::JOB_KEY,
+                    io_reason(&e),
+                    env::JOB_KEY
+                )
+            })?;
+    }
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding the trace files a run wrote.
+
+/// Where the traces of this run go.
+enum TraceWatch {
+    /// The default: every `*.jsonl` in this directory.
+    Dir(PathBuf),
+    /// A user pattern (absolute); see [`glob_pattern`].
+    Pattern(OsString),
+}
+
+/// A file's identity at one moment, to tell whether the run wrote it.
+type Snapshot = HashMap<PathBuf, (SystemTime, u64, u64)>;
+
+impl TraceWatch {
+    fn files(&self) -> Vec<PathBuf> {
+        match self {
+            TraceWatch::Dir(dir) => trace::jsonl_files_in(dir).unwrap_or_default(),
+            TraceWatch::Pattern(pattern) => glob(&glob_pattern(pattern)),
+        }
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        self.files()
+            .into_iter()
+            .filter_map(|p| {
+                let m = std::fs::metadata(&p).ok()?;
+                Some((p, (m.modified().ok()?, m.len(), m.ino())))
+            })
+            .collect()
+    }
+
+    /// The trace files created or changed since `before` was taken.
+    fn written_since(&self, before: &Snapshot) -> Vec<PathBuf> {
+        let now = self.snapshot();
+        let mut files: Vec<PathBuf> = now
+            .into_iter()
+            .filter(|(p, id)| before.get(p) != Some(id))
+            .map(|(p, _)| p)
+            .collect();
+        files.sort();
+        files
+    }
+
+    /// What the summary line names: the directory, or the pattern.
+    fn describe(&self) -> String {
+        match self {
+            TraceWatch::Dir(dir) => format!("{}/", dir.display()),
+            TraceWatch::Pattern(p) => Path::new(p).display().to_string(),
+        }
+    }
+
+    /// The glob searched, for "where we looked".
+    fn searched(&self) -> String {
+        match self {
+            TraceWatch::Dir(dir) => format!("{}/*.jsonl", dir.display()),
+            TraceWatch::Pattern(p) => {
+                let parts = glob_pattern(p);
+                let mut s = Vec::new();
+                for t in parts {
+                    match t {
+                        GlobTok::Lit(b) => s.push(b),
+                        GlobTok::Star => s.push(b'*'),
+                    }
+                }
+                String::from_utf8_lossy(&s).into_owned()
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum GlobTok {
+    Lit(u8),
+    Star,
+}
+
+/// Turns a trace pattern into a glob: `%p`, `%h` and unknown keys become `*`, `%q{VAR}` becomes
+/// VAR's value (or `*` when unset), `%%` a literal `%`.
+fn glob_pattern(pattern: &OsStr) -> Vec<GlobTok> {
+    let b = pattern.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'%' || i + 1 == b.len() {
+            out.push(GlobTok::Lit(b[i]));
+            i += 1;
+            continue;
+        }
+        match b[i + 1] {
+            b'%' => {
+                out.push(GlobTok::Lit(b'%'));
+                i += 2;
+            }
+            b'q' if b.get(i + 2) == Some(&b'{') => {
+                match b[i + 3..].iter().position(|&c| c == b'}') {
+                    Some(len) => {
+                        let name = OsStr::from_bytes(&b[i + 3..i + 3 + len]);
+                        match std::env::var_os(name) {
+                            Some(v) => out.extend(v.as_bytes().iter().map(|&c| GlobTok::Lit(c))),
+                            None => out.push(GlobTok::Star),
+                        }
+                        i += 3 + len + 1;
+                    }
+                    None => {
+                        out.push(GlobTok::Star);
+                        i = b.len();
+                    }
+                }
+            }
+            _ => {
+                out.push(GlobTok::Star);
+                i += 2;
+            }
+        }
+    }
+    // `**` matches what `*` does.
+    out.dedup_by(|a, b| *a == GlobTok::Star && *b == GlobTok::Star);
+    out
+}
+
+/// Regular files matching an absolute glob whose only wildcard is `*` (never matching `/`).
+fn glob(pattern: &[GlobTok]) -> Vec<PathBuf> {
+    let components: Vec<&[GlobTok]> = pattern
+        .split(|t| *t == GlobTok::Lit(b'/'))
+        .filter(|c| !c.is_empty())
+        .collect();
+    let mut current = vec![PathBuf::from("/")];
+    for (i, comp) in components.iter().enumerate() {
+        let last = i + 1 == components.len();
+        let mut next = Vec::new();
+        for dir in &current {
+            if comp.iter().all(|t| matches!(t, GlobTok::Lit(_))) {
+                let name: Vec<u8> = comp
+                    .iter()
+                    .map(|t| match t {
+                        GlobTok::Lit(c) => *c,
+                        GlobTok::Star => b'*',
+                    })
+                    .collect();
+                let path = dir.join(OsStr::from_bytes(&name));
+                if path.exists() {
+                    next.push(path);
+                }
+            } else if let Ok(entries) = std::fs::read_dir(dir) {
+                for entry in entries.flatten() {
+                    if wild_match(comp, entry.file_name().as_bytes()) {
+                        next.push(entry.path());
+                    }
+                }
+            }
+            if last {
+                next.retain(|p| p.is_file());
+            }
+        }
+        current = next;
+        if current.is_empty() {
+            break;
+        }
+    }
+    if components.is_empty() {
+        return Vec::new();
+    }
+    current.sort();
+    current
+}
+
+fn wild_match(pattern: &[GlobTok], name: &[u8]) -> bool {
+    match pattern.split_first() {
+        None => name.is_empty(),
+        Some((GlobTok::Lit(c), rest)) => name.first() == Some(c) && wild_match(rest, &name[1..]),
+        Some((GlobTok::Star, rest)) => (0..=name.len()).any(|k| wild_match(rest, &name[k..])),
+    }
+}
+
+fn print_summary(watch: &TraceWatch, before: &Snapshot) {
+    let files = watch.written_since(before);
+    if files.is_empty() {
+        eprintln!(
+            "sharecheck: no trace was written (looked for {} written during the run); PROG made \
+             no CUDA/HIP call, or the shim was not loaded (look for ld.so errors above)",
+            watch.searched()
+        );
+        return;
+    }
+    let mut diagnostics = Vec::new();
+    let summary = report::summarize(&files, &mut diagnostics);
+    for d in &diagnostics {
+        eprintln!("{d}");
+    }
+    eprintln!(
+        "sharecheck: {} calls traced in {} processes, {} errors, {} warnings; traces: {}",
+        summary.calls,
+        summary.process_count(),
+        summary.count(Severity::Error),
+        summary.count(Severity::Warning),
+        watch.describe()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running PROG.
+
+/// The pid of the running child, for the signal handler; 0 when none.
+static CHILD: AtomicI32 = AtomicI32::new(0);
+const FORWARDED: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
+
+/// Forwards a signal sent to sharecheck by another process (kill, a job scheduler) to PROG.
+/// Signals from the terminal (Ctrl-C: `si_code == SI_KERNEL`) already reach PROG, which is in the
+/// same foreground process group; forwarding them would deliver them twice.
+extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
+    let code = if info.is_null() {
+        0
+    } else {
+        unsafe { (*info).si_code }
+    };
+    if code == libc::SI_KERNEL {
+        return;
+    }
+    let pid = CHILD.load(Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+fn set_mask(how: libc::c_int) {
+    // SAFETY: plain signal-set manipulation on a local set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in FORWARDED {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+    }
+}
+
+fn set_handlers(install: bool) {
+    for sig in FORWARDED {
+        // SAFETY: installs a handler that only performs async-signal-safe operations, or restores
+        // the default action.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            if install {
+                action.sa_sigaction = forward as *const () as usize;
+                action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            } else {
+                action.sa_sigaction = libc::SIG_DFL;
+            }
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Spawns PROG with `child_env` added, forwards signals while it runs, and returns the exit
+/// status sharecheck should exit with.
+fn execute(args: &RunArgs, child_env: &[(OsString, OsString)]) -> i32 {
+    let mut cmd = Command::new(&args.prog);
+    cmd.args(&args.prog_args);
+    for (k, v) in child_env {
+        cmd.env(k, v);
+    }
+    let prog = Path::new(&args.prog).display().to_string();
+
+    // Signals that arrive between the spawn and the handler's installation stay pending and are
+    // forwarded once it is in place. The child starts with an empty mask (std resets it).
+    set_mask(libc::SIG_BLOCK);
+    let spawned = cmd.spawn();
+    if let Ok(child) = &spawned {
+        CHILD.store(child.id() as i32, Ordering::SeqCst);
+        set_handlers(true);
+    }
+    set_mask(libc::SIG_UNBLOCK);
+
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            let (status, hint) = match e.kind() {
+                io::ErrorKind::NotFound if prog.contains('/') => {
+                    (EXIT_NOT_FOUND, "check the path".to_string())
+                }
+                io::ErrorKind::NotFound => (
+                    EXIT_NOT_FOUND,
+                    "it is not in PATH; check the name or give its path".to_string(),
+                ),
+                io::ErrorKind::PermissionDenied => (
+                    EXIT_NOT_EXECUTABLE,
+                    "check that it is an executable file".to_string(),
+                ),
+                _ => (
+                    EXIT_NOT_EXECUTABLE,
+                    "check that it is a program this system runs".to_string(),
+                ),
+            };
+            eprintln!("sharecheck: cannot run {prog}: {}; {hint}", io_reason(&e));
+            return status;
+        }
+    };
+    let waited = child.wait();
+    set_handlers(false);
+    CHILD.store(0, Ordering::SeqCst);
+
+    match waited {
+        Ok(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => code,
+            (None, Some(sig)) => {
+                let core = if status.core_dumped() {
+                    ", core dumped"
+                } else {
+                    ""
+                };
+                eprintln!(
+                    "sharecheck: {prog} was killed by signal {sig} ({}){core}",
+                    signal_name(sig)
+                );
+                128 + sig
+            }
+            (None, None) => EXIT_NOT_EXECUTABLE,
+        },
+        Err(e) => {
+            eprintln!("sharecheck: cannot wait for {prog}: {}", io_reason(&e));
+            EXIT_NOT_EXECUTABLE
+        }
+    }
+}
+
+fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        _ => return format!("signal {sig}"),
+    };
+    name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lits(s: &str) -> Vec<GlobTok> {
+        s.bytes().map(GlobTok::Lit).collect()
+    }
+
+    #[test]
+    fn preload_keeps_other_entries_and_dedups_the_shim() {
+        let shim = Path::new("/x/libsharecheck.so");
+        assert_eq!(prepend_preload(shim, None), "/x/libsharecheck.so");
+        assert_eq!(
+            prepend_preload(shim, Some("liba.so /x/libsharecheck.so:libb.so".into())),
+            "/x/libsharecheck.so:liba.so:libb.so"
+        );
+    }
+
+    #[test]
+    fn patterns_become_globs() {
+        let mut want = lits("/t/");
+        want.push(GlobTok::Star);
+        want.extend(lits(".jsonl%"));
+        assert_eq!(glob_pattern(OsStr::new("/t/%p.jsonl%%")), want);
+        let mut want = lits("/t/");
+        want.push(GlobTok::Star);
+        assert_eq!(glob_pattern(OsStr::new("/t/%h%p")), want);
+        assert_eq!(
+            glob_pattern(OsStr::new("/t/%q{SHARECHECK_TEST_SURELY_UNSET}")),
+            [lits("/t/"), vec![GlobTok::Star]].concat()
+        );
+    }
+
+    #[test]
+    fn wildcards_match() {
+        let pat = [lits("a"), vec![GlobTok::Star], lits(".jsonl")].concat();
+        assert!(wild_match(&pat, b"a123.jsonl"));
+        assert!(wild_match(&pat, b"a.jsonl"));
+        assert!(!wild_match(&pat, b"b1.jsonl"));
+        assert!(!wild_match(&pat, b"a1.json"));
+    }
+
+    #[test]
+    fn relative_patterns_are_made_absolute_and_escaped() {
+        assert_eq!(
+            absolute_pattern(OsStr::new("t/%p"), Path::new("/home/a%b")),
+            "/home/a%%b/t/%p"
+        );
+        assert_eq!(
+            absolute_pattern(OsStr::new("/t/%p"), Path::new("/x")),
+            "/t/%p"
+        );
+    }
+
+    #[test]
+    fn job_keys_are_32_hex_digits() {
+        let k = job_key().unwrap();
+        assert_eq!(k.len(), 32);
+        assert!(k.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(k, job_key().unwrap());
+    }
+}

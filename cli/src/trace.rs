@@ -1,0 +1,299 @@
+//! Tolerant reading of trace files (schema v1, JSON Lines).
+//!
+//! Each record is handed to a callback as soon as it is parsed, so traces of any size are read in
+//! constant memory. Nothing in a trace file makes the reader fail: problems become
+//! [`Diagnostic`]s naming the file and line, and the line is skipped.
+//! - a last line without its newline that does not parse is a *warning* (the process was killed
+//!   while writing it);
+//! - any other line that is not a JSON object with `"v":1` is an *error*;
+//! - a TRACE argument that cannot be opened, or a directory without `*.jsonl`, is an error that
+//!   makes the input [`Inputs::unreadable`].
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use sharecheck_core::schema;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Warning,
+    Error,
+}
+
+/// A problem found while reading traces, printed as
+/// `sharecheck: warning: FILE:LINE: what; what was done about it`.
+#[derive(Debug, Clone)]
+pub struct Diagnostic {
+    pub level: Level,
+    pub path: PathBuf,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let level = match self.level {
+            Level::Warning => "warning",
+            Level::Error => "error",
+        };
+        write!(f, "sharecheck: {level}: {}", self.path.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// One parsed trace record, a JSON object with `"v":1`.
+pub struct Record {
+    pub obj: Map<String, Value>,
+}
+
+impl Record {
+    fn int(&self, key: &str) -> Option<i64> {
+        self.obj.get(key).and_then(Value::as_i64)
+    }
+    fn string(&self, key: &str) -> Option<&str> {
+        self.obj.get(key).and_then(Value::as_str)
+    }
+    pub fn pid(&self) -> Option<i64> {
+        self.int("pid")
+    }
+    /// The intercepted function; `None` for event records.
+    pub fn func(&self) -> Option<&str> {
+        self.string("fn")
+    }
+    /// The event name of an event record (`process`, `annotation`, `exit`, ...).
+    pub fn event(&self) -> Option<&str> {
+        self.string("event")
+    }
+    pub fn ret(&self) -> Option<i64> {
+        self.int("ret")
+    }
+    pub fn ret_name(&self) -> Option<&str> {
+        self.string("ret_name")
+    }
+    /// The record's findings, each a JSON object; anything else in the array is ignored.
+    pub fn findings(&self) -> impl Iterator<Item = &Map<String, Value>> {
+        self.obj
+            .get("findings")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object)
+    }
+}
+
+/// The trace files named by the TRACE arguments.
+#[derive(Debug, Default)]
+pub struct Inputs {
+    pub files: Vec<PathBuf>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// Some TRACE argument could not be read at all.
+    pub unreadable: bool,
+}
+
+/// Expands TRACE arguments: a file is itself, a directory is every `*.jsonl` in it (sorted by
+/// name, not recursive). The same file named twice is read once.
+pub fn collect_inputs(args: &[PathBuf]) -> Inputs {
+    let mut inputs = Inputs::default();
+    let mut seen = std::collections::HashSet::new();
+    for arg in args {
+        let meta = match std::fs::metadata(arg) {
+            Ok(m) => m,
+            Err(e) => {
+                inputs.unreadable = true;
+                inputs.diagnostics.push(Diagnostic {
+                    level: Level::Error,
+                    path: arg.clone(),
+                    line: None,
+                    message: format!("cannot read this trace: {}; check the path", io_reason(&e)),
+                });
+                continue;
+            }
+        };
+        let mut files = Vec::new();
+        if meta.is_dir() {
+            match jsonl_files_in(arg) {
+                Ok(found) if found.is_empty() => {
+                    inputs.unreadable = true;
+                    inputs.diagnostics.push(Diagnostic {
+                        level: Level::Error,
+                        path: arg.clone(),
+                        line: None,
+                        message: "this directory holds no *.jsonl trace file; \
+                                  was the program run with `sharecheck run`?"
+                            .into(),
+                    });
+                }
+                Ok(found) => files = found,
+                Err(e) => {
+                    inputs.unreadable = true;
+                    inputs.diagnostics.push(Diagnostic {
+                        level: Level::Error,
+                        path: arg.clone(),
+                        line: None,
+                        message: format!("cannot list this directory: {}", io_reason(&e)),
+                    });
+                }
+            }
+        } else {
+            files.push(arg.clone());
+        }
+        for file in files {
+            let key = std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone());
+            if seen.insert(key) {
+                inputs.files.push(file);
+            }
+        }
+    }
+    inputs
+}
+
+/// The `*.jsonl` regular files directly in `dir`, sorted by name.
+pub fn jsonl_files_in(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        let is_jsonl = path.extension().is_some_and(|e| e == "jsonl");
+        if is_jsonl && std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// An `io::Error` as a short reason, without the "(os error N)" suffix.
+pub fn io_reason(e: &io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// What reading a set of files produced, besides the records.
+#[derive(Debug, Default)]
+pub struct ReadStats {
+    pub files_read: usize,
+    pub records: u64,
+    /// Some file could not be opened or read.
+    pub unreadable: bool,
+}
+
+/// Reads every file, calling `on_record` for each valid record in file order, and pushing
+/// problems to `diagnostics`.
+pub fn read_files(
+    files: &[PathBuf],
+    diagnostics: &mut Vec<Diagnostic>,
+    mut on_record: impl FnMut(Record),
+) -> ReadStats {
+    let mut stats = ReadStats::default();
+    for path in files {
+        match read_file(path, diagnostics, &mut on_record) {
+            Ok(n) => {
+                stats.files_read += 1;
+                stats.records += n;
+            }
+            Err(e) => {
+                stats.unreadable = true;
+                diagnostics.push(Diagnostic {
+                    level: Level::Error,
+                    path: path.clone(),
+                    line: None,
+                    message: format!(
+                        "cannot read this trace: {}; check its permissions",
+                        io_reason(&e)
+                    ),
+                });
+            }
+        }
+    }
+    stats
+}
+
+fn read_file(
+    path: &Path,
+    diagnostics: &mut Vec<Diagnostic>,
+    on_record: &mut impl FnMut(Record),
+) -> io::Result<u64> {
+    let mut reader = BufReader::new(File::open(path)?);
+    let mut buf = Vec::new();
+    let mut line_no = 0usize;
+    let mut records = 0u64;
+    loop {
+        buf.clear();
+        if reader.read_until(b'\n', &mut buf)? == 0 {
+            break;
+        }
+        line_no += 1;
+        let complete = buf.last() == Some(&b'\n');
+        let text = if complete {
+            &buf[..buf.len() - 1]
+        } else {
+            &buf[..]
+        };
+        if text.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match parse_record(text) {
+            Ok(obj) => {
+                records += 1;
+                on_record(Record { obj });
+            }
+            Err(_) if !complete => diagnostics.push(Diagnostic {
+                level: Level::Warning,
+                path: path.to_path_buf(),
+                line: Some(line_no),
+                message: "the last line is truncated (the process was probably killed while \
+                          writing it); ignored it"
+                    .into(),
+            }),
+            Err(why) => diagnostics.push(Diagnostic {
+                level: Level::Error,
+                path: path.to_path_buf(),
+                line: Some(line_no),
+                message: format!("{why}; skipped this line"),
+            }),
+        }
+    }
+    Ok(records)
+}
+
+fn parse_record(text: &[u8]) -> Result<Map<String, Value>, String> {
+    let value: Value =
+        serde_json::from_slice(text).map_err(|e| format!("not a JSON trace record ({e})"))?;
+    let Value::Object(obj) = value else {
+        return Err("not a trace record (expected a JSON object)".into());
+    };
+    match obj.get("v") {
+        Some(v) if v.as_u64() == Some(schema::VERSION) => Ok(obj),
+        Some(v) => Err(format!(
+            "trace schema version {v} is not supported (this sharecheck reads version {}); \
+             use the sharecheck that wrote the trace",
+            schema::VERSION
+        )),
+        None => Err("not a trace record (no \"v\" member)".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_record_checks_version() {
+        assert!(parse_record(br#"{"v":1,"fn":"x"}"#).is_ok());
+        assert!(parse_record(br#"{"v":2}"#)
+            .unwrap_err()
+            .contains("version 2"));
+        assert!(parse_record(br#"[1]"#).unwrap_err().contains("JSON object"));
+        assert!(parse_record(br#"{"a":1}"#).unwrap_err().contains("\"v\""));
+        assert!(parse_record(b"garbage").unwrap_err().contains("not a JSON"));
+    }
+}
