@@ -58,11 +58,14 @@ pub fn run(args: RunArgs) -> i32 {
         }
     };
     let before = plan.watch.snapshot();
-    let status = execute(&args, &plan.env);
+    let (status, started) = match execute(&args, &plan.env) {
+        Ok(status) => (status, true),
+        Err(status) => (status, false),
+    };
     // The simulated driver's directory goes as soon as PROG is done with it.
     drop(plan.sim_dir);
-    if !args.quiet {
-        print_summary(&plan.watch, &before);
+    if started && !args.quiet {
+        print_summary(&plan.watch, &before, &args.prog);
     }
     status
 }
@@ -572,13 +575,14 @@ fn wild_match(pattern: &[GlobTok], name: &[u8]) -> bool {
     }
 }
 
-fn print_summary(watch: &TraceWatch, before: &Snapshot) {
+fn print_summary(watch: &TraceWatch, before: &Snapshot, prog: &OsStr) {
     let files = watch.written_since(before);
     if files.is_empty() {
         eprintln!(
-            "sharecheck: no trace was written (looked for {} written during the run); PROG made \
+            "sharecheck: no trace was written (looked for {} written during the run); {} made \
              no CUDA/HIP call, or the shim was not loaded (look for ld.so errors above)",
-            watch.searched()
+            watch.searched(),
+            Path::new(prog).display()
         );
         return;
     }
@@ -636,11 +640,19 @@ fn set_mask(how: libc::c_int) {
     }
 }
 
+/// Installs [`forward`] for the forwarded signals (or restores their default action), leaving
+/// alone a signal that sharecheck was started with ignored (`nohup`, a background job of a
+/// script): PROG inherits that and should keep it.
 fn set_handlers(install: bool) {
     for sig in FORWARDED {
         // SAFETY: installs a handler that only performs async-signal-safe operations, or restores
         // the default action.
         unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(sig, std::ptr::null(), &mut old);
+            if old.sa_sigaction == libc::SIG_IGN {
+                continue;
+            }
             let mut action: libc::sigaction = std::mem::zeroed();
             if install {
                 action.sa_sigaction = forward as *const () as usize;
@@ -655,8 +667,8 @@ fn set_handlers(install: bool) {
 }
 
 /// Spawns PROG with `child_env` added, forwards signals while it runs, and returns the exit
-/// status sharecheck should exit with.
-fn execute(args: &RunArgs, child_env: &[(OsString, OsString)]) -> i32 {
+/// status sharecheck should exit with: `Err` when PROG could not be started.
+fn execute(args: &RunArgs, child_env: &[(OsString, OsString)]) -> Result<i32, i32> {
     let mut cmd = Command::new(&args.prog);
     cmd.args(&args.prog_args);
     for (k, v) in child_env {
@@ -678,13 +690,13 @@ fn execute(args: &RunArgs, child_env: &[(OsString, OsString)]) -> i32 {
         Ok(child) => child,
         Err(e) => {
             let (status, hint) = match e.kind() {
-                io::ErrorKind::NotFound if prog.contains('/') => {
-                    (EXIT_NOT_FOUND, "check the path".to_string())
+                io::ErrorKind::NotFound if !prog.contains('/') => {
+                    eprintln!(
+                        "sharecheck: cannot run {prog}: not found in PATH; check the name or give its path"
+                    );
+                    return Err(EXIT_NOT_FOUND);
                 }
-                io::ErrorKind::NotFound => (
-                    EXIT_NOT_FOUND,
-                    "it is not in PATH; check the name or give its path".to_string(),
-                ),
+                io::ErrorKind::NotFound => (EXIT_NOT_FOUND, "check the path".to_string()),
                 io::ErrorKind::PermissionDenied => (
                     EXIT_NOT_EXECUTABLE,
                     "check that it is an executable file".to_string(),
@@ -695,14 +707,14 @@ fn execute(args: &RunArgs, child_env: &[(OsString, OsString)]) -> i32 {
                 ),
             };
             eprintln!("sharecheck: cannot run {prog}: {}; {hint}", io_reason(&e));
-            return status;
+            return Err(status);
         }
     };
     let waited = child.wait();
     set_handlers(false);
     CHILD.store(0, Ordering::SeqCst);
 
-    match waited {
+    Ok(match waited {
         Ok(status) => match (status.code(), status.signal()) {
             (Some(code), _) => code,
             (None, Some(sig)) => {
@@ -723,7 +735,7 @@ fn execute(args: &RunArgs, child_env: &[(OsString, OsString)]) -> i32 {
             eprintln!("sharecheck: cannot wait for {prog}: {}", io_reason(&e));
             EXIT_NOT_EXECUTABLE
         }
-    }
+    })
 }
 
 fn signal_name(sig: i32) -> String {

@@ -1,0 +1,249 @@
+//! `sharecheck report` on hand-written trace files.
+
+mod common;
+
+use common::{sharecheck, TempDir};
+
+const PROCESS_100: &str = r#"{"v":1,"seq":0,"ts_ns":1,"pid":100,"tid":100,"api":null,"fn":null,"event":"process","exe":"/usr/bin/app","ppid":1,"shim_version":"0.1.0","findings":[]}"#;
+const ATTACH_100: &str = r#"{"v":1,"seq":1,"ts_ns":2,"pid":100,"tid":101,"api":"cuda","fn":"cuStreamAttachMemAsync","args":{"length":5},"ret":1,"ret_name":"CUDA_ERROR_INVALID_VALUE","dur_ns":10,"findings":[{"rule":"CUVAL-cuStreamAttachMemAsync-length-00001","severity":"error","kind":"misuse","message":"length must be 0","doc":"https://docs.example/attach","fix":"pass 0"}]}"#;
+const PEER_100: &str = r#"{"v":1,"seq":2,"ts_ns":3,"pid":100,"tid":101,"api":"cuda","fn":"cuCtxEnablePeerAccess","args":{},"ret":0,"ret_name":"CUDA_SUCCESS","dur_ns":10,"findings":[]}"#;
+const EXIT_100: &str = r#"{"v":1,"seq":3,"ts_ns":4,"pid":100,"tid":100,"api":null,"fn":null,"event":"exit","calls":2,"findings":[{"rule":"SC-ipc-leak","severity":"warning","kind":"divergence","message":"IPC handle never closed","doc":"https://docs.example/ipc"}]}"#;
+const PROCESS_200: &str = r#"{"v":1,"seq":0,"ts_ns":1,"pid":200,"tid":200,"api":null,"fn":null,"event":"process","exe":"/usr/bin/app","ppid":100,"shim_version":"0.1.0","findings":[]}"#;
+const ATTACH_200: &str = r#"{"v":1,"seq":1,"ts_ns":2,"pid":200,"tid":201,"api":"cuda","fn":"cuStreamAttachMemAsync_ptsz","args":{"length":8},"ret":1,"ret_name":"CUDA_ERROR_INVALID_VALUE","dur_ns":10,"findings":[{"rule":"CUVAL-cuStreamAttachMemAsync-length-00001","severity":"error","kind":"misuse","message":"length must be 0 (again)","doc":"https://docs.example/attach","fix":"pass 0"}]}"#;
+const HIP_200: &str = r#"{"v":1,"seq":2,"ts_ns":3,"pid":200,"tid":201,"api":"hip","fn":"hipDeviceEnablePeerAccess","args":{},"ret":704,"ret_name":null,"dur_ns":10,"findings":[{"rule":"HIPVAL-info","severity":"info","kind":"divergence","message":"already enabled","doc":"d"}]}"#;
+
+fn lines(ls: &[&str]) -> String {
+    ls.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// Two processes' traces in one directory.
+fn two_processes() -> TempDir {
+    let dir = TempDir::new("report");
+    dir.write(
+        "t/100.jsonl",
+        &lines(&[PROCESS_100, ATTACH_100, PEER_100, EXIT_100]),
+    );
+    dir.write("t/200.jsonl", &lines(&[PROCESS_200, ATTACH_200, HIP_200]));
+    dir
+}
+
+#[test]
+fn json_output_is_exact() {
+    let dir = two_processes();
+    let out = sharecheck(&dir)
+        .args(["report", "--format", "json", "t"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let expected = concat!(
+        r#"{"calls":4,"processes":2,"findings":["#,
+        r#"{"rule":"CUVAL-cuStreamAttachMemAsync-length-00001","severity":"error","kind":"misuse","message":"length must be 0","doc":"https://docs.example/attach","fix":"pass 0","fn":"cuStreamAttachMemAsync","pid":100,"tid":101,"seq":1},"#,
+        r#"{"rule":"SC-ipc-leak","severity":"warning","kind":"divergence","message":"IPC handle never closed","doc":"https://docs.example/ipc","fn":null,"pid":100,"tid":100,"seq":3,"event":"exit"},"#,
+        r#"{"rule":"CUVAL-cuStreamAttachMemAsync-length-00001","severity":"error","kind":"misuse","message":"length must be 0 (again)","doc":"https://docs.example/attach","fix":"pass 0","fn":"cuStreamAttachMemAsync_ptsz","pid":200,"tid":201,"seq":1},"#,
+        r#"{"rule":"HIPVAL-info","severity":"info","kind":"divergence","message":"already enabled","doc":"d","fn":"hipDeviceEnablePeerAccess","pid":200,"tid":201,"seq":2}"#,
+        "]}\n"
+    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn two_processes_are_merged_and_sorted_by_pid_and_seq() {
+    let dir = TempDir::new("merge");
+    // Records of one file out of order, files named in reverse order.
+    dir.write("b.jsonl", &lines(&[HIP_200, ATTACH_200]));
+    dir.write("a.jsonl", &lines(&[EXIT_100, ATTACH_100]));
+    let out = sharecheck(&dir)
+        .args(["report", "--format=json", "b.jsonl", "a.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["processes"], 2);
+    assert_eq!(v["calls"], 3);
+    let keys: Vec<(i64, i64)> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["pid"].as_i64().unwrap(), f["seq"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(keys, [(100, 1), (100, 3), (200, 1), (200, 2)]);
+}
+
+#[test]
+fn text_output_groups_findings_by_rule() {
+    let dir = two_processes();
+    let out = sharecheck(&dir).args(["report", "t"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let has = |s: &str| assert!(text.contains(s), "missing {s:?} in:\n{text}");
+    has("sharecheck report: 4 calls in 2 processes (2 trace files)");
+    has("FINDINGS BY RULE (3 rules, 4 findings)");
+    // One group for the rule seen in both processes, with the first occurrence's message.
+    has("error: CUVAL-cuStreamAttachMemAsync-length-00001 [misuse] x2");
+    has("    length must be 0\n");
+    has("where: pid 100 tid 101 seq 1; pid 200 tid 201 seq 1");
+    has("fn:    cuStreamAttachMemAsync (1), cuStreamAttachMemAsync_ptsz (1)");
+    has("doc:   https://docs.example/attach");
+    has("fix:   pass 0");
+    has("warning: SC-ipc-leak [divergence] x1");
+    has("fn:    event exit");
+    has("info: HIPVAL-info [divergence] x1");
+    // Errors before warnings before infos.
+    let pos = |s: &str| text.find(s).unwrap();
+    assert!(
+        pos("error: CUVAL") < pos("warning: SC-ipc")
+            && pos("warning: SC-ipc") < pos("info: HIPVAL")
+    );
+    // Per-function table: failures and the most frequent failure (the number when unnamed).
+    has("CALLS BY FUNCTION");
+    assert!(text
+        .lines()
+        .any(|l| l.trim_start().starts_with("cuStreamAttachMemAsync ")
+            && l.contains(" 1 ")
+            && l.ends_with("CUDA_ERROR_INVALID_VALUE (1)")));
+    assert!(text
+        .lines()
+        .any(|l| l.contains("hipDeviceEnablePeerAccess") && l.ends_with("704 (1)")));
+    assert!(text
+        .lines()
+        .any(|l| l.contains("cuCtxEnablePeerAccess") && l.ends_with("-")));
+    has("PROCESSES");
+    has("/usr/bin/app  (no exit record)");
+    assert!(
+        text.ends_with("SUMMARY: 2 errors, 1 warnings, 1 infos\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn truncated_last_line_is_a_warning() {
+    let dir = TempDir::new("truncated");
+    let partial = &ATTACH_200[..40];
+    dir.write("200.jsonl", &format!("{PROCESS_200}\n{HIP_200}\n{partial}"));
+    let out = sharecheck(&dir)
+        .args(["report", "--format", "json", "200.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("sharecheck: warning: 200.jsonl:3: the last line is truncated"),
+        "{stderr}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["calls"], 1);
+}
+
+#[test]
+fn bad_middle_line_is_an_error_but_the_rest_is_read() {
+    let dir = TempDir::new("badline");
+    dir.write(
+        "100.jsonl",
+        &format!("{PROCESS_100}\nthis is not json\n{ATTACH_100}\n"),
+    );
+    let out = sharecheck(&dir)
+        .args(["report", "--format", "json", "."])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("sharecheck: error: ./100.jsonl:2: not a JSON trace record"),
+        "{stderr}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["calls"], 1);
+    assert_eq!(v["findings"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn nothing_readable_exits_2() {
+    let dir = TempDir::new("unreadable");
+    dir.write("garbage.jsonl", "not json\n{\"no\":\"version\"}\n");
+    dir.mkdir("empty");
+    for args in [
+        &["report", "garbage.jsonl"][..],
+        &["report", "missing.jsonl"],
+        &["report", "empty"],
+        &["report"], // no ./sharecheck-trace here
+    ] {
+        let out = sharecheck(&dir).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert!(out.stdout.is_empty());
+        assert!(!out.stderr.is_empty());
+    }
+    // A missing input next to a good one: the report is printed, the status still says so.
+    dir.write("ok.jsonl", &lines(&[PROCESS_100, PEER_100]));
+    let out = sharecheck(&dir)
+        .args(["report", "ok.jsonl", "missing.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("SUMMARY: 0 errors"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.jsonl: cannot read this trace"));
+}
+
+#[test]
+fn default_trace_directory_is_read() {
+    let dir = TempDir::new("default");
+    dir.write(
+        "sharecheck-trace/100.jsonl",
+        &lines(&[PROCESS_100, PEER_100]),
+    );
+    let out = sharecheck(&dir).args(["report"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 call in 1 process"));
+}
+
+#[test]
+fn fail_on_sets_exit_status_1() {
+    let dir = two_processes();
+    dir.write("warn.jsonl", &lines(&[EXIT_100]));
+    dir.write("info.jsonl", &lines(&[HIP_200]));
+    let status = |args: &[&str]| sharecheck(&dir).args(args).output().unwrap().status.code();
+    assert_eq!(status(&["report", "--fail-on", "error", "t"]), Some(1));
+    assert_eq!(status(&["report", "--fail-on", "warning", "t"]), Some(1));
+    assert_eq!(status(&["report", "t"]), Some(0));
+    assert_eq!(
+        status(&["report", "--fail-on", "error", "warn.jsonl"]),
+        Some(0)
+    );
+    assert_eq!(
+        status(&["report", "--fail-on=warning", "warn.jsonl"]),
+        Some(1)
+    );
+    assert_eq!(
+        status(&["report", "--fail-on", "warning", "info.jsonl"]),
+        Some(0)
+    );
+    assert_eq!(
+        status(&["report", "--fail-on", "info", "info.jsonl"]),
+        Some(1)
+    );
+    assert_eq!(
+        status(&["report", "--format", "json", "--fail-on", "error", "t"]),
+        Some(1)
+    );
+}
+
+#[test]
+fn report_usage_errors_exit_2() {
+    let dir = TempDir::new("report-usage");
+    for args in [
+        &["report", "--format", "xml", "x"][..],
+        &["report", "--format"],
+        &["report", "--fail-on", "fatal", "x"],
+        &["report", "--bogus", "x"],
+    ] {
+        let out = sharecheck(&dir).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.starts_with("sharecheck: "), "{stderr}");
+        assert!(stderr.contains("usage: sharecheck report"), "{stderr}");
+    }
+}

@@ -1,0 +1,500 @@
+//! `sharecheck run` with a fake shim: the environment PROG sees, exit statuses, signals, --sim,
+//! the summary line and usage errors.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{sharecheck, sharecheck_at, TempDir};
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `sharecheck run ARGS... -- sh -c SCRIPT` in `dir` with the fake shim.
+fn run_sh(dir: &TempDir, shim: &Path, args: &[&str], script: &str) -> Command {
+    let mut cmd = sharecheck(dir);
+    cmd.env("SHARECHECK_SHIM", shim)
+        .arg("run")
+        .args(args)
+        .args(["--", "/bin/sh", "-c", script]);
+    cmd
+}
+
+const PRINT_ENV: &str = r#"echo "$LD_PRELOAD|$SHARECHECK_TRACE|$SHARECHECK_JOB_KEY""#;
+
+#[test]
+fn child_sees_shim_trace_pattern_and_job_key() {
+    let dir = TempDir::new("env");
+    let shim = dir.fake_shim("lib");
+    let out = run_sh(&dir, &shim, &["--quiet"], PRINT_ENV)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let line = stdout(&out);
+    let parts: Vec<&str> = line.trim_end().split('|').collect();
+    assert_eq!(parts[0], shim.to_str().unwrap());
+    assert_eq!(
+        parts[1],
+        format!("{}/sharecheck-trace/%p.jsonl", dir.path.display())
+    );
+    assert_eq!(parts[2].len(), 32, "{line}");
+    assert!(parts[2].bytes().all(|b| b.is_ascii_hexdigit()), "{line}");
+    // The default trace directory exists and is private.
+    let mode = std::fs::metadata(dir.join("sharecheck-trace"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700);
+
+    // Every run gets a fresh key.
+    let again = run_sh(&dir, &shim, &["-q"], PRINT_ENV).output().unwrap();
+    assert_ne!(stdout(&again), line);
+}
+
+#[test]
+fn existing_settings_are_kept_and_flags_override() {
+    let dir = TempDir::new("keep");
+    let shim = dir.fake_shim("lib");
+    // An existing LD_PRELOAD (space-separated, holding the shim already) keeps its other
+    // entries, after the shim.
+    let other = dir.fake_shim("other");
+    let out = run_sh(&dir, &shim, &["-q"], PRINT_ENV)
+        .env(
+            "LD_PRELOAD",
+            format!("{} {}", other.display(), shim.display()),
+        )
+        .env("SHARECHECK_JOB_KEY", "00112233445566778899aabbccddeeff")
+        .env("SHARECHECK_TRACE", "/somewhere/%p.jsonl")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        stdout(&out).trim_end(),
+        format!(
+            "{}:{}|/somewhere/%p.jsonl|00112233445566778899aabbccddeeff",
+            shim.display(),
+            other.display()
+        )
+    );
+    assert!(!dir.join("sharecheck-trace").exists());
+
+    // --trace (made absolute) and --options win over the environment.
+    let out = run_sh(
+        &dir,
+        &shim,
+        &[
+            "-q",
+            "--trace",
+            "tr/%p-%h.jsonl",
+            "--options=duplicate_limit=3:halt_on_error=1",
+        ],
+        r#"echo "$SHARECHECK_TRACE|$SHARECHECK_OPTIONS""#,
+    )
+    .env("SHARECHECK_TRACE", "/somewhere/%p.jsonl")
+    .env("SHARECHECK_OPTIONS", "x=1")
+    .output()
+    .unwrap();
+    assert_eq!(
+        stdout(&out).trim_end(),
+        format!(
+            "{}/tr/%p-%h.jsonl|duplicate_limit=3:halt_on_error=1",
+            dir.path.display()
+        )
+    );
+    assert!(dir.join("tr").is_dir());
+}
+
+#[test]
+fn exit_status_is_propagated() {
+    let dir = TempDir::new("exit");
+    let shim = dir.fake_shim("lib");
+    let out = run_sh(&dir, &shim, &["-q"], "exit 7").output().unwrap();
+    assert_eq!(out.status.code(), Some(7));
+    assert!(out.stdout.is_empty());
+    let out = run_sh(&dir, &shim, &["-q"], "exit 0").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn signal_death_exits_128_plus_signal() {
+    let dir = TempDir::new("signal");
+    let shim = dir.fake_shim("lib");
+    let out = run_sh(&dir, &shim, &["-q"], "kill -9 $$").output().unwrap();
+    assert_eq!(out.status.code(), Some(128 + 9));
+    let err = stderr(&out);
+    assert!(
+        err.contains("sharecheck: /bin/sh was killed by signal 9 (SIGKILL)"),
+        "{err}"
+    );
+    assert_eq!(err.matches("killed by signal").count(), 1);
+}
+
+#[test]
+fn sigterm_is_forwarded_to_the_program() {
+    let dir = TempDir::new("forward");
+    let shim = dir.fake_shim("lib");
+    let ready = dir.join("ready");
+    let script = format!(
+        r#"trap 'kill $!; exit 3' TERM; sleep 30 & touch '{}'; wait"#,
+        ready.display()
+    );
+    let mut child = run_sh(&dir, &shim, &["-q"], &script)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !ready.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the program never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: sends a signal to the sharecheck process this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "the program's TERM trap did not run"
+    );
+    assert!(start.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn sim_offers_the_simulated_driver_through_ld_library_path() {
+    let dir = TempDir::new("sim");
+    let shim = dir.fake_shim("lib");
+    let sim = dir.write("simlib/dummy_sim.so", "not really a library");
+    let tmp = dir.mkdir("tmp");
+    let script = r#"
+        libdir=${LD_LIBRARY_PATH%%:*}
+        echo "$LD_LIBRARY_PATH|$SHARECHECK_CUDA_LIBRARY|$SHARECHECK_HIP_LIBRARY|$SHARECHECK_SIM_STATE_DIR|$libdir"
+        for l in libcuda.so.1 libcuda.so libamdhip64.so libamdhip64.so.5 libamdhip64.so.6 libamdhip64.so.7; do
+            echo "$l -> $(readlink "$libdir/$l")"
+        done
+        test -d "$SHARECHECK_SIM_STATE_DIR" && echo state-ok
+        stat -c %a "$libdir"
+    "#;
+    let out = run_sh(&dir, &shim, &["--sim", "-q"], script)
+        .env("SHARECHECK_SIM_LIBRARY", &sim)
+        .env("LD_LIBRARY_PATH", "/opt/keep")
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = stdout(&out);
+    let mut lines = text.lines();
+    let vars: Vec<&str> = lines.next().unwrap().split('|').collect();
+    let libdir = vars[4];
+    assert!(
+        libdir.starts_with(&format!("{}/sharecheck-sim.", tmp.display())),
+        "{text}"
+    );
+    assert_eq!(vars[0], format!("{libdir}:/opt/keep"));
+    assert_eq!(vars[1], format!("{libdir}/libcuda.so.1"));
+    assert_eq!(vars[2], format!("{libdir}/libamdhip64.so"));
+    assert!(vars[3].starts_with(&format!("{libdir}/")), "{text}");
+    for name in [
+        "libcuda.so.1",
+        "libcuda.so",
+        "libamdhip64.so",
+        "libamdhip64.so.5",
+        "libamdhip64.so.6",
+        "libamdhip64.so.7",
+    ] {
+        assert_eq!(
+            lines.next().unwrap(),
+            format!("{name} -> {}", sim.display())
+        );
+    }
+    assert_eq!(lines.next(), Some("state-ok"));
+    assert_eq!(lines.next(), Some("700"));
+    // Removed after the program exits.
+    assert!(!Path::new(libdir).exists(), "{libdir} was left behind");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+
+    // A state directory set by the user is kept.
+    let out = run_sh(
+        &dir,
+        &shim,
+        &["--sim", "-q"],
+        r#"echo "$SHARECHECK_SIM_STATE_DIR""#,
+    )
+    .env("SHARECHECK_SIM_LIBRARY", &sim)
+    .env("SHARECHECK_SIM_STATE_DIR", "/my/state")
+    .env("TMPDIR", &tmp)
+    .output()
+    .unwrap();
+    assert_eq!(stdout(&out).trim_end(), "/my/state");
+}
+
+#[test]
+fn sim_finds_the_library_next_to_the_shim_or_says_where_it_looked() {
+    let dir = TempDir::new("simfind");
+    let shim = dir.fake_shim("lib");
+    let tmp = dir.mkdir("tmp");
+    let out = run_sh(&dir, &shim, &["--sim", "-q"], "exit 0")
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "{}/lib/libsharecheck_sim.so does not exist",
+            dir.path.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("SHARECHECK_SIM_LIBRARY"), "{err}");
+
+    dir.write("lib/libsharecheck_sim.so", "");
+    let out = run_sh(
+        &dir,
+        &shim,
+        &["--sim", "-q"],
+        r#"readlink "$SHARECHECK_CUDA_LIBRARY""#,
+    )
+    .env("TMPDIR", &tmp)
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        stdout(&out).trim_end(),
+        format!("{}/lib/libsharecheck_sim.so", dir.path.display())
+    );
+}
+
+#[test]
+fn shim_is_searched_next_to_the_executable_then_in_lib() {
+    let dir = TempDir::new("search");
+    let bin = dir.mkdir("bin");
+    let exe = bin.join("sharecheck");
+    std::fs::copy(env!("CARGO_BIN_EXE_sharecheck"), &exe).unwrap();
+    let run = || {
+        sharecheck_at(&exe, &dir)
+            .args(["run", "-q", "--", "/bin/sh", "-c", r#"echo "$LD_PRELOAD""#])
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("sharecheck: cannot find libsharecheck.so: looked for "),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{}/libsharecheck.so", bin.display())),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{}/../lib/libsharecheck.so", bin.display())),
+        "{err}"
+    );
+    assert!(err.contains("SHARECHECK_SHIM"), "{err}");
+
+    dir.fake_shim("lib");
+    let out = run();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        stdout(&out).trim_end(),
+        format!("{}/../lib/libsharecheck.so", bin.display())
+    );
+
+    dir.fake_shim("bin");
+    let out = run();
+    assert_eq!(
+        stdout(&out).trim_end(),
+        format!("{}/libsharecheck.so", bin.display())
+    );
+
+    // SHARECHECK_SHIM naming a missing file is an error, not a fallback.
+    let out = sharecheck_at(&exe, &dir)
+        .env("SHARECHECK_SHIM", "nope/libsharecheck.so")
+        .args(["run", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out)
+        .contains("SHARECHECK_SHIM is set to nope/libsharecheck.so, which is not a file"));
+}
+
+#[test]
+fn program_not_found_or_not_executable() {
+    let dir = TempDir::new("notfound");
+    let shim = dir.fake_shim("lib");
+    let out = sharecheck(&dir)
+        .env("SHARECHECK_SHIM", &shim)
+        .args(["run", "--", "sharecheck-no-such-program"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    assert!(stderr(&out).contains("cannot run sharecheck-no-such-program: not found in PATH"));
+    dir.write("script.txt", "echo hi\n");
+    let out = sharecheck(&dir)
+        .env("SHARECHECK_SHIM", &shim)
+        .args(["run", "--", "./script.txt"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(126));
+}
+
+/// A program standing in for traced processes: writes one trace record per pid into the file the
+/// shim would have written (`$SHARECHECK_TRACE` with `%p` replaced).
+const WRITE_TRACE: &str = r#"
+    f=$(printf '%s' "$SHARECHECK_TRACE" | sed "s/%p/$$/")
+    printf '{"v":1,"seq":1,"pid":%s,"tid":1,"fn":"cuMemcpyPeer","ret":1,"ret_name":"CUDA_ERROR_INVALID_VALUE","findings":[{"rule":"R1","severity":"error","kind":"misuse","message":"m","doc":"d"},{"rule":"R2","severity":"warning","kind":"divergence","message":"m","doc":"d"}]}\n{"v":1,"seq":2,"pid":%s,"tid":1,"fn":"cuMemcpyPeer","ret":0,"findings":[]}\n' $$ $$ > "$f"
+"#;
+
+#[test]
+fn summary_counts_the_traces_of_this_run_only() {
+    let dir = TempDir::new("summary");
+    let shim = dir.fake_shim("lib");
+    // A trace of an earlier run is not counted.
+    dir.write(
+        "sharecheck-trace/1.jsonl",
+        "{\"v\":1,\"seq\":1,\"pid\":1,\"tid\":1,\"fn\":\"x\",\"ret\":0,\"findings\":[]}\n",
+    );
+    std::thread::sleep(Duration::from_millis(20));
+    let script = format!(
+        "{WRITE_TRACE}\n/bin/sh -c '{}'",
+        WRITE_TRACE.replace('\'', r"'\''")
+    );
+    let out = run_sh(&dir, &shim, &[], &script).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(out.stdout.is_empty(), "sharecheck printed on stdout");
+    let err = stderr(&out);
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "sharecheck: 4 calls traced in 2 processes, 2 errors, 2 warnings; traces: {}/sharecheck-trace/",
+            dir.path.display()
+        )
+    );
+
+    // A custom pattern is globbed with %p as `*`.
+    let out = run_sh(
+        &dir,
+        &shim,
+        &["--trace", "custom/run-%p.jsonl"],
+        WRITE_TRACE,
+    )
+    .output()
+    .unwrap();
+    assert_eq!(
+        stderr(&out).trim_end(),
+        format!(
+            "sharecheck: 2 calls traced in 1 processes, 1 errors, 1 warnings; traces: {}/custom/run-%p.jsonl",
+            dir.path.display()
+        )
+    );
+
+    // Nothing written: the summary says where it looked.
+    let out = run_sh(&dir, &shim, &["--trace", "none/%p.jsonl"], "true")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "no trace was written (looked for {}/none/*.jsonl",
+            dir.path.display()
+        )),
+        "{err}"
+    );
+
+    // --quiet: no summary at all.
+    let out = run_sh(&dir, &shim, &["--quiet"], WRITE_TRACE)
+        .output()
+        .unwrap();
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn run_usage_errors_exit_2() {
+    let dir = TempDir::new("run-usage");
+    let shim = dir.fake_shim("lib");
+    for (args, why) in [
+        (&["run"][..], "missing `--`"),
+        (&["run", "--sim"], "missing `--`"),
+        (&["run", "--"], "missing the program"),
+        (&["run", "true"], "`true` must come after `--`"),
+        (
+            &["run", "--bogus", "--", "true"],
+            "unknown option `--bogus`",
+        ),
+        (&["run", "--trace"], "needs a value"),
+        (&["run", "--quiet=yes", "--", "true"], "takes no value"),
+        (&["frobnicate"], "unknown command `frobnicate`"),
+        (&["--bogus"], "unknown option `--bogus`"),
+        (&[], "no command given"),
+    ] {
+        let out = sharecheck(&dir)
+            .env("SHARECHECK_SHIM", &shim)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert!(err.starts_with("sharecheck: "), "{args:?}: {err}");
+        assert!(err.contains(why), "{args:?}: {err}");
+        assert!(err.contains("usage: sharecheck"), "{args:?}: {err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn help_and_version() {
+    let dir = TempDir::new("help");
+    let out = sharecheck(&dir).arg("--help").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    for s in [
+        "sharecheck run",
+        "sharecheck report",
+        "sharecheck help",
+        "--version",
+    ] {
+        assert!(text.contains(s), "{s} missing from:\n{text}");
+    }
+    assert_eq!(
+        sharecheck(&dir).arg("help").output().unwrap().stdout,
+        out.stdout
+    );
+    let run_help = stdout(&sharecheck(&dir).args(["help", "run"]).output().unwrap());
+    for s in [
+        "--sim",
+        "--trace PATTERN",
+        "--options",
+        "--quiet",
+        "SHARECHECK_SHIM",
+        "128+N",
+    ] {
+        assert!(run_help.contains(s), "{s} missing from:\n{run_help}");
+    }
+    assert_eq!(
+        stdout(&sharecheck(&dir).args(["run", "--help"]).output().unwrap()),
+        run_help
+    );
+    let report_help = stdout(&sharecheck(&dir).args(["report", "-h"]).output().unwrap());
+    for s in ["--format text|json", "--fail-on", "*.jsonl"] {
+        assert!(report_help.contains(s), "{s} missing from:\n{report_help}");
+    }
+    let out = sharecheck(&dir).arg("--version").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        stdout(&out).trim_end(),
+        format!("sharecheck {} (trace schema v1)", env!("CARGO_PKG_VERSION"))
+    );
+}
