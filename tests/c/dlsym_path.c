@@ -1,0 +1,48 @@
+/* dlopen + dlsym: the program loads the driver itself, as PyTorch and CuPy do. */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <dlfcn.h>
+#include <string.h>
+#include "check.h"
+
+static const char *object_of(void *p) {
+    Dl_info info;
+    if (!p || !dladdr(p, &info) || !info.dli_fname) return "?";
+    const char *slash = strrchr(info.dli_fname, '/');
+    return slash ? slash + 1 : info.dli_fname;
+}
+
+int main(void) {
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 3; }
+    CUresult (*init)(unsigned) = (CUresult (*)(unsigned))dlsym(h, "cuInit");
+    CUresult (*device_get)(CUdevice *, int) = (CUresult (*)(CUdevice *, int))dlsym(h, "cuDeviceGet");
+    CUresult (*retain)(CUcontext *, CUdevice) = (CUresult (*)(CUcontext *, CUdevice))dlsym(h, "cuDevicePrimaryCtxRetain");
+    CUresult (*set_current)(CUcontext) = (CUresult (*)(CUcontext))dlsym(h, "cuCtxSetCurrent");
+    void *can_access = dlsym(h, "cuDeviceCanAccessPeer");
+    void *enable = dlsym(h, "cuCtxEnablePeerAccess");
+    void *mem_alloc = dlsym(h, "cuMemAlloc_v2");
+    /* Where each pointer lives: covered names come from the shim, others from the driver. */
+    printf("OBJECT cuDeviceCanAccessPeer %s\n", object_of(can_access));
+    printf("OBJECT cuCtxEnablePeerAccess %s\n", object_of(enable));
+    printf("OBJECT cuMemAlloc_v2 %s\n", object_of(mem_alloc));
+    Dl_info info;
+    printf("EXACT cuMemAlloc_v2 %d\n", dladdr(mem_alloc, &info) && info.dli_saddr == mem_alloc &&
+                                            info.dli_sname && strcmp(info.dli_sname, "cuMemAlloc_v2") == 0);
+    /* RTLD_DEFAULT: the shim's own export wins (it is preloaded), so it is returned as is. */
+    printf("OBJECT default:cuMemcpyPeer %s\n", object_of(dlsym(RTLD_DEFAULT, "cuMemcpyPeer")));
+
+    CUdevice d0, d1;
+    CUcontext c0, c1;
+    MUST(init(0));
+    MUST(device_get(&d0, 0));
+    MUST(device_get(&d1, 1));
+    MUST(retain(&c0, d0));
+    MUST(retain(&c1, d1));
+    MUST(set_current(c0));
+    int can = -1;
+    CALL("cuDeviceCanAccessPeer", ((CUresult (*)(int *, CUdevice, CUdevice))can_access)(&can, d0, d1));
+    CALL("cuCtxEnablePeerAccess", ((CUresult (*)(CUcontext, unsigned))enable)(c1, 0));
+    CALL("cuCtxEnablePeerAccess", ((CUresult (*)(CUcontext, unsigned))enable)(c1, 1)); /* flags */
+    return 0;
+}

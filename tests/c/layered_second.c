@@ -1,0 +1,1 @@
+int layered_fn(int x) { return x + 1; }

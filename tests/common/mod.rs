@@ -1,0 +1,200 @@
+//! Shared helpers of the integration tests: built artifacts, C programs, runs under the shim,
+//! and reading traces back.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const FETCH_HINT: &str = "run scripts/fetch-deps.sh, then cargo build --workspace";
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `target/<profile>`: the test executable lives in its `deps/`.
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    exe.parent().and_then(Path::parent).expect("target dir").to_path_buf()
+}
+
+fn artifact(name: &str) -> PathBuf {
+    let p = target_dir().join(name);
+    assert!(p.exists(), "{} is missing: {FETCH_HINT}", p.display());
+    p
+}
+
+pub fn shim() -> PathBuf {
+    artifact("libsharecheck.so")
+}
+
+pub fn sim() -> PathBuf {
+    artifact("libsharecheck_sim.so")
+}
+
+pub fn cli() -> PathBuf {
+    artifact("sharecheck")
+}
+
+pub fn cuda_include() -> PathBuf {
+    let p = std::env::var_os("SHARECHECK_CUDA_INCLUDE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join(".deps/cuda/nvidia/cu13/include"));
+    assert!(p.join("cuda.h").exists(), "{} has no cuda.h: {FETCH_HINT}", p.display());
+    p
+}
+
+/// A scratch directory for one test, under target/ (kept on failure for inspection).
+pub struct Scratch {
+    pub dir: PathBuf,
+}
+
+impl Scratch {
+    pub fn new(name: &str) -> Scratch {
+        let dir = target_dir().join("itest").join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch { dir }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// A directory of symlinks that makes the simulated driver `libcuda` and `libamdhip64`.
+    pub fn sim_libs(&self) -> PathBuf {
+        let dir = self.path("simlib");
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in [
+            "libcuda.so.1",
+            "libcuda.so",
+            "libamdhip64.so",
+            "libamdhip64.so.5",
+            "libamdhip64.so.6",
+            "libamdhip64.so.7",
+        ] {
+            let link = dir.join(name);
+            if !link.exists() {
+                std::os::unix::fs::symlink(sim(), &link).unwrap();
+            }
+        }
+        dir
+    }
+
+    pub fn traces(&self) -> PathBuf {
+        let dir = self.path("traces");
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// Compiles `tests/c/<source>` (C, or C++ for `.cc`) into this directory.
+    pub fn compile(&self, source: &str, out: &str, extra: &[&str]) -> PathBuf {
+        let src = root().join("tests/c").join(source);
+        let exe = self.path(out);
+        let cxx = source.ends_with(".cc");
+        let mut cmd = Command::new(if cxx { "c++" } else { "cc" });
+        cmd.arg(if cxx { "-std=c++17" } else { "-std=gnu11" })
+            .args(["-Wall", "-Wextra", "-Werror", "-g", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .arg(format!("-I{}", cuda_include().display()))
+            .arg(format!("-I{}", root().join("include").display()))
+            .args(extra);
+        let output = cmd.output().expect("run the C compiler");
+        assert!(
+            output.status.success(),
+            "compiling {source} failed ({cmd:?}):\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        exe
+    }
+
+    /// A command that runs under the shim (LD_PRELOAD) on the simulated driver, tracing into
+    /// `traces/`.
+    pub fn under_shim(&self, program: &Path) -> Command {
+        let libs = self.sim_libs();
+        let mut cmd = Command::new(program);
+        cmd.env("LD_PRELOAD", shim())
+            .env("LD_LIBRARY_PATH", &libs)
+            .env("SHARECHECK_TRACE", self.traces().join("%p.jsonl"))
+            .env("SHARECHECK_SIM_STATE_DIR", self.path("simstate"))
+            .env("SHARECHECK_JOB_KEY", "00112233445566778899aabbccddeeff")
+            .env_remove("SHARECHECK_LOG")
+            .env_remove("SHARECHECK_OPTIONS")
+            .env_remove("SHARECHECK_CUDA_LIBRARY")
+            .env_remove("SHARECHECK_HIP_LIBRARY");
+        cmd
+    }
+
+    /// Every record of every trace file, each file's records in order.
+    pub fn records(&self) -> Vec<Value> {
+        read_records(&self.traces())
+    }
+}
+
+pub fn read_records(dir: &Path) -> Vec<Value> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    let mut out = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.ends_with('\n'), "{} ends with a cut record", file.display());
+        for (i, line) in text.lines().enumerate() {
+            let v: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{}:{}: not JSON ({e}): {line}", file.display(), i + 1));
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// Call records (not events), in seq order per process.
+pub fn calls(records: &[Value]) -> Vec<&Value> {
+    let mut calls: Vec<&Value> = records.iter().filter(|r| !r["fn"].is_null()).collect();
+    calls.sort_by_key(|r| (r["pid"].as_u64(), r["seq"].as_u64()));
+    calls
+}
+
+/// `(fn, ret)` of every call record, in order.
+pub fn fn_ret(records: &[Value]) -> Vec<(String, i64)> {
+    calls(records)
+        .iter()
+        .map(|r| (r["fn"].as_str().unwrap().to_string(), r["ret"].as_i64().unwrap()))
+        .collect()
+}
+
+/// Runs and asserts success; returns the output.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("spawn");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed with {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The `CALL <symbol> <ret>` lines a test program printed.
+pub fn printed_calls(out: &Output) -> Vec<(String, i64)> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("CALL "))
+        .map(|l| {
+            let (name, ret) = l.rsplit_once(' ').expect("CALL name ret");
+            (name.to_string(), ret.parse().expect("ret"))
+        })
+        .collect()
+}
+
+/// The `KEY value` line a test program printed.
+pub fn printed(out: &Output, key: &str) -> String {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{key} ")).map(str::to_string))
+        .unwrap_or_else(|| panic!("program printed no {key} line:\n{}", String::from_utf8_lossy(&out.stdout)))
+}

@@ -1,0 +1,64 @@
+//! A driver without a function (the logical endpoints on a CUDA 13.0 driver), or no driver at all:
+//! the documented "not supported" code and one clear log line, never a crash.
+
+mod common;
+use common::*;
+
+#[test]
+fn a_function_the_driver_lacks_returns_not_supported_with_one_log_line() {
+    let s = Scratch::new("driver_lacks_function");
+    let stub = s.compile("stub_cuda.c", "libcuda.so.1", &["-shared", "-fPIC"]);
+    // The program links the shim directly: its cu* symbols bind to the shim's exports.
+    let exe = s.compile(
+        "endpoint_call.c",
+        "endpoint_call",
+        &[&format!("-L{}", target_dir().display()), "-lsharecheck", &format!("-Wl,-rpath,{}", target_dir().display())],
+    );
+    let mut cmd = s.under_shim(&exe);
+    cmd.env_remove("LD_PRELOAD").env("SHARECHECK_CUDA_LIBRARY", &stub);
+    let out = run_ok(&mut cmd);
+    let printed = printed_calls(&out);
+    assert_eq!(
+        printed,
+        vec![
+            ("cuLogicalEndpointIdReserve".to_string(), 801),
+            ("cuLogicalEndpointIdReserve".to_string(), 801),
+            ("cuDeviceCanAccessPeer".to_string(), 0),
+        ]
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("cuLogicalEndpointIdReserve")).collect();
+    assert_eq!(lines.len(), 1, "exactly one log line:\n{stderr}");
+    assert!(lines[0].contains("CUDA 13.3") && lines[0].contains("CUDA_ERROR_NOT_SUPPORTED"), "{}", lines[0]);
+    let records = s.records();
+    let le = calls(&records)[0].clone();
+    assert_eq!(le["fn"], "cuLogicalEndpointIdReserve");
+    assert_eq!(le["ret_name"], "CUDA_ERROR_NOT_SUPPORTED");
+    assert_eq!(le["forwarded"], false);
+    // The out-parameter was not read (the driver never wrote it).
+    assert!(le["args"]["baseLeId"].get("value").is_none());
+}
+
+#[test]
+fn no_driver_at_all_returns_not_supported_and_says_what_was_tried() {
+    let s = Scratch::new("no_driver");
+    let exe = s.compile(
+        "endpoint_call.c",
+        "endpoint_call",
+        &[&format!("-L{}", target_dir().display()), "-lsharecheck", &format!("-Wl,-rpath,{}", target_dir().display())],
+    );
+    let mut cmd = s.under_shim(&exe);
+    cmd.env_remove("LD_PRELOAD")
+        .env_remove("LD_LIBRARY_PATH")
+        .env("SHARECHECK_CUDA_LIBRARY", s.path("no-such-libcuda.so"));
+    let out = cmd.output().unwrap();
+    // The stub's cuDeviceCanAccessPeer is gone too: every call answers 801, nothing crashes.
+    if std::path::Path::new("/usr/lib/x86_64-linux-gnu/libcuda.so.1").exists() {
+        return; // a machine with a real driver would find it by soname
+    }
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(printed_calls(&out).iter().all(|(_, rc)| *rc == 801));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("no CUDA driver library could be loaded").count(), 1, "{stderr}");
+    assert!(stderr.contains("no-such-libcuda.so") && stderr.contains("libcuda.so.1"), "{stderr}");
+}
