@@ -1,0 +1,287 @@
+//! Configuration from the environment, read once on the first call into the simulator.
+//!
+//! A bad value is reported in one line on stderr naming the variable, and the default is used:
+//! a test setup mistake must be visible but must not crash the program under test.
+
+use once_cell::sync::Lazy;
+use sharecheck_core::schema::env;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+
+/// Not (yet) among the shared names of `sharecheck_core::schema::env`; only the simulator reads it.
+pub const SIM_ATTRS: &str = "SHARECHECK_SIM_ATTRS";
+
+pub const DEFAULT_DEVICES: i32 = 2;
+pub const MAX_DEVICES: i32 = 64;
+pub const DEFAULT_DRIVER_VERSION: i32 = 13030;
+
+/// Whose answers the simulator gives where the real driver and its documentation disagree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Behaviour {
+    /// As driver 580.159.04 answered in the probes of api-facts.md.
+    R580,
+    /// As the documentation says.
+    Documented,
+}
+
+/// Which devices can access which peers (before the attribute rules of `cuCtxEnablePeerAccess`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PeerMatrix {
+    All,
+    None,
+    /// Directed pairs `(device, peer)`: `device` can access memory on `peer`.
+    Pairs(HashSet<(i32, i32)>),
+}
+
+impl PeerMatrix {
+    pub fn allows(&self, device: i32, peer: i32) -> bool {
+        match self {
+            PeerMatrix::All => true,
+            PeerMatrix::None => false,
+            PeerMatrix::Pairs(pairs) => pairs.contains(&(device, peer)),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub devices: i32,
+    pub peers: PeerMatrix,
+    pub behaviour: Behaviour,
+    /// What `cuDriverGetVersion` reports; also gates the CUDA 13.3 functions and attributes.
+    pub driver_version: i32,
+    /// `(device, attribute) -> value` overrides of `cuDeviceGetAttribute`.
+    pub attributes: HashMap<(i32, i32), i32>,
+    state_dir: Option<PathBuf>,
+    pub call_log: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            devices: DEFAULT_DEVICES,
+            peers: PeerMatrix::All,
+            behaviour: Behaviour::R580,
+            driver_version: DEFAULT_DRIVER_VERSION,
+            attributes: HashMap::new(),
+            state_dir: None,
+            call_log: None,
+        }
+    }
+}
+
+impl Config {
+    /// Reads the configuration through `get`, reporting each bad variable through `warn`.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>, mut warn: impl FnMut(String)) -> Self {
+        let mut config = Config::default();
+        let mut bad = |name: &str, value: &str, why: String, default: &str| {
+            warn(format!("sharecheck-sim: {name}={value:?}: {why}; using the default ({default})"))
+        };
+
+        if let Some(v) = get(env::SIM_DEVICES) {
+            match v.trim().parse::<i32>() {
+                Ok(n) if (0..=MAX_DEVICES).contains(&n) => config.devices = n,
+                _ => bad(
+                    env::SIM_DEVICES,
+                    &v,
+                    format!("expected a device count from 0 to {MAX_DEVICES}"),
+                    "2",
+                ),
+            }
+        }
+        if let Some(v) = get(env::SIM_BEHAVIOUR) {
+            match v.trim().to_ascii_lowercase().as_str() {
+                "r580" => config.behaviour = Behaviour::R580,
+                "documented" => config.behaviour = Behaviour::Documented,
+                _ => bad(env::SIM_BEHAVIOUR, &v, "expected `r580` or `documented`".into(), "r580"),
+            }
+        }
+        if let Some(v) = get(env::SIM_DRIVER_VERSION) {
+            match v.trim().parse::<i32>() {
+                Ok(n) if (2000..=99990).contains(&n) => config.driver_version = n,
+                _ => bad(
+                    env::SIM_DRIVER_VERSION,
+                    &v,
+                    "expected a CUDA version as 1000*major+10*minor, e.g. 13030".into(),
+                    "13030",
+                ),
+            }
+        }
+        // Device ordinals in the lists below are checked against the final device count.
+        let devices = config.devices;
+        if let Some(v) = get(env::SIM_PEERS) {
+            match parse_peers(&v, devices) {
+                Ok(peers) => config.peers = peers,
+                Err(why) => bad(env::SIM_PEERS, &v, why, "all"),
+            }
+        }
+        if let Some(v) = get(SIM_ATTRS) {
+            match parse_attributes(&v, devices) {
+                Ok(attributes) => config.attributes = attributes,
+                Err(why) => bad(SIM_ATTRS, &v, why, "no overrides"),
+            }
+        }
+        config.state_dir = get(env::SIM_STATE_DIR).filter(|s| !s.is_empty()).map(PathBuf::from);
+        config.call_log = get(env::SIM_CALL_LOG).filter(|s| !s.is_empty()).map(PathBuf::from);
+        config
+    }
+
+    /// The per-run directory shared by the processes of one run (IPC exports live there).
+    pub fn state_dir(&self) -> PathBuf {
+        if let Some(dir) = &self.state_dir {
+            return dir.clone();
+        }
+        let base = std::env::var_os("TMPDIR")
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/tmp"));
+        // SAFETY: getuid and getsid have no preconditions.
+        let (uid, sid) = unsafe { (libc::getuid(), libc::getsid(0)) };
+        base.join(format!("sharecheck-sim-{uid}-{sid}"))
+    }
+
+    /// Does `driver_version` include the CUDA 13.3 logical endpoint API?
+    pub fn has_logical_endpoints(&self) -> bool {
+        self.driver_version >= crate::types::LOGICAL_ENDPOINT_VERSION
+    }
+}
+
+fn parse_device(text: &str, devices: i32) -> Result<i32, String> {
+    match text.trim().parse::<i32>() {
+        Ok(d) if (0..devices).contains(&d) => Ok(d),
+        _ => Err(format!("`{}` is not a device ordinal below {devices}", text.trim())),
+    }
+}
+
+/// `all`, `none`, or `0>1,1>0,...`.
+fn parse_peers(text: &str, devices: i32) -> Result<PeerMatrix, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "all" => return Ok(PeerMatrix::All),
+        "none" | "" => return Ok(PeerMatrix::None),
+        _ => {}
+    }
+    let mut pairs = HashSet::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (from, to) = item
+            .split_once('>')
+            .ok_or_else(|| format!("`{item}` is not a pair `device>peer`"))?;
+        pairs.insert((parse_device(from, devices)?, parse_device(to, devices)?));
+    }
+    Ok(PeerMatrix::Pairs(pairs))
+}
+
+/// `dev:attr=value,...`.
+fn parse_attributes(text: &str, devices: i32) -> Result<HashMap<(i32, i32), i32>, String> {
+    let mut map = HashMap::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let malformed = || format!("`{item}` is not `device:attribute=value`");
+        let (dev, rest) = item.split_once(':').ok_or_else(malformed)?;
+        let (attr, value) = rest.split_once('=').ok_or_else(malformed)?;
+        let dev = parse_device(dev, devices)?;
+        let attr = attr.trim().parse::<i32>().ok().filter(|a| *a > 0).ok_or_else(malformed)?;
+        let value = value.trim().parse::<i32>().map_err(|_| malformed())?;
+        map.insert((dev, attr), value);
+    }
+    Ok(map)
+}
+
+static GLOBAL: Lazy<Config> =
+    Lazy::new(|| Config::from_lookup(|name| std::env::var(name).ok(), |line| eprintln!("{line}")));
+
+#[cfg(test)]
+thread_local! {
+    /// Unit tests run in threads of one process: each test thread may use its own configuration.
+    static TEST_CONFIG: std::cell::Cell<Option<&'static Config>> = const { std::cell::Cell::new(None) };
+}
+
+/// The configuration in force.
+pub fn config() -> &'static Config {
+    #[cfg(test)]
+    if let Some(config) = TEST_CONFIG.with(|c| c.get()) {
+        return config;
+    }
+    &GLOBAL
+}
+
+/// Makes `config` the configuration of the calling test thread.
+#[cfg(test)]
+pub fn set_test_config(config: Config) {
+    TEST_CONFIG.with(|c| c.set(Some(Box::leak(Box::new(config)))));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(vars: &[(&str, &str)]) -> (Config, Vec<String>) {
+        let mut warnings = Vec::new();
+        let config = Config::from_lookup(
+            |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()),
+            |w| warnings.push(w),
+        );
+        (config, warnings)
+    }
+
+    #[test]
+    fn defaults() {
+        let (c, w) = parse(&[]);
+        assert!(w.is_empty());
+        assert_eq!(c.devices, 2);
+        assert_eq!(c.peers, PeerMatrix::All);
+        assert_eq!(c.behaviour, Behaviour::R580);
+        assert_eq!(c.driver_version, 13030);
+        assert!(c.attributes.is_empty());
+    }
+
+    #[test]
+    fn values_are_parsed() {
+        let (c, w) = parse(&[
+            (env::SIM_DEVICES, "4"),
+            (env::SIM_PEERS, "0>1, 2>3"),
+            (env::SIM_BEHAVIOUR, "documented"),
+            (env::SIM_DRIVER_VERSION, "13000"),
+            (SIM_ATTRS, "1:75=8,1:41=0"),
+        ]);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(c.devices, 4);
+        assert!(c.peers.allows(0, 1) && c.peers.allows(2, 3) && !c.peers.allows(1, 0));
+        assert_eq!(c.behaviour, Behaviour::Documented);
+        assert!(!c.has_logical_endpoints());
+        assert_eq!(c.attributes.get(&(1, 75)), Some(&8));
+        assert_eq!(c.attributes.get(&(1, 41)), Some(&0));
+    }
+
+    #[test]
+    fn bad_values_warn_once_each_and_fall_back() {
+        let (c, w) = parse(&[
+            (env::SIM_DEVICES, "65"),
+            (env::SIM_PEERS, "0>7"),
+            (env::SIM_BEHAVIOUR, "r590"),
+            (env::SIM_DRIVER_VERSION, "thirteen"),
+            (SIM_ATTRS, "0:75"),
+        ]);
+        assert_eq!(w.len(), 5, "{w:?}");
+        for (line, var) in w.iter().zip([
+            env::SIM_DEVICES,
+            env::SIM_BEHAVIOUR,
+            env::SIM_DRIVER_VERSION,
+            env::SIM_PEERS,
+            SIM_ATTRS,
+        ]) {
+            assert!(line.contains(var), "{line}");
+        }
+        assert_eq!(c.devices, 2);
+        assert_eq!(c.peers, PeerMatrix::All);
+        assert_eq!(c.behaviour, Behaviour::R580);
+        assert_eq!(c.driver_version, 13030);
+        assert!(c.attributes.is_empty());
+    }
+
+    #[test]
+    fn none_and_zero_devices() {
+        let (c, w) = parse(&[(env::SIM_DEVICES, "0"), (env::SIM_PEERS, "none")]);
+        assert!(w.is_empty());
+        assert_eq!(c.devices, 0);
+        assert_eq!(c.peers, PeerMatrix::None);
+    }
+}

@@ -1,0 +1,804 @@
+//! The exported CUDA driver API, with the ELF names and prototypes of CUDA 13.5 `cuda.h`.
+//!
+//! Each function checks its arguments the way the driver does and hands the work to the model
+//! (`state::with`). Calls before `cuInit` fail with CUDA_ERROR_NOT_INITIALIZED, except those the
+//! real driver also answers early (`cuDriverGetVersion`, `cuGetErrorName`/`String`,
+//! `cuGetProcAddress`).
+
+// These are C entry points: their safety contract is the vendor documentation's.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use crate::config::{config, Behaviour};
+use crate::context::{self, check_initialized};
+use crate::device;
+use crate::entry::{exports, require};
+use crate::errors;
+use crate::handles::{self, Kind};
+use crate::ipc::{Api, OpenMode};
+use crate::logical_endpoint;
+use crate::memory::{MemKind, GRANULARITY};
+use crate::procaddress;
+use crate::state::{self, Owner};
+use crate::stream_event::is_special;
+use crate::types::*;
+use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void};
+
+fn to_handle(p: *mut c_void) -> u64 {
+    handles::from_ptr(p)
+}
+
+/// Both the sync and async forms of `cuMemcpyPeer`: R580 accepts a NULL context (the copy is
+/// decided by the unified addresses); the documentation lists INVALID_CONTEXT.
+fn memcpy_peer(dst: u64, dst_ctx: CUcontext, src: u64, src_ctx: CUcontext, n: usize, stream: Option<u64>) -> Outcome {
+    check_initialized()?;
+    state::with(|d| {
+        for ctx in [dst_ctx, src_ctx] {
+            if ctx.is_null() {
+                if config().behaviour == Behaviour::Documented {
+                    return Err(INVALID_CONTEXT);
+                }
+            } else {
+                d.contexts.get(to_handle(ctx))?;
+            }
+        }
+        if let Some(stream) = stream {
+            d.streams.check_stream(stream)?;
+        }
+        d.memory.copy_device(dst, src, n as u64)
+    })
+}
+
+fn memcpy_htod(dst: u64, src: *const c_void, n: usize) -> Outcome {
+    check_initialized()?;
+    state::with(|d| {
+        d.current_context()?;
+        d.memory.copy_to_device(dst, src.cast(), n as u64)
+    })
+}
+
+fn memcpy_dtoh(dst: *mut c_void, src: u64, n: usize) -> Outcome {
+    check_initialized()?;
+    state::with(|d| {
+        d.current_context()?;
+        d.memory.copy_from_device(dst.cast(), src, n as u64)
+    })
+}
+
+fn attach(stream: CUstream, dptr: u64, length: usize, flags: c_uint) -> Outcome {
+    check_initialized()?;
+    state::with(|d| d.attach_cuda(to_handle(stream), dptr, length as u64, flags))
+}
+
+fn stream_synchronize(stream: CUstream) -> Outcome {
+    check_initialized()?;
+    state::with(|d| d.streams.check_stream(to_handle(stream)))
+}
+
+fn event_record(event: CUevent, stream: CUstream) -> Outcome {
+    check_initialized()?;
+    state::with(|d| {
+        d.streams.check_stream(to_handle(stream))?;
+        let e = d.streams.event_mut(to_handle(event)).ok_or(INVALID_HANDLE)?;
+        e.recorded = true;
+        Ok(())
+    })
+}
+
+/// The three-argument context creators (v1 and v2 share the prototype).
+unsafe fn ctx_create(pctx: *mut CUcontext, flags: c_uint, dev: CUdevice) -> Outcome {
+    check_initialized()?;
+    require(pctx)?;
+    if flags & !CTX_FLAGS_MASK != 0 {
+        return Err(INVALID_VALUE);
+    }
+    device::check(dev)?;
+    let handle = state::with(|d| d.contexts.create(dev));
+    context::push(handle);
+    *pctx = handles::to_ptr(handle);
+    Ok(())
+}
+
+unsafe fn ipc_open(pdptr: *mut CUdeviceptr, handle: CUipcMemHandle, flags: c_uint, mode: OpenMode) -> Outcome {
+    check_initialized()?;
+    require(pdptr)?;
+    if flags != IPC_MEM_LAZY_ENABLE_PEER_ACCESS {
+        return Err(INVALID_VALUE);
+    }
+    let ptr = state::with(|d| {
+        let (owner, device) = d.current_owner()?;
+        d.open_memory(&handle.reserved, owner, device, mode, MAP_FAILED)
+    })?;
+    *pdptr = ptr;
+    Ok(())
+}
+
+/// The logical endpoint functions exist from CUDA 13.3 on.
+fn logical_endpoints_available() -> Outcome {
+    if !config().has_logical_endpoints() {
+        return Err(NOT_SUPPORTED);
+    }
+    check_initialized()
+}
+
+/// Checks `CUmemAllocationProp` for a pinned allocation on a device; returns the device.
+unsafe fn allocation_device(prop: *const CUmemAllocationProp) -> Outcome<i32> {
+    require(prop)?;
+    let prop = &*prop;
+    if prop.type_ != MEM_ALLOCATION_TYPE_PINNED || prop.location.type_ != MEM_LOCATION_TYPE_DEVICE {
+        return Err(INVALID_VALUE);
+    }
+    device::check(prop.location.id)?;
+    Ok(prop.location.id)
+}
+
+exports! {
+    fn cuInit(Flags: c_uint) {
+        if Flags != 0 {
+            return Err(INVALID_VALUE);
+        }
+        if device::count() == 0 {
+            return Err(NO_DEVICE);
+        }
+        context::mark_initialized();
+        Ok(())
+    }
+
+    fn cuDriverGetVersion(driverVersion: *mut c_int) {
+        require(driverVersion)?;
+        *driverVersion = config().driver_version;
+        Ok(())
+    }
+
+    fn cuDeviceGetCount(count: *mut c_int) {
+        check_initialized()?;
+        require(count)?;
+        *count = device::count();
+        Ok(())
+    }
+
+    fn cuDeviceGet(device: *mut CUdevice, ordinal: c_int) {
+        check_initialized()?;
+        require(device)?;
+        device::check(ordinal)?;
+        *device = ordinal;
+        Ok(())
+    }
+
+    fn cuDeviceGetAttribute(pi: *mut c_int, attrib: c_int, dev: CUdevice) {
+        check_initialized()?;
+        require(pi)?;
+        *pi = device::attribute(dev, attrib)?;
+        Ok(())
+    }
+
+    fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: CUdevice) {
+        check_initialized()?;
+        require(name)?;
+        if len <= 0 {
+            return Err(INVALID_VALUE);
+        }
+        device::check(dev)?;
+        let text = device::name(dev);
+        let n = text.len().min(len as usize - 1);
+        std::ptr::copy_nonoverlapping(text.as_ptr().cast(), name, n);
+        *name.add(n) = 0;
+        Ok(())
+    }
+
+    fn cuDeviceCanAccessPeer(canAccessPeer: *mut c_int, dev: CUdevice, peerDev: CUdevice) {
+        check_initialized()?;
+        require(canAccessPeer)?;
+        device::check(dev)?;
+        device::check(peerDev)?;
+        *canAccessPeer = c_int::from(device::can_access_peer(dev, peerDev));
+        Ok(())
+    }
+
+    fn cuDevicePrimaryCtxRetain(pctx: *mut CUcontext, dev: CUdevice) {
+        check_initialized()?;
+        require(pctx)?;
+        device::check(dev)?;
+        *pctx = handles::to_ptr(state::with(|d| d.contexts.retain_primary(dev)));
+        Ok(())
+    }
+
+    fn cuDevicePrimaryCtxRelease_v2(dev: CUdevice) {
+        check_initialized()?;
+        device::check(dev)?;
+        state::with(|d| {
+            if let Some(id) = d.contexts.release_primary(dev)? {
+                d.release_owner(Owner::Context(id));
+            }
+            Ok(())
+        })
+    }
+
+    fn cuDevicePrimaryCtxReset_v2(dev: CUdevice) {
+        check_initialized()?;
+        device::check(dev)?;
+        state::with(|d| {
+            if let Some(id) = d.contexts.primary_id(dev) {
+                d.release_owner(Owner::Context(id));
+            }
+        });
+        Ok(())
+    }
+
+    fn cuCtxCreate(pctx: *mut CUcontext, flags: c_uint, dev: CUdevice) {
+        ctx_create(pctx, flags, dev)
+    }
+
+    fn cuCtxCreate_v2(pctx: *mut CUcontext, flags: c_uint, dev: CUdevice) {
+        ctx_create(pctx, flags, dev)
+    }
+
+    fn cuCtxCreate_v3(pctx: *mut CUcontext, paramsArray: *mut c_void, numParams: c_int, flags: c_uint, dev: CUdevice) {
+        check_initialized()?;
+        if numParams < 0 || numParams > 0 && paramsArray.is_null() {
+            return Err(INVALID_VALUE);
+        }
+        // Execution affinity needs MPS, which the simulator does not have.
+        if numParams > 0 {
+            return Err(NOT_SUPPORTED);
+        }
+        ctx_create(pctx, flags, dev)
+    }
+
+    fn cuCtxCreate_v4(pctx: *mut CUcontext, ctxCreateParams: *mut CUctxCreateParams, flags: c_uint, dev: CUdevice) {
+        check_initialized()?;
+        if let Some(params) = ctxCreateParams.as_ref() {
+            if params.num_exec_affinity_params < 0
+                || params.num_exec_affinity_params > 0 && params.exec_affinity_params.is_null()
+            {
+                return Err(INVALID_VALUE);
+            }
+            // Execution affinity (MPS) and CIG (graphics interop) are not simulated.
+            if params.num_exec_affinity_params > 0 || !params.cig_params.is_null() {
+                return Err(NOT_SUPPORTED);
+            }
+        }
+        ctx_create(pctx, flags, dev)
+    }
+
+    fn cuCtxDestroy_v2(ctx: CUcontext) {
+        check_initialized()?;
+        let handle = to_handle(ctx);
+        state::with(|d| {
+            let id = d.contexts.destroy(handle)?;
+            d.release_owner(Owner::Context(id));
+            Outcome::Ok(())
+        })?;
+        context::forget_if_current(handle);
+        Ok(())
+    }
+
+    fn cuCtxSetCurrent(ctx: CUcontext) {
+        check_initialized()?;
+        let handle = to_handle(ctx);
+        if handle != 0 {
+            state::with(|d| d.contexts.get(handle).map(|_| ()))?;
+        }
+        context::set_current(handle);
+        Ok(())
+    }
+
+    fn cuCtxGetCurrent(pctx: *mut CUcontext) {
+        check_initialized()?;
+        require(pctx)?;
+        let current = state::with(|d| d.current_context().map(|(h, _)| h).unwrap_or(0));
+        *pctx = handles::to_ptr(current);
+        Ok(())
+    }
+
+    fn cuCtxPushCurrent_v2(ctx: CUcontext) {
+        check_initialized()?;
+        let handle = to_handle(ctx);
+        state::with(|d| d.contexts.get(handle).map(|_| ()))?;
+        context::push(handle);
+        Ok(())
+    }
+
+    fn cuCtxPopCurrent_v2(pctx: *mut CUcontext) {
+        check_initialized()?;
+        let handle = context::pop().ok_or(INVALID_CONTEXT)?;
+        if !pctx.is_null() {
+            *pctx = handles::to_ptr(handle);
+        }
+        Ok(())
+    }
+
+    fn cuCtxGetDevice(device: *mut CUdevice) {
+        check_initialized()?;
+        require(device)?;
+        *device = state::with(|d| d.current_context())?.1;
+        Ok(())
+    }
+
+    fn cuCtxGetDevice_v2(device: *mut CUdevice, ctx: CUcontext) {
+        check_initialized()?;
+        require(device)?;
+        *device = state::with(|d| match to_handle(ctx) {
+            0 => d.current_context().map(|(_, dev)| dev),
+            h => d.contexts.get(h).map(|c| c.device),
+        })?;
+        Ok(())
+    }
+
+    fn cuCtxSynchronize() {
+        check_initialized()?;
+        state::with(|d| d.current_context().map(|_| ()))
+    }
+
+    fn cuCtxSynchronize_v2(ctx: CUcontext) {
+        check_initialized()?;
+        state::with(|d| match to_handle(ctx) {
+            0 => d.current_context().map(|_| ()),
+            h => d.contexts.get(h).map(|_| ()),
+        })
+    }
+
+    fn cuCtxEnablePeerAccess(peerContext: CUcontext, Flags: c_uint) {
+        check_initialized()?;
+        state::with(|d| d.enable_peer_context(to_handle(peerContext), Flags))
+    }
+
+    fn cuCtxDisablePeerAccess(peerContext: CUcontext) {
+        check_initialized()?;
+        state::with(|d| d.disable_peer_context(to_handle(peerContext)))
+    }
+
+    fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize) {
+        check_initialized()?;
+        require(dptr)?;
+        *dptr = state::with(|d| {
+            let (owner, device) = d.current_owner()?;
+            d.memory.allocate(bytesize as u64, device, owner, MemKind::Device)
+        })?;
+        Ok(())
+    }
+
+    fn cuMemAllocManaged(dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) {
+        check_initialized()?;
+        require(dptr)?;
+        if flags != MEM_ATTACH_GLOBAL && flags != MEM_ATTACH_HOST {
+            return Err(INVALID_VALUE);
+        }
+        *dptr = state::with(|d| {
+            let (owner, device) = d.current_owner()?;
+            if !device::flag(device, attribute::MANAGED_MEMORY) {
+                return Err(NOT_SUPPORTED);
+            }
+            d.memory.allocate(bytesize as u64, device, owner, MemKind::Managed { flags })
+        })?;
+        Ok(())
+    }
+
+    fn cuMemFree_v2(dptr: CUdeviceptr) {
+        check_initialized()?;
+        if dptr == 0 {
+            return Ok(());
+        }
+        let freed = state::with(|d| {
+            d.memory.remove_if(dptr, |a| matches!(a.kind, MemKind::Device | MemKind::Managed { .. }))
+        })?;
+        if let Some(export) = freed.export {
+            crate::ipc::withdraw_memory_export(export);
+        }
+        Ok(())
+    }
+
+    fn cuMemGetAddressRange_v2(pbase: *mut CUdeviceptr, psize: *mut usize, dptr: CUdeviceptr) {
+        check_initialized()?;
+        let (base, size) = state::with(|d| {
+            if let Some(a) = d.memory.find(dptr) {
+                return Ok((a.base, a.size));
+            }
+            d.memory.virtual_mapping(dptr).map(|m| (m.start, m.size)).ok_or(NOT_FOUND)
+        })?;
+        if !pbase.is_null() {
+            *pbase = base;
+        }
+        if !psize.is_null() {
+            *psize = size as usize;
+        }
+        Ok(())
+    }
+
+    fn cuMemcpyHtoD_v2(dstDevice: CUdeviceptr, srcHost: *const c_void, ByteCount: usize) {
+        memcpy_htod(dstDevice, srcHost, ByteCount)
+    }
+
+    fn cuMemcpyHtoD_v2_ptds(dstDevice: CUdeviceptr, srcHost: *const c_void, ByteCount: usize) {
+        memcpy_htod(dstDevice, srcHost, ByteCount)
+    }
+
+    fn cuMemcpyDtoH_v2(dstHost: *mut c_void, srcDevice: CUdeviceptr, ByteCount: usize) {
+        memcpy_dtoh(dstHost, srcDevice, ByteCount)
+    }
+
+    fn cuMemcpyDtoH_v2_ptds(dstHost: *mut c_void, srcDevice: CUdeviceptr, ByteCount: usize) {
+        memcpy_dtoh(dstHost, srcDevice, ByteCount)
+    }
+
+    fn cuMemcpyPeer(dstDevice: CUdeviceptr, dstContext: CUcontext, srcDevice: CUdeviceptr, srcContext: CUcontext, ByteCount: usize) {
+        memcpy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, None)
+    }
+
+    fn cuMemcpyPeer_ptds(dstDevice: CUdeviceptr, dstContext: CUcontext, srcDevice: CUdeviceptr, srcContext: CUcontext, ByteCount: usize) {
+        memcpy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, None)
+    }
+
+    fn cuMemcpyPeerAsync(dstDevice: CUdeviceptr, dstContext: CUcontext, srcDevice: CUdeviceptr, srcContext: CUcontext, ByteCount: usize, hStream: CUstream) {
+        memcpy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, Some(to_handle(hStream)))
+    }
+
+    fn cuMemcpyPeerAsync_ptsz(dstDevice: CUdeviceptr, dstContext: CUcontext, srcDevice: CUdeviceptr, srcContext: CUcontext, ByteCount: usize, hStream: CUstream) {
+        memcpy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, Some(to_handle(hStream)))
+    }
+
+    fn cuPointerGetAttribute(data: *mut c_void, attribute: c_int, ptr: CUdeviceptr) {
+        check_initialized()?;
+        require(data)?;
+        pointer_attribute(data, attribute, ptr)
+    }
+
+    fn cuStreamCreate(phStream: *mut CUstream, Flags: c_uint) {
+        check_initialized()?;
+        require(phStream)?;
+        if Flags & !STREAM_NON_BLOCKING != 0 {
+            return Err(INVALID_VALUE);
+        }
+        let handle = state::with(|d| {
+            let (owner, device) = d.current_owner()?;
+            Outcome::Ok(d.streams.create_stream(owner, device, Flags))
+        })?;
+        *phStream = handles::to_ptr(handle);
+        Ok(())
+    }
+
+    fn cuStreamDestroy_v2(hStream: CUstream) {
+        check_initialized()?;
+        let handle = to_handle(hStream);
+        if is_special(handle) {
+            return Err(INVALID_HANDLE);
+        }
+        state::with(|d| {
+            d.streams.remove_stream(handle)?;
+            d.detach_stream(handle);
+            Ok(())
+        })
+    }
+
+    fn cuStreamSynchronize(hStream: CUstream) {
+        stream_synchronize(hStream)
+    }
+
+    fn cuStreamSynchronize_ptsz(hStream: CUstream) {
+        stream_synchronize(hStream)
+    }
+
+    fn cuStreamAttachMemAsync(hStream: CUstream, dptr: CUdeviceptr, length: usize, flags: c_uint) {
+        attach(hStream, dptr, length, flags)
+    }
+
+    fn cuStreamAttachMemAsync_ptsz(hStream: CUstream, dptr: CUdeviceptr, length: usize, flags: c_uint) {
+        attach(hStream, dptr, length, flags)
+    }
+
+    fn cuEventCreate(phEvent: *mut CUevent, Flags: c_uint) {
+        check_initialized()?;
+        require(phEvent)?;
+        let known = EVENT_BLOCKING_SYNC | EVENT_DISABLE_TIMING | EVENT_INTERPROCESS;
+        let interprocess_without_timing_off =
+            Flags & EVENT_INTERPROCESS != 0 && Flags & EVENT_DISABLE_TIMING == 0;
+        if Flags & !known != 0 || interprocess_without_timing_off {
+            return Err(INVALID_VALUE);
+        }
+        let handle = state::with(|d| {
+            let (owner, device) = d.current_owner()?;
+            Outcome::Ok(d.streams.create_event(owner, device, Flags))
+        })?;
+        *phEvent = handles::to_ptr(handle);
+        Ok(())
+    }
+
+    fn cuEventDestroy_v2(hEvent: CUevent) {
+        check_initialized()?;
+        let event = state::with(|d| d.streams.remove_event(to_handle(hEvent)))?;
+        if let Some(export) = event.export {
+            crate::ipc::withdraw_event_export(export);
+        }
+        Ok(())
+    }
+
+    fn cuEventRecord(hEvent: CUevent, hStream: CUstream) {
+        event_record(hEvent, hStream)
+    }
+
+    fn cuEventRecord_ptsz(hEvent: CUevent, hStream: CUstream) {
+        event_record(hEvent, hStream)
+    }
+
+    fn cuEventSynchronize(hEvent: CUevent) {
+        check_initialized()?;
+        state::with(|d| d.streams.event(to_handle(hEvent)).map(|_| ()).ok_or(INVALID_HANDLE))
+    }
+
+    fn cuMemCreate(handle: *mut CUmemGenericAllocationHandle, size: usize, prop: *const CUmemAllocationProp, flags: c_ulonglong) {
+        check_initialized()?;
+        require(handle)?;
+        let device = allocation_device(prop)?;
+        if flags != 0 {
+            return Err(INVALID_VALUE);
+        }
+        let types = (*prop).requested_handle_types;
+        if types & (MEM_HANDLE_TYPE_WIN32 | MEM_HANDLE_TYPE_WIN32_KMT) != 0 {
+            return Err(NOT_SUPPORTED);
+        }
+        if types & !(MEM_HANDLE_TYPE_POSIX_FD | MEM_HANDLE_TYPE_FABRIC) != 0 {
+            return Err(INVALID_VALUE);
+        }
+        *handle = state::with(|d| d.memory.create_physical(size as u64, device, types))?;
+        Ok(())
+    }
+
+    fn cuMemRelease(handle: CUmemGenericAllocationHandle) {
+        check_initialized()?;
+        state::with(|d| d.memory.release_physical(handle))
+    }
+
+    fn cuMemGetAllocationGranularity(granularity: *mut usize, prop: *const CUmemAllocationProp, option: c_int) {
+        check_initialized()?;
+        require(granularity)?;
+        allocation_device(prop)?;
+        // CU_MEM_ALLOC_GRANULARITY_MINIMUM (0) or _RECOMMENDED (1).
+        if option != 0 && option != 1 {
+            return Err(INVALID_VALUE);
+        }
+        *granularity = GRANULARITY as usize;
+        Ok(())
+    }
+
+    fn cuMemAddressReserve(ptr: *mut CUdeviceptr, size: usize, alignment: usize, addr: CUdeviceptr, flags: c_ulonglong) {
+        check_initialized()?;
+        require(ptr)?;
+        if flags != 0 {
+            return Err(INVALID_VALUE);
+        }
+        *ptr = state::with(|d| d.memory.reserve(size as u64, alignment as u64, addr))?;
+        Ok(())
+    }
+
+    fn cuMemAddressFree(ptr: CUdeviceptr, size: usize) {
+        check_initialized()?;
+        state::with(|d| d.memory.free_reservation(ptr, size as u64))
+    }
+
+    fn cuMemMap(ptr: CUdeviceptr, size: usize, offset: usize, handle: CUmemGenericAllocationHandle, flags: c_ulonglong) {
+        check_initialized()?;
+        if flags != 0 {
+            return Err(INVALID_VALUE);
+        }
+        state::with(|d| d.memory.map(ptr, size as u64, offset as u64, handle))
+    }
+
+    fn cuMemUnmap(ptr: CUdeviceptr, size: usize) {
+        check_initialized()?;
+        state::with(|d| d.memory.unmap(ptr, size as u64))
+    }
+
+    fn cuMemSetAccess(ptr: CUdeviceptr, size: usize, desc: *const CUmemAccessDesc, count: usize) {
+        check_initialized()?;
+        require(desc)?;
+        if count == 0 {
+            return Err(INVALID_VALUE);
+        }
+        let descs = std::slice::from_raw_parts(desc, count);
+        let mut grants = Vec::with_capacity(count);
+        for d in descs {
+            let valid_flags = [MEM_ACCESS_FLAGS_PROT_NONE, MEM_ACCESS_FLAGS_PROT_READ, MEM_ACCESS_FLAGS_PROT_READWRITE];
+            if d.location.type_ != MEM_LOCATION_TYPE_DEVICE || !device::is_valid(d.location.id) || !valid_flags.contains(&d.flags) {
+                return Err(INVALID_VALUE);
+            }
+            grants.push((d.location.id, d.flags != MEM_ACCESS_FLAGS_PROT_NONE));
+        }
+        state::with(|d| d.memory.set_access(ptr, size as u64, &grants))
+    }
+
+    fn cuIpcGetMemHandle(pHandle: *mut CUipcMemHandle, dptr: CUdeviceptr) {
+        check_initialized()?;
+        require(pHandle)?;
+        let bytes = state::with(|d| d.export_memory(dptr, Api::Cuda))?;
+        *pHandle = CUipcMemHandle { reserved: bytes };
+        Ok(())
+    }
+
+    fn cuIpcOpenMemHandle(pdptr: *mut CUdeviceptr, handle: CUipcMemHandle, Flags: c_uint) {
+        ipc_open(pdptr, handle, Flags, OpenMode::Legacy)
+    }
+
+    fn cuIpcOpenMemHandle_v2(pdptr: *mut CUdeviceptr, handle: CUipcMemHandle, Flags: c_uint) {
+        ipc_open(pdptr, handle, Flags, OpenMode::Refcounted)
+    }
+
+    fn cuIpcCloseMemHandle(dptr: CUdeviceptr) {
+        check_initialized()?;
+        state::with(|d| d.close_memory(dptr))
+    }
+
+    fn cuIpcGetEventHandle(pHandle: *mut CUipcEventHandle, event: CUevent) {
+        check_initialized()?;
+        require(pHandle)?;
+        let bytes = state::with(|d| d.export_event(to_handle(event), INVALID_HANDLE, INVALID_HANDLE))?;
+        *pHandle = CUipcEventHandle { reserved: bytes };
+        Ok(())
+    }
+
+    fn cuIpcOpenEventHandle(phEvent: *mut CUevent, handle: CUipcEventHandle) {
+        check_initialized()?;
+        require(phEvent)?;
+        let event = state::with(|d| {
+            let (owner, device) = d.current_owner()?;
+            d.open_event(&handle.reserved, owner, device, INVALID_HANDLE)
+        })?;
+        *phEvent = handles::to_ptr(event);
+        Ok(())
+    }
+
+    fn cuLogicalEndpointIdReserve(baseLeId: *mut CUlogicalEndpointId, count: u32) {
+        logical_endpoints_available()?;
+        require(baseLeId)?;
+        *baseLeId = state::with(|d| d.endpoints.reserve(count))?;
+        Ok(())
+    }
+
+    fn cuLogicalEndpointIdRelease(baseLeId: CUlogicalEndpointId, count: u32) {
+        logical_endpoints_available()?;
+        state::with(|d| d.endpoints.release(baseLeId, count))
+    }
+
+    fn cuLogicalEndpointCreate(leId: CUlogicalEndpointId, prop: *const CUlogicalEndpointProp) {
+        logical_endpoints_available()?;
+        require(prop)?;
+        let prop = prop.read_unaligned();
+        state::with(|d| d.endpoints.create(leId, &prop))
+    }
+
+    fn cuLogicalEndpointAddDevice(leId: CUlogicalEndpointId, dev: CUdevice) {
+        logical_endpoints_available()?;
+        state::with(|d| d.endpoints.add_device(leId, dev))
+    }
+
+    fn cuLogicalEndpointDestroy(leId: CUlogicalEndpointId) {
+        logical_endpoints_available()?;
+        state::with(|d| d.endpoints.destroy(leId))
+    }
+
+    fn cuLogicalEndpointBindAddr(leId: CUlogicalEndpointId, dev: CUdevice, offset: u64, ptr: *mut c_void, size: u64, flags: c_ulonglong) {
+        logical_endpoints_available()?;
+        state::with(|d| d.bind_address(leId, dev, offset, ptr as u64, size, flags))
+    }
+
+    fn cuLogicalEndpointBindMem(leId: CUlogicalEndpointId, dev: CUdevice, offset: u64, memHandle: CUmemGenericAllocationHandle, memOffset: u64, size: u64, flags: c_ulonglong) {
+        logical_endpoints_available()?;
+        state::with(|d| d.bind_memory(leId, dev, offset, memHandle, memOffset, size, flags))
+    }
+
+    fn cuLogicalEndpointUnbind(leId: CUlogicalEndpointId, dev: CUdevice, offset: u64, size: u64) {
+        logical_endpoints_available()?;
+        state::with(|d| d.endpoints.unbind(leId, dev, offset, size))
+    }
+
+    fn cuLogicalEndpointExport(handle: *mut c_void, leId: CUlogicalEndpointId, handleType: c_uint) {
+        logical_endpoints_available()?;
+        require(handle)?;
+        let bytes = state::with(|d| d.endpoints.export(leId, handleType))?;
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), handle.cast::<u8>(), bytes.len());
+        Ok(())
+    }
+
+    fn cuLogicalEndpointImport(leId: CUlogicalEndpointId, handle: *const c_void, handleType: c_uint) {
+        logical_endpoints_available()?;
+        require(handle)?;
+        let bytes = handle.cast::<[u8; crate::types::logical_endpoint::FABRIC_HANDLE_SIZE]>().read_unaligned();
+        state::with(|d| d.endpoints.import(leId, &bytes, handleType))
+    }
+
+    fn cuLogicalEndpointQuery(leId: CUlogicalEndpointId, count: u32, queryStatus: *mut c_int) {
+        logical_endpoints_available()?;
+        require(queryStatus)?;
+        *queryStatus = state::with(|d| d.endpoints.query(leId, count))?;
+        Ok(())
+    }
+
+    fn cuLogicalEndpointGetLimits(bindAlignment: *mut u64, maxSize: *mut u64, prop: *const CUlogicalEndpointProp) {
+        logical_endpoints_available()?;
+        require(bindAlignment)?;
+        require(maxSize)?;
+        require(prop)?;
+        let (alignment, max) = logical_endpoint::limits(&prop.read_unaligned())?;
+        *bindAlignment = alignment;
+        *maxSize = max;
+        Ok(())
+    }
+
+    fn cuGetErrorName(error: CUresult, pStr: *mut *const c_char) {
+        require(pStr)?;
+        let name = errors::cuda_name(error);
+        *pStr = name.unwrap_or(std::ptr::null());
+        name.map(|_| ()).ok_or(INVALID_VALUE)
+    }
+
+    fn cuGetErrorString(error: CUresult, pStr: *mut *const c_char) {
+        require(pStr)?;
+        let text = errors::cuda_string(error);
+        *pStr = text.unwrap_or(std::ptr::null());
+        text.map(|_| ()).ok_or(INVALID_VALUE)
+    }
+
+    fn cuGetProcAddress(symbol: *const c_char, pfn: *mut *mut c_void, cudaVersion: c_int, flags: u64) {
+        procaddress::cuda_get_proc_address(symbol, pfn, cudaVersion, flags, std::ptr::null_mut())
+    }
+
+    fn cuGetProcAddress_v2(symbol: *const c_char, pfn: *mut *mut c_void, cudaVersion: c_int, flags: u64, symbolStatus: *mut c_int) {
+        procaddress::cuda_get_proc_address(symbol, pfn, cudaVersion, flags, symbolStatus)
+    }
+}
+
+/// `cuPointerGetAttribute` for the attributes the simulator knows. Boolean attributes are written
+/// as one byte (C `bool`), which also reads right through a zero-initialized `int`.
+unsafe fn pointer_attribute(data: *mut c_void, attr: c_int, ptr: u64) -> Outcome {
+    use crate::types::pointer_attribute as pa;
+    struct Info {
+        context: u64,
+        device: i32,
+        base: u64,
+        size: u64,
+        buffer_id: u64,
+        managed: bool,
+        ipc_capable: bool,
+    }
+    let info = state::with(|d| {
+        if let Some(a) = d.memory.find(ptr) {
+            let context = match a.owner {
+                Owner::Context(id) => handles::encode(Kind::Context, id),
+                Owner::HipDevice(_) => 0,
+            };
+            return Some(Info {
+                context,
+                device: a.device,
+                base: a.base,
+                size: a.size,
+                buffer_id: a.buffer_id,
+                managed: matches!(a.kind, MemKind::Managed { .. }),
+                ipc_capable: a.kind == MemKind::Device,
+            });
+        }
+        d.memory.virtual_mapping(ptr).map(|m| Info {
+            context: 0,
+            device: m.physical.device,
+            base: m.start,
+            size: m.size,
+            buffer_id: m.handle,
+            managed: false,
+            ipc_capable: false,
+        })
+    })
+    .ok_or(INVALID_VALUE)?;
+    match attr {
+        pa::CONTEXT => *data.cast::<CUcontext>() = handles::to_ptr(info.context),
+        pa::MEMORY_TYPE => *data.cast::<c_uint>() = CU_MEMORYTYPE_DEVICE,
+        pa::DEVICE_POINTER => *data.cast::<CUdeviceptr>() = ptr,
+        pa::HOST_POINTER if info.managed => *data.cast::<*mut c_void>() = ptr as usize as *mut c_void,
+        pa::BUFFER_ID => *data.cast::<u64>() = info.buffer_id,
+        pa::IS_MANAGED => *data.cast::<u8>() = u8::from(info.managed),
+        pa::DEVICE_ORDINAL => *data.cast::<c_int>() = info.device,
+        pa::IS_LEGACY_CUDA_IPC_CAPABLE => *data.cast::<u8>() = u8::from(info.ipc_capable),
+        pa::RANGE_START_ADDR => *data.cast::<CUdeviceptr>() = info.base,
+        pa::RANGE_SIZE => *data.cast::<usize>() = info.size as usize,
+        pa::MAPPED => *data.cast::<u8>() = 1,
+        _ => return Err(INVALID_VALUE),
+    }
+    Ok(())
+}
+

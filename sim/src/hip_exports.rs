@@ -1,0 +1,349 @@
+//! The exported HIP runtime API (`hipError_t` is an `int`), with ROCm 6.x semantics where HIP
+//! changed (`hipPointerAttribute_t`, `hipGetProcAddress`, `hipIpcMemLazyEnablePeerAccess` = 1).
+//!
+//! HIP initializes implicitly and has a per-thread current device (0 until `hipSetDevice`); what
+//! a HIP call allocates belongs to that device. Error choices follow the CLR code as summarized in
+//! api-facts.md §5.2.
+
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use crate::device;
+use crate::entry::{exports, guarded, require};
+use crate::errors;
+use crate::ipc::{Api, OpenMode};
+use crate::memory::{MemKind, RegionKind};
+use crate::procaddress;
+use crate::state::{self, Owner};
+use crate::stream_event::is_special;
+use crate::types::*;
+use std::cell::Cell;
+use std::ffi::{c_char, c_int, c_uint, c_void};
+
+/// HIP_VERSION of ROCm 6.2 (major * 10^7 + minor * 10^5 + patch).
+const HIP_VERSION: c_int = 60_241_134;
+/// `hipErrorInvalidMemcpyDirection`.
+const INVALID_MEMCPY_DIRECTION: Code = 21;
+
+thread_local! {
+    static CURRENT_DEVICE: Cell<i32> = const { Cell::new(0) };
+}
+
+/// The calling thread's device; hipErrorNoDevice when there is none at all.
+fn current_device() -> Outcome<i32> {
+    if device::count() == 0 {
+        return Err(NO_DEVICE);
+    }
+    Ok(CURRENT_DEVICE.with(Cell::get))
+}
+
+fn stream_handle(stream: hipStream_t) -> u64 {
+    stream as usize as u64
+}
+
+fn memcpy_peer(dst: *mut c_void, dst_device: c_int, src: *const c_void, src_device: c_int, n: usize, stream: Option<hipStream_t>) -> Outcome {
+    if !device::is_valid(dst_device) || !device::is_valid(src_device) {
+        return Err(INVALID_DEVICE);
+    }
+    state::with(|d| {
+        if let Some(stream) = stream {
+            // The 2024 CLR answers hipErrorContextIsDestroyed for an invalid stream here.
+            if !d.streams.is_valid_stream(stream_handle(stream)) {
+                return Err(CONTEXT_IS_DESTROYED);
+            }
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        if dst.is_null() || src.is_null() {
+            return Err(INVALID_VALUE);
+        }
+        d.memory.copy_device(dst as u64, src as u64, n as u64)
+    })
+}
+
+exports! {
+    fn hipInit(flags: c_uint) {
+        if flags != 0 {
+            return Err(INVALID_VALUE);
+        }
+        current_device().map(|_| ())
+    }
+
+    fn hipDriverGetVersion(driverVersion: *mut c_int) {
+        require(driverVersion)?;
+        *driverVersion = HIP_VERSION;
+        Ok(())
+    }
+
+    fn hipRuntimeGetVersion(runtimeVersion: *mut c_int) {
+        require(runtimeVersion)?;
+        *runtimeVersion = HIP_VERSION;
+        Ok(())
+    }
+
+    fn hipGetDeviceCount(count: *mut c_int) {
+        require(count)?;
+        *count = device::count();
+        current_device().map(|_| ())
+    }
+
+    fn hipSetDevice(deviceId: c_int) {
+        current_device()?;
+        device::check(deviceId)?;
+        CURRENT_DEVICE.with(|c| c.set(deviceId));
+        Ok(())
+    }
+
+    fn hipGetDevice(deviceId: *mut c_int) {
+        require(deviceId)?;
+        *deviceId = current_device()?;
+        Ok(())
+    }
+
+    fn hipDeviceReset() {
+        let device = current_device()?;
+        state::with(|d| d.release_owner(Owner::HipDevice(device)));
+        Ok(())
+    }
+
+    fn hipDeviceSynchronize() {
+        current_device().map(|_| ())
+    }
+
+    fn hipMalloc(ptr: *mut *mut c_void, size: usize) {
+        require(ptr)?;
+        let device = current_device()?;
+        if size == 0 {
+            *ptr = std::ptr::null_mut();
+            return Ok(());
+        }
+        let base = state::with(|d| d.memory.allocate(size as u64, device, Owner::HipDevice(device), MemKind::Device))?;
+        *ptr = base as usize as *mut c_void;
+        Ok(())
+    }
+
+    fn hipMallocManaged(dev_ptr: *mut *mut c_void, size: usize, flags: c_uint) {
+        require(dev_ptr)?;
+        if flags != MEM_ATTACH_GLOBAL && flags != MEM_ATTACH_HOST {
+            return Err(INVALID_VALUE);
+        }
+        let device = current_device()?;
+        if size == 0 {
+            *dev_ptr = std::ptr::null_mut();
+            return Ok(());
+        }
+        let kind = MemKind::Managed { flags };
+        let base = state::with(|d| d.memory.allocate(size as u64, device, Owner::HipDevice(device), kind))?;
+        *dev_ptr = base as usize as *mut c_void;
+        Ok(())
+    }
+
+    fn hipFree(ptr: *mut c_void) {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        let freed = state::with(|d| {
+            d.memory.remove_if(ptr as u64, |a| matches!(a.kind, MemKind::Device | MemKind::Managed { .. }))
+        })?;
+        if let Some(export) = freed.export {
+            crate::ipc::withdraw_memory_export(export);
+        }
+        Ok(())
+    }
+
+    fn hipMemcpy(dst: *mut c_void, src: *const c_void, sizeBytes: usize, kind: c_int) {
+        use crate::types::memcpy_kind as k;
+        if !(k::HOST_TO_HOST..=k::DEFAULT).contains(&kind) {
+            return Err(INVALID_MEMCPY_DIRECTION);
+        }
+        if sizeBytes == 0 {
+            return Ok(());
+        }
+        if dst.is_null() || src.is_null() {
+            return Err(INVALID_VALUE);
+        }
+        let n = sizeBytes as u64;
+        state::with(|d| {
+            let on_device = |p: u64| d.memory.region(p, n).is_some();
+            let kind = if kind == k::DEFAULT {
+                match (on_device(src as u64), on_device(dst as u64)) {
+                    (false, false) => k::HOST_TO_HOST,
+                    (false, true) => k::HOST_TO_DEVICE,
+                    (true, false) => k::DEVICE_TO_HOST,
+                    (true, true) => k::DEVICE_TO_DEVICE,
+                }
+            } else {
+                kind
+            };
+            match kind {
+                k::HOST_TO_DEVICE => d.memory.copy_to_device(dst as u64, src.cast(), n),
+                k::DEVICE_TO_HOST => d.memory.copy_from_device(dst.cast(), src as u64, n),
+                k::DEVICE_TO_DEVICE => d.memory.copy_device(dst as u64, src as u64, n),
+                _ => {
+                    // Both host buffers are the caller's to vouch for.
+                    std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), sizeBytes);
+                    Ok(())
+                }
+            }
+        })
+    }
+
+    fn hipStreamCreate(stream: *mut hipStream_t) {
+        require(stream)?;
+        let device = current_device()?;
+        let handle = state::with(|d| d.streams.create_stream(Owner::HipDevice(device), device, 0));
+        *stream = crate::handles::to_ptr(handle);
+        Ok(())
+    }
+
+    fn hipStreamDestroy(stream: hipStream_t) {
+        let handle = stream_handle(stream);
+        if is_special(handle) {
+            return Err(INVALID_HANDLE);
+        }
+        state::with(|d| {
+            d.streams.remove_stream(handle)?;
+            d.detach_stream(handle);
+            Ok(())
+        })
+    }
+
+    fn hipStreamSynchronize(stream: hipStream_t) {
+        state::with(|d| d.streams.check_stream(stream_handle(stream)))
+    }
+
+    fn hipEventCreateWithFlags(event: *mut hipEvent_t, flags: c_uint) {
+        require(event)?;
+        let known = EVENT_BLOCKING_SYNC | EVENT_DISABLE_TIMING | EVENT_INTERPROCESS | HIP_EVENT_RELEASE_FLAGS;
+        if flags & !known != 0 || flags & EVENT_INTERPROCESS != 0 && flags & EVENT_DISABLE_TIMING == 0 {
+            return Err(INVALID_VALUE);
+        }
+        let device = current_device()?;
+        let handle = state::with(|d| d.streams.create_event(Owner::HipDevice(device), device, flags));
+        *event = crate::handles::to_ptr(handle);
+        Ok(())
+    }
+
+    fn hipEventDestroy(event: hipEvent_t) {
+        let removed = state::with(|d| d.streams.remove_event(event as usize as u64))?;
+        if let Some(export) = removed.export {
+            crate::ipc::withdraw_event_export(export);
+        }
+        Ok(())
+    }
+
+    fn hipPointerGetAttributes(attributes: *mut hipPointerAttribute_t, ptr: *const c_void) {
+        require(attributes)?;
+        require(ptr)?;
+        let address = ptr as u64;
+        let found = state::with(|d| {
+            if let Some(a) = d.memory.find(address) {
+                return Some((a.kind, a.device));
+            }
+            d.memory.region(address, 1).filter(|r| r.kind == RegionKind::Virtual).map(|r| (MemKind::Device, r.device))
+        });
+        // As ROCm 6 documents: memory it does not know is hipErrorInvalidValue.
+        let (kind, device) = found.ok_or(INVALID_VALUE)?;
+        let managed_flags = match kind {
+            MemKind::Managed { flags } => Some(flags),
+            _ => None,
+        };
+        *attributes = hipPointerAttribute_t {
+            type_: if managed_flags.is_some() { hip_memory_type::MANAGED } else { hip_memory_type::DEVICE },
+            device,
+            device_pointer: ptr as *mut c_void,
+            host_pointer: if managed_flags.is_some() { ptr as *mut c_void } else { std::ptr::null_mut() },
+            is_managed: c_int::from(managed_flags.is_some()),
+            allocation_flags: managed_flags.unwrap_or(0),
+        };
+        Ok(())
+    }
+
+    fn hipGetProcAddress(symbol: *const c_char, pfn: *mut *mut c_void, hipVersion: c_int, flags: u64, symbolStatus: *mut c_int) {
+        // Every simulated HIP function exists in all versions the table serves.
+        let _ = hipVersion;
+        procaddress::hip_get_proc_address(symbol, pfn, flags, symbolStatus)
+    }
+
+    fn hipDeviceCanAccessPeer(canAccessPeer: *mut c_int, deviceId: c_int, peerDeviceId: c_int) {
+        require(canAccessPeer)?;
+        device::check(deviceId)?;
+        device::check(peerDeviceId)?;
+        *canAccessPeer = c_int::from(device::can_access_peer(deviceId, peerDeviceId));
+        Ok(())
+    }
+
+    fn hipDeviceEnablePeerAccess(peerDeviceId: c_int, flags: c_uint) {
+        let device = current_device()?;
+        state::with(|d| d.enable_peer_device(device, peerDeviceId, flags))
+    }
+
+    fn hipDeviceDisablePeerAccess(peerDeviceId: c_int) {
+        let device = current_device()?;
+        state::with(|d| d.disable_peer_device(device, peerDeviceId))
+    }
+
+    fn hipMemcpyPeer(dst: *mut c_void, dstDeviceId: c_int, src: *const c_void, srcDeviceId: c_int, sizeBytes: usize) {
+        memcpy_peer(dst, dstDeviceId, src, srcDeviceId, sizeBytes, None)
+    }
+
+    fn hipMemcpyPeerAsync(dst: *mut c_void, dstDeviceId: c_int, src: *const c_void, srcDevice: c_int, sizeBytes: usize, stream: hipStream_t) {
+        memcpy_peer(dst, dstDeviceId, src, srcDevice, sizeBytes, Some(stream))
+    }
+
+    fn hipIpcGetMemHandle(handle: *mut hipIpcMemHandle_t, devPtr: *mut c_void) {
+        require(handle)?;
+        require(devPtr)?;
+        let bytes = state::with(|d| d.export_memory(devPtr as u64, Api::Hip))?;
+        *handle = hipIpcMemHandle_t { reserved: bytes };
+        Ok(())
+    }
+
+    fn hipIpcOpenMemHandle(devPtr: *mut *mut c_void, handle: hipIpcMemHandle_t, flags: c_uint) {
+        if flags != IPC_MEM_LAZY_ENABLE_PEER_ACCESS {
+            return Err(INVALID_VALUE);
+        }
+        require(devPtr)?;
+        let device = current_device()?;
+        let ptr = state::with(|d| {
+            d.open_memory(&handle.reserved, Owner::HipDevice(device), device, OpenMode::Refcounted, HIP_ERROR_INVALID_DEVICE_POINTER)
+        })?;
+        *devPtr = ptr as usize as *mut c_void;
+        Ok(())
+    }
+
+    fn hipIpcCloseMemHandle(devPtr: *mut c_void) {
+        require(devPtr)?;
+        state::with(|d| d.close_memory(devPtr as u64))
+    }
+
+    fn hipIpcGetEventHandle(handle: *mut hipIpcEventHandle_t, event: hipEvent_t) {
+        require(handle)?;
+        let bytes = state::with(|d| d.export_event(event as usize as u64, INVALID_VALUE, HIP_ERROR_INVALID_CONFIGURATION))?;
+        *handle = hipIpcEventHandle_t { reserved: bytes };
+        Ok(())
+    }
+
+    fn hipIpcOpenEventHandle(event: *mut hipEvent_t, handle: hipIpcEventHandle_t) {
+        require(event)?;
+        let device = current_device()?;
+        let opened = state::with(|d| d.open_event(&handle.reserved, Owner::HipDevice(device), device, INVALID_VALUE))?;
+        *event = crate::handles::to_ptr(opened);
+        Ok(())
+    }
+
+    fn hipStreamAttachMemAsync(stream: hipStream_t, dev_ptr: *mut c_void, length: usize, flags: c_uint) {
+        let device = current_device()?;
+        state::with(|d| d.attach_hip(stream_handle(stream), dev_ptr as u64, length as u64, flags, device))
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn hipGetErrorName(hip_error: hipError_t) -> *const c_char {
+    guarded("hipGetErrorName", c"hipErrorUnknown".as_ptr(), || errors::hip_name(hip_error))
+}
+
+#[no_mangle]
+pub extern "C" fn hipGetErrorString(hip_error: hipError_t) -> *const c_char {
+    guarded("hipGetErrorString", c"unknown error".as_ptr(), || errors::hip_string(hip_error))
+}

@@ -1,0 +1,326 @@
+//! IPC memory and event handles across processes.
+//!
+//! A 64-byte handle carries a magic, what it is, the exporter's pid, an export id, a nonce, the
+//! offset into the allocation and what an importer needs to map it (size, device, memfd number).
+//! The export itself is a file in the state directory; the importer maps
+//! `/proc/<exporter pid>/fd/<memfd>`, so both processes see the same bytes.
+
+use crate::config::{config, Behaviour};
+use crate::memory::{Export, MemKind};
+use crate::state::{Driver, Owner};
+use crate::state_dir;
+use crate::types::{
+    Code, Outcome, ALREADY_MAPPED, EVENT_DISABLE_TIMING, EVENT_INTERPROCESS, INVALID_CONTEXT,
+    INVALID_VALUE, MAP_FAILED,
+};
+use std::collections::HashMap;
+use std::os::fd::AsRawFd;
+
+const MAGIC: &[u8; 8] = b"SCSIMIPC";
+const KIND_MEMORY: u32 = 1;
+const KIND_EVENT: u32 = 2;
+
+/// The fields of a simulated IPC handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IpcHandle {
+    pub kind: u32,
+    pub pid: u32,
+    pub export_id: u64,
+    pub nonce: u64,
+    pub offset: u64,
+    pub size: u64,
+    pub device: i32,
+    pub fd: i32,
+}
+
+impl IpcHandle {
+    pub fn encode(&self) -> [u8; 64] {
+        let mut b = [0u8; 64];
+        b[0..8].copy_from_slice(MAGIC);
+        b[8..12].copy_from_slice(&self.kind.to_le_bytes());
+        b[12..16].copy_from_slice(&self.pid.to_le_bytes());
+        b[16..24].copy_from_slice(&self.export_id.to_le_bytes());
+        b[24..32].copy_from_slice(&self.nonce.to_le_bytes());
+        b[32..40].copy_from_slice(&self.offset.to_le_bytes());
+        b[40..48].copy_from_slice(&self.size.to_le_bytes());
+        b[48..52].copy_from_slice(&self.device.to_le_bytes());
+        b[52..56].copy_from_slice(&self.fd.to_le_bytes());
+        b
+    }
+
+    /// Parses a handle of `kind`; `None` for anything else (garbage, zeroes, the other kind).
+    pub fn decode(b: &[u8; 64], kind: u32) -> Option<IpcHandle> {
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let h = IpcHandle {
+            kind: u32_at(8),
+            pid: u32_at(12),
+            export_id: u64_at(16),
+            nonce: u64_at(24),
+            offset: u64_at(32),
+            size: u64_at(40),
+            device: u32_at(48) as i32,
+            fd: u32_at(52) as i32,
+        };
+        if &b[0..8] != MAGIC || h.kind != kind {
+            return None;
+        }
+        if kind == KIND_MEMORY && (h.size == 0 || h.offset >= h.size) {
+            return None;
+        }
+        Some(h)
+    }
+
+    fn file_name(&self) -> String {
+        export_file(self.kind, self.pid, self.export_id)
+    }
+
+    /// Is the export still published with this handle's nonce?
+    fn is_published(&self) -> bool {
+        state_dir::read(&self.file_name()).is_some_and(|s| s.trim() == self.nonce.to_string())
+    }
+}
+
+fn export_file(kind: u32, pid: u32, id: u64) -> String {
+    let what = if kind == KIND_MEMORY { "mem" } else { "event" };
+    format!("{what}-{pid}-{id}")
+}
+
+/// Removes the published export of freed memory.
+pub fn withdraw_memory_export(export: Export) {
+    state_dir::remove(&export_file(KIND_MEMORY, std::process::id(), export.id));
+}
+
+/// Removes the published export of a destroyed event.
+pub fn withdraw_event_export(export: Export) {
+    state_dir::remove(&export_file(KIND_EVENT, std::process::id(), export.id));
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct ImportKey {
+    owner: Owner,
+    pid: u32,
+    export_id: u64,
+    offset: u64,
+}
+
+struct Import {
+    /// Where the mapping starts (the key of the memory table).
+    base: u64,
+    /// What the application got back: base + the handle's offset.
+    pointer: u64,
+    device: i32,
+    refcount: u32,
+}
+
+#[derive(Default)]
+pub struct Ipc {
+    imports: HashMap<ImportKey, Import>,
+    next_export: u64,
+}
+
+impl Ipc {
+    fn new_export(&mut self) -> Export {
+        self.next_export += 1;
+        Export { id: self.next_export, nonce: state_dir::nonce(self.next_export) }
+    }
+
+    /// Forgets the imports of a mapping that was released with its owner.
+    pub fn forget_import(&mut self, base: u64) {
+        self.imports.retain(|_, i| i.base != base);
+    }
+}
+
+/// Which API is asking: the rules differ in places.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Api {
+    Cuda,
+    Hip,
+}
+
+/// How an open is done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenMode {
+    /// `cuIpcOpenMemHandle_v2` and HIP: opening again returns the same pointer, refcounted.
+    Refcounted,
+    /// The legacy `cuIpcOpenMemHandle` (v1): a handle already open in the context is 208.
+    Legacy,
+}
+
+impl Driver {
+    /// `cuIpcGetMemHandle` / `hipIpcGetMemHandle`.
+    pub fn export_memory(&mut self, ptr: u64, api: Api) -> Outcome<[u8; 64]> {
+        let allocation = self.memory.find(ptr).ok_or(INVALID_VALUE)?;
+        if allocation.kind != MemKind::Device || allocation.memfd.is_none() {
+            return Err(INVALID_VALUE);
+        }
+        let offset = match api {
+            // R580 accepts an interior pointer and hands out the base's handle; the documentation
+            // asks for "a pointer to the base".
+            Api::Cuda if ptr != allocation.base && config().behaviour == Behaviour::Documented => {
+                return Err(INVALID_VALUE)
+            }
+            Api::Cuda => 0,
+            // The CLR records the offset of an interior pointer in the handle.
+            Api::Hip => ptr - allocation.base,
+        };
+        let base = allocation.base;
+        let export = match allocation.export {
+            Some(e) => e,
+            None => {
+                let export = self.ipc.new_export();
+                let name = export_file(KIND_MEMORY, std::process::id(), export.id);
+                if !state_dir::write(&name, &format!("{}\n", export.nonce)) {
+                    return Err(MAP_FAILED);
+                }
+                self.memory.find_mut(base).expect("found above").export = Some(export);
+                export
+            }
+        };
+        let allocation = self.memory.find(base).expect("found above");
+        let fd = allocation.memfd.as_ref().expect("device memory has a memfd").as_raw_fd();
+        Ok(IpcHandle {
+            kind: KIND_MEMORY,
+            pid: std::process::id(),
+            export_id: export.id,
+            nonce: export.nonce,
+            offset,
+            size: allocation.size,
+            device: allocation.device,
+            fd,
+        }
+        .encode())
+    }
+
+    /// `cuIpcOpenMemHandle[_v2]` / `hipIpcOpenMemHandle` into `owner` on `device`; the flags
+    /// were checked by the caller. `attach_failure` is the code for a handle that cannot be
+    /// mapped (gone, or its device not reachable from `device`).
+    pub fn open_memory(
+        &mut self,
+        bytes: &[u8; 64],
+        owner: Owner,
+        device: i32,
+        mode: OpenMode,
+        attach_failure: Code,
+    ) -> Outcome<u64> {
+        let handle = IpcHandle::decode(bytes, KIND_MEMORY).ok_or(INVALID_VALUE)?;
+        if handle.pid == std::process::id() {
+            return Err(INVALID_CONTEXT);
+        }
+        let key = ImportKey { owner, pid: handle.pid, export_id: handle.export_id, offset: handle.offset };
+        if let Some(import) = self.ipc.imports.get_mut(&key) {
+            if mode == OpenMode::Legacy {
+                return Err(ALREADY_MAPPED);
+            }
+            import.refcount += 1;
+            return Ok(import.pointer);
+        }
+        // "may only be opened by one context per device per other process"
+        let other_context_same_device = self.ipc.imports.iter().any(|(k, i)| {
+            k.pid == handle.pid && k.export_id == handle.export_id && k.owner != owner && i.device == device
+        });
+        if other_context_same_device {
+            return Err(INVALID_CONTEXT);
+        }
+        let reachable = handle.device == device
+            || crate::device::is_valid(handle.device) && crate::device::can_access_peer(device, handle.device);
+        if !reachable || !handle.is_published() {
+            return Err(attach_failure);
+        }
+        let path = format!("/proc/{}/fd/{}", handle.pid, handle.fd);
+        let base = self.memory.map_import(&path, handle.size, handle.device, owner).ok_or(attach_failure)?;
+        let pointer = base + handle.offset;
+        self.ipc.imports.insert(key, Import { base, pointer, device, refcount: 1 });
+        Ok(pointer)
+    }
+
+    /// `cuIpcCloseMemHandle` / `hipIpcCloseMemHandle`.
+    pub fn close_memory(&mut self, pointer: u64) -> Outcome {
+        let key = self
+            .ipc
+            .imports
+            .iter()
+            .find(|(_, i)| i.pointer == pointer)
+            .map(|(k, _)| *k)
+            .ok_or(INVALID_VALUE)?;
+        let import = self.ipc.imports.get_mut(&key).expect("found above");
+        import.refcount -= 1;
+        if import.refcount == 0 {
+            let base = import.base;
+            self.ipc.imports.remove(&key);
+            // Unmapped when dropped.
+            self.memory.remove_if(base, |a| a.kind == MemKind::IpcImport)?;
+        }
+        Ok(())
+    }
+
+    /// `cuIpcGetEventHandle` / `hipIpcGetEventHandle`.
+    pub fn export_event(&mut self, event: u64, unknown: Code, not_interprocess: Code) -> Outcome<[u8; 64]> {
+        let e = self.streams.event(event).ok_or(unknown)?;
+        let needed = EVENT_INTERPROCESS | EVENT_DISABLE_TIMING;
+        if e.flags & needed != needed {
+            return Err(not_interprocess);
+        }
+        let (device, export) = (e.device, e.export);
+        let export = match export {
+            Some(x) => x,
+            None => {
+                let x = self.ipc.new_export();
+                let name = export_file(KIND_EVENT, std::process::id(), x.id);
+                if !state_dir::write(&name, &format!("{}\n", x.nonce)) {
+                    return Err(MAP_FAILED);
+                }
+                self.streams.event_mut(event).expect("found above").export = Some(x);
+                x
+            }
+        };
+        Ok(IpcHandle {
+            kind: KIND_EVENT,
+            pid: std::process::id(),
+            export_id: export.id,
+            nonce: export.nonce,
+            offset: 0,
+            size: 0,
+            device,
+            fd: -1,
+        }
+        .encode())
+    }
+
+    /// `cuIpcOpenEventHandle` / `hipIpcOpenEventHandle`: a new local event that behaves like one
+    /// created with DISABLE_TIMING (and INTERPROCESS).
+    pub fn open_event(&mut self, bytes: &[u8; 64], owner: Owner, device: i32, gone: Code) -> Outcome<u64> {
+        let handle = IpcHandle::decode(bytes, KIND_EVENT).ok_or(INVALID_VALUE)?;
+        if handle.pid == std::process::id() {
+            return Err(INVALID_CONTEXT);
+        }
+        if !handle.is_published() {
+            return Err(gone);
+        }
+        Ok(self.streams.create_event(owner, device, EVENT_INTERPROCESS | EVENT_DISABLE_TIMING))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handle_round_trip_and_rejection() {
+        let h = IpcHandle {
+            kind: KIND_MEMORY,
+            pid: 42,
+            export_id: 7,
+            nonce: 99,
+            offset: 256,
+            size: 4096,
+            device: 1,
+            fd: 5,
+        };
+        let bytes = h.encode();
+        assert_eq!(IpcHandle::decode(&bytes, KIND_MEMORY), Some(h));
+        assert_eq!(IpcHandle::decode(&bytes, KIND_EVENT), None);
+        assert_eq!(IpcHandle::decode(&[0; 64], KIND_MEMORY), None);
+        assert_eq!(IpcHandle::decode(&[0xFF; 64], KIND_MEMORY), None);
+    }
+}

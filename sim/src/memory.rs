@@ -1,0 +1,508 @@
+//! Device, managed, IPC-imported and virtual (VMM) memory.
+//!
+//! Device and managed memory is a `memfd` mapped `MAP_SHARED`; the mapping address is the device
+//! pointer. Copies therefore move real bytes, and an IPC importer in another process maps the same
+//! pages by opening `/proc/<exporter>/fd/<memfd>`. VMM handles are memfds too, mapped at fixed
+//! addresses inside reserved (PROT_NONE) ranges.
+
+use crate::state::Owner;
+use crate::types::{Outcome, ALREADY_MAPPED, INVALID_VALUE, MEM_ATTACH_GLOBAL, OUT_OF_MEMORY};
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::CStr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// Granularity of VMM allocations, reservations and maps, and the logical endpoint bind alignment.
+pub const GRANULARITY: u64 = 2 << 20;
+
+fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if size > 0 {
+        size as u64
+    } else {
+        4096
+    }
+}
+
+fn round_up(value: u64, to: u64) -> Option<u64> {
+    value.checked_add(to - 1).map(|v| v / to * to)
+}
+
+/// A new anonymous shared-memory file of `len` bytes.
+fn new_memfd(len: u64) -> Outcome<OwnedFd> {
+    let name: &CStr = c"sharecheck-sim";
+    // SAFETY: memfd_create with a valid name; the result is checked.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(OUT_OF_MEMORY);
+    }
+    // SAFETY: fd is a fresh descriptor that we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let len = libc::off_t::try_from(len).map_err(|_| OUT_OF_MEMORY)?;
+    // SAFETY: ftruncate on a descriptor we own.
+    if unsafe { libc::ftruncate(fd.as_raw_fd(), len) } != 0 {
+        return Err(OUT_OF_MEMORY);
+    }
+    Ok(fd)
+}
+
+/// Maps `len` bytes of `fd` from `offset`, read-write and shared, at `fixed` or anywhere.
+fn map_shared(fd: i32, len: u64, offset: u64, fixed: Option<u64>) -> Option<u64> {
+    let flags = libc::MAP_SHARED | if fixed.is_some() { libc::MAP_FIXED } else { 0 };
+    let addr = fixed.unwrap_or(0) as usize as *mut libc::c_void;
+    // SAFETY: maps a file we hold; a fixed address is only ever inside our own reservation.
+    let p = unsafe {
+        libc::mmap(
+            addr,
+            len as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            flags,
+            fd,
+            offset as libc::off_t,
+        )
+    };
+    (p != libc::MAP_FAILED).then_some(p as u64)
+}
+
+/// Maps inaccessible anonymous memory (a reservation, or a hole left by an unmap).
+fn map_none(len: u64, fixed: Option<u64>) -> Option<u64> {
+    let flags = libc::MAP_PRIVATE
+        | libc::MAP_ANONYMOUS
+        | libc::MAP_NORESERVE
+        | if fixed.is_some() { libc::MAP_FIXED } else { 0 };
+    let addr = fixed.unwrap_or(0) as usize as *mut libc::c_void;
+    // SAFETY: anonymous PROT_NONE mapping; a fixed address is only ever inside our reservation.
+    let p = unsafe { libc::mmap(addr, len as usize, libc::PROT_NONE, flags, -1, 0) };
+    (p != libc::MAP_FAILED).then_some(p as u64)
+}
+
+fn unmap(addr: u64, len: u64) {
+    // SAFETY: only ever called on mappings this module created and no longer hands out.
+    unsafe { libc::munmap(addr as usize as *mut libc::c_void, len as usize) };
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemKind {
+    /// `cuMemAlloc` / `hipMalloc`.
+    Device,
+    /// `cuMemAllocManaged` / `hipMallocManaged`, with its default attach flags.
+    Managed { flags: u32 },
+    /// Memory of another process, mapped by `cuIpcOpenMemHandle` / `hipIpcOpenMemHandle`.
+    IpcImport,
+}
+
+/// An IPC export of an allocation: the same handle is handed out on every export call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Export {
+    pub id: u64,
+    pub nonce: u64,
+}
+
+pub struct Allocation {
+    pub base: u64,
+    pub size: u64,
+    map_len: u64,
+    pub memfd: Option<OwnedFd>,
+    pub device: i32,
+    pub owner: Owner,
+    pub kind: MemKind,
+    /// Unique within the process (CU_POINTER_ATTRIBUTE_BUFFER_ID).
+    pub buffer_id: u64,
+    pub export: Option<Export>,
+    /// Managed memory's stream association: `(flags, stream handle)`.
+    pub attachment: (u32, u64),
+}
+
+impl Drop for Allocation {
+    fn drop(&mut self) {
+        unmap(self.base, self.map_len);
+    }
+}
+
+/// A `cuMemCreate` allocation.
+pub struct Physical {
+    memfd: OwnedFd,
+    pub size: u64,
+    pub device: i32,
+    pub handle_types: u32,
+    released: bool,
+    mappings: u32,
+}
+
+struct VmMap {
+    size: u64,
+    handle: u64,
+    offset: u64,
+    /// Bit d set: device d may read and write (cuMemSetAccess).
+    access: u64,
+}
+
+struct Reservation {
+    size: u64,
+    maps: BTreeMap<u64, VmMap>,
+}
+
+/// Where a device address range lies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegionKind {
+    Allocation(MemKind),
+    Virtual,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Region {
+    pub kind: RegionKind,
+    pub device: i32,
+    /// The allocation (or, for VMM, the mapping) that holds the range.
+    pub base: u64,
+    pub size: u64,
+}
+
+/// The VMM mapping at an address: its range and the allocation behind it.
+pub struct VirtualMapping<'a> {
+    pub start: u64,
+    pub size: u64,
+    pub handle: u64,
+    pub offset: u64,
+    pub physical: &'a Physical,
+}
+
+#[derive(Default)]
+pub struct Memory {
+    allocations: BTreeMap<u64, Allocation>,
+    physical: HashMap<u64, Physical>,
+    reservations: BTreeMap<u64, Reservation>,
+    next_id: u64,
+}
+
+impl Memory {
+    fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// A new memfd-backed allocation of `size` bytes; returns its address.
+    pub fn allocate(&mut self, size: u64, device: i32, owner: Owner, kind: MemKind) -> Outcome<u64> {
+        if size == 0 {
+            return Err(INVALID_VALUE);
+        }
+        let map_len = round_up(size, page_size()).ok_or(OUT_OF_MEMORY)?;
+        let memfd = new_memfd(map_len)?;
+        let base = map_shared(memfd.as_raw_fd(), map_len, 0, None).ok_or(OUT_OF_MEMORY)?;
+        let buffer_id = self.next_id();
+        let default_flags = match kind {
+            MemKind::Managed { flags } => flags,
+            _ => MEM_ATTACH_GLOBAL,
+        };
+        self.allocations.insert(
+            base,
+            Allocation {
+                base,
+                size,
+                map_len,
+                memfd: Some(memfd),
+                device,
+                owner,
+                kind,
+                buffer_id,
+                export: None,
+                attachment: (default_flags, 0),
+            },
+        );
+        Ok(base)
+    }
+
+    /// Maps `size` bytes of another process's memory through `path` (`/proc/<pid>/fd/<n>`).
+    pub fn map_import(&mut self, path: &str, size: u64, device: i32, owner: Owner) -> Option<u64> {
+        let file = std::fs::OpenOptions::new().read(true).write(true).open(path).ok()?;
+        let map_len = round_up(size, page_size())?;
+        let base = map_shared(file.as_raw_fd(), map_len, 0, None)?;
+        let buffer_id = self.next_id();
+        self.allocations.insert(
+            base,
+            Allocation {
+                base,
+                size,
+                map_len,
+                memfd: None,
+                device,
+                owner,
+                kind: MemKind::IpcImport,
+                buffer_id,
+                export: None,
+                attachment: (MEM_ATTACH_GLOBAL, 0),
+            },
+        );
+        Some(base)
+    }
+
+    /// The allocation containing `ptr`.
+    pub fn find(&self, ptr: u64) -> Option<&Allocation> {
+        let (_, a) = self.allocations.range(..=ptr).next_back()?;
+        (ptr - a.base < a.size).then_some(a)
+    }
+
+    pub fn find_mut(&mut self, ptr: u64) -> Option<&mut Allocation> {
+        let (_, a) = self.allocations.range_mut(..=ptr).next_back()?;
+        (ptr - a.base < a.size).then_some(a)
+    }
+
+    /// Frees the allocation that starts at `base` if `accept` agrees; returns it (unmapped on drop).
+    pub fn remove_if(&mut self, base: u64, accept: impl Fn(&Allocation) -> bool) -> Outcome<Allocation> {
+        match self.allocations.get(&base) {
+            Some(a) if accept(a) => Ok(self.allocations.remove(&base).expect("present")),
+            _ => Err(INVALID_VALUE),
+        }
+    }
+
+    /// Removes every allocation of `owner` (context destroyed or device reset).
+    pub fn remove_owned(&mut self, owner: Owner) -> Vec<Allocation> {
+        let bases: Vec<u64> =
+            self.allocations.values().filter(|a| a.owner == owner).map(|a| a.base).collect();
+        bases.into_iter().filter_map(|b| self.allocations.remove(&b)).collect()
+    }
+
+    pub fn allocations_mut(&mut self) -> impl Iterator<Item = &mut Allocation> {
+        self.allocations.values_mut()
+    }
+
+    /// The device memory holding all of `[ptr, ptr + len)` (at least one byte).
+    pub fn region(&self, ptr: u64, len: u64) -> Option<Region> {
+        let len = len.max(1);
+        let end = ptr.checked_add(len)?;
+        if let Some(a) = self.find(ptr) {
+            return (end <= a.base + a.size).then_some(Region {
+                kind: RegionKind::Allocation(a.kind),
+                device: a.device,
+                base: a.base,
+                size: a.size,
+            });
+        }
+        // VMM: every byte must be mapped and accessible, possibly through adjacent maps.
+        let (res_base, reservation) = self.reservations.range(..=ptr).next_back()?;
+        if end > res_base + reservation.size {
+            return None;
+        }
+        let (&first_start, first) = reservation.maps.range(..=ptr).next_back()?;
+        let device = self.physical.get(&first.handle)?.device;
+        let mut covered = first_start;
+        for (&start, map) in reservation.maps.range(first_start..) {
+            if start != covered || map.access == 0 {
+                return None;
+            }
+            covered = start + map.size;
+            if covered >= end {
+                return Some(Region {
+                    kind: RegionKind::Virtual,
+                    device,
+                    base: first_start,
+                    size: first.size,
+                });
+            }
+        }
+        None
+    }
+
+    /// Copies `n` bytes between device ranges (they may overlap).
+    pub fn copy_device(&self, dst: u64, src: u64, n: u64) -> Outcome {
+        if n == 0 {
+            return Ok(());
+        }
+        self.region(dst, n).ok_or(INVALID_VALUE)?;
+        self.region(src, n).ok_or(INVALID_VALUE)?;
+        // SAFETY: both ranges lie inside live read-write mappings of this process.
+        unsafe { std::ptr::copy(src as usize as *const u8, dst as usize as *mut u8, n as usize) };
+        Ok(())
+    }
+
+    /// Copies `n` bytes from the host address `src` into device memory.
+    pub fn copy_to_device(&self, dst: u64, src: *const u8, n: u64) -> Outcome {
+        if n == 0 {
+            return Ok(());
+        }
+        if src.is_null() {
+            return Err(INVALID_VALUE);
+        }
+        self.region(dst, n).ok_or(INVALID_VALUE)?;
+        // SAFETY: dst is a live mapping; src is the caller's buffer of n bytes (its contract).
+        unsafe { std::ptr::copy(src, dst as usize as *mut u8, n as usize) };
+        Ok(())
+    }
+
+    /// Copies `n` bytes of device memory to the host address `dst`.
+    pub fn copy_from_device(&self, dst: *mut u8, src: u64, n: u64) -> Outcome {
+        if n == 0 {
+            return Ok(());
+        }
+        if dst.is_null() {
+            return Err(INVALID_VALUE);
+        }
+        self.region(src, n).ok_or(INVALID_VALUE)?;
+        // SAFETY: src is a live mapping; dst is the caller's buffer of n bytes (its contract).
+        unsafe { std::ptr::copy(src as usize as *const u8, dst, n as usize) };
+        Ok(())
+    }
+
+    // ---- Virtual memory management -------------------------------------------------------
+
+    /// `cuMemCreate`: returns the generic allocation handle.
+    pub fn create_physical(&mut self, size: u64, device: i32, handle_types: u32) -> Outcome<u64> {
+        if size == 0 || size % GRANULARITY != 0 {
+            return Err(INVALID_VALUE);
+        }
+        let memfd = new_memfd(size)?;
+        let id = self.next_id();
+        let handle = crate::handles::encode(crate::handles::Kind::Allocation, id);
+        self.physical.insert(
+            handle,
+            Physical { memfd, size, device, handle_types, released: false, mappings: 0 },
+        );
+        Ok(handle)
+    }
+
+    /// A live (not released) `cuMemCreate` allocation.
+    pub fn physical(&self, handle: u64) -> Option<&Physical> {
+        self.physical.get(&handle).filter(|p| !p.released)
+    }
+
+    /// `cuMemRelease`: the memory goes when its last mapping goes.
+    pub fn release_physical(&mut self, handle: u64) -> Outcome {
+        let p = self.physical.get_mut(&handle).filter(|p| !p.released).ok_or(INVALID_VALUE)?;
+        p.released = true;
+        if p.mappings == 0 {
+            self.physical.remove(&handle);
+        }
+        Ok(())
+    }
+
+    /// `cuMemAddressReserve`.
+    pub fn reserve(&mut self, size: u64, alignment: u64, hint: u64) -> Outcome<u64> {
+        let alignment = if alignment == 0 { GRANULARITY } else { alignment };
+        if size == 0 || size % GRANULARITY != 0 || !alignment.is_power_of_two() {
+            return Err(INVALID_VALUE);
+        }
+        let alignment = alignment.max(GRANULARITY);
+        // Over-reserve, then trim to the alignment.
+        let span = size.checked_add(alignment).ok_or(OUT_OF_MEMORY)?;
+        let raw = map_none(span, None).ok_or(OUT_OF_MEMORY)?;
+        let base = round_up(raw, alignment).ok_or(OUT_OF_MEMORY)?;
+        if base > raw {
+            unmap(raw, base - raw);
+        }
+        let tail = raw + span - (base + size);
+        if tail > 0 {
+            unmap(base + size, tail);
+        }
+        let _ = hint; // a hint only; the simulator never promises an address
+        self.reservations.insert(base, Reservation { size, maps: BTreeMap::new() });
+        Ok(base)
+    }
+
+    /// `cuMemAddressFree`: the whole reservation, with nothing mapped in it.
+    pub fn free_reservation(&mut self, ptr: u64, size: u64) -> Outcome {
+        match self.reservations.get(&ptr) {
+            Some(r) if r.size == size && r.maps.is_empty() => {
+                self.reservations.remove(&ptr);
+                unmap(ptr, size);
+                Ok(())
+            }
+            _ => Err(INVALID_VALUE),
+        }
+    }
+
+    /// `cuMemMap`.
+    pub fn map(&mut self, ptr: u64, size: u64, offset: u64, handle: u64) -> Outcome {
+        if size == 0 || [ptr, size, offset].iter().any(|v| v % GRANULARITY != 0) {
+            return Err(INVALID_VALUE);
+        }
+        let end = ptr.checked_add(size).ok_or(INVALID_VALUE)?;
+        let physical = self.physical.get(&handle).filter(|p| !p.released).ok_or(INVALID_VALUE)?;
+        if !matches!(offset.checked_add(size), Some(e) if e <= physical.size) {
+            return Err(INVALID_VALUE);
+        }
+        let fd = physical.memfd.as_raw_fd();
+        let (&res_base, reservation) =
+            self.reservations.range_mut(..=ptr).next_back().ok_or(INVALID_VALUE)?;
+        if end > res_base + reservation.size {
+            return Err(INVALID_VALUE);
+        }
+        let overlaps = reservation.maps.range(..end).next_back().is_some_and(|(s, m)| s + m.size > ptr);
+        if overlaps {
+            return Err(ALREADY_MAPPED);
+        }
+        map_shared(fd, size, offset, Some(ptr)).ok_or(OUT_OF_MEMORY)?;
+        reservation.maps.insert(ptr, VmMap { size, handle, offset, access: 0 });
+        self.physical.get_mut(&handle).expect("checked above").mappings += 1;
+        Ok(())
+    }
+
+    /// `cuMemUnmap`: `[ptr, ptr+size)` must consist of whole mappings.
+    pub fn unmap(&mut self, ptr: u64, size: u64) -> Outcome {
+        let end = ptr.checked_add(size).ok_or(INVALID_VALUE)?;
+        let (_, reservation) = self.reservations.range_mut(..=ptr).next_back().ok_or(INVALID_VALUE)?;
+        let mut covered = ptr;
+        let starts: Vec<u64> = reservation.maps.range(ptr..end).map(|(s, _)| *s).collect();
+        for s in &starts {
+            if *s != covered {
+                return Err(INVALID_VALUE);
+            }
+            covered += reservation.maps[s].size;
+        }
+        if starts.is_empty() || covered != end {
+            return Err(INVALID_VALUE);
+        }
+        map_none(size, Some(ptr)).ok_or(INVALID_VALUE)?;
+        let handles: Vec<u64> =
+            starts.iter().filter_map(|s| reservation.maps.remove(s)).map(|m| m.handle).collect();
+        for handle in handles {
+            let physical = self.physical.get_mut(&handle).expect("mapped handles stay alive");
+            physical.mappings -= 1;
+            if physical.released && physical.mappings == 0 {
+                self.physical.remove(&handle);
+            }
+        }
+        Ok(())
+    }
+
+    /// `cuMemSetAccess`: `[ptr, ptr+size)` must be fully mapped.
+    pub fn set_access(&mut self, ptr: u64, size: u64, grants: &[(i32, bool)]) -> Outcome {
+        let end = ptr.checked_add(size).ok_or(INVALID_VALUE)?;
+        let (_, reservation) = self.reservations.range_mut(..=ptr).next_back().ok_or(INVALID_VALUE)?;
+        let mut covered = ptr;
+        for (start, _) in reservation.maps.range(ptr..end) {
+            if *start != covered {
+                return Err(INVALID_VALUE);
+            }
+            covered += reservation.maps[start].size;
+        }
+        if covered < end {
+            return Err(INVALID_VALUE);
+        }
+        for (_, map) in reservation.maps.range_mut(ptr..end) {
+            for &(device, allow) in grants {
+                if allow {
+                    map.access |= 1 << device;
+                } else {
+                    map.access &= !(1 << device);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The VMM mapping that contains `ptr`.
+    pub fn virtual_mapping(&self, ptr: u64) -> Option<VirtualMapping<'_>> {
+        let (_, reservation) = self.reservations.range(..=ptr).next_back()?;
+        let (&start, map) = reservation.maps.range(..=ptr).next_back()?;
+        if ptr >= start + map.size {
+            return None;
+        }
+        Some(VirtualMapping {
+            start,
+            size: map.size,
+            handle: map.handle,
+            offset: map.offset,
+            physical: self.physical.get(&map.handle)?,
+        })
+    }
+}

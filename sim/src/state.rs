@@ -1,0 +1,65 @@
+//! The one lock-protected state of the simulated driver, and what ties its areas together.
+
+use crate::context::{self, Contexts};
+use crate::ipc::Ipc;
+use crate::logical_endpoint::Endpoints;
+use crate::memory::Memory;
+use crate::peer::Peers;
+use crate::stream_event::Streams;
+use crate::types::{Outcome, INVALID_CONTEXT};
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+
+/// Who owns an allocation, stream or event: a CUDA context (by id), or a HIP device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Owner {
+    Context(u64),
+    HipDevice(i32),
+}
+
+#[derive(Default)]
+pub struct Driver {
+    pub contexts: Contexts,
+    pub memory: Memory,
+    pub streams: Streams,
+    pub peers: Peers,
+    pub ipc: Ipc,
+    pub endpoints: Endpoints,
+}
+
+static DRIVER: Lazy<Mutex<Driver>> = Lazy::new(Default::default);
+
+/// Runs `f` with the state locked. `f` must not call back into exported functions; nothing in
+/// the model does (it only calls libc), so the lock is never taken twice by one thread.
+pub fn with<R>(f: impl FnOnce(&mut Driver) -> R) -> R {
+    f(&mut DRIVER.lock())
+}
+
+impl Driver {
+    /// The calling thread's current context: `(handle, device)`.
+    pub fn current_context(&self) -> Outcome<(u64, i32)> {
+        let handle = context::current_handle().ok_or(INVALID_CONTEXT)?;
+        let device = self.contexts.get(handle)?.device;
+        Ok((handle, device))
+    }
+
+    /// The owner of what the current context allocates.
+    pub fn current_owner(&self) -> Outcome<(Owner, i32)> {
+        let (handle, device) = self.current_context()?;
+        Ok((Owner::Context(self.contexts.id_of(handle)?), device))
+    }
+
+    /// Frees everything `owner` holds: memory (and IPC imports), streams, events, peer grants.
+    pub fn release_owner(&mut self, owner: Owner) {
+        for allocation in self.memory.remove_owned(owner) {
+            if let Some(export) = allocation.export {
+                crate::ipc::withdraw_memory_export(export);
+            }
+            self.ipc.forget_import(allocation.base);
+        }
+        for stream in self.streams.remove_owned(owner) {
+            self.detach_stream(stream);
+        }
+        self.peers.forget(owner);
+    }
+}

@@ -1,0 +1,193 @@
+//! Streams and events, and the stream-attach rules for managed memory.
+
+use crate::handles::{self, Kind};
+use crate::memory::{Export, MemKind};
+use crate::state::{Driver, Owner};
+use crate::types::{
+    attribute, Outcome, CONTEXT_IS_DESTROYED, INVALID_HANDLE, INVALID_VALUE, MEM_ATTACH_GLOBAL,
+    MEM_ATTACH_HOST, MEM_ATTACH_SINGLE, STREAM_PER_THREAD,
+};
+use std::collections::HashMap;
+
+pub struct Stream {
+    pub owner: Owner,
+    pub device: i32,
+    pub flags: u32,
+}
+
+pub struct Event {
+    pub owner: Owner,
+    pub device: i32,
+    pub flags: u32,
+    pub recorded: bool,
+    /// Set once the event was exported for IPC (the same handle on every export).
+    pub export: Option<Export>,
+}
+
+#[derive(Default)]
+pub struct Streams {
+    streams: HashMap<u64, Stream>,
+    events: HashMap<u64, Event>,
+    next_id: u64,
+}
+
+/// Is `handle` one of the special streams (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD)?
+pub fn is_special(handle: u64) -> bool {
+    handle <= STREAM_PER_THREAD
+}
+
+impl Streams {
+    fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    pub fn create_stream(&mut self, owner: Owner, device: i32, flags: u32) -> u64 {
+        let handle = handles::encode(Kind::Stream, self.next_id());
+        self.streams.insert(handle, Stream { owner, device, flags });
+        handle
+    }
+
+    /// A special stream or a live created one.
+    pub fn is_valid_stream(&self, handle: u64) -> bool {
+        is_special(handle) || self.streams.contains_key(&handle)
+    }
+
+    /// CUDA_ERROR_INVALID_HANDLE / hipErrorInvalidHandle for a destroyed or unknown stream.
+    pub fn check_stream(&self, handle: u64) -> Outcome {
+        if self.is_valid_stream(handle) {
+            Ok(())
+        } else {
+            Err(INVALID_HANDLE)
+        }
+    }
+
+    pub fn stream(&self, handle: u64) -> Option<&Stream> {
+        self.streams.get(&handle)
+    }
+
+    pub fn remove_stream(&mut self, handle: u64) -> Outcome<Stream> {
+        self.streams.remove(&handle).ok_or(INVALID_HANDLE)
+    }
+
+    pub fn create_event(&mut self, owner: Owner, device: i32, flags: u32) -> u64 {
+        let handle = handles::encode(Kind::Event, self.next_id());
+        self.events.insert(handle, Event { owner, device, flags, recorded: false, export: None });
+        handle
+    }
+
+    pub fn event(&self, handle: u64) -> Option<&Event> {
+        self.events.get(&handle)
+    }
+
+    pub fn event_mut(&mut self, handle: u64) -> Option<&mut Event> {
+        self.events.get_mut(&handle)
+    }
+
+    pub fn remove_event(&mut self, handle: u64) -> Outcome<Event> {
+        self.events.remove(&handle).ok_or(INVALID_HANDLE)
+    }
+
+    /// Removes the streams and events of `owner`; returns the removed stream handles.
+    pub fn remove_owned(&mut self, owner: Owner) -> Vec<u64> {
+        self.events.retain(|_, e| e.owner != owner);
+        let gone: Vec<u64> =
+            self.streams.iter().filter(|(_, s)| s.owner == owner).map(|(h, _)| *h).collect();
+        for h in &gone {
+            self.streams.remove(h);
+        }
+        gone
+    }
+}
+
+impl Driver {
+    /// A destroyed stream's attachments revert to the allocation's default (documented).
+    pub fn detach_stream(&mut self, stream: u64) {
+        for a in self.memory.allocations_mut() {
+            if let (MemKind::Managed { flags }, (_, s)) = (a.kind, a.attachment) {
+                if s == stream {
+                    a.attachment = (flags, 0);
+                }
+            }
+        }
+    }
+
+    /// `cuStreamAttachMemAsync[_ptsz]`, with the results R580 gave (api-facts §5.1 [observed]):
+    /// length 0 or the whole size attaches; a partial length, SINGLE on the NULL stream, flags
+    /// other than exactly GLOBAL/HOST/SINGLE, and non-managed device memory are INVALID_VALUE.
+    pub fn attach_cuda(&mut self, stream: u64, dptr: u64, length: u64, flags: u32) -> Outcome {
+        self.streams.check_stream(stream)?;
+        if ![MEM_ATTACH_GLOBAL, MEM_ATTACH_HOST, MEM_ATTACH_SINGLE].contains(&flags) {
+            return Err(INVALID_VALUE);
+        }
+        // The special handles are no specific stream: "illegal to attach singly to the NULL stream".
+        if flags == MEM_ATTACH_SINGLE && is_special(stream) {
+            return Err(INVALID_VALUE);
+        }
+        let device = match self.streams.stream(stream) {
+            Some(s) => s.device,
+            None => self.current_context()?.1,
+        };
+        self.attach_common(stream, dptr, length, flags, device)
+    }
+
+    /// `hipStreamAttachMemAsync`, in the order of the CLR checks (api-facts §5.2).
+    pub fn attach_hip(&mut self, stream: u64, dptr: u64, length: u64, flags: u32, device: i32) -> Outcome {
+        if dptr == 0 {
+            return Err(INVALID_VALUE);
+        }
+        if !self.streams.is_valid_stream(stream) {
+            return Err(CONTEXT_IS_DESTROYED);
+        }
+        if ![MEM_ATTACH_GLOBAL, MEM_ATTACH_HOST, MEM_ATTACH_SINGLE].contains(&flags) {
+            return Err(INVALID_VALUE);
+        }
+        if flags == MEM_ATTACH_SINGLE && stream == 0 {
+            return Err(INVALID_VALUE);
+        }
+        let device = self.streams.stream(stream).map_or(device, |s| s.device);
+        match self.memory.find_mut(dptr) {
+            None => {
+                // System-allocated memory: needs pageable access and a length.
+                if length == 0 || !crate::device::flag(device, attribute::PAGEABLE_MEMORY_ACCESS) {
+                    return Err(INVALID_VALUE);
+                }
+                Ok(())
+            }
+            Some(a) => {
+                if let MemKind::Managed { .. } = a.kind {
+                    if length != 0 && length != a.size {
+                        return Err(INVALID_VALUE);
+                    }
+                    a.attachment = (flags, stream);
+                }
+                // The CLR only validates other known memory and returns success.
+                Ok(())
+            }
+        }
+    }
+
+    fn attach_common(&mut self, stream: u64, dptr: u64, length: u64, flags: u32, device: i32) -> Outcome {
+        match self.memory.find_mut(dptr) {
+            Some(a) => match a.kind {
+                MemKind::Managed { .. } => {
+                    let whole = length == 0 || (length == a.size && dptr == a.base);
+                    if !whole {
+                        return Err(INVALID_VALUE);
+                    }
+                    a.attachment = (flags, stream);
+                    Ok(())
+                }
+                _ => Err(INVALID_VALUE),
+            },
+            None => {
+                let pageable = crate::device::flag(device, attribute::PAGEABLE_MEMORY_ACCESS);
+                if pageable && length != 0 && dptr != 0 && self.memory.region(dptr, length).is_none() {
+                    Ok(())
+                } else {
+                    Err(INVALID_VALUE)
+                }
+            }
+        }
+    }
+}
