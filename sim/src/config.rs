@@ -52,7 +52,7 @@ pub struct Config {
     pub driver_version: i32,
     /// `(device, attribute) -> value` overrides of `cuDeviceGetAttribute`.
     pub attributes: HashMap<(i32, i32), i32>,
-    state_dir: Option<PathBuf>,
+    pub(crate) state_dir: Option<PathBuf>,
     pub call_log: Option<PathBuf>,
 }
 

@@ -30,6 +30,24 @@ const DESCRIPTIONS: &[(i32, &str)] = &[
     (999, "unknown error"),
 ];
 
+/// `hipError_t` values whose enumerator the header wraps onto two lines, which
+/// `sharecheck_core::names` (generated line by line) does not list.
+fn hip_wrapped_name(code: i32) -> Option<&'static str> {
+    Some(match code {
+        704 => "hipErrorPeerAccessAlreadyEnabled",
+        705 => "hipErrorPeerAccessNotEnabled",
+        712 => "hipErrorHostMemoryAlreadyRegistered",
+        713 => "hipErrorHostMemoryNotRegistered",
+        719 => "hipErrorLaunchFailure",
+        720 => "hipErrorCooperativeLaunchTooLarge",
+        _ => return None,
+    })
+}
+
+fn hip_known_name(code: i32) -> Option<&'static str> {
+    hip_result_name(code).or_else(|| hip_wrapped_name(code))
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Table {
     CudaName,
@@ -74,13 +92,13 @@ pub fn cuda_string(code: i32) -> Option<*const c_char> {
 
 /// `hipGetErrorName`: unknown codes are named `hipErrorUnknown`, as the HIP runtime does.
 pub fn hip_name(code: i32) -> *const c_char {
-    let name = hip_result_name(code).unwrap_or("hipErrorUnknown");
+    let name = hip_known_name(code).unwrap_or("hipErrorUnknown");
     interned(Table::HipName, code, || Some(name.to_owned())).unwrap_or(c"hipErrorUnknown".as_ptr())
 }
 
 /// `hipGetErrorString`.
 pub fn hip_string(code: i32) -> *const c_char {
-    let text = match hip_result_name(code) {
+    let text = match hip_known_name(code) {
         Some(name) => description(code, name),
         None => "unknown error".to_owned(),
     };
