@@ -75,7 +75,9 @@ impl Config {
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>, mut warn: impl FnMut(String)) -> Self {
         let mut config = Config::default();
         let mut bad = |name: &str, value: &str, why: String, default: &str| {
-            warn(format!("sharecheck-sim: {name}={value:?}: {why}; using the default ({default})"))
+            warn(format!(
+                "sharecheck-sim: {name}={value:?}: {why}; using the default ({default})"
+            ))
         };
 
         if let Some(v) = get(env::SIM_DEVICES) {
@@ -93,7 +95,12 @@ impl Config {
             match v.trim().to_ascii_lowercase().as_str() {
                 "r580" => config.behaviour = Behaviour::R580,
                 "documented" => config.behaviour = Behaviour::Documented,
-                _ => bad(env::SIM_BEHAVIOUR, &v, "expected `r580` or `documented`".into(), "r580"),
+                _ => bad(
+                    env::SIM_BEHAVIOUR,
+                    &v,
+                    "expected `r580` or `documented`".into(),
+                    "r580",
+                ),
             }
         }
         if let Some(v) = get(env::SIM_DRIVER_VERSION) {
@@ -121,8 +128,12 @@ impl Config {
                 Err(why) => bad(SIM_ATTRS, &v, why, "no overrides"),
             }
         }
-        config.state_dir = get(env::SIM_STATE_DIR).filter(|s| !s.is_empty()).map(PathBuf::from);
-        config.call_log = get(env::SIM_CALL_LOG).filter(|s| !s.is_empty()).map(PathBuf::from);
+        config.state_dir = get(env::SIM_STATE_DIR)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from);
+        config.call_log = get(env::SIM_CALL_LOG)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from);
         config
     }
 
@@ -149,7 +160,10 @@ impl Config {
 fn parse_device(text: &str, devices: i32) -> Result<i32, String> {
     match text.trim().parse::<i32>() {
         Ok(d) if (0..devices).contains(&d) => Ok(d),
-        _ => Err(format!("`{}` is not a device ordinal below {devices}", text.trim())),
+        _ => Err(format!(
+            "`{}` is not a device ordinal below {devices}",
+            text.trim()
+        )),
     }
 }
 
@@ -178,7 +192,12 @@ fn parse_attributes(text: &str, devices: i32) -> Result<HashMap<(i32, i32), i32>
         let (dev, rest) = item.split_once(':').ok_or_else(malformed)?;
         let (attr, value) = rest.split_once('=').ok_or_else(malformed)?;
         let dev = parse_device(dev, devices)?;
-        let attr = attr.trim().parse::<i32>().ok().filter(|a| *a > 0).ok_or_else(malformed)?;
+        let attr = attr
+            .trim()
+            .parse::<i32>()
+            .ok()
+            .filter(|a| *a > 0)
+            .ok_or_else(malformed)?;
         let value = value.trim().parse::<i32>().map_err(|_| malformed())?;
         map.insert((dev, attr), value);
     }
@@ -216,7 +235,11 @@ mod tests {
     fn parse(vars: &[(&str, &str)]) -> (Config, Vec<String>) {
         let mut warnings = Vec::new();
         let config = Config::from_lookup(
-            |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()),
+            |name| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            },
             |w| warnings.push(w),
         );
         (config, warnings)

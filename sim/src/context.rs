@@ -49,7 +49,11 @@ impl Contexts {
 
     /// A created context on `device`; returns its handle.
     pub fn create(&mut self, device: i32) -> u64 {
-        let id = self.insert(Context { device, primary: false, active: true });
+        let id = self.insert(Context {
+            device,
+            primary: false,
+            active: true,
+        });
         handles::encode(Kind::Context, id)
     }
 
@@ -80,14 +84,21 @@ impl Contexts {
         let id = match self.primaries.get(&device) {
             Some(p) => p.id,
             None => {
-                let id = self.insert(Context { device, primary: true, active: false });
+                let id = self.insert(Context {
+                    device,
+                    primary: true,
+                    active: false,
+                });
                 self.primaries.insert(device, Primary { id, retained: 0 });
                 id
             }
         };
         let primary = self.primaries.get_mut(&device).expect("inserted above");
         primary.retained += 1;
-        self.table.get_mut(&id).expect("primary contexts are never removed").active = true;
+        self.table
+            .get_mut(&id)
+            .expect("primary contexts are never removed")
+            .active = true;
         handles::encode(Kind::Context, id)
     }
 
@@ -100,7 +111,10 @@ impl Contexts {
             return Ok(None);
         }
         let id = primary.id;
-        self.table.get_mut(&id).expect("primary contexts are never removed").active = false;
+        self.table
+            .get_mut(&id)
+            .expect("primary contexts are never removed")
+            .active = false;
         Ok(Some(id))
     }
 

@@ -29,7 +29,14 @@ fn to_handle(p: *mut c_void) -> u64 {
 
 /// Both the sync and async forms of `cuMemcpyPeer`: R580 accepts a NULL context (the copy is
 /// decided by the unified addresses); the documentation lists INVALID_CONTEXT.
-fn memcpy_peer(dst: u64, dst_ctx: CUcontext, src: u64, src_ctx: CUcontext, n: usize, stream: Option<u64>) -> Outcome {
+fn memcpy_peer(
+    dst: u64,
+    dst_ctx: CUcontext,
+    src: u64,
+    src_ctx: CUcontext,
+    n: usize,
+    stream: Option<u64>,
+) -> Outcome {
     check_initialized()?;
     state::with(|d| {
         for ctx in [dst_ctx, src_ctx] {
@@ -52,7 +59,7 @@ fn memcpy_htod(dst: u64, src: *const c_void, n: usize) -> Outcome {
     check_initialized()?;
     state::with(|d| {
         d.current_context()?;
-        d.memory.copy_to_device(dst, src.cast(), n as u64)
+        unsafe { d.memory.copy_to_device(dst, src.cast(), n as u64) }
     })
 }
 
@@ -60,7 +67,7 @@ fn memcpy_dtoh(dst: *mut c_void, src: u64, n: usize) -> Outcome {
     check_initialized()?;
     state::with(|d| {
         d.current_context()?;
-        d.memory.copy_from_device(dst.cast(), src, n as u64)
+        unsafe { d.memory.copy_from_device(dst.cast(), src, n as u64) }
     })
 }
 
@@ -78,7 +85,10 @@ fn event_record(event: CUevent, stream: CUstream) -> Outcome {
     check_initialized()?;
     state::with(|d| {
         d.streams.check_stream(to_handle(stream))?;
-        let e = d.streams.event_mut(to_handle(event)).ok_or(INVALID_HANDLE)?;
+        let e = d
+            .streams
+            .event_mut(to_handle(event))
+            .ok_or(INVALID_HANDLE)?;
         e.recorded = true;
         Ok(())
     })
@@ -98,7 +108,12 @@ unsafe fn ctx_create(pctx: *mut CUcontext, flags: c_uint, dev: CUdevice) -> Outc
     Ok(())
 }
 
-unsafe fn ipc_open(pdptr: *mut CUdeviceptr, handle: CUipcMemHandle, flags: c_uint, mode: OpenMode) -> Outcome {
+unsafe fn ipc_open(
+    pdptr: *mut CUdeviceptr,
+    handle: CUipcMemHandle,
+    flags: c_uint,
+    mode: OpenMode,
+) -> Outcome {
     check_initialized()?;
     require(pdptr)?;
     if flags != IPC_MEM_LAZY_ENABLE_PEER_ACCESS {
@@ -789,7 +804,9 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: c_int, ptr: u64) -> Outcome
         pa::CONTEXT => *data.cast::<CUcontext>() = handles::to_ptr(info.context),
         pa::MEMORY_TYPE => *data.cast::<c_uint>() = CU_MEMORYTYPE_DEVICE,
         pa::DEVICE_POINTER => *data.cast::<CUdeviceptr>() = ptr,
-        pa::HOST_POINTER if info.managed => *data.cast::<*mut c_void>() = ptr as usize as *mut c_void,
+        pa::HOST_POINTER if info.managed => {
+            *data.cast::<*mut c_void>() = ptr as usize as *mut c_void
+        }
         pa::BUFFER_ID => *data.cast::<u64>() = info.buffer_id,
         pa::IS_MANAGED => *data.cast::<u8>() = u8::from(info.managed),
         pa::DEVICE_ORDINAL => *data.cast::<c_int>() = info.device,
@@ -801,4 +818,3 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: c_int, ptr: u64) -> Outcome
     }
     Ok(())
 }
-

@@ -72,7 +72,10 @@ pub fn attribute(device: i32, attr: i32) -> Result<i32, Code> {
     if let Some(v) = config().attributes.get(&(device, attr)) {
         return Ok(*v);
     }
-    Ok(DEFAULT_ATTRIBUTES.iter().find(|(a, _)| *a == attr).map_or(0, |(_, v)| *v))
+    Ok(DEFAULT_ATTRIBUTES
+        .iter()
+        .find(|(a, _)| *a == attr)
+        .map_or(0, |(_, v)| *v))
 }
 
 /// An attribute that the model consults; an attribute the version does not know reads as 0.

@@ -59,8 +59,9 @@ macro_rules! exports {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> $crate::types::Code {
             $crate::entry::guarded(stringify!($name), $crate::types::UNKNOWN, || {
-                let outcome: $crate::types::Outcome = (|| $body)();
-                match outcome {
+                // A closure, so that `?` and `return` in the body end the body only.
+                let body = || -> $crate::types::Outcome { $body };
+                match body() {
                     Ok(()) => $crate::types::SUCCESS,
                     Err(code) => code,
                 }

@@ -19,7 +19,10 @@ const DESCRIPTIONS: &[(i32, &str)] = &[
     (201, "invalid device context"),
     (205, "mapping of buffer object failed"),
     (208, "resource already mapped"),
-    (217, "peer access is not supported between these two devices"),
+    (
+        217,
+        "peer access is not supported between these two devices",
+    ),
     (400, "invalid resource handle"),
     (500, "named symbol not found"),
     (704, "peer access is already enabled"),
@@ -59,7 +62,11 @@ enum Table {
 static STRINGS: Lazy<parking_lot::Mutex<HashMap<(Table, i32), &'static CString>>> =
     Lazy::new(Default::default);
 
-fn interned(table: Table, code: i32, make: impl FnOnce() -> Option<String>) -> Option<*const c_char> {
+fn interned(
+    table: Table,
+    code: i32,
+    make: impl FnOnce() -> Option<String>,
+) -> Option<*const c_char> {
     let mut strings = STRINGS.lock();
     if let Some(s) = strings.get(&(table, code)) {
         return Some(s.as_ptr());
@@ -71,23 +78,31 @@ fn interned(table: Table, code: i32, make: impl FnOnce() -> Option<String>) -> O
 }
 
 fn description(code: i32, name: &str) -> String {
-    DESCRIPTIONS.iter().find(|(c, _)| *c == code).map(|(_, d)| d.to_string()).unwrap_or_else(|| {
-        let words = name
-            .trim_start_matches("CUDA_ERROR_")
-            .trim_start_matches("hipError")
-            .replace('_', " ");
-        words.to_ascii_lowercase()
-    })
+    DESCRIPTIONS
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map(|(_, d)| d.to_string())
+        .unwrap_or_else(|| {
+            let words = name
+                .trim_start_matches("CUDA_ERROR_")
+                .trim_start_matches("hipError")
+                .replace('_', " ");
+            words.to_ascii_lowercase()
+        })
 }
 
 /// `cuGetErrorName`: `None` for a code `cuda.h` does not define.
 pub fn cuda_name(code: i32) -> Option<*const c_char> {
-    interned(Table::CudaName, code, || cuda_result_name(code).map(str::to_owned))
+    interned(Table::CudaName, code, || {
+        cuda_result_name(code).map(str::to_owned)
+    })
 }
 
 /// `cuGetErrorString`.
 pub fn cuda_string(code: i32) -> Option<*const c_char> {
-    interned(Table::CudaString, code, || cuda_result_name(code).map(|n| description(code, n)))
+    interned(Table::CudaString, code, || {
+        cuda_result_name(code).map(|n| description(code, n))
+    })
 }
 
 /// `hipGetErrorName`: unknown codes are named `hipErrorUnknown`, as the HIP runtime does.

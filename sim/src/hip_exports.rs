@@ -40,7 +40,14 @@ fn stream_handle(stream: hipStream_t) -> u64 {
     stream as usize as u64
 }
 
-fn memcpy_peer(dst: *mut c_void, dst_device: c_int, src: *const c_void, src_device: c_int, n: usize, stream: Option<hipStream_t>) -> Outcome {
+fn memcpy_peer(
+    dst: *mut c_void,
+    dst_device: c_int,
+    src: *const c_void,
+    src_device: c_int,
+    n: usize,
+    stream: Option<hipStream_t>,
+) -> Outcome {
     if !device::is_valid(dst_device) || !device::is_valid(src_device) {
         return Err(INVALID_DEVICE);
     }
@@ -340,10 +347,14 @@ exports! {
 
 #[no_mangle]
 pub extern "C" fn hipGetErrorName(hip_error: hipError_t) -> *const c_char {
-    guarded("hipGetErrorName", c"hipErrorUnknown".as_ptr(), || errors::hip_name(hip_error))
+    guarded("hipGetErrorName", c"hipErrorUnknown".as_ptr(), || {
+        errors::hip_name(hip_error)
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn hipGetErrorString(hip_error: hipError_t) -> *const c_char {
-    guarded("hipGetErrorString", c"unknown error".as_ptr(), || errors::hip_string(hip_error))
+    guarded("hipGetErrorString", c"unknown error".as_ptr(), || {
+        errors::hip_string(hip_error)
+    })
 }

@@ -122,7 +122,10 @@ pub struct Ipc {
 impl Ipc {
     fn new_export(&mut self) -> Export {
         self.next_export += 1;
-        Export { id: self.next_export, nonce: state_dir::nonce(self.next_export) }
+        Export {
+            id: self.next_export,
+            nonce: state_dir::nonce(self.next_export),
+        }
     }
 
     /// Forgets the imports of a mapping that was released with its owner.
@@ -178,7 +181,11 @@ impl Driver {
             }
         };
         let allocation = self.memory.find(base).expect("found above");
-        let fd = allocation.memfd.as_ref().expect("device memory has a memfd").as_raw_fd();
+        let fd = allocation
+            .memfd
+            .as_ref()
+            .expect("device memory has a memfd")
+            .as_raw_fd();
         Ok(IpcHandle {
             kind: KIND_MEMORY,
             pid: std::process::id(),
@@ -207,7 +214,12 @@ impl Driver {
         if handle.pid == std::process::id() {
             return Err(INVALID_CONTEXT);
         }
-        let key = ImportKey { owner, pid: handle.pid, export_id: handle.export_id, offset: handle.offset };
+        let key = ImportKey {
+            owner,
+            pid: handle.pid,
+            export_id: handle.export_id,
+            offset: handle.offset,
+        };
         if let Some(import) = self.ipc.imports.get_mut(&key) {
             if mode == OpenMode::Legacy {
                 return Err(ALREADY_MAPPED);
@@ -217,20 +229,35 @@ impl Driver {
         }
         // "may only be opened by one context per device per other process"
         let other_context_same_device = self.ipc.imports.iter().any(|(k, i)| {
-            k.pid == handle.pid && k.export_id == handle.export_id && k.owner != owner && i.device == device
+            k.pid == handle.pid
+                && k.export_id == handle.export_id
+                && k.owner != owner
+                && i.device == device
         });
         if other_context_same_device {
             return Err(INVALID_CONTEXT);
         }
         let reachable = handle.device == device
-            || crate::device::is_valid(handle.device) && crate::device::can_access_peer(device, handle.device);
+            || crate::device::is_valid(handle.device)
+                && crate::device::can_access_peer(device, handle.device);
         if !reachable || !handle.is_published() {
             return Err(attach_failure);
         }
         let path = format!("/proc/{}/fd/{}", handle.pid, handle.fd);
-        let base = self.memory.map_import(&path, handle.size, handle.device, owner).ok_or(attach_failure)?;
+        let base = self
+            .memory
+            .map_import(&path, handle.size, handle.device, owner)
+            .ok_or(attach_failure)?;
         let pointer = base + handle.offset;
-        self.ipc.imports.insert(key, Import { base, pointer, device, refcount: 1 });
+        self.ipc.imports.insert(
+            key,
+            Import {
+                base,
+                pointer,
+                device,
+                refcount: 1,
+            },
+        );
         Ok(pointer)
     }
 
@@ -249,13 +276,19 @@ impl Driver {
             let base = import.base;
             self.ipc.imports.remove(&key);
             // Unmapped when dropped.
-            self.memory.remove_if(base, |a| a.kind == MemKind::IpcImport)?;
+            self.memory
+                .remove_if(base, |a| a.kind == MemKind::IpcImport)?;
         }
         Ok(())
     }
 
     /// `cuIpcGetEventHandle` / `hipIpcGetEventHandle`.
-    pub fn export_event(&mut self, event: u64, unknown: Code, not_interprocess: Code) -> Outcome<[u8; 64]> {
+    pub fn export_event(
+        &mut self,
+        event: u64,
+        unknown: Code,
+        not_interprocess: Code,
+    ) -> Outcome<[u8; 64]> {
         let e = self.streams.event(event).ok_or(unknown)?;
         let needed = EVENT_INTERPROCESS | EVENT_DISABLE_TIMING;
         if e.flags & needed != needed {
@@ -289,7 +322,13 @@ impl Driver {
 
     /// `cuIpcOpenEventHandle` / `hipIpcOpenEventHandle`: a new local event that behaves like one
     /// created with DISABLE_TIMING (and INTERPROCESS).
-    pub fn open_event(&mut self, bytes: &[u8; 64], owner: Owner, device: i32, gone: Code) -> Outcome<u64> {
+    pub fn open_event(
+        &mut self,
+        bytes: &[u8; 64],
+        owner: Owner,
+        device: i32,
+        gone: Code,
+    ) -> Outcome<u64> {
         let handle = IpcHandle::decode(bytes, KIND_EVENT).ok_or(INVALID_VALUE)?;
         if handle.pid == std::process::id() {
             return Err(INVALID_CONTEXT);
@@ -297,7 +336,9 @@ impl Driver {
         if !handle.is_published() {
             return Err(gone);
         }
-        Ok(self.streams.create_event(owner, device, EVENT_INTERPROCESS | EVENT_DISABLE_TIMING))
+        Ok(self
+            .streams
+            .create_event(owner, device, EVENT_INTERPROCESS | EVENT_DISABLE_TIMING))
     }
 }
 

@@ -75,7 +75,8 @@ fn validate(prop: &CUlogicalEndpointProp) -> Outcome<Shape> {
                 return Err(INVALID_VALUE);
             }
             if !device::flag(owner, attribute::LOGICAL_ENDPOINT_UNICAST_SUPPORTED)
-                || counted && !device::flag(owner, attribute::LOGICAL_ENDPOINT_COUNTED_OPS_SUPPORTED)
+                || counted
+                    && !device::flag(owner, attribute::LOGICAL_ENDPOINT_COUNTED_OPS_SUPPORTED)
             {
                 return Err(NOT_SUPPORTED);
             }
@@ -110,7 +111,10 @@ fn aligned(values: &[u64]) -> bool {
 
 /// The ids `[base, base + count)`, or INVALID_VALUE for an empty or overflowing range.
 fn id_range(base: u32, count: u32) -> Outcome<std::ops::Range<u32>> {
-    let end = base.checked_add(count).filter(|_| count > 0).ok_or(INVALID_VALUE)?;
+    let end = base
+        .checked_add(count)
+        .filter(|_| count > 0)
+        .ok_or(INVALID_VALUE)?;
     Ok(base..end)
 }
 
@@ -153,7 +157,10 @@ impl Endpoints {
     /// Every id must be reserved, and its endpoint destroyed.
     pub fn release(&mut self, base: u32, count: u32) -> Outcome {
         let range = id_range(base, count)?;
-        if range.clone().any(|id| !self.reserved.contains(&id) || self.endpoints.contains_key(&id)) {
+        if range
+            .clone()
+            .any(|id| !self.reserved.contains(&id) || self.endpoints.contains_key(&id))
+        {
             return Err(INVALID_VALUE);
         }
         for id in range {
@@ -188,8 +195,13 @@ impl Endpoints {
     /// Multicast only; each device once, up to the team size.
     pub fn add_device(&mut self, id: u32, dev: i32) -> Outcome {
         let endpoint = self.endpoint_mut(id)?;
-        let Shape::Multicast { team } = endpoint.shape else { return Err(INVALID_VALUE) };
-        if !device::is_valid(dev) || endpoint.members.contains(&dev) || endpoint.members.len() as u32 >= team {
+        let Shape::Multicast { team } = endpoint.shape else {
+            return Err(INVALID_VALUE);
+        };
+        if !device::is_valid(dev)
+            || endpoint.members.contains(&dev)
+            || endpoint.members.len() as u32 >= team
+        {
             return Err(INVALID_VALUE);
         }
         if !device::flag(dev, attribute::LOGICAL_ENDPOINT_MULTICAST_SUPPORTED) {
@@ -237,7 +249,9 @@ impl Endpoints {
         match endpoint.shape {
             Shape::Unicast { .. } if endpoint.imported => return Err(NOT_PERMITTED),
             Shape::Unicast { owner } if owner != dev => return Err(INVALID_VALUE),
-            Shape::Multicast { .. } if !endpoint.members.contains(&dev) => return Err(INVALID_VALUE),
+            Shape::Multicast { .. } if !endpoint.members.contains(&dev) => {
+                return Err(INVALID_VALUE)
+            }
             _ => {}
         }
         if size == 0 || !aligned(&[offset, size]) {
@@ -261,7 +275,11 @@ impl Endpoints {
 
     fn record_bind(&mut self, id: u32, dev: i32, offset: u64, size: u64) {
         let endpoint = self.endpoints.get_mut(&id).expect("checked by check_bind");
-        endpoint.bindings.entry(dev).or_default().insert(offset, size);
+        endpoint
+            .bindings
+            .entry(dev)
+            .or_default()
+            .insert(offset, size);
     }
 
     /// The offset must start a bind; the size must cover exactly one or more adjacent binds.
@@ -305,8 +323,14 @@ impl Endpoints {
         let export = match endpoint.export {
             Some(e) => e,
             None => {
-                let e = Export { id: next_export, nonce: state_dir::nonce(next_export) };
-                if !state_dir::write(&export_file(std::process::id(), e.id), &format!("{}\n", e.nonce)) {
+                let e = Export {
+                    id: next_export,
+                    nonce: state_dir::nonce(next_export),
+                };
+                if !state_dir::write(
+                    &export_file(std::process::id(), e.id),
+                    &format!("{}\n", e.nonce),
+                ) {
                     return Err(OUT_OF_MEMORY);
                 }
                 self.next_export = next_export;
@@ -332,7 +356,12 @@ impl Endpoints {
     }
 
     /// `cuLogicalEndpointImport` of a FABRIC handle into the free reserved id `id`.
-    pub fn import(&mut self, id: u32, b: &[u8; le::FABRIC_HANDLE_SIZE], handle_type: u32) -> Outcome {
+    pub fn import(
+        &mut self,
+        id: u32,
+        b: &[u8; le::FABRIC_HANDLE_SIZE],
+        handle_type: u32,
+    ) -> Outcome {
         if handle_type != le::IPC_HANDLE_TYPE_FABRIC {
             return Err(INVALID_VALUE);
         }
@@ -378,7 +407,15 @@ impl Endpoints {
 impl Driver {
     /// `cuLogicalEndpointBindAddr`: `ptr` must lie in a VMM mapping of a `cuMemCreate` allocation
     /// made on `dev`.
-    pub fn bind_address(&mut self, id: u32, dev: i32, offset: u64, ptr: u64, size: u64, flags: u64) -> Outcome {
+    pub fn bind_address(
+        &mut self,
+        id: u32,
+        dev: i32,
+        offset: u64,
+        ptr: u64,
+        size: u64,
+        flags: u64,
+    ) -> Outcome {
         let shareable_only = self.endpoints.check_bind(id, dev, offset, size, flags)?;
         if !aligned(&[ptr]) {
             return Err(INVALID_VALUE);
@@ -412,7 +449,9 @@ impl Driver {
             return Err(INVALID_VALUE);
         }
         let physical = self.memory.physical(handle).ok_or(INVALID_VALUE)?;
-        let fits = mem_offset.checked_add(size).is_some_and(|end| end <= physical.size);
+        let fits = mem_offset
+            .checked_add(size)
+            .is_some_and(|end| end <= physical.size);
         if physical.device != dev || !fits {
             return Err(INVALID_VALUE);
         }

@@ -182,7 +182,13 @@ impl Memory {
     }
 
     /// A new memfd-backed allocation of `size` bytes; returns its address.
-    pub fn allocate(&mut self, size: u64, device: i32, owner: Owner, kind: MemKind) -> Outcome<u64> {
+    pub fn allocate(
+        &mut self,
+        size: u64,
+        device: i32,
+        owner: Owner,
+        kind: MemKind,
+    ) -> Outcome<u64> {
         if size == 0 {
             return Err(INVALID_VALUE);
         }
@@ -214,7 +220,11 @@ impl Memory {
 
     /// Maps `size` bytes of another process's memory through `path` (`/proc/<pid>/fd/<n>`).
     pub fn map_import(&mut self, path: &str, size: u64, device: i32, owner: Owner) -> Option<u64> {
-        let file = std::fs::OpenOptions::new().read(true).write(true).open(path).ok()?;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .ok()?;
         let map_len = round_up(size, page_size())?;
         let base = map_shared(file.as_raw_fd(), map_len, 0, None)?;
         let buffer_id = self.next_id();
@@ -248,7 +258,11 @@ impl Memory {
     }
 
     /// Frees the allocation that starts at `base` if `accept` agrees; returns it (unmapped on drop).
-    pub fn remove_if(&mut self, base: u64, accept: impl Fn(&Allocation) -> bool) -> Outcome<Allocation> {
+    pub fn remove_if(
+        &mut self,
+        base: u64,
+        accept: impl Fn(&Allocation) -> bool,
+    ) -> Outcome<Allocation> {
         match self.allocations.get(&base) {
             Some(a) if accept(a) => Ok(self.allocations.remove(&base).expect("present")),
             _ => Err(INVALID_VALUE),
@@ -257,9 +271,16 @@ impl Memory {
 
     /// Removes every allocation of `owner` (context destroyed or device reset).
     pub fn remove_owned(&mut self, owner: Owner) -> Vec<Allocation> {
-        let bases: Vec<u64> =
-            self.allocations.values().filter(|a| a.owner == owner).map(|a| a.base).collect();
-        bases.into_iter().filter_map(|b| self.allocations.remove(&b)).collect()
+        let bases: Vec<u64> = self
+            .allocations
+            .values()
+            .filter(|a| a.owner == owner)
+            .map(|a| a.base)
+            .collect();
+        bases
+            .into_iter()
+            .filter_map(|b| self.allocations.remove(&b))
+            .collect()
     }
 
     pub fn allocations_mut(&mut self) -> impl Iterator<Item = &mut Allocation> {
@@ -311,12 +332,21 @@ impl Memory {
         self.region(dst, n).ok_or(INVALID_VALUE)?;
         self.region(src, n).ok_or(INVALID_VALUE)?;
         // SAFETY: both ranges lie inside live read-write mappings of this process.
-        unsafe { std::ptr::copy(src as usize as *const u8, dst as usize as *mut u8, n as usize) };
+        unsafe {
+            std::ptr::copy(
+                src as usize as *const u8,
+                dst as usize as *mut u8,
+                n as usize,
+            )
+        };
         Ok(())
     }
 
     /// Copies `n` bytes from the host address `src` into device memory.
-    pub fn copy_to_device(&self, dst: u64, src: *const u8, n: u64) -> Outcome {
+    ///
+    /// # Safety
+    /// `src` is NULL or readable for `n` bytes (the caller's contract with the driver).
+    pub unsafe fn copy_to_device(&self, dst: u64, src: *const u8, n: u64) -> Outcome {
         if n == 0 {
             return Ok(());
         }
@@ -330,7 +360,10 @@ impl Memory {
     }
 
     /// Copies `n` bytes of device memory to the host address `dst`.
-    pub fn copy_from_device(&self, dst: *mut u8, src: u64, n: u64) -> Outcome {
+    ///
+    /// # Safety
+    /// `dst` is NULL or writable for `n` bytes (the caller's contract with the driver).
+    pub unsafe fn copy_from_device(&self, dst: *mut u8, src: u64, n: u64) -> Outcome {
         if n == 0 {
             return Ok(());
         }
@@ -355,7 +388,14 @@ impl Memory {
         let handle = crate::handles::encode(crate::handles::Kind::Allocation, id);
         self.physical.insert(
             handle,
-            Physical { memfd, size, device, handle_types, released: false, mappings: 0 },
+            Physical {
+                memfd,
+                size,
+                device,
+                handle_types,
+                released: false,
+                mappings: 0,
+            },
         );
         Ok(handle)
     }
@@ -367,7 +407,11 @@ impl Memory {
 
     /// `cuMemRelease`: the memory goes when its last mapping goes.
     pub fn release_physical(&mut self, handle: u64) -> Outcome {
-        let p = self.physical.get_mut(&handle).filter(|p| !p.released).ok_or(INVALID_VALUE)?;
+        let p = self
+            .physical
+            .get_mut(&handle)
+            .filter(|p| !p.released)
+            .ok_or(INVALID_VALUE)?;
         p.released = true;
         if p.mappings == 0 {
             self.physical.remove(&handle);
@@ -377,7 +421,11 @@ impl Memory {
 
     /// `cuMemAddressReserve`.
     pub fn reserve(&mut self, size: u64, alignment: u64, hint: u64) -> Outcome<u64> {
-        let alignment = if alignment == 0 { GRANULARITY } else { alignment };
+        let alignment = if alignment == 0 {
+            GRANULARITY
+        } else {
+            alignment
+        };
         if size == 0 || size % GRANULARITY != 0 || !alignment.is_power_of_two() {
             return Err(INVALID_VALUE);
         }
@@ -394,7 +442,13 @@ impl Memory {
             unmap(base + size, tail);
         }
         let _ = hint; // a hint only; the simulator never promises an address
-        self.reservations.insert(base, Reservation { size, maps: BTreeMap::new() });
+        self.reservations.insert(
+            base,
+            Reservation {
+                size,
+                maps: BTreeMap::new(),
+            },
+        );
         Ok(base)
     }
 
@@ -416,30 +470,56 @@ impl Memory {
             return Err(INVALID_VALUE);
         }
         let end = ptr.checked_add(size).ok_or(INVALID_VALUE)?;
-        let physical = self.physical.get(&handle).filter(|p| !p.released).ok_or(INVALID_VALUE)?;
+        let physical = self
+            .physical
+            .get(&handle)
+            .filter(|p| !p.released)
+            .ok_or(INVALID_VALUE)?;
         if !matches!(offset.checked_add(size), Some(e) if e <= physical.size) {
             return Err(INVALID_VALUE);
         }
         let fd = physical.memfd.as_raw_fd();
-        let (&res_base, reservation) =
-            self.reservations.range_mut(..=ptr).next_back().ok_or(INVALID_VALUE)?;
+        let (&res_base, reservation) = self
+            .reservations
+            .range_mut(..=ptr)
+            .next_back()
+            .ok_or(INVALID_VALUE)?;
         if end > res_base + reservation.size {
             return Err(INVALID_VALUE);
         }
-        let overlaps = reservation.maps.range(..end).next_back().is_some_and(|(s, m)| s + m.size > ptr);
+        let overlaps = reservation
+            .maps
+            .range(..end)
+            .next_back()
+            .is_some_and(|(s, m)| s + m.size > ptr);
         if overlaps {
             return Err(ALREADY_MAPPED);
         }
         map_shared(fd, size, offset, Some(ptr)).ok_or(OUT_OF_MEMORY)?;
-        reservation.maps.insert(ptr, VmMap { size, handle, offset, access: 0 });
-        self.physical.get_mut(&handle).expect("checked above").mappings += 1;
+        reservation.maps.insert(
+            ptr,
+            VmMap {
+                size,
+                handle,
+                offset,
+                access: 0,
+            },
+        );
+        self.physical
+            .get_mut(&handle)
+            .expect("checked above")
+            .mappings += 1;
         Ok(())
     }
 
     /// `cuMemUnmap`: `[ptr, ptr+size)` must consist of whole mappings.
     pub fn unmap(&mut self, ptr: u64, size: u64) -> Outcome {
         let end = ptr.checked_add(size).ok_or(INVALID_VALUE)?;
-        let (_, reservation) = self.reservations.range_mut(..=ptr).next_back().ok_or(INVALID_VALUE)?;
+        let (_, reservation) = self
+            .reservations
+            .range_mut(..=ptr)
+            .next_back()
+            .ok_or(INVALID_VALUE)?;
         let mut covered = ptr;
         let starts: Vec<u64> = reservation.maps.range(ptr..end).map(|(s, _)| *s).collect();
         for s in &starts {
@@ -452,10 +532,16 @@ impl Memory {
             return Err(INVALID_VALUE);
         }
         map_none(size, Some(ptr)).ok_or(INVALID_VALUE)?;
-        let handles: Vec<u64> =
-            starts.iter().filter_map(|s| reservation.maps.remove(s)).map(|m| m.handle).collect();
+        let handles: Vec<u64> = starts
+            .iter()
+            .filter_map(|s| reservation.maps.remove(s))
+            .map(|m| m.handle)
+            .collect();
         for handle in handles {
-            let physical = self.physical.get_mut(&handle).expect("mapped handles stay alive");
+            let physical = self
+                .physical
+                .get_mut(&handle)
+                .expect("mapped handles stay alive");
             physical.mappings -= 1;
             if physical.released && physical.mappings == 0 {
                 self.physical.remove(&handle);
@@ -467,7 +553,11 @@ impl Memory {
     /// `cuMemSetAccess`: `[ptr, ptr+size)` must be fully mapped.
     pub fn set_access(&mut self, ptr: u64, size: u64, grants: &[(i32, bool)]) -> Outcome {
         let end = ptr.checked_add(size).ok_or(INVALID_VALUE)?;
-        let (_, reservation) = self.reservations.range_mut(..=ptr).next_back().ok_or(INVALID_VALUE)?;
+        let (_, reservation) = self
+            .reservations
+            .range_mut(..=ptr)
+            .next_back()
+            .ok_or(INVALID_VALUE)?;
         let mut covered = ptr;
         for (start, _) in reservation.maps.range(ptr..end) {
             if *start != covered {

@@ -208,7 +208,10 @@ pub fn resolve_cuda(symbol: &[u8], version: i32, flags: u64) -> Resolution {
         return Resolution::NotFound;
     }
     let newest = |per_thread: bool| {
-        rows.iter().copied().filter(|e| e.per_thread == per_thread && e.since <= version).max_by_key(|e| e.since)
+        rows.iter()
+            .copied()
+            .filter(|e| e.per_thread == per_thread && e.since <= version)
+            .max_by_key(|e| e.since)
     };
     let wants_per_thread = flags & GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM != 0;
     let has_per_thread = rows.iter().any(|e| e.per_thread);
@@ -280,7 +283,9 @@ pub unsafe fn hip_get_proc_address(
         return Err(INVALID_VALUE);
     }
     let name = CStr::from_ptr(symbol).to_bytes();
-    let found = TABLE.iter().find(|e| e.api == Api::Hip && e.base.as_bytes() == name);
+    let found = TABLE
+        .iter()
+        .find(|e| e.api == Api::Hip && e.base.as_bytes() == name);
     let (address, state) = match found {
         Some(e) => (e.address(), PROC_ADDRESS_SUCCESS),
         None => (std::ptr::null_mut(), PROC_ADDRESS_SYMBOL_NOT_FOUND),

@@ -13,7 +13,11 @@ use std::path::PathBuf;
 /// cannot be used.
 fn directory() -> Option<PathBuf> {
     let dir = config().state_dir();
-    if let Err(e) = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir) {
+    if let Err(e) = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+    {
         eprintln!("sharecheck-sim: state directory {}: {e}", dir.display());
         return None;
     }
@@ -40,7 +44,10 @@ pub fn write(name: &str, contents: &str) -> bool {
         .and_then(|mut f| f.write_all(contents.as_bytes()))
         .and_then(|()| std::fs::rename(&tmp, dir.join(name)));
     if let Err(e) = written {
-        eprintln!("sharecheck-sim: cannot write {}: {e}", dir.join(name).display());
+        eprintln!(
+            "sharecheck-sim: cannot write {}: {e}",
+            dir.join(name).display()
+        );
         let _ = std::fs::remove_file(&tmp);
         return false;
     }
@@ -62,7 +69,8 @@ pub fn nonce(id: u64) -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
-    let mut x = now ^ (u64::from(std::process::id()) << 32) ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut x =
+        now ^ (u64::from(std::process::id()) << 32) ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     // splitmix64 finalizer
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

@@ -44,7 +44,14 @@ impl Streams {
 
     pub fn create_stream(&mut self, owner: Owner, device: i32, flags: u32) -> u64 {
         let handle = handles::encode(Kind::Stream, self.next_id());
-        self.streams.insert(handle, Stream { owner, device, flags });
+        self.streams.insert(
+            handle,
+            Stream {
+                owner,
+                device,
+                flags,
+            },
+        );
         handle
     }
 
@@ -72,7 +79,16 @@ impl Streams {
 
     pub fn create_event(&mut self, owner: Owner, device: i32, flags: u32) -> u64 {
         let handle = handles::encode(Kind::Event, self.next_id());
-        self.events.insert(handle, Event { owner, device, flags, recorded: false, export: None });
+        self.events.insert(
+            handle,
+            Event {
+                owner,
+                device,
+                flags,
+                recorded: false,
+                export: None,
+            },
+        );
         handle
     }
 
@@ -91,8 +107,12 @@ impl Streams {
     /// Removes the streams and events of `owner`; returns the removed stream handles.
     pub fn remove_owned(&mut self, owner: Owner) -> Vec<u64> {
         self.events.retain(|_, e| e.owner != owner);
-        let gone: Vec<u64> =
-            self.streams.iter().filter(|(_, s)| s.owner == owner).map(|(h, _)| *h).collect();
+        let gone: Vec<u64> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| s.owner == owner)
+            .map(|(h, _)| *h)
+            .collect();
         for h in &gone {
             self.streams.remove(h);
         }
@@ -132,7 +152,14 @@ impl Driver {
     }
 
     /// `hipStreamAttachMemAsync`, in the order of the CLR checks (api-facts §5.2).
-    pub fn attach_hip(&mut self, stream: u64, dptr: u64, length: u64, flags: u32, device: i32) -> Outcome {
+    pub fn attach_hip(
+        &mut self,
+        stream: u64,
+        dptr: u64,
+        length: u64,
+        flags: u32,
+        device: i32,
+    ) -> Outcome {
         if dptr == 0 {
             return Err(INVALID_VALUE);
         }
@@ -167,7 +194,14 @@ impl Driver {
         }
     }
 
-    fn attach_common(&mut self, stream: u64, dptr: u64, length: u64, flags: u32, device: i32) -> Outcome {
+    fn attach_common(
+        &mut self,
+        stream: u64,
+        dptr: u64,
+        length: u64,
+        flags: u32,
+        device: i32,
+    ) -> Outcome {
         match self.memory.find_mut(dptr) {
             Some(a) => match a.kind {
                 MemKind::Managed { .. } => {
@@ -182,7 +216,11 @@ impl Driver {
             },
             None => {
                 let pageable = crate::device::flag(device, attribute::PAGEABLE_MEMORY_ACCESS);
-                if pageable && length != 0 && dptr != 0 && self.memory.region(dptr, length).is_none() {
+                if pageable
+                    && length != 0
+                    && dptr != 0
+                    && self.memory.region(dptr, length).is_none()
+                {
                     Ok(())
                 } else {
                     Err(INVALID_VALUE)

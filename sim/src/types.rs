@@ -9,8 +9,8 @@
 use std::ffi::{c_int, c_uint, c_void};
 
 pub use sharecheck_core::ffi::{
-    CUipcEventHandle, CUipcMemHandle, CUlogicalEndpointProp, CUresult, hipError_t,
-    hipIpcEventHandle_t, hipIpcMemHandle_t,
+    hipError_t, hipIpcEventHandle_t, hipIpcMemHandle_t, CUipcEventHandle, CUipcMemHandle,
+    CUlogicalEndpointProp, CUresult,
 };
 
 /// A result code of the model: a `CUresult`, and the `hipError_t` of the same number.

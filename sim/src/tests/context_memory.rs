@@ -23,21 +23,41 @@ fn context_stack() {
     assert_eq!(unsafe { cuCtxGetCurrent(&mut current) }, SUCCESS);
     assert_eq!(current, a, "a was pushed by its creation");
     assert_eq!(unsafe { cuCtxPushCurrent_v2(b) }, SUCCESS);
-    assert_eq!(unsafe { cuCtxPushCurrent_v2(0x77 as CUcontext) }, INVALID_CONTEXT);
-    assert_eq!(unsafe { cuCtxSetCurrent(0x77 as CUcontext) }, INVALID_CONTEXT);
+    assert_eq!(
+        unsafe { cuCtxPushCurrent_v2(0x77 as CUcontext) },
+        INVALID_CONTEXT
+    );
+    assert_eq!(
+        unsafe { cuCtxSetCurrent(0x77 as CUcontext) },
+        INVALID_CONTEXT
+    );
     assert_eq!(unsafe { cuCtxDestroy_v2(b) }, SUCCESS);
     assert_eq!(unsafe { cuCtxGetCurrent(&mut current) }, SUCCESS);
     assert_eq!(current, a, "destroying the current context pops it");
     assert_eq!(unsafe { cuCtxDestroy_v2(b) }, INVALID_CONTEXT);
     assert_eq!(unsafe { cuCtxSetCurrent(null_mut()) }, SUCCESS);
-    assert_eq!(unsafe { cuCtxSetCurrent(null_mut()) }, SUCCESS, "no-op on an empty stack");
+    assert_eq!(
+        unsafe { cuCtxSetCurrent(null_mut()) },
+        SUCCESS,
+        "no-op on an empty stack"
+    );
     assert_eq!(unsafe { cuCtxGetCurrent(&mut current) }, SUCCESS);
     assert!(current.is_null());
     assert_eq!(unsafe { cuCtxPopCurrent_v2(&mut popped) }, INVALID_CONTEXT);
     assert_eq!(unsafe { cuCtxSynchronize() }, INVALID_CONTEXT);
-    assert_eq!(unsafe { cuCtxCreate_v4(&mut current, null_mut(), 0x100, 0) }, INVALID_VALUE);
-    assert_eq!(unsafe { cuCtxCreate_v4(&mut current, null_mut(), 0, 5) }, INVALID_DEVICE);
-    assert_eq!(unsafe { cuCtxCreate(&mut current, 0, 1) }, SUCCESS, "v1, 3 arguments");
+    assert_eq!(
+        unsafe { cuCtxCreate_v4(&mut current, null_mut(), 0x100, 0) },
+        INVALID_VALUE
+    );
+    assert_eq!(
+        unsafe { cuCtxCreate_v4(&mut current, null_mut(), 0, 5) },
+        INVALID_DEVICE
+    );
+    assert_eq!(
+        unsafe { cuCtxCreate(&mut current, 0, 1) },
+        SUCCESS,
+        "v1, 3 arguments"
+    );
     assert_eq!(unsafe { cuCtxDestroy_v2(current) }, SUCCESS);
 }
 
@@ -55,9 +75,17 @@ fn primary_context_refcount_and_reset() {
     let mem = alloc(4096);
     assert_eq!(unsafe { cuDevicePrimaryCtxReset_v2(3) }, SUCCESS);
     let mut base = 0;
-    assert_eq!(unsafe { cuMemGetAddressRange_v2(&mut base, null_mut(), mem) }, NOT_FOUND, "reset frees memory");
+    assert_eq!(
+        unsafe { cuMemGetAddressRange_v2(&mut base, null_mut(), mem) },
+        NOT_FOUND,
+        "reset frees memory"
+    );
     assert_eq!(unsafe { cuDevicePrimaryCtxRelease_v2(3) }, SUCCESS);
-    assert_eq!(unsafe { cuCtxSynchronize() }, SUCCESS, "still retained once");
+    assert_eq!(
+        unsafe { cuCtxSynchronize() },
+        SUCCESS,
+        "still retained once"
+    );
     assert_eq!(unsafe { cuDevicePrimaryCtxRelease_v2(3) }, SUCCESS);
     assert_eq!(unsafe { cuCtxSynchronize() }, INVALID_CONTEXT, "inactive");
     assert_eq!(unsafe { cuDevicePrimaryCtxRelease_v2(3) }, INVALID_CONTEXT);
@@ -75,30 +103,66 @@ fn memory_and_pointer_attributes() {
     upload(p + 100, b"hello");
     assert_eq!(download(p + 100, 5), b"hello");
     let (mut base, mut size) = (0, 0);
-    assert_eq!(unsafe { cuMemGetAddressRange_v2(&mut base, &mut size, p + 5000) }, SUCCESS);
+    assert_eq!(
+        unsafe { cuMemGetAddressRange_v2(&mut base, &mut size, p + 5000) },
+        SUCCESS
+    );
     assert_eq!((base, size), (p, 10_000));
     let mut ordinal = -1;
     let attr = |data: *mut c_void, a| unsafe { cuPointerGetAttribute(data, a, p + 8) };
-    assert_eq!(attr((&mut ordinal as *mut i32).cast(), pointer_attribute::DEVICE_ORDINAL), SUCCESS);
+    assert_eq!(
+        attr(
+            (&mut ordinal as *mut i32).cast(),
+            pointer_attribute::DEVICE_ORDINAL
+        ),
+        SUCCESS
+    );
     assert_eq!(ordinal, 1);
     let mut owner = null_mut();
-    assert_eq!(attr((&mut owner as *mut CUcontext).cast(), pointer_attribute::CONTEXT), SUCCESS);
+    assert_eq!(
+        attr(
+            (&mut owner as *mut CUcontext).cast(),
+            pointer_attribute::CONTEXT
+        ),
+        SUCCESS
+    );
     assert_eq!(owner, ctx);
     let mut managed = 7u32;
-    assert_eq!(attr((&mut managed as *mut u32).cast(), pointer_attribute::IS_MANAGED), SUCCESS);
+    assert_eq!(
+        attr(
+            (&mut managed as *mut u32).cast(),
+            pointer_attribute::IS_MANAGED
+        ),
+        SUCCESS
+    );
     assert_eq!(managed & 0xFF, 0);
     let mut start = 0u64;
-    assert_eq!(attr((&mut start as *mut u64).cast(), pointer_attribute::RANGE_START_ADDR), SUCCESS);
+    assert_eq!(
+        attr(
+            (&mut start as *mut u64).cast(),
+            pointer_attribute::RANGE_START_ADDR
+        ),
+        SUCCESS
+    );
     assert_eq!(start, p);
-    assert_eq!(unsafe { cuPointerGetAttribute((&mut start as *mut u64).cast(), 2, 0x10) }, INVALID_VALUE);
+    assert_eq!(
+        unsafe { cuPointerGetAttribute((&mut start as *mut u64).cast(), 2, 0x10) },
+        INVALID_VALUE
+    );
     // Errors.
     assert_eq!(unsafe { cuMemAlloc_v2(&mut base, 0) }, INVALID_VALUE);
     assert_eq!(unsafe { cuMemAlloc_v2(null_mut(), 16) }, INVALID_VALUE);
-    assert_eq!(unsafe { cuMemcpyHtoD_v2(p + 9_999, b"ab".as_ptr().cast(), 2) }, INVALID_VALUE);
+    assert_eq!(
+        unsafe { cuMemcpyHtoD_v2(p + 9_999, b"ab".as_ptr().cast(), 2) },
+        INVALID_VALUE
+    );
     assert_eq!(unsafe { cuMemFree_v2(p + 8) }, INVALID_VALUE, "not a base");
     assert_eq!(unsafe { cuMemFree_v2(p) }, SUCCESS);
     assert_eq!(unsafe { cuMemFree_v2(p) }, INVALID_VALUE);
-    assert_eq!(unsafe { cuMemAllocManaged(&mut base, 64, 4) }, INVALID_VALUE);
+    assert_eq!(
+        unsafe { cuMemAllocManaged(&mut base, 64, 4) },
+        INVALID_VALUE
+    );
 }
 
 #[test]
@@ -108,7 +172,10 @@ fn virtual_memory_management() {
     let prop = CUmemAllocationProp {
         type_: MEM_ALLOCATION_TYPE_PINNED,
         requested_handle_types: 0,
-        location: CUmemLocation { type_: MEM_LOCATION_TYPE_DEVICE, id: 0 },
+        location: CUmemLocation {
+            type_: MEM_LOCATION_TYPE_DEVICE,
+            id: 0,
+        },
         win32_handle_meta_data: null_mut(),
         compression_type: 0,
         gpu_direct_rdma_capable: 0,
@@ -116,71 +183,139 @@ fn virtual_memory_management() {
         reserved: [0; 4],
     };
     let mut granularity = 0;
-    assert_eq!(unsafe { cuMemGetAllocationGranularity(&mut granularity, &prop, 0) }, SUCCESS);
+    assert_eq!(
+        unsafe { cuMemGetAllocationGranularity(&mut granularity, &prop, 0) },
+        SUCCESS
+    );
     assert_eq!(granularity as u64, GRANULARITY);
     let g = granularity;
     let mut handle = 0;
-    assert_eq!(unsafe { cuMemCreate(&mut handle, g + 1, &prop, 0) }, INVALID_VALUE);
-    assert_eq!(unsafe { cuMemCreate(&mut handle, 2 * g, &prop, 0) }, SUCCESS);
+    assert_eq!(
+        unsafe { cuMemCreate(&mut handle, g + 1, &prop, 0) },
+        INVALID_VALUE
+    );
+    assert_eq!(
+        unsafe { cuMemCreate(&mut handle, 2 * g, &prop, 0) },
+        SUCCESS
+    );
     let mut va = 0;
-    assert_eq!(unsafe { cuMemAddressReserve(&mut va, 4 * g, 0, 0, 0) }, SUCCESS);
+    assert_eq!(
+        unsafe { cuMemAddressReserve(&mut va, 4 * g, 0, 0, 0) },
+        SUCCESS
+    );
     assert_eq!(va % g as u64, 0);
     assert_eq!(unsafe { cuMemMap(va, 2 * g, 0, handle, 0) }, SUCCESS);
     assert_eq!(unsafe { cuMemMap(va, g, 0, handle, 0) }, ALREADY_MAPPED);
     // Mapped but not yet accessible: copies fail.
-    assert_eq!(unsafe { cuMemcpyHtoD_v2(va, b"x".as_ptr().cast(), 1) }, INVALID_VALUE);
+    assert_eq!(
+        unsafe { cuMemcpyHtoD_v2(va, b"x".as_ptr().cast(), 1) },
+        INVALID_VALUE
+    );
     let access = CUmemAccessDesc {
-        location: CUmemLocation { type_: MEM_LOCATION_TYPE_DEVICE, id: 0 },
+        location: CUmemLocation {
+            type_: MEM_LOCATION_TYPE_DEVICE,
+            id: 0,
+        },
         flags: MEM_ACCESS_FLAGS_PROT_READWRITE,
     };
     assert_eq!(unsafe { cuMemSetAccess(va, 2 * g, &access, 1) }, SUCCESS);
-    assert_eq!(unsafe { cuMemSetAccess(va, 4 * g, &access, 1) }, INVALID_VALUE, "not all mapped");
+    assert_eq!(
+        unsafe { cuMemSetAccess(va, 4 * g, &access, 1) },
+        INVALID_VALUE,
+        "not all mapped"
+    );
     upload(va + g as u64 - 2, b"span");
     assert_eq!(download(va + g as u64 - 2, 4), b"span");
     // A second mapping of the same handle sees the same bytes.
-    assert_eq!(unsafe { cuMemMap(va + 2 * g as u64, g, g, handle, 0) }, SUCCESS);
-    assert_eq!(unsafe { cuMemSetAccess(va + 2 * g as u64, g, &access, 1) }, SUCCESS);
+    assert_eq!(
+        unsafe { cuMemMap(va + 2 * g as u64, g, g, handle, 0) },
+        SUCCESS
+    );
+    assert_eq!(
+        unsafe { cuMemSetAccess(va + 2 * g as u64, g, &access, 1) },
+        SUCCESS
+    );
     assert_eq!(download(va + 2 * g as u64, 2), b"an");
     let (mut base, mut size) = (0, 0);
-    assert_eq!(unsafe { cuMemGetAddressRange_v2(&mut base, &mut size, va + 5) }, SUCCESS);
+    assert_eq!(
+        unsafe { cuMemGetAddressRange_v2(&mut base, &mut size, va + 5) },
+        SUCCESS
+    );
     assert_eq!((base, size), (va, 2 * g));
-    assert_eq!(unsafe { cuMemRelease(handle) }, SUCCESS, "mappings keep it alive");
+    assert_eq!(
+        unsafe { cuMemRelease(handle) },
+        SUCCESS,
+        "mappings keep it alive"
+    );
     assert_eq!(unsafe { cuMemRelease(handle) }, INVALID_VALUE);
     assert_eq!(download(va, 1).len(), 1);
-    assert_eq!(unsafe { cuMemAddressFree(va, 4 * g) }, INVALID_VALUE, "still mapped");
+    assert_eq!(
+        unsafe { cuMemAddressFree(va, 4 * g) },
+        INVALID_VALUE,
+        "still mapped"
+    );
     assert_eq!(unsafe { cuMemUnmap(va + 1, g) }, INVALID_VALUE);
     assert_eq!(unsafe { cuMemUnmap(va, 3 * g) }, SUCCESS);
-    assert_eq!(unsafe { cuMemcpyHtoD_v2(va, b"x".as_ptr().cast(), 1) }, INVALID_VALUE);
+    assert_eq!(
+        unsafe { cuMemcpyHtoD_v2(va, b"x".as_ptr().cast(), 1) },
+        INVALID_VALUE
+    );
     assert_eq!(unsafe { cuMemAddressFree(va, 4 * g) }, SUCCESS);
 }
 
 #[test]
 fn devices_attributes_and_names() {
     let mut config = r580();
-    config.attributes.insert((1, attribute::COMPUTE_CAPABILITY_MAJOR), 8);
+    config
+        .attributes
+        .insert((1, attribute::COMPUTE_CAPABILITY_MAJOR), 8);
     setup(config);
     let mut v = 0;
     assert_eq!(unsafe { cuDeviceGetCount(&mut v) }, SUCCESS);
     assert_eq!(v, 2);
-    assert_eq!(unsafe { cuDeviceGetAttribute(&mut v, attribute::COMPUTE_CAPABILITY_MAJOR, 0) }, SUCCESS);
+    assert_eq!(
+        unsafe { cuDeviceGetAttribute(&mut v, attribute::COMPUTE_CAPABILITY_MAJOR, 0) },
+        SUCCESS
+    );
     assert_eq!(v, 9);
-    assert_eq!(unsafe { cuDeviceGetAttribute(&mut v, attribute::COMPUTE_CAPABILITY_MAJOR, 1) }, SUCCESS);
+    assert_eq!(
+        unsafe { cuDeviceGetAttribute(&mut v, attribute::COMPUTE_CAPABILITY_MAJOR, 1) },
+        SUCCESS
+    );
     assert_eq!(v, 8);
-    assert_eq!(unsafe { cuDeviceGetAttribute(&mut v, attribute::LOGICAL_ENDPOINT_UNICAST_SUPPORTED, 0) }, SUCCESS);
+    assert_eq!(
+        unsafe { cuDeviceGetAttribute(&mut v, attribute::LOGICAL_ENDPOINT_UNICAST_SUPPORTED, 0) },
+        SUCCESS
+    );
     assert_eq!(v, 1);
-    assert_eq!(unsafe { cuDeviceGetAttribute(&mut v, 157, 0) }, INVALID_VALUE);
-    assert_eq!(unsafe { cuDeviceGetAttribute(&mut v, 41, 2) }, INVALID_DEVICE);
+    assert_eq!(
+        unsafe { cuDeviceGetAttribute(&mut v, 157, 0) },
+        INVALID_VALUE
+    );
+    assert_eq!(
+        unsafe { cuDeviceGetAttribute(&mut v, 41, 2) },
+        INVALID_DEVICE
+    );
     let mut d = 0;
     assert_eq!(unsafe { cuDeviceGet(&mut d, 2) }, INVALID_DEVICE);
     let mut name = [0 as std::ffi::c_char; 64];
-    assert_eq!(unsafe { cuDeviceGetName(name.as_mut_ptr(), 64, 1) }, SUCCESS);
+    assert_eq!(
+        unsafe { cuDeviceGetName(name.as_mut_ptr(), 64, 1) },
+        SUCCESS
+    );
     let text = unsafe { CStr::from_ptr(name.as_ptr()) }.to_str().unwrap();
     assert!(text.ends_with('1'), "{text}");
     let mut s = std::ptr::null();
     assert_eq!(unsafe { cuGetErrorName(217, &mut s) }, SUCCESS);
-    assert_eq!(unsafe { CStr::from_ptr(s) }.to_str(), Ok("CUDA_ERROR_PEER_ACCESS_UNSUPPORTED"));
+    assert_eq!(
+        unsafe { CStr::from_ptr(s) }.to_str(),
+        Ok("CUDA_ERROR_PEER_ACCESS_UNSUPPORTED")
+    );
     assert_eq!(unsafe { cuGetErrorString(1, &mut s) }, SUCCESS);
-    assert_eq!(unsafe { CStr::from_ptr(s) }.to_str(), Ok("invalid argument"));
+    assert_eq!(
+        unsafe { CStr::from_ptr(s) }.to_str(),
+        Ok("invalid argument")
+    );
     assert_eq!(unsafe { cuGetErrorName(12345, &mut s) }, INVALID_VALUE);
     assert!(s.is_null());
     assert_eq!(unsafe { cuInit(1) }, INVALID_VALUE);

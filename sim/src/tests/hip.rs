@@ -11,20 +11,39 @@ fn peer_access_per_device() {
     assert_eq!(can, 1);
     assert_eq!(unsafe { hipDeviceCanAccessPeer(&mut can, 1, 1) }, SUCCESS);
     assert_eq!(can, 0);
-    assert_eq!(unsafe { hipDeviceCanAccessPeer(&mut can, 0, 7) }, INVALID_DEVICE);
-    assert_eq!(unsafe { hipDeviceCanAccessPeer(null_mut(), 0, 1) }, INVALID_VALUE);
+    assert_eq!(
+        unsafe { hipDeviceCanAccessPeer(&mut can, 0, 7) },
+        INVALID_DEVICE
+    );
+    assert_eq!(
+        unsafe { hipDeviceCanAccessPeer(null_mut(), 0, 1) },
+        INVALID_VALUE
+    );
     assert_eq!(unsafe { hipSetDevice(0) }, SUCCESS);
     assert_eq!(unsafe { hipDeviceEnablePeerAccess(1, 1) }, INVALID_VALUE);
-    assert_eq!(unsafe { hipDeviceEnablePeerAccess(0, 0) }, INVALID_DEVICE, "self, as the CLR");
+    assert_eq!(
+        unsafe { hipDeviceEnablePeerAccess(0, 0) },
+        INVALID_DEVICE,
+        "self, as the CLR"
+    );
     assert_eq!(unsafe { hipDeviceEnablePeerAccess(5, 0) }, INVALID_DEVICE);
     assert_eq!(unsafe { hipDeviceEnablePeerAccess(1, 0) }, SUCCESS);
-    assert_eq!(unsafe { hipDeviceEnablePeerAccess(1, 0) }, PEER_ACCESS_ALREADY_ENABLED);
+    assert_eq!(
+        unsafe { hipDeviceEnablePeerAccess(1, 0) },
+        PEER_ACCESS_ALREADY_ENABLED
+    );
     assert_eq!(unsafe { hipDeviceDisablePeerAccess(1) }, SUCCESS);
-    assert_eq!(unsafe { hipDeviceDisablePeerAccess(1) }, PEER_ACCESS_NOT_ENABLED);
+    assert_eq!(
+        unsafe { hipDeviceDisablePeerAccess(1) },
+        PEER_ACCESS_NOT_ENABLED
+    );
     // hipDeviceReset ends the grants of the current device.
     assert_eq!(unsafe { hipDeviceEnablePeerAccess(1, 0) }, SUCCESS);
     assert_eq!(unsafe { hipDeviceReset() }, SUCCESS);
-    assert_eq!(unsafe { hipDeviceDisablePeerAccess(1) }, PEER_ACCESS_NOT_ENABLED);
+    assert_eq!(
+        unsafe { hipDeviceDisablePeerAccess(1) },
+        PEER_ACCESS_NOT_ENABLED
+    );
 }
 
 #[test]
@@ -38,23 +57,49 @@ fn memory_copies_and_pointer_attributes() {
     let mut b = null_mut();
     assert_eq!(unsafe { hipMalloc(&mut b, 4096) }, SUCCESS);
     let data = [42u8; 128];
-    assert_eq!(unsafe { hipMemcpy(b, data.as_ptr().cast(), 128, 1) }, SUCCESS);
+    assert_eq!(
+        unsafe { hipMemcpy(b, data.as_ptr().cast(), 128, 1) },
+        SUCCESS
+    );
     assert_eq!(unsafe { hipMemcpyPeer(a, 1, b, 0, 128) }, SUCCESS);
     let mut back = [0u8; 128];
-    assert_eq!(unsafe { hipMemcpy(back.as_mut_ptr().cast(), a, 128, 4) }, SUCCESS, "default kind");
+    assert_eq!(
+        unsafe { hipMemcpy(back.as_mut_ptr().cast(), a, 128, 4) },
+        SUCCESS,
+        "default kind"
+    );
     assert_eq!(back, data);
     assert_eq!(unsafe { hipMemcpyPeer(a, 2, b, 0, 128) }, INVALID_DEVICE);
     assert_eq!(unsafe { hipMemcpyPeer(a, 1, b, 0, 8192) }, INVALID_VALUE);
-    assert_eq!(unsafe { hipMemcpyPeerAsync(a, 1, b, 0, 16, 0x57_0000_5555 as hipStream_t) }, CONTEXT_IS_DESTROYED);
-    assert_eq!(unsafe { hipMemcpyPeerAsync(a, 1, b, 0, 16, null_mut()) }, SUCCESS);
-    assert_eq!(unsafe { hipMemcpy(a, b, 16, 9) }, 21, "hipErrorInvalidMemcpyDirection");
+    assert_eq!(
+        unsafe { hipMemcpyPeerAsync(a, 1, b, 0, 16, 0x57_0000_5555 as hipStream_t) },
+        CONTEXT_IS_DESTROYED
+    );
+    assert_eq!(
+        unsafe { hipMemcpyPeerAsync(a, 1, b, 0, 16, null_mut()) },
+        SUCCESS
+    );
+    assert_eq!(
+        unsafe { hipMemcpy(a, b, 16, 9) },
+        21,
+        "hipErrorInvalidMemcpyDirection"
+    );
     let mut attrs = std::mem::MaybeUninit::<hipPointerAttribute_t>::zeroed();
-    assert_eq!(unsafe { hipPointerGetAttributes(attrs.as_mut_ptr(), a) }, SUCCESS);
+    assert_eq!(
+        unsafe { hipPointerGetAttributes(attrs.as_mut_ptr(), a) },
+        SUCCESS
+    );
     let attrs = unsafe { attrs.assume_init() };
-    assert_eq!((attrs.type_, attrs.device, attrs.is_managed), (hip_memory_type::DEVICE, 1, 0));
+    assert_eq!(
+        (attrs.type_, attrs.device, attrs.is_managed),
+        (hip_memory_type::DEVICE, 1, 0)
+    );
     assert_eq!(attrs.device_pointer, a);
     let mut other = std::mem::MaybeUninit::<hipPointerAttribute_t>::zeroed();
-    assert_eq!(unsafe { hipPointerGetAttributes(other.as_mut_ptr(), data.as_ptr().cast()) }, INVALID_VALUE);
+    assert_eq!(
+        unsafe { hipPointerGetAttributes(other.as_mut_ptr(), data.as_ptr().cast()) },
+        INVALID_VALUE
+    );
     assert_eq!(std::mem::size_of::<hipPointerAttribute_t>(), 32);
     assert_eq!(unsafe { hipFree(a) }, SUCCESS);
     assert_eq!(unsafe { hipFree(a) }, INVALID_VALUE);
@@ -76,14 +121,27 @@ fn ipc_errors_in_one_process() {
     assert_ne!(h.reserved, interior.reserved, "HIP records the offset");
     assert_eq!(unsafe { hipIpcGetMemHandle(null_mut(), p) }, INVALID_VALUE);
     let mut out = null_mut();
-    assert_eq!(unsafe { hipIpcOpenMemHandle(&mut out, h, 1) }, INVALID_CONTEXT, "own process");
-    assert_eq!(unsafe { hipIpcOpenMemHandle(&mut out, h, 0) }, INVALID_VALUE);
-    assert_eq!(unsafe { hipIpcOpenMemHandle(null_mut(), h, 1) }, INVALID_VALUE);
+    assert_eq!(
+        unsafe { hipIpcOpenMemHandle(&mut out, h, 1) },
+        INVALID_CONTEXT,
+        "own process"
+    );
+    assert_eq!(
+        unsafe { hipIpcOpenMemHandle(&mut out, h, 0) },
+        INVALID_VALUE
+    );
+    assert_eq!(
+        unsafe { hipIpcOpenMemHandle(null_mut(), h, 1) },
+        INVALID_VALUE
+    );
     assert_eq!(unsafe { hipIpcCloseMemHandle(p) }, INVALID_VALUE);
     let mut e = null_mut();
     assert_eq!(unsafe { hipEventCreateWithFlags(&mut e, 0) }, SUCCESS);
     let mut eh = hipIpcEventHandle_t { reserved: [0; 64] };
-    assert_eq!(unsafe { hipIpcGetEventHandle(&mut eh, e) }, HIP_ERROR_INVALID_CONFIGURATION);
+    assert_eq!(
+        unsafe { hipIpcGetEventHandle(&mut eh, e) },
+        HIP_ERROR_INVALID_CONFIGURATION
+    );
     assert_eq!(unsafe { hipEventDestroy(e) }, SUCCESS);
     assert_eq!(unsafe { hipEventDestroy(e) }, INVALID_HANDLE);
     assert_eq!(unsafe { hipFree(p) }, SUCCESS);

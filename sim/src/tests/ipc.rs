@@ -23,7 +23,10 @@ fn export_rules_r580() {
     assert_eq!(mem_handle(0x1000).0, INVALID_VALUE);
     // Managed memory cannot be exported.
     let mut managed = 0;
-    assert_eq!(unsafe { cuMemAllocManaged(&mut managed, 4096, MEM_ATTACH_GLOBAL) }, SUCCESS);
+    assert_eq!(
+        unsafe { cuMemAllocManaged(&mut managed, 4096, MEM_ATTACH_GLOBAL) },
+        SUCCESS
+    );
     assert_eq!(mem_handle(managed).0, INVALID_VALUE);
     // Freed and reallocated memory gets a new handle, even at the same address.
     assert_eq!(unsafe { cuMemFree_v2(p) }, SUCCESS);
@@ -50,13 +53,37 @@ fn open_and_close_errors_in_one_process() {
     let (_, h) = mem_handle(p);
     let mut out = 0;
     let lazy = IPC_MEM_LAZY_ENABLE_PEER_ACCESS;
-    assert_eq!(unsafe { cuIpcOpenMemHandle_v2(&mut out, h, lazy) }, INVALID_CONTEXT, "same process");
-    assert_eq!(unsafe { cuIpcOpenMemHandle(&mut out, h, lazy) }, INVALID_CONTEXT, "same process, v1");
-    assert_eq!(unsafe { cuIpcOpenMemHandle_v2(&mut out, h, 0) }, INVALID_VALUE, "flags 0");
-    assert_eq!(unsafe { cuIpcOpenMemHandle_v2(null_mut(), h, lazy) }, INVALID_VALUE);
-    let garbage = CUipcMemHandle { reserved: [0xAB; 64] };
-    assert_eq!(unsafe { cuIpcOpenMemHandle_v2(&mut out, garbage, lazy) }, INVALID_VALUE);
-    assert_eq!(unsafe { cuIpcCloseMemHandle(p) }, INVALID_VALUE, "not an IPC mapping");
+    assert_eq!(
+        unsafe { cuIpcOpenMemHandle_v2(&mut out, h, lazy) },
+        INVALID_CONTEXT,
+        "same process"
+    );
+    assert_eq!(
+        unsafe { cuIpcOpenMemHandle(&mut out, h, lazy) },
+        INVALID_CONTEXT,
+        "same process, v1"
+    );
+    assert_eq!(
+        unsafe { cuIpcOpenMemHandle_v2(&mut out, h, 0) },
+        INVALID_VALUE,
+        "flags 0"
+    );
+    assert_eq!(
+        unsafe { cuIpcOpenMemHandle_v2(null_mut(), h, lazy) },
+        INVALID_VALUE
+    );
+    let garbage = CUipcMemHandle {
+        reserved: [0xAB; 64],
+    };
+    assert_eq!(
+        unsafe { cuIpcOpenMemHandle_v2(&mut out, garbage, lazy) },
+        INVALID_VALUE
+    );
+    assert_eq!(
+        unsafe { cuIpcCloseMemHandle(p) },
+        INVALID_VALUE,
+        "not an IPC mapping"
+    );
     assert_eq!(unsafe { cuIpcCloseMemHandle(0) }, INVALID_VALUE);
 }
 
@@ -67,16 +94,32 @@ fn event_handles() {
     let mut plain = null_mut();
     assert_eq!(unsafe { cuEventCreate(&mut plain, 0) }, SUCCESS);
     let mut h = CUipcEventHandle { reserved: [0; 64] };
-    assert_eq!(unsafe { cuIpcGetEventHandle(&mut h, plain) }, INVALID_HANDLE);
+    assert_eq!(
+        unsafe { cuIpcGetEventHandle(&mut h, plain) },
+        INVALID_HANDLE
+    );
     let mut ipc_event = null_mut();
-    assert_eq!(unsafe { cuEventCreate(&mut ipc_event, EVENT_INTERPROCESS) }, INVALID_VALUE);
+    assert_eq!(
+        unsafe { cuEventCreate(&mut ipc_event, EVENT_INTERPROCESS) },
+        INVALID_VALUE
+    );
     let flags = EVENT_INTERPROCESS | EVENT_DISABLE_TIMING;
     assert_eq!(unsafe { cuEventCreate(&mut ipc_event, flags) }, SUCCESS);
     assert_eq!(unsafe { cuIpcGetEventHandle(&mut h, ipc_event) }, SUCCESS);
-    assert_eq!(unsafe { cuIpcGetEventHandle(null_mut(), ipc_event) }, INVALID_VALUE);
+    assert_eq!(
+        unsafe { cuIpcGetEventHandle(null_mut(), ipc_event) },
+        INVALID_VALUE
+    );
     let mut opened = null_mut();
-    assert_eq!(unsafe { cuIpcOpenEventHandle(&mut opened, h) }, INVALID_CONTEXT, "same process");
+    assert_eq!(
+        unsafe { cuIpcOpenEventHandle(&mut opened, h) },
+        INVALID_CONTEXT,
+        "same process"
+    );
     assert_eq!(unsafe { cuEventDestroy_v2(ipc_event) }, SUCCESS);
     assert_eq!(unsafe { cuEventDestroy_v2(ipc_event) }, INVALID_HANDLE);
-    assert_eq!(unsafe { cuIpcGetEventHandle(&mut h, ipc_event) }, INVALID_HANDLE);
+    assert_eq!(
+        unsafe { cuIpcGetEventHandle(&mut h, ipc_event) },
+        INVALID_HANDLE
+    );
 }

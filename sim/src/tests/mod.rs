@@ -27,11 +27,17 @@ pub fn setup(config: Config) {
 }
 
 pub fn r580() -> Config {
-    Config { state_dir: Some(state_dir()), ..Config::default() }
+    Config {
+        state_dir: Some(state_dir()),
+        ..Config::default()
+    }
 }
 
 pub fn documented() -> Config {
-    Config { behaviour: Behaviour::Documented, ..r580() }
+    Config {
+        behaviour: Behaviour::Documented,
+        ..r580()
+    }
 }
 
 /// One state directory for the whole test process.
@@ -44,7 +50,10 @@ fn state_dir() -> std::path::PathBuf {
 /// A new context on `device`, current on this thread.
 pub fn context(device: i32) -> CUcontext {
     let mut ctx = null_mut();
-    assert_eq!(unsafe { cuCtxCreate_v4(&mut ctx, null_mut(), 0, device) }, SUCCESS);
+    assert_eq!(
+        unsafe { cuCtxCreate_v4(&mut ctx, null_mut(), 0, device) },
+        SUCCESS
+    );
     ctx
 }
 
@@ -55,11 +64,17 @@ pub fn alloc(size: usize) -> CUdeviceptr {
 }
 
 pub fn upload(dst: CUdeviceptr, bytes: &[u8]) {
-    assert_eq!(unsafe { cuMemcpyHtoD_v2(dst, bytes.as_ptr().cast(), bytes.len()) }, SUCCESS);
+    assert_eq!(
+        unsafe { cuMemcpyHtoD_v2(dst, bytes.as_ptr().cast(), bytes.len()) },
+        SUCCESS
+    );
 }
 
 pub fn download(src: CUdeviceptr, n: usize) -> Vec<u8> {
     let mut out = vec![0u8; n];
-    assert_eq!(unsafe { cuMemcpyDtoH_v2(out.as_mut_ptr().cast::<c_void>(), src, n) }, SUCCESS);
+    assert_eq!(
+        unsafe { cuMemcpyDtoH_v2(out.as_mut_ptr().cast::<c_void>(), src, n) },
+        SUCCESS
+    );
     out
 }

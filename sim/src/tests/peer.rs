@@ -6,7 +6,9 @@ fn can_access_peer_follows_matrix_and_attributes() {
     let mut config = r580();
     config.devices = 3;
     config.peers = PeerMatrix::Pairs([(0, 1), (1, 0), (0, 2)].into_iter().collect());
-    config.attributes.insert((2, attribute::COMPUTE_CAPABILITY_MAJOR), 8);
+    config
+        .attributes
+        .insert((2, attribute::COMPUTE_CAPABILITY_MAJOR), 8);
     setup(config);
     let can = |a, b| {
         let mut v = -1;
@@ -17,15 +19,24 @@ fn can_access_peer_follows_matrix_and_attributes() {
     assert_eq!(can(1, 0), (SUCCESS, 1));
     assert_eq!(can(0, 0), (SUCCESS, 0), "a device is not its own peer");
     assert_eq!(can(1, 2), (SUCCESS, 0), "not in the matrix");
-    assert_eq!(can(0, 2), (SUCCESS, 0), "different major compute capability");
+    assert_eq!(
+        can(0, 2),
+        (SUCCESS, 0),
+        "different major compute capability"
+    );
     assert_eq!(can(0, 99).0, INVALID_DEVICE);
-    assert_eq!(unsafe { cuDeviceCanAccessPeer(null_mut(), 0, 1) }, INVALID_VALUE);
+    assert_eq!(
+        unsafe { cuDeviceCanAccessPeer(null_mut(), 0, 1) },
+        INVALID_VALUE
+    );
 }
 
 #[test]
 fn unified_addressing_off_blocks_peer_access() {
     let mut config = r580();
-    config.attributes.insert((1, attribute::UNIFIED_ADDRESSING), 0);
+    config
+        .attributes
+        .insert((1, attribute::UNIFIED_ADDRESSING), 0);
     setup(config);
     let mut v = -1;
     assert_eq!(unsafe { cuDeviceCanAccessPeer(&mut v, 0, 1) }, SUCCESS);
@@ -33,7 +44,10 @@ fn unified_addressing_off_blocks_peer_access() {
     let peer = context(1);
     let own = context(0);
     let _ = own;
-    assert_eq!(unsafe { cuCtxEnablePeerAccess(peer, 0) }, PEER_ACCESS_UNSUPPORTED);
+    assert_eq!(
+        unsafe { cuCtxEnablePeerAccess(peer, 0) },
+        PEER_ACCESS_UNSUPPORTED
+    );
 }
 
 #[test]
@@ -43,17 +57,40 @@ fn enable_disable_codes_r580() {
     let c0 = context(0); // current
     assert_eq!(unsafe { cuCtxEnablePeerAccess(c1, 1) }, INVALID_VALUE);
     assert_eq!(unsafe { cuCtxEnablePeerAccess(c1, 0) }, SUCCESS);
-    assert_eq!(unsafe { cuCtxEnablePeerAccess(c1, 0) }, PEER_ACCESS_ALREADY_ENABLED);
-    assert_eq!(unsafe { cuCtxEnablePeerAccess(c0, 0) }, PEER_ACCESS_UNSUPPORTED, "self on R580");
-    assert_eq!(unsafe { cuCtxEnablePeerAccess(null_mut(), 0) }, INVALID_CONTEXT);
-    assert_eq!(unsafe { cuCtxEnablePeerAccess(0xdead_beef as CUcontext, 0) }, INVALID_CONTEXT);
+    assert_eq!(
+        unsafe { cuCtxEnablePeerAccess(c1, 0) },
+        PEER_ACCESS_ALREADY_ENABLED
+    );
+    assert_eq!(
+        unsafe { cuCtxEnablePeerAccess(c0, 0) },
+        PEER_ACCESS_UNSUPPORTED,
+        "self on R580"
+    );
+    assert_eq!(
+        unsafe { cuCtxEnablePeerAccess(null_mut(), 0) },
+        INVALID_CONTEXT
+    );
+    assert_eq!(
+        unsafe { cuCtxEnablePeerAccess(0xdead_beef as CUcontext, 0) },
+        INVALID_CONTEXT
+    );
     assert_eq!(unsafe { cuCtxDisablePeerAccess(c1) }, SUCCESS);
-    assert_eq!(unsafe { cuCtxDisablePeerAccess(c1) }, PEER_ACCESS_NOT_ENABLED);
-    assert_eq!(unsafe { cuCtxDisablePeerAccess(c0) }, PEER_ACCESS_NOT_ENABLED, "self");
+    assert_eq!(
+        unsafe { cuCtxDisablePeerAccess(c1) },
+        PEER_ACCESS_NOT_ENABLED
+    );
+    assert_eq!(
+        unsafe { cuCtxDisablePeerAccess(c0) },
+        PEER_ACCESS_NOT_ENABLED,
+        "self"
+    );
     // Grants are directed: from the current context to the peer.
     assert_eq!(unsafe { cuCtxEnablePeerAccess(c1, 0) }, SUCCESS);
     assert_eq!(unsafe { cuCtxSetCurrent(c1) }, SUCCESS);
-    assert_eq!(unsafe { cuCtxDisablePeerAccess(c0) }, PEER_ACCESS_NOT_ENABLED);
+    assert_eq!(
+        unsafe { cuCtxDisablePeerAccess(c0) },
+        PEER_ACCESS_NOT_ENABLED
+    );
     assert_eq!(unsafe { cuCtxEnablePeerAccess(c0, 0) }, SUCCESS);
     // Destroying a context drops the grants that involve it.
     assert_eq!(unsafe { cuCtxSetCurrent(c0) }, SUCCESS);
@@ -86,7 +123,10 @@ fn peers_none_makes_everything_unsupported() {
     setup(config);
     let c1 = context(1);
     let _c0 = context(0);
-    assert_eq!(unsafe { cuCtxEnablePeerAccess(c1, 0) }, PEER_ACCESS_UNSUPPORTED);
+    assert_eq!(
+        unsafe { cuCtxEnablePeerAccess(c1, 0) },
+        PEER_ACCESS_UNSUPPORTED
+    );
 }
 
 #[test]
@@ -101,14 +141,35 @@ fn memcpy_peer_moves_bytes_and_checks_ranges() {
     assert_eq!(unsafe { cuMemcpyPeer(dst, c1, src, c0, 4096) }, SUCCESS);
     assert_eq!(download(dst, 4096), data);
     // Beyond the allocation: INVALID_VALUE, as R580.
-    assert_eq!(unsafe { cuMemcpyPeer(dst + 1, c1, src, c0, 4096) }, INVALID_VALUE);
-    assert_eq!(unsafe { cuMemcpyPeer(dst, c1, 0x1000, c0, 16) }, INVALID_VALUE);
+    assert_eq!(
+        unsafe { cuMemcpyPeer(dst + 1, c1, src, c0, 4096) },
+        INVALID_VALUE
+    );
+    assert_eq!(
+        unsafe { cuMemcpyPeer(dst, c1, 0x1000, c0, 16) },
+        INVALID_VALUE
+    );
     // R580 tolerates a NULL context.
-    assert_eq!(unsafe { cuMemcpyPeer(dst, null_mut(), src, c0, 16) }, SUCCESS);
-    assert_eq!(unsafe { cuMemcpyPeer_ptds(dst, c1, src, null_mut(), 16) }, SUCCESS);
-    assert_eq!(unsafe { cuMemcpyPeerAsync_ptsz(dst, c1, src, c0, 64, null_mut()) }, SUCCESS);
-    assert_eq!(unsafe { cuMemcpyPeerAsync(dst, c1, src, c0, 64, 0x57_0000_9999 as CUstream) }, INVALID_HANDLE);
-    assert_eq!(unsafe { cuMemcpyPeer(dst, 0x1234 as CUcontext, src, c0, 16) }, INVALID_CONTEXT);
+    assert_eq!(
+        unsafe { cuMemcpyPeer(dst, null_mut(), src, c0, 16) },
+        SUCCESS
+    );
+    assert_eq!(
+        unsafe { cuMemcpyPeer_ptds(dst, c1, src, null_mut(), 16) },
+        SUCCESS
+    );
+    assert_eq!(
+        unsafe { cuMemcpyPeerAsync_ptsz(dst, c1, src, c0, 64, null_mut()) },
+        SUCCESS
+    );
+    assert_eq!(
+        unsafe { cuMemcpyPeerAsync(dst, c1, src, c0, 64, 0x57_0000_9999 as CUstream) },
+        INVALID_HANDLE
+    );
+    assert_eq!(
+        unsafe { cuMemcpyPeer(dst, 0x1234 as CUcontext, src, c0, 16) },
+        INVALID_CONTEXT
+    );
 }
 
 #[test]
@@ -117,6 +178,9 @@ fn memcpy_peer_null_context_is_invalid_when_documented() {
     let c0 = context(0);
     let a = alloc(64);
     let b = alloc(64);
-    assert_eq!(unsafe { cuMemcpyPeer(a, null_mut(), b, c0, 16) }, INVALID_CONTEXT);
+    assert_eq!(
+        unsafe { cuMemcpyPeer(a, null_mut(), b, c0, 16) },
+        INVALID_CONTEXT
+    );
     assert_eq!(unsafe { cuMemcpyPeer(a, c0, b, c0, 16) }, SUCCESS);
 }

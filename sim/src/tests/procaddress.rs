@@ -28,20 +28,31 @@ fn r580_table_of_api_facts() {
     }
     assert_eq!(lookup("cuMemcpyPeer", 4000, 0), found(peer));
     assert_eq!(lookup("cuMemcpyPeer", 4000, 1), found(peer));
-    assert_eq!(lookup("cuMemcpyPeer", 4000, 2), not_sufficient, "PTDS below 7000");
+    assert_eq!(
+        lookup("cuMemcpyPeer", 4000, 2),
+        not_sufficient,
+        "PTDS below 7000"
+    );
     for version in [7000, 13000] {
         assert_eq!(lookup("cuMemcpyPeer", version, 0), found(peer));
         assert_eq!(lookup("cuMemcpyPeer", version, 1), found(peer));
         assert_eq!(lookup("cuMemcpyPeer", version, 2), found(peer_ptds));
     }
-    assert_eq!(lookup("cuMemcpyPeer", 7000, 3), found(peer_ptds), "3 behaves like PTDS");
+    assert_eq!(
+        lookup("cuMemcpyPeer", 7000, 3),
+        found(peer_ptds),
+        "3 behaves like PTDS"
+    );
     assert_eq!(lookup("cuMemcpyPeer", 7000, 4).0, INVALID_VALUE);
 
     let async_legacy = cuMemcpyPeerAsync as *mut c_void;
     assert_eq!(lookup("cuMemcpyPeerAsync", 4000, 0), found(async_legacy));
     assert_eq!(lookup("cuMemcpyPeerAsync", 7000, 0), found(async_legacy));
     assert_eq!(lookup("cuMemcpyPeerAsync", 4000, 2), not_sufficient);
-    assert_eq!(lookup("cuMemcpyPeerAsync", 7000, 2), found(cuMemcpyPeerAsync_ptsz as *mut c_void));
+    assert_eq!(
+        lookup("cuMemcpyPeerAsync", 7000, 2),
+        found(cuMemcpyPeerAsync_ptsz as *mut c_void)
+    );
 
     let attach = cuStreamAttachMemAsync as *mut c_void;
     let attach_ptsz = cuStreamAttachMemAsync_ptsz as *mut c_void;
@@ -49,8 +60,14 @@ fn r580_table_of_api_facts() {
         assert_eq!(lookup("cuStreamAttachMemAsync", version, 0), found(attach));
     }
     assert_eq!(lookup("cuStreamAttachMemAsync", 6000, 2), not_sufficient);
-    assert_eq!(lookup("cuStreamAttachMemAsync", 7000, 2), found(attach_ptsz));
-    assert_eq!(lookup("cuStreamAttachMemAsync", 12000, 2), found(attach_ptsz));
+    assert_eq!(
+        lookup("cuStreamAttachMemAsync", 7000, 2),
+        found(attach_ptsz)
+    );
+    assert_eq!(
+        lookup("cuStreamAttachMemAsync", 12000, 2),
+        found(attach_ptsz)
+    );
 
     let v1 = cuIpcOpenMemHandle as *mut c_void;
     let v2 = cuIpcOpenMemHandle_v2 as *mut c_void;
@@ -58,21 +75,48 @@ fn r580_table_of_api_facts() {
         assert_eq!(lookup("cuIpcOpenMemHandle", 4010, flags), found(v1));
         assert_eq!(lookup("cuIpcOpenMemHandle", 11000, flags), found(v2));
     }
-    assert_eq!(lookup("cuIpcGetMemHandle", 4010, 2), found(cuIpcGetMemHandle as *mut c_void));
-    assert_eq!(lookup("cuCtxEnablePeerAccess", 4000, 0), found(cuCtxEnablePeerAccess as *mut c_void));
+    assert_eq!(
+        lookup("cuIpcGetMemHandle", 4010, 2),
+        found(cuIpcGetMemHandle as *mut c_void)
+    );
+    assert_eq!(
+        lookup("cuCtxEnablePeerAccess", 4000, 0),
+        found(cuCtxEnablePeerAccess as *mut c_void)
+    );
 
-    assert_eq!(lookup("cuGetProcAddress", 11030, 0), found(cuGetProcAddress as *mut c_void));
-    assert_eq!(lookup("cuGetProcAddress", 12000, 0), found(cuGetProcAddress_v2 as *mut c_void));
-    assert_eq!(lookup("cuMemAlloc", 3020, 0), found(cuMemAlloc_v2 as *mut c_void));
+    assert_eq!(
+        lookup("cuGetProcAddress", 11030, 0),
+        found(cuGetProcAddress as *mut c_void)
+    );
+    assert_eq!(
+        lookup("cuGetProcAddress", 12000, 0),
+        found(cuGetProcAddress_v2 as *mut c_void)
+    );
+    assert_eq!(
+        lookup("cuMemAlloc", 3020, 0),
+        found(cuMemAlloc_v2 as *mut c_void)
+    );
     assert_eq!(lookup("cuMemAlloc", 2000, 0), not_sufficient);
     assert_eq!(lookup("cuInit", 2000, 0), found(cuInit as *mut c_void));
-    assert_eq!(lookup("cuCtxCreate", 12050, 0), found(cuCtxCreate_v4 as *mut c_void));
-    assert_eq!(lookup("cuCtxCreate", 12000, 0), found(cuCtxCreate_v3 as *mut c_void));
+    assert_eq!(
+        lookup("cuCtxCreate", 12050, 0),
+        found(cuCtxCreate_v4 as *mut c_void)
+    );
+    assert_eq!(
+        lookup("cuCtxCreate", 12000, 0),
+        found(cuCtxCreate_v3 as *mut c_void)
+    );
 
     // Unknown symbol and the cudart probe.
-    assert_eq!(lookup("cuNoSuchFunction", 12000, 0), (SUCCESS, PROC_ADDRESS_SYMBOL_NOT_FOUND, NULL));
+    assert_eq!(
+        lookup("cuNoSuchFunction", 12000, 0),
+        (SUCCESS, PROC_ADDRESS_SYMBOL_NOT_FOUND, NULL)
+    );
     let mut pfn = 0x1 as *mut c_void;
-    assert_eq!(unsafe { cuGetProcAddress_v2(c"".as_ptr(), &mut pfn, 0, 0, null_mut()) }, SUCCESS);
+    assert_eq!(
+        unsafe { cuGetProcAddress_v2(c"".as_ptr(), &mut pfn, 0, 0, null_mut()) },
+        SUCCESS
+    );
     assert!(pfn.is_null());
 
     // Logical endpoints: introduced at 13030.
@@ -81,7 +125,10 @@ fn r580_table_of_api_facts() {
     assert_eq!(lookup("cuLogicalEndpointCreate", 13000, 0), not_sufficient);
 
     // Above the driver version: INVALID_VALUE, status untouched.
-    assert_eq!(lookup("cuMemcpyPeer", 13040, 0), (INVALID_VALUE, -1, 0x1 as *mut c_void));
+    assert_eq!(
+        lookup("cuMemcpyPeer", 13040, 0),
+        (INVALID_VALUE, -1, 0x1 as *mut c_void)
+    );
     assert_eq!(lookup("cuMemcpyPeer", 99990, 0).1, -1);
 }
 
@@ -110,9 +157,18 @@ fn version_1_entry_point_resolves_the_same() {
 #[test]
 fn documented_falls_back_to_legacy_for_ptds() {
     setup(documented());
-    assert_eq!(lookup("cuMemcpyPeer", 4000, 2), found(cuMemcpyPeer as *mut c_void));
-    assert_eq!(lookup("cuStreamAttachMemAsync", 6000, 2), found(cuStreamAttachMemAsync as *mut c_void));
-    assert_eq!(lookup("cuMemcpyPeer", 7000, 2), found(cuMemcpyPeer_ptds as *mut c_void));
+    assert_eq!(
+        lookup("cuMemcpyPeer", 4000, 2),
+        found(cuMemcpyPeer as *mut c_void)
+    );
+    assert_eq!(
+        lookup("cuStreamAttachMemAsync", 6000, 2),
+        found(cuStreamAttachMemAsync as *mut c_void)
+    );
+    assert_eq!(
+        lookup("cuMemcpyPeer", 7000, 2),
+        found(cuMemcpyPeer_ptds as *mut c_void)
+    );
 }
 
 #[test]
@@ -120,13 +176,25 @@ fn driver_13000_has_no_logical_endpoints() {
     let mut config = r580();
     config.driver_version = 13000;
     setup(config);
-    assert_eq!(lookup("cuLogicalEndpointCreate", 13000, 0), (SUCCESS, PROC_ADDRESS_SYMBOL_NOT_FOUND, NULL));
-    assert_eq!(lookup("cuLogicalEndpointCreate", 13030, 0), (INVALID_VALUE, -1, 0x1 as *mut c_void));
+    assert_eq!(
+        lookup("cuLogicalEndpointCreate", 13000, 0),
+        (SUCCESS, PROC_ADDRESS_SYMBOL_NOT_FOUND, NULL)
+    );
+    assert_eq!(
+        lookup("cuLogicalEndpointCreate", 13030, 0),
+        (INVALID_VALUE, -1, 0x1 as *mut c_void)
+    );
     assert_eq!(unsafe { cuLogicalEndpointDestroy(1) }, NOT_SUPPORTED);
     let mut v = 0;
     assert_eq!(unsafe { cuDeviceGetAttribute(&mut v, 149, 0) }, SUCCESS);
-    assert_eq!(unsafe { cuDeviceGetAttribute(&mut v, 150, 0) }, INVALID_VALUE);
-    assert_eq!(unsafe { cuDeviceGetAttribute(&mut v, 153, 0) }, INVALID_VALUE);
+    assert_eq!(
+        unsafe { cuDeviceGetAttribute(&mut v, 150, 0) },
+        INVALID_VALUE
+    );
+    assert_eq!(
+        unsafe { cuDeviceGetAttribute(&mut v, 153, 0) },
+        INVALID_VALUE
+    );
     assert_eq!(unsafe { cuDriverGetVersion(&mut v) }, SUCCESS);
     assert_eq!(v, 13000);
 }
@@ -144,7 +212,10 @@ fn table_covers_every_interposed_function() {
         assert_eq!(row.base, f.base, "{}", f.symbol);
         if api == Api::Cuda {
             assert_eq!(row.since, f.since as i32, "{}", f.symbol);
-            assert_eq!(row.per_thread, f.variant != sharecheck_core::functions::Variant::Legacy);
+            assert_eq!(
+                row.per_thread,
+                f.variant != sharecheck_core::functions::Variant::Legacy
+            );
         }
     }
 }
@@ -156,14 +227,28 @@ fn hip_get_proc_address() {
     let mut pfn = null_mut();
     let mut status = -1;
     let rc = unsafe {
-        crate::hip_exports::hipGetProcAddress(c"hipMemcpyPeer".as_ptr(), &mut pfn, 602, 0, &mut status)
+        crate::hip_exports::hipGetProcAddress(
+            c"hipMemcpyPeer".as_ptr(),
+            &mut pfn,
+            602,
+            0,
+            &mut status,
+        )
     };
-    assert_eq!((rc, status, pfn), (SUCCESS, 0, crate::hip_exports::hipMemcpyPeer as *mut c_void));
+    assert_eq!(
+        (rc, status, pfn),
+        (SUCCESS, 0, crate::hip_exports::hipMemcpyPeer as *mut c_void)
+    );
     let rc = unsafe {
         crate::hip_exports::hipGetProcAddress(c"hipNoSuch".as_ptr(), &mut pfn, 602, 0, &mut status)
     };
-    assert_eq!((rc, status, pfn), (INVALID_VALUE, PROC_ADDRESS_SYMBOL_NOT_FOUND, null_mut()));
-    let rc = unsafe { crate::hip_exports::hipGetProcAddress(c"".as_ptr(), &mut pfn, 602, 0, &mut status) };
+    assert_eq!(
+        (rc, status, pfn),
+        (INVALID_VALUE, PROC_ADDRESS_SYMBOL_NOT_FOUND, null_mut())
+    );
+    let rc = unsafe {
+        crate::hip_exports::hipGetProcAddress(c"".as_ptr(), &mut pfn, 602, 0, &mut status)
+    };
     assert_eq!(rc, INVALID_VALUE);
     let rc = unsafe {
         crate::hip_exports::hipGetProcAddress(c"hipInit".as_ptr(), null_mut(), 602, 0, &mut status)
