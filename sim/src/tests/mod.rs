@@ -26,25 +26,13 @@ pub fn setup(config: Config) {
     assert_eq!(unsafe { cuInit(0) }, SUCCESS);
 }
 
+/// The default configuration (its state directory is the per-session default one).
 pub fn r580() -> Config {
-    Config {
-        state_dir: Some(state_dir()),
-        ..Config::default()
-    }
+    Config::default()
 }
 
 pub fn documented() -> Config {
-    Config {
-        behaviour: Behaviour::Documented,
-        ..r580()
-    }
-}
-
-/// One state directory for the whole test process.
-fn state_dir() -> std::path::PathBuf {
-    static DIR: once_cell::sync::Lazy<tempfile::TempDir> =
-        once_cell::sync::Lazy::new(|| tempfile::tempdir().expect("temp dir"));
-    DIR.path().to_path_buf()
+    Config { behaviour: Behaviour::Documented, ..r580() }
 }
 
 /// A new context on `device`, current on this thread.

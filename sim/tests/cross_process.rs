@@ -1,0 +1,184 @@
+//! The built library as a C program sees it: linked as `libcuda.so` through a directory of
+//! symlinks, across processes (IPC export in a parent, import in a fork+exec'ed child), and under
+//! an LD_PRELOADed library that exports the same names as the driver.
+//!
+//! Needs `cc` and the built `libsharecheck_sim.so` (`cargo build -p sharecheck-sim`; `cargo test`
+//! builds it too), found in the target directory beside this test executable.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A scratch directory, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let dir = std::env::temp_dir().join(format!(
+            "sharecheck-sim-{tag}-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).expect("create scratch directory");
+        Scratch(dir)
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `target/<profile>/libsharecheck_sim.so`: the test runs from `target/<profile>/deps/`.
+fn built_library() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
+    let lib = profile_dir.join("libsharecheck_sim.so");
+    assert!(
+        lib.is_file(),
+        "{} is missing: build it first with `cargo build -p sharecheck-sim` (same profile as the tests)",
+        lib.display()
+    );
+    lib
+}
+
+fn c_source(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(name)
+}
+
+fn run_checked(cmd: &mut Command, what: &str) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: cannot run: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A directory with `libcuda.so` and `libcuda.so.1` pointing at the built library, and the smoke
+/// program linked against it.
+struct Fixture {
+    dir: Scratch,
+    smoke: PathBuf,
+}
+
+impl Fixture {
+    fn new(tag: &str) -> Fixture {
+        let lib = built_library();
+        let dir = Scratch::new(tag);
+        for name in ["libcuda.so", "libcuda.so.1"] {
+            std::os::unix::fs::symlink(&lib, dir.path().join(name)).expect("symlink");
+        }
+        let smoke = dir.path().join("smoke");
+        run_checked(
+            Command::new("cc")
+                .arg("-o")
+                .arg(&smoke)
+                .arg(c_source("smoke.c"))
+                .arg("-L")
+                .arg(dir.path())
+                .args(["-lcuda", "-ldl"]),
+            "cc smoke.c",
+        );
+        Fixture { dir, smoke }
+    }
+
+    /// The smoke program in `mode`, with the simulator's directory on LD_LIBRARY_PATH and a
+    /// private state directory.
+    fn smoke(&self, mode: &str) -> Command {
+        let mut cmd = Command::new(&self.smoke);
+        cmd.arg(mode)
+            .env("LD_LIBRARY_PATH", self.dir.path())
+            .env("SHARECHECK_SIM_STATE_DIR", self.dir.path().join("state"))
+            .env_remove("LD_PRELOAD")
+            .env_remove("SHARECHECK_SIM_DEVICES")
+            .env_remove("SHARECHECK_SIM_PEERS")
+            .env_remove("SHARECHECK_SIM_BEHAVIOUR")
+            .env_remove("SHARECHECK_SIM_DRIVER_VERSION")
+            .env_remove("SHARECHECK_SIM_ATTRS")
+            .env_remove("SHARECHECK_SIM_CALL_LOG");
+        cmd
+    }
+}
+
+#[test]
+fn library_is_linked_symbolic() {
+    let lib = built_library();
+    match Command::new("readelf").arg("-d").arg(&lib).output() {
+        Ok(out) => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains("SYMBOLIC"), "no DT_SYMBOLIC / DF_SYMBOLIC:\n{text}");
+        }
+        Err(e) => eprintln!("readelf not available ({e}); the procaddr test covers the binding"),
+    }
+}
+
+#[test]
+fn basics_through_the_c_abi() {
+    let fx = Fixture::new("basics");
+    let out = run_checked(&mut fx.smoke("basics"), "smoke basics");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("devices=2"));
+    // A bad setting is reported once on stderr, naming the variable, and the default is used.
+    let out = run_checked(
+        fx.smoke("basics").env("SHARECHECK_SIM_DEVICES", "lots"),
+        "smoke basics with a bad device count",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("SHARECHECK_SIM_DEVICES").count(), 1, "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("devices=2"));
+    let out = run_checked(
+        fx.smoke("basics").env("SHARECHECK_SIM_DEVICES", "3"),
+        "smoke basics with 3 devices",
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("devices=3"));
+}
+
+#[test]
+fn ipc_export_in_parent_import_in_exec_child() {
+    let fx = Fixture::new("ipc");
+    let log = fx.dir.path().join("calls.log");
+    let out = run_checked(
+        fx.smoke("ipc-parent").env("SHARECHECK_SIM_CALL_LOG", &log),
+        "smoke ipc-parent",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("ipc-child: ok"), "{stdout}");
+    assert!(stdout.contains("ipc-parent: ok"), "{stdout}");
+    // Both processes appended to the call log, one exported name per line.
+    let calls = std::fs::read_to_string(&log).expect("call log");
+    let lines: Vec<&str> = calls.lines().collect();
+    for name in ["cuIpcGetMemHandle", "cuIpcOpenMemHandle_v2", "cuIpcOpenMemHandle", "cuIpcOpenEventHandle"] {
+        assert!(lines.contains(&name), "{name} not in the call log:\n{calls}");
+    }
+    assert_eq!(lines.iter().filter(|l| **l == "cuIpcCloseMemHandle").count(), 3);
+    assert!(lines.iter().all(|l| l.starts_with("cu")), "{calls}");
+}
+
+#[test]
+fn get_proc_address_hands_out_own_definitions_under_ld_preload() {
+    let fx = Fixture::new("procaddr");
+    let out = run_checked(&mut fx.smoke("procaddr"), "smoke procaddr");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("preloaded=0"));
+
+    let fake = fx.dir.path().join("libfake_peer.so");
+    run_checked(
+        Command::new("cc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(&fake)
+            .arg(c_source("fake_peer.c")),
+        "cc fake_peer.c",
+    );
+    let out = run_checked(fx.smoke("procaddr").env("LD_PRELOAD", &fake), "smoke procaddr under LD_PRELOAD");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("preloaded=1"), "the preload was not in effect:\n{stdout}");
+    assert!(stdout.contains("procaddr: ok"), "{stdout}");
+}
