@@ -35,25 +35,108 @@ impl Drop for Scratch {
     }
 }
 
-/// `target/<profile>/libsharecheck_sim.so`: the test runs from `target/<profile>/deps/`.
+/// The newest modification time of the sources the library is built from.
+fn newest_source() -> std::time::SystemTime {
+    fn walk(dir: &Path, newest: &mut std::time::SystemTime) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, newest);
+            } else if let Ok(modified) = entry.metadata().and_then(|m| m.modified()) {
+                *newest = (*newest).max(modified);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut newest = std::time::UNIX_EPOCH;
+    walk(&root.join("src"), &mut newest);
+    for file in ["build.rs", "Cargo.toml"] {
+        if let Ok(modified) = std::fs::metadata(root.join(file)).and_then(|m| m.modified()) {
+            newest = newest.max(modified);
+        }
+    }
+    newest
+}
+
+fn is_current(lib: &Path) -> bool {
+    std::fs::metadata(lib)
+        .and_then(|m| m.modified())
+        .is_ok_and(|built| built >= newest_source())
+}
+
+/// `cargo build -p sharecheck-sim` into the target directory and profile of this test: `cargo
+/// test` builds the unit-test harness of a cdylib crate, not the cdylib itself.
+fn build_library(profile_dir: &Path) -> Result<(), String> {
+    let target_dir = profile_dir.parent().ok_or("no target directory")?;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| env!("CARGO").to_string());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "-p", "sharecheck-sim", "--target-dir"])
+        .arg(target_dir);
+    match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") => {}
+        Some("release") => {
+            cmd.arg("--release");
+        }
+        Some(other) => {
+            cmd.args(["--profile", other]);
+        }
+        None => return Err("unknown profile directory".into()),
+    }
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let out = cmd
+        .arg("--manifest-path")
+        .arg(manifest)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// `target/<profile>/libsharecheck_sim.so` (the test runs from `target/<profile>/deps/`), built
+/// first if it is missing or older than the sources.
 fn built_library() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
-    let lib = profile_dir.join("libsharecheck_sim.so");
-    assert!(
-        lib.is_file(),
-        "{} is missing: build it first with `cargo build -p sharecheck-sim` (same profile as the tests)",
-        lib.display()
-    );
-    lib
+    static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .ok_or("no target/<profile>")?;
+        let lib = profile_dir.join("libsharecheck_sim.so");
+        if !is_current(&lib) {
+            build_library(profile_dir)?;
+        }
+        if is_current(&lib) {
+            Ok(lib)
+        } else {
+            Err(format!(
+                "{} is missing or older than sim/src",
+                lib.display()
+            ))
+        }
+    });
+    match built {
+        Ok(lib) => lib.clone(),
+        Err(why) => panic!(
+            "the simulated driver library is not available: {why}\n\
+             build it with `cargo build -p sharecheck-sim` (same profile as the tests)"
+        ),
+    }
 }
 
 fn c_source(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(name)
 }
 
 fn run_checked(cmd: &mut Command, what: &str) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: cannot run: {e}"));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run: {e}"));
     assert!(
         out.status.success(),
         "{what} failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
@@ -64,8 +147,8 @@ fn run_checked(cmd: &mut Command, what: &str) -> Output {
     out
 }
 
-/// A directory with `libcuda.so` and `libcuda.so.1` pointing at the built library, and the smoke
-/// program linked against it.
+/// A directory with `libcuda.so`, `libcuda.so.1` and `libamdhip64.so` pointing at the built
+/// library, and the smoke program linked against it.
 struct Fixture {
     dir: Scratch,
     smoke: PathBuf,
@@ -75,7 +158,7 @@ impl Fixture {
     fn new(tag: &str) -> Fixture {
         let lib = built_library();
         let dir = Scratch::new(tag);
-        for name in ["libcuda.so", "libcuda.so.1"] {
+        for name in ["libcuda.so", "libcuda.so.1", "libamdhip64.so"] {
             std::os::unix::fs::symlink(&lib, dir.path().join(name)).expect("symlink");
         }
         let smoke = dir.path().join("smoke");
@@ -86,7 +169,7 @@ impl Fixture {
                 .arg(c_source("smoke.c"))
                 .arg("-L")
                 .arg(dir.path())
-                .args(["-lcuda", "-ldl"]),
+                .args(["-lcuda", "-lamdhip64", "-ldl"]),
             "cc smoke.c",
         );
         Fixture { dir, smoke }
@@ -116,7 +199,10 @@ fn library_is_linked_symbolic() {
     match Command::new("readelf").arg("-d").arg(&lib).output() {
         Ok(out) => {
             let text = String::from_utf8_lossy(&out.stdout);
-            assert!(text.contains("SYMBOLIC"), "no DT_SYMBOLIC / DF_SYMBOLIC:\n{text}");
+            assert!(
+                text.contains("SYMBOLIC"),
+                "no DT_SYMBOLIC / DF_SYMBOLIC:\n{text}"
+            );
         }
         Err(e) => eprintln!("readelf not available ({e}); the procaddr test covers the binding"),
     }
@@ -133,7 +219,11 @@ fn basics_through_the_c_abi() {
         "smoke basics with a bad device count",
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(stderr.matches("SHARECHECK_SIM_DEVICES").count(), 1, "{stderr}");
+    assert_eq!(
+        stderr.matches("SHARECHECK_SIM_DEVICES").count(),
+        1,
+        "{stderr}"
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("devices=2"));
     let out = run_checked(
         fx.smoke("basics").env("SHARECHECK_SIM_DEVICES", "3"),
@@ -156,11 +246,34 @@ fn ipc_export_in_parent_import_in_exec_child() {
     // Both processes appended to the call log, one exported name per line.
     let calls = std::fs::read_to_string(&log).expect("call log");
     let lines: Vec<&str> = calls.lines().collect();
-    for name in ["cuIpcGetMemHandle", "cuIpcOpenMemHandle_v2", "cuIpcOpenMemHandle", "cuIpcOpenEventHandle"] {
-        assert!(lines.contains(&name), "{name} not in the call log:\n{calls}");
+    for name in [
+        "cuIpcGetMemHandle",
+        "cuIpcOpenMemHandle_v2",
+        "cuIpcOpenMemHandle",
+        "cuIpcOpenEventHandle",
+    ] {
+        assert!(
+            lines.contains(&name),
+            "{name} not in the call log:\n{calls}"
+        );
     }
-    assert_eq!(lines.iter().filter(|l| **l == "cuIpcCloseMemHandle").count(), 3);
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| **l == "cuIpcCloseMemHandle")
+            .count(),
+        3
+    );
     assert!(lines.iter().all(|l| l.starts_with("cu")), "{calls}");
+}
+
+#[test]
+fn hip_ipc_of_an_interior_pointer_across_processes() {
+    let fx = Fixture::new("hip-ipc");
+    let out = run_checked(&mut fx.smoke("hip-ipc-parent"), "smoke hip-ipc-parent");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("hip-ipc-child: ok"), "{stdout}");
+    assert!(stdout.contains("hip-ipc-parent: ok"), "{stdout}");
 }
 
 #[test]
@@ -177,8 +290,14 @@ fn get_proc_address_hands_out_own_definitions_under_ld_preload() {
             .arg(c_source("fake_peer.c")),
         "cc fake_peer.c",
     );
-    let out = run_checked(fx.smoke("procaddr").env("LD_PRELOAD", &fake), "smoke procaddr under LD_PRELOAD");
+    let out = run_checked(
+        fx.smoke("procaddr").env("LD_PRELOAD", &fake),
+        "smoke procaddr under LD_PRELOAD",
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("preloaded=1"), "the preload was not in effect:\n{stdout}");
+    assert!(
+        stdout.contains("preloaded=1"),
+        "the preload was not in effect:\n{stdout}"
+    );
     assert!(stdout.contains("procaddr: ok"), "{stdout}");
 }

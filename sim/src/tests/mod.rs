@@ -32,7 +32,10 @@ pub fn r580() -> Config {
 }
 
 pub fn documented() -> Config {
-    Config { behaviour: Behaviour::Documented, ..r580() }
+    Config {
+        behaviour: Behaviour::Documented,
+        ..r580()
+    }
 }
 
 /// A new context on `device`, current on this thread.

@@ -7,6 +7,8 @@
  *   ipc-child MEM EVENT    (run by ipc-parent) imports both handles, checks the bytes and codes
  *   procaddr               cuGetProcAddress_v2 pointers equal dlsym(libcuda, name), also under an
  *                          LD_PRELOADed library that exports the same names
+ *   hip-ipc-parent         as ipc-parent through HIP, exporting an interior pointer
+ *   hip-ipc-child MEM      (run by hip-ipc-parent) imports it on device 1
  *
  * Prototypes are written out here (as in CUDA 13.5 cuda.h) so the program needs no CUDA headers.
  */
@@ -46,6 +48,16 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned int fl
 CUresult cuIpcCloseMemHandle(CUdeviceptr p);
 CUresult cuIpcGetEventHandle(CUipcEventHandle *h, CUevent ev);
 CUresult cuIpcOpenEventHandle(CUevent *ev, CUipcEventHandle h);
+
+typedef int hipError_t;
+typedef struct { char reserved[64]; } hipIpcMemHandle_t;
+hipError_t hipSetDevice(int device);
+hipError_t hipMalloc(void **ptr, size_t size);
+hipError_t hipFree(void *ptr);
+hipError_t hipMemcpy(void *dst, const void *src, size_t n, int kind);
+hipError_t hipIpcGetMemHandle(hipIpcMemHandle_t *h, void *ptr);
+hipError_t hipIpcOpenMemHandle(void **ptr, hipIpcMemHandle_t h, unsigned int flags);
+hipError_t hipIpcCloseMemHandle(void *ptr);
 
 typedef CUresult (*GetProcAddress_v2)(const char *, void **, int, unsigned long long, int *);
 typedef CUresult (*MemcpyPeer)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t);
@@ -127,6 +139,18 @@ static int basics(void) {
     return finish("basics");
 }
 
+/* Runs this program again as `mode a b` in a forked, exec'ed child. */
+static pid_t spawn(const char *self, const char *mode, const char *a, const char *b) {
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        execl(self, self, mode, a, b, (char *)NULL);
+        perror("execl");
+        _exit(127);
+    }
+    return child;
+}
+
 static int ipc_parent(const char *self) {
     EXPECT(cuInit(0), 0);
     CUcontext ctx;
@@ -145,13 +169,7 @@ static int ipc_parent(const char *self) {
     char mem_hex[129], ev_hex[129];
     to_hex(&mem, mem_hex);
     to_hex(&evh, ev_hex);
-    fflush(stdout);
-    pid_t child = fork();
-    if (child == 0) {
-        execl(self, self, "ipc-child", mem_hex, ev_hex, (char *)NULL);
-        perror("execl");
-        _exit(127);
-    }
+    pid_t child = spawn(self, "ipc-child", mem_hex, ev_hex);
     int status = 0;
     waitpid(child, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -227,11 +245,51 @@ static int procaddr(void) {
     return finish("procaddr");
 }
 
+static int hip_ipc_parent(const char *self) {
+    EXPECT(hipSetDevice(0), 0);
+    unsigned char *p = NULL;
+    EXPECT(hipMalloc((void **)&p, 65536), 0);
+    unsigned char pattern[65536];
+    for (unsigned i = 0; i < sizeof pattern; i++) pattern[i] = (unsigned char)(i % 251);
+    EXPECT(hipMemcpy(p, pattern, sizeof pattern, 1), 0);
+    hipIpcMemHandle_t h;
+    EXPECT(hipIpcGetMemHandle(&h, p + 4096), 0); /* interior: HIP keeps the offset */
+    char hex[129];
+    to_hex(&h, hex);
+    int status = 0;
+    waitpid(spawn(self, "hip-ipc-child", hex, ""), &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    unsigned char byte = 0;
+    EXPECT(hipMemcpy(&byte, p + 4096, 1, 2), 0);
+    CHECK(byte == 0xA5);
+    EXPECT(hipFree(p), 0);
+    return finish("hip-ipc-parent");
+}
+
+static int hip_ipc_child(const char *hex) {
+    hipIpcMemHandle_t h;
+    from_hex(hex, &h);
+    EXPECT(hipSetDevice(1), 0);
+    unsigned char *q = NULL;
+    EXPECT(hipIpcOpenMemHandle((void **)&q, h, 0), 1); /* flags must be hipIpcMemLazyEnablePeerAccess */
+    EXPECT(hipIpcOpenMemHandle((void **)&q, h, 1), 0);
+    unsigned char seen[16];
+    EXPECT(hipMemcpy(seen, q, sizeof seen, 2), 0);
+    for (unsigned i = 0; i < sizeof seen; i++) CHECK(seen[i] == (unsigned char)((4096 + i) % 251));
+    unsigned char mark = 0xA5;
+    EXPECT(hipMemcpy(q, &mark, 1, 1), 0);
+    EXPECT(hipIpcCloseMemHandle(q), 0);
+    EXPECT(hipIpcCloseMemHandle(q), 1);
+    return finish("hip-ipc-child");
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "basics") == 0) return basics();
     if (argc >= 2 && strcmp(argv[1], "ipc-parent") == 0) return ipc_parent(argv[0]);
     if (argc >= 4 && strcmp(argv[1], "ipc-child") == 0) return ipc_child(argv[2], argv[3]);
     if (argc >= 2 && strcmp(argv[1], "procaddr") == 0) return procaddr();
-    fprintf(stderr, "usage: %s basics|ipc-parent|procaddr\n", argv[0]);
+    if (argc >= 2 && strcmp(argv[1], "hip-ipc-parent") == 0) return hip_ipc_parent(argv[0]);
+    if (argc >= 3 && strcmp(argv[1], "hip-ipc-child") == 0) return hip_ipc_child(argv[2]);
+    fprintf(stderr, "usage: %s basics|ipc-parent|procaddr|hip-ipc-parent\n", argv[0]);
     return 2;
 }
