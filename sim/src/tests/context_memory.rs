@@ -320,3 +320,30 @@ fn devices_attributes_and_names() {
     assert!(s.is_null());
     assert_eq!(unsafe { cuInit(1) }, INVALID_VALUE);
 }
+
+#[test]
+fn concurrent_threads_keep_their_own_contexts() {
+    setup(r580());
+    let workers: Vec<_> = (0..8)
+        .map(|i| {
+            std::thread::spawn(move || {
+                setup(r580());
+                let ctx = context(i % 2);
+                for round in 0..50u8 {
+                    let p = alloc(4096);
+                    let bytes = [round ^ i as u8; 64];
+                    upload(p + 64, &bytes);
+                    assert_eq!(download(p + 64, 64), bytes);
+                    assert_eq!(unsafe { cuMemFree_v2(p) }, SUCCESS);
+                }
+                let mut current = null_mut();
+                assert_eq!(unsafe { cuCtxGetCurrent(&mut current) }, SUCCESS);
+                assert_eq!(current, ctx);
+                assert_eq!(unsafe { cuCtxDestroy_v2(ctx) }, SUCCESS);
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("worker");
+    }
+}
