@@ -74,12 +74,11 @@ fn primary_context_refcount_and_reset() {
     assert_eq!(unsafe { cuCtxSetCurrent(p) }, SUCCESS);
     let mem = alloc(4096);
     assert_eq!(unsafe { cuDevicePrimaryCtxReset_v2(3) }, SUCCESS);
-    let mut base = 0;
-    assert_eq!(
-        unsafe { cuMemGetAddressRange_v2(&mut base, null_mut(), mem) },
-        NOT_FOUND,
-        "reset frees memory"
-    );
+    // The address may already serve another test thread, but not device 3 (only this test's).
+    let mut ordinal = -1;
+    let ordinal_ptr = (&mut ordinal as *mut i32).cast();
+    let rc = unsafe { cuPointerGetAttribute(ordinal_ptr, pointer_attribute::DEVICE_ORDINAL, mem) };
+    assert!(rc == INVALID_VALUE || ordinal != 3, "reset frees memory");
     assert_eq!(unsafe { cuDevicePrimaryCtxRelease_v2(3) }, SUCCESS);
     assert_eq!(
         unsafe { cuCtxSynchronize() },
@@ -158,7 +157,7 @@ fn memory_and_pointer_attributes() {
     );
     assert_eq!(unsafe { cuMemFree_v2(p + 8) }, INVALID_VALUE, "not a base");
     assert_eq!(unsafe { cuMemFree_v2(p) }, SUCCESS);
-    assert_eq!(unsafe { cuMemFree_v2(p) }, INVALID_VALUE);
+    // (Freeing p again is not checked: other test threads may own that address by now.)
     assert_eq!(
         unsafe { cuMemAllocManaged(&mut base, 64, 4) },
         INVALID_VALUE
