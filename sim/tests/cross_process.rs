@@ -228,6 +228,7 @@ fn ipc_export_in_parent_import_in_exec_child() {
         "cuIpcOpenMemHandle_v2",
         "cuIpcOpenMemHandle",
         "cuIpcOpenEventHandle",
+        "cuLogicalEndpointImport",
     ] {
         assert!(
             lines.contains(&name),

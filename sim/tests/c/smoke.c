@@ -2,7 +2,8 @@
  *
  * Modes (argv[1]):
  *   basics                 calls before cuInit, devices, contexts, copies, peer codes
- *   ipc-parent             exports memory and an event, runs `ipc-child` in a fork+exec'ed child,
+ *   ipc-parent             exports memory, an event and a logical endpoint, runs `ipc-child` in a
+ *                          fork+exec'ed child,
  *                          then checks the bytes the child wrote
  *   ipc-child MEM EVENT    (run by ipc-parent) imports both handles, checks the bytes and codes
  *   procaddr               cuGetProcAddress_v2 pointers equal dlsym(libcuda, name), also under an
@@ -48,6 +49,20 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned int fl
 CUresult cuIpcCloseMemHandle(CUdeviceptr p);
 CUresult cuIpcGetEventHandle(CUipcEventHandle *h, CUevent ev);
 CUresult cuIpcOpenEventHandle(CUevent *ev, CUipcEventHandle h);
+
+typedef struct {
+    unsigned int type; /* CUlogicalEndpointType: 1 = unicast */
+    int device;        /* unicast.device */
+    unsigned long long size;
+    unsigned int ipcHandleTypes; /* 1 = FABRIC */
+    unsigned int flags;
+} CUlogicalEndpointProp;
+CUresult cuLogicalEndpointIdReserve(unsigned int *base, unsigned int count);
+CUresult cuLogicalEndpointCreate(unsigned int id, const CUlogicalEndpointProp *prop);
+CUresult cuLogicalEndpointExport(void *handle, unsigned int id, unsigned int type);
+CUresult cuLogicalEndpointImport(unsigned int id, const void *handle, unsigned int type);
+CUresult cuLogicalEndpointQuery(unsigned int id, unsigned int count, int *status);
+CUresult cuLogicalEndpointDestroy(unsigned int id);
 
 typedef int hipError_t;
 typedef struct { char reserved[64]; } hipIpcMemHandle_t;
@@ -166,9 +181,17 @@ static int ipc_parent(const char *self) {
     EXPECT(cuEventCreate(&ev, 0x2 | 0x4), 0);
     CUipcEventHandle evh;
     EXPECT(cuIpcGetEventHandle(&evh, ev), 0);
-    char mem_hex[129], ev_hex[129];
+    unsigned int le_id = 0;
+    EXPECT(cuLogicalEndpointIdReserve(&le_id, 1), 0);
+    CUlogicalEndpointProp prop = {1, 0, 2u << 20, 1, 0};
+    EXPECT(cuLogicalEndpointCreate(le_id, &prop), 0);
+    unsigned char le_handle[64];
+    EXPECT(cuLogicalEndpointExport(le_handle, le_id, 1), 0);
+    char mem_hex[129], ev_hex[129], le_hex[129];
     to_hex(&mem, mem_hex);
     to_hex(&evh, ev_hex);
+    to_hex(le_handle, le_hex);
+    setenv("SMOKE_LE_HANDLE", le_hex, 1);
     pid_t child = spawn(self, "ipc-child", mem_hex, ev_hex);
     int status = 0;
     waitpid(child, &status, 0);
@@ -180,6 +203,7 @@ static int ipc_parent(const char *self) {
     for (unsigned i = 0; i < sizeof head; i++) all_5a &= head[i] == 0x5A;
     CHECK(all_5a);
     EXPECT(cuEventDestroy_v2(ev), 0);
+    EXPECT(cuLogicalEndpointDestroy(le_id), 0);
     EXPECT(cuMemFree_v2(p), 0);
     free(pattern);
     return finish("ipc-parent");
@@ -212,6 +236,20 @@ static int ipc_child(const char *mem_hex, const char *ev_hex) {
     CUevent ev;
     EXPECT(cuIpcOpenEventHandle(&ev, evh), 0);
     EXPECT(cuEventDestroy_v2(ev), 0);
+    /* The parent's logical endpoint, imported through its FABRIC handle. */
+    const char *le_hex = getenv("SMOKE_LE_HANDLE");
+    CHECK(le_hex != NULL);
+    if (le_hex) {
+        unsigned char le_handle[64];
+        from_hex(le_hex, le_handle);
+        unsigned int le_id = 0;
+        int ready = -1;
+        EXPECT(cuLogicalEndpointIdReserve(&le_id, 1), 0);
+        EXPECT(cuLogicalEndpointImport(le_id, le_handle, 1), 0);
+        EXPECT(cuLogicalEndpointQuery(le_id, 1, &ready), 0);
+        CHECK(ready == 1);
+        EXPECT(cuLogicalEndpointDestroy(le_id), 0);
+    }
     free(seen);
     return finish("ipc-child");
 }
