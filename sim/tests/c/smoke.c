@@ -3,9 +3,9 @@
  * Modes (argv[1]):
  *   basics                 calls before cuInit, devices, contexts, copies, peer codes
  *   ipc-parent             exports memory, an event and a logical endpoint, runs `ipc-child` in a
- *                          fork+exec'ed child,
- *                          then checks the bytes the child wrote
- *   ipc-child MEM EVENT    (run by ipc-parent) imports both handles, checks the bytes and codes
+ *                          fork+exec'ed child, then checks the bytes the child wrote
+ *   ipc-child MEM EVENT    (run by ipc-parent) imports the three handles (the logical endpoint's
+ *                          comes in SMOKE_LE_HANDLE), checks the bytes and codes
  *   procaddr               cuGetProcAddress_v2 pointers equal dlsym(libcuda, name), also under an
  *                          LD_PRELOADed library that exports the same names
  *   hip-ipc-parent         as ipc-parent through HIP, exporting an interior pointer
