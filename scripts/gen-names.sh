@@ -5,7 +5,7 @@ set -euo pipefail
 cuda_h="$1/cuda.h"
 hip_h="${2:-/usr/include}/hip/hip_runtime_api.h"
 out="$(dirname "$0")/../core/src/names.rs"
-pairs() { grep -oE "^\s*$1[A-Za-z_0-9]+\s*=\s*[0-9]+" | sed -E "s/\s*($1[A-Za-z_0-9]+)\s*=\s*([0-9]+)/\2 \1/" | awk '!seen[$1]++ {printf "        %s => \"%s\",\n", $1, $2}'; }
+pairs() { tr '\n' ' ' | grep -oE "$1[A-Za-z_0-9]+\s*=\s*[0-9]+" | sed -E "s/\s*($1[A-Za-z_0-9]+)\s*=\s*([0-9]+)/\2 \1/" | awk '!seen[$1]++ {printf "        %s => \"%s\",\n", $1, $2}'; }
 {
 echo '//! Result-code names (generated from CUDA 13.5 `cuda.h` and HIP `hip_runtime_api.h`; regenerate with scripts/gen-names.sh).'
 echo

@@ -12,10 +12,15 @@ fn a_function_the_driver_lacks_returns_not_supported_with_one_log_line() {
     let exe = s.compile(
         "endpoint_call.c",
         "endpoint_call",
-        &[&format!("-L{}", target_dir().display()), "-lsharecheck", &format!("-Wl,-rpath,{}", target_dir().display())],
+        &[
+            &format!("-L{}", target_dir().display()),
+            "-lsharecheck",
+            &format!("-Wl,-rpath,{}", target_dir().display()),
+        ],
     );
     let mut cmd = s.under_shim(&exe);
-    cmd.env_remove("LD_PRELOAD").env("SHARECHECK_CUDA_LIBRARY", &stub);
+    cmd.env_remove("LD_PRELOAD")
+        .env("SHARECHECK_CUDA_LIBRARY", &stub);
     let out = run_ok(&mut cmd);
     let printed = printed_calls(&out);
     assert_eq!(
@@ -27,9 +32,16 @@ fn a_function_the_driver_lacks_returns_not_supported_with_one_log_line() {
         ]
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("cuLogicalEndpointIdReserve")).collect();
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("cuLogicalEndpointIdReserve"))
+        .collect();
     assert_eq!(lines.len(), 1, "exactly one log line:\n{stderr}");
-    assert!(lines[0].contains("CUDA 13.3") && lines[0].contains("CUDA_ERROR_NOT_SUPPORTED"), "{}", lines[0]);
+    assert!(
+        lines[0].contains("CUDA 13.3") && lines[0].contains("CUDA_ERROR_NOT_SUPPORTED"),
+        "{}",
+        lines[0]
+    );
     let records = s.records();
     let le = calls(&records)[0].clone();
     assert_eq!(le["fn"], "cuLogicalEndpointIdReserve");
@@ -45,7 +57,11 @@ fn no_driver_at_all_returns_not_supported_and_says_what_was_tried() {
     let exe = s.compile(
         "endpoint_call.c",
         "endpoint_call",
-        &[&format!("-L{}", target_dir().display()), "-lsharecheck", &format!("-Wl,-rpath,{}", target_dir().display())],
+        &[
+            &format!("-L{}", target_dir().display()),
+            "-lsharecheck",
+            &format!("-Wl,-rpath,{}", target_dir().display()),
+        ],
     );
     let mut cmd = s.under_shim(&exe);
     cmd.env_remove("LD_PRELOAD")
@@ -56,9 +72,22 @@ fn no_driver_at_all_returns_not_supported_and_says_what_was_tried() {
     if std::path::Path::new("/usr/lib/x86_64-linux-gnu/libcuda.so.1").exists() {
         return; // a machine with a real driver would find it by soname
     }
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(printed_calls(&out).iter().all(|(_, rc)| *rc == 801));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(stderr.matches("no CUDA driver library could be loaded").count(), 1, "{stderr}");
-    assert!(stderr.contains("no-such-libcuda.so") && stderr.contains("libcuda.so.1"), "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("no CUDA driver library could be loaded")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("no-such-libcuda.so") && stderr.contains("libcuda.so.1"),
+        "{stderr}"
+    );
 }

@@ -5,7 +5,8 @@ mod common;
 use common::*;
 use std::process::Command;
 
-const REGENERATE: &str = "cbindgen --config cbindgen.toml --output include/sharecheck.h src/capi.rs \
+const REGENERATE: &str =
+    "cbindgen --config cbindgen.toml --output include/sharecheck.h src/capi.rs \
      (or SHARECHECK_UPDATE_HEADER=1 cargo test --test header)";
 
 fn generated() -> String {
@@ -28,7 +29,10 @@ fn checked_in_header_is_what_cbindgen_generates() {
         std::fs::write(&path, &fresh).unwrap();
     }
     let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(checked_in == fresh, "include/sharecheck.h is stale; regenerate it: {REGENERATE}");
+    assert!(
+        checked_in == fresh,
+        "include/sharecheck.h is stale; regenerate it: {REGENERATE}"
+    );
 }
 
 #[test]
@@ -40,18 +44,34 @@ fn header_compiles_as_strict_c_and_cpp() {
         "#include <sharecheck.h>\nint main(void) { return sharecheck_version() == 0 || sharecheck_flush() > 0 || sharecheck_annotate(\"x\") > 0 || sharecheck_finding_count() > 1000; }\n",
     )
     .unwrap();
-    for (compiler, std) in [("cc", "-std=c11"), ("cc", "-std=c99"), ("c++", "-std=c++11"), ("c++", "-std=c++17")] {
+    for (compiler, std) in [
+        ("cc", "-std=c11"),
+        ("cc", "-std=c99"),
+        ("c++", "-std=c++11"),
+        ("c++", "-std=c++17"),
+    ] {
         let mut cmd = Command::new(compiler);
         if compiler == "c++" {
             cmd.args(["-x", "c++"]);
         }
         let out = cmd
-            .args([std, "-Wall", "-Wextra", "-Werror", "-pedantic", "-fsyntax-only"])
+            .args([
+                std,
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-pedantic",
+                "-fsyntax-only",
+            ])
             .arg(format!("-I{}", root().join("include").display()))
             .arg(&src)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{compiler} {std}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{compiler} {std}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
@@ -83,7 +103,10 @@ fn cpp_program_linking_the_library_directly_uses_its_api() {
     assert_eq!(printed(&out, "FLUSH"), "0");
     assert_eq!(printed(&out, "FINDINGS"), "0");
     let records = s.records();
-    let annotation = records.iter().find(|r| r["event"] == "annotation").expect("annotation record");
+    let annotation = records
+        .iter()
+        .find(|r| r["event"] == "annotation")
+        .expect("annotation record");
     assert_eq!(annotation["text"], "phase: peer setup");
     assert!(annotation["fn"].is_null());
     assert_eq!(fn_ret(&records), printed_calls(&out));

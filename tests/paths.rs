@@ -10,21 +10,37 @@ fn assert_trace_matches_program(scratch: &Scratch, out: &std::process::Output) {
     let printed = printed_calls(out);
     assert!(!printed.is_empty(), "program printed no CALL lines");
     let traced = fn_ret(&scratch.records());
-    assert_eq!(traced, printed, "trace (left) differs from what the program saw (right)");
+    assert_eq!(
+        traced, printed,
+        "trace (left) differs from what the program saw (right)"
+    );
 }
 
 #[test]
 fn direct_link_records_every_call_with_the_drivers_result() {
     let s = Scratch::new("direct_link");
     let libs = s.sim_libs();
-    let exe = s.compile("direct_cuda.c", "direct_cuda", &[&format!("-L{}", libs.display()), "-lcuda"]);
+    let exe = s.compile(
+        "direct_cuda.c",
+        "direct_cuda",
+        &[&format!("-L{}", libs.display()), "-lcuda"],
+    );
     let out = run_ok(&mut s.under_shim(&exe));
     assert_trace_matches_program(&s, &out);
     let traced = fn_ret(&s.records());
     // The documented codes came through: 704 for the second enable, 705 for the second disable.
-    assert!(traced.contains(&("cuCtxEnablePeerAccess".into(), 704)), "{traced:?}");
-    assert!(traced.contains(&("cuCtxDisablePeerAccess".into(), 705)), "{traced:?}");
-    assert!(traced.contains(&("cuIpcOpenMemHandle_v2".into(), 201)), "{traced:?}");
+    assert!(
+        traced.contains(&("cuCtxEnablePeerAccess".into(), 704)),
+        "{traced:?}"
+    );
+    assert!(
+        traced.contains(&("cuCtxDisablePeerAccess".into(), 705)),
+        "{traced:?}"
+    );
+    assert!(
+        traced.contains(&("cuIpcOpenMemHandle_v2".into(), 201)),
+        "{traced:?}"
+    );
     assert_eq!(printed(&out, "CAN"), "1");
 }
 
@@ -35,13 +51,24 @@ fn per_thread_default_stream_build_records_ptds_and_ptsz_symbols() {
     let exe = s.compile(
         "direct_cuda.c",
         "direct_cuda_ptds",
-        &["-DCUDA_API_PER_THREAD_DEFAULT_STREAM", &format!("-L{}", libs.display()), "-lcuda"],
+        &[
+            "-DCUDA_API_PER_THREAD_DEFAULT_STREAM",
+            &format!("-L{}", libs.display()),
+            "-lcuda",
+        ],
     );
     let out = run_ok(&mut s.under_shim(&exe));
     assert_trace_matches_program(&s, &out);
     let names: Vec<String> = fn_ret(&s.records()).into_iter().map(|(f, _)| f).collect();
-    for expected in ["cuMemcpyPeer_ptds", "cuMemcpyPeerAsync_ptsz", "cuStreamAttachMemAsync_ptsz"] {
-        assert!(names.iter().any(|n| n == expected), "{expected} missing from {names:?}");
+    for expected in [
+        "cuMemcpyPeer_ptds",
+        "cuMemcpyPeerAsync_ptsz",
+        "cuStreamAttachMemAsync_ptsz",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} missing from {names:?}"
+        );
     }
 }
 
@@ -49,7 +76,11 @@ fn per_thread_default_stream_build_records_ptds_and_ptsz_symbols() {
 fn direct_link_of_hip_records_every_call() {
     let s = Scratch::new("direct_hip");
     let libs = s.sim_libs();
-    let exe = s.compile("direct_hip.c", "direct_hip", &[&format!("-L{}", libs.display()), "-lamdhip64"]);
+    let exe = s.compile(
+        "direct_hip.c",
+        "direct_hip",
+        &[&format!("-L{}", libs.display()), "-lamdhip64"],
+    );
     let out = run_ok(&mut s.under_shim(&exe));
     assert_trace_matches_program(&s, &out);
     let records = s.records();
@@ -62,12 +93,21 @@ fn dlopen_and_dlsym_get_the_shims_wrappers_for_covered_names_only() {
     let s = Scratch::new("dlsym_path");
     let exe = s.compile("dlsym_path.c", "dlsym_path", &["-ldl"]);
     let out = run_ok(&mut s.under_shim(&exe));
-    assert_eq!(printed(&out, "OBJECT cuDeviceCanAccessPeer"), "libsharecheck.so");
-    assert_eq!(printed(&out, "OBJECT cuCtxEnablePeerAccess"), "libsharecheck.so");
+    assert_eq!(
+        printed(&out, "OBJECT cuDeviceCanAccessPeer"),
+        "libsharecheck.so"
+    );
+    assert_eq!(
+        printed(&out, "OBJECT cuCtxEnablePeerAccess"),
+        "libsharecheck.so"
+    );
     // Not covered: the driver's own pointer, identical (same object, same symbol, same address).
     assert_eq!(printed(&out, "OBJECT cuMemAlloc_v2"), "libcuda.so.1");
     assert_eq!(printed(&out, "EXACT cuMemAlloc_v2"), "1");
-    assert_eq!(printed(&out, "OBJECT default:cuMemcpyPeer"), "libsharecheck.so");
+    assert_eq!(
+        printed(&out, "OBJECT default:cuMemcpyPeer"),
+        "libsharecheck.so"
+    );
     assert_trace_matches_program(&s, &out);
 }
 
@@ -76,7 +116,10 @@ fn runtime_style_resolution_substitutes_by_the_real_symbol_returned() {
     let s = Scratch::new("runtime_style");
     let exe = s.compile("runtime_style.c", "runtime_style", &["-ldl"]);
     let out = run_ok(&mut s.under_shim(&exe));
-    assert_eq!(printed(&out, "OBJECT cuGetProcAddress_v2"), "libsharecheck.so");
+    assert_eq!(
+        printed(&out, "OBJECT cuGetProcAddress_v2"),
+        "libsharecheck.so"
+    );
     // The runtime's probe passes through untouched.
     assert_eq!(printed(&out, "PROBE"), "0 null");
     // Its self-lookups return the shim's resolvers (v2 and the 4-argument v1).
@@ -87,8 +130,14 @@ fn runtime_style_resolution_substitutes_by_the_real_symbol_returned() {
     assert_eq!(printed(&out, "SAME cuMemAlloc"), "1");
     // Results and statuses the shim must not touch (the R580 table).
     assert_eq!(printed(&out, "RESOLVE cuMemcpyPeer@4000/2"), "0 2 null");
-    assert_eq!(printed(&out, "RESOLVE cuLogicalEndpointCreate@99990/0"), "1 -1 null");
-    assert_eq!(printed(&out, "RESOLVE cuNoSuchFunction@12000/0"), "0 1 null");
+    assert_eq!(
+        printed(&out, "RESOLVE cuLogicalEndpointCreate@99990/0"),
+        "1 -1 null"
+    );
+    assert_eq!(
+        printed(&out, "RESOLVE cuNoSuchFunction@12000/0"),
+        "0 1 null"
+    );
     assert_eq!(printed(&out, "RESOLVE_V1"), "0 ptr");
     assert_trace_matches_program(&s, &out);
     let names: Vec<String> = fn_ret(&s.records()).into_iter().map(|(f, _)| f).collect();
@@ -101,7 +150,10 @@ fn runtime_style_resolution_substitutes_by_the_real_symbol_returned() {
         "cuIpcOpenMemHandle_v2",
         "cuMemcpyPeerAsync_ptsz",
     ] {
-        assert!(names.iter().any(|n| n == expected), "{expected} missing from {names:?}");
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} missing from {names:?}"
+        );
     }
 }
 
@@ -110,9 +162,15 @@ fn hip_get_proc_address_substitutes_covered_functions() {
     let s = Scratch::new("hip_procaddress");
     let exe = s.compile("hip_procaddress.c", "hip_procaddress", &["-ldl"]);
     let out = run_ok(&mut s.under_shim(&exe));
-    assert_eq!(printed(&out, "OBJECT hipGetProcAddress"), "libsharecheck.so");
-    assert_eq!(printed(&out, "OBJECT hipDeviceCanAccessPeer"), "libsharecheck.so");
-    assert_eq!(printed(&out, "OBJECT hipMalloc"), "libcuda.so.1");
+    assert_eq!(
+        printed(&out, "OBJECT hipGetProcAddress"),
+        "libsharecheck.so"
+    );
+    assert_eq!(
+        printed(&out, "OBJECT hipDeviceCanAccessPeer"),
+        "libsharecheck.so"
+    );
+    assert_eq!(printed(&out, "OBJECT hipMalloc"), "libamdhip64.so");
     assert_eq!(printed(&out, "SAME hipMalloc"), "1");
     // HIP answers a missing symbol with hipErrorInvalidValue and SYMBOL_NOT_FOUND: unchanged.
     assert_eq!(printed(&out, "MISSING"), "1 1");
@@ -123,31 +181,63 @@ fn hip_get_proc_address_substitutes_covered_functions() {
 fn real_hip_runtime_without_gpu_is_traced_with_its_own_codes() {
     // Debian's libamdhip64 (libamdhip64-dev) runs without a GPU and answers hipErrorNoDevice.
     let s = Scratch::new("real_hip");
-    let exe = s.compile("direct_hip.c", "direct_hip_real", &["-L/usr/lib/x86_64-linux-gnu", "-lamdhip64"]);
+    let exe = s.compile(
+        "direct_hip.c",
+        "direct_hip_real",
+        &["-L/usr/lib/x86_64-linux-gnu", "-lamdhip64"],
+    );
     let mut cmd = s.under_shim(&exe);
     cmd.env_remove("LD_LIBRARY_PATH");
     let out = run_ok(&mut cmd);
-    assert_eq!(printed(&out, "COUNT"), "100 0", "expected the real runtime's hipErrorNoDevice");
+    assert_eq!(
+        printed(&out, "COUNT"),
+        "100 0",
+        "expected the real runtime's hipErrorNoDevice"
+    );
     assert_trace_matches_program(&s, &out);
     let records = s.records();
-    let process = records.iter().find(|r| r["event"] == "process").expect("process record");
-    assert!(process["exe"].as_str().unwrap().ends_with("direct_hip_real"));
+    let process = records
+        .iter()
+        .find(|r| r["event"] == "process")
+        .expect("process record");
+    assert!(process["exe"]
+        .as_str()
+        .unwrap()
+        .ends_with("direct_hip_real"));
 }
 
 #[test]
 fn rtld_next_from_another_library_keeps_its_meaning() {
     let s = Scratch::new("layered");
-    let first = s.compile("layered_first.c", "liblayered_first.so", &["-shared", "-fPIC", "-ldl"]);
-    let second = s.compile("layered_second.c", "liblayered_second.so", &["-shared", "-fPIC"]);
+    let first = s.compile(
+        "layered_first.c",
+        "liblayered_first.so",
+        &["-shared", "-fPIC", "-ldl"],
+    );
+    let second = s.compile(
+        "layered_second.c",
+        "liblayered_second.so",
+        &["-shared", "-fPIC"],
+    );
     let _ = (first, second);
     let dir = s.dir.display().to_string();
     let exe = s.compile(
         "layered_main.c",
         "layered_main",
-        &["-Wl,--no-as-needed", &format!("-L{dir}"), "-llayered_first", "-llayered_second", &format!("-Wl,-rpath,{dir}")],
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{dir}"),
+            "-llayered_first",
+            "-llayered_second",
+            &format!("-Wl,-rpath,{dir}"),
+        ],
     );
     let plain = run_ok(&mut std::process::Command::new(&exe));
     assert_eq!(printed(&plain, "LAYERED"), "102");
     let shimmed = run_ok(&mut s.under_shim(&exe));
-    assert_eq!(printed(&shimmed, "LAYERED"), "102", "RTLD_NEXT became relative to the shim");
+    assert_eq!(
+        printed(&shimmed, "LAYERED"),
+        "102",
+        "RTLD_NEXT became relative to the shim"
+    );
 }

@@ -8,34 +8,65 @@ use std::os::unix::fs::PermissionsExt;
 fn threads_and_fork_give_whole_records_in_one_file_per_process() {
     let s = Scratch::new("threads_fork");
     let libs = s.sim_libs();
-    let exe = s.compile("threads_fork.c", "threads_fork", &[&format!("-L{}", libs.display()), "-lcuda", "-lpthread"]);
+    let exe = s.compile(
+        "threads_fork.c",
+        "threads_fork",
+        &[&format!("-L{}", libs.display()), "-lcuda", "-lpthread"],
+    );
     let (threads, per_thread, child_calls) = (8, 500, 7);
-    let out = run_ok(s.under_shim(&exe).args([threads.to_string(), per_thread.to_string(), child_calls.to_string()]));
+    let out = run_ok(s.under_shim(&exe).args([
+        threads.to_string(),
+        per_thread.to_string(),
+        child_calls.to_string(),
+    ]));
     let child: u64 = printed(&out, "CHILD").parse().unwrap();
 
-    let files: Vec<_> = std::fs::read_dir(s.traces()).unwrap().map(|e| e.unwrap().path()).collect();
+    let files: Vec<_> = std::fs::read_dir(s.traces())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     assert_eq!(files.len(), 2, "one file per process: {files:?}");
     // read_records parses every line and checks that no file ends with a cut record.
     let records = s.records();
-    let parent_calls: Vec<_> = calls(&records).into_iter().filter(|r| r["pid"] != child).collect();
+    let parent_calls: Vec<_> = calls(&records)
+        .into_iter()
+        .filter(|r| r["pid"] != child)
+        .collect();
     let child_records: Vec<_> = records.iter().filter(|r| r["pid"] == child).collect();
     assert_eq!(parent_calls.len(), threads * per_thread + 1);
     let child_calls_seen = child_records.iter().filter(|r| !r["fn"].is_null()).count();
-    assert_eq!(child_calls_seen, child_calls, "the child must not repeat the parent's records");
+    assert_eq!(
+        child_calls_seen, child_calls,
+        "the child must not repeat the parent's records"
+    );
     // The child's file starts with its own process record and counts from 1 again.
     assert_eq!(child_records[0]["event"], "process");
     let first_child_call = child_records.iter().find(|r| !r["fn"].is_null()).unwrap();
     assert_eq!(first_child_call["seq"], 1);
-    assert_eq!(first_child_call["tid"].as_u64(), Some(child), "tid after fork is the child's");
+    assert_eq!(
+        first_child_call["tid"].as_u64(),
+        Some(child),
+        "tid after fork is the child's"
+    );
     // Sequence numbers are unique per process.
-    let mut seqs: Vec<u64> = parent_calls.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    let mut seqs: Vec<u64> = parent_calls
+        .iter()
+        .map(|r| r["seq"].as_u64().unwrap())
+        .collect();
     seqs.sort();
     seqs.dedup();
     assert_eq!(seqs.len(), parent_calls.len());
     // Both processes end with an exit record carrying their own totals.
     for pid in [child, parent_calls[0]["pid"].as_u64().unwrap()] {
-        let exit = records.iter().find(|r| r["pid"] == pid && r["event"] == "exit").expect("exit record");
-        let expected = if pid == child { child_calls } else { threads * per_thread + 1 };
+        let exit = records
+            .iter()
+            .find(|r| r["pid"] == pid && r["event"] == "exit")
+            .expect("exit record");
+        let expected = if pid == child {
+            child_calls
+        } else {
+            threads * per_thread + 1
+        };
         assert_eq!(exit["calls"].as_u64(), Some(expected as u64));
     }
 }
@@ -44,7 +75,11 @@ fn threads_and_fork_give_whole_records_in_one_file_per_process() {
 fn trace_files_are_private_and_never_overwritten_or_followed() {
     let s = Scratch::new("trace_create");
     let libs = s.sim_libs();
-    let exe = s.compile("direct_cuda.c", "direct_cuda", &[&format!("-L{}", libs.display()), "-lcuda"]);
+    let exe = s.compile(
+        "direct_cuda.c",
+        "direct_cuda",
+        &[&format!("-L{}", libs.display()), "-lcuda"],
+    );
     let fixed = s.traces().join("fixed.jsonl");
     // An existing file of that name is kept as it was; the trace goes to NAME.<pid>.
     std::fs::write(&fixed, "precious\n").unwrap();
@@ -58,14 +93,22 @@ fn trace_files_are_private_and_never_overwritten_or_followed() {
     assert_eq!(written.len(), 1, "{written:?}");
     let mode = std::fs::metadata(&written[0]).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
-    assert!(written[0].file_name().unwrap().to_string_lossy().starts_with("fixed.jsonl."));
+    assert!(written[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("fixed.jsonl."));
 
     // A symlink planted at the trace path is not followed (and its target not touched).
     let victim = s.path("victim");
     std::fs::write(&victim, "victim\n").unwrap();
     let link = s.path("link.jsonl");
     std::os::unix::fs::symlink(&victim, &link).unwrap();
-    let out = s.under_shim(&exe).env("SHARECHECK_TRACE", &link).output().unwrap();
+    let out = s
+        .under_shim(&exe)
+        .env("SHARECHECK_TRACE", &link)
+        .output()
+        .unwrap();
     assert!(out.status.success());
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "victim\n");
 }
@@ -73,9 +116,16 @@ fn trace_files_are_private_and_never_overwritten_or_followed() {
 #[test]
 fn a_process_that_never_calls_the_driver_writes_nothing() {
     let s = Scratch::new("no_gpu");
-    let out = s.under_shim(std::path::Path::new("/bin/true")).output().unwrap();
+    let out = s
+        .under_shim(std::path::Path::new("/bin/true"))
+        .output()
+        .unwrap();
     assert!(out.status.success());
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(std::fs::read_dir(s.traces()).unwrap().count(), 0);
 }
 
@@ -83,35 +133,83 @@ fn a_process_that_never_calls_the_driver_writes_nothing() {
 fn ipc_handles_are_fingerprinted_alike_across_processes_and_never_written_raw() {
     let s = Scratch::new("ipc_pair");
     let libs = s.sim_libs();
-    let exe = s.compile("ipc_pair.c", "ipc_pair", &[&format!("-L{}", libs.display()), "-lcuda"]);
+    let exe = s.compile(
+        "ipc_pair.c",
+        "ipc_pair",
+        &[&format!("-L{}", libs.display()), "-lcuda"],
+    );
     let out = run_ok(s.under_shim(&exe).current_dir(&s.dir));
     let raw_handle = printed(&out, "HANDLE");
     assert_eq!(raw_handle.len(), 128);
     let records = s.records();
-    let get = calls(&records).into_iter().find(|r| r["fn"] == "cuIpcGetMemHandle").unwrap().clone();
-    let open = calls(&records).into_iter().find(|r| r["fn"] == "cuIpcOpenMemHandle_v2").unwrap().clone();
-    assert_ne!(get["pid"], open["pid"], "the import happens in the child process");
+    let get = calls(&records)
+        .into_iter()
+        .find(|r| r["fn"] == "cuIpcGetMemHandle")
+        .unwrap()
+        .clone();
+    let open = calls(&records)
+        .into_iter()
+        .find(|r| r["fn"] == "cuIpcOpenMemHandle_v2")
+        .unwrap()
+        .clone();
+    assert_ne!(
+        get["pid"], open["pid"],
+        "the import happens in the child process"
+    );
     assert_eq!(open["ret"], 0);
     let exported = get["args"]["pHandle"]["value"].as_str().unwrap();
     assert!(exported.starts_with("fp:"), "{exported}");
-    assert_eq!(open["args"]["handle"].as_str().unwrap(), exported, "same handle, same fingerprint");
+    assert_eq!(
+        open["args"]["handle"].as_str().unwrap(),
+        exported,
+        "same handle, same fingerprint"
+    );
     // The event handle too.
-    let ev_get = calls(&records).into_iter().find(|r| r["fn"] == "cuIpcGetEventHandle").unwrap().clone();
-    let ev_open = calls(&records).into_iter().find(|r| r["fn"] == "cuIpcOpenEventHandle").unwrap().clone();
-    assert_eq!(ev_get["args"]["pHandle"]["value"], ev_open["args"]["handle"]);
+    let ev_get = calls(&records)
+        .into_iter()
+        .find(|r| r["fn"] == "cuIpcGetEventHandle")
+        .unwrap()
+        .clone();
+    let ev_open = calls(&records)
+        .into_iter()
+        .find(|r| r["fn"] == "cuIpcOpenEventHandle")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        ev_get["args"]["pHandle"]["value"],
+        ev_open["args"]["handle"]
+    );
     // No trace file contains the handle's bytes (or any 16-byte run of them) in hex.
     for entry in std::fs::read_dir(s.traces()).unwrap() {
         let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
         for window in raw_handle.as_bytes().chunks(32) {
-            assert!(!text.contains(std::str::from_utf8(window).unwrap()), "raw handle bytes in the trace");
+            assert!(
+                !text.contains(std::str::from_utf8(window).unwrap()),
+                "raw handle bytes in the trace"
+            );
         }
     }
     // A different job key gives a different fingerprint for the same handle bytes.
     let s2 = Scratch::new("ipc_pair_other_key");
     let libs2 = s2.sim_libs();
-    let exe2 = s2.compile("ipc_pair.c", "ipc_pair", &[&format!("-L{}", libs2.display()), "-lcuda"]);
-    run_ok(s2.under_shim(&exe2).current_dir(&s2.dir).env("SHARECHECK_JOB_KEY", "ffeeddccbbaa99887766554433221100"));
+    let exe2 = s2.compile(
+        "ipc_pair.c",
+        "ipc_pair",
+        &[&format!("-L{}", libs2.display()), "-lcuda"],
+    );
+    run_ok(
+        s2.under_shim(&exe2)
+            .current_dir(&s2.dir)
+            .env("SHARECHECK_JOB_KEY", "ffeeddccbbaa99887766554433221100"),
+    );
     let other = s2.records();
-    let get2 = calls(&other).into_iter().find(|r| r["fn"] == "cuIpcGetMemHandle").unwrap().clone();
-    assert_ne!(get2["args"]["pHandle"]["value"], get["args"]["pHandle"]["value"]);
+    let get2 = calls(&other)
+        .into_iter()
+        .find(|r| r["fn"] == "cuIpcGetMemHandle")
+        .unwrap()
+        .clone();
+    assert_ne!(
+        get2["args"]["pHandle"]["value"],
+        get["args"]["pHandle"]["value"]
+    );
 }

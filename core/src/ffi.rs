@@ -124,8 +124,18 @@ macro_rules! stream_handle {
     };
 }
 
-stream_handle!(CUstream, "CUstream", "CU_STREAM_LEGACY", "CU_STREAM_PER_THREAD");
-stream_handle!(hipStream_t, "hipStream_t", "hipStreamLegacy", "hipStreamPerThread");
+stream_handle!(
+    CUstream,
+    "CUstream",
+    "CU_STREAM_LEGACY",
+    "CU_STREAM_PER_THREAD"
+);
+stream_handle!(
+    hipStream_t,
+    "hipStream_t",
+    "hipStreamLegacy",
+    "hipStreamPerThread"
+);
 
 /// `const void *`
 #[repr(transparent)]
@@ -490,7 +500,10 @@ impl ArgValue for LogicalEndpointPropPtr {
             other => w.u64(other as u64),
         }
         if p.type_ == CU_LOGICAL_ENDPOINT_TYPE_MULTICAST {
-            w.kv_u64("multicast.numDevices", p.device_or_num_devices as u32 as u64);
+            w.kv_u64(
+                "multicast.numDevices",
+                p.device_or_num_devices as u32 as u64,
+            );
         } else {
             w.kv_i64("unicast.device", p.device_or_num_devices as i64);
         }
@@ -505,7 +518,10 @@ impl ArgValue for LogicalEndpointPropPtr {
         write_flag_names(
             w,
             p.flags as u64,
-            &[(0, "CU_LOGICAL_ENDPOINT_FLAG_NONE"), (1, "CU_LOGICAL_ENDPOINT_FLAG_COUNTED_OPS")],
+            &[
+                (0, "CU_LOGICAL_ENDPOINT_FLAG_NONE"),
+                (1, "CU_LOGICAL_ENDPOINT_FLAG_COUNTED_OPS"),
+            ],
         );
         w.end_object();
     }
@@ -557,9 +573,15 @@ mod tests {
     fn prop_layout_matches_cuda_13_3() {
         assert_eq!(std::mem::size_of::<CUlogicalEndpointProp>(), 24);
         assert_eq!(std::mem::offset_of!(CUlogicalEndpointProp, type_), 0);
-        assert_eq!(std::mem::offset_of!(CUlogicalEndpointProp, device_or_num_devices), 4);
+        assert_eq!(
+            std::mem::offset_of!(CUlogicalEndpointProp, device_or_num_devices),
+            4
+        );
         assert_eq!(std::mem::offset_of!(CUlogicalEndpointProp, size), 8);
-        assert_eq!(std::mem::offset_of!(CUlogicalEndpointProp, ipc_handle_types), 16);
+        assert_eq!(
+            std::mem::offset_of!(CUlogicalEndpointProp, ipc_handle_types),
+            16
+        );
         assert_eq!(std::mem::offset_of!(CUlogicalEndpointProp, flags), 20);
         assert_eq!(std::mem::size_of::<CUipcMemHandle>(), 64);
     }
@@ -579,8 +601,14 @@ mod tests {
     #[test]
     fn special_streams_are_named() {
         let none = Outcome::NotCalled;
-        assert_eq!(render(CUstream(1 as *mut c_void), none), "\"CU_STREAM_LEGACY\"");
-        assert_eq!(render(CUstream(2 as *mut c_void), none), "\"CU_STREAM_PER_THREAD\"");
+        assert_eq!(
+            render(CUstream(1 as *mut c_void), none),
+            "\"CU_STREAM_LEGACY\""
+        );
+        assert_eq!(
+            render(CUstream(2 as *mut c_void), none),
+            "\"CU_STREAM_PER_THREAD\""
+        );
         assert_eq!(render(CUstream(0x5000 as *mut c_void), none), "\"0x5000\"");
     }
 
@@ -589,9 +617,18 @@ mod tests {
         let mut v = Int(7);
         let out = Out(&mut v as *mut Int);
         let at = format!("0x{:x}", out.addr());
-        assert_eq!(render(out, Outcome::Returned(0)), format!("{{\"at\":\"{at}\",\"value\":7}}"));
-        assert_eq!(render(out, Outcome::Returned(1)), format!("{{\"at\":\"{at}\"}}"));
-        assert_eq!(render(out, Outcome::NotCalled), format!("{{\"at\":\"{at}\"}}"));
+        assert_eq!(
+            render(out, Outcome::Returned(0)),
+            format!("{{\"at\":\"{at}\",\"value\":7}}")
+        );
+        assert_eq!(
+            render(out, Outcome::Returned(1)),
+            format!("{{\"at\":\"{at}\"}}")
+        );
+        assert_eq!(
+            render(out, Outcome::NotCalled),
+            format!("{{\"at\":\"{at}\"}}")
+        );
         // A NULL out-pointer is never read, even on success.
         let null: Out<Int> = Out(std::ptr::null_mut());
         assert_eq!(render(null, Outcome::Returned(0)), "{\"at\":\"0x0\"}");
@@ -599,7 +636,9 @@ mod tests {
 
     #[test]
     fn ipc_handles_are_fingerprinted() {
-        let h = CUipcMemHandle { reserved: [0x41; 64] };
+        let h = CUipcMemHandle {
+            reserved: [0x41; 64],
+        };
         let s = render(h, Outcome::NotCalled);
         assert_eq!(s, "\"fp:0000000000001234\"");
         assert!(!s.contains("41"));
@@ -617,7 +656,10 @@ mod tests {
         let ptr = LogicalEndpointPropPtr(&p);
         let s = render(ptr, Outcome::Returned(1));
         assert!(s.contains("\"unicast.device\":1"), "{s}");
-        assert!(s.contains("CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_FABRIC"), "{s}");
+        assert!(
+            s.contains("CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_FABRIC"),
+            "{s}"
+        );
         assert!(render(ptr, Outcome::NotCalled).starts_with("\"0x"));
     }
 }

@@ -138,9 +138,8 @@ pub struct FnInfo {
 impl FnInfo {
     /// The `cudaTypedefs.h` typedef of this exact ABI, e.g. `PFN_cuMemcpyPeer_v7000_ptds`.
     pub fn pfn_typedef(&self) -> Option<String> {
-        (self.api == Api::Cuda).then(|| {
-            format!("PFN_{}_v{}{}", self.base, self.since, self.variant.suffix())
-        })
+        (self.api == Api::Cuda)
+            .then(|| format!("PFN_{}_v{}{}", self.base, self.since, self.variant.suffix()))
     }
 }
 
@@ -252,14 +251,31 @@ mod tests {
     #[test]
     fn every_required_symbol_is_declared() {
         let required = [
-            "cuDeviceCanAccessPeer", "cuCtxEnablePeerAccess", "cuCtxDisablePeerAccess",
-            "cuMemcpyPeer", "cuMemcpyPeer_ptds", "cuMemcpyPeerAsync", "cuMemcpyPeerAsync_ptsz",
-            "cuStreamAttachMemAsync", "cuStreamAttachMemAsync_ptsz", "cuIpcGetMemHandle",
-            "cuIpcOpenMemHandle", "cuIpcOpenMemHandle_v2", "cuIpcCloseMemHandle",
-            "cuIpcGetEventHandle", "cuIpcOpenEventHandle", "hipDeviceCanAccessPeer",
-            "hipDeviceEnablePeerAccess", "hipDeviceDisablePeerAccess", "hipMemcpyPeer",
-            "hipMemcpyPeerAsync", "hipIpcGetMemHandle", "hipIpcOpenMemHandle",
-            "hipIpcCloseMemHandle", "hipIpcGetEventHandle", "hipIpcOpenEventHandle",
+            "cuDeviceCanAccessPeer",
+            "cuCtxEnablePeerAccess",
+            "cuCtxDisablePeerAccess",
+            "cuMemcpyPeer",
+            "cuMemcpyPeer_ptds",
+            "cuMemcpyPeerAsync",
+            "cuMemcpyPeerAsync_ptsz",
+            "cuStreamAttachMemAsync",
+            "cuStreamAttachMemAsync_ptsz",
+            "cuIpcGetMemHandle",
+            "cuIpcOpenMemHandle",
+            "cuIpcOpenMemHandle_v2",
+            "cuIpcCloseMemHandle",
+            "cuIpcGetEventHandle",
+            "cuIpcOpenEventHandle",
+            "hipDeviceCanAccessPeer",
+            "hipDeviceEnablePeerAccess",
+            "hipDeviceDisablePeerAccess",
+            "hipMemcpyPeer",
+            "hipMemcpyPeerAsync",
+            "hipIpcGetMemHandle",
+            "hipIpcOpenMemHandle",
+            "hipIpcCloseMemHandle",
+            "hipIpcGetEventHandle",
+            "hipIpcOpenEventHandle",
             "hipStreamAttachMemAsync",
         ];
         for name in required {

@@ -166,9 +166,15 @@ pub fn hip_result_name(code: i32) -> Option<&'static str> {
         700 => "hipErrorIllegalAddress",
         701 => "hipErrorLaunchOutOfResources",
         702 => "hipErrorLaunchTimeOut",
+        704 => "hipErrorPeerAccessAlreadyEnabled",
+        705 => "hipErrorPeerAccessNotEnabled",
         708 => "hipErrorSetOnActiveProcess",
         709 => "hipErrorContextIsDestroyed",
         710 => "hipErrorAssert",
+        712 => "hipErrorHostMemoryAlreadyRegistered",
+        713 => "hipErrorHostMemoryNotRegistered",
+        719 => "hipErrorLaunchFailure",
+        720 => "hipErrorCooperativeLaunchTooLarge",
         801 => "hipErrorNotSupported",
         900 => "hipErrorStreamCaptureUnsupported",
         901 => "hipErrorStreamCaptureInvalidated",
@@ -185,4 +191,30 @@ pub fn hip_result_name(code: i32) -> Option<&'static str> {
         1053 => "hipErrorRuntimeOther",
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_cover_the_codes_of_the_covered_functions() {
+        for (code, name) in [
+            (0, "CUDA_SUCCESS"),
+            (217, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED"),
+            (704, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED"),
+            (801, "CUDA_ERROR_NOT_SUPPORTED"),
+        ] {
+            assert_eq!(cuda_result_name(code), Some(name));
+        }
+        // Enumerators split over two header lines are found too.
+        for (code, name) in [
+            (704, "hipErrorPeerAccessAlreadyEnabled"),
+            (705, "hipErrorPeerAccessNotEnabled"),
+            (100, "hipErrorNoDevice"),
+        ] {
+            assert_eq!(hip_result_name(code), Some(name));
+        }
+        assert_eq!(cuda_result_name(123456), None);
+    }
 }

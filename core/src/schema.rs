@@ -23,6 +23,8 @@ pub mod env {
     pub const SIM_PEERS: &str = "SHARECHECK_SIM_PEERS";
     /// Simulated driver: `r580` (answer as the real R580 driver does) or `documented`.
     pub const SIM_BEHAVIOUR: &str = "SHARECHECK_SIM_BEHAVIOUR";
+    /// Simulated driver: per-device attribute overrides (`dev:attr=value,...`).
+    pub const SIM_ATTRS: &str = "SHARECHECK_SIM_ATTRS";
     /// Simulated driver: the version `cuDriverGetVersion` reports.
     pub const SIM_DRIVER_VERSION: &str = "SHARECHECK_SIM_DRIVER_VERSION";
     /// Simulated driver: per-run state directory that makes IPC exports visible across processes.

@@ -16,7 +16,10 @@ pub fn root() -> PathBuf {
 /// `target/<profile>`: the test executable lives in its `deps/`.
 pub fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
-    exe.parent().and_then(Path::parent).expect("target dir").to_path_buf()
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .to_path_buf()
 }
 
 fn artifact(name: &str) -> PathBuf {
@@ -41,7 +44,11 @@ pub fn cuda_include() -> PathBuf {
     let p = std::env::var_os("SHARECHECK_CUDA_INCLUDE")
         .map(PathBuf::from)
         .unwrap_or_else(|| root().join(".deps/cuda/nvidia/cu13/include"));
-    assert!(p.join("cuda.h").exists(), "{} has no cuda.h: {FETCH_HINT}", p.display());
+    assert!(
+        p.join("cuda.h").exists(),
+        "{} has no cuda.h: {FETCH_HINT}",
+        p.display()
+    );
     p
 }
 
@@ -141,7 +148,11 @@ pub fn read_records(dir: &Path) -> Vec<Value> {
     let mut out = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
-        assert!(text.ends_with('\n'), "{} ends with a cut record", file.display());
+        assert!(
+            text.ends_with('\n'),
+            "{} ends with a cut record",
+            file.display()
+        );
         for (i, line) in text.lines().enumerate() {
             let v: Value = serde_json::from_str(line)
                 .unwrap_or_else(|e| panic!("{}:{}: not JSON ({e}): {line}", file.display(), i + 1));
@@ -162,7 +173,12 @@ pub fn calls(records: &[Value]) -> Vec<&Value> {
 pub fn fn_ret(records: &[Value]) -> Vec<(String, i64)> {
     calls(records)
         .iter()
-        .map(|r| (r["fn"].as_str().unwrap().to_string(), r["ret"].as_i64().unwrap()))
+        .map(|r| {
+            (
+                r["fn"].as_str().unwrap().to_string(),
+                r["ret"].as_i64().unwrap(),
+            )
+        })
         .collect()
 }
 
@@ -196,5 +212,10 @@ pub fn printed(out: &Output, key: &str) -> String {
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .find_map(|l| l.strip_prefix(&format!("{key} ")).map(str::to_string))
-        .unwrap_or_else(|| panic!("program printed no {key} line:\n{}", String::from_utf8_lossy(&out.stdout)))
+        .unwrap_or_else(|| {
+            panic!(
+                "program printed no {key} line:\n{}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
 }
