@@ -329,8 +329,8 @@ impl DriverLibrary {
 // ---------------------------------------------------------------------------------------------
 // Function slots.
 
-const SLOT_INIT: AtomicUsize = AtomicUsize::new(UNRESOLVED);
-static SLOTS: [AtomicUsize; FUNCTIONS.len()] = [SLOT_INIT; FUNCTIONS.len()];
+static SLOTS: [AtomicUsize; FUNCTIONS.len()] =
+    [const { AtomicUsize::new(UNRESOLVED) }; FUNCTIONS.len()];
 
 /// The real driver function behind an interposed symbol, resolved on first use.
 pub fn real_function(id: FnId) -> Option<usize> {

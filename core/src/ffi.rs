@@ -602,7 +602,7 @@ mod tests {
     fn special_streams_are_named() {
         let none = Outcome::NotCalled;
         assert_eq!(
-            render(CUstream(1 as *mut c_void), none),
+            render(CUstream(std::ptr::dangling_mut::<c_void>()), none),
             "\"CU_STREAM_LEGACY\""
         );
         assert_eq!(
