@@ -26,6 +26,7 @@ pub fn call<A: CallArgs>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int 
     let seq = trace::next_seq();
     let ts_ns = trace::wall_ns();
     let Some(real) = loader::real_function(A::ID) else {
+        loader::warn_missing(A::ID);
         let ret = info.api.not_supported();
         after_call(&args, Outcome::NotCalled, ret, seq, ts_ns, 0);
         return ret;

@@ -356,34 +356,38 @@ fn resolve_slot(id: FnId) -> Option<usize> {
         Ordering::AcqRel,
         Ordering::Acquire,
     ) {
-        Ok(_) => {
-            if address.is_none() && library(info.api).handle().is_some() {
-                log::warn_once(
-                    info.symbol,
-                    format_args!(
-                        "{} is not exported by the {} driver library{}; calls to it return {}",
-                        info.symbol,
-                        info.api.as_str().to_uppercase(),
-                        if info.since > 0 {
-                            format!(
-                                " (it needs a driver for CUDA {}.{})",
-                                info.since / 1000,
-                                info.since % 1000 / 10
-                            )
-                        } else {
-                            String::new()
-                        },
-                        match info.api {
-                            Api::Cuda => "CUDA_ERROR_NOT_SUPPORTED",
-                            Api::Hip => "hipErrorNotSupported",
-                        }
-                    ),
-                );
-            }
-            address
-        }
+        Ok(_) => address,
         Err(current) => (current != MISSING).then_some(current),
     }
+}
+
+/// Says once, when the program calls it, that a function is missing from the driver.
+pub fn warn_missing(id: FnId) {
+    let info = id.info();
+    if library(info.api).handle().is_none() {
+        return; // the library itself is missing: that was said when loading it
+    }
+    let needs = if info.since > 0 {
+        format!(
+            " (it needs a driver for CUDA {}.{})",
+            info.since / 1000,
+            info.since % 1000 / 10
+        )
+    } else {
+        String::new()
+    };
+    log::warn_once(
+        info.symbol,
+        format_args!(
+            "{} is not exported by the {} driver library{needs}; calls to it return {}",
+            info.symbol,
+            info.api.as_str().to_uppercase(),
+            match info.api {
+                Api::Cuda => "CUDA_ERROR_NOT_SUPPORTED",
+                Api::Hip => "hipErrorNotSupported",
+            }
+        ),
+    );
 }
 
 /// Records the real function a `dlsym` on the program's own driver handle returned, when the slot

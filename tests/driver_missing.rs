@@ -91,3 +91,34 @@ fn no_driver_at_all_returns_not_supported_and_says_what_was_tried() {
         "{stderr}"
     );
 }
+
+#[test]
+fn functions_the_program_never_calls_are_not_reported_missing() {
+    let s = Scratch::new("missing_but_never_called");
+    let stub = s.compile("stub_cuda.c", "libcuda.so.1", &["-shared", "-fPIC"]);
+    let target = target_dir().display().to_string();
+    let exe = s.compile(
+        "resolve_only.c",
+        "resolve_only",
+        &[
+            &format!("-L{target}"),
+            "-lsharecheck",
+            &format!("-Wl,-rpath,{target}"),
+        ],
+    );
+    let mut cmd = s.under_shim(&exe);
+    cmd.env_remove("LD_PRELOAD")
+        .env("SHARECHECK_CUDA_LIBRARY", &stub);
+    let out = run_ok(&mut cmd);
+    assert_eq!(
+        printed_calls(&out),
+        vec![("cuDeviceCanAccessPeer".to_string(), 0)]
+    );
+    // Substitution looked at every covered function, the missing endpoints included: silently.
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(fn_ret(&s.records()), printed_calls(&out));
+}
