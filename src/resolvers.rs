@@ -69,7 +69,8 @@ unsafe fn substitute_result(api: Api, pfn: *mut *mut c_void) {
     if real == 0 {
         return;
     }
-    if let Some(wrapper) = substitute(api, real) {
+    // A panic here must not cross the C ABI: the caller then keeps the driver's own pointer.
+    if let Ok(Some(wrapper)) = std::panic::catch_unwind(|| substitute(api, real)) {
         unsafe { *pfn = wrapper as *mut c_void };
     }
 }

@@ -241,3 +241,35 @@ fn rtld_next_from_another_library_keeps_its_meaning() {
         "RTLD_NEXT became relative to the shim"
     );
 }
+
+#[test]
+fn rtld_next_of_a_covered_name_from_an_interposer_before_the_shim_reaches_the_shim() {
+    let s = Scratch::new("other_interposer");
+    let libs = s.sim_libs();
+    let other = s.compile(
+        "other_interposer.c",
+        "libother_interposer.so",
+        &["-shared", "-fPIC", "-ldl"],
+    );
+    let exe = s.compile(
+        "resolve_free_call.c",
+        "resolve_free_call",
+        &[&format!("-L{}", libs.display()), "-lcuda"],
+    );
+    let mut cmd = s.under_shim(&exe);
+    cmd.env(
+        "LD_PRELOAD",
+        format!("{} {}", other.display(), shim().display()),
+    );
+    let out = run_ok(&mut cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("NEXT ") && stderr.contains("libsharecheck.so"),
+        "{stderr}"
+    );
+    assert_eq!(
+        printed_calls(&out),
+        vec![("cuDeviceCanAccessPeer".to_string(), 0)]
+    );
+    assert_eq!(fn_ret(&s.records()), printed_calls(&out));
+}
