@@ -19,7 +19,6 @@ use crate::logical_endpoint;
 use crate::memory::{MemKind, GRANULARITY};
 use crate::procaddress;
 use crate::state::{self, Owner};
-use crate::stream_event::is_special;
 use crate::types::*;
 use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void};
 
@@ -473,15 +472,7 @@ exports! {
 
     fn cuStreamDestroy_v2(hStream: CUstream) {
         check_initialized()?;
-        let handle = to_handle(hStream);
-        if is_special(handle) {
-            return Err(INVALID_HANDLE);
-        }
-        state::with(|d| {
-            d.streams.remove_stream(handle)?;
-            d.detach_stream(handle);
-            Ok(())
-        })
+        crate::stream_event::destroy_stream(to_handle(hStream))
     }
 
     fn cuStreamSynchronize(hStream: CUstream) {

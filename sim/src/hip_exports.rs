@@ -14,7 +14,6 @@ use crate::ipc::{Api, OpenMode};
 use crate::memory::{MemKind, RegionKind};
 use crate::procaddress;
 use crate::state::{self, Owner};
-use crate::stream_event::is_special;
 use crate::types::*;
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_uint, c_void};
@@ -204,15 +203,7 @@ exports! {
     }
 
     fn hipStreamDestroy(stream: hipStream_t) {
-        let handle = stream_handle(stream);
-        if is_special(handle) {
-            return Err(INVALID_HANDLE);
-        }
-        state::with(|d| {
-            d.streams.remove_stream(handle)?;
-            d.detach_stream(handle);
-            Ok(())
-        })
+        crate::stream_event::destroy_stream(stream_handle(stream))
     }
 
     fn hipStreamSynchronize(stream: hipStream_t) {

@@ -44,6 +44,21 @@ struct Endpoint {
 }
 
 impl Endpoint {
+    /// A freshly created (or imported) endpoint: no members, binds or export yet.
+    fn new(shape: Shape, prop: &CUlogicalEndpointProp, imported: bool) -> Endpoint {
+        Endpoint {
+            shape,
+            size: prop.size,
+            ipc_handle_types: prop.ipc_handle_types,
+            flags: prop.flags,
+            members: Vec::new(),
+            queried: false,
+            imported,
+            bindings: HashMap::new(),
+            export: None,
+        }
+    }
+
     fn ready(&self) -> bool {
         match self.shape {
             Shape::Unicast { .. } => true,
@@ -175,20 +190,8 @@ impl Endpoints {
         if prop.size == 0 || prop.size % BIND_ALIGNMENT != 0 || prop.size > MAX_SIZE {
             return Err(INVALID_VALUE);
         }
-        self.endpoints.insert(
-            id,
-            Endpoint {
-                shape,
-                size: prop.size,
-                ipc_handle_types: prop.ipc_handle_types,
-                flags: prop.flags,
-                members: Vec::new(),
-                queried: false,
-                imported: false,
-                bindings: HashMap::new(),
-                export: None,
-            },
-        );
+        self.endpoints
+            .insert(id, Endpoint::new(shape, &prop, false));
         Ok(())
     }
 
@@ -386,20 +389,7 @@ impl Endpoints {
         };
         // "If the current process cannot support the logical endpoint ... CUDA_ERROR_NOT_SUPPORTED"
         let shape = validate(&prop).map_err(|_| NOT_SUPPORTED)?;
-        self.endpoints.insert(
-            id,
-            Endpoint {
-                shape,
-                size: prop.size,
-                ipc_handle_types: prop.ipc_handle_types,
-                flags: prop.flags,
-                members: Vec::new(),
-                queried: false,
-                imported: true,
-                bindings: HashMap::new(),
-                export: None,
-            },
-        );
+        self.endpoints.insert(id, Endpoint::new(shape, &prop, true));
         Ok(())
     }
 }

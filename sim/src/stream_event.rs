@@ -36,6 +36,19 @@ pub fn is_special(handle: u64) -> bool {
     handle <= STREAM_PER_THREAD
 }
 
+/// `cuStreamDestroy` / `hipStreamDestroy`: the special streams cannot be destroyed; memory
+/// attached to the stream reverts to its default visibility.
+pub fn destroy_stream(handle: u64) -> crate::types::Outcome {
+    if is_special(handle) {
+        return Err(crate::types::INVALID_HANDLE);
+    }
+    crate::state::with(|d| {
+        d.streams.remove_stream(handle)?;
+        d.detach_stream(handle);
+        Ok(())
+    })
+}
+
 impl Streams {
     fn next_id(&mut self) -> u64 {
         self.next_id += 1;

@@ -3,14 +3,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <string.h>
-#include "check.h"
-
-static const char *object_of(void *p) {
-    Dl_info info;
-    if (!p || !dladdr(p, &info) || !info.dli_fname) return "?";
-    const char *slash = strrchr(info.dli_fname, '/');
-    return slash ? slash + 1 : info.dli_fname;
-}
+#include "object_of.h"
 
 int main(void) {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);

@@ -2,16 +2,9 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <string.h>
-#include "check.h"
+#include "object_of.h"
 
 typedef int (*resolve_t)(const char *, void **, int, unsigned long long, int *);
-
-static const char *object_of(void *p) {
-    Dl_info info;
-    if (!p || !dladdr(p, &info) || !info.dli_fname) return "?";
-    const char *slash = strrchr(info.dli_fname, '/');
-    return slash ? slash + 1 : info.dli_fname;
-}
 
 int main(void) {
     void *h = dlopen("libamdhip64.so", RTLD_NOW | RTLD_LOCAL);

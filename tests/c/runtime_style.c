@@ -5,7 +5,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <string.h>
-#include "check.h"
+#include "object_of.h"
 
 typedef CUresult (*resolve_v2_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 typedef CUresult (*resolve_v1_t)(const char *, void **, int, cuuint64_t);
@@ -22,13 +22,6 @@ static void *get(const char *name, int version, cuuint64_t flags) {
     CUresult rc = resolve(name, &p, version, flags, &status);
     printf("RESOLVE %s@%d/%d %d %d %s\n", name, version, (int)flags, (int)rc, (int)status, p ? "ptr" : "null");
     return p;
-}
-
-static const char *object_of(void *p) {
-    Dl_info info;
-    if (!p || !dladdr(p, &info) || !info.dli_fname) return "?";
-    const char *slash = strrchr(info.dli_fname, '/');
-    return slash ? slash + 1 : info.dli_fname;
 }
 
 int main(void) {
