@@ -190,8 +190,7 @@ impl Endpoints {
         if prop.size == 0 || prop.size % BIND_ALIGNMENT != 0 || prop.size > MAX_SIZE {
             return Err(INVALID_VALUE);
         }
-        self.endpoints
-            .insert(id, Endpoint::new(shape, &prop, false));
+        self.endpoints.insert(id, Endpoint::new(shape, prop, false));
         Ok(())
     }
 
