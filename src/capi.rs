@@ -25,9 +25,10 @@ pub extern "C" fn sharecheck_finding_count() -> u64 {
 #[no_mangle]
 pub extern "C" fn sharecheck_flush() -> c_int {
     let _guard = crate::guard::Guard::enter();
-    match std::panic::catch_unwind(crate::trace::flush) {
-        Ok(true) => 0,
-        _ => -1,
+    if crate::guard::shielded(false, crate::trace::flush) {
+        0
+    } else {
+        -1
     }
 }
 
@@ -47,10 +48,11 @@ pub unsafe extern "C" fn sharecheck_annotate(text: *const c_char) -> c_int {
     let text = unsafe { CStr::from_ptr(text) }
         .to_string_lossy()
         .into_owned();
-    let recorded = std::panic::catch_unwind(|| {
+    let recorded = crate::guard::shielded(false, || {
         crate::trace::write_event("annotation", &[], |w| w.kv_str("text", &text));
+        true
     });
-    if recorded.is_ok() {
+    if recorded {
         0
     } else {
         -1

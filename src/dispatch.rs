@@ -6,11 +6,10 @@
 
 use crate::findings::{self, Finding};
 use crate::guard::Guard;
-use crate::{loader, log, trace};
+use crate::{loader, trace};
 use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::CallArgs;
 use std::ffi::c_int;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Runs one interposed call. `invoke` calls the real function at the given address.
 #[inline]
@@ -18,15 +17,15 @@ pub fn call<A: CallArgs>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int 
     let info = A::ID.info();
     let Some(_guard) = Guard::enter() else {
         // Re-entered (the shim's own lookups, or a driver calling a wrapped symbol): forward only.
-        return match loader::real_function(A::ID) {
+        return match crate::guard::shielded(None, || loader::real_function(A::ID)) {
             Some(real) => invoke(real),
             None => info.api.not_supported(),
         };
     };
     let seq = trace::next_seq();
     let ts_ns = trace::wall_ns();
-    let Some(real) = loader::real_function(A::ID) else {
-        loader::warn_missing(A::ID);
+    let Some(real) = crate::guard::shielded(None, || loader::real_function(A::ID)) else {
+        crate::guard::shielded((), || loader::warn_missing(A::ID));
         let ret = info.api.not_supported();
         after_call(&args, Outcome::NotCalled, ret, seq, ts_ns, 0);
         return ret;
@@ -46,7 +45,7 @@ fn after_call<A: CallArgs>(
     ts_ns: u64,
     dur_ns: u64,
 ) {
-    let result = catch_unwind(AssertUnwindSafe(|| {
+    crate::guard::shielded((), || {
         let found: Vec<Finding> = Vec::new();
         if !found.is_empty() {
             let call = describe_call(args, outcome);
@@ -64,16 +63,7 @@ fn after_call<A: CallArgs>(
                 findings: &found,
             },
         );
-    }));
-    if result.is_err() {
-        log::warn_once(
-            "panic",
-            format_args!(
-                "internal error while recording {}; the call was forwarded unchanged (further internal errors are not reported)",
-                A::ID.info().symbol
-            ),
-        );
-    }
+    });
 }
 
 /// `fn(arg=value, ...)` for the stderr line of a finding.

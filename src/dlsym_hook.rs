@@ -24,11 +24,9 @@ fn covered(name: &[u8]) -> Option<Covered> {
     if !(name.starts_with(b"cu") || name.starts_with(b"hip")) {
         return None;
     }
-    match name {
-        b"cuGetProcAddress" | b"cuGetProcAddress_v2" => Some(Covered::Resolver(Api::Cuda)),
-        b"hipGetProcAddress" => Some(Covered::Resolver(Api::Hip)),
-        _ => lookup_symbol(name).map(Covered::Function),
-    }
+    lookup_symbol(name)
+        .map(Covered::Function)
+        .or_else(|| resolvers::resolver_api(name).map(Covered::Resolver))
 }
 
 /// Decides a `dlsym` call. Returns 0 to pass it through (`*slot` = glibc's `dlsym`), or 1 with the
@@ -57,15 +55,14 @@ extern "C" fn route(
     let Some(_guard) = Guard::enter() else {
         return 0;
     };
-    let found = std::panic::catch_unwind(|| {
+    let found = crate::guard::shielded(0, || {
         let found = if handle == libc::RTLD_NEXT {
             next_definition_after(caller, name)
         } else {
             real_dlsym(handle, name)
         };
         substitute(&target, found as usize)
-    })
-    .unwrap_or(0);
+    });
     unsafe { *slot = found };
     1
 }

@@ -36,3 +36,39 @@ impl Drop for Guard {
         INSIDE.with(|inside| inside.set(false));
     }
 }
+
+/// Runs shim-internal work that must not unwind into the program: a panic gives `fallback`
+/// (the caller then behaves as pure forwarding) and one log line.
+pub fn shielded<T>(fallback: T, work: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
+        Ok(value) => value,
+        Err(_) => {
+            crate::log::warn_once(
+                "panic",
+                format_args!("internal error; the call was forwarded unchanged (further internal errors are not reported)"),
+            );
+            fallback
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shielded_work_that_panics_gives_the_fallback() {
+        assert_eq!(shielded(7, || 1), 1);
+        assert_eq!(shielded(7, || -> i32 { panic!("internal") }), 7);
+    }
+
+    #[test]
+    fn the_guard_refuses_reentry_until_dropped() {
+        let outer = Guard::enter().expect("first entry");
+        assert!(Guard::is_inside());
+        assert!(Guard::enter().is_none());
+        drop(outer);
+        assert!(!Guard::is_inside());
+        assert!(Guard::enter().is_some());
+    }
+}

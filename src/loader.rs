@@ -417,6 +417,14 @@ impl NamedSlot {
         }
     }
 
+    pub fn api(&self) -> Api {
+        self.api
+    }
+
+    pub fn symbol(&self) -> &'static CStr {
+        self.symbol
+    }
+
     pub fn get(&self) -> Option<usize> {
         match self.address.load(Ordering::Acquire) {
             MISSING => None,

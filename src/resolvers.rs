@@ -22,39 +22,51 @@ type CuGetProcAddressV2 =
 type HipGetProcAddress =
     unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64, *mut c_int) -> c_int;
 
-pub static REAL_CU_GET_PROC_ADDRESS: NamedSlot = NamedSlot::new(Api::Cuda, c"cuGetProcAddress");
-pub static REAL_CU_GET_PROC_ADDRESS_V2: NamedSlot =
-    NamedSlot::new(Api::Cuda, c"cuGetProcAddress_v2");
-pub static REAL_HIP_GET_PROC_ADDRESS: NamedSlot = NamedSlot::new(Api::Hip, c"hipGetProcAddress");
+/// The real resolvers, in one place: the `dlsym` override and substitution both use this table.
+static RESOLVERS: [NamedSlot; 3] = [
+    NamedSlot::new(Api::Cuda, c"cuGetProcAddress"),
+    NamedSlot::new(Api::Cuda, c"cuGetProcAddress_v2"),
+    NamedSlot::new(Api::Hip, c"hipGetProcAddress"),
+];
+const CU_V1: usize = 0;
+const CU_V2: usize = 1;
+const HIP: usize = 2;
+
+/// The shim's own resolver standing in for `RESOLVERS[index]`.
+fn wrapper_of(index: usize) -> usize {
+    match index {
+        CU_V1 => cuGetProcAddress as *const () as usize,
+        CU_V2 => cuGetProcAddress_v2 as *const () as usize,
+        _ => hipGetProcAddress as *const () as usize,
+    }
+}
+
+/// The API of a resolver the shim wraps, by exported name.
+pub fn resolver_api(name: &[u8]) -> Option<Api> {
+    RESOLVERS
+        .iter()
+        .find(|r| r.symbol().to_bytes() == name)
+        .map(NamedSlot::api)
+}
 
 /// The shim's replacement for a real driver function pointer, if it wraps that function.
 pub fn substitute(api: Api, real: usize) -> Option<usize> {
-    let resolvers: &[(&NamedSlot, usize)] = match api {
-        Api::Cuda => &[
-            (
-                &REAL_CU_GET_PROC_ADDRESS,
-                cuGetProcAddress as *const () as usize,
-            ),
-            (
-                &REAL_CU_GET_PROC_ADDRESS_V2,
-                cuGetProcAddress_v2 as *const () as usize,
-            ),
-        ],
-        Api::Hip => &[(
-            &REAL_HIP_GET_PROC_ADDRESS,
-            hipGetProcAddress as *const () as usize,
-        )],
-    };
-    for (slot, wrapper) in resolvers {
-        if slot.get() == Some(real) {
-            return Some(*wrapper);
-        }
+    if let Some(index) = RESOLVERS
+        .iter()
+        .position(|r| r.api() == api && r.get() == Some(real))
+    {
+        return Some(wrapper_of(index));
     }
     FUNCTIONS
         .iter()
         .filter(|f| f.api == api)
         .find(|f| loader::real_function(f.id) == Some(real))
         .map(|f| wrapper_address(f.id))
+}
+
+/// The real resolver at `index`, or `None` (missing, or the lookup itself failed).
+fn real_resolver(index: usize) -> Option<usize> {
+    crate::guard::shielded(None, || RESOLVERS[index].get())
 }
 
 /// Replaces `*pfn` after a successful resolution, when it is a function the shim wraps.
@@ -70,7 +82,7 @@ unsafe fn substitute_result(api: Api, pfn: *mut *mut c_void) {
         return;
     }
     // A panic here must not cross the C ABI: the caller then keeps the driver's own pointer.
-    if let Ok(Some(wrapper)) = std::panic::catch_unwind(|| substitute(api, real)) {
+    if let Some(wrapper) = crate::guard::shielded(None, || substitute(api, real)) {
         unsafe { *pfn = wrapper as *mut c_void };
     }
 }
@@ -83,7 +95,7 @@ pub unsafe extern "C" fn cuGetProcAddress(
     cudaVersion: c_int,
     flags: u64,
 ) -> CUresult {
-    let Some(real) = REAL_CU_GET_PROC_ADDRESS.get() else {
+    let Some(real) = real_resolver(CU_V1) else {
         return CUDA_ERROR_NOT_SUPPORTED;
     };
     let real: CuGetProcAddressV1 = unsafe { std::mem::transmute(real) };
@@ -104,7 +116,7 @@ pub unsafe extern "C" fn cuGetProcAddress_v2(
     flags: u64,
     symbolStatus: *mut c_int,
 ) -> CUresult {
-    let Some(real) = REAL_CU_GET_PROC_ADDRESS_V2.get() else {
+    let Some(real) = real_resolver(CU_V2) else {
         return CUDA_ERROR_NOT_SUPPORTED;
     };
     let real: CuGetProcAddressV2 = unsafe { std::mem::transmute(real) };
@@ -125,7 +137,7 @@ pub unsafe extern "C" fn hipGetProcAddress(
     flags: u64,
     symbolStatus: *mut c_int,
 ) -> c_int {
-    let Some(real) = REAL_HIP_GET_PROC_ADDRESS.get() else {
+    let Some(real) = real_resolver(HIP) else {
         return HIP_ERROR_NOT_SUPPORTED;
     };
     let real: HipGetProcAddress = unsafe { std::mem::transmute(real) };

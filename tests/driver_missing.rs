@@ -9,18 +9,9 @@ fn a_function_the_driver_lacks_returns_not_supported_with_one_log_line() {
     let s = Scratch::new("driver_lacks_function");
     let stub = s.compile("stub_cuda.c", "libcuda.so.1", &["-shared", "-fPIC"]);
     // The program links the shim directly: its cu* symbols bind to the shim's exports.
-    let exe = s.compile(
-        "endpoint_call.c",
-        "endpoint_call",
-        &[
-            &format!("-L{}", target_dir().display()),
-            "-lsharecheck",
-            &format!("-Wl,-rpath,{}", target_dir().display()),
-        ],
-    );
-    let mut cmd = s.under_shim(&exe);
-    cmd.env_remove("LD_PRELOAD")
-        .env("SHARECHECK_CUDA_LIBRARY", &stub);
+    let exe = s.compile_linked_to_shim("endpoint_call.c", "endpoint_call", &[]);
+    let mut cmd = s.linked_to_shim(&exe);
+    cmd.env("SHARECHECK_CUDA_LIBRARY", &stub);
     let out = run_ok(&mut cmd);
     let printed = printed_calls(&out);
     assert_eq!(
@@ -54,18 +45,9 @@ fn a_function_the_driver_lacks_returns_not_supported_with_one_log_line() {
 #[test]
 fn no_driver_at_all_returns_not_supported_and_says_what_was_tried() {
     let s = Scratch::new("no_driver");
-    let exe = s.compile(
-        "endpoint_call.c",
-        "endpoint_call",
-        &[
-            &format!("-L{}", target_dir().display()),
-            "-lsharecheck",
-            &format!("-Wl,-rpath,{}", target_dir().display()),
-        ],
-    );
-    let mut cmd = s.under_shim(&exe);
-    cmd.env_remove("LD_PRELOAD")
-        .env_remove("LD_LIBRARY_PATH")
+    let exe = s.compile_linked_to_shim("endpoint_call.c", "endpoint_call", &[]);
+    let mut cmd = s.linked_to_shim(&exe);
+    cmd.env_remove("LD_LIBRARY_PATH")
         .env("SHARECHECK_CUDA_LIBRARY", s.path("no-such-libcuda.so"));
     let out = cmd.output().unwrap();
     // The stub's cuDeviceCanAccessPeer is gone too: every call answers 801, nothing crashes.
@@ -96,19 +78,9 @@ fn no_driver_at_all_returns_not_supported_and_says_what_was_tried() {
 fn functions_the_program_never_calls_are_not_reported_missing() {
     let s = Scratch::new("missing_but_never_called");
     let stub = s.compile("stub_cuda.c", "libcuda.so.1", &["-shared", "-fPIC"]);
-    let target = target_dir().display().to_string();
-    let exe = s.compile(
-        "resolve_only.c",
-        "resolve_only",
-        &[
-            &format!("-L{target}"),
-            "-lsharecheck",
-            &format!("-Wl,-rpath,{target}"),
-        ],
-    );
-    let mut cmd = s.under_shim(&exe);
-    cmd.env_remove("LD_PRELOAD")
-        .env("SHARECHECK_CUDA_LIBRARY", &stub);
+    let exe = s.compile_linked_to_shim("resolve_only.c", "resolve_only", &[]);
+    let mut cmd = s.linked_to_shim(&exe);
+    cmd.env("SHARECHECK_CUDA_LIBRARY", &stub);
     let out = run_ok(&mut cmd);
     assert_eq!(
         printed_calls(&out),

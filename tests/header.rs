@@ -79,23 +79,12 @@ fn header_compiles_as_strict_c_and_cpp() {
 fn cpp_program_linking_the_library_directly_uses_its_api() {
     let s = Scratch::new("link_shim_cpp");
     let libs = s.sim_libs();
-    let target = target_dir().display().to_string();
-    let exe = s.compile(
+    let exe = s.compile_linked_to_shim(
         "link_shim.cc",
         "link_shim",
-        &[
-            "-Wall",
-            "-Wextra",
-            "-pedantic",
-            &format!("-L{target}"),
-            "-lsharecheck",
-            &format!("-L{}", libs.display()),
-            "-lcuda",
-            &format!("-Wl,-rpath,{target}"),
-        ],
+        &["-pedantic", &format!("-L{}", libs.display()), "-lcuda"],
     );
-    let mut cmd = s.under_shim(&exe);
-    cmd.env_remove("LD_PRELOAD");
+    let mut cmd = s.linked_to_shim(&exe);
     let out = run_ok(&mut cmd);
     assert_eq!(printed(&out, "VERSION"), env!("CARGO_PKG_VERSION"));
     assert_eq!(printed(&out, "ANNOTATE"), "0");

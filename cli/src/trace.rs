@@ -96,6 +96,19 @@ pub struct Inputs {
     pub unreadable: bool,
 }
 
+impl Inputs {
+    /// A TRACE argument that gave nothing to read: an error naming it.
+    fn cannot_read(&mut self, path: &Path, message: String) {
+        self.unreadable = true;
+        self.diagnostics.push(Diagnostic {
+            level: Level::Error,
+            path: path.to_path_buf(),
+            line: None,
+            message,
+        });
+    }
+}
+
 /// Expands TRACE arguments: a file is itself, a directory is every `*.jsonl` in it (sorted by
 /// name, not recursive). The same file named twice is read once.
 pub fn collect_inputs(args: &[PathBuf]) -> Inputs {
@@ -105,40 +118,27 @@ pub fn collect_inputs(args: &[PathBuf]) -> Inputs {
         let meta = match std::fs::metadata(arg) {
             Ok(m) => m,
             Err(e) => {
-                inputs.unreadable = true;
-                inputs.diagnostics.push(Diagnostic {
-                    level: Level::Error,
-                    path: arg.clone(),
-                    line: None,
-                    message: format!("cannot read this trace: {}; check the path", io_reason(&e)),
-                });
+                inputs.cannot_read(
+                    arg,
+                    format!("cannot read this trace: {}; check the path", io_reason(&e)),
+                );
                 continue;
             }
         };
         let mut files = Vec::new();
         if meta.is_dir() {
             match jsonl_files_in(arg) {
-                Ok(found) if found.is_empty() => {
-                    inputs.unreadable = true;
-                    inputs.diagnostics.push(Diagnostic {
-                        level: Level::Error,
-                        path: arg.clone(),
-                        line: None,
-                        message: "this directory holds no *.jsonl trace file; \
-                                  was the program run with `sharecheck run`?"
-                            .into(),
-                    });
-                }
+                Ok(found) if found.is_empty() => inputs.cannot_read(
+                    arg,
+                    "this directory holds no *.jsonl trace file; \
+                     was the program run with `sharecheck run`?"
+                        .into(),
+                ),
                 Ok(found) => files = found,
-                Err(e) => {
-                    inputs.unreadable = true;
-                    inputs.diagnostics.push(Diagnostic {
-                        level: Level::Error,
-                        path: arg.clone(),
-                        line: None,
-                        message: format!("cannot list this directory: {}", io_reason(&e)),
-                    });
-                }
+                Err(e) => inputs.cannot_read(
+                    arg,
+                    format!("cannot list this directory: {}", io_reason(&e)),
+                ),
             }
         } else {
             files.push(arg.clone());

@@ -31,9 +31,6 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn driver_read_inputs(self) -> bool {
-        matches!(self, Outcome::Returned(_))
-    }
     pub fn succeeded(self) -> bool {
         matches!(self, Outcome::Returned(0))
     }
@@ -463,7 +460,7 @@ pub struct CUlogicalEndpointProp {
     pub flags: c_uint,
 }
 
-/// `const CUlogicalEndpointProp *`: decoded field by field where the driver read it.
+/// `const CUlogicalEndpointProp *`: decoded field by field when the call succeeded.
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogicalEndpointPropPtr(pub *const CUlogicalEndpointProp);
@@ -471,10 +468,11 @@ unsafe impl Send for LogicalEndpointPropPtr {}
 unsafe impl Sync for LogicalEndpointPropPtr {}
 
 impl LogicalEndpointPropPtr {
-    /// The properties, if the driver was called with this pointer (and so read it).
+    /// The properties, if the driver accepted this pointer: only a call that succeeded is sure
+    /// to have read it (a failing one may have stopped before, e.g. NOT_INITIALIZED).
     pub fn read(self, outcome: Outcome) -> Option<CUlogicalEndpointProp> {
-        if outcome.driver_read_inputs() && !self.0.is_null() {
-            // SAFETY: the driver read this documented input structure before returning.
+        if outcome.succeeded() && !self.0.is_null() {
+            // SAFETY: the driver read this documented input structure and succeeded.
             Some(unsafe { self.0.read_unaligned() })
         } else {
             None
@@ -645,7 +643,7 @@ mod tests {
     }
 
     #[test]
-    fn prop_is_decoded_only_when_the_driver_read_it() {
+    fn prop_is_decoded_only_when_the_driver_accepted_it() {
         let p = CUlogicalEndpointProp {
             type_: CU_LOGICAL_ENDPOINT_TYPE_UNICAST,
             device_or_num_devices: 1,
@@ -654,12 +652,14 @@ mod tests {
             flags: 0,
         };
         let ptr = LogicalEndpointPropPtr(&p);
-        let s = render(ptr, Outcome::Returned(1));
+        let s = render(ptr, Outcome::Returned(0));
         assert!(s.contains("\"unicast.device\":1"), "{s}");
         assert!(
             s.contains("CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_FABRIC"),
             "{s}"
         );
+        // Not called, or failed (the driver may not have looked at it): only the address.
         assert!(render(ptr, Outcome::NotCalled).starts_with("\"0x"));
+        assert!(render(ptr, Outcome::Returned(3)).starts_with("\"0x"));
     }
 }

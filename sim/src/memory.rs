@@ -512,25 +512,38 @@ impl Memory {
         Ok(())
     }
 
-    /// `cuMemUnmap`: `[ptr, ptr+size)` must consist of whole mappings.
-    pub fn unmap(&mut self, ptr: u64, size: u64) -> Outcome {
+    /// The reservation holding `[ptr, ptr+size)` and the starts of the mappings that cover it
+    /// without a gap, starting at `ptr`, or INVALID_VALUE. With `exact_end` the last mapping must
+    /// also end at `ptr+size` (unmap takes whole mappings; access may be set on a prefix).
+    fn covering_mappings(
+        &mut self,
+        ptr: u64,
+        size: u64,
+        exact_end: bool,
+    ) -> Outcome<(&mut Reservation, Vec<u64>)> {
         let end = ptr.checked_add(size).ok_or(INVALID_VALUE)?;
         let (_, reservation) = self
             .reservations
             .range_mut(..=ptr)
             .next_back()
             .ok_or(INVALID_VALUE)?;
-        let mut covered = ptr;
         let starts: Vec<u64> = reservation.maps.range(ptr..end).map(|(s, _)| *s).collect();
+        let mut covered = ptr;
         for s in &starts {
             if *s != covered {
                 return Err(INVALID_VALUE);
             }
             covered += reservation.maps[s].size;
         }
-        if starts.is_empty() || covered != end {
+        if starts.is_empty() || covered < end || (exact_end && covered != end) {
             return Err(INVALID_VALUE);
         }
+        Ok((reservation, starts))
+    }
+
+    /// `cuMemUnmap`: `[ptr, ptr+size)` must consist of whole mappings.
+    pub fn unmap(&mut self, ptr: u64, size: u64) -> Outcome {
+        let (reservation, starts) = self.covering_mappings(ptr, size, true)?;
         map_none(size, Some(ptr)).ok_or(INVALID_VALUE)?;
         let handles: Vec<u64> = starts
             .iter()
@@ -552,23 +565,9 @@ impl Memory {
 
     /// `cuMemSetAccess`: `[ptr, ptr+size)` must be fully mapped.
     pub fn set_access(&mut self, ptr: u64, size: u64, grants: &[(i32, bool)]) -> Outcome {
-        let end = ptr.checked_add(size).ok_or(INVALID_VALUE)?;
-        let (_, reservation) = self
-            .reservations
-            .range_mut(..=ptr)
-            .next_back()
-            .ok_or(INVALID_VALUE)?;
-        let mut covered = ptr;
-        for (start, _) in reservation.maps.range(ptr..end) {
-            if *start != covered {
-                return Err(INVALID_VALUE);
-            }
-            covered += reservation.maps[start].size;
-        }
-        if covered < end {
-            return Err(INVALID_VALUE);
-        }
-        for (_, map) in reservation.maps.range_mut(ptr..end) {
+        let (reservation, starts) = self.covering_mappings(ptr, size, false)?;
+        for start in starts {
+            let map = reservation.maps.get_mut(&start).expect("found above");
             for &(device, allow) in grants {
                 if allow {
                     map.access |= 1 << device;

@@ -117,6 +117,27 @@ impl Scratch {
         exe
     }
 
+    /// Compiles a program that links `libsharecheck.so` itself (no preload): its cu*/hip*
+    /// symbols bind to the shim's exports. Run it with [`Scratch::linked_to_shim`].
+    pub fn compile_linked_to_shim(&self, source: &str, out: &str, extra: &[&str]) -> PathBuf {
+        let target = target_dir().display().to_string();
+        let mut args = vec![
+            format!("-L{target}"),
+            "-lsharecheck".to_string(),
+            format!("-Wl,-rpath,{target}"),
+        ];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.compile(source, out, &args)
+    }
+
+    /// Like [`Scratch::under_shim`], for a program that links the shim instead of preloading it.
+    pub fn linked_to_shim(&self, program: &Path) -> Command {
+        let mut cmd = self.under_shim(program);
+        cmd.env_remove("LD_PRELOAD");
+        cmd
+    }
+
     /// A command that runs under the shim (LD_PRELOAD) on the simulated driver, tracing into
     /// `traces/`.
     pub fn under_shim(&self, program: &Path) -> Command {
