@@ -5,12 +5,16 @@
 //! - [`functions`]: the one declaration list of interposed functions ([`interposed_functions!`]);
 //! - [`names`]: result-code names;
 //! - [`json`]: the allocation-free JSON writer used for trace records;
+//! - [`rules`]: the rule catalogue (stable IDs, documented sentences, fixes);
+//! - [`options`]: `SHARECHECK_OPTIONS`, shared by the shim and `sharecheck run`;
 //! - [`schema`]: constants of the trace file format.
 
 pub mod ffi;
 pub mod functions;
 pub mod json;
 pub mod names;
+pub mod options;
+pub mod rules;
 pub mod schema;
 
 pub use functions::{Api, FnId, FnInfo, FUNCTIONS};
