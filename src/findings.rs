@@ -1,71 +1,33 @@
-//! What validation reports: findings, attached to the record of the call that caused them.
-//!
-//! The rule engine (see the contract-validation issue) produces these; this module defines their
-//! shape, how they are written into a trace record, and how they are printed on stderr.
+//! What validation reports: findings, attached to the record of the call that caused them, and
+//! printed on stderr as one actionable line plus the evidence.
 
 use sharecheck_core::json::JsonOut;
+use sharecheck_core::rules::{Rule, Severity};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-// Constructed by the rule engine, which lands with the contract-validation issue.
-#[allow(dead_code)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Severity {
-    Info,
-    Warning,
-    Error,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-}
-
-#[allow(dead_code)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// The program broke a documented requirement.
-    Misuse,
-    /// The driver answered other than its documentation says.
-    Divergence,
-}
-
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Misuse => "misuse",
-            Kind::Divergence => "divergence",
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One broken (or noted) rule, in this call's terms.
+#[derive(Clone, Debug)]
 pub struct Finding {
-    pub rule: &'static str,
-    pub severity: Severity,
-    pub kind: Kind,
-    /// What the program did, in this call's terms.
+    pub rule: &'static Rule,
+    /// What the program did, with the values involved.
     pub message: String,
-    /// The documented requirement and where it is written.
-    pub doc: &'static str,
-    pub fix: &'static str,
+}
+
+impl PartialEq for Finding {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.rule, other.rule) && self.message == other.message
+    }
 }
 
 impl Finding {
     pub fn encode(&self, w: &mut JsonOut) {
         w.begin_object();
-        w.kv_str("rule", self.rule);
-        w.kv_str("severity", self.severity.as_str());
-        w.kv_str("kind", self.kind.as_str());
+        w.kv_str("rule", self.rule.id);
+        w.kv_str("severity", self.rule.severity.as_str());
+        w.kv_str("kind", self.rule.kind.as_str());
         w.kv_str("message", &self.message);
-        w.kv_str("doc", self.doc);
-        if !self.fix.is_empty() {
-            w.kv_str("fix", self.fix);
-        }
+        w.kv_str("doc", &self.rule.source.cite());
+        w.kv_str("fix", self.rule.fix);
         w.end_object();
     }
 }
@@ -90,30 +52,38 @@ pub fn reset_after_fork() {
     REPORTED.store(0, Ordering::Relaxed);
 }
 
-/// Prints findings on stderr as `sharecheck: error[ID] fn(args): message` plus evidence lines.
-pub fn report(findings: &[Finding], call: &str, pid: u32, tid: i32, seq: u64) {
-    for f in findings {
-        REPORTED.fetch_add(1, Ordering::Relaxed);
-        let mut block = format!(
-            "sharecheck: {}[{}] {}: {}\n  documented: {}\n  at: pid {} tid {} call #{}",
-            f.severity.as_str(),
-            f.rule,
-            call,
-            f.message,
-            f.doc,
-            pid,
-            tid,
-            seq
-        );
-        if !f.fix.is_empty() {
-            block.push_str("; fix: ");
-            block.push_str(f.fix);
-        }
-        let level = match f.severity {
-            Severity::Error => tracing::Level::ERROR,
-            Severity::Warning => tracing::Level::WARN,
-            Severity::Info => tracing::Level::INFO,
-        };
-        crate::log::finding(level, &block);
+/// Counts a finding that was recorded (printed or not).
+pub fn counted() {
+    REPORTED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Prints one finding on stderr:
+/// `sharecheck: error[ID] fn(args): message`, then where it is documented, then where it happened
+/// and the fix. `last_of` is the duplicate limit when this is the last report of its rule.
+pub fn print(f: &Finding, call: &str, pid: u32, tid: i32, seq: u64, last_of: Option<u32>) {
+    let mut block = format!(
+        "sharecheck: {}[{}] {}: {}\n  documented: {}\n  at: pid {} tid {} call #{}; fix: {}",
+        f.rule.severity.as_str(),
+        f.rule.id,
+        call,
+        f.message,
+        f.rule.source.cite(),
+        pid,
+        tid,
+        seq,
+        f.rule.fix
+    );
+    if let Some(limit) = last_of {
+        block.push_str(&format!(
+            "\n  note: {} has now been reported {limit} times (duplicate_limit={limit}); this is \
+             the last report of it on stderr (the trace keeps them all)",
+            f.rule.id
+        ));
     }
+    let level = match f.rule.severity {
+        Severity::Error => tracing::Level::ERROR,
+        Severity::Warning => tracing::Level::WARN,
+        Severity::Info => tracing::Level::INFO,
+    };
+    crate::log::finding(level, &block);
 }

@@ -9,6 +9,8 @@
 //! - [`dispatch`]: the path every wrapped call takes (guard, forward, record);
 //! - [`loader`]: finding the real driver and its functions (lazily, without locks);
 //! - [`dlsym_hook`]: the `dlsym` override; [`resolvers`]: `cuGetProcAddress`/`hipGetProcAddress`;
+//! - [`rules`]: the contract validation engine and the rules; [`facts`]: side-effect-free driver
+//!   queries the rules use;
 //! - [`trace`]: the trace file; [`findings`]: what validation reports; [`log`]: stderr output;
 //! - [`capi`]: the library's own C API (`include/sharecheck.h`).
 
@@ -16,12 +18,14 @@ pub mod capi;
 mod dispatch;
 mod dlsym_hook;
 mod exports;
+mod facts;
 mod findings;
 mod fingerprint;
 mod guard;
 mod loader;
 mod log;
 mod resolvers;
+mod rules;
 mod trace;
 
 /// Nothing heavy here: a process that never touches a GPU must pay nothing measurable.

@@ -402,9 +402,11 @@ extern "C" fn before_fork() {
     let mut writer = WRITER.lock();
     writer.flush();
     std::mem::forget(writer);
+    crate::rules::before_fork();
 }
 
 extern "C" fn after_fork_in_parent() {
+    crate::rules::after_fork_in_parent();
     unsafe { WRITER.force_unlock() };
 }
 
@@ -425,6 +427,7 @@ extern "C" fn after_fork_in_child() {
     SEQ.store(0, Ordering::Relaxed);
     CALLS.store(0, Ordering::Relaxed);
     findings::reset_after_fork();
+    crate::rules::after_fork_in_child();
 }
 
 pub fn register_fork_handlers() {

@@ -6,6 +6,9 @@ use std::fmt;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
+use sharecheck_core::options::Mode;
+use sharecheck_core::rules;
+
 /// Exit status of a usage error (bad flags, missing program): the convention of most Unix tools.
 pub const EXIT_USAGE: i32 = 2;
 
@@ -13,8 +16,11 @@ pub const TOP_USAGE: &str = "\
 sharecheck: validate CUDA/HIP peer access, IPC, stream attach and logical endpoint calls
 
 USAGE:
-    sharecheck run [--sim] [--trace PATTERN] [--options OPTS] [--quiet] -- PROG [ARGS...]
+    sharecheck run [--sim] [--trace PATTERN] [--options OPTS] [--quiet]
+                   [--mode report|strict] [--halt-on-error] [--error-exitcode N]
+                   [--mute ID[,ID...]] [--duplicate-limit N] -- PROG [ARGS...]
     sharecheck report [--format text|json] [--fail-on error|warning|info] [TRACE...]
+    sharecheck rules [--format text|json]
     sharecheck help [COMMAND]
     sharecheck --version
 
@@ -22,9 +28,11 @@ COMMANDS:
     run       Run PROG (and every process it starts) under the sharecheck shim, then print
               a one-line summary of the traces it wrote.
     report    Merge the trace files of one or more runs and print the findings.
+    rules     Print the catalogue of rules sharecheck checks (RULES.md is its text output).
     help      Print this text, or the help of one command.
 
-Run `sharecheck help run` or `sharecheck help report` for the options of each command.
+Run `sharecheck help run`, `sharecheck help report` or `sharecheck help rules` for the options
+of each command.
 ";
 
 pub const RUN_USAGE: &str = "\
@@ -42,9 +50,22 @@ OPTIONS:
     --trace PATTERN     Where each process writes its trace (sets SHARECHECK_TRACE). The shim
                         expands %p (pid), %h (host), %q{VAR} (environment variable), %%.
                         Default: $SHARECHECK_TRACE if set, else ./sharecheck-trace/%p.jsonl
-    --options OPTS      key=value:key=value options of the shim (sets SHARECHECK_OPTIONS).
+    --options OPTS      key=value:key=value options of the shim (SHARECHECK_OPTIONS; below).
+    --mode MODE         report (default) or strict (a call documented to fail is not forwarded).
+    --halt-on-error     Abort a process of PROG at its first error finding.
+    --error-exitcode N  Exit N if PROG exits 0 but this run's traces hold an error (0 = off).
+    --mute ID[,ID...]   Drop the findings of these rules (IDs: `sharecheck rules`); repeatable.
+    --duplicate-limit N Print at most N findings per rule on stderr (0 = no limit).
     -q, --quiet         Do not print the summary line after PROG exits.
     -h, --help          Print this help.
+
+The five flags after --options set the SHARECHECK_OPTIONS keys mode, halt_on_error,
+error_exitcode, mute and duplicate_limit. PROG gets $SHARECHECK_OPTIONS, then --options, then
+these flags, joined with `:`; a later pair wins over an earlier one, and mute lists add up.
+sharecheck checks the result before PROG starts and prints each problem: a bad pair keeps that
+key's default and PROG still runs. A malformed flag value is a usage error. In strict mode a call
+the documentation says must fail returns its documented code (`sharecheck rules`: Strict code)
+without reaching the driver.
 
 ENVIRONMENT:
     SHARECHECK_SHIM         Path of libsharecheck.so (default: next to this executable, or
@@ -56,6 +77,24 @@ ENVIRONMENT:
 EXIT STATUS:
     PROG's exit status; 128+N if PROG was killed by signal N; 126/127 if PROG could not be
     started (not executable / not found); 2 on a usage error or if the shim cannot be found.
+    With error_exitcode=N (--error-exitcode N): N if PROG exited 0 and a trace file this run
+    created or changed holds a finding of severity error.
+";
+
+pub const RULES_USAGE: &str = "\
+sharecheck rules: print the catalogue of rules sharecheck checks
+
+USAGE:
+    sharecheck rules [--format text|json]
+
+OPTIONS:
+    --format text|json  text (default): Markdown, one section per rule; RULES.md is this
+                        output. json: one array with an object per rule: rule, severity, kind,
+                        functions, requirement, doc, quote, documented_code, fix.
+    -h, --help          Print this help.
+
+EXIT STATUS:
+    0 success; 2 usage error.
 ";
 
 pub const REPORT_USAGE: &str = "\
@@ -64,7 +103,8 @@ sharecheck report: merge trace files and print the findings
 USAGE:
     sharecheck report [OPTIONS] [TRACE...]
 
-TRACE is a trace file or a directory (every *.jsonl in it). Default: ./sharecheck-trace
+TRACE is a trace file or a directory (every *.jsonl in it, and *.jsonl.PID: where the shim
+writes when *.jsonl exists). Default: ./sharecheck-trace
 
 OPTIONS:
     --format text|json      text (default): findings grouped by rule, calls per function and a
@@ -100,18 +140,21 @@ fn usage_err(message: impl Into<String>, usage: &'static str) -> UsageError {
     }
 }
 
-pub const RUN_SHORT: &str =
-    "sharecheck run [--sim] [--trace PATTERN] [--options OPTS] [--quiet] -- PROG [ARGS...]";
+// Continuation lines line up under the first `[` after the `usage: ` prefix main.rs prints.
+pub const RUN_SHORT: &str = "\
+sharecheck run [--sim] [--trace PATTERN] [--options OPTS] [--quiet]
+                      [--mode report|strict] [--halt-on-error] [--error-exitcode N]
+                      [--mute ID[,ID...]] [--duplicate-limit N] -- PROG [ARGS...]";
 pub const REPORT_SHORT: &str =
     "sharecheck report [--format text|json] [--fail-on error|warning|info] [TRACE...]";
-pub const TOP_SHORT: &str = "sharecheck run|report|help [...]  (see `sharecheck --help`)";
+pub const RULES_SHORT: &str = "sharecheck rules [--format text|json]";
+pub const TOP_SHORT: &str = "sharecheck run|report|rules|help [...]  (see `sharecheck --help`)";
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Command {
     Run(RunArgs),
     Report(ReportArgs),
-    /// `sharecheck rules`: reserved, see `rules.rs`.
-    Rules,
+    Rules(RulesArgs),
     /// Help text to print on stdout.
     Help(&'static str),
     Version,
@@ -122,9 +165,57 @@ pub struct RunArgs {
     pub sim: bool,
     pub trace: Option<OsString>,
     pub options: Option<OsString>,
+    /// The flags that stand for `SHARECHECK_OPTIONS` keys; see [`ShimFlags::pairs`].
+    pub shim: ShimFlags,
     pub quiet: bool,
     pub prog: OsString,
     pub prog_args: Vec<OsString>,
+}
+
+/// `--mode`, `--halt-on-error`, `--error-exitcode`, `--mute`, `--duplicate-limit`, validated
+/// here so that a typo on the command line stops the run instead of being ignored by the shim.
+#[derive(Debug, PartialEq, Eq, Default, Clone)]
+pub struct ShimFlags {
+    pub mode: Option<Mode>,
+    pub halt_on_error: bool,
+    pub error_exitcode: Option<u8>,
+    /// Every `--mute` ID, in command-line order.
+    pub mute: Vec<&'static str>,
+    pub duplicate_limit: Option<u32>,
+}
+
+impl ShimFlags {
+    /// The flags as `SHARECHECK_OPTIONS` pairs, in the order of `options::KEYS`.
+    pub fn pairs(&self) -> Vec<String> {
+        let mut pairs = Vec::new();
+        if let Some(mode) = self.mode {
+            pairs.push(format!(
+                "mode={}",
+                match mode {
+                    Mode::Report => "report",
+                    Mode::Strict => "strict",
+                }
+            ));
+        }
+        if self.halt_on_error {
+            pairs.push("halt_on_error=1".into());
+        }
+        if let Some(n) = self.error_exitcode {
+            pairs.push(format!("error_exitcode={n}"));
+        }
+        if !self.mute.is_empty() {
+            pairs.push(format!("mute={}", self.mute.join(",")));
+        }
+        if let Some(n) = self.duplicate_limit {
+            pairs.push(format!("duplicate_limit={n}"));
+        }
+        pairs
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct RulesArgs {
+    pub format: Format,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -195,6 +286,24 @@ fn take_value(
     Ok(value)
 }
 
+/// The value of `--format`: text or json.
+fn take_format(
+    name: &str,
+    inline: Option<OsString>,
+    rest: &mut impl Iterator<Item = OsString>,
+    usage: &'static str,
+) -> Result<Format, UsageError> {
+    let v = take_value(name, inline, rest, "text or json", usage)?;
+    match v.to_string_lossy().as_ref() {
+        "text" => Ok(Format::Text),
+        "json" => Ok(Format::Json),
+        other => Err(usage_err(
+            format!("unknown format `{other}` for `--format` (use text or json)"),
+            usage,
+        )),
+    }
+}
+
 fn no_value(name: &str, inline: &Option<OsString>, usage: &'static str) -> Result<(), UsageError> {
     match inline {
         Some(_) => Err(usage_err(format!("option `{name}` takes no value"), usage)),
@@ -211,26 +320,27 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, UsageE
     match first.to_string_lossy().as_ref() {
         "run" => parse_run(args),
         "report" => parse_report(args),
-        "rules" => Ok(Command::Rules),
+        "rules" => parse_rules(args),
         "help" | "--help" | "-h" => match args.next() {
             None => Ok(Command::Help(TOP_USAGE)),
             Some(cmd) => match cmd.to_string_lossy().as_ref() {
                 "run" => Ok(Command::Help(RUN_USAGE)),
                 "report" => Ok(Command::Help(REPORT_USAGE)),
+                "rules" => Ok(Command::Help(RULES_USAGE)),
                 "help" => Ok(Command::Help(TOP_USAGE)),
                 other => Err(usage_err(
-                    format!("no help for unknown command `{other}` (commands: run, report)"),
+                    format!("no help for unknown command `{other}` (commands: run, report, rules)"),
                     TOP_SHORT,
                 )),
             },
         },
         "--version" | "-V" | "version" => Ok(Command::Version),
         other if other.starts_with('-') => Err(usage_err(
-            format!("unknown option `{other}`; options go after the command (run, report)"),
+            format!("unknown option `{other}`; options go after the command (run, report, rules)"),
             TOP_SHORT,
         )),
         other => Err(usage_err(
-            format!("unknown command `{other}` (commands: run, report, help)"),
+            format!("unknown command `{other}` (commands: run, report, rules, help)"),
             TOP_SHORT,
         )),
     }
@@ -257,23 +367,105 @@ fn parse_run(args: impl Iterator<Item = OsString>) -> Result<Command, UsageError
                 run.quiet = true;
             }
             "--trace" => {
-                run.trace = Some(take_value(&name, inline, &mut args, "a file pattern such as traces/%p.jsonl", usage)?)
+                run.trace = Some(take_value(
+                    &name,
+                    inline,
+                    &mut args,
+                    "a file pattern such as traces/%p.jsonl",
+                    usage,
+                )?)
             }
             "--options" => {
-                run.options = Some(take_value(&name, inline, &mut args, "key=value:key=value", usage)?)
+                run.options = Some(take_value(
+                    &name,
+                    inline,
+                    &mut args,
+                    "key=value:key=value",
+                    usage,
+                )?)
+            }
+            "--mode" => {
+                let v = take_value(&name, inline, &mut args, "report or strict", usage)?;
+                run.shim.mode = Some(match v.to_string_lossy().as_ref() {
+                    "report" => Mode::Report,
+                    "strict" => Mode::Strict,
+                    other => {
+                        return Err(usage_err(
+                            format!("unknown mode `{other}` for `--mode` (use report or strict)"),
+                            usage,
+                        ))
+                    }
+                });
+            }
+            "--halt-on-error" => {
+                no_value(&name, &inline, usage)?;
+                run.shim.halt_on_error = true;
+            }
+            "--error-exitcode" => {
+                let what = "an exit status from 1 to 255, or 0 for off";
+                let v = take_value(&name, inline, &mut args, what, usage)?;
+                let v = v.to_string_lossy();
+                run.shim.error_exitcode = Some(v.parse::<u8>().map_err(|_| {
+                    usage_err(format!("`--error-exitcode` needs {what}, not `{v}`"), usage)
+                })?);
+            }
+            "--mute" => {
+                let v = take_value(
+                    &name,
+                    inline,
+                    &mut args,
+                    "rule IDs separated by commas",
+                    usage,
+                )?;
+                let before = run.shim.mute.len();
+                for id in v
+                    .to_string_lossy()
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                {
+                    let rule = rules::by_id(id).ok_or_else(|| {
+                        usage_err(
+                            format!(
+                                "`{id}` given to `--mute` is not a rule ID \
+                                 (list them with `sharecheck rules`)"
+                            ),
+                            usage,
+                        )
+                    })?;
+                    run.shim.mute.push(rule.id);
+                }
+                if run.shim.mute.len() == before {
+                    return Err(usage_err("`--mute` needs at least one rule ID", usage));
+                }
+            }
+            "--duplicate-limit" => {
+                let what = "a count of reports per rule, 0 for no limit";
+                let v = take_value(&name, inline, &mut args, what, usage)?;
+                let v = v.to_string_lossy();
+                run.shim.duplicate_limit = Some(v.parse::<u32>().map_err(|_| {
+                    usage_err(
+                        format!("`--duplicate-limit` needs {what}, not `{v}`"),
+                        usage,
+                    )
+                })?);
             }
             "--help" | "-h" => return Ok(Command::Help(RUN_USAGE)),
             _ if name.starts_with('-') => {
                 return Err(usage_err(
-                    format!("unknown option `{name}` for `run` (options: --sim, --trace, --options, --quiet)"),
+                    format!(
+                        "unknown option `{name}` for `run` (options: --sim, --trace, --options, \
+                         --mode, --halt-on-error, --error-exitcode, --mute, --duplicate-limit, \
+                         --quiet)"
+                    ),
                     usage,
                 ))
             }
             _ => {
                 return Err(usage_err(
                     format!(
-                        "`{name}` must come after `--`: write `sharecheck run [OPTIONS] -- {name} ...`"
-                    ),
+                    "`{name}` must come after `--`: write `sharecheck run [OPTIONS] -- {name} ...`"
+                ),
                     usage,
                 ))
             }
@@ -309,19 +501,7 @@ fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageEr
         }
         let (name, inline) = split_eq(&arg);
         match name.as_str() {
-            "--format" => {
-                let v = take_value(&name, inline, &mut args, "text or json", usage)?;
-                format = match v.to_string_lossy().as_ref() {
-                    "text" => Format::Text,
-                    "json" => Format::Json,
-                    other => {
-                        return Err(usage_err(
-                            format!("unknown format `{other}` for `--format` (use text or json)"),
-                            usage,
-                        ))
-                    }
-                };
-            }
+            "--format" => format = take_format(&name, inline, &mut args, usage)?,
             "--fail-on" => {
                 let v = take_value(&name, inline, &mut args, "error, warning or info", usage)?;
                 let v = v.to_string_lossy();
@@ -352,6 +532,31 @@ fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageEr
         fail_on,
         traces,
     }))
+}
+
+fn parse_rules(mut args: impl Iterator<Item = OsString>) -> Result<Command, UsageError> {
+    let usage = RULES_SHORT;
+    let mut format = Format::Text;
+    while let Some(arg) = args.next() {
+        let (name, inline) = split_eq(&arg);
+        match name.as_str() {
+            "--format" => format = take_format(&name, inline, &mut args, usage)?,
+            "--help" | "-h" => return Ok(Command::Help(RULES_USAGE)),
+            _ if name.starts_with('-') => {
+                return Err(usage_err(
+                    format!("unknown option `{name}` for `rules` (options: --format)"),
+                    usage,
+                ))
+            }
+            _ => {
+                return Err(usage_err(
+                    format!("`rules` takes no arguments, but got `{name}`"),
+                    usage,
+                ))
+            }
+        }
+    }
+    Ok(Command::Rules(RulesArgs { format }))
 }
 
 #[cfg(test)]
@@ -442,6 +647,94 @@ mod tests {
         assert!(p(&["report", "--format", "xml"]).is_err());
         assert!(p(&["report", "--fail-on", "fatal"]).is_err());
         assert!(p(&["report", "--x"]).is_err());
+    }
+
+    #[test]
+    fn run_parses_shim_flags() {
+        let Command::Run(r) = p(&[
+            "run",
+            "--mode=strict",
+            "--halt-on-error",
+            "--error-exitcode",
+            "9",
+            "--mute",
+            "peer-access.unidirectional,",
+            "--mute=divergence.unlisted",
+            "--duplicate-limit",
+            "0",
+            "--mode",
+            "report",
+            "--",
+            "prog",
+        ])
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            r.shim,
+            ShimFlags {
+                mode: Some(Mode::Report),
+                halt_on_error: true,
+                error_exitcode: Some(9),
+                mute: vec!["peer-access.unidirectional", "divergence.unlisted"],
+                duplicate_limit: Some(0),
+            }
+        );
+        assert_eq!(
+            r.shim.pairs(),
+            [
+                "mode=report",
+                "halt_on_error=1",
+                "error_exitcode=9",
+                "mute=peer-access.unidirectional,divergence.unlisted",
+                "duplicate_limit=0",
+            ]
+        );
+        assert!(ShimFlags::default().pairs().is_empty());
+        for (args, why) in [
+            (
+                &["run", "--mode", "loud", "--", "x"][..],
+                "unknown mode `loud`",
+            ),
+            (&["run", "--error-exitcode", "abc", "--", "x"], "not `abc`"),
+            (&["run", "--error-exitcode", "-1", "--", "x"], "not `-1`"),
+            (&["run", "--duplicate-limit", "1.5", "--", "x"], "not `1.5`"),
+            (
+                &["run", "--mute", "nope", "--", "x"],
+                "`nope` given to `--mute`",
+            ),
+            (&["run", "--mute", " , ", "--", "x"], "at least one rule ID"),
+            (&["run", "--halt-on-error=yes", "--", "x"], "takes no value"),
+        ] {
+            let err = p(args).unwrap_err();
+            assert!(err.message.contains(why), "{args:?}: {}", err.message);
+            assert_eq!(err.usage, RUN_SHORT);
+        }
+    }
+
+    #[test]
+    fn rules_parses() {
+        assert_eq!(
+            p(&["rules"]).unwrap(),
+            Command::Rules(RulesArgs {
+                format: Format::Text
+            })
+        );
+        assert_eq!(
+            p(&["rules", "--format=json"]).unwrap(),
+            Command::Rules(RulesArgs {
+                format: Format::Json
+            })
+        );
+        assert_eq!(p(&["rules", "-h"]).unwrap(), Command::Help(RULES_USAGE));
+        assert_eq!(p(&["help", "rules"]).unwrap(), Command::Help(RULES_USAGE));
+        for args in [
+            &["rules", "--format", "xml"][..],
+            &["rules", "-x"],
+            &["rules", "x"],
+        ] {
+            assert_eq!(p(args).unwrap_err().usage, RULES_SHORT, "{args:?}");
+        }
     }
 
     #[test]

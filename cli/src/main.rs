@@ -4,7 +4,7 @@
 //! - [`run`]: `sharecheck run`, the launcher;
 //! - [`report`]: `sharecheck report`, merging traces into findings;
 //! - [`trace`]: tolerant reading of trace files;
-//! - [`rules`]: reserved for `sharecheck rules`.
+//! - [`rules`]: `sharecheck rules`, the rule catalogue.
 
 mod args;
 mod report;
@@ -20,7 +20,7 @@ fn main() {
     let status = match args::parse(std::env::args_os().skip(1)) {
         Ok(Command::Run(a)) => run::run(a),
         Ok(Command::Report(a)) => report::run(a),
-        Ok(Command::Rules) => rules::run(),
+        Ok(Command::Rules(a)) => rules::run(a),
         Ok(Command::Help(text)) => {
             let _ = std::io::stdout().write_all(text.as_bytes());
             0

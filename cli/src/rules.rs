@@ -1,21 +1,29 @@
-//! `sharecheck rules`: reserved for printing the rule catalogue of sharecheck-core.
-//!
-//! Not implemented yet. When the catalogue exists in `sharecheck_core`, this module will:
-//! - parse its own options (add a `RulesArgs` to `args.rs` and a `RULES_USAGE` text, and list
-//!   the command in `TOP_USAGE`);
-//! - print each rule's ID, severity, kind, the contract sentence and its doc link, as text or as
-//!   JSON (`--format`), in the finding field names of the trace schema.
-//!
-//! Until then the command says so and exits with the usage status, so that scripts calling it do
-//! not mistake silence for an empty catalogue.
+//! `sharecheck rules`: prints the rule catalogue of sharecheck-core, as Markdown (RULES.md is
+//! this output, kept equal by `tests/rules.rs`) or as one JSON array for scripts.
 
-use crate::args::EXIT_USAGE;
+use std::io::Write;
+
+use sharecheck_core::rules::{catalogue_json, catalogue_text};
+
+use crate::args::{Format, RulesArgs, EXIT_USAGE};
+use crate::trace::io_reason;
 
 /// Runs `sharecheck rules`; returns the exit status.
-pub fn run() -> i32 {
-    eprintln!(
-        "sharecheck: the `rules` command is not available in this version; each finding's \
-         \"doc\" member links to the contract it checks"
-    );
-    EXIT_USAGE
+pub fn run(args: RulesArgs) -> i32 {
+    let out = match args.format {
+        Format::Text => catalogue_text(),
+        Format::Json => catalogue_json(),
+    };
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(out.as_bytes())
+        .and_then(|_| stdout.flush())
+    {
+        // A reader that stopped early (`| head`) is not an error.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("sharecheck: cannot write the rules: {}", io_reason(&e));
+            EXIT_USAGE
+        }
+        _ => 0,
+    }
 }

@@ -2,11 +2,12 @@
 //!
 //! The order of work:
 //! 1. [`prepare`] finds the shim (and, with `--sim`, the simulated driver), decides where traces
-//!    go and builds the child's environment; any failure here is reported before PROG starts;
-//! 2. [`TraceWatch::snapshot`] records which trace files already exist, so that the summary
-//!    counts only files this run created or changed;
+//!    go and builds the child's environment, `SHARECHECK_OPTIONS` included (checked here); any
+//!    failure here is reported before PROG starts;
+//! 2. [`TraceWatch::snapshot`] records which trace files already exist, so that the summary and
+//!    `error_exitcode` count only files this run created or changed;
 //! 3. [`execute`] spawns PROG, forwards SIGINT/SIGTERM sent to sharecheck, and waits;
-//! 4. the summary line is printed and PROG's status returned.
+//! 4. the summary line is printed and PROG's status returned (or `error_exitcode`).
 
 use std::collections::HashMap;
 use std::ffi::{CString, OsStr, OsString};
@@ -20,11 +21,12 @@ use std::process::Command;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::SystemTime;
 
+use sharecheck_core::options::Options;
 use sharecheck_core::schema::env;
 
 use crate::args::{RunArgs, Severity, EXIT_USAGE};
-use crate::report;
-use crate::trace::{self, io_reason};
+use crate::report::{self, Summary};
+use crate::trace::{self, io_reason, Diagnostic};
 
 /// Path of the shim to preload, overriding the search next to the executable.
 pub const SHIM_ENV: &str = "SHARECHECK_SHIM";
@@ -57,17 +59,31 @@ pub fn run(args: RunArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
+    for problem in &plan.option_problems {
+        eprintln!("sharecheck: {}: {problem}", env::OPTIONS);
+    }
     let before = plan.watch.snapshot();
-    let (status, started) = match execute(&args, &plan.env) {
-        Ok(status) => (status, true),
-        Err(status) => (status, false),
+    let status = match execute(&args, &plan.env) {
+        Ok(status) => status,
+        Err(status) => return status,
     };
     // The simulated driver's directory goes as soon as PROG is done with it.
     drop(plan.sim_dir);
-    if started && !args.quiet {
-        print_summary(&plan.watch, &before, &args.prog);
+    let error_exitcode = plan.options.error_exitcode.filter(|_| status == 0);
+    if args.quiet && error_exitcode.is_none() {
+        return status;
     }
-    status
+    // The summary and error_exitcode read the same files, so they never disagree.
+    let files = plan.watch.written_since(&before);
+    let mut diagnostics = Vec::new();
+    let summary = report::summarize(&files, &mut diagnostics);
+    if !args.quiet {
+        print_summary(&plan.watch, &files, &summary, &diagnostics, &args.prog);
+    }
+    match error_exitcode {
+        Some(code) if summary.count(Severity::Error) > 0 => code,
+        _ => status,
+    }
 }
 
 /// What `prepare` decided: the child's environment and where its traces will be.
@@ -75,6 +91,10 @@ struct Plan {
     env: Vec<(OsString, OsString)>,
     watch: TraceWatch,
     sim_dir: Option<TempDir>,
+    /// The options PROG gets, as the shim will read them.
+    options: Options,
+    /// What is wrong with them, for stderr before PROG starts.
+    option_problems: Vec<String>,
 }
 
 fn var(name: &str) -> Option<OsString> {
@@ -140,9 +160,17 @@ fn prepare(args: &RunArgs) -> Result<Plan, String> {
         TraceWatch::Dir(dir)
     };
 
-    if let Some(options) = &args.options {
-        set(env::OPTIONS, options.clone());
-    }
+    let flag_pairs = args.shim.pairs();
+    let options_text = if args.options.is_some() || !flag_pairs.is_empty() {
+        let merged = merge_options(var(env::OPTIONS), args.options.as_deref(), &flag_pairs);
+        set(env::OPTIONS, merged.clone());
+        Some(merged)
+    } else {
+        // Inherited unchanged; still checked, since error_exitcode in it applies.
+        var(env::OPTIONS)
+    };
+    let (options, option_problems) =
+        Options::parse(&options_text.unwrap_or_default().to_string_lossy());
     if var(env::JOB_KEY).is_none() {
         set(env::JOB_KEY, job_key()?.into());
     }
@@ -150,7 +178,33 @@ fn prepare(args: &RunArgs) -> Result<Plan, String> {
         env: child_env,
         watch,
         sim_dir,
+        options,
+        option_problems,
     })
+}
+
+/// `SHARECHECK_OPTIONS` for PROG: the inherited value, then `--options`, then the flags' pairs.
+/// Later pairs override earlier ones in the parser (mute lists add up), so the most specific
+/// setting wins; the text is passed on rather than normalized so that a newer shim still sees
+/// keys this sharecheck does not know.
+pub fn merge_options(
+    inherited: Option<OsString>,
+    given: Option<&OsStr>,
+    flag_pairs: &[String],
+) -> OsString {
+    let parts = inherited
+        .into_iter()
+        .chain(given.map(OsStr::to_owned))
+        .chain(flag_pairs.iter().map(OsString::from))
+        .filter(|p| !p.is_empty());
+    let mut out = OsString::new();
+    for part in parts {
+        if !out.is_empty() {
+            out.push(":");
+        }
+        out.push(part);
+    }
+    out
 }
 
 /// `SHARECHECK_SHIM`, else `libsharecheck.so` next to this executable, else
@@ -532,7 +586,19 @@ fn glob(pattern: &[GlobTok]) -> Vec<PathBuf> {
         let last = i + 1 == components.len();
         let mut next = Vec::new();
         for dir in &current {
-            if comp.iter().all(|t| matches!(t, GlobTok::Lit(_))) {
+            if last {
+                // Listed even when literal: the shim writes NAME.PID when NAME exists.
+                if let Ok(entries) = std::fs::read_dir(dir) {
+                    for entry in entries.flatten() {
+                        let name = entry.file_name();
+                        if wild_match(comp, trace::strip_pid_suffix(name.as_bytes()))
+                            || wild_match(comp, name.as_bytes())
+                        {
+                            next.push(entry.path());
+                        }
+                    }
+                }
+            } else if comp.iter().all(|t| matches!(t, GlobTok::Lit(_))) {
                 let name: Vec<u8> = comp
                     .iter()
                     .map(|t| match t {
@@ -575,8 +641,13 @@ fn wild_match(pattern: &[GlobTok], name: &[u8]) -> bool {
     }
 }
 
-fn print_summary(watch: &TraceWatch, before: &Snapshot, prog: &OsStr) {
-    let files = watch.written_since(before);
+fn print_summary(
+    watch: &TraceWatch,
+    files: &[PathBuf],
+    summary: &Summary,
+    diagnostics: &[Diagnostic],
+    prog: &OsStr,
+) {
     if files.is_empty() {
         eprintln!(
             "sharecheck: no trace was written (looked for {} written during the run); {} made \
@@ -586,9 +657,7 @@ fn print_summary(watch: &TraceWatch, before: &Snapshot, prog: &OsStr) {
         );
         return;
     }
-    let mut diagnostics = Vec::new();
-    let summary = report::summarize(&files, &mut diagnostics);
-    for d in &diagnostics {
+    for d in diagnostics {
         eprintln!("{d}");
     }
     eprintln!(
@@ -814,6 +883,53 @@ mod tests {
             absolute_pattern(OsStr::new("/t/%p"), Path::new("/x")),
             "/t/%p"
         );
+    }
+
+    #[test]
+    fn options_merge_inherited_then_given_then_flags() {
+        let flags = ["mode=strict".to_string(), "mute=a".to_string()];
+        assert_eq!(
+            merge_options(
+                Some("mute=b:".into()),
+                Some(OsStr::new("mode=report")),
+                &flags
+            ),
+            "mute=b::mode=report:mode=strict:mute=a"
+        );
+        assert_eq!(merge_options(None, None, &flags), "mode=strict:mute=a");
+        assert_eq!(
+            merge_options(Some("x=1".into()), Some(OsStr::new("")), &[]),
+            "x=1"
+        );
+        assert_eq!(merge_options(None, None, &[]), "");
+    }
+
+    #[test]
+    fn fallback_names_are_found_by_the_glob() {
+        let dir = std::env::temp_dir().join(format!("sharecheck-glob-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in [
+            "fixed.jsonl",
+            "fixed.jsonl.42",
+            "fixed.jsonl.bak",
+            "7.jsonl.7",
+        ] {
+            std::fs::write(dir.join(name), "").unwrap();
+        }
+        let names = |pattern: &str| -> Vec<String> {
+            let pattern = format!("{}/{pattern}", dir.display());
+            glob(&glob_pattern(OsStr::new(&pattern)))
+                .iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(names("fixed.jsonl"), ["fixed.jsonl", "fixed.jsonl.42"]);
+        assert_eq!(
+            names("%p.jsonl"),
+            ["7.jsonl.7", "fixed.jsonl", "fixed.jsonl.42"]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

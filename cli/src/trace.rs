@@ -12,6 +12,7 @@
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -153,19 +154,32 @@ pub fn collect_inputs(args: &[PathBuf]) -> Inputs {
     inputs
 }
 
-/// The `*.jsonl` regular files directly in `dir`, sorted by name.
+/// The trace files directly in `dir`: regular files named `*.jsonl`, or `*.jsonl.PID` (where the
+/// shim writes when `*.jsonl` already exists, e.g. a pid reused since an earlier run), sorted by
+/// name.
 pub fn jsonl_files_in(dir: &Path) -> io::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let path = entry.path();
-        let is_jsonl = path.extension().is_some_and(|e| e == "jsonl");
-        if is_jsonl && std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+        let name = entry.file_name();
+        let is_trace = strip_pid_suffix(name.as_bytes()).ends_with(b".jsonl");
+        if is_trace && std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
             files.push(path);
         }
     }
     files.sort();
     Ok(files)
+}
+
+/// `NAME` for a file name `NAME.PID` (the shim's name when `NAME` exists); else the name itself.
+pub fn strip_pid_suffix(name: &[u8]) -> &[u8] {
+    match name.iter().rposition(|&b| b == b'.') {
+        Some(dot) if dot + 1 < name.len() && name[dot + 1..].iter().all(u8::is_ascii_digit) => {
+            &name[..dot]
+        }
+        _ => name,
+    }
 }
 
 /// An `io::Error` as a short reason, without the "(os error N)" suffix.
@@ -295,5 +309,13 @@ mod tests {
         assert!(parse_record(br#"[1]"#).unwrap_err().contains("JSON object"));
         assert!(parse_record(br#"{"a":1}"#).unwrap_err().contains("\"v\""));
         assert!(parse_record(b"garbage").unwrap_err().contains("not a JSON"));
+    }
+
+    #[test]
+    fn pid_suffixes_are_stripped() {
+        assert_eq!(strip_pid_suffix(b"12.jsonl.345"), b"12.jsonl");
+        assert_eq!(strip_pid_suffix(b"12.jsonl"), b"12.jsonl");
+        assert_eq!(strip_pid_suffix(b"a.jsonl.bak"), b"a.jsonl.bak");
+        assert_eq!(strip_pid_suffix(b"a.jsonl."), b"a.jsonl.");
     }
 }

@@ -86,7 +86,8 @@ fn existing_settings_are_kept_and_flags_override() {
     );
     assert!(!dir.join("sharecheck-trace").exists());
 
-    // --trace (made absolute) and --options win over the environment.
+    // --trace (made absolute) wins over the environment; --options is appended to
+    // SHARECHECK_OPTIONS, so its pairs win (later pairs override earlier ones).
     let out = run_sh(
         &dir,
         &shim,
@@ -99,17 +100,121 @@ fn existing_settings_are_kept_and_flags_override() {
         r#"echo "$SHARECHECK_TRACE|$SHARECHECK_OPTIONS""#,
     )
     .env("SHARECHECK_TRACE", "/somewhere/%p.jsonl")
-    .env("SHARECHECK_OPTIONS", "x=1")
+    .env("SHARECHECK_OPTIONS", "mode=strict:duplicate_limit=5")
     .output()
     .unwrap();
     assert_eq!(
         stdout(&out).trim_end(),
         format!(
-            "{}/tr/%p-%h.jsonl|duplicate_limit=3:halt_on_error=1",
+            "{}/tr/%p-%h.jsonl|mode=strict:duplicate_limit=5:duplicate_limit=3:halt_on_error=1",
             dir.path.display()
         )
     );
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
     assert!(dir.join("tr").is_dir());
+}
+
+const PRINT_OPTIONS: &str = r#"echo "$SHARECHECK_OPTIONS""#;
+
+#[test]
+fn option_flags_come_last_in_the_childs_options() {
+    let dir = TempDir::new("optflags");
+    let shim = dir.fake_shim("lib");
+    let out = run_sh(
+        &dir,
+        &shim,
+        &[
+            "-q",
+            "--mute",
+            "cuCtxEnablePeerAccess.flags-not-zero, peer-access.unidirectional",
+            "--duplicate-limit=7",
+            "--options",
+            "mode=report:duplicate_limit=3",
+            "--mode",
+            "strict",
+            "--halt-on-error",
+            "--error-exitcode",
+            "5",
+            "--mute=divergence.unlisted",
+        ],
+        PRINT_OPTIONS,
+    )
+    .env(
+        "SHARECHECK_OPTIONS",
+        "mute=cuMemcpyPeer.null-context:error_exitcode=0",
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+    // Inherited, then --options, then the flags (in the order of the keys, whatever the order
+    // on the command line; every --mute ID in one pair).
+    assert_eq!(
+        stdout(&out).trim_end(),
+        "mute=cuMemcpyPeer.null-context:error_exitcode=0:mode=report:duplicate_limit=3:\
+         mode=strict:halt_on_error=1:error_exitcode=5:\
+         mute=cuCtxEnablePeerAccess.flags-not-zero,peer-access.unidirectional,divergence.unlisted:\
+         duplicate_limit=7"
+    );
+
+    // Flags alone; and without any, the inherited value is passed on untouched.
+    let out = run_sh(&dir, &shim, &["-q", "--mode=report"], PRINT_OPTIONS)
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out).trim_end(), "mode=report");
+    let out = run_sh(&dir, &shim, &["-q"], PRINT_OPTIONS)
+        .env("SHARECHECK_OPTIONS", "mode=strict")
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out).trim_end(), "mode=strict");
+    let out = run_sh(&dir, &shim, &["-q"], PRINT_OPTIONS)
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out).trim_end(), "");
+}
+
+#[test]
+fn bad_option_values_are_reported_by_key_and_the_program_still_runs() {
+    let dir = TempDir::new("badopts");
+    let shim = dir.fake_shim("lib");
+    let out = run_sh(
+        &dir,
+        &shim,
+        &[
+            "-q",
+            "--options",
+            "mode=loud:duplicate_limit=many:colour=red:mute=no.such-rule",
+            "--halt-on-error",
+        ],
+        r#"echo started >&2; echo "$SHARECHECK_OPTIONS""#,
+    )
+    .env("SHARECHECK_OPTIONS", "error_exitcode=300")
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // Passed on as given: the shim reads the same text.
+    assert_eq!(
+        stdout(&out).trim_end(),
+        "error_exitcode=300:mode=loud:duplicate_limit=many:colour=red:mute=no.such-rule:\
+         halt_on_error=1"
+    );
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 6, "{err}");
+    for (line, needle) in lines.iter().zip([
+        "error_exitcode=\"300\"",
+        "mode=\"loud\"",
+        "duplicate_limit=\"many\"",
+        "unknown key `colour`",
+        "`no.such-rule` is not a rule ID",
+    ]) {
+        assert!(
+            line.starts_with("sharecheck: SHARECHECK_OPTIONS: ") && line.contains(needle),
+            "{line:?} lacks {needle:?}:\n{err}"
+        );
+    }
+    // Reported before PROG starts.
+    assert_eq!(lines[5], "started");
 }
 
 #[test]
@@ -421,6 +526,129 @@ fn summary_counts_the_traces_of_this_run_only() {
     assert!(out.stdout.is_empty());
 }
 
+/// A stand-in for one traced process: one call record with one finding of `severity`, written
+/// where the shim would write it, including its fallback name NAME.PID when NAME exists.
+fn write_finding(severity: &str) -> String {
+    format!(
+        r#"
+    f=$(printf '%s' "$SHARECHECK_TRACE" | sed "s/%p/$$/")
+    test -e "$f" && f="$f.$$"
+    printf '{{"v":1,"seq":1,"pid":%s,"tid":1,"fn":"cuCtxEnablePeerAccess","ret":1,"findings":[{{"rule":"R","severity":"{severity}","kind":"misuse","message":"m","doc":"d"}}]}}\n' $$ > "$f"
+"#
+    )
+}
+
+#[test]
+fn error_exitcode_applies_when_this_runs_traces_hold_an_error() {
+    let dir = TempDir::new("errexit");
+    let shim = dir.fake_shim("lib");
+    let errors = write_finding("error");
+    let run = |args: &[&str], script: &str, env_options: Option<&str>| {
+        let mut cmd = run_sh(&dir, &shim, args, script);
+        if let Some(options) = env_options {
+            cmd.env("SHARECHECK_OPTIONS", options);
+        }
+        cmd.output().unwrap()
+    };
+
+    // PROG exits 0, its trace holds an error: N, and the summary as usual.
+    let out = run(&["--error-exitcode", "9"], &errors, None);
+    assert_eq!(out.status.code(), Some(9), "{out:?}");
+    assert!(stderr(&out).contains(" 1 errors, 0 warnings;"), "{out:?}");
+    // --quiet: the same status, nothing printed.
+    let out = run(&["-q", "--error-exitcode=9"], &errors, None);
+    assert_eq!(out.status.code(), Some(9), "{out:?}");
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+    // PROG's own failure is what sharecheck exits with.
+    let out = run(
+        &["-q", "--error-exitcode", "9"],
+        &format!("{errors}\nexit 3"),
+        None,
+    );
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    // Not asked for, or only warnings: PROG's status.
+    let out = run(&["-q"], &errors, None);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = run(
+        &["-q", "--error-exitcode", "9"],
+        &write_finding("warning"),
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+
+    // Through --options or the environment too; a later setting wins, 0 turns it off.
+    let out = run(&["-q", "--options", "error_exitcode=4"], &errors, None);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let out = run(&["-q"], &errors, Some("error_exitcode=5"));
+    assert_eq!(out.status.code(), Some(5), "{out:?}");
+    let out = run(
+        &["-q", "--options=error_exitcode=6"],
+        &errors,
+        Some("error_exitcode=5"),
+    );
+    assert_eq!(out.status.code(), Some(6), "{out:?}");
+    let out = run(
+        &["-q", "--error-exitcode", "0"],
+        &errors,
+        Some("error_exitcode=5"),
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // A bad value keeps the default (off), and PROG still runs.
+    let out = run(&["-q", "--options", "error_exitcode=x"], &errors, None);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(stderr(&out).contains("error_exitcode=\"x\""), "{out:?}");
+}
+
+#[test]
+fn error_exitcode_counts_only_traces_this_run_wrote() {
+    let dir = TempDir::new("errexit-old");
+    let shim = dir.fake_shim("lib");
+    // Earlier runs' traces, with errors, in the default directory and at a fixed name.
+    let old_error = "{\"v\":1,\"seq\":1,\"pid\":1,\"tid\":1,\"fn\":\"x\",\"ret\":1,\
+                     \"findings\":[{\"rule\":\"R\",\"severity\":\"error\"}]}\n";
+    dir.write("sharecheck-trace/1.jsonl", old_error);
+    dir.write("sharecheck-trace/2.jsonl.2", old_error);
+    dir.write("fixed.jsonl", old_error);
+    std::thread::sleep(Duration::from_millis(20));
+
+    for script in ["true".to_string(), write_finding("warning")] {
+        let out = run_sh(&dir, &shim, &["--error-exitcode", "9"], &script)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert!(!stderr(&out).contains("1 errors"), "{out:?}");
+    }
+
+    // The shim's fallback name (NAME.PID, NAME being taken) is found, for a fixed --trace name
+    // and in the default directory.
+    let out = run_sh(
+        &dir,
+        &shim,
+        &["--error-exitcode", "9", "--trace", "fixed.jsonl"],
+        &write_finding("error"),
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(9), "{out:?}");
+    assert_eq!(
+        stderr(&out).trim_end(),
+        format!(
+            "sharecheck: 1 calls traced in 1 processes, 1 errors, 0 warnings; traces: {}/fixed.jsonl",
+            dir.path.display()
+        )
+    );
+    let out = run_sh(
+        &dir,
+        &shim,
+        &["--error-exitcode", "9"],
+        &write_finding("error").replace(r#"test -e "$f" && "#, ""),
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(9), "{out:?}");
+    assert!(stderr(&out).contains(" 1 errors, 0 warnings;"), "{out:?}");
+}
+
 #[test]
 fn run_usage_errors_exit_2() {
     let dir = TempDir::new("run-usage");
@@ -436,6 +664,32 @@ fn run_usage_errors_exit_2() {
         ),
         (&["run", "--trace"], "needs a value"),
         (&["run", "--quiet=yes", "--", "true"], "takes no value"),
+        (
+            &["run", "--mode", "loud", "--", "true"],
+            "unknown mode `loud` for `--mode`",
+        ),
+        (
+            &["run", "--error-exitcode", "abc", "--", "true"],
+            "`--error-exitcode` needs an exit status from 1 to 255, or 0 for off, not `abc`",
+        ),
+        (&["run", "--error-exitcode=256", "--", "true"], "not `256`"),
+        (
+            &["run", "--duplicate-limit", "-1", "--", "true"],
+            "`--duplicate-limit` needs a count",
+        ),
+        (
+            &["run", "--mute", "no.such-rule", "--", "true"],
+            "`no.such-rule` given to `--mute` is not a rule ID",
+        ),
+        (
+            &["run", "--mute", ",", "--", "true"],
+            "at least one rule ID",
+        ),
+        (
+            &["run", "--halt-on-error=1", "--", "true"],
+            "takes no value",
+        ),
+        (&["run", "--mode"], "needs a value"),
         (&["frobnicate"], "unknown command `frobnicate`"),
         (&["--bogus"], "unknown option `--bogus`"),
         (&[], "no command given"),
@@ -463,6 +717,7 @@ fn help_and_version() {
     for s in [
         "sharecheck run",
         "sharecheck report",
+        "sharecheck rules",
         "sharecheck help",
         "--version",
     ] {
@@ -477,9 +732,15 @@ fn help_and_version() {
         "--sim",
         "--trace PATTERN",
         "--options",
+        "--mode MODE",
+        "--halt-on-error",
+        "--error-exitcode N",
+        "--mute ID[,ID...]",
+        "--duplicate-limit N",
         "--quiet",
         "SHARECHECK_SHIM",
         "128+N",
+        "error_exitcode=N",
     ] {
         assert!(run_help.contains(s), "{s} missing from:\n{run_help}");
     }

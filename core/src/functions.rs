@@ -50,6 +50,11 @@ macro_rules! interposed_functions {
             cuda cuLogicalEndpointImport [cuLogicalEndpointImport 13030 legacy] (leId: CUlogicalEndpointId, handle: LogicalEndpointHandleConstPtr, handleType: CUlogicalEndpointIpcHandleType);
             cuda cuLogicalEndpointQuery [cuLogicalEndpointQuery 13030 legacy] (leId: CUlogicalEndpointId, count: Count32, queryStatus: Out<Int>);
             cuda cuLogicalEndpointGetLimits [cuLogicalEndpointGetLimits 13030 legacy] (bindAlignment: Out<U64>, maxSize: Out<U64>, prop: LogicalEndpointPropPtr);
+            // Lifecycle, observed so the rules' tracked state ends with what it belongs to.
+            cuda cuCtxDestroy_v2 [cuCtxDestroy 4000 legacy] (ctx: CUcontext);
+            cuda cuDevicePrimaryCtxRelease_v2 [cuDevicePrimaryCtxRelease 11000 legacy] (dev: CUdevice);
+            cuda cuDevicePrimaryCtxReset_v2 [cuDevicePrimaryCtxReset 11000 legacy] (dev: CUdevice);
+            cuda cuStreamDestroy_v2 [cuStreamDestroy 4000 legacy] (hStream: CUstream);
             // HIP peer access, IPC and attach (version node hip_4.2).
             hip hipDeviceCanAccessPeer [hipDeviceCanAccessPeer 0 legacy] (canAccessPeer: Out<Int>, deviceId: HipDevice, peerDeviceId: HipDevice);
             hip hipDeviceEnablePeerAccess [hipDeviceEnablePeerAccess 0 legacy] (peerDeviceId: HipDevice, flags: ReservedFlags);
@@ -62,6 +67,8 @@ macro_rules! interposed_functions {
             hip hipIpcGetEventHandle [hipIpcGetEventHandle 0 legacy] (handle: Out<hipIpcEventHandle_t>, event: hipEvent_t);
             hip hipIpcOpenEventHandle [hipIpcOpenEventHandle 0 legacy] (event: Out<hipEvent_t>, handle: hipIpcEventHandle_t);
             hip hipStreamAttachMemAsync [hipStreamAttachMemAsync 0 legacy] (stream: hipStream_t, dev_ptr: VoidPtr, length: Size, flags: HipAttachFlags);
+            // HIP lifecycle.
+            hip hipDeviceReset [hipDeviceReset 0 legacy] ();
         }
     };
 }

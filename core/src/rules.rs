@@ -344,8 +344,8 @@ pub mod cuda {
         kind: Kind::Misuse,
         functions: &["cuCtxDisablePeerAccess"],
         requirement: "Disabling access also unregisters peerContext's allocations from the \
-            current context: work still in flight that reaches them through the peer mapping \
-            loses it.",
+            current context: peer copies still in flight on a stream lose the mapping they were \
+            issued with.",
         source: cuda(CUDA_PEER, "cuCtxDisablePeerAccess"),
         quote: "Disables direct access to memory allocations in a peer context and unregisters \
             any registered allocations.",
@@ -797,7 +797,6 @@ pub fn catalogue_json() -> String {
         rule.encode(&mut w);
     }
     w.end_array();
-    drop(w);
     buf.push(b'\n');
     String::from_utf8(buf).expect("JSON writer emits UTF-8")
 }

@@ -10,6 +10,10 @@ use std::path::PathBuf;
 
 /// Not (yet) among the shared names of `sharecheck_core::schema::env`; only the simulator reads it.
 pub const SIM_ATTRS: &str = "SHARECHECK_SIM_ATTRS";
+/// How many peer grants one context may hold before `cuCtxEnablePeerAccess` answers
+/// CUDA_ERROR_TOO_MANY_PEERS (711): a number from 0, or `unlimited` (the default). Only the
+/// simulator reads it.
+pub const SIM_MAX_PEERS: &str = "SHARECHECK_SIM_MAX_PEERS";
 
 pub const DEFAULT_DEVICES: i32 = 2;
 pub const MAX_DEVICES: i32 = 64;
@@ -52,6 +56,8 @@ pub struct Config {
     pub driver_version: i32,
     /// `(device, attribute) -> value` overrides of `cuDeviceGetAttribute`.
     pub attributes: HashMap<(i32, i32), i32>,
+    /// The most peer grants (current context -> peer) one CUDA context may hold; `None`: no limit.
+    pub max_peers: Option<u32>,
     pub(crate) state_dir: Option<PathBuf>,
     pub call_log: Option<PathBuf>,
 }
@@ -64,6 +70,7 @@ impl Default for Config {
             behaviour: Behaviour::R580,
             driver_version: DEFAULT_DRIVER_VERSION,
             attributes: HashMap::new(),
+            max_peers: None,
             state_dir: None,
             call_log: None,
         }
@@ -126,6 +133,20 @@ impl Config {
             match parse_attributes(&v, devices) {
                 Ok(attributes) => config.attributes = attributes,
                 Err(why) => bad(SIM_ATTRS, &v, why, "no overrides"),
+            }
+        }
+        if let Some(v) = get(SIM_MAX_PEERS) {
+            match v.trim().to_ascii_lowercase().as_str() {
+                "unlimited" => config.max_peers = None,
+                n => match n.parse::<u32>() {
+                    Ok(n) => config.max_peers = Some(n),
+                    Err(_) => bad(
+                        SIM_MAX_PEERS,
+                        &v,
+                        "expected a number of peer grants from 0, or `unlimited`".into(),
+                        "unlimited",
+                    ),
+                },
             }
         }
         config.state_dir = get(env::SIM_STATE_DIR)
@@ -254,6 +275,7 @@ mod tests {
         assert_eq!(c.behaviour, Behaviour::R580);
         assert_eq!(c.driver_version, 13030);
         assert!(c.attributes.is_empty());
+        assert_eq!(c.max_peers, None);
     }
 
     #[test]
@@ -264,8 +286,10 @@ mod tests {
             (env::SIM_BEHAVIOUR, "documented"),
             (env::SIM_DRIVER_VERSION, "13000"),
             (SIM_ATTRS, "1:75=8,1:41=0"),
+            (SIM_MAX_PEERS, " 3 "),
         ]);
         assert!(w.is_empty(), "{w:?}");
+        assert_eq!(c.max_peers, Some(3));
         assert_eq!(c.devices, 4);
         assert!(c.peers.allows(0, 1) && c.peers.allows(2, 3) && !c.peers.allows(1, 0));
         assert_eq!(c.behaviour, Behaviour::Documented);
@@ -282,22 +306,43 @@ mod tests {
             (env::SIM_BEHAVIOUR, "r590"),
             (env::SIM_DRIVER_VERSION, "thirteen"),
             (SIM_ATTRS, "0:75"),
+            (SIM_MAX_PEERS, "-1"),
         ]);
-        assert_eq!(w.len(), 5, "{w:?}");
+        assert_eq!(w.len(), 6, "{w:?}");
         for (line, var) in w.iter().zip([
             env::SIM_DEVICES,
             env::SIM_BEHAVIOUR,
             env::SIM_DRIVER_VERSION,
             env::SIM_PEERS,
             SIM_ATTRS,
+            SIM_MAX_PEERS,
         ]) {
             assert!(line.contains(var), "{line}");
         }
+        assert_eq!(c.max_peers, None, "unlimited");
         assert_eq!(c.devices, 2);
         assert_eq!(c.peers, PeerMatrix::All);
         assert_eq!(c.behaviour, Behaviour::R580);
         assert_eq!(c.driver_version, 13030);
         assert!(c.attributes.is_empty());
+    }
+
+    #[test]
+    fn max_peers_zero_and_unlimited() {
+        let (c, w) = parse(&[(SIM_MAX_PEERS, "0")]);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(c.max_peers, Some(0));
+        let (c, w) = parse(&[(SIM_MAX_PEERS, "Unlimited")]);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(c.max_peers, None);
+        let (c, w) = parse(&[(SIM_MAX_PEERS, "two")]);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains(SIM_MAX_PEERS) && w[0].contains("unlimited"),
+            "{}",
+            w[0]
+        );
+        assert_eq!(c.max_peers, None);
     }
 
     #[test]

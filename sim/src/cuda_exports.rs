@@ -93,6 +93,57 @@ fn event_record(event: CUevent, stream: CUstream) -> Outcome {
     })
 }
 
+/// `cuStreamCreate` and `cuStreamCreateWithPriority`: the stream belongs to the current context;
+/// a priority outside the device's range is clamped into it, as documented.
+unsafe fn stream_create(ph_stream: *mut CUstream, flags: c_uint, priority: c_int) -> Outcome {
+    check_initialized()?;
+    require(ph_stream)?;
+    if flags & !STREAM_NON_BLOCKING != 0 {
+        return Err(INVALID_VALUE);
+    }
+    let priority = priority.clamp(CU_STREAM_PRIORITY_GREATEST, CU_STREAM_PRIORITY_LEAST);
+    let handle = state::with(|d| {
+        let (owner, device) = d.current_owner()?;
+        Outcome::Ok(d.streams.create_stream(owner, device, flags, priority))
+    })?;
+    *ph_stream = handles::to_ptr(handle);
+    Ok(())
+}
+
+/// `cuStreamGetCtx[_v2][_ptsz]`: the context that was current when the stream was created; for
+/// the special handles (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) the current context, and
+/// INVALID_CONTEXT without one. A destroyed or unknown stream, or a HIP stream (it has no CUDA
+/// context), is INVALID_HANDLE (the documentation calls it undefined behaviour).
+unsafe fn stream_get_ctx(stream: CUstream, pctx: *mut CUcontext) -> Outcome {
+    check_initialized()?;
+    require(pctx)?;
+    let handle = to_handle(stream);
+    let ctx = state::with(|d| {
+        if crate::stream_event::is_special(handle) {
+            return d.current_context().map(|(ctx, _)| ctx);
+        }
+        match d.streams.stream(handle).map(|s| s.owner) {
+            Some(Owner::Context(id)) => Ok(handles::encode(Kind::Context, id)),
+            Some(Owner::HipDevice(_)) | None => Err(INVALID_HANDLE),
+        }
+    })?;
+    *pctx = handles::to_ptr(ctx);
+    Ok(())
+}
+
+/// `cuStreamGetCtx_v2[_ptsz]`: green contexts are not simulated, so `*pGreenCtx` is always NULL.
+unsafe fn stream_get_ctx_v2(
+    stream: CUstream,
+    pctx: *mut CUcontext,
+    pgreen: *mut CUgreenCtx,
+) -> Outcome {
+    check_initialized()?;
+    require(pgreen)?;
+    stream_get_ctx(stream, pctx)?;
+    *pgreen = std::ptr::null_mut();
+    Ok(())
+}
+
 /// The three-argument context creators (v1 and v2 share the prototype).
 unsafe fn ctx_create(pctx: *mut CUcontext, flags: c_uint, dev: CUdevice) -> Outcome {
     check_initialized()?;
@@ -403,12 +454,8 @@ exports! {
 
     fn cuMemGetAddressRange_v2(pbase: *mut CUdeviceptr, psize: *mut usize, dptr: CUdeviceptr) {
         check_initialized()?;
-        let (base, size) = state::with(|d| {
-            if let Some(a) = d.memory.find(dptr) {
-                return Ok((a.base, a.size));
-            }
-            d.memory.virtual_mapping(dptr).map(|m| (m.start, m.size)).ok_or(NOT_FOUND)
-        })?;
+        // Memory the driver does not know is CUDA_ERROR_NOT_FOUND, as documented.
+        let (base, size) = state::with(|d| d.memory.address_range(dptr)).ok_or(NOT_FOUND)?;
         if !pbase.is_null() {
             *pbase = base;
         }
@@ -457,17 +504,27 @@ exports! {
     }
 
     fn cuStreamCreate(phStream: *mut CUstream, Flags: c_uint) {
-        check_initialized()?;
-        require(phStream)?;
-        if Flags & !STREAM_NON_BLOCKING != 0 {
-            return Err(INVALID_VALUE);
-        }
-        let handle = state::with(|d| {
-            let (owner, device) = d.current_owner()?;
-            Outcome::Ok(d.streams.create_stream(owner, device, Flags))
-        })?;
-        *phStream = handles::to_ptr(handle);
-        Ok(())
+        stream_create(phStream, Flags, 0)
+    }
+
+    fn cuStreamCreateWithPriority(phStream: *mut CUstream, flags: c_uint, priority: c_int) {
+        stream_create(phStream, flags, priority)
+    }
+
+    fn cuStreamGetCtx(hStream: CUstream, pctx: *mut CUcontext) {
+        stream_get_ctx(hStream, pctx)
+    }
+
+    fn cuStreamGetCtx_ptsz(hStream: CUstream, pctx: *mut CUcontext) {
+        stream_get_ctx(hStream, pctx)
+    }
+
+    fn cuStreamGetCtx_v2(hStream: CUstream, pCtx: *mut CUcontext, pGreenCtx: *mut CUgreenCtx) {
+        stream_get_ctx_v2(hStream, pCtx, pGreenCtx)
+    }
+
+    fn cuStreamGetCtx_v2_ptsz(hStream: CUstream, pCtx: *mut CUcontext, pGreenCtx: *mut CUgreenCtx) {
+        stream_get_ctx_v2(hStream, pCtx, pGreenCtx)
     }
 
     fn cuStreamDestroy_v2(hStream: CUstream) {

@@ -50,26 +50,46 @@ pub fn guarded<R>(symbol: &'static str, on_panic: R, body: impl FnOnce() -> R) -
 
 /// Defines exported functions returning a `CUresult`/`hipError_t` whose bodies evaluate to an
 /// [`Outcome`](crate::types::Outcome): `Ok(())` is success, `Err(code)` the error.
+///
+/// The `@returning $finish;` form passes every returned code (a panic's included) through
+/// `$finish: fn(Code) -> Code` on its way out; [`hip_exports!`] uses it for HIP's last error.
 macro_rules! exports {
-    ($(
+    (@returning $finish:path; $(
         $(#[$meta:meta])*
         fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block
     )*) => {$(
         $(#[$meta])*
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> $crate::types::Code {
-            $crate::entry::guarded(stringify!($name), $crate::types::UNKNOWN, || {
+            $finish($crate::entry::guarded(stringify!($name), $crate::types::UNKNOWN, || {
                 // A closure, so that `?` and `return` in the body end the body only.
                 let body = || -> $crate::types::Outcome { $body };
                 match body() {
                     Ok(()) => $crate::types::SUCCESS,
                     Err(code) => code,
                 }
-            })
+            }))
         }
     )*};
+    ($($items:tt)*) => {
+        $crate::entry::exports! { @returning $crate::entry::as_returned; $($items)* }
+    };
 }
 pub(crate) use exports;
+
+/// [`exports!`] for the HIP runtime: every error an export returns also becomes the calling
+/// thread's last error (`hipGetLastError`), as the CLR's `HIP_RETURN` does.
+macro_rules! hip_exports {
+    ($($items:tt)*) => {
+        $crate::entry::exports! { @returning $crate::hip_exports::record_last_error; $($items)* }
+    };
+}
+pub(crate) use hip_exports;
+
+/// The code an export returns, unchanged (CUDA has no last error).
+pub fn as_returned(code: crate::types::Code) -> crate::types::Code {
+    code
+}
 
 /// A required pointer argument: NULL is INVALID_VALUE, as the drivers answer.
 pub fn require<T>(p: *const T) -> crate::types::Outcome {

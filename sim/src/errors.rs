@@ -27,6 +27,7 @@ const DESCRIPTIONS: &[(i32, &str)] = &[
     (500, "named symbol not found"),
     (704, "peer access is already enabled"),
     (705, "peer access has not been enabled"),
+    (711, "peer mapping resources exhausted"),
     (709, "context is destroyed"),
     (800, "operation not permitted"),
     (801, "operation not supported"),

@@ -4,11 +4,16 @@
 //! HIP initializes implicitly and has a per-thread current device (0 until `hipSetDevice`); what
 //! a HIP call allocates belongs to that device. Error choices follow the CLR code as summarized in
 //! api-facts.md §5.2.
+//!
+//! Each thread also has a last error, as in the ROCm 6 CLR (`hip::tls.last_error_`, set by
+//! `HIP_RETURN`): every export defined through [`hip_exports!`] that returns an error other than
+//! hipErrorNotReady records it, and a success leaves it alone; `hipGetLastError` returns it and
+//! resets it to hipSuccess, `hipPeekAtLastError` returns it unchanged.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use crate::device;
-use crate::entry::{exports, guarded, require};
+use crate::entry::{exports, guarded, hip_exports, require};
 use crate::errors;
 use crate::ipc::{Api, OpenMode};
 use crate::memory::{MemKind, RegionKind};
@@ -25,6 +30,37 @@ const INVALID_MEMCPY_DIRECTION: Code = 21;
 
 thread_local! {
     static CURRENT_DEVICE: Cell<i32> = const { Cell::new(0) };
+    static LAST_ERROR: Cell<Code> = const { Cell::new(SUCCESS) };
+}
+
+/// The return path of every [`hip_exports!`] function: an error (but not hipErrorNotReady, which
+/// the CLR's `HIP_RETURN` leaves out) becomes the calling thread's last error.
+pub fn record_last_error(code: Code) -> Code {
+    if code != SUCCESS && code != HIP_ERROR_NOT_READY {
+        LAST_ERROR.with(|e| e.set(code));
+    }
+    code
+}
+
+/// `hipStreamCreate`, `hipStreamCreateWithFlags`, `hipStreamCreateWithPriority`, in the order of
+/// the CLR's checks: NULL, then flags other than hipStreamDefault/hipStreamNonBlocking, are
+/// hipErrorInvalidValue. `priority` is already mapped to the CLR's three levels.
+unsafe fn stream_create(stream: *mut hipStream_t, flags: c_uint, priority: c_int) -> Outcome {
+    require(stream)?;
+    if flags != 0 && flags != STREAM_NON_BLOCKING {
+        return Err(INVALID_VALUE);
+    }
+    let device = current_device()?;
+    let owner = Owner::HipDevice(device);
+    let handle = state::with(|d| d.streams.create_stream(owner, device, flags, priority));
+    *stream = crate::handles::to_ptr(handle);
+    Ok(())
+}
+
+/// The CLR's `hip::Stream::Priority` for a requested priority: High at or below -1, Low at or
+/// above 1, Normal otherwise.
+fn hip_priority(priority: c_int) -> c_int {
+    priority.clamp(HIP_STREAM_PRIORITY_HIGH, HIP_STREAM_PRIORITY_LOW)
 }
 
 /// The calling thread's device; hipErrorNoDevice when there is none at all.
@@ -67,7 +103,7 @@ fn memcpy_peer(
     })
 }
 
-exports! {
+hip_exports! {
     fn hipInit(flags: c_uint) {
         if flags != 0 {
             return Err(INVALID_VALUE);
@@ -195,11 +231,15 @@ exports! {
     }
 
     fn hipStreamCreate(stream: *mut hipStream_t) {
-        require(stream)?;
-        let device = current_device()?;
-        let handle = state::with(|d| d.streams.create_stream(Owner::HipDevice(device), device, 0));
-        *stream = crate::handles::to_ptr(handle);
-        Ok(())
+        stream_create(stream, 0, 0)
+    }
+
+    fn hipStreamCreateWithFlags(stream: *mut hipStream_t, flags: c_uint) {
+        stream_create(stream, flags, 0)
+    }
+
+    fn hipStreamCreateWithPriority(stream: *mut hipStream_t, flags: c_uint, priority: c_int) {
+        stream_create(stream, flags, hip_priority(priority))
     }
 
     fn hipStreamDestroy(stream: hipStream_t) {
@@ -227,6 +267,17 @@ exports! {
         if let Some(export) = removed.export {
             crate::ipc::withdraw_event_export(export);
         }
+        Ok(())
+    }
+
+    fn hipMemGetAddressRange(pbase: *mut hipDeviceptr_t, psize: *mut usize, dptr: hipDeviceptr_t) {
+        // ROCm 6 CLR (hipamd/src/hip_memory.cpp): both outputs are required, and memory it does
+        // not know is hipErrorNotFound (older releases answered hipErrorInvalidDevicePointer).
+        require(pbase)?;
+        require(psize)?;
+        let (base, size) = state::with(|d| d.memory.address_range(dptr as u64)).ok_or(NOT_FOUND)?;
+        *pbase = base as usize as *mut c_void;
+        *psize = size as usize;
         Ok(())
     }
 
@@ -333,6 +384,24 @@ exports! {
     fn hipStreamAttachMemAsync(stream: hipStream_t, dev_ptr: *mut c_void, length: usize, flags: c_uint) {
         let device = current_device()?;
         state::with(|d| d.attach_hip(stream_handle(stream), dev_ptr as u64, length as u64, flags, device))
+    }
+}
+
+// Through the plain `exports!`: reading the last error must not record it again (a
+// `hipGetLastError` that returned an error would otherwise set it right back).
+exports! {
+    fn hipGetLastError() {
+        match LAST_ERROR.with(|e| e.replace(SUCCESS)) {
+            SUCCESS => Ok(()),
+            code => Err(code),
+        }
+    }
+
+    fn hipPeekAtLastError() {
+        match LAST_ERROR.with(Cell::get) {
+            SUCCESS => Ok(()),
+            code => Err(code),
+        }
     }
 }
 

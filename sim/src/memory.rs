@@ -579,6 +579,15 @@ impl Memory {
         Ok(())
     }
 
+    /// `(base, size)` of the allocation, or else of the VMM mapping, that contains `ptr`
+    /// (`cuMemGetAddressRange`, `hipMemGetAddressRange`).
+    pub fn address_range(&self, ptr: u64) -> Option<(u64, u64)> {
+        if let Some(a) = self.find(ptr) {
+            return Some((a.base, a.size));
+        }
+        self.virtual_mapping(ptr).map(|m| (m.start, m.size))
+    }
+
     /// The VMM mapping that contains `ptr`.
     pub fn virtual_mapping(&self, ptr: u64) -> Option<VirtualMapping<'_>> {
         let (_, reservation) = self.reservations.range(..=ptr).next_back()?;

@@ -7,7 +7,7 @@ use crate::device;
 use crate::state::{Driver, Owner};
 use crate::types::{
     Outcome, INVALID_CONTEXT, INVALID_DEVICE, INVALID_VALUE, PEER_ACCESS_ALREADY_ENABLED,
-    PEER_ACCESS_NOT_ENABLED, PEER_ACCESS_UNSUPPORTED,
+    PEER_ACCESS_NOT_ENABLED, PEER_ACCESS_UNSUPPORTED, TOO_MANY_PEERS,
 };
 use std::collections::HashSet;
 
@@ -31,6 +31,11 @@ impl Peers {
         self.contexts.contains(&(context, peer))
     }
 
+    /// How many peers `context` has enabled access to.
+    pub fn context_grant_count(&self, context: u64) -> usize {
+        self.contexts.iter().filter(|&&(c, _)| c == context).count()
+    }
+
     pub fn device_grant(&self, device: i32, peer: i32) -> bool {
         self.devices.contains(&(device, peer))
     }
@@ -46,7 +51,8 @@ impl Driver {
         Ok(((current_id, device), (peer_id, peer_device)))
     }
 
-    /// `cuCtxEnablePeerAccess`.
+    /// `cuCtxEnablePeerAccess`; with `SHARECHECK_SIM_MAX_PEERS=N`, a context that already holds N
+    /// grants gets CUDA_ERROR_TOO_MANY_PEERS once every other check has passed.
     pub fn enable_peer_context(&mut self, peer: u64, flags: u32) -> Outcome {
         let ((current, device), (peer_id, peer_device)) = self.peer_pair(peer)?;
         if flags != 0 {
@@ -63,9 +69,15 @@ impl Driver {
         if !device::can_access_peer(device, peer_device) {
             return Err(PEER_ACCESS_UNSUPPORTED);
         }
-        if !self.peers.contexts.insert((current, peer_id)) {
+        if self.peers.context_grant(current, peer_id) {
             return Err(PEER_ACCESS_ALREADY_ENABLED);
         }
+        if let Some(max) = config().max_peers {
+            if self.peers.context_grant_count(current) >= max as usize {
+                return Err(TOO_MANY_PEERS);
+            }
+        }
+        self.peers.contexts.insert((current, peer_id));
         Ok(())
     }
 

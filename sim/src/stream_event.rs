@@ -10,9 +10,13 @@ use crate::types::{
 use std::collections::HashMap;
 
 pub struct Stream {
+    /// The CUDA context current at creation (`cuStreamGetCtx`), or the HIP device.
     pub owner: Owner,
     pub device: i32,
     pub flags: u32,
+    /// Already clamped into the API's range (`cuStreamCreateWithPriority`,
+    /// `hipStreamCreateWithPriority`); 0 is the default priority of both.
+    pub priority: i32,
 }
 
 pub struct Event {
@@ -55,7 +59,7 @@ impl Streams {
         self.next_id
     }
 
-    pub fn create_stream(&mut self, owner: Owner, device: i32, flags: u32) -> u64 {
+    pub fn create_stream(&mut self, owner: Owner, device: i32, flags: u32, priority: i32) -> u64 {
         let handle = handles::encode(Kind::Stream, self.next_id());
         self.streams.insert(
             handle,
@@ -63,6 +67,7 @@ impl Streams {
                 owner,
                 device,
                 flags,
+                priority,
             },
         );
         handle

@@ -23,10 +23,13 @@ pub type CUdeviceptr = u64;
 pub type CUcontext = *mut c_void;
 pub type CUstream = *mut c_void;
 pub type CUevent = *mut c_void;
+/// Green contexts are not simulated: `cuStreamGetCtx_v2` always returns NULL for one.
+pub type CUgreenCtx = *mut c_void;
 pub type CUmemGenericAllocationHandle = u64;
 pub type CUlogicalEndpointId = u32;
 pub type hipStream_t = *mut c_void;
 pub type hipEvent_t = *mut c_void;
+pub type hipDeviceptr_t = *mut c_void;
 
 // CUresult values (shared with hipError_t where the numbers agree).
 pub const SUCCESS: Code = 0;
@@ -43,6 +46,7 @@ pub const INVALID_HANDLE: Code = 400;
 pub const NOT_FOUND: Code = 500;
 pub const PEER_ACCESS_ALREADY_ENABLED: Code = 704;
 pub const PEER_ACCESS_NOT_ENABLED: Code = 705;
+pub const TOO_MANY_PEERS: Code = 711;
 pub const CONTEXT_IS_DESTROYED: Code = 709;
 pub const NOT_PERMITTED: Code = 800;
 pub const NOT_SUPPORTED: Code = 801;
@@ -51,6 +55,8 @@ pub const UNKNOWN: Code = 999;
 // hipError_t values without a CUresult twin.
 pub const HIP_ERROR_INVALID_CONFIGURATION: Code = 9;
 pub const HIP_ERROR_INVALID_DEVICE_POINTER: Code = 17;
+/// `hipErrorNotReady` (CUDA_ERROR_NOT_READY has the same number); HIP's last error ignores it.
+pub const HIP_ERROR_NOT_READY: Code = 600;
 
 /// `CUdriverProcAddressQueryResult` / `hipDriverProcAddressQueryResult`.
 pub const PROC_ADDRESS_SUCCESS: c_int = 0;
@@ -82,6 +88,15 @@ pub const HIP_EVENT_RELEASE_FLAGS: c_uint = 0x4000_0000 | 0x8000_0000;
 
 /// `CU_STREAM_NON_BLOCKING` / `hipStreamNonBlocking`.
 pub const STREAM_NON_BLOCKING: c_uint = 1;
+
+/// `cuCtxGetStreamPriorityRange` of the H100/H200 the simulator models: greatest (-5) to least
+/// (0); `cuStreamCreateWithPriority` clamps into it.
+pub const CU_STREAM_PRIORITY_GREATEST: c_int = -5;
+pub const CU_STREAM_PRIORITY_LEAST: c_int = 0;
+/// `hip::Stream::Priority` of the CLR: High -1, Normal 0, Low 1; `hipStreamCreateWithPriority`
+/// maps anything at or below High to High, at or above Low to Low, the rest to Normal.
+pub const HIP_STREAM_PRIORITY_HIGH: c_int = -1;
+pub const HIP_STREAM_PRIORITY_LOW: c_int = 1;
 
 /// Every `CUctx_flags` bit (scheduling, MAP_HOST, LMEM_RESIZE_TO_MAX, COREDUMP, USER_COREDUMP,
 /// SYNC_MEMOPS).

@@ -165,6 +165,7 @@ impl Fixture {
             .env_remove("SHARECHECK_SIM_BEHAVIOUR")
             .env_remove("SHARECHECK_SIM_DRIVER_VERSION")
             .env_remove("SHARECHECK_SIM_ATTRS")
+            .env_remove("SHARECHECK_SIM_MAX_PEERS")
             .env_remove("SHARECHECK_SIM_CALL_LOG");
         cmd
     }
@@ -278,4 +279,36 @@ fn get_proc_address_hands_out_own_definitions_under_ld_preload() {
         "the preload was not in effect:\n{stdout}"
     );
     assert!(stdout.contains("procaddr: ok"), "{stdout}");
+}
+
+#[test]
+fn max_peers_from_the_environment_and_query_functions() {
+    let fx = Fixture::new("queries");
+    // LIMIT (the argument): how many peer grants the program expects to fit in one context.
+    let queries = |limit: &str| {
+        let mut cmd = fx.smoke("queries");
+        cmd.arg(limit).env("SHARECHECK_SIM_DEVICES", "3");
+        cmd
+    };
+    let out = run_checked(
+        queries("1").env("SHARECHECK_SIM_MAX_PEERS", "1"),
+        "smoke queries with one peer grant per context",
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("queries: ok"));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A bad value: one line on stderr naming the variable, and no limit.
+    let out = run_checked(
+        queries("2").env("SHARECHECK_SIM_MAX_PEERS", "one"),
+        "smoke queries with a bad SHARECHECK_SIM_MAX_PEERS",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("SHARECHECK_SIM_MAX_PEERS"), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("queries: ok"));
+    // Unset: no limit.
+    run_checked(&mut queries("2"), "smoke queries without a limit");
 }

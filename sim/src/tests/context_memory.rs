@@ -346,3 +346,112 @@ fn concurrent_threads_keep_their_own_contexts() {
         w.join().expect("worker");
     }
 }
+
+#[test]
+fn ctx_get_device_v2_of_null_destroyed_and_unknown_contexts() {
+    setup(r580());
+    let a = context(0);
+    let b = context(1); // current
+    let device = |ctx: CUcontext| {
+        let mut dev = -1;
+        let rc = unsafe { cuCtxGetDevice_v2(&mut dev, ctx) };
+        (rc, dev)
+    };
+    assert_eq!(
+        device(null_mut()),
+        (SUCCESS, 1),
+        "NULL: the current context"
+    );
+    assert_eq!(device(a), (SUCCESS, 0));
+    assert_eq!(device(b), (SUCCESS, 1));
+    assert_eq!(unsafe { cuCtxDestroy_v2(a) }, SUCCESS);
+    assert_eq!(device(a), (INVALID_CONTEXT, -1), "destroyed");
+    assert_eq!(
+        device(0x1234 as CUcontext),
+        (INVALID_CONTEXT, -1),
+        "unknown"
+    );
+    let mut s = null_mut();
+    assert_eq!(unsafe { cuStreamCreate(&mut s, 0) }, SUCCESS);
+    assert_eq!(device(s), (INVALID_CONTEXT, -1), "a stream is no context");
+    assert_eq!(unsafe { cuCtxGetDevice_v2(null_mut(), b) }, INVALID_VALUE);
+    // Destroying the current context pops it: NULL now means no context at all.
+    assert_eq!(unsafe { cuCtxDestroy_v2(b) }, SUCCESS);
+    assert_eq!(device(null_mut()), (INVALID_CONTEXT, -1));
+    assert_eq!(device(b), (INVALID_CONTEXT, -1));
+}
+
+#[test]
+fn pointer_device_ordinal_and_context_are_the_allocations() {
+    setup(r580());
+    let c1 = context(1);
+    let on1 = alloc(4096);
+    let c0 = context(0);
+    let mut managed = 0;
+    assert_eq!(
+        unsafe { cuMemAllocManaged(&mut managed, 8192, MEM_ATTACH_GLOBAL) },
+        SUCCESS
+    );
+    let query = |ptr: CUdeviceptr| {
+        let mut ordinal: i32 = -1;
+        let mut owner = 0x1 as CUcontext;
+        let rc_ordinal = unsafe {
+            cuPointerGetAttribute(
+                (&mut ordinal as *mut i32).cast(),
+                pointer_attribute::DEVICE_ORDINAL,
+                ptr,
+            )
+        };
+        let rc_context = unsafe {
+            cuPointerGetAttribute(
+                (&mut owner as *mut CUcontext).cast(),
+                pointer_attribute::CONTEXT,
+                ptr,
+            )
+        };
+        (rc_ordinal, ordinal, rc_context, owner)
+    };
+    // The allocation's device and context, not the current ones (c0 on device 0 is current).
+    assert_eq!(query(on1 + 100), (SUCCESS, 1, SUCCESS, c1));
+    assert_eq!(query(managed + 8191), (SUCCESS, 0, SUCCESS, c0));
+    assert_eq!(unsafe { cuCtxSetCurrent(c1) }, SUCCESS);
+    assert_eq!(query(managed), (SUCCESS, 0, SUCCESS, c0));
+    // Memory the driver does not know: INVALID_VALUE, nothing written.
+    let host = [0u8; 16];
+    let unknown = host.as_ptr() as u64;
+    assert_eq!(
+        query(unknown),
+        (INVALID_VALUE, -1, INVALID_VALUE, 0x1 as CUcontext)
+    );
+    // cuMemGetAddressRange of the same pointers; both outputs are optional.
+    let (mut base, mut size) = (7, 7);
+    assert_eq!(
+        unsafe { cuMemGetAddressRange_v2(&mut base, &mut size, managed + 4000) },
+        SUCCESS
+    );
+    assert_eq!((base, size), (managed, 8192));
+    assert_eq!(
+        unsafe { cuMemGetAddressRange_v2(null_mut(), &mut size, on1 + 1) },
+        SUCCESS
+    );
+    assert_eq!(size, 4096);
+    assert_eq!(
+        unsafe { cuMemGetAddressRange_v2(&mut base, null_mut(), on1 + 4095) },
+        SUCCESS
+    );
+    assert_eq!(base, on1);
+    assert_eq!(
+        unsafe { cuMemGetAddressRange_v2(null_mut(), null_mut(), on1) },
+        SUCCESS
+    );
+    let (mut base, mut size) = (7, 7);
+    assert_eq!(
+        unsafe { cuMemGetAddressRange_v2(&mut base, &mut size, unknown) },
+        NOT_FOUND
+    );
+    assert_eq!((base, size), (7, 7), "untouched on error");
+    assert_eq!(
+        unsafe { cuMemGetAddressRange_v2(&mut base, &mut size, 0) },
+        NOT_FOUND
+    );
+}

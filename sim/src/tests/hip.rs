@@ -187,3 +187,186 @@ fn set_config_without_devices() {
     config.devices = 0;
     crate::config::set_test_config(config);
 }
+
+fn last_errors() -> (Code, Code) {
+    let peek = unsafe { hipPeekAtLastError() };
+    (peek, unsafe { hipGetLastError() })
+}
+
+#[test]
+fn last_error_survives_success_until_get() {
+    let _hip = HIP_LOCK.lock();
+    setup(r580());
+    // Start clean whatever ran on this thread before.
+    unsafe { hipGetLastError() };
+    assert_eq!(last_errors(), (SUCCESS, SUCCESS));
+    assert_eq!(unsafe { hipSetDevice(7) }, INVALID_DEVICE);
+    assert_eq!(unsafe { hipPeekAtLastError() }, INVALID_DEVICE);
+    assert_eq!(
+        unsafe { hipPeekAtLastError() },
+        INVALID_DEVICE,
+        "peek leaves it"
+    );
+    // Success does not reset it.
+    let mut device = -1;
+    assert_eq!(unsafe { hipGetDevice(&mut device) }, SUCCESS);
+    assert_eq!(unsafe { hipSetDevice(0) }, SUCCESS);
+    assert_eq!(unsafe { hipPeekAtLastError() }, INVALID_DEVICE);
+    // A later error replaces it.
+    let mut s = null_mut();
+    assert_eq!(
+        unsafe { hipStreamCreateWithFlags(&mut s, 4) },
+        INVALID_VALUE
+    );
+    assert_eq!(unsafe { hipPeekAtLastError() }, INVALID_VALUE);
+    // Get returns it and resets it; it does not record what it returned.
+    assert_eq!(unsafe { hipGetLastError() }, INVALID_VALUE);
+    assert_eq!(unsafe { hipGetLastError() }, SUCCESS);
+    assert_eq!(unsafe { hipPeekAtLastError() }, SUCCESS);
+    // CUDA calls have no part in it.
+    assert_eq!(
+        unsafe { cuCtxEnablePeerAccess(null_mut(), 0) },
+        INVALID_CONTEXT
+    );
+    assert_eq!(unsafe { hipPeekAtLastError() }, SUCCESS);
+    // Errors of every kind of export count: one found through hipGetProcAddress too.
+    let mut pfn = null_mut();
+    let rc = unsafe { hipGetProcAddress(c"hipNoSuch".as_ptr(), &mut pfn, 602, 0, null_mut()) };
+    assert_eq!(rc, INVALID_VALUE);
+    assert_eq!(last_errors(), (INVALID_VALUE, INVALID_VALUE));
+    // hipErrorNotReady is left out, as the CLR's HIP_RETURN does.
+    assert_eq!(
+        crate::hip_exports::record_last_error(HIP_ERROR_NOT_READY),
+        HIP_ERROR_NOT_READY
+    );
+    assert_eq!(unsafe { hipPeekAtLastError() }, SUCCESS);
+}
+
+#[test]
+fn last_error_is_per_thread() {
+    let _hip = HIP_LOCK.lock();
+    setup(r580());
+    assert_eq!(unsafe { hipDeviceEnablePeerAccess(0, 0) }, INVALID_DEVICE);
+    let other = std::thread::spawn(|| {
+        setup(r580());
+        let before = unsafe { hipPeekAtLastError() };
+        let mut base = null_mut();
+        let mut size = 0;
+        let probe = 0x10 as *mut c_void;
+        let rc = unsafe { hipMemGetAddressRange(&mut base, &mut size, probe) };
+        (before, rc, last_errors())
+    })
+    .join()
+    .expect("thread");
+    assert_eq!(other, (SUCCESS, NOT_FOUND, (NOT_FOUND, NOT_FOUND)));
+    assert_eq!(
+        last_errors(),
+        (INVALID_DEVICE, INVALID_DEVICE),
+        "untouched by the other thread"
+    );
+}
+
+#[test]
+fn stream_create_with_flags_and_priority() {
+    let _hip = HIP_LOCK.lock();
+    setup(r580());
+    let recorded = |s: hipStream_t| {
+        crate::state::with(|d| {
+            let s = d.streams.stream(s as usize as u64).expect("a live stream");
+            (s.device, s.flags, s.priority)
+        })
+    };
+    assert_eq!(unsafe { hipSetDevice(1) }, SUCCESS);
+    let mut s = null_mut();
+    assert_eq!(unsafe { hipStreamCreateWithFlags(&mut s, 0) }, SUCCESS);
+    assert_eq!(recorded(s), (1, 0, 0), "on the current device");
+    let mut nb = null_mut();
+    assert_eq!(
+        unsafe { hipStreamCreateWithFlags(&mut nb, STREAM_NON_BLOCKING) },
+        SUCCESS
+    );
+    assert_eq!(recorded(nb), (1, STREAM_NON_BLOCKING, 0));
+    let mut bad = 0x1 as hipStream_t;
+    assert_eq!(
+        unsafe { hipStreamCreateWithFlags(&mut bad, 2) },
+        INVALID_VALUE
+    );
+    assert_eq!(bad, 0x1 as hipStream_t, "untouched on error");
+    assert_eq!(
+        unsafe { hipStreamCreateWithFlags(null_mut(), 0) },
+        INVALID_VALUE
+    );
+    assert_eq!(unsafe { hipSetDevice(0) }, SUCCESS);
+    // The CLR's three levels: High (-1) at or below -1, Low (1) at or above 1, else Normal.
+    for (asked, level) in [(-7, -1), (-1, -1), (0, 0), (1, 1), (9, 1)] {
+        let mut p = null_mut();
+        assert_eq!(
+            unsafe { hipStreamCreateWithPriority(&mut p, STREAM_NON_BLOCKING, asked) },
+            SUCCESS
+        );
+        assert_eq!(
+            recorded(p),
+            (0, STREAM_NON_BLOCKING, level),
+            "priority {asked}"
+        );
+        assert_eq!(unsafe { hipStreamDestroy(p) }, SUCCESS);
+    }
+    assert_eq!(
+        unsafe { hipStreamCreateWithPriority(&mut bad, 3, 0) },
+        INVALID_VALUE
+    );
+    assert_eq!(
+        unsafe { hipStreamCreateWithPriority(null_mut(), 0, 0) },
+        INVALID_VALUE
+    );
+    // Usable and destroyable like any stream; a HIP stream has no CUDA context.
+    assert_eq!(unsafe { hipStreamSynchronize(nb) }, SUCCESS);
+    let mut ctx = null_mut();
+    assert_eq!(unsafe { cuStreamGetCtx(nb, &mut ctx) }, INVALID_HANDLE);
+    assert_eq!(unsafe { hipStreamDestroy(s) }, SUCCESS);
+    assert_eq!(unsafe { hipStreamDestroy(nb) }, SUCCESS);
+    assert_eq!(unsafe { hipStreamSynchronize(nb) }, INVALID_HANDLE);
+}
+
+#[test]
+fn mem_get_address_range() {
+    let _hip = HIP_LOCK.lock();
+    setup(r580());
+    assert_eq!(unsafe { hipSetDevice(1) }, SUCCESS);
+    let mut p = null_mut();
+    assert_eq!(unsafe { hipMalloc(&mut p, 10_000) }, SUCCESS);
+    let at = |offset: usize| {
+        let mut base = 0x1 as *mut c_void;
+        let mut size = 7usize;
+        let ptr = unsafe { p.cast::<u8>().add(offset) }.cast::<c_void>();
+        let rc = unsafe { hipMemGetAddressRange(&mut base, &mut size, ptr) };
+        (rc, base, size)
+    };
+    assert_eq!(at(0), (SUCCESS, p, 10_000));
+    assert_eq!(at(5_000), (SUCCESS, p, 10_000));
+    assert_eq!(at(9_999), (SUCCESS, p, 10_000));
+    // One past the end lies in the same pages, but not in the allocation.
+    assert_eq!(at(10_000), (NOT_FOUND, 0x1 as *mut c_void, 7));
+    let host = [0u8; 8];
+    let mut base = null_mut();
+    let mut size = 0;
+    assert_eq!(
+        unsafe { hipMemGetAddressRange(&mut base, &mut size, host.as_ptr() as *mut c_void) },
+        NOT_FOUND
+    );
+    assert_eq!(
+        unsafe { hipMemGetAddressRange(&mut base, &mut size, null_mut()) },
+        NOT_FOUND
+    );
+    assert_eq!(
+        unsafe { hipMemGetAddressRange(null_mut(), &mut size, p) },
+        INVALID_VALUE
+    );
+    assert_eq!(
+        unsafe { hipMemGetAddressRange(&mut base, null_mut(), p) },
+        INVALID_VALUE
+    );
+    assert_eq!(unsafe { hipGetLastError() }, INVALID_VALUE);
+    assert_eq!(unsafe { hipFree(p) }, SUCCESS);
+    assert_eq!(unsafe { hipSetDevice(0) }, SUCCESS);
+}

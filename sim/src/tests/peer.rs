@@ -2,7 +2,7 @@ use super::*;
 use crate::config::PeerMatrix;
 
 #[test]
-fn can_access_peer_follows_matrix_and_attributes() {
+fn can_access_peer_follows_the_matrix_only() {
     let mut config = r580();
     config.devices = 3;
     config.peers = PeerMatrix::Pairs([(0, 1), (1, 0), (0, 2)].into_iter().collect());
@@ -21,8 +21,8 @@ fn can_access_peer_follows_matrix_and_attributes() {
     assert_eq!(can(1, 2), (SUCCESS, 0), "not in the matrix");
     assert_eq!(
         can(0, 2),
-        (SUCCESS, 0),
-        "different major compute capability"
+        (SUCCESS, 1),
+        "a different major compute capability does not decide the answer"
     );
     assert_eq!(can(0, 99).0, INVALID_DEVICE);
     assert_eq!(
@@ -32,7 +32,7 @@ fn can_access_peer_follows_matrix_and_attributes() {
 }
 
 #[test]
-fn unified_addressing_off_blocks_peer_access() {
+fn unified_addressing_off_does_not_block_peer_access() {
     let mut config = r580();
     config
         .attributes
@@ -40,14 +40,10 @@ fn unified_addressing_off_blocks_peer_access() {
     setup(config);
     let mut v = -1;
     assert_eq!(unsafe { cuDeviceCanAccessPeer(&mut v, 0, 1) }, SUCCESS);
-    assert_eq!(v, 0);
+    assert_eq!(v, 1);
     let peer = context(1);
-    let own = context(0);
-    let _ = own;
-    assert_eq!(
-        unsafe { cuCtxEnablePeerAccess(peer, 0) },
-        PEER_ACCESS_UNSUPPORTED
-    );
+    let _own = context(0); // current
+    assert_eq!(unsafe { cuCtxEnablePeerAccess(peer, 0) }, SUCCESS);
 }
 
 #[test]
@@ -183,4 +179,90 @@ fn memcpy_peer_null_context_is_invalid_when_documented() {
         INVALID_CONTEXT
     );
     assert_eq!(unsafe { cuMemcpyPeer(a, c0, b, c0, 16) }, SUCCESS);
+}
+
+fn max_peers(devices: i32, max: u32) -> Config {
+    Config {
+        devices,
+        max_peers: Some(max),
+        ..r580()
+    }
+}
+
+#[test]
+fn max_peers_refuses_the_grant_after_the_limit() {
+    setup(max_peers(4, 2));
+    let c1 = context(1);
+    let c2 = context(2);
+    let c3 = context(3);
+    let c0 = context(0); // current
+    assert_eq!(unsafe { cuCtxEnablePeerAccess(c1, 0) }, SUCCESS);
+    assert_eq!(unsafe { cuCtxEnablePeerAccess(c2, 0) }, SUCCESS);
+    assert_eq!(
+        unsafe { cuCtxEnablePeerAccess(c3, 0) },
+        TOO_MANY_PEERS,
+        "the 3rd of 2"
+    );
+    // The other checks come first.
+    assert_eq!(unsafe { cuCtxEnablePeerAccess(c3, 1) }, INVALID_VALUE);
+    assert_eq!(
+        unsafe { cuCtxEnablePeerAccess(c1, 0) },
+        PEER_ACCESS_ALREADY_ENABLED
+    );
+    assert_eq!(
+        unsafe { cuCtxEnablePeerAccess(c0, 0) },
+        PEER_ACCESS_UNSUPPORTED,
+        "self on R580"
+    );
+    assert_eq!(
+        unsafe { cuCtxEnablePeerAccess(0x1234 as CUcontext, 0) },
+        INVALID_CONTEXT
+    );
+    // A disable frees a slot; the refused grant was never made.
+    assert_eq!(
+        unsafe { cuCtxDisablePeerAccess(c3) },
+        PEER_ACCESS_NOT_ENABLED
+    );
+    assert_eq!(unsafe { cuCtxDisablePeerAccess(c1) }, SUCCESS);
+    assert_eq!(unsafe { cuCtxEnablePeerAccess(c3, 0) }, SUCCESS);
+    assert_eq!(unsafe { cuCtxEnablePeerAccess(c1, 0) }, TOO_MANY_PEERS);
+    // The limit is per context: c1 holds no grants yet.
+    assert_eq!(unsafe { cuCtxSetCurrent(c1) }, SUCCESS);
+    assert_eq!(unsafe { cuCtxEnablePeerAccess(c0, 0) }, SUCCESS);
+    assert_eq!(unsafe { cuCtxEnablePeerAccess(c2, 0) }, SUCCESS);
+    assert_eq!(unsafe { cuCtxEnablePeerAccess(c3, 0) }, TOO_MANY_PEERS);
+    // Destroying a peer context ends the grants to it, which frees c0's slot.
+    assert_eq!(unsafe { cuCtxSetCurrent(c0) }, SUCCESS);
+    assert_eq!(unsafe { cuCtxDestroy_v2(c3) }, SUCCESS);
+    assert_eq!(unsafe { cuCtxEnablePeerAccess(c1, 0) }, SUCCESS);
+}
+
+#[test]
+fn max_peers_zero_refuses_every_supported_grant() {
+    let mut config = max_peers(3, 0);
+    config.peers = PeerMatrix::Pairs([(0, 1)].into_iter().collect());
+    setup(config);
+    let c1 = context(1);
+    let c2 = context(2);
+    let _c0 = context(0);
+    assert_eq!(
+        unsafe { cuCtxEnablePeerAccess(c2, 0) },
+        PEER_ACCESS_UNSUPPORTED,
+        "unsupported comes before the limit"
+    );
+    assert_eq!(unsafe { cuCtxEnablePeerAccess(c1, 0) }, TOO_MANY_PEERS);
+    assert_eq!(
+        unsafe { cuCtxDisablePeerAccess(c1) },
+        PEER_ACCESS_NOT_ENABLED
+    );
+}
+
+#[test]
+fn max_peers_leaves_hip_alone() {
+    let _hip = HIP_LOCK.lock();
+    setup(max_peers(2, 0));
+    use crate::hip_exports::{hipDeviceDisablePeerAccess, hipDeviceEnablePeerAccess, hipSetDevice};
+    assert_eq!(unsafe { hipSetDevice(0) }, SUCCESS);
+    assert_eq!(unsafe { hipDeviceEnablePeerAccess(1, 0) }, SUCCESS);
+    assert_eq!(unsafe { hipDeviceDisablePeerAccess(1) }, SUCCESS);
 }

@@ -133,6 +133,36 @@ fn r580_table_of_api_facts() {
 }
 
 #[test]
+fn stream_query_functions_resolve_by_version() {
+    setup(r580());
+    let not_sufficient = (SUCCESS, PROC_ADDRESS_VERSION_NOT_SUFFICIENT, NULL);
+    let v1 = cuStreamGetCtx as *mut c_void;
+    let v1_ptsz = cuStreamGetCtx_ptsz as *mut c_void;
+    let v2 = cuStreamGetCtx_v2 as *mut c_void;
+    let v2_ptsz = cuStreamGetCtx_v2_ptsz as *mut c_void;
+    assert_eq!(lookup("cuStreamGetCtx", 9010, 0), not_sufficient);
+    assert_eq!(lookup("cuStreamGetCtx", 9020, 0), found(v1));
+    assert_eq!(lookup("cuStreamGetCtx", 9020, 2), found(v1_ptsz));
+    assert_eq!(lookup("cuStreamGetCtx", 12040, 1), found(v1));
+    // From 12050 on the name means the three-argument ABI (PFN_cuStreamGetCtx_v12050).
+    assert_eq!(lookup("cuStreamGetCtx", 12050, 0), found(v2));
+    assert_eq!(lookup("cuStreamGetCtx", 13000, 2), found(v2_ptsz));
+    let priority = cuStreamCreateWithPriority as *mut c_void;
+    assert_eq!(
+        lookup("cuStreamCreateWithPriority", 5000, 0),
+        not_sufficient
+    );
+    assert_eq!(
+        lookup("cuStreamCreateWithPriority", 5050, 0),
+        found(priority)
+    );
+    assert_eq!(
+        lookup("cuStreamCreateWithPriority", 13000, 2),
+        found(priority)
+    );
+}
+
+#[test]
 fn null_arguments() {
     setup(r580());
     let mut pfn = null_mut();
@@ -254,6 +284,29 @@ fn hip_get_proc_address() {
         crate::hip_exports::hipGetProcAddress(c"hipInit".as_ptr(), null_mut(), 602, 0, &mut status)
     };
     assert_eq!(rc, INVALID_VALUE);
+    use crate::hip_exports as hip;
+    for (name, f) in [
+        (c"hipGetLastError", hip::hipGetLastError as *mut c_void),
+        (
+            c"hipPeekAtLastError",
+            hip::hipPeekAtLastError as *mut c_void,
+        ),
+        (
+            c"hipMemGetAddressRange",
+            hip::hipMemGetAddressRange as *mut c_void,
+        ),
+        (
+            c"hipStreamCreateWithFlags",
+            hip::hipStreamCreateWithFlags as *mut c_void,
+        ),
+        (
+            c"hipStreamCreateWithPriority",
+            hip::hipStreamCreateWithPriority as *mut c_void,
+        ),
+    ] {
+        let rc = unsafe { hip::hipGetProcAddress(name.as_ptr(), &mut pfn, 602, 0, &mut status) };
+        assert_eq!((rc, status, pfn), (SUCCESS, 0, f), "{name:?}");
+    }
     // CUDA names are not HIP symbols.
     let rc = unsafe {
         crate::hip_exports::hipGetProcAddress(c"cuInit".as_ptr(), &mut pfn, 602, 0, &mut status)

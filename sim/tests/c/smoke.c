@@ -10,6 +10,9 @@
  *                          LD_PRELOADed library that exports the same names
  *   hip-ipc-parent         as ipc-parent through HIP, exporting an interior pointer
  *   hip-ipc-child MEM      (run by hip-ipc-parent) imports it on device 1
+ *   queries LIMIT          cuStreamGetCtx, cuStreamCreateWithPriority, hipMemGetAddressRange, HIP's
+ *                          last error, and cuCtxEnablePeerAccess on 3 devices under
+ *                          SHARECHECK_SIM_MAX_PEERS (LIMIT: the grants expected to fit, 1 or 2)
  *
  * Prototypes are written out here (as in CUDA 13.5 cuda.h) so the program needs no CUDA headers.
  */
@@ -26,6 +29,7 @@ typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUevent_st *CUevent;
+typedef struct CUstream_st *CUstream;
 typedef struct { char reserved[64]; } CUipcMemHandle;
 typedef struct { char reserved[64]; } CUipcEventHandle;
 
@@ -40,6 +44,10 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n);
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n);
 CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t n);
 CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags);
+CUresult cuCtxDisablePeerAccess(CUcontext peer);
+CUresult cuStreamCreateWithPriority(CUstream *s, unsigned int flags, int priority);
+CUresult cuStreamDestroy_v2(CUstream s);
+CUresult cuStreamGetCtx(CUstream s, CUcontext *pctx);
 CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer);
 CUresult cuEventCreate(CUevent *ev, unsigned int flags);
 CUresult cuEventDestroy_v2(CUevent ev);
@@ -73,6 +81,9 @@ hipError_t hipMemcpy(void *dst, const void *src, size_t n, int kind);
 hipError_t hipIpcGetMemHandle(hipIpcMemHandle_t *h, void *ptr);
 hipError_t hipIpcOpenMemHandle(void **ptr, hipIpcMemHandle_t h, unsigned int flags);
 hipError_t hipIpcCloseMemHandle(void *ptr);
+hipError_t hipMemGetAddressRange(void **pbase, size_t *psize, void *dptr);
+hipError_t hipGetLastError(void);
+hipError_t hipPeekAtLastError(void);
 
 typedef CUresult (*GetProcAddress_v2)(const char *, void **, int, unsigned long long, int *);
 typedef CUresult (*MemcpyPeer)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t);
@@ -321,6 +332,46 @@ static int hip_ipc_child(const char *hex) {
     return finish("hip-ipc-child");
 }
 
+static int queries(int limit) {
+    EXPECT(cuInit(0), 0);
+    CUcontext c1, c2, c0, ctx = NULL;
+    EXPECT(cuCtxCreate_v4(&c1, NULL, 0, 1), 0);
+    EXPECT(cuCtxCreate_v4(&c2, NULL, 0, 2), 0);
+    EXPECT(cuCtxCreate_v4(&c0, NULL, 0, 0), 0);
+    CUstream s;
+    EXPECT(cuStreamCreateWithPriority(&s, 1, -1), 0);
+    EXPECT(cuCtxSetCurrent(c1), 0);
+    EXPECT(cuStreamGetCtx(s, &ctx), 0);
+    CHECK(ctx == c0); /* the creating context, not the current one */
+    EXPECT(cuStreamGetCtx(NULL, &ctx), 0);
+    CHECK(ctx == c1);
+    EXPECT(cuStreamDestroy_v2(s), 0);
+    EXPECT(cuStreamGetCtx(s, &ctx), 400);
+    EXPECT(cuCtxSetCurrent(c0), 0);
+    /* SHARECHECK_SIM_MAX_PEERS: the grant after the limit is 711 until one is disabled. */
+    EXPECT(cuCtxEnablePeerAccess(c1, 0), 0);
+    EXPECT(cuCtxEnablePeerAccess(c2, 0), limit >= 2 ? 0 : 711);
+    if (limit < 2) {
+        EXPECT(cuCtxDisablePeerAccess(c1), 0);
+        EXPECT(cuCtxEnablePeerAccess(c2, 0), 0);
+    }
+    /* HIP: an error stays the thread's last error across successes until hipGetLastError. */
+    EXPECT(hipGetLastError(), 0);
+    unsigned char *p = NULL;
+    EXPECT(hipMalloc((void **)&p, 5000), 0);
+    void *base = NULL;
+    size_t size = 0;
+    EXPECT(hipMemGetAddressRange(&base, &size, p + 4999), 0);
+    CHECK(base == p && size == 5000);
+    EXPECT(hipMemGetAddressRange(&base, &size, &size), 500); /* hipErrorNotFound */
+    EXPECT(hipMemGetAddressRange(&base, &size, p), 0);
+    EXPECT(hipPeekAtLastError(), 500);
+    EXPECT(hipGetLastError(), 500);
+    EXPECT(hipGetLastError(), 0);
+    EXPECT(hipFree(p), 0);
+    return finish("queries");
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "basics") == 0) return basics();
     if (argc >= 2 && strcmp(argv[1], "ipc-parent") == 0) return ipc_parent(argv[0]);
@@ -328,6 +379,7 @@ int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "procaddr") == 0) return procaddr();
     if (argc >= 2 && strcmp(argv[1], "hip-ipc-parent") == 0) return hip_ipc_parent(argv[0]);
     if (argc >= 3 && strcmp(argv[1], "hip-ipc-child") == 0) return hip_ipc_child(argv[2]);
-    fprintf(stderr, "usage: %s basics|ipc-parent|procaddr|hip-ipc-parent\n", argv[0]);
+    if (argc >= 3 && strcmp(argv[1], "queries") == 0) return queries(atoi(argv[2]));
+    fprintf(stderr, "usage: %s basics|ipc-parent|procaddr|hip-ipc-parent|queries LIMIT\n", argv[0]);
     return 2;
 }
