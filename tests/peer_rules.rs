@@ -102,12 +102,14 @@ fn run_checked(parent: &Scratch, program: &Path, scenario: &str, env: &[(&str, &
         r.stderr()
     );
     // Set-up calls the program does not print (MUST) may be traced too: compare the functions
-    // it prints.
-    let printed = printed_calls(&r.out);
-    let traced: Vec<(String, i64)> = fn_ret(&r.records)
+    // it prints. Sorted: the threads of `correct` interleave their output and their records.
+    let mut printed = printed_calls(&r.out);
+    let mut traced: Vec<(String, i64)> = fn_ret(&r.records)
         .into_iter()
         .filter(|(f, _)| printed.iter().any(|(p, _)| p == f))
         .collect();
+    printed.sort();
+    traced.sort();
     assert_eq!(
         traced, printed,
         "{scenario}: the trace (left) differs from what the program saw (right)"

@@ -122,6 +122,27 @@ impl Contexts {
     pub fn primary_id(&self, device: i32) -> Option<u64> {
         self.primaries.get(&device).map(|p| p.id)
     }
+
+    /// `cuDevicePrimaryCtxReset`: the primary context becomes inactive until it is retained
+    /// again; the retains stay counted ("resetting the primary context does not release it"),
+    /// so the releases that match them still succeed. Returns its id, if one was ever retained.
+    pub fn reset_primary(&mut self, device: i32) -> Option<u64> {
+        let id = self.primary_id(device)?;
+        self.table
+            .get_mut(&id)
+            .expect("primary contexts are never removed")
+            .active = false;
+        Some(id)
+    }
+
+    /// `cuDevicePrimaryCtxGetState`: `(flags, active)`. No `cuDevicePrimaryCtxSetFlags` is
+    /// simulated, so the stored flags are always 0 (CU_CTX_SCHED_AUTO).
+    pub fn primary_state(&self, device: i32) -> (u32, bool) {
+        let active = self
+            .primary_id(device)
+            .is_some_and(|id| self.table.get(&id).is_some_and(|c| c.active));
+        (0, active)
+    }
 }
 
 thread_local! {

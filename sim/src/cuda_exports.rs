@@ -27,7 +27,8 @@ fn to_handle(p: *mut c_void) -> u64 {
 }
 
 /// Both the sync and async forms of `cuMemcpyPeer`: R580 accepts a NULL context (the copy is
-/// decided by the unified addresses); the documentation lists INVALID_CONTEXT.
+/// decided by the unified addresses); the documentation lists INVALID_CONTEXT. The copy is done at
+/// once; a successful async one leaves its stream pending until the program waits for it.
 fn memcpy_peer(
     dst: u64,
     dst_ctx: CUcontext,
@@ -50,7 +51,11 @@ fn memcpy_peer(
         if let Some(stream) = stream {
             d.streams.check_stream(stream)?;
         }
-        d.memory.copy_device(dst, src, n as u64)
+        d.memory.copy_device(dst, src, n as u64)?;
+        if let Some(stream) = stream {
+            d.mark_pending(stream);
+        }
+        Ok(())
     })
 }
 
@@ -77,7 +82,12 @@ fn attach(stream: CUstream, dptr: u64, length: usize, flags: c_uint) -> Outcome 
 
 fn stream_synchronize(stream: CUstream) -> Outcome {
     check_initialized()?;
-    state::with(|d| d.streams.check_stream(to_handle(stream)))
+    state::with(|d| d.synchronize_stream(to_handle(stream)))
+}
+
+fn stream_query(stream: CUstream) -> Outcome {
+    check_initialized()?;
+    state::with(|d| d.query_stream(to_handle(stream)))
 }
 
 fn event_record(event: CUevent, stream: CUstream) -> Outcome {
@@ -282,10 +292,21 @@ exports! {
         check_initialized()?;
         device::check(dev)?;
         state::with(|d| {
-            if let Some(id) = d.contexts.primary_id(dev) {
+            if let Some(id) = d.contexts.reset_primary(dev) {
                 d.release_owner(Owner::Context(id));
             }
         });
+        Ok(())
+    }
+
+    fn cuDevicePrimaryCtxGetState(dev: CUdevice, flags: *mut c_uint, active: *mut c_int) {
+        check_initialized()?;
+        require(flags)?;
+        require(active)?;
+        device::check(dev)?;
+        let (stored, is_active) = state::with(|d| d.contexts.primary_state(dev));
+        *flags = stored;
+        *active = c_int::from(is_active);
         Ok(())
     }
 
@@ -391,14 +412,22 @@ exports! {
 
     fn cuCtxSynchronize() {
         check_initialized()?;
-        state::with(|d| d.current_context().map(|_| ()))
+        state::with(|d| {
+            let (owner, _) = d.current_owner()?;
+            d.streams.synchronize_owner(owner);
+            Ok(())
+        })
     }
 
     fn cuCtxSynchronize_v2(ctx: CUcontext) {
         check_initialized()?;
-        state::with(|d| match to_handle(ctx) {
-            0 => d.current_context().map(|_| ()),
-            h => d.contexts.get(h).map(|_| ()),
+        state::with(|d| {
+            let owner = match to_handle(ctx) {
+                0 => d.current_owner()?.0,
+                h => Owner::Context(d.contexts.id_of(h)?),
+            };
+            d.streams.synchronize_owner(owner);
+            Ok(())
         })
     }
 
@@ -538,6 +567,14 @@ exports! {
 
     fn cuStreamSynchronize_ptsz(hStream: CUstream) {
         stream_synchronize(hStream)
+    }
+
+    fn cuStreamQuery(hStream: CUstream) {
+        stream_query(hStream)
+    }
+
+    fn cuStreamQuery_ptsz(hStream: CUstream) {
+        stream_query(hStream)
     }
 
     fn cuStreamAttachMemAsync(hStream: CUstream, dptr: CUdeviceptr, length: usize, flags: c_uint) {

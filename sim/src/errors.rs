@@ -25,6 +25,7 @@ const DESCRIPTIONS: &[(i32, &str)] = &[
     ),
     (400, "invalid resource handle"),
     (500, "named symbol not found"),
+    (600, "device not ready"),
     (704, "peer access is already enabled"),
     (705, "peer access has not been enabled"),
     (711, "peer mapping resources exhausted"),

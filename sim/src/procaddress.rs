@@ -69,6 +69,7 @@ table! {
     Cuda cuDevicePrimaryCtxRetain 7000 legacy => cuDevicePrimaryCtxRetain;
     Cuda cuDevicePrimaryCtxRelease 11000 legacy => cuDevicePrimaryCtxRelease_v2;
     Cuda cuDevicePrimaryCtxReset 11000 legacy => cuDevicePrimaryCtxReset_v2;
+    Cuda cuDevicePrimaryCtxGetState 7000 legacy => cuDevicePrimaryCtxGetState;
     Cuda cuCtxCreate 2000 legacy => cuCtxCreate;
     Cuda cuCtxCreate 3020 legacy => cuCtxCreate_v2;
     Cuda cuCtxCreate 11040 legacy => cuCtxCreate_v3;
@@ -100,6 +101,8 @@ table! {
     Cuda cuStreamDestroy 4000 legacy => cuStreamDestroy_v2;
     Cuda cuStreamSynchronize 2000 legacy => cuStreamSynchronize;
     Cuda cuStreamSynchronize 7000 ptsz => cuStreamSynchronize_ptsz;
+    Cuda cuStreamQuery 2000 legacy => cuStreamQuery;
+    Cuda cuStreamQuery 7000 ptsz => cuStreamQuery_ptsz;
     Cuda cuEventCreate 2000 legacy => cuEventCreate;
     Cuda cuEventDestroy 4000 legacy => cuEventDestroy_v2;
     Cuda cuEventRecord 2000 legacy => cuEventRecord;

@@ -5,9 +5,9 @@ use crate::memory::{Export, MemKind};
 use crate::state::{Driver, Owner};
 use crate::types::{
     attribute, Outcome, CONTEXT_IS_DESTROYED, INVALID_HANDLE, INVALID_VALUE, MEM_ATTACH_GLOBAL,
-    MEM_ATTACH_HOST, MEM_ATTACH_SINGLE, STREAM_PER_THREAD,
+    MEM_ATTACH_HOST, MEM_ATTACH_SINGLE, NOT_READY, STREAM_PER_THREAD,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 pub struct Stream {
     /// The CUDA context current at creation (`cuStreamGetCtx`), or the HIP device.
@@ -17,6 +17,9 @@ pub struct Stream {
     /// Already clamped into the API's range (`cuStreamCreateWithPriority`,
     /// `hipStreamCreateWithPriority`); 0 is the default priority of both.
     pub priority: i32,
+    /// Asynchronous work was issued to the stream and the program has not waited for it since
+    /// (`cuStreamQuery` answers CUDA_ERROR_NOT_READY). The work itself is done at once.
+    pub pending: bool,
 }
 
 pub struct Event {
@@ -32,6 +35,9 @@ pub struct Event {
 pub struct Streams {
     streams: HashMap<u64, Stream>,
     events: HashMap<u64, Event>,
+    /// The contexts whose default stream (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD: one
+    /// stream per context here) has work pending, as [`Stream::pending`].
+    pending_default: HashSet<Owner>,
     next_id: u64,
 }
 
@@ -68,6 +74,7 @@ impl Streams {
                 device,
                 flags,
                 priority,
+                pending: false,
             },
         );
         handle
@@ -122,8 +129,18 @@ impl Streams {
         self.events.remove(&handle).ok_or(INVALID_HANDLE)
     }
 
+    /// Clears the pending work of every stream of `owner` and of its default stream
+    /// (`cuCtxSynchronize`).
+    pub fn synchronize_owner(&mut self, owner: Owner) {
+        self.pending_default.remove(&owner);
+        for s in self.streams.values_mut().filter(|s| s.owner == owner) {
+            s.pending = false;
+        }
+    }
+
     /// Removes the streams and events of `owner`; returns the removed stream handles.
     pub fn remove_owned(&mut self, owner: Owner) -> Vec<u64> {
+        self.pending_default.remove(&owner);
         self.events.retain(|_, e| e.owner != owner);
         let gone: Vec<u64> = self
             .streams
@@ -139,6 +156,48 @@ impl Streams {
 }
 
 impl Driver {
+    /// Records that asynchronous work was issued to `stream` (a live or special one); a special
+    /// handle means the current context's default stream, and nothing without a current context.
+    pub fn mark_pending(&mut self, stream: u64) {
+        if is_special(stream) {
+            if let Ok((owner, _)) = self.current_owner() {
+                self.streams.pending_default.insert(owner);
+            }
+        } else if let Some(s) = self.streams.streams.get_mut(&stream) {
+            s.pending = true;
+        }
+    }
+
+    /// `cuStreamQuery[_ptsz]`: NOT_READY while work is pending; INVALID_HANDLE for a destroyed
+    /// or unknown stream; INVALID_CONTEXT for a special handle without a current context.
+    pub fn query_stream(&self, stream: u64) -> Outcome {
+        let pending = if is_special(stream) {
+            let (owner, _) = self.current_owner()?;
+            self.streams.pending_default.contains(&owner)
+        } else {
+            self.streams.stream(stream).ok_or(INVALID_HANDLE)?.pending
+        };
+        if pending {
+            Err(NOT_READY)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// `cuStreamSynchronize[_ptsz]`: the stream's pending work is done. A special handle without
+    /// a current context has nothing to wait for.
+    pub fn synchronize_stream(&mut self, stream: u64) -> Outcome {
+        self.streams.check_stream(stream)?;
+        if is_special(stream) {
+            if let Ok((owner, _)) = self.current_owner() {
+                self.streams.pending_default.remove(&owner);
+            }
+        } else if let Some(s) = self.streams.streams.get_mut(&stream) {
+            s.pending = false;
+        }
+        Ok(())
+    }
+
     /// A destroyed stream's attachments revert to the allocation's default (documented).
     pub fn detach_stream(&mut self, stream: u64) {
         for a in self.memory.allocations_mut() {

@@ -44,6 +44,8 @@ pub const ALREADY_MAPPED: Code = 208;
 pub const PEER_ACCESS_UNSUPPORTED: Code = 217;
 pub const INVALID_HANDLE: Code = 400;
 pub const NOT_FOUND: Code = 500;
+/// CUDA_ERROR_NOT_READY (`cuStreamQuery` with work in flight); hipErrorNotReady is the same.
+pub const NOT_READY: Code = 600;
 pub const PEER_ACCESS_ALREADY_ENABLED: Code = 704;
 pub const PEER_ACCESS_NOT_ENABLED: Code = 705;
 pub const TOO_MANY_PEERS: Code = 711;

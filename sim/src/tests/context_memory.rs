@@ -79,19 +79,71 @@ fn primary_context_refcount_and_reset() {
     let ordinal_ptr = (&mut ordinal as *mut i32).cast();
     let rc = unsafe { cuPointerGetAttribute(ordinal_ptr, pointer_attribute::DEVICE_ORDINAL, mem) };
     assert!(rc == INVALID_VALUE || ordinal != 3, "reset frees memory");
-    assert_eq!(unsafe { cuDevicePrimaryCtxRelease_v2(3) }, SUCCESS);
     assert_eq!(
         unsafe { cuCtxSynchronize() },
-        SUCCESS,
-        "still retained once"
+        INVALID_CONTEXT,
+        "a reset deactivates the primary context"
     );
+    // "Resetting the primary context does not release it": the two retains are still counted,
+    // and their releases succeed.
     assert_eq!(unsafe { cuDevicePrimaryCtxRelease_v2(3) }, SUCCESS);
-    assert_eq!(unsafe { cuCtxSynchronize() }, INVALID_CONTEXT, "inactive");
+    assert_eq!(unsafe { cuDevicePrimaryCtxRelease_v2(3) }, SUCCESS);
     assert_eq!(unsafe { cuDevicePrimaryCtxRelease_v2(3) }, INVALID_CONTEXT);
     assert_eq!(unsafe { cuCtxDestroy_v2(p) }, INVALID_CONTEXT);
     assert_eq!(unsafe { cuDevicePrimaryCtxRetain(&mut q, 3) }, SUCCESS);
     assert_eq!(p, q, "the handle survives deactivation");
+    assert_eq!(unsafe { cuCtxSynchronize() }, SUCCESS, "active again");
     assert_eq!(unsafe { cuDevicePrimaryCtxRelease_v2(3) }, SUCCESS);
+}
+
+/// `(rc, flags, active)` of `cuDevicePrimaryCtxGetState`; -1 means "left untouched".
+fn primary_state(dev: CUdevice) -> (Code, i64, i32) {
+    let (mut flags, mut active) = (u32::MAX, -1);
+    let rc = unsafe { cuDevicePrimaryCtxGetState(dev, &mut flags, &mut active) };
+    let flags = if flags == u32::MAX { -1 } else { i64::from(flags) };
+    (rc, flags, active)
+}
+
+#[test]
+fn primary_context_state_follows_retain_release_and_reset() {
+    let mut config = r580();
+    config.devices = 6;
+    setup(config);
+    // Device 5 is this test's only: no other test retains its primary context.
+    assert_eq!(primary_state(5), (SUCCESS, 0, 0), "never retained");
+    let mut p = null_mut();
+    assert_eq!(unsafe { cuDevicePrimaryCtxRetain(&mut p, 5) }, SUCCESS);
+    assert_eq!(primary_state(5), (SUCCESS, 0, 1), "retained once");
+    assert_eq!(unsafe { cuDevicePrimaryCtxRetain(&mut p, 5) }, SUCCESS);
+    assert_eq!(unsafe { cuDevicePrimaryCtxRelease_v2(5) }, SUCCESS);
+    assert_eq!(primary_state(5), (SUCCESS, 0, 1), "still retained once");
+    assert_eq!(unsafe { cuDevicePrimaryCtxRelease_v2(5) }, SUCCESS);
+    assert_eq!(primary_state(5), (SUCCESS, 0, 0), "after the last release");
+    assert_eq!(unsafe { cuDevicePrimaryCtxRetain(&mut p, 5) }, SUCCESS);
+    assert_eq!(primary_state(5), (SUCCESS, 0, 1), "retained again");
+    assert_eq!(unsafe { cuDevicePrimaryCtxReset_v2(5) }, SUCCESS);
+    assert_eq!(primary_state(5), (SUCCESS, 0, 0), "after a reset");
+    assert_eq!(unsafe { cuDevicePrimaryCtxRetain(&mut p, 5) }, SUCCESS);
+    assert_eq!(primary_state(5), (SUCCESS, 0, 1), "retained after the reset");
+    // Two retains are counted (one from before the reset).
+    assert_eq!(unsafe { cuDevicePrimaryCtxRelease_v2(5) }, SUCCESS);
+    assert_eq!(primary_state(5), (SUCCESS, 0, 1));
+    assert_eq!(unsafe { cuDevicePrimaryCtxRelease_v2(5) }, SUCCESS);
+    assert_eq!(primary_state(5), (SUCCESS, 0, 0));
+    // Other devices' primary contexts are not affected.
+    assert_eq!(primary_state(4), (SUCCESS, 0, 0));
+    // An invalid device, and NULL out-parameters (left untouched on error).
+    assert_eq!(primary_state(6), (INVALID_DEVICE, -1, -1));
+    assert_eq!(primary_state(-1), (INVALID_DEVICE, -1, -1));
+    let (mut flags, mut active) = (0u32, 0);
+    assert_eq!(
+        unsafe { cuDevicePrimaryCtxGetState(5, null_mut(), &mut active) },
+        INVALID_VALUE
+    );
+    assert_eq!(
+        unsafe { cuDevicePrimaryCtxGetState(5, &mut flags, null_mut()) },
+        INVALID_VALUE
+    );
 }
 
 #[test]
