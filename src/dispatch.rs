@@ -28,7 +28,15 @@ pub fn call<A: CallArgs>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int 
     let Some(real) = shielded(None, || loader::real_function(A::ID)) else {
         shielded((), || loader::warn_missing(A::ID));
         let ret = info.api.not_supported();
-        after_call(&args, Prediction::default(), Outcome::NotCalled, ret, seq, ts_ns, 0);
+        after_call(
+            &args,
+            Prediction::default(),
+            Outcome::NotCalled,
+            ret,
+            seq,
+            ts_ns,
+            0,
+        );
         return ret;
     };
     let prediction = shielded(Prediction::default(), || rules::predict(&args));
@@ -39,7 +47,15 @@ pub fn call<A: CallArgs>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int 
     let start = trace::monotonic_ns();
     let ret = invoke(real);
     let dur_ns = trace::monotonic_ns().saturating_sub(start);
-    after_call(&args, prediction, Outcome::Returned(ret), ret, seq, ts_ns, dur_ns);
+    after_call(
+        &args,
+        prediction,
+        Outcome::Returned(ret),
+        ret,
+        seq,
+        ts_ns,
+        dur_ns,
+    );
     ret
 }
 
@@ -94,7 +110,12 @@ pub fn describe_call<A: CallArgs>(args: &A, outcome: Outcome) -> String {
     let inner = json.trim_start_matches('{').trim_end_matches('}');
     let mut text = String::from(A::ID.info().symbol);
     text.push('(');
-    text.push_str(&inner.replace(",\"", ", \"").replace("\":", "=").replace('"', ""));
+    text.push_str(
+        &inner
+            .replace(",\"", ", \"")
+            .replace("\":", "=")
+            .replace('"', ""),
+    );
     text.push(')');
     text
 }

@@ -28,8 +28,7 @@ static CU_CTX_GET_DEVICE: NamedSlot = NamedSlot::new(Api::Cuda, c"cuCtxGetDevice
 static CU_CTX_GET_DEVICE_V2: NamedSlot = NamedSlot::new(Api::Cuda, c"cuCtxGetDevice_v2");
 static CU_DEVICE_GET_COUNT: NamedSlot = NamedSlot::new(Api::Cuda, c"cuDeviceGetCount");
 static CU_DEVICE_GET_ATTRIBUTE: NamedSlot = NamedSlot::new(Api::Cuda, c"cuDeviceGetAttribute");
-static CU_MEM_GET_ADDRESS_RANGE: NamedSlot =
-    NamedSlot::new(Api::Cuda, c"cuMemGetAddressRange_v2");
+static CU_MEM_GET_ADDRESS_RANGE: NamedSlot = NamedSlot::new(Api::Cuda, c"cuMemGetAddressRange_v2");
 static CU_POINTER_GET_ATTRIBUTE: NamedSlot = NamedSlot::new(Api::Cuda, c"cuPointerGetAttribute");
 static CU_STREAM_GET_CTX: NamedSlot = NamedSlot::new(Api::Cuda, c"cuStreamGetCtx");
 static CU_STREAM_QUERY: NamedSlot = NamedSlot::new(Api::Cuda, c"cuStreamQuery");
@@ -72,8 +71,17 @@ pub fn context_device(ctx: CUcontext) -> Option<Result<i32, c_int>> {
         return None; // NULL means "the current context" to cuCtxGetDevice_v2.
     }
     let mut dev: c_int = -1;
-    let code = query!(CU_CTX_GET_DEVICE_V2, fn(*mut c_int, CUcontext), &mut dev, ctx)?;
-    Some(if code == CUDA_SUCCESS { Ok(dev) } else { Err(code) })
+    let code = query!(
+        CU_CTX_GET_DEVICE_V2,
+        fn(*mut c_int, CUcontext),
+        &mut dev,
+        ctx
+    )?;
+    Some(if code == CUDA_SUCCESS {
+        Ok(dev)
+    } else {
+        Err(code)
+    })
 }
 
 /// Whether a context-query error says the context is not a live context.
@@ -152,8 +160,17 @@ pub fn device_memory_owner(ptr: u64) -> Option<i32> {
 /// The context of a stream that is not one of the special handles, or the driver's error code.
 pub fn stream_context(stream: CUstream) -> Option<Result<CUcontext, c_int>> {
     let mut ctx = CUcontext::NULL;
-    let code = query!(CU_STREAM_GET_CTX, fn(CUstream, *mut CUcontext), stream, &mut ctx)?;
-    Some(if code == CUDA_SUCCESS { Ok(ctx) } else { Err(code) })
+    let code = query!(
+        CU_STREAM_GET_CTX,
+        fn(CUstream, *mut CUcontext),
+        stream,
+        &mut ctx
+    )?;
+    Some(if code == CUDA_SUCCESS {
+        Ok(ctx)
+    } else {
+        Err(code)
+    })
 }
 
 /// Whether work issued to `stream` (a live stream, or 0 for the current context's legacy
@@ -217,8 +234,7 @@ const HIP_SUCCESS: c_int = 0;
 static HIP_GET_DEVICE: NamedSlot = NamedSlot::new(Api::Hip, c"hipGetDevice");
 static HIP_GET_DEVICE_COUNT: NamedSlot = NamedSlot::new(Api::Hip, c"hipGetDeviceCount");
 static HIP_MEM_GET_ADDRESS_RANGE: NamedSlot = NamedSlot::new(Api::Hip, c"hipMemGetAddressRange");
-static HIP_POINTER_GET_ATTRIBUTES: NamedSlot =
-    NamedSlot::new(Api::Hip, c"hipPointerGetAttributes");
+static HIP_POINTER_GET_ATTRIBUTES: NamedSlot = NamedSlot::new(Api::Hip, c"hipPointerGetAttributes");
 static HIP_STREAM_GET_DEVICE: NamedSlot = NamedSlot::new(Api::Hip, c"hipStreamGetDevice");
 static HIP_PEEK_AT_LAST_ERROR: NamedSlot = NamedSlot::new(Api::Hip, c"hipPeekAtLastError");
 static HIP_GET_LAST_ERROR: NamedSlot = NamedSlot::new(Api::Hip, c"hipGetLastError");

@@ -366,7 +366,10 @@ fn check_cases(parent: &Scratch, program: &Path, cases: &[Case]) {
                 f["rule"].as_str().unwrap()
             );
             if !r.stderr().contains(&head) {
-                wrong.push(format!("{scenario}: stderr lacks {head:?}:\n{}", r.stderr()));
+                wrong.push(format!(
+                    "{scenario}: stderr lacks {head:?}:\n{}",
+                    r.stderr()
+                ));
             }
         }
     }
@@ -434,7 +437,10 @@ fn every_rule_has_a_negative_case() {
         .filter(|id| *id != "divergence.unlisted")
         .filter(|id| !covered.contains(id))
         .collect();
-    assert!(missing.is_empty(), "rules without a negative test: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "rules without a negative test: {missing:?}"
+    );
     assert!(RULES.iter().any(|r| r.kind == Kind::Divergence));
 }
 
@@ -458,7 +464,11 @@ fn the_shim_leaves_hips_last_error_as_the_program_left_it() {
     let r = run_checked(&p.scratch, &p.hip, "last-error-kept", &[]);
     assert_eq!(printed(&r.out, "SET"), "101");
     assert_eq!(printed(&r.out, "LAST"), "101", "an earlier error survives");
-    assert_eq!(printed(&r.out, "PEEK"), "0", "a failed query leaves nothing");
+    assert_eq!(
+        printed(&r.out, "PEEK"),
+        "0",
+        "a failed query leaves nothing"
+    );
     assert!(r.findings().is_empty(), "{:?}", r.rule_ids());
 }
 
@@ -490,7 +500,11 @@ fn strict_mode_returns_the_documented_code_without_calling_the_driver() {
     let strict = ("SHARECHECK_OPTIONS", "mode=strict");
     let r = run_checked(&p.scratch, &p.cuda, "enable-flags", &[log_env, strict]);
     assert_eq!(printed_calls(&r.out), [(enable.to_string(), 1)]);
-    assert_eq!(driver_calls(&log, enable), 0, "strict mode forwarded the call");
+    assert_eq!(
+        driver_calls(&log, enable),
+        0,
+        "strict mode forwarded the call"
+    );
     let record = calls(&r.records)
         .into_iter()
         .find(|x| x["fn"] == enable)
@@ -521,7 +535,12 @@ fn strict_mode_returns_the_documented_code_without_calling_the_driver() {
         .count();
     assert_eq!(driver_calls(&log, enable), enables);
     std::fs::remove_file(&log).unwrap();
-    let r = run_checked(&p.scratch, &p.cuda, "can-access-same-device", &[log_env, strict]);
+    let r = run_checked(
+        &p.scratch,
+        &p.cuda,
+        "can-access-same-device",
+        &[log_env, strict],
+    );
     assert_eq!(driver_calls(&log, "cuDeviceCanAccessPeer"), 1);
     assert_eq!(printed(&r.out, "CAN"), "0");
 }
@@ -552,7 +571,11 @@ fn duplicate_limit_stops_printing_and_says_which_report_was_the_last() {
         &[("SHARECHECK_OPTIONS", "duplicate_limit=2")],
     );
     let stderr = r.stderr();
-    assert_eq!(stderr.matches(&format!("error[{id}]")).count(), 2, "{stderr}");
+    assert_eq!(
+        stderr.matches(&format!("error[{id}]")).count(),
+        2,
+        "{stderr}"
+    );
     assert_eq!(stderr.matches("this is the last report").count(), 1);
     let last = stderr.rfind(&format!("error[{id}]")).unwrap();
     assert!(stderr[last..].contains("duplicate_limit=2"), "{stderr}");
@@ -601,16 +624,31 @@ fn bad_options_are_named_and_the_defaults_apply() {
         &p.cuda,
         "enable-flags",
         &[
-            ("SHARECHECK_OPTIONS", "mode=loud:colour=red:duplicate_limit=x"),
+            (
+                "SHARECHECK_OPTIONS",
+                "mode=loud:colour=red:duplicate_limit=x",
+            ),
             ("SHARECHECK_SIM_CALL_LOG", log.to_str().unwrap()),
         ],
     );
     let stderr = r.stderr();
-    for needle in ["mode=\"loud\"", "unknown key `colour`", "duplicate_limit=\"x\""] {
+    for needle in [
+        "mode=\"loud\"",
+        "unknown key `colour`",
+        "duplicate_limit=\"x\"",
+    ] {
         assert!(stderr.contains(needle), "{needle} missing from:\n{stderr}");
-        assert_eq!(stderr.matches(needle).count(), 1, "reported once:\n{stderr}");
+        assert_eq!(
+            stderr.matches(needle).count(),
+            1,
+            "reported once:\n{stderr}"
+        );
     }
-    assert_eq!(driver_calls(&log, "cuCtxEnablePeerAccess"), 1, "report mode");
+    assert_eq!(
+        driver_calls(&log, "cuCtxEnablePeerAccess"),
+        1,
+        "report mode"
+    );
     assert_eq!(r.count("cuCtxEnablePeerAccess.flags-not-zero"), 1);
 }
 
@@ -641,10 +679,7 @@ fn a_finding_on_stderr_is_one_actionable_line_then_the_evidence() {
         lines[first + 1],
         "  documented: CUDA Driver API, Peer Context Memory Access, cuCtxEnablePeerAccess"
     );
-    let at = format!(
-        "  at: pid {} tid ",
-        record["pid"].as_u64().unwrap()
-    );
+    let at = format!("  at: pid {} tid ", record["pid"].as_u64().unwrap());
     assert!(lines[first + 2].starts_with(&at), "{}", lines[first + 2]);
     assert!(
         lines[first + 2].ends_with(&format!(

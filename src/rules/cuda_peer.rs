@@ -274,7 +274,13 @@ pub fn disable(a: &args::cuCtxDisablePeerAccess) -> Prediction {
                 if !busy.is_empty() {
                     let names: Vec<String> = busy
                         .iter()
-                        .map(|&s| if s == 0 { "the legacy stream".into() } else { hex(s) })
+                        .map(|&s| {
+                            if s == 0 {
+                                "the legacy stream".into()
+                            } else {
+                                hex(s)
+                            }
+                        })
                         .collect();
                     shown.push(from_driver(
                         &DISABLE_UNREGISTERS_ALLOCATIONS,
@@ -441,8 +447,7 @@ fn check_copy(c: PeerCopy) -> Prediction {
         _ => facts::current_context().flatten(),
     };
     let other = issuing.and_then(|e| {
-        if c.dst_ctx == c.src_ctx || c.dst_ctx == CUcontext::NULL || c.src_ctx == CUcontext::NULL
-        {
+        if c.dst_ctx == c.src_ctx || c.dst_ctx == CUcontext::NULL || c.src_ctx == CUcontext::NULL {
             None
         } else if e == c.dst_ctx {
             Some(c.src_ctx)

@@ -359,7 +359,10 @@ mod tests {
 
     fn flags_misuse() -> Prediction {
         let mut p = Prediction::default();
-        p.flag(&catalogue::cuda::ENABLE_FLAGS_NOT_ZERO, "Flags is 0x1".into());
+        p.flag(
+            &catalogue::cuda::ENABLE_FLAGS_NOT_ZERO,
+            "Flags is 0x1".into(),
+        );
         p
     }
 
@@ -369,7 +372,10 @@ mod tests {
         let first = settle(info, flags_misuse(), Outcome::Returned(998));
         assert_eq!(
             ids(&first),
-            ["cuCtxEnablePeerAccess.flags-not-zero", "divergence.unlisted"]
+            [
+                "cuCtxEnablePeerAccess.flags-not-zero",
+                "divergence.unlisted"
+            ]
         );
         assert!(first[1].message.contains("CUDA_ERROR_INVALID_VALUE (1)"));
         let again = settle(info, flags_misuse(), Outcome::Returned(998));
@@ -385,7 +391,10 @@ mod tests {
         let info = FnId::cuCtxEnablePeerAccess.info();
         let tracked = || {
             let mut p = Prediction::default();
-            p.tracked(&catalogue::cuda::ENABLE_ALREADY_ENABLED, "enabled before".into());
+            p.tracked(
+                &catalogue::cuda::ENABLE_ALREADY_ENABLED,
+                "enabled before".into(),
+            );
             p
         };
         assert!(settle(info, tracked(), Outcome::Returned(0)).is_empty());

@@ -64,7 +64,8 @@ impl Grants {
 
     /// A context was destroyed: access from it and to it ended.
     pub fn forget_context(&mut self, ctx: u64) {
-        self.cuda.retain(|pair, _| pair.from != ctx && pair.to != ctx);
+        self.cuda
+            .retain(|pair, _| pair.from != ctx && pair.to != ctx);
     }
 
     /// A device's primary context ended: forget every grant that involves a context on it.

@@ -100,7 +100,11 @@ fn primary_context_refcount_and_reset() {
 fn primary_state(dev: CUdevice) -> (Code, i64, i32) {
     let (mut flags, mut active) = (u32::MAX, -1);
     let rc = unsafe { cuDevicePrimaryCtxGetState(dev, &mut flags, &mut active) };
-    let flags = if flags == u32::MAX { -1 } else { i64::from(flags) };
+    let flags = if flags == u32::MAX {
+        -1
+    } else {
+        i64::from(flags)
+    };
     (rc, flags, active)
 }
 
@@ -124,7 +128,11 @@ fn primary_context_state_follows_retain_release_and_reset() {
     assert_eq!(unsafe { cuDevicePrimaryCtxReset_v2(5) }, SUCCESS);
     assert_eq!(primary_state(5), (SUCCESS, 0, 0), "after a reset");
     assert_eq!(unsafe { cuDevicePrimaryCtxRetain(&mut p, 5) }, SUCCESS);
-    assert_eq!(primary_state(5), (SUCCESS, 0, 1), "retained after the reset");
+    assert_eq!(
+        primary_state(5),
+        (SUCCESS, 0, 1),
+        "retained after the reset"
+    );
     // Two retains are counted (one from before the reset).
     assert_eq!(unsafe { cuDevicePrimaryCtxRelease_v2(5) }, SUCCESS);
     assert_eq!(primary_state(5), (SUCCESS, 0, 1));

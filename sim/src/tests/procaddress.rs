@@ -147,6 +147,24 @@ fn stream_query_functions_resolve_by_version() {
     // From 12050 on the name means the three-argument ABI (PFN_cuStreamGetCtx_v12050).
     assert_eq!(lookup("cuStreamGetCtx", 12050, 0), found(v2));
     assert_eq!(lookup("cuStreamGetCtx", 13000, 2), found(v2_ptsz));
+    let query = cuStreamQuery as *mut c_void;
+    let query_ptsz = cuStreamQuery_ptsz as *mut c_void;
+    assert_eq!(lookup("cuStreamQuery", 2000, 0), found(query));
+    assert_eq!(lookup("cuStreamQuery", 13000, 1), found(query));
+    assert_eq!(
+        lookup("cuStreamQuery", 6050, 2),
+        not_sufficient,
+        "PTDS below 7000"
+    );
+    assert_eq!(lookup("cuStreamQuery", 7000, 2), found(query_ptsz));
+    assert_eq!(lookup("cuStreamQuery", 13000, 2), found(query_ptsz));
+    let state = cuDevicePrimaryCtxGetState as *mut c_void;
+    assert_eq!(
+        lookup("cuDevicePrimaryCtxGetState", 6050, 0),
+        not_sufficient
+    );
+    assert_eq!(lookup("cuDevicePrimaryCtxGetState", 7000, 0), found(state));
+    assert_eq!(lookup("cuDevicePrimaryCtxGetState", 13000, 2), found(state));
     let priority = cuStreamCreateWithPriority as *mut c_void;
     assert_eq!(
         lookup("cuStreamCreateWithPriority", 5000, 0),
