@@ -656,6 +656,20 @@ pub mod divergence {
         fix: "treat any error of this call as failure rather than testing for one code",
     };
 
+    pub static ENABLE_DESTROYED_PEER_CONTEXT_IS_DESTROYED: Rule = Rule {
+        id: "divergence.cuCtxEnablePeerAccess.destroyed-peer-context-is-destroyed",
+        severity: Severity::Info,
+        kind: Kind::Divergence,
+        functions: &["cuCtxEnablePeerAccess"],
+        requirement: "Enabling access to a destroyed context is documented to return \
+            CUDA_ERROR_INVALID_CONTEXT (201) (\"peerContext is not a valid context\"); driver R580 \
+            (580.159.04) returns CUDA_ERROR_CONTEXT_IS_DESTROYED (709).",
+        source: cuda(CUDA_PEER, "cuCtxEnablePeerAccess"),
+        quote: ENABLE_INVALID_CONTEXT,
+        documented_code: Some(INVALID_CONTEXT),
+        fix: "treat any error of this call as failure rather than testing for one code",
+    };
+
     pub static MEMCPY_PEER_NULL_CONTEXT_ACCEPTED: Rule = Rule {
         id: "divergence.cuMemcpyPeer.null-context-accepted",
         severity: Severity::Info,
@@ -742,6 +756,7 @@ pub static RULES: &[&Rule] = &[
     &hip::MEMCPY_PEER_ASYNC_INVALID_STREAM,
     &peer::UNIDIRECTIONAL,
     &divergence::ENABLE_SELF_UNSUPPORTED,
+    &divergence::ENABLE_DESTROYED_PEER_CONTEXT_IS_DESTROYED,
     &divergence::MEMCPY_PEER_NULL_CONTEXT_ACCEPTED,
     &divergence::HIP_DISABLE_UNSUPPORTED_PAIR_INVALID_DEVICE,
     &divergence::UNLISTED,

@@ -13,6 +13,7 @@ const PEER_ACCESS_UNSUPPORTED: i32 = 217;
 const INVALID_HANDLE: i32 = 400;
 const PEER_ACCESS_ALREADY_ENABLED: i32 = 704;
 const PEER_ACCESS_NOT_ENABLED: i32 = 705;
+const CONTEXT_IS_DESTROYED: i32 = 709;
 const TOO_MANY_PEERS: i32 = 711;
 
 pub fn can_access_peer(a: &args::cuDeviceCanAccessPeer) -> Prediction {
@@ -107,10 +108,13 @@ pub fn enable(a: &args::cuCtxEnablePeerAccess) -> Prediction {
         }
     }
     let peer_dev = peer_device(&mut p, &ENABLE_INVALID_PEER_CONTEXT, peer);
-    let Some((ctx, Some(dev))) = current else {
-        return p;
-    };
-    let Some(peer_dev) = peer_dev else {
+    let (Some((ctx, Some(dev))), Some(peer_dev)) = (current, peer_dev) else {
+        p.then(|code| {
+            (code == CONTEXT_IS_DESTROYED)
+                .then(destroyed_context)
+                .into_iter()
+                .collect()
+        });
         return p;
     };
     let pair = ContextPair {
@@ -158,6 +162,7 @@ pub fn enable(a: &args::cuCtxEnablePeerAccess) -> Prediction {
                         .into(),
                 ));
             }
+            CONTEXT_IS_DESTROYED => shown.push(destroyed_context()),
             PEER_ACCESS_UNSUPPORTED => shown.push(from_driver(
                 &ENABLE_PEER_UNSUPPORTED,
                 format!("the driver reports device {dev} cannot access device {peer_dev}"),
@@ -178,6 +183,16 @@ pub fn enable(a: &args::cuCtxEnablePeerAccess) -> Prediction {
         shown
     });
     p
+}
+
+/// The driver's own word that a context of the call is gone.
+fn destroyed_context() -> super::Pending {
+    from_driver(
+        &ENABLE_INVALID_PEER_CONTEXT,
+        "the driver reports a destroyed context (CUDA_ERROR_CONTEXT_IS_DESTROYED): peerContext \
+         (or the current context) was destroyed"
+            .into(),
+    )
 }
 
 /// The documented conditions for allocations to become accessible immediately.

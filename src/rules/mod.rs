@@ -140,6 +140,11 @@ const KNOWN_DIVERGENCES: &[(&Rule, &Rule, c_int)] = &[
         217,
     ),
     (
+        &divergence::ENABLE_DESTROYED_PEER_CONTEXT_IS_DESTROYED,
+        &catalogue::cuda::ENABLE_INVALID_PEER_CONTEXT,
+        709,
+    ),
+    (
         &divergence::MEMCPY_PEER_NULL_CONTEXT_ACCEPTED,
         &catalogue::cuda::MEMCPY_PEER_NULL_CONTEXT,
         0,
@@ -174,6 +179,16 @@ pub fn settle(info: &FnInfo, prediction: Prediction, outcome: Outcome) -> Vec<Fi
         }
         if !expected.is_empty() && !already_explained {
             pending.extend(divergence_of(info, &pending, &expected, actual));
+        } else if expected.is_empty() {
+            // A finding shown only by the driver's answer: a listed divergence may explain the
+            // code (unlisted ones are not guessed at without a prediction).
+            let shown_codes: Vec<c_int> = pending
+                .iter()
+                .filter_map(|p| p.rule.documented_code.filter(|&c| c != actual))
+                .collect();
+            if !shown_codes.is_empty() && known_divergence(&pending, actual).is_some() {
+                pending.extend(divergence_of(info, &pending, &shown_codes, actual));
+            }
         }
     }
     pending
@@ -192,6 +207,15 @@ fn code_name(api: Api, code: c_int) -> String {
     }
 }
 
+fn known_divergence(
+    pending: &[Pending],
+    actual: c_int,
+) -> Option<&'static (&'static Rule, &'static Rule, c_int)> {
+    KNOWN_DIVERGENCES.iter().find(|(_, misuse, observed)| {
+        *observed == actual && pending.iter().any(|p| std::ptr::eq(p.rule, *misuse))
+    })
+}
+
 /// The divergence finding for an answer outside the documented ones, once per process.
 fn divergence_of(
     info: &FnInfo,
@@ -199,9 +223,7 @@ fn divergence_of(
     expected: &[c_int],
     actual: c_int,
 ) -> Option<Pending> {
-    let known = KNOWN_DIVERGENCES.iter().find(|(_, misuse, observed)| {
-        *observed == actual && pending.iter().any(|p| std::ptr::eq(p.rule, *misuse))
-    });
+    let known = known_divergence(pending, actual);
     let documented = expected
         .iter()
         .map(|&c| code_name(info.api, c))
@@ -427,5 +449,37 @@ mod tests {
         let mut refused = Prediction::default();
         shown(&mut refused);
         assert!(settle(info, refused, Outcome::NotCalled).is_empty());
+    }
+
+    #[test]
+    fn a_listed_divergence_explains_a_code_only_the_driver_showed() {
+        let info = FnId::cuCtxEnablePeerAccess.info();
+        let destroyed = || {
+            let mut p = Prediction::default();
+            p.then(|code| {
+                (code == 709)
+                    .then(|| {
+                        from_driver(
+                            &catalogue::cuda::ENABLE_INVALID_PEER_CONTEXT,
+                            "destroyed".into(),
+                        )
+                    })
+                    .into_iter()
+                    .collect()
+            });
+            p
+        };
+        assert_eq!(
+            ids(&settle(info, destroyed(), Outcome::Returned(709))),
+            [
+                "cuCtxEnablePeerAccess.invalid-peer-context",
+                "divergence.cuCtxEnablePeerAccess.destroyed-peer-context-is-destroyed"
+            ]
+        );
+        assert_eq!(
+            ids(&settle(info, destroyed(), Outcome::Returned(709))),
+            ["cuCtxEnablePeerAccess.invalid-peer-context"],
+            "once per process"
+        );
     }
 }
