@@ -12,10 +12,10 @@ use sharecheck_core::functions::{Api, FnId};
 use std::ffi::{c_int, c_uint, c_void};
 
 // CUDA driver: result codes and attribute numbers (cuda.h).
+use sharecheck_core::rules::codes::{
+    CONTEXT_IS_DESTROYED, INVALID_CONTEXT, INVALID_HANDLE, NOT_READY,
+};
 const CUDA_SUCCESS: c_int = 0;
-pub const CUDA_ERROR_INVALID_CONTEXT: c_int = 201;
-pub const CUDA_ERROR_INVALID_HANDLE: c_int = 400;
-pub const CUDA_ERROR_CONTEXT_IS_DESTROYED: c_int = 709;
 pub const ATTRIBUTE_UNIFIED_ADDRESSING: c_int = 41;
 pub const ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
 const POINTER_ATTRIBUTE_MEMORY_TYPE: c_int = 2;
@@ -88,7 +88,7 @@ pub fn context_device(ctx: CUcontext) -> Option<Result<i32, c_int>> {
 pub fn is_unknown_context(code: c_int) -> bool {
     matches!(
         code,
-        CUDA_ERROR_INVALID_CONTEXT | CUDA_ERROR_INVALID_HANDLE | CUDA_ERROR_CONTEXT_IS_DESTROYED
+        INVALID_CONTEXT | INVALID_HANDLE | CONTEXT_IS_DESTROYED
     )
 }
 
@@ -176,11 +176,10 @@ pub fn stream_context(stream: CUstream) -> Option<Result<CUcontext, c_int>> {
 /// Whether work issued to `stream` (a live stream, or 0 for the current context's legacy
 /// stream) is still in flight: cuStreamQuery answers CUDA_ERROR_NOT_READY.
 pub fn stream_busy(stream: u64) -> Option<bool> {
-    const CUDA_ERROR_NOT_READY: c_int = 600;
     let handle = CUstream(stream as usize as *mut c_void);
     match query!(CU_STREAM_QUERY, fn(CUstream), handle)? {
         CUDA_SUCCESS => Some(false),
-        CUDA_ERROR_NOT_READY => Some(true),
+        NOT_READY => Some(true),
         _ => None,
     }
 }

@@ -145,16 +145,28 @@ const CU_MEMCPY_PEER_ALL: &[&str] = &[
 const CU_MEMCPY_PEER_ASYNC: &[&str] = &["cuMemcpyPeerAsync", "cuMemcpyPeerAsync_ptsz"];
 const HIP_MEMCPY_PEER_ALL: &[&str] = &["hipMemcpyPeer", "hipMemcpyPeerAsync"];
 
-// Result codes named in the documents (values from cuda.h / hip_runtime_api.h).
-const INVALID_VALUE: i32 = 1;
-const INVALID_DEVICE: i32 = 101;
-const INVALID_CONTEXT: i32 = 201;
-const PEER_ACCESS_UNSUPPORTED: i32 = 217;
-const INVALID_HANDLE: i32 = 400;
-const PEER_ACCESS_ALREADY_ENABLED: i32 = 704;
-const PEER_ACCESS_NOT_ENABLED: i32 = 705;
-const TOO_MANY_PEERS: i32 = 711;
+/// Result codes the rules name. CUDA and HIP share these values (cuda.h, hip_runtime_api.h).
+pub mod codes {
+    pub const INVALID_VALUE: i32 = 1;
+    pub const INVALID_DEVICE: i32 = 101;
+    pub const INVALID_CONTEXT: i32 = 201;
+    pub const PEER_ACCESS_UNSUPPORTED: i32 = 217;
+    pub const INVALID_HANDLE: i32 = 400;
+    pub const NOT_READY: i32 = 600;
+    pub const PEER_ACCESS_ALREADY_ENABLED: i32 = 704;
+    pub const PEER_ACCESS_NOT_ENABLED: i32 = 705;
+    pub const CONTEXT_IS_DESTROYED: i32 = 709;
+    /// CUDA only: HIP has no TooManyPeers.
+    pub const TOO_MANY_PEERS: i32 = 711;
+}
+use codes::*;
 
+const ENABLE_IMMEDIATELY_ACCESSIBLE: &str = "If both the current context and peerContext are on \
+    devices which support unified addressing (as may be queried using \
+    CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING) and same major compute capability, then on success \
+    all allocations from peerContext will immediately be accessible by the current context.";
+const NOT_IMMEDIATELY_ACCESSIBLE_FIX: &str = "do not rely on peerContext pointers being usable in \
+    the current context; copy with cuMemcpyPeer instead";
 const ENABLE_INVALID_CONTEXT: &str = "Returns CUDA_ERROR_INVALID_CONTEXT if there is no current \
     context, peerContext is not a valid context, or if the current context is peerContext.";
 const DISABLE_INVALID_CONTEXT: &str = "Returns CUDA_ERROR_INVALID_CONTEXT if there is no current \
@@ -257,13 +269,9 @@ pub mod cuda {
         requirement: "Allocations of peerContext become accessible immediately only if both \
             devices support unified addressing.",
         source: cuda(CUDA_PEER, "cuCtxEnablePeerAccess"),
-        quote: "If both the current context and peerContext are on devices which support unified \
-            addressing (as may be queried using CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING) and same \
-            major compute capability, then on success all allocations from peerContext will \
-            immediately be accessible by the current context.",
+        quote: ENABLE_IMMEDIATELY_ACCESSIBLE,
         documented_code: None,
-        fix: "do not rely on peerContext pointers being usable in the current context; copy \
-            with cuMemcpyPeer instead",
+        fix: NOT_IMMEDIATELY_ACCESSIBLE_FIX,
     };
 
     pub static ENABLE_COMPUTE_CAPABILITY_MISMATCH: Rule = Rule {
@@ -274,13 +282,9 @@ pub mod cuda {
         requirement: "Allocations of peerContext become accessible immediately only if both \
             devices have the same major compute capability.",
         source: cuda(CUDA_PEER, "cuCtxEnablePeerAccess"),
-        quote: "If both the current context and peerContext are on devices which support unified \
-            addressing (as may be queried using CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING) and same \
-            major compute capability, then on success all allocations from peerContext will \
-            immediately be accessible by the current context.",
+        quote: ENABLE_IMMEDIATELY_ACCESSIBLE,
         documented_code: None,
-        fix: "do not rely on peerContext pointers being usable in the current context; copy \
-            with cuMemcpyPeer instead",
+        fix: NOT_IMMEDIATELY_ACCESSIBLE_FIX,
     };
 
     pub static ENABLE_TOO_MANY_PEERS: Rule = Rule {

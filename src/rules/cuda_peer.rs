@@ -9,12 +9,7 @@ use sharecheck_core::functions::args;
 use sharecheck_core::rules::cuda::*;
 use sharecheck_core::rules::peer::UNIDIRECTIONAL;
 
-const PEER_ACCESS_UNSUPPORTED: i32 = 217;
-const INVALID_HANDLE: i32 = 400;
-const PEER_ACCESS_ALREADY_ENABLED: i32 = 704;
-const PEER_ACCESS_NOT_ENABLED: i32 = 705;
-const CONTEXT_IS_DESTROYED: i32 = 709;
-const TOO_MANY_PEERS: i32 = 711;
+use sharecheck_core::rules::codes::*;
 
 pub fn can_access_peer(a: &args::cuDeviceCanAccessPeer) -> Prediction {
     let mut p = Prediction::default();
@@ -337,53 +332,27 @@ struct PeerCopy {
     per_thread: bool,
 }
 
-pub fn memcpy_peer(a: &args::cuMemcpyPeer) -> Prediction {
-    check_copy(PeerCopy {
-        dst: a.dstDevice.0,
-        dst_ctx: a.dstContext,
-        src: a.srcDevice.0,
-        src_ctx: a.srcContext,
-        bytes: a.ByteCount.0 as u64,
-        stream: None,
-        per_thread: false,
-    })
+/// One entry point per spelling, all checked by `check_copy`.
+macro_rules! peer_copy_entry {
+    ($name:ident, $sym:ident, per_thread: $per_thread:literal, $($stream:ident)?) => {
+        pub fn $name(a: &args::$sym) -> Prediction {
+            check_copy(PeerCopy {
+                dst: a.dstDevice.0,
+                dst_ctx: a.dstContext,
+                src: a.srcDevice.0,
+                src_ctx: a.srcContext,
+                bytes: a.ByteCount.0 as u64,
+                stream: None $(.or(Some(a.$stream)))?,
+                per_thread: $per_thread,
+            })
+        }
+    };
 }
 
-pub fn memcpy_peer_ptds(a: &args::cuMemcpyPeer_ptds) -> Prediction {
-    check_copy(PeerCopy {
-        dst: a.dstDevice.0,
-        dst_ctx: a.dstContext,
-        src: a.srcDevice.0,
-        src_ctx: a.srcContext,
-        bytes: a.ByteCount.0 as u64,
-        stream: None,
-        per_thread: true,
-    })
-}
-
-pub fn memcpy_peer_async(a: &args::cuMemcpyPeerAsync) -> Prediction {
-    check_copy(PeerCopy {
-        dst: a.dstDevice.0,
-        dst_ctx: a.dstContext,
-        src: a.srcDevice.0,
-        src_ctx: a.srcContext,
-        bytes: a.ByteCount.0 as u64,
-        stream: Some(a.hStream),
-        per_thread: false,
-    })
-}
-
-pub fn memcpy_peer_async_ptsz(a: &args::cuMemcpyPeerAsync_ptsz) -> Prediction {
-    check_copy(PeerCopy {
-        dst: a.dstDevice.0,
-        dst_ctx: a.dstContext,
-        src: a.srcDevice.0,
-        src_ctx: a.srcContext,
-        bytes: a.ByteCount.0 as u64,
-        stream: Some(a.hStream),
-        per_thread: true,
-    })
-}
+peer_copy_entry!(memcpy_peer, cuMemcpyPeer, per_thread: false,);
+peer_copy_entry!(memcpy_peer_ptds, cuMemcpyPeer_ptds, per_thread: true,);
+peer_copy_entry!(memcpy_peer_async, cuMemcpyPeerAsync, per_thread: false, hStream);
+peer_copy_entry!(memcpy_peer_async_ptsz, cuMemcpyPeerAsync_ptsz, per_thread: true, hStream);
 
 /// Stream handles that mean "the default stream of the current context".
 fn is_default_stream(stream: CUstream) -> bool {

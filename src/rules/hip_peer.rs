@@ -9,10 +9,9 @@ use sharecheck_core::rules::peer::UNIDIRECTIONAL;
 use sharecheck_core::rules::Rule;
 use std::ffi::c_void;
 
-const HIP_ERROR_INVALID_HANDLE: i32 = 400;
-const HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED: i32 = 704;
-const HIP_ERROR_PEER_ACCESS_NOT_ENABLED: i32 = 705;
-const HIP_ERROR_CONTEXT_IS_DESTROYED: i32 = 709;
+use sharecheck_core::rules::codes::{
+    CONTEXT_IS_DESTROYED, INVALID_HANDLE, PEER_ACCESS_ALREADY_ENABLED, PEER_ACCESS_NOT_ENABLED,
+};
 
 /// Flags every id in `ids` that is not a device; returns whether all are valid (`None`: the
 /// runtime could not say how many devices there are).
@@ -100,7 +99,7 @@ pub fn enable(a: &args::hipDeviceEnablePeerAccess) -> Prediction {
         let mut shown = Vec::new();
         match code {
             0 => with_grants(|g| g.grant_hip(dev, peer)),
-            HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED => {
+            PEER_ACCESS_ALREADY_ENABLED => {
                 with_grants(|g| g.grant_hip(dev, peer));
                 shown.push(from_driver(
                     &ENABLE_ALREADY_ENABLED,
@@ -152,7 +151,7 @@ pub fn disable(a: &args::hipDeviceDisablePeerAccess) -> Prediction {
             0 => {
                 with_grants(|g| g.revoke_hip(dev, peer));
             }
-            HIP_ERROR_PEER_ACCESS_NOT_ENABLED => {
+            PEER_ACCESS_NOT_ENABLED => {
                 with_grants(|g| g.revoke_hip(dev, peer));
                 shown.push(from_driver(
                     &DISABLE_NOT_ENABLED,
@@ -283,7 +282,7 @@ fn check_copy(
     if let Some(s) = stream.filter(|s| !is_default_stream(*s)) {
         let stream_addr = s as usize as u64;
         p.then(move |code| match code {
-            HIP_ERROR_CONTEXT_IS_DESTROYED | HIP_ERROR_INVALID_HANDLE => vec![from_driver(
+            CONTEXT_IS_DESTROYED | INVALID_HANDLE => vec![from_driver(
                 &MEMCPY_PEER_ASYNC_INVALID_STREAM,
                 format!(
                     "the runtime rejects stream {} ({code}): it is not a live stream",
