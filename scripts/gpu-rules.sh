@@ -67,6 +67,7 @@ disable-other-direction|plain|cuCtxDisablePeerAccess.not-enabled|
 disable-no-current-context|plain|cuCtxDisablePeerAccess.no-current-context|
 disable-null-peer|plain|cuCtxDisablePeerAccess.invalid-peer-context|
 disable-after-async-copies|plain|cuCtxDisablePeerAccess.unregisters-allocations|
+disable-after-stream-destroyed|plain|-|
 memcpy-range|plain|cuMemcpyPeer.range-outside-allocation|
 memcpy-range|ptds|cuMemcpyPeer.range-outside-allocation|
 memcpy-wrong-context|plain|cuMemcpyPeer.pointer-not-in-context|

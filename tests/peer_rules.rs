@@ -541,6 +541,18 @@ fn strict_mode_returns_the_documented_code_without_calling_the_driver() {
         .count();
     assert_eq!(driver_calls(&log, enable), enables);
     std::fs::remove_file(&log).unwrap();
+    // The same for HIP; both correct programs end tracked state (context destroy, primary
+    // release and reset, HIP device reset) before enabling again: a stale grant would be refused.
+    let r = run_checked(&p.scratch, &p.hip, "correct", &[log_env, strict]);
+    assert!(r.findings().is_empty(), "{:?}", r.rule_ids());
+    let hip_enable = "hipDeviceEnablePeerAccess";
+    let enables = printed_calls(&r.out)
+        .iter()
+        .filter(|(f, ret)| f == hip_enable && *ret == 0)
+        .count();
+    assert!(enables >= 3);
+    assert_eq!(driver_calls(&log, hip_enable), enables);
+    std::fs::remove_file(&log).unwrap();
     let r = run_checked(
         &p.scratch,
         &p.cuda,
@@ -549,6 +561,31 @@ fn strict_mode_returns_the_documented_code_without_calling_the_driver() {
     );
     assert_eq!(driver_calls(&log, "cuDeviceCanAccessPeer"), 1);
     assert_eq!(printed(&r.out, "CAN"), "0");
+}
+
+#[test]
+fn a_destroyed_stream_is_never_asked_about() {
+    let p = programs("rules_stream_destroyed");
+    let log = p.scratch.path("calls.log");
+    let log_env = ("SHARECHECK_SIM_CALL_LOG", log.to_str().unwrap());
+    // While the copy's stream lives, the disable asks whether it is idle...
+    let r = run_checked(
+        &p.scratch,
+        &p.cuda,
+        "disable-after-async-copies",
+        &[log_env],
+    );
+    assert_eq!(driver_calls(&log, "cuStreamQuery"), 1, "{:?}", r.rule_ids());
+    std::fs::remove_file(&log).unwrap();
+    // ...once the program destroyed it, the handle is forgotten, not passed to the driver.
+    let r = run_checked(
+        &p.scratch,
+        &p.cuda,
+        "disable-after-stream-destroyed",
+        &[log_env],
+    );
+    assert_eq!(driver_calls(&log, "cuStreamQuery"), 0);
+    assert!(r.findings().is_empty(), "{:?}", r.rule_ids());
 }
 
 #[test]

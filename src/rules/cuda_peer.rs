@@ -334,7 +334,9 @@ struct PeerCopy {
 
 /// One entry point per spelling, all checked by `check_copy`.
 macro_rules! peer_copy_entry {
-    ($name:ident, $sym:ident, per_thread: $per_thread:literal, $($stream:ident)?) => {
+    (@stream $a:ident) => { None };
+    (@stream $a:ident $stream:ident) => { Some($a.$stream) };
+    ($name:ident, $sym:ident, per_thread: $per_thread:literal $(, $stream:ident)?) => {
         pub fn $name(a: &args::$sym) -> Prediction {
             check_copy(PeerCopy {
                 dst: a.dstDevice.0,
@@ -342,15 +344,15 @@ macro_rules! peer_copy_entry {
                 src: a.srcDevice.0,
                 src_ctx: a.srcContext,
                 bytes: a.ByteCount.0 as u64,
-                stream: None $(.or(Some(a.$stream)))?,
+                stream: peer_copy_entry!(@stream a $($stream)?),
                 per_thread: $per_thread,
             })
         }
     };
 }
 
-peer_copy_entry!(memcpy_peer, cuMemcpyPeer, per_thread: false,);
-peer_copy_entry!(memcpy_peer_ptds, cuMemcpyPeer_ptds, per_thread: true,);
+peer_copy_entry!(memcpy_peer, cuMemcpyPeer, per_thread: false);
+peer_copy_entry!(memcpy_peer_ptds, cuMemcpyPeer_ptds, per_thread: true);
 peer_copy_entry!(memcpy_peer_async, cuMemcpyPeerAsync, per_thread: false, hStream);
 peer_copy_entry!(memcpy_peer_async_ptsz, cuMemcpyPeerAsync_ptsz, per_thread: true, hStream);
 

@@ -41,6 +41,19 @@ fn check_ids(
     Some(false)
 }
 
+/// The current device, once `peerDeviceId` is known to be a device (flagged with `rule` if not).
+fn current_device_and_valid_peer(
+    p: &mut Prediction,
+    q: &mut HipQueries,
+    rule: &'static Rule,
+    peer: i32,
+) -> Option<i32> {
+    if check_ids(p, q, rule, &[("peerDeviceId", peer)]) != Some(true) {
+        return None;
+    }
+    q.current_device()
+}
+
 pub fn can_access_peer(a: &args::hipDeviceCanAccessPeer) -> Prediction {
     let mut p = Prediction::default();
     let (dev, peer) = (a.deviceId.0, a.peerDeviceId.0);
@@ -65,11 +78,8 @@ pub fn enable(a: &args::hipDeviceEnablePeerAccess) -> Prediction {
         );
     }
     let mut q = HipQueries::begin();
-    let ids = [("peerDeviceId", peer)];
-    if check_ids(&mut p, &mut q, &ENABLE_INVALID_DEVICE, &ids) != Some(true) {
-        return p;
-    }
-    let Some(dev) = q.current_device() else {
+    let Some(dev) = current_device_and_valid_peer(&mut p, &mut q, &ENABLE_INVALID_DEVICE, peer)
+    else {
         return p;
     };
     if dev == peer {
@@ -120,11 +130,8 @@ pub fn disable(a: &args::hipDeviceDisablePeerAccess) -> Prediction {
     let mut p = Prediction::default();
     let peer = a.peerDeviceId.0;
     let mut q = HipQueries::begin();
-    let ids = [("peerDeviceId", peer)];
-    if check_ids(&mut p, &mut q, &DISABLE_INVALID_DEVICE, &ids) != Some(true) {
-        return p;
-    }
-    let Some(dev) = q.current_device() else {
+    let Some(dev) = current_device_and_valid_peer(&mut p, &mut q, &DISABLE_INVALID_DEVICE, peer)
+    else {
         return p;
     };
     let (forward, backward) = with_grants(|g| (g.hip(dev, peer), g.hip(peer, dev)));

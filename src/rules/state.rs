@@ -99,3 +99,40 @@ impl Grants {
         self.hip.clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(from: u64, to: u64) -> ContextPair {
+        ContextPair { from, to }
+    }
+
+    #[test]
+    fn ending_a_context_or_device_forgets_every_grant_that_involves_it() {
+        let mut g = Grants::default();
+        g.grant_cuda(pair(1, 2), 0, 1);
+        g.grant_cuda(pair(2, 1), 1, 0);
+        g.grant_cuda(pair(1, 3), 0, 2);
+        g.forget_context(2);
+        assert!(g.cuda(pair(1, 2)).is_none() && g.cuda(pair(2, 1)).is_none());
+        assert!(g.cuda(pair(1, 3)).is_some(), "other pairs stay");
+        g.forget_cuda_device(2);
+        assert!(g.cuda(pair(1, 3)).is_none());
+
+        g.grant_hip(0, 1);
+        g.grant_hip(1, 2);
+        g.forget_hip_device(0);
+        assert!(!g.hip(0, 1) && g.hip(1, 2));
+    }
+
+    #[test]
+    fn a_destroyed_stream_leaves_every_grant() {
+        let mut g = Grants::default();
+        g.grant_cuda(pair(1, 2), 0, 1);
+        g.cuda_mut(pair(1, 2)).unwrap().copy_streams.extend([0, 77]);
+        g.forget_stream(77);
+        assert_eq!(g.cuda(pair(1, 2)).unwrap().copy_streams, HashSet::from([0]));
+        assert_eq!(g.cuda_peers_of(1), 1);
+    }
+}

@@ -128,6 +128,12 @@ static int correct(void) {
     CALL("cuDevicePrimaryCtxReset_v2", cuDevicePrimaryCtxReset(dev1));
     MUST(cuDevicePrimaryCtxRetain(&ctx[1], dev1));
     enable(0, 1);
+    /* Releasing the last reference ends the primary context (a reset does not release): it was
+     * retained twice, so the first release keeps the access and the second ends it. */
+    CALL("cuDevicePrimaryCtxRelease_v2", cuDevicePrimaryCtxRelease(dev1));
+    CALL("cuDevicePrimaryCtxRelease_v2", cuDevicePrimaryCtxRelease(dev1));
+    MUST(cuDevicePrimaryCtxRetain(&ctx[1], dev1));
+    enable(0, 1);
     disable(0, 1);
     MUST(cuStreamDestroy(s0));
     return 0;
@@ -199,6 +205,15 @@ int main(int argc, char **argv) {
         copy_async(1, 0, s0);
         disable(0, 1);
         MUST(cuStreamSynchronize(s0));
+    } else if (!strcmp(s, "disable-after-stream-destroyed")) {
+        /* The copy's stream is gone by the disable: nothing may ask about it any more. */
+        CUstream s0;
+        MUST(cuStreamCreate(&s0, 0));
+        enable(0, 1);
+        copy_async(1, 0, s0);
+        MUST(cuStreamSynchronize(s0));
+        CALL("cuStreamDestroy_v2", cuStreamDestroy(s0));
+        disable(0, 1);
     } else if (!strcmp(s, "memcpy-range")) {
         copy(1, 0, BYTES + 16);
     } else if (!strcmp(s, "memcpy-wrong-context")) {
