@@ -9,6 +9,7 @@
 //! - [`options`]: `SHARECHECK_OPTIONS`, shared by the shim and `sharecheck run`;
 //! - [`schema`]: constants of the trace file format.
 
+pub mod codes;
 pub mod ffi;
 pub mod functions;
 pub mod json;

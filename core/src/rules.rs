@@ -145,20 +145,7 @@ const CU_MEMCPY_PEER_ALL: &[&str] = &[
 const CU_MEMCPY_PEER_ASYNC: &[&str] = &["cuMemcpyPeerAsync", "cuMemcpyPeerAsync_ptsz"];
 const HIP_MEMCPY_PEER_ALL: &[&str] = &["hipMemcpyPeer", "hipMemcpyPeerAsync"];
 
-/// Result codes the rules name. CUDA and HIP share these values (cuda.h, hip_runtime_api.h).
-pub mod codes {
-    pub const INVALID_VALUE: i32 = 1;
-    pub const INVALID_DEVICE: i32 = 101;
-    pub const INVALID_CONTEXT: i32 = 201;
-    pub const PEER_ACCESS_UNSUPPORTED: i32 = 217;
-    pub const INVALID_HANDLE: i32 = 400;
-    pub const NOT_READY: i32 = 600;
-    pub const PEER_ACCESS_ALREADY_ENABLED: i32 = 704;
-    pub const PEER_ACCESS_NOT_ENABLED: i32 = 705;
-    pub const CONTEXT_IS_DESTROYED: i32 = 709;
-    /// CUDA only: HIP has no TooManyPeers.
-    pub const TOO_MANY_PEERS: i32 = 711;
-}
+pub use crate::codes;
 use codes::*;
 
 const ENABLE_IMMEDIATELY_ACCESSIBLE: &str = "If both the current context and peerContext are on \
