@@ -9,23 +9,23 @@
 //! - [`dispatch`]: the path every wrapped call takes (guard, forward, record);
 //! - [`loader`]: finding the real driver and its functions (lazily, without locks);
 //! - [`dlsym_hook`]: the `dlsym` override; [`resolvers`]: `cuGetProcAddress`/`hipGetProcAddress`;
-//! - [`rules`]: the contract validation engine and the rules; [`facts`]: side-effect-free driver
-//!   queries the rules use;
+//! - [`engine`]: the contract validation engine (checks composed per the table, driver facts
+//!   behind an interface, family state); [`families`]: the rule families' checks;
 //! - [`trace`]: the trace file; [`findings`]: what validation reports; [`log`]: stderr output;
 //! - [`capi`]: the library's own C API (`include/sharecheck.h`).
 
 pub mod capi;
 mod dispatch;
 mod dlsym_hook;
+mod engine;
 mod exports;
-mod facts;
+mod families;
 mod findings;
 mod fingerprint;
 mod guard;
 mod loader;
 mod log;
 mod resolvers;
-mod rules;
 mod trace;
 
 /// Nothing heavy here: a process that never touches a GPU must pay nothing measurable.

@@ -79,6 +79,20 @@ pub fn next_seq() -> u64 {
     SEQ.fetch_add(1, Ordering::Relaxed) + 1
 }
 
+thread_local! {
+    static THREAD_CALLS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Without a trace, calls are not numbered process-wide (that would make every thread touch one
+/// counter): a finding's call number counts this thread's covered calls instead.
+pub fn count_untraced_call() {
+    let _ = THREAD_CALLS.try_with(|n| n.set(n.get() + 1));
+}
+
+pub fn untraced_seq() -> u64 {
+    THREAD_CALLS.try_with(Cell::get).unwrap_or(0)
+}
+
 fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -402,11 +416,9 @@ extern "C" fn before_fork() {
     let mut writer = WRITER.lock();
     writer.flush();
     std::mem::forget(writer);
-    crate::rules::before_fork();
 }
 
 extern "C" fn after_fork_in_parent() {
-    crate::rules::after_fork_in_parent();
     unsafe { WRITER.force_unlock() };
 }
 
@@ -427,7 +439,7 @@ extern "C" fn after_fork_in_child() {
     SEQ.store(0, Ordering::Relaxed);
     CALLS.store(0, Ordering::Relaxed);
     findings::reset_after_fork();
-    crate::rules::after_fork_in_child();
+    crate::engine::after_fork_in_child();
 }
 
 pub fn register_fork_handlers() {

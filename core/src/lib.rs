@@ -5,7 +5,8 @@
 //! - [`functions`]: the one declaration list of interposed functions ([`interposed_functions!`]);
 //! - [`names`]: result-code names;
 //! - [`json`]: the allocation-free JSON writer used for trace records;
-//! - [`rules`]: the rule catalogue (stable IDs, documented sentences, fixes);
+//! - [`rules`]: the rule catalogue, by family (stable IDs, documented sentences, fixes);
+//! - [`table`]: the one table of which checks run on which function;
 //! - [`options`]: `SHARECHECK_OPTIONS`, shared by the shim and `sharecheck run`;
 //! - [`schema`]: constants of the trace file format.
 
@@ -17,5 +18,6 @@ pub mod names;
 pub mod options;
 pub mod rules;
 pub mod schema;
+pub mod table;
 
 pub use functions::{Api, FnId, FnInfo, FUNCTIONS};

@@ -1,4 +1,4 @@
-//! What the rules track because the driver cannot tell it: peer grants, per direction.
+//! What the peer family tracks because the driver cannot tell it: peer grants, per direction.
 //!
 //! Forgetting is always safe (a stale "not enabled" is corrected by the driver's own answer, see
 //! `Basis::Tracked`), so anything that may end a grant (context destroyed, primary context reset
@@ -11,6 +11,16 @@ use std::collections::{HashMap, HashSet};
 pub struct ContextPair {
     pub from: u64,
     pub to: u64,
+}
+
+impl ContextPair {
+    /// The other direction.
+    pub fn reverse(self) -> ContextPair {
+        ContextPair {
+            from: self.to,
+            to: self.from,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -91,11 +101,6 @@ impl Grants {
     }
 
     pub fn forget_hip(&mut self) {
-        self.hip.clear();
-    }
-
-    pub fn clear(&mut self) {
-        self.cuda.clear();
         self.hip.clear();
     }
 }

@@ -1,0 +1,124 @@
+//! The one check table: every declared function and the checks that run on it, in order.
+//!
+//! Each row names a declared function (a line of [`crate::interposed_functions!`]) and its checks
+//! as `family::CHECK`. The same macro is read twice: here, where each check resolves to its
+//! [`CheckInfo`] (`crate::rules::<family>::checks::<CHECK>`: which rules it reports, so the
+//! catalogue knows which functions a rule is checked on), and in the shim, where it resolves to the
+//! implementation (`families::<family>::checks::<CHECK>`) and composes the checks of a row: every
+//! check runs before the call, and every after-call step runs after it; none replaces another.
+//! Every declared function has a row (the shim does not compile otherwise); an observed function
+//! whose row is empty is observed by nobody, and lookups hand out the driver's own pointer for it.
+
+use crate::functions::FnId;
+use crate::rules::CheckInfo;
+
+/// Calls `$callback!` with the table. Row syntax: `symbol => family::CHECK, ...;`.
+#[macro_export]
+macro_rules! check_table {
+    ($callback:ident) => {
+        $callback! {
+            // Peer access.
+            cuDeviceCanAccessPeer => peer::CAN_ACCESS_CUDA;
+            cuCtxEnablePeerAccess => peer::ENABLE_CUDA;
+            cuCtxDisablePeerAccess => peer::DISABLE_CUDA;
+            cuMemcpyPeer => peer::COPY_CUDA;
+            cuMemcpyPeer_ptds => peer::COPY_CUDA;
+            cuMemcpyPeerAsync => peer::COPY_CUDA, peer::COPY_STREAM_CUDA;
+            cuMemcpyPeerAsync_ptsz => peer::COPY_CUDA, peer::COPY_STREAM_CUDA;
+            hipDeviceCanAccessPeer => peer::CAN_ACCESS_HIP;
+            hipDeviceEnablePeerAccess => peer::ENABLE_HIP;
+            hipDeviceDisablePeerAccess => peer::DISABLE_HIP;
+            hipMemcpyPeer => peer::COPY_HIP;
+            hipMemcpyPeerAsync => peer::COPY_HIP, peer::COPY_STREAM_HIP;
+            // Stream attach (rules to come).
+            cuStreamAttachMemAsync => ;
+            cuStreamAttachMemAsync_ptsz => ;
+            hipStreamAttachMemAsync => ;
+            // IPC (rules to come).
+            cuIpcGetMemHandle => ;
+            cuIpcOpenMemHandle => ;
+            cuIpcOpenMemHandle_v2 => ;
+            cuIpcCloseMemHandle => ;
+            cuIpcGetEventHandle => ;
+            cuIpcOpenEventHandle => ;
+            hipIpcGetMemHandle => ;
+            hipIpcOpenMemHandle => ;
+            hipIpcCloseMemHandle => ;
+            hipIpcGetEventHandle => ;
+            hipIpcOpenEventHandle => ;
+            // Logical endpoints (rules to come).
+            cuLogicalEndpointIdReserve => ;
+            cuLogicalEndpointIdRelease => ;
+            cuLogicalEndpointCreate => ;
+            cuLogicalEndpointAddDevice => ;
+            cuLogicalEndpointDestroy => ;
+            cuLogicalEndpointBindAddr => ;
+            cuLogicalEndpointBindMem => ;
+            cuLogicalEndpointUnbind => ;
+            cuLogicalEndpointExport => ;
+            cuLogicalEndpointImport => ;
+            cuLogicalEndpointQuery => ;
+            cuLogicalEndpointGetLimits => ;
+            // Lifecycle: what ends tracked state.
+            cuCtxDestroy_v2 => lifecycle::CONTEXT_DESTROYED;
+            cuDevicePrimaryCtxRelease_v2 => lifecycle::PRIMARY_RELEASED;
+            cuDevicePrimaryCtxReset_v2 => lifecycle::PRIMARY_RESET;
+            cuStreamDestroy_v2 => lifecycle::STREAM_DESTROYED;
+            hipDeviceReset => lifecycle::HIP_DEVICE_RESET;
+        }
+    };
+}
+
+macro_rules! define_checks_of {
+    ($( $sym:ident => $( $family:ident :: $check:ident ),* ; )*) => {
+        /// The checks that run on a function, in table order.
+        pub fn checks_of(id: FnId) -> &'static [&'static CheckInfo] {
+            match id {
+                $( FnId::$sym => {
+                    static CHECKS: &[&CheckInfo] = &[ $( &crate::rules::$family::checks::$check ),* ];
+                    CHECKS
+                } )*
+            }
+        }
+
+        /// Whether any check runs on a function (`const`, so the shim's wrappers of functions that
+        /// nobody observes compile down to a plain forward).
+        pub const fn is_checked(id: FnId) -> bool {
+            match id {
+                $( FnId::$sym => { let checks: &[&str] = &[ $( stringify!($check) ),* ]; !checks.is_empty() } )*
+            }
+        }
+    };
+}
+
+check_table!(define_checks_of);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::functions::FUNCTIONS;
+
+    #[test]
+    fn every_peer_function_has_its_check_and_lifecycle_rows_report_nothing() {
+        for f in FUNCTIONS {
+            let checks = checks_of(f.id);
+            assert_eq!(is_checked(f.id), !checks.is_empty(), "{}", f.symbol);
+            if f.base.contains("Peer") {
+                assert!(
+                    checks.iter().all(|c| c.name.starts_with("peer.")),
+                    "{}",
+                    f.symbol
+                );
+                assert!(!checks.is_empty(), "{}", f.symbol);
+            }
+            for c in checks.iter().filter(|c| c.name.starts_with("lifecycle.")) {
+                assert!(c.rules.is_empty(), "{}", c.name);
+            }
+        }
+        let names: Vec<&str> = checks_of(FnId::cuMemcpyPeerAsync_ptsz)
+            .iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(names, ["peer.copy.cuda", "peer.copy-stream.cuda"]);
+    }
+}

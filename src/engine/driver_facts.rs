@@ -1,0 +1,471 @@
+//! [`Facts`] answered by the real driver.
+//!
+//! The queries call the driver's own exports (never the shim's wrappers), so they are not recorded
+//! as the program's calls. What cannot change while a process runs (device count, device
+//! attributes, which devices can peer) is cached once the driver answered. What can change is
+//! cached only where a stale answer can at worst hide a finding, never invent one: the device of a
+//! context and the context of a stream are cached (and forgotten when the shim sees the context
+//! or stream end), and checks ask again, uncached, before a finding rests on them.
+
+use super::facts::{Facts, ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ATTRIBUTE_UNIFIED_ADDRESSING};
+use super::state::Lifetime;
+use crate::loader::{self, NamedSlot};
+use sharecheck_core::codes::{NOT_READY, SUCCESS};
+use sharecheck_core::ffi::{CUcontext, CUstream};
+use sharecheck_core::functions::{Api, FnId};
+use std::ffi::{c_int, c_uint, c_void};
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, AtomicU8, Ordering::*};
+
+const POINTER_ATTRIBUTE_MEMORY_TYPE: c_int = 2;
+const POINTER_ATTRIBUTE_IS_MANAGED: c_int = 8;
+const POINTER_ATTRIBUTE_DEVICE_ORDINAL: c_int = 9;
+const MEMORYTYPE_DEVICE: c_int = 2;
+
+static CU_CTX_GET_CURRENT: NamedSlot = NamedSlot::new(Api::Cuda, c"cuCtxGetCurrent");
+static CU_CTX_GET_DEVICE: NamedSlot = NamedSlot::new(Api::Cuda, c"cuCtxGetDevice");
+static CU_CTX_GET_DEVICE_V2: NamedSlot = NamedSlot::new(Api::Cuda, c"cuCtxGetDevice_v2");
+static CU_DEVICE_GET_COUNT: NamedSlot = NamedSlot::new(Api::Cuda, c"cuDeviceGetCount");
+static CU_DEVICE_GET_ATTRIBUTE: NamedSlot = NamedSlot::new(Api::Cuda, c"cuDeviceGetAttribute");
+static CU_MEM_GET_ADDRESS_RANGE: NamedSlot = NamedSlot::new(Api::Cuda, c"cuMemGetAddressRange_v2");
+static CU_POINTER_GET_ATTRIBUTE: NamedSlot = NamedSlot::new(Api::Cuda, c"cuPointerGetAttribute");
+static CU_POINTER_GET_ATTRIBUTES: NamedSlot = NamedSlot::new(Api::Cuda, c"cuPointerGetAttributes");
+static CU_STREAM_GET_CTX: NamedSlot = NamedSlot::new(Api::Cuda, c"cuStreamGetCtx");
+static CU_STREAM_QUERY: NamedSlot = NamedSlot::new(Api::Cuda, c"cuStreamQuery");
+static CU_PRIMARY_CTX_GET_STATE: NamedSlot =
+    NamedSlot::new(Api::Cuda, c"cuDevicePrimaryCtxGetState");
+
+static HIP_GET_DEVICE: NamedSlot = NamedSlot::new(Api::Hip, c"hipGetDevice");
+static HIP_GET_DEVICE_COUNT: NamedSlot = NamedSlot::new(Api::Hip, c"hipGetDeviceCount");
+static HIP_MEM_GET_ADDRESS_RANGE: NamedSlot = NamedSlot::new(Api::Hip, c"hipMemGetAddressRange");
+static HIP_POINTER_GET_ATTRIBUTES: NamedSlot = NamedSlot::new(Api::Hip, c"hipPointerGetAttributes");
+static HIP_STREAM_GET_DEVICE: NamedSlot = NamedSlot::new(Api::Hip, c"hipStreamGetDevice");
+static HIP_PEEK_AT_LAST_ERROR: NamedSlot = NamedSlot::new(Api::Hip, c"hipPeekAtLastError");
+static HIP_GET_LAST_ERROR: NamedSlot = NamedSlot::new(Api::Hip, c"hipGetLastError");
+
+/// Calls `slot` as `unsafe extern "C" fn(Args) -> c_int`; `None` when the driver lacks it.
+macro_rules! query {
+    ($slot:expr, fn($($ty:ty),*) $(, $arg:expr)* $(,)?) => {{
+        match $slot.get() {
+            None => None,
+            Some(address) => {
+                // SAFETY: `address` is the driver's export of this name, whose C prototype
+                // (cuda.h / hip_runtime_api.h) is the one spelled here; every pointer argument
+                // points to a live local of the shim of the type the prototype names.
+                let f: unsafe extern "C" fn($($ty),*) -> c_int = unsafe { std::mem::transmute(address) };
+                // SAFETY: as above.
+                Some(unsafe { f($($arg),*) })
+            }
+        }
+    }};
+}
+
+/// Devices whose static facts are cached (more are asked every time).
+const CACHED_DEVICES: usize = 64;
+/// Entries of the context and stream caches (direct-mapped by handle).
+const CACHE_SLOTS: usize = 64;
+const UNKNOWN_I64: i64 = i64::MIN;
+/// Cached attributes, by index into this list.
+const CACHED_ATTRIBUTES: [c_int; 2] = [
+    ATTRIBUTE_UNIFIED_ADDRESSING,
+    ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+];
+
+/// A handle-keyed cache that tolerates races: a torn or stale entry can only give an answer that
+/// checks confirm (uncached) before they report, or that hides a finding.
+struct HandleCache {
+    keys: [AtomicU64; CACHE_SLOTS],
+    values: [AtomicU64; CACHE_SLOTS],
+}
+
+impl HandleCache {
+    const fn new() -> Self {
+        HandleCache {
+            keys: [const { AtomicU64::new(0) }; CACHE_SLOTS],
+            values: [const { AtomicU64::new(0) }; CACHE_SLOTS],
+        }
+    }
+
+    fn slot(key: u64) -> usize {
+        ((key >> 4) ^ (key >> 12)) as usize % CACHE_SLOTS
+    }
+
+    fn get(&self, key: u64) -> Option<u64> {
+        let i = Self::slot(key);
+        if key == 0 || self.keys[i].load(Acquire) != key {
+            return None;
+        }
+        let value = self.values[i].load(Acquire);
+        (self.keys[i].load(Acquire) == key).then_some(value)
+    }
+
+    fn put(&self, key: u64, value: u64) {
+        if key == 0 {
+            return;
+        }
+        let i = Self::slot(key);
+        self.keys[i].store(0, Release);
+        self.values[i].store(value, Release);
+        self.keys[i].store(key, Release);
+    }
+
+    fn forget(&self, key: u64) {
+        let i = Self::slot(key);
+        let _ = self.keys[i].compare_exchange(key, 0, AcqRel, Acquire);
+    }
+
+    fn forget_if(&self, mut stale: impl FnMut(u64) -> bool) {
+        for i in 0..CACHE_SLOTS {
+            let key = self.keys[i].load(Acquire);
+            if key != 0 && stale(self.values[i].load(Acquire)) {
+                let _ = self.keys[i].compare_exchange(key, 0, AcqRel, Acquire);
+            }
+        }
+    }
+
+    fn clear(&self) {
+        for key in &self.keys {
+            key.store(0, Release);
+        }
+    }
+}
+
+/// The driver, asked directly, with the caches described in the module documentation.
+pub struct DriverFacts {
+    device_count: AtomicI32,
+    attributes: [[AtomicI64; CACHED_DEVICES]; CACHED_ATTRIBUTES.len()],
+    /// 0 unknown, 1 cannot, 2 can; `[dev * CACHED_DEVICES + peer]`.
+    peers: [AtomicU8; CACHED_DEVICES * CACHED_DEVICES],
+    /// Context handle -> its device.
+    context_devices: HandleCache,
+    /// Stream handle -> its context.
+    stream_contexts: HandleCache,
+}
+
+impl DriverFacts {
+    pub const fn new() -> Self {
+        DriverFacts {
+            device_count: AtomicI32::new(-1),
+            attributes: [const { [const { AtomicI64::new(UNKNOWN_I64) }; CACHED_DEVICES] };
+                CACHED_ATTRIBUTES.len()],
+            peers: [const { AtomicU8::new(0) }; CACHED_DEVICES * CACHED_DEVICES],
+            context_devices: HandleCache::new(),
+            stream_contexts: HandleCache::new(),
+        }
+    }
+
+    /// Something the caches may hold has ended.
+    fn forget_cached(&self, gone: Lifetime) {
+        match gone {
+            Lifetime::ContextDestroyed(ctx) => {
+                self.context_devices.forget(ctx);
+                self.stream_contexts.forget_if(|c| c == ctx);
+            }
+            Lifetime::StreamDestroyed(stream) => self.stream_contexts.forget(stream),
+            Lifetime::PrimaryContextEnded(_) => {
+                // The primary context's handle may come back for a new context: forget all.
+                self.context_devices.clear();
+                self.stream_contexts.clear();
+            }
+            Lifetime::HipDeviceReset(_) => {}
+        }
+    }
+
+    /// In a forked child: the parent's driver state is not the child's.
+    pub fn reset(&self) {
+        self.device_count.store(-1, Relaxed);
+        for row in &self.attributes {
+            for a in row {
+                a.store(UNKNOWN_I64, Relaxed);
+            }
+        }
+        for p in &self.peers {
+            p.store(0, Relaxed);
+        }
+        self.context_devices.clear();
+        self.stream_contexts.clear();
+    }
+
+    fn pointer_attribute(&self, ptr: u64, attribute: c_int) -> Option<c_int> {
+        // Zeroed: boolean attributes may be written as a single byte.
+        let mut value: c_int = 0;
+        let code = query!(
+            CU_POINTER_GET_ATTRIBUTE,
+            fn(*mut c_void, c_int, u64),
+            (&mut value as *mut c_int).cast(),
+            attribute,
+            ptr
+        )?;
+        (code == SUCCESS).then_some(value)
+    }
+}
+
+fn device_index(dev: i32) -> Option<usize> {
+    usize::try_from(dev).ok().filter(|&d| d < CACHED_DEVICES)
+}
+
+impl Facts for DriverFacts {
+    fn forget(&self, gone: Lifetime) {
+        self.forget_cached(gone);
+    }
+
+    fn current_context(&self) -> Option<Option<CUcontext>> {
+        let mut ctx = CUcontext::NULL;
+        let code = query!(CU_CTX_GET_CURRENT, fn(*mut CUcontext), &mut ctx)?;
+        (code == SUCCESS).then_some((ctx != CUcontext::NULL).then_some(ctx))
+    }
+
+    fn current_device(&self) -> Option<i32> {
+        let mut dev: c_int = -1;
+        let code = query!(CU_CTX_GET_DEVICE, fn(*mut c_int), &mut dev)?;
+        (code == SUCCESS).then_some(dev)
+    }
+
+    fn context_device(&self, ctx: CUcontext, fresh: bool) -> Option<Result<i32, c_int>> {
+        if ctx == CUcontext::NULL {
+            return None; // NULL means "the current context" to cuCtxGetDevice_v2.
+        }
+        if !fresh {
+            if let Some(dev) = self.context_devices.get(ctx.addr()) {
+                return Some(Ok(dev as i32));
+            }
+        }
+        let mut dev: c_int = -1;
+        let code = query!(
+            CU_CTX_GET_DEVICE_V2,
+            fn(*mut c_int, CUcontext),
+            &mut dev,
+            ctx
+        )?;
+        if code == SUCCESS {
+            self.context_devices.put(ctx.addr(), dev as u32 as u64);
+            Some(Ok(dev))
+        } else {
+            self.context_devices.forget(ctx.addr());
+            Some(Err(code))
+        }
+    }
+
+    fn device_count(&self) -> Option<i32> {
+        let cached = self.device_count.load(Relaxed);
+        if cached >= 0 {
+            return Some(cached);
+        }
+        let mut count: c_int = 0;
+        let code = query!(CU_DEVICE_GET_COUNT, fn(*mut c_int), &mut count)?;
+        (code == SUCCESS).then(|| {
+            self.device_count.store(count, Relaxed);
+            count
+        })
+    }
+
+    fn attribute(&self, dev: i32, attribute: c_int) -> Option<i32> {
+        let slot = CACHED_ATTRIBUTES
+            .iter()
+            .position(|&a| a == attribute)
+            .zip(device_index(dev))
+            .map(|(a, d)| &self.attributes[a][d]);
+        if let Some(v) = slot.map(|s| s.load(Relaxed)).filter(|&v| v != UNKNOWN_I64) {
+            return Some(v as i32);
+        }
+        let mut value: c_int = 0;
+        let code = query!(
+            CU_DEVICE_GET_ATTRIBUTE,
+            fn(*mut c_int, c_int, c_int),
+            &mut value,
+            attribute,
+            dev
+        )?;
+        (code == SUCCESS).then(|| {
+            if let Some(s) = slot {
+                s.store(value.into(), Relaxed);
+            }
+            value
+        })
+    }
+
+    fn can_access_peer(&self, dev: i32, peer: i32) -> Option<bool> {
+        let slot = device_index(dev)
+            .zip(device_index(peer))
+            .map(|(d, p)| &self.peers[d * CACHED_DEVICES + p]);
+        match slot.map(|s| s.load(Relaxed)) {
+            Some(1) => return Some(false),
+            Some(2) => return Some(true),
+            _ => {}
+        }
+        let address = loader::real_function(FnId::cuDeviceCanAccessPeer)?;
+        let mut can: c_int = 0;
+        // SAFETY: the driver's cuDeviceCanAccessPeer(int *, CUdevice, CUdevice).
+        let f: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int =
+            unsafe { std::mem::transmute(address) };
+        // SAFETY: `can` is a live local int.
+        let code = unsafe { f(&mut can, dev, peer) };
+        (code == SUCCESS).then(|| {
+            if let Some(s) = slot {
+                s.store(if can != 0 { 2 } else { 1 }, Relaxed);
+            }
+            can != 0
+        })
+    }
+
+    fn allocation_range(&self, ptr: u64) -> Option<(u64, u64)> {
+        let (mut base, mut size) = (0u64, 0usize);
+        let code = query!(
+            CU_MEM_GET_ADDRESS_RANGE,
+            fn(*mut u64, *mut usize, u64),
+            &mut base,
+            &mut size,
+            ptr
+        )?;
+        (code == SUCCESS).then_some((base, size as u64))
+    }
+
+    fn device_memory_owner(&self, ptr: u64) -> Option<i32> {
+        // One call for the three attributes where the driver has cuPointerGetAttributes.
+        let mut attributes = [
+            POINTER_ATTRIBUTE_MEMORY_TYPE,
+            POINTER_ATTRIBUTE_IS_MANAGED,
+            POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        ];
+        // Zeroed: IS_MANAGED may be written as a single byte.
+        let (mut memory_type, mut managed, mut ordinal): (c_uint, c_int, c_int) = (0, 0, -1);
+        let mut data: [*mut c_void; 3] = [
+            (&mut memory_type as *mut c_uint).cast(),
+            (&mut managed as *mut c_int).cast(),
+            (&mut ordinal as *mut c_int).cast(),
+        ];
+        let code = query!(
+            CU_POINTER_GET_ATTRIBUTES,
+            fn(c_uint, *mut c_int, *mut *mut c_void, u64),
+            3,
+            attributes.as_mut_ptr(),
+            data.as_mut_ptr(),
+            ptr
+        );
+        let (memory_type, managed, ordinal) = match code {
+            Some(SUCCESS) => (memory_type as c_int, managed, ordinal),
+            Some(_) => return None,
+            None => (
+                self.pointer_attribute(ptr, POINTER_ATTRIBUTE_MEMORY_TYPE)?,
+                self.pointer_attribute(ptr, POINTER_ATTRIBUTE_IS_MANAGED)?,
+                self.pointer_attribute(ptr, POINTER_ATTRIBUTE_DEVICE_ORDINAL)?,
+            ),
+        };
+        (memory_type == MEMORYTYPE_DEVICE && managed == 0 && ordinal >= 0).then_some(ordinal)
+    }
+
+    fn stream_context(&self, stream: CUstream, fresh: bool) -> Option<Result<CUcontext, c_int>> {
+        if !fresh {
+            if let Some(ctx) = self.stream_contexts.get(stream.addr()) {
+                return Some(Ok(CUcontext(ctx as usize as *mut c_void)));
+            }
+        }
+        let mut ctx = CUcontext::NULL;
+        let code = query!(
+            CU_STREAM_GET_CTX,
+            fn(CUstream, *mut CUcontext),
+            stream,
+            &mut ctx
+        )?;
+        if code == SUCCESS {
+            self.stream_contexts.put(stream.addr(), ctx.addr());
+            Some(Ok(ctx))
+        } else {
+            self.stream_contexts.forget(stream.addr());
+            Some(Err(code))
+        }
+    }
+
+    fn stream_busy(&self, stream: u64) -> Option<bool> {
+        let handle = CUstream(stream as usize as *mut c_void);
+        match query!(CU_STREAM_QUERY, fn(CUstream), handle)? {
+            SUCCESS => Some(false),
+            NOT_READY => Some(true),
+            _ => None,
+        }
+    }
+
+    fn primary_context_active(&self, dev: i32) -> Option<bool> {
+        let (mut flags, mut active): (c_uint, c_int) = (0, 0);
+        let code = query!(
+            CU_PRIMARY_CTX_GET_STATE,
+            fn(c_int, *mut c_uint, *mut c_int),
+            dev,
+            &mut flags,
+            &mut active
+        )?;
+        (code == SUCCESS).then_some(active != 0)
+    }
+
+    fn hip_last_error_clear(&self) -> bool {
+        query!(HIP_PEEK_AT_LAST_ERROR, fn()) == Some(SUCCESS) && HIP_GET_LAST_ERROR.get().is_some()
+    }
+
+    fn hip_clear_last_error(&self) {
+        let _ = query!(HIP_GET_LAST_ERROR, fn());
+    }
+
+    fn hip_current_device(&self) -> Option<(c_int, i32)> {
+        let mut dev: c_int = -1;
+        query!(HIP_GET_DEVICE, fn(*mut c_int), &mut dev).map(|code| (code, dev))
+    }
+
+    fn hip_device_count(&self) -> Option<(c_int, i32)> {
+        let mut count: c_int = 0;
+        query!(HIP_GET_DEVICE_COUNT, fn(*mut c_int), &mut count).map(|code| (code, count))
+    }
+
+    fn hip_can_access_peer(&self, dev: i32, peer: i32) -> Option<(c_int, bool)> {
+        let address = loader::real_function(FnId::hipDeviceCanAccessPeer)?;
+        let mut can: c_int = 0;
+        // SAFETY: the runtime's hipDeviceCanAccessPeer(int *, int, int).
+        let f: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int =
+            unsafe { std::mem::transmute(address) };
+        // SAFETY: `can` is a live local int.
+        let code = unsafe { f(&mut can, dev, peer) };
+        Some((code, can != 0))
+    }
+
+    fn hip_allocation_range(&self, ptr: u64) -> Option<(c_int, (u64, u64))> {
+        let (mut base, mut size): (*mut c_void, usize) = (std::ptr::null_mut(), 0);
+        let code = query!(
+            HIP_MEM_GET_ADDRESS_RANGE,
+            fn(*mut *mut c_void, *mut usize, *mut c_void),
+            &mut base,
+            &mut size,
+            ptr as usize as *mut c_void
+        )?;
+        Some((code, (base as usize as u64, size as u64)))
+    }
+
+    /// Read from `hipPointerAttribute_t`, whose layout every HIP version shares where it matters
+    /// here: `int device` at byte 4, `void *hostPointer` at 16, `int isManaged` at 24 (the memory
+    /// type enum at 0 changed its values in ROCm 6, so it is not used). The buffer is larger than
+    /// any version's struct and starts zeroed.
+    fn hip_device_memory_owner(&self, ptr: u64) -> Option<(c_int, Option<i32>)> {
+        let mut attributes = [0u64; 16];
+        let code = query!(
+            HIP_POINTER_GET_ATTRIBUTES,
+            fn(*mut c_void, *const c_void),
+            attributes.as_mut_ptr().cast(),
+            ptr as usize as *const c_void
+        )?;
+        let device = (attributes[0] >> 32) as u32 as i32;
+        let host_pointer = attributes[2];
+        let is_managed = attributes[3] as u32;
+        Some((
+            code,
+            (host_pointer == 0 && is_managed == 0).then_some(device),
+        ))
+    }
+
+    fn hip_stream_device(&self, stream: *mut c_void) -> Option<(c_int, i32)> {
+        let mut dev: c_int = -1;
+        query!(
+            HIP_STREAM_GET_DEVICE,
+            fn(*mut c_void, *mut c_int),
+            stream,
+            &mut dev
+        )
+        .map(|code| (code, dev))
+    }
+}

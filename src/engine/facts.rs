@@ -1,0 +1,193 @@
+//! What checks may ask about the driver: one interface ([`Facts`]), answered by the real driver
+//! ([`super::driver_facts::DriverFacts`]) in the shim and by a table ([`super::fake::FakeFacts`])
+//! in unit tests.
+//!
+//! Every answer is `None` when it cannot be had (driver not initialised, function missing in this
+//! driver version, ...): a check then says nothing. Queries have no effect the program could see.
+
+use sharecheck_core::ffi::{CUcontext, CUstream};
+use std::ffi::{c_int, c_void};
+
+/// CUDA device attributes the checks read (cuda.h).
+pub const ATTRIBUTE_UNIFIED_ADDRESSING: c_int = 41;
+pub const ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
+
+/// Driver facts. CUDA queries answer directly; HIP queries go through a [`HipSession`], which
+/// keeps the thread's last error as the program left it.
+pub trait Facts {
+    // CUDA driver.
+    /// The current context of this thread: `Some(None)` when none is current.
+    fn current_context(&self) -> Option<Option<CUcontext>>;
+    /// The device of the current context.
+    fn current_device(&self) -> Option<i32>;
+    /// The device of a non-NULL context, or the driver's error code for it (a code for which
+    /// [`is_unknown_context`] holds means the driver does not know the context). May be cached:
+    /// a check confirms with `fresh: true` before a finding rests on it.
+    fn context_device(&self, ctx: CUcontext, fresh: bool) -> Option<Result<i32, c_int>>;
+    fn device_count(&self) -> Option<i32>;
+    fn attribute(&self, dev: i32, attribute: c_int) -> Option<i32>;
+    fn can_access_peer(&self, dev: i32, peer: i32) -> Option<bool>;
+    /// `(base, size)` of the allocation (or mapping) containing `ptr`.
+    fn allocation_range(&self, ptr: u64) -> Option<(u64, u64)>;
+    /// The device whose memory `ptr` is, for plain device memory only (managed and host memory
+    /// are reachable from every device).
+    fn device_memory_owner(&self, ptr: u64) -> Option<i32>;
+    /// The context of a stream that is not a special handle, or the driver's error code.
+    fn stream_context(&self, stream: CUstream, fresh: bool) -> Option<Result<CUcontext, c_int>>;
+    /// Whether work on a stream (0: the current context's legacy stream) is still in flight.
+    fn stream_busy(&self, stream: u64) -> Option<bool>;
+    fn primary_context_active(&self, dev: i32) -> Option<bool>;
+
+    // HIP runtime: raw answers, `None` when the function is missing, else the hipError_t code and
+    // the value. Call through [`HipSession`].
+    /// Whether the thread's last error is hipSuccess (`hipPeekAtLastError`, which changes nothing)
+    /// and the runtime can clear it again (`hipGetLastError` exists).
+    fn hip_last_error_clear(&self) -> bool;
+    /// `hipGetLastError`: clears the thread's last error.
+    fn hip_clear_last_error(&self);
+    fn hip_current_device(&self) -> Option<(c_int, i32)>;
+    fn hip_device_count(&self) -> Option<(c_int, i32)>;
+    fn hip_can_access_peer(&self, dev: i32, peer: i32) -> Option<(c_int, bool)>;
+    fn hip_allocation_range(&self, ptr: u64) -> Option<(c_int, (u64, u64))>;
+    fn hip_device_memory_owner(&self, ptr: u64) -> Option<(c_int, Option<i32>)>;
+    fn hip_stream_device(&self, stream: *mut c_void) -> Option<(c_int, i32)>;
+
+    /// Something ended: drop what a cache holds about it.
+    fn forget(&self, _gone: super::state::Lifetime) {}
+}
+
+/// Whether a context-query error says the context is not a live context.
+pub fn is_unknown_context(code: c_int) -> bool {
+    use sharecheck_core::codes::{CONTEXT_IS_DESTROYED, INVALID_CONTEXT, INVALID_HANDLE};
+    matches!(
+        code,
+        INVALID_CONTEXT | INVALID_HANDLE | CONTEXT_IS_DESTROYED
+    )
+}
+
+/// HIP queries for one call. HIP keeps a per-thread "last error" that failing calls set and
+/// `hipGetLastError` returns; the shim must not change it. So queries run only while it is
+/// hipSuccess, and if one of them failed, the last error is cleared again when the session ends.
+/// Runtimes where every call sets it (ROCm 5) are covered too: the queries run before the
+/// program's own call, which sets it again.
+pub struct HipSession<'a> {
+    facts: &'a dyn Facts,
+    usable: bool,
+    failed: bool,
+}
+
+impl<'a> HipSession<'a> {
+    pub fn begin(facts: &'a dyn Facts) -> HipSession<'a> {
+        HipSession {
+            facts,
+            usable: facts.hip_last_error_clear(),
+            failed: false,
+        }
+    }
+
+    fn run<T>(&mut self, query: impl FnOnce(&dyn Facts) -> Option<(c_int, T)>) -> Option<T> {
+        if !self.usable {
+            return None;
+        }
+        let (code, value) = query(self.facts)?;
+        if code != sharecheck_core::codes::SUCCESS {
+            self.failed = true;
+            return None;
+        }
+        Some(value)
+    }
+
+    pub fn current_device(&mut self) -> Option<i32> {
+        self.run(|f| f.hip_current_device())
+    }
+    pub fn device_count(&mut self) -> Option<i32> {
+        self.run(|f| f.hip_device_count())
+    }
+    pub fn can_access_peer(&mut self, dev: i32, peer: i32) -> Option<bool> {
+        self.run(|f| f.hip_can_access_peer(dev, peer))
+    }
+    pub fn allocation_range(&mut self, ptr: u64) -> Option<(u64, u64)> {
+        self.run(|f| f.hip_allocation_range(ptr))
+    }
+    pub fn device_memory_owner(&mut self, ptr: u64) -> Option<i32> {
+        self.run(|f| f.hip_device_memory_owner(ptr)).flatten()
+    }
+    pub fn stream_device(&mut self, stream: *mut c_void) -> Option<i32> {
+        self.run(|f| f.hip_stream_device(stream))
+    }
+}
+
+impl Drop for HipSession<'_> {
+    fn drop(&mut self) {
+        if self.failed {
+            self.facts.hip_clear_last_error();
+        }
+    }
+}
+
+/// Half-open byte ranges of `[ptr, ptr + len)` that no allocation covers, found with `range_of`
+/// (the driver's address-range query): `(base, end of ptr's allocation, bytes uncovered)`. `None`
+/// when `ptr` itself is not in device memory known to the driver (nothing to decide) or the walk
+/// is too long to be cheap. Adjacent allocations (VMM mappings side by side) count as covered.
+pub fn uncovered_tail(
+    ptr: u64,
+    len: u64,
+    mut range_of: impl FnMut(u64) -> Option<(u64, u64)>,
+) -> Option<(u64, u64, u64)> {
+    const MAX_STEPS: usize = 64;
+    let end = ptr.checked_add(len)?;
+    let (base, size) = range_of(ptr)?;
+    let mut covered = base.checked_add(size)?;
+    let first_end = covered;
+    for _ in 0..MAX_STEPS {
+        if covered >= end {
+            return None;
+        }
+        match range_of(covered) {
+            Some((next_base, next_size)) if next_base == covered && next_size > 0 => {
+                covered = next_base + next_size;
+            }
+            _ => return Some((base, first_end, end - covered)),
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uncovered_tail;
+
+    /// Two adjacent allocations [0x1000, 0x2000) and [0x2000, 0x3000), then a gap.
+    fn ranges(ptr: u64) -> Option<(u64, u64)> {
+        match ptr {
+            0x1000..=0x1fff => Some((0x1000, 0x1000)),
+            0x2000..=0x2fff => Some((0x2000, 0x1000)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn inside_one_or_adjacent_allocations_is_covered() {
+        assert_eq!(uncovered_tail(0x1000, 0x1000, ranges), None);
+        assert_eq!(uncovered_tail(0x1800, 0x1000, ranges), None);
+        assert_eq!(uncovered_tail(0x1000, 0x2000, ranges), None);
+    }
+
+    #[test]
+    fn a_tail_past_the_last_allocation_is_reported_with_its_length() {
+        assert_eq!(
+            uncovered_tail(0x1800, 0x800 + 0x1000 + 0x10, ranges),
+            Some((0x1000, 0x2000, 0x10))
+        );
+        assert_eq!(
+            uncovered_tail(0x2f00, 0x200, ranges),
+            Some((0x2000, 0x3000, 0x100))
+        );
+    }
+
+    #[test]
+    fn unknown_start_or_overflow_decides_nothing() {
+        assert_eq!(uncovered_tail(0x5000, 0x10, ranges), None);
+        assert_eq!(uncovered_tail(0x1000, u64::MAX, ranges), None);
+    }
+}

@@ -1,0 +1,386 @@
+//! The contract validation engine.
+//!
+//! For every call, the checks its row of the table (`sharecheck_core::check_table!`) names run in
+//! order before the call ([`Check::before`]: arguments, driver facts and tracked state give the
+//! predicted findings), then the call is forwarded unchanged (or, in `mode=strict`, refused with
+//! the documented code), then every check's after-call step runs ([`Check::after`]: tracked state
+//! follows the driver's answer, and findings the answer shows are added). No step replaces
+//! another. [`settle`] then compares the driver's answer with the prediction (tracked findings the
+//! driver contradicts are withdrawn; an answer outside the documented codes is a divergence) and
+//! [`report`] applies mute and duplicate limits.
+//!
+//! Checks reach the driver only through [`facts::Facts`] and tracked state only through
+//! [`state::States`], both handed to them in [`Cx`]; the families of checks live in
+//! `crate::families`, their catalogue in `sharecheck_core::rules`.
+
+pub mod driver_facts;
+pub mod facts;
+pub mod state;
+
+use crate::findings::{self, Finding};
+use driver_facts::DriverFacts;
+use facts::Facts;
+use once_cell::sync::Lazy;
+use sharecheck_core::ffi::Outcome;
+use sharecheck_core::functions::{Api, FnInfo};
+use sharecheck_core::options::{Mode, Options};
+use sharecheck_core::rules::{self as catalogue, divergences, Kind, Rule, Severity};
+use sharecheck_core::schema::env;
+use state::States;
+use std::ffi::c_int;
+
+/// Why the shim believes a finding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Basis {
+    /// Decided from the arguments and the driver's own answers to the shim's queries.
+    Certain,
+    /// Decided from state the shim tracks; withdrawn if the driver then succeeds (the state was
+    /// stale, e.g. access enabled through a path the shim does not see).
+    Tracked,
+    /// The driver's result for this call says so.
+    Driver,
+}
+
+pub struct Pending {
+    pub rule: &'static Rule,
+    pub message: String,
+    pub basis: Basis,
+}
+
+/// What a check sees of one call besides its arguments: driver facts, tracked state, and where
+/// its findings go. Messages are built only once a finding exists.
+pub struct Cx<'a> {
+    pub facts: &'a dyn Facts,
+    pub states: &'a States,
+    mode: Mode,
+    predicted: Vec<Pending>,
+    shown: Vec<Pending>,
+}
+
+impl<'a> Cx<'a> {
+    pub fn new(facts: &'a dyn Facts, states: &'a States, mode: Mode) -> Self {
+        Cx {
+            facts,
+            states,
+            mode,
+            predicted: Vec::new(),
+            shown: Vec::new(),
+        }
+    }
+
+    /// Before the call: a finding decided from the arguments and driver facts.
+    pub fn flag(&mut self, rule: &'static Rule, message: String) {
+        self.predicted.push(Pending {
+            rule,
+            message,
+            basis: Basis::Certain,
+        });
+    }
+
+    /// Before the call: a finding decided from tracked state.
+    pub fn tracked(&mut self, rule: &'static Rule, message: String) {
+        self.predicted.push(Pending {
+            rule,
+            message,
+            basis: Basis::Tracked,
+        });
+    }
+
+    /// After the call: a finding the driver's answer shows.
+    pub fn shown(&mut self, rule: &'static Rule, message: String) {
+        self.shown.push(Pending {
+            rule,
+            message,
+            basis: Basis::Driver,
+        });
+    }
+
+    /// Documented codes of the misuse predicted: the driver must answer one of them.
+    fn documented_codes(&self, include_tracked: bool) -> Vec<c_int> {
+        self.predicted
+            .iter()
+            .filter(|p| p.rule.kind == Kind::Misuse)
+            .filter(|p| p.basis == Basis::Certain || (include_tracked && p.basis == Basis::Tracked))
+            .filter_map(|p| p.rule.documented_code)
+            .collect()
+    }
+
+    /// In strict mode: the code to return instead of calling the driver.
+    pub fn refusal(&self) -> Option<c_int> {
+        if self.mode != Mode::Strict || self.predicted.is_empty() {
+            return None;
+        }
+        self.documented_codes(true).first().copied()
+    }
+
+    /// Something ended: every family forgets what belonged to it, and so do the fact caches.
+    pub fn forget(&mut self, gone: state::Lifetime) {
+        self.states.forget(gone);
+        self.facts.forget(gone);
+    }
+
+    /// Whether anything was found so far (the clean path skips settling).
+    pub fn is_clean(&self) -> bool {
+        self.predicted.is_empty() && self.shown.is_empty()
+    }
+}
+
+/// One check: its step before the call and, optionally, after it. `Plan` carries what the
+/// after-call step needs from before the call.
+pub trait Check<A> {
+    type Plan;
+    fn before(&self, args: &A, cx: &mut Cx) -> Self::Plan;
+    fn after(&self, _args: &A, _plan: Self::Plan, _ret: c_int, _cx: &mut Cx) {}
+}
+
+/// The composed checks of one function (generated from the table for every declared function).
+pub trait Checked: sharecheck_core::functions::CallArgs {
+    /// Runs every check's `before`, then `forward` (the driver call, or a refusal), then every
+    /// check's `after` when the driver answered.
+    fn run(&self, cx: &mut Cx, forward: impl FnOnce(&mut Cx) -> Outcome) -> Outcome;
+}
+
+/// The checks of a row, nested so that each `before` has its own plan and every `after` runs.
+macro_rules! compose {
+    ($args:ident, $cx:ident, $forward:ident;) => { $forward($cx) };
+    ($args:ident, $cx:ident, $forward:ident; $family:ident :: $check:ident $(, $rest_family:ident :: $rest_check:ident)*) => {{
+        let check = &crate::families::$family::checks::$check;
+        let plan = Check::<Self>::before(check, $args, $cx);
+        let outcome = compose!($args, $cx, $forward; $($rest_family :: $rest_check),*);
+        if let Outcome::Returned(ret) = outcome {
+            Check::<Self>::after(check, $args, plan, ret, $cx);
+        }
+        outcome
+    }};
+}
+
+macro_rules! define_checked {
+    ($( $sym:ident => $( $family:ident :: $check:ident ),* ; )*) => {
+        $(
+            impl Checked for sharecheck_core::functions::args::$sym {
+                #[inline]
+                fn run(&self, cx: &mut Cx, forward: impl FnOnce(&mut Cx) -> Outcome) -> Outcome {
+                    let _ = &cx;
+                    compose!(self, cx, forward; $( $family :: $check ),*)
+                }
+            }
+        )*
+    };
+}
+
+sharecheck_core::check_table!(define_checked);
+
+// ---------------------------------------------------------------------------------------------
+// Settling: the driver's answer against the prediction.
+
+/// Compares the driver's answer with the prediction and returns this call's findings, before
+/// muting and limits.
+pub fn settle(info: &FnInfo, cx: Cx, outcome: Outcome) -> Vec<Finding> {
+    let expected_any = cx.documented_codes(true);
+    let Cx {
+        states,
+        mut predicted,
+        shown,
+        ..
+    } = cx;
+    if let Outcome::Returned(actual) = outcome {
+        let expected: Vec<c_int> = if actual != 0 {
+            expected_any
+        } else {
+            predicted
+                .iter()
+                .filter(|p| p.basis == Basis::Certain && p.rule.kind == Kind::Misuse)
+                .filter_map(|p| p.rule.documented_code)
+                .collect()
+        };
+        if actual == 0 {
+            predicted.retain(|p| p.basis != Basis::Tracked);
+        }
+        let already_explained = expected.contains(&actual);
+        for p in shown {
+            if !already_explained && !predicted.iter().any(|q| std::ptr::eq(q.rule, p.rule)) {
+                predicted.push(p);
+            }
+        }
+        if !expected.is_empty() && !already_explained {
+            predicted.extend(divergence_of(states, info, &predicted, &expected, actual));
+        } else if expected.is_empty() {
+            // A finding shown only by the driver's answer: a listed divergence may explain the
+            // code (unlisted ones are not guessed at without a prediction).
+            let shown_codes: Vec<c_int> = predicted
+                .iter()
+                .filter_map(|p| p.rule.documented_code.filter(|&c| c != actual))
+                .collect();
+            if !shown_codes.is_empty() && known_divergence(&predicted, actual).is_some() {
+                predicted.extend(divergence_of(
+                    states,
+                    info,
+                    &predicted,
+                    &shown_codes,
+                    actual,
+                ));
+            }
+        }
+    }
+    predicted
+        .into_iter()
+        .map(|p| Finding {
+            rule: p.rule,
+            message: p.message,
+        })
+        .collect()
+}
+
+fn code_name(api: Api, code: c_int) -> String {
+    match api.result_name(code) {
+        Some(name) => format!("{name} ({code})"),
+        None => code.to_string(),
+    }
+}
+
+fn known_divergence(
+    pending: &[Pending],
+    actual: c_int,
+) -> Option<&'static catalogue::KnownDivergence> {
+    pending
+        .iter()
+        .find_map(|p| catalogue::known_divergence(p.rule, actual))
+}
+
+/// The divergence finding for an answer outside the documented ones, once per process.
+fn divergence_of(
+    states: &States,
+    info: &FnInfo,
+    pending: &[Pending],
+    expected: &[c_int],
+    actual: c_int,
+) -> Option<Pending> {
+    let documented = expected
+        .iter()
+        .map(|&c| code_name(info.api, c))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    let (rule, key) = match known_divergence(pending, actual) {
+        Some(known) => (known.rule, known.rule.id.to_string()),
+        None => (
+            &divergences::UNLISTED,
+            format!("{}:{documented}:{actual}", info.symbol),
+        ),
+    };
+    if !states.reporting.lock().once.insert(key) {
+        return None;
+    }
+    Some(Pending {
+        rule,
+        message: format!(
+            "the documentation gives {documented} for this call; the driver returned {} \
+             (reported once per process)",
+            code_name(info.api, actual)
+        ),
+        basis: Basis::Driver,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The process's engine: driver facts, options, reporting.
+
+/// Where a finding happened, for its printed line.
+#[derive(Clone, Copy, Debug)]
+pub struct At {
+    pub pid: u32,
+    pub tid: i32,
+    pub seq: u64,
+}
+
+static DRIVER: DriverFacts = DriverFacts::new();
+
+/// The real driver's facts.
+pub fn driver() -> &'static DriverFacts {
+    &DRIVER
+}
+
+pub use state::states;
+
+static OPTIONS: Lazy<Options> = Lazy::new(|| {
+    let text = std::env::var(env::OPTIONS).unwrap_or_default();
+    let (options, problems) = Options::parse(&text);
+    for problem in problems {
+        crate::log::warn_once(
+            &format!("options:{problem}"),
+            format_args!("{}: {problem}", env::OPTIONS),
+        );
+    }
+    options
+});
+
+pub fn options() -> &'static Options {
+    &OPTIONS
+}
+
+/// Drops muted findings, counts the rest, prints those within the duplicate limit and returns
+/// what the trace records. `call` describes the call for the printed line.
+pub fn report(
+    states: &States,
+    found: Vec<Finding>,
+    call: impl FnOnce() -> String,
+    at: At,
+) -> Vec<Finding> {
+    let options = options();
+    let kept: Vec<Finding> = found
+        .into_iter()
+        .filter(|f| !options.is_muted(f.rule.id))
+        .collect();
+    if kept.is_empty() {
+        return kept;
+    }
+    let limit = options.duplicate_limit;
+    let shown: Vec<Option<Option<u32>>> = {
+        let mut reporting = states.reporting.lock();
+        kept.iter()
+            .map(|f| {
+                let n = reporting.reported.entry(f.rule.id).or_insert(0);
+                *n = n.saturating_add(1);
+                match limit {
+                    0 => Some(None),
+                    l if *n < l => Some(None),
+                    l if *n == l => Some(Some(l)),
+                    _ => None,
+                }
+            })
+            .collect()
+    };
+    let call = call();
+    for (f, show) in kept.iter().zip(shown) {
+        findings::counted();
+        if let Some(last_of) = show {
+            findings::print(f, &call, at.pid, at.tid, at.seq, last_of);
+        }
+    }
+    kept
+}
+
+/// `halt_on_error=1`: called after the record of a call with an error finding is written.
+pub fn halt_if_asked(recorded: &[Finding]) {
+    if options().halt_on_error && recorded.iter().any(|f| f.rule.severity == Severity::Error) {
+        crate::log::error(format_args!(
+            "halting after the first error (halt_on_error=1 in {})",
+            env::OPTIONS
+        ));
+        crate::trace::finish();
+        std::process::abort();
+    }
+}
+
+/// In a forked child: fresh state and fact caches.
+pub fn after_fork_in_child() {
+    state::restart_after_fork_in_child();
+    DRIVER.reset();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers shared by the families.
+
+/// `0x...` for messages.
+pub fn hex(value: u64) -> String {
+    format!("{value:#x}")
+}

@@ -1,0 +1,77 @@
+//! The engine's lifecycle observers: calls that end something tracked state may refer to. Each
+//! tells every family and the driver-fact caches, after the driver succeeded.
+
+use crate::engine::state::Lifetime;
+use crate::engine::{Check, Cx};
+use sharecheck_core::functions::args;
+use std::ffi::c_int;
+
+/// Tells every family that `gone` ended, once the driver succeeded.
+fn ended(cx: &mut Cx, ret: c_int, gone: Option<Lifetime>) {
+    if let (0, Some(gone)) = (ret, gone) {
+        cx.forget(gone);
+    }
+}
+
+pub struct ContextDestroyed;
+pub struct PrimaryReleased;
+pub struct PrimaryReset;
+pub struct StreamDestroyed;
+pub struct HipDeviceReset;
+
+pub mod checks {
+    pub const CONTEXT_DESTROYED: super::ContextDestroyed = super::ContextDestroyed;
+    pub const PRIMARY_RELEASED: super::PrimaryReleased = super::PrimaryReleased;
+    pub const PRIMARY_RESET: super::PrimaryReset = super::PrimaryReset;
+    pub const STREAM_DESTROYED: super::StreamDestroyed = super::StreamDestroyed;
+    pub const HIP_DEVICE_RESET: super::HipDeviceReset = super::HipDeviceReset;
+}
+
+impl Check<args::cuCtxDestroy_v2> for ContextDestroyed {
+    type Plan = ();
+    fn before(&self, _: &args::cuCtxDestroy_v2, _: &mut Cx) {}
+    fn after(&self, a: &args::cuCtxDestroy_v2, _: (), ret: c_int, cx: &mut Cx) {
+        ended(cx, ret, Some(Lifetime::ContextDestroyed(a.ctx.addr())));
+    }
+}
+
+impl Check<args::cuStreamDestroy_v2> for StreamDestroyed {
+    type Plan = ();
+    fn before(&self, _: &args::cuStreamDestroy_v2, _: &mut Cx) {}
+    fn after(&self, a: &args::cuStreamDestroy_v2, _: (), ret: c_int, cx: &mut Cx) {
+        ended(cx, ret, Some(Lifetime::StreamDestroyed(a.hStream.addr())));
+    }
+}
+
+impl Check<args::cuDevicePrimaryCtxReset_v2> for PrimaryReset {
+    type Plan = ();
+    fn before(&self, _: &args::cuDevicePrimaryCtxReset_v2, _: &mut Cx) {}
+    fn after(&self, a: &args::cuDevicePrimaryCtxReset_v2, _: (), ret: c_int, cx: &mut Cx) {
+        ended(cx, ret, Some(Lifetime::PrimaryContextEnded(a.dev.0)));
+    }
+}
+
+impl Check<args::cuDevicePrimaryCtxRelease_v2> for PrimaryReleased {
+    type Plan = ();
+    fn before(&self, _: &args::cuDevicePrimaryCtxRelease_v2, _: &mut Cx) {}
+    fn after(&self, a: &args::cuDevicePrimaryCtxRelease_v2, _: (), ret: c_int, cx: &mut Cx) {
+        // The primary context ends when its last reference is released; ask whether it did.
+        let dev = a.dev.0;
+        let ended_now = ret == 0 && cx.facts.primary_context_active(dev) != Some(true);
+        ended(
+            cx,
+            ret,
+            ended_now.then_some(Lifetime::PrimaryContextEnded(dev)),
+        );
+    }
+}
+
+impl Check<args::hipDeviceReset> for HipDeviceReset {
+    type Plan = Option<i32>;
+    fn before(&self, _: &args::hipDeviceReset, cx: &mut Cx) -> Option<i32> {
+        crate::engine::facts::HipSession::begin(cx.facts).current_device()
+    }
+    fn after(&self, _: &args::hipDeviceReset, dev: Option<i32>, ret: c_int, cx: &mut Cx) {
+        ended(cx, ret, Some(Lifetime::HipDeviceReset(dev)));
+    }
+}

@@ -1,0 +1,56 @@
+//! The peer-access family: checks for `cuDeviceCanAccessPeer`, `cuCtx{Enable,Disable}PeerAccess`,
+//! `cuMemcpyPeer(Async)` in every spelling ([`cuda`]) and their HIP counterparts ([`hip`]), and the
+//! peer grants they track ([`grants`]). Catalogue: `sharecheck_core::rules::peer`.
+
+mod cuda;
+pub mod grants;
+mod hip;
+
+use crate::engine::state::{FamilyState, Lifetime};
+use grants::Grants;
+use parking_lot::RwLock;
+
+/// The family's checks, by the names the table uses.
+pub mod checks {
+    use super::{cuda, hip};
+    pub const CAN_ACCESS_CUDA: cuda::CanAccess = cuda::CanAccess;
+    pub const ENABLE_CUDA: cuda::Enable = cuda::Enable;
+    pub const DISABLE_CUDA: cuda::Disable = cuda::Disable;
+    pub const COPY_CUDA: cuda::Copy = cuda::Copy;
+    pub const COPY_STREAM_CUDA: cuda::CopyStream = cuda::CopyStream;
+    pub const CAN_ACCESS_HIP: hip::CanAccess = hip::CanAccess;
+    pub const ENABLE_HIP: hip::Enable = hip::Enable;
+    pub const DISABLE_HIP: hip::Disable = hip::Disable;
+    pub const COPY_HIP: hip::Copy = hip::Copy;
+    pub const COPY_STREAM_HIP: hip::CopyStream = hip::CopyStream;
+}
+
+/// The peer grants of one process. Read on every peer copy, written on enable and disable: a
+/// read-write lock, never held across a driver call.
+#[derive(Default)]
+pub struct PeerState {
+    grants: RwLock<Grants>,
+}
+
+impl PeerState {
+    pub fn read<T>(&self, f: impl FnOnce(&Grants) -> T) -> T {
+        f(&self.grants.read())
+    }
+
+    pub fn write<T>(&self, f: impl FnOnce(&mut Grants) -> T) -> T {
+        f(&mut self.grants.write())
+    }
+}
+
+impl FamilyState for PeerState {
+    fn forget(&self, gone: Lifetime) {
+        self.write(|g| match gone {
+            Lifetime::ContextDestroyed(ctx) => g.forget_context(ctx),
+            Lifetime::PrimaryContextEnded(dev) => g.forget_cuda_device(dev),
+            Lifetime::StreamDestroyed(stream) => g.forget_stream(stream),
+            // Without the device, forgetting every HIP grant is the safe side.
+            Lifetime::HipDeviceReset(Some(dev)) => g.forget_hip_device(dev),
+            Lifetime::HipDeviceReset(None) => g.forget_hip(),
+        })
+    }
+}
