@@ -431,7 +431,7 @@ fn every_rule_has_a_negative_case() {
         .collect();
     let missing: Vec<&str> = rules::all()
         .map(|r| r.id)
-        // Staged by the engine's unit tests (src/engine/tests.rs) and, for the destroyed context, on
+        // Staged by the unit tests through the fake driver (src/families/peer/tests.rs) and, for the destroyed context, on
         // a real R580 driver by scripts/gpu-rules.sh: the simulator answers as documented there.
         .filter(|id| {
             ![

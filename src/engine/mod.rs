@@ -15,6 +15,8 @@
 
 pub mod driver_facts;
 pub mod facts;
+#[cfg(test)]
+pub mod fake;
 pub mod state;
 
 use crate::findings::{self, Finding};

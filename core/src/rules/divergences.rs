@@ -5,8 +5,6 @@
 use super::peer::{self, CUDA_MEMORY, CUDA_PEER, ENABLE_INVALID_CONTEXT, MEMCPY_PEER_PARAMS};
 use super::{cuda, hip, Family, Kind, KnownDivergence, Rule, Severity, Source};
 use crate::codes::*;
-/// Where drivers answer other than their documentation. Reported as `info`, once per process.
-
 pub static ENABLE_SELF_UNSUPPORTED: Rule = Rule {
     id: "divergence.cuCtxEnablePeerAccess.self-unsupported",
     severity: Severity::Info,

@@ -433,7 +433,6 @@ pub mod hip {
 }
 
 /// Rules that span both APIs.
-
 pub static UNIDIRECTIONAL: Rule = Rule {
     id: "peer-access.unidirectional",
     severity: Severity::Warning,

@@ -382,10 +382,7 @@ fn is_default_stream(stream: CUstream) -> bool {
 /// The context of an explicit stream, or `None` (unknown, or not a live stream: [`CopyStream`]
 /// reports that).
 fn explicit_stream_context(cx: &Cx, stream: CUstream) -> Option<CUcontext> {
-    match cx.facts.stream_context(stream, false)? {
-        Ok(ctx) => Some(ctx),
-        Err(_) => None,
-    }
+    cx.facts.stream_context(stream, false)?.ok()
 }
 
 /// After the copy: the direction it used and the stream to remember it on.

@@ -5,6 +5,8 @@
 mod cuda;
 pub mod grants;
 mod hip;
+#[cfg(test)]
+mod tests;
 
 use crate::engine::state::{FamilyState, Lifetime};
 use grants::Grants;

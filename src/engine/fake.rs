@@ -1,0 +1,271 @@
+//! A table-backed [`Facts`] for unit tests, and a harness that runs one call's checks against it
+//! as the shim would: before-steps, the driver's answer (given by the test), after-steps, settle.
+
+use super::facts::Facts;
+use super::state::States;
+use super::{settle, Checked, Cx};
+use sharecheck_core::codes::{INVALID_CONTEXT, INVALID_HANDLE, SUCCESS};
+use sharecheck_core::ffi::{CUcontext, CUstream, Outcome};
+use sharecheck_core::options::Mode;
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet};
+use std::ffi::{c_int, c_void};
+
+/// One allocation the fake driver knows.
+#[derive(Clone, Copy, Debug)]
+pub struct Allocation {
+    pub base: u64,
+    pub size: u64,
+    /// `Some(device)` for plain device memory, `None` for managed or host memory.
+    pub device: Option<i32>,
+}
+
+/// The driver's answers, as tables. Everything starts "unknown" except what a test sets.
+#[derive(Default)]
+pub struct FakeFacts {
+    /// `None`: the driver cannot say; `Some(None)`: no context is current.
+    pub current: Cell<Option<Option<u64>>>,
+    /// Live contexts and their devices.
+    pub contexts: RefCell<HashMap<u64, i32>>,
+    pub device_count: Cell<Option<i32>>,
+    pub attributes: RefCell<HashMap<(i32, c_int), i32>>,
+    /// `(dev, peer)` pairs that can peer.
+    pub peers: RefCell<HashSet<(i32, i32)>>,
+    pub allocations: RefCell<Vec<Allocation>>,
+    /// Live streams and their contexts (CUDA) or devices (HIP).
+    pub streams: RefCell<HashMap<u64, u64>>,
+    pub busy_streams: RefCell<HashSet<u64>>,
+    pub primary_active: RefCell<HashMap<i32, bool>>,
+    /// HIP: the thread's last error, and how many times a query cleared it.
+    pub hip_last_error: Cell<c_int>,
+    pub hip_cleared: Cell<u32>,
+    /// HIP: whether the runtime has hipStreamGetDevice (ROCm 6+).
+    pub hip_stream_get_device: Cell<bool>,
+    /// Queries asked uncached (`fresh`): to show findings are confirmed.
+    pub fresh_queries: Cell<u32>,
+}
+
+impl FakeFacts {
+    /// `count` devices that can all peer with each other, unified addressing and compute
+    /// capability 9 on each, and no context current.
+    pub fn devices(count: i32) -> FakeFacts {
+        let f = FakeFacts::default();
+        f.device_count.set(Some(count));
+        f.current.set(Some(None));
+        for d in 0..count {
+            for p in 0..count {
+                if d != p {
+                    f.peers.borrow_mut().insert((d, p));
+                }
+            }
+            f.attributes
+                .borrow_mut()
+                .insert((d, super::facts::ATTRIBUTE_UNIFIED_ADDRESSING), 1);
+            f.attributes
+                .borrow_mut()
+                .insert((d, super::facts::ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), 9);
+        }
+        f.hip_stream_get_device.set(true);
+        f
+    }
+
+    pub fn context(&self, ctx: u64, dev: i32) -> CUcontext {
+        self.contexts.borrow_mut().insert(ctx, dev);
+        CUcontext(ctx as usize as *mut c_void)
+    }
+
+    pub fn make_current(&self, ctx: Option<CUcontext>) {
+        self.current.set(Some(ctx.map(CUcontext::addr)));
+    }
+
+    pub fn allocate(&self, base: u64, size: u64, device: Option<i32>) -> u64 {
+        self.allocations
+            .borrow_mut()
+            .push(Allocation { base, size, device });
+        base
+    }
+
+    pub fn stream(&self, stream: u64, owner: u64) -> CUstream {
+        self.streams.borrow_mut().insert(stream, owner);
+        CUstream(stream as usize as *mut c_void)
+    }
+
+    fn allocation(&self, ptr: u64) -> Option<Allocation> {
+        self.allocations
+            .borrow()
+            .iter()
+            .copied()
+            .find(|a| (a.base..a.base + a.size).contains(&ptr))
+    }
+
+    fn hip(&self) -> Option<c_int> {
+        Some(SUCCESS)
+    }
+}
+
+impl Facts for FakeFacts {
+    fn current_context(&self) -> Option<Option<CUcontext>> {
+        self.current
+            .get()
+            .map(|c| c.map(|c| CUcontext(c as usize as *mut c_void)))
+    }
+
+    fn current_device(&self) -> Option<i32> {
+        let ctx = self.current.get()??;
+        self.contexts.borrow().get(&ctx).copied()
+    }
+
+    fn context_device(&self, ctx: CUcontext, fresh: bool) -> Option<Result<i32, c_int>> {
+        if fresh {
+            self.fresh_queries.set(self.fresh_queries.get() + 1);
+        }
+        if ctx == CUcontext::NULL {
+            return None;
+        }
+        Some(
+            self.contexts
+                .borrow()
+                .get(&ctx.addr())
+                .copied()
+                .ok_or(INVALID_CONTEXT),
+        )
+    }
+
+    fn device_count(&self) -> Option<i32> {
+        self.device_count.get()
+    }
+
+    fn attribute(&self, dev: i32, attribute: c_int) -> Option<i32> {
+        self.attributes.borrow().get(&(dev, attribute)).copied()
+    }
+
+    fn can_access_peer(&self, dev: i32, peer: i32) -> Option<bool> {
+        Some(self.peers.borrow().contains(&(dev, peer)))
+    }
+
+    fn allocation_range(&self, ptr: u64) -> Option<(u64, u64)> {
+        self.allocation(ptr).map(|a| (a.base, a.size))
+    }
+
+    fn device_memory_owner(&self, ptr: u64) -> Option<i32> {
+        self.allocation(ptr)?.device
+    }
+
+    fn stream_context(&self, stream: CUstream, fresh: bool) -> Option<Result<CUcontext, c_int>> {
+        if fresh {
+            self.fresh_queries.set(self.fresh_queries.get() + 1);
+        }
+        Some(
+            self.streams
+                .borrow()
+                .get(&stream.addr())
+                .map(|&c| CUcontext(c as usize as *mut c_void))
+                .ok_or(INVALID_HANDLE),
+        )
+    }
+
+    fn stream_busy(&self, stream: u64) -> Option<bool> {
+        Some(self.busy_streams.borrow().contains(&stream))
+    }
+
+    fn primary_context_active(&self, dev: i32) -> Option<bool> {
+        self.primary_active.borrow().get(&dev).copied()
+    }
+
+    fn hip_last_error_clear(&self) -> bool {
+        self.hip_last_error.get() == SUCCESS
+    }
+
+    fn hip_clear_last_error(&self) {
+        self.hip_cleared.set(self.hip_cleared.get() + 1);
+        self.hip_last_error.set(SUCCESS);
+    }
+
+    fn hip_current_device(&self) -> Option<(c_int, i32)> {
+        // HIP keeps a current device per thread; the fake uses the current context's.
+        Some((self.hip()?, self.current_device().unwrap_or(0)))
+    }
+
+    fn hip_device_count(&self) -> Option<(c_int, i32)> {
+        Some((self.hip()?, self.device_count.get()?))
+    }
+
+    fn hip_can_access_peer(&self, dev: i32, peer: i32) -> Option<(c_int, bool)> {
+        Some((self.hip()?, self.peers.borrow().contains(&(dev, peer))))
+    }
+
+    fn hip_allocation_range(&self, ptr: u64) -> Option<(c_int, (u64, u64))> {
+        match self.allocation_range(ptr) {
+            Some(range) => Some((SUCCESS, range)),
+            // A failing query sets the thread's last error, as HIP does.
+            None => {
+                self.hip_last_error
+                    .set(sharecheck_core::codes::INVALID_VALUE);
+                Some((sharecheck_core::codes::INVALID_VALUE, (0, 0)))
+            }
+        }
+    }
+
+    fn hip_device_memory_owner(&self, ptr: u64) -> Option<(c_int, Option<i32>)> {
+        Some((self.hip()?, self.device_memory_owner(ptr)))
+    }
+
+    fn hip_stream_device(&self, stream: *mut c_void) -> Option<(c_int, i32)> {
+        if !self.hip_stream_get_device.get() {
+            return None;
+        }
+        match self.streams.borrow().get(&(stream as usize as u64)) {
+            Some(&dev) => Some((SUCCESS, dev as i32)),
+            None => Some((INVALID_HANDLE, -1)),
+        }
+    }
+}
+
+/// One process as the checks see it: fake driver facts and fresh tracked state.
+pub struct Harness {
+    pub facts: FakeFacts,
+    pub states: States,
+    pub mode: Mode,
+}
+
+/// What one call gave.
+#[derive(Debug)]
+pub struct Ran {
+    /// The rule IDs found, in order.
+    pub rules: Vec<&'static str>,
+    pub messages: Vec<String>,
+    /// Whether the driver was called (false: refused in strict mode).
+    pub forwarded: bool,
+    /// What the program got.
+    pub ret: c_int,
+}
+
+impl Harness {
+    pub fn new(facts: FakeFacts) -> Harness {
+        Harness {
+            facts,
+            states: States::default(),
+            mode: Mode::Report,
+        }
+    }
+
+    /// Runs `args` through its row of the table; the driver answers `driver_ret`.
+    pub fn call<A: Checked>(&self, args: A, driver_ret: c_int) -> Ran {
+        let mut cx = Cx::new(&self.facts, &self.states, self.mode);
+        let mut ret = driver_ret;
+        let outcome = args.run(&mut cx, |cx| match cx.refusal() {
+            Some(code) => {
+                ret = code;
+                Outcome::NotCalled
+            }
+            None => Outcome::Returned(driver_ret),
+        });
+        let found = settle(A::ID.info(), cx, outcome);
+        Ran {
+            rules: found.iter().map(|f| f.rule.id).collect(),
+            messages: found.into_iter().map(|f| f.message).collect(),
+            forwarded: outcome != Outcome::NotCalled,
+            ret,
+        }
+    }
+}
