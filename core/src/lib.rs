@@ -7,7 +7,9 @@
 //! - [`json`]: the allocation-free JSON writer used for trace records;
 //! - [`rules`]: the rule catalogue (stable IDs, documented sentences, fixes);
 //! - [`options`]: `SHARECHECK_OPTIONS`, shared by the shim and `sharecheck run`;
-//! - [`schema`]: constants of the trace file format.
+//! - [`pattern`]: trace file patterns (`%p`, `%h`, `%q{VAR}`, `%%`), one tokenizer;
+//! - [`codes`]: the result codes sharecheck names;
+//! - [`schema`]: constants of the trace file format, environment variables, library names.
 
 pub mod codes;
 pub mod ffi;
@@ -15,6 +17,7 @@ pub mod functions;
 pub mod json;
 pub mod names;
 pub mod options;
+pub mod pattern;
 pub mod rules;
 pub mod schema;
 
