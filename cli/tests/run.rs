@@ -735,6 +735,36 @@ fn run_usage_errors_exit_2() {
 }
 
 #[test]
+fn a_trace_pattern_the_shim_cannot_expand_stops_the_run() {
+    let dir = TempDir::new("badpattern");
+    let shim = dir.fake_shim("lib");
+    for (args, inherited, source) in [
+        (&["--trace", "t/%x.jsonl"][..], None, "--trace"),
+        (&[], Some("/t/%q{RANK.jsonl"), env::TRACE),
+    ] {
+        let mut cmd = run_sh(&dir, &shim, args, "echo started");
+        if let Some(pattern) = inherited {
+            cmd.env(env::TRACE, pattern);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        assert!(out.stdout.is_empty(), "PROG ran: {out:?}");
+        let err = stderr(&out);
+        assert!(err.starts_with(&format!("sharecheck: {source} ")), "{err}");
+        assert!(
+            err.contains("unknown key %x") || err.contains("%q must be followed by {VAR}"),
+            "{err}"
+        );
+    }
+    // `%%` in the directory part is a plain `%`: the directory is created.
+    let out = run_sh(&dir, &shim, &["-q", "--trace", "a%%b/%p.jsonl"], "true")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(dir.join("a%b").is_dir());
+}
+
+#[test]
 fn help_and_version() {
     let dir = TempDir::new("help");
     let out = sharecheck(&dir).arg("--help").output().unwrap();
