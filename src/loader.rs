@@ -6,8 +6,9 @@
 
 use crate::log;
 use libc::{c_char, c_int, c_void};
+use sharecheck_core::codes;
 use sharecheck_core::functions::{Api, FnId, FUNCTIONS};
-use sharecheck_core::schema::env;
+use sharecheck_core::schema::{env, libraries};
 use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -83,22 +84,23 @@ static CUDA: DriverLibrary = DriverLibrary {
     api: Api::Cuda,
     handle: AtomicUsize::new(UNRESOLVED),
     env_var: env::CUDA_LIBRARY,
-    file_prefix: "libcuda.so",
-    sonames: &[c"libcuda.so.1", c"libcuda.so"],
+    file_prefix: libraries::CUDA.prefix,
+    sonames: libraries::CUDA.sonames,
 };
 
 static HIP: DriverLibrary = DriverLibrary {
     api: Api::Hip,
     handle: AtomicUsize::new(UNRESOLVED),
     env_var: env::HIP_LIBRARY,
-    file_prefix: "libamdhip64.so",
-    sonames: &[
-        c"libamdhip64.so",
-        c"libamdhip64.so.7",
-        c"libamdhip64.so.6",
-        c"libamdhip64.so.5",
-    ],
+    file_prefix: libraries::HIP.prefix,
+    sonames: libraries::HIP.sonames,
 };
+
+/// `CUDA_ERROR_NOT_SUPPORTED` / `hipErrorNotSupported`: what a missing function returns.
+fn not_supported_name(api: Api) -> &'static str {
+    api.result_name(codes::NOT_SUPPORTED)
+        .unwrap_or("not supported")
+}
 
 fn library(api: Api) -> &'static DriverLibrary {
     match api {
@@ -138,10 +140,7 @@ impl DriverLibrary {
                             self.api.as_str().to_uppercase(),
                             tried.join(", "),
                             self.api.as_str().to_uppercase(),
-                            match self.api {
-                                Api::Cuda => "CUDA_ERROR_NOT_SUPPORTED",
-                                Api::Hip => "hipErrorNotSupported",
-                            }
+                            not_supported_name(self.api)
                         ),
                     );
                 } else {
@@ -382,10 +381,7 @@ pub fn warn_missing(id: FnId) {
             "{} is not exported by the {} driver library{needs}; calls to it return {}",
             info.symbol,
             info.api.as_str().to_uppercase(),
-            match info.api {
-                Api::Cuda => "CUDA_ERROR_NOT_SUPPORTED",
-                Api::Hip => "hipErrorNotSupported",
-            }
+            not_supported_name(info.api)
         ),
     );
 }

@@ -12,7 +12,8 @@ use crate::exports::wrapper_address;
 use crate::guard::Guard;
 use crate::loader::{self, NamedSlot};
 use libc::{c_char, c_int, c_void};
-use sharecheck_core::ffi::{CUresult, CUDA_ERROR_NOT_SUPPORTED, HIP_ERROR_NOT_SUPPORTED};
+use sharecheck_core::codes::NOT_SUPPORTED;
+use sharecheck_core::ffi::CUresult;
 use sharecheck_core::functions::{Api, FUNCTIONS};
 
 type CuGetProcAddressV1 =
@@ -96,7 +97,7 @@ pub unsafe extern "C" fn cuGetProcAddress(
     flags: u64,
 ) -> CUresult {
     let Some(real) = real_resolver(CU_V1) else {
-        return CUDA_ERROR_NOT_SUPPORTED;
+        return NOT_SUPPORTED;
     };
     let real: CuGetProcAddressV1 = unsafe { std::mem::transmute(real) };
     let _guard = Guard::enter();
@@ -117,7 +118,7 @@ pub unsafe extern "C" fn cuGetProcAddress_v2(
     symbolStatus: *mut c_int,
 ) -> CUresult {
     let Some(real) = real_resolver(CU_V2) else {
-        return CUDA_ERROR_NOT_SUPPORTED;
+        return NOT_SUPPORTED;
     };
     let real: CuGetProcAddressV2 = unsafe { std::mem::transmute(real) };
     let _guard = Guard::enter();
@@ -138,7 +139,7 @@ pub unsafe extern "C" fn hipGetProcAddress(
     symbolStatus: *mut c_int,
 ) -> c_int {
     let Some(real) = real_resolver(HIP) else {
-        return HIP_ERROR_NOT_SUPPORTED;
+        return NOT_SUPPORTED;
     };
     let real: HipGetProcAddress = unsafe { std::mem::transmute(real) };
     let _guard = Guard::enter();

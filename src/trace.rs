@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::{CallArgs, FnInfo};
 use sharecheck_core::json::JsonOut;
+use sharecheck_core::pattern;
 use sharecheck_core::schema::{self, env};
 use std::cell::{Cell, RefCell};
 use std::ffi::CString;
@@ -341,49 +342,27 @@ fn hostname() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
-/// Expands `%p` (pid), `%h` (host), `%q{VAR}` (environment variable, empty if unset), `%%`.
+/// Expands `%p` (pid), `%h` (host), `%q{VAR}` (environment variable, empty if unset), `%%`:
+/// the tokenizer of [`sharecheck_core::pattern`], which `sharecheck run` globs with too.
 pub fn expand_pattern(
     pattern: &str,
     pid: u32,
     host: &str,
     var: impl Fn(&str) -> Option<String>,
 ) -> Result<String, String> {
-    let mut out = String::new();
-    let mut chars = pattern.chars();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('p') => out.push_str(&pid.to_string()),
-            Some('h') => out.push_str(host),
-            Some('%') => out.push('%'),
-            Some('q') => {
-                let rest = chars.as_str();
-                let name = rest
-                    .strip_prefix('{')
-                    .and_then(|r| r.split_once('}'))
-                    .map(|(name, _)| name)
-                    .ok_or_else(|| {
-                        format!("{} {pattern:?}: %q must be followed by {{VAR}}", env::TRACE)
-                    })?;
-                out.push_str(&var(name).unwrap_or_default());
-                chars = rest[name.len() + 2..].chars();
-            }
-            Some(other) => {
-                return Err(format!(
-                    "{} {pattern:?}: unknown key %{other} (use %p, %h, %q{{VAR}} or %%)",
-                    env::TRACE
-                ))
-            }
-            None => return Err(format!("{} {pattern:?}: ends with a lone %", env::TRACE)),
-        }
-    }
-    if out.is_empty() {
+    let expanded = pattern::expand(pattern.as_bytes(), pid, host.as_bytes(), |name| {
+        // A name is cut from `pattern` at ASCII bytes, so it is UTF-8.
+        std::str::from_utf8(name)
+            .ok()
+            .and_then(&var)
+            .map(String::into_bytes)
+    })
+    .map_err(|e| format!("{} {pattern:?}: {e}", env::TRACE))?;
+    if expanded.is_empty() {
         return Err(format!("{} is empty", env::TRACE));
     }
-    Ok(out)
+    // Every piece came from a `str`.
+    Ok(String::from_utf8_lossy(&expanded).into_owned())
 }
 
 /// Writes everything buffered (the C API's `sharecheck_flush`).
@@ -475,6 +454,7 @@ mod tests {
         assert!(expand("%q{RANK")
             .unwrap_err()
             .contains("%q must be followed"));
+        assert!(expand("%q{}").unwrap_err().contains("%q must be followed"));
         assert!(expand("").unwrap_err().contains("empty"));
     }
 }

@@ -25,6 +25,7 @@
 //! (default `cc`) and `SHARECHECK_CXX` (default `c++`). Missing headers fail the test: run
 //! `scripts/fetch-deps.sh`.
 
+use sharecheck_core::schema::env;
 use sharecheck_core::{Api, FnInfo, FUNCTIONS};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -76,8 +77,8 @@ impl Lang {
     }
     fn compiler(self) -> String {
         match self {
-            Lang::C => std::env::var("SHARECHECK_CC").unwrap_or_else(|_| "cc".into()),
-            Lang::Cxx => std::env::var("SHARECHECK_CXX").unwrap_or_else(|_| "c++".into()),
+            Lang::C => std::env::var(env::dev::CC).unwrap_or_else(|_| "cc".into()),
+            Lang::Cxx => std::env::var(env::dev::CXX).unwrap_or_else(|_| "c++".into()),
         }
     }
     fn std_flags(self) -> &'static [&'static str] {
@@ -226,15 +227,16 @@ fn assert_compiles(src: &CSource, flags: &[String]) {
 // ---- Header locations -------------------------------------------------------------------------
 
 fn cuda_include() -> PathBuf {
-    let dir = match std::env::var_os("SHARECHECK_CUDA_INCLUDE") {
+    let dir = match std::env::var_os(env::dev::CUDA_INCLUDE) {
         Some(d) => PathBuf::from(d),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join(".deps/cuda/nvidia/cu13/include"),
     };
     for h in ["cuda.h", "cudaTypedefs.h"] {
         assert!(
             dir.join(h).is_file(),
-            "CUDA header {} not found: {FETCH_HINT} (or point SHARECHECK_CUDA_INCLUDE at a CUDA 13.3+ include directory)",
-            dir.join(h).display()
+            "CUDA header {} not found: {FETCH_HINT} (or point {} at a CUDA 13.3+ include directory)",
+            dir.join(h).display(),
+            env::dev::CUDA_INCLUDE
         );
     }
     dir
@@ -250,15 +252,16 @@ fn cuda_flags(internal: bool) -> Vec<String> {
 }
 
 fn hip_flags() -> Vec<String> {
-    let dir = std::env::var_os("SHARECHECK_HIP_INCLUDE").map(PathBuf::from);
+    let dir = std::env::var_os(env::dev::HIP_INCLUDE).map(PathBuf::from);
     let header = dir
         .clone()
         .unwrap_or_else(|| PathBuf::from("/usr/include"))
         .join("hip/hip_runtime_api.h");
     assert!(
         header.is_file(),
-        "HIP header {} not found: {FETCH_HINT} (or point SHARECHECK_HIP_INCLUDE at a HIP include directory)",
-        header.display()
+        "HIP header {} not found: {FETCH_HINT} (or point {} at a HIP include directory)",
+        header.display(),
+        env::dev::HIP_INCLUDE
     );
     match dir {
         Some(d) => vec!["-isystem".into(), d.display().to_string()],

@@ -3,25 +3,39 @@
 
 mod common;
 use common::*;
+use sharecheck_core::codes::NOT_SUPPORTED;
+use sharecheck_core::names::cuda_result_name;
+use sharecheck_core::schema::{env, libraries};
 
 #[test]
 fn a_function_the_driver_lacks_returns_not_supported_with_one_log_line() {
     let s = Scratch::new("driver_lacks_function");
-    let stub = s.compile("stub_cuda.c", "libcuda.so.1", &["-shared", "-fPIC"]);
+    let stub = s.compile(
+        "stub_cuda.c",
+        libraries::CUDA.soname(),
+        &["-shared", "-fPIC"],
+    );
     // The program links the shim directly: its cu* symbols bind to the shim's exports.
     let exe = s.compile_linked_to_shim("endpoint_call.c", "endpoint_call", &[]);
     let mut cmd = s.linked_to_shim(&exe);
-    cmd.env("SHARECHECK_CUDA_LIBRARY", &stub);
+    cmd.env(env::CUDA_LIBRARY, &stub);
     let out = run_ok(&mut cmd);
     let printed = printed_calls(&out);
     assert_eq!(
         printed,
         vec![
-            ("cuLogicalEndpointIdReserve".to_string(), 801),
-            ("cuLogicalEndpointIdReserve".to_string(), 801),
+            (
+                "cuLogicalEndpointIdReserve".to_string(),
+                i64::from(NOT_SUPPORTED)
+            ),
+            (
+                "cuLogicalEndpointIdReserve".to_string(),
+                i64::from(NOT_SUPPORTED)
+            ),
             ("cuDeviceCanAccessPeer".to_string(), 0),
         ]
     );
+    let not_supported = cuda_result_name(NOT_SUPPORTED).unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = stderr
         .lines()
@@ -29,14 +43,14 @@ fn a_function_the_driver_lacks_returns_not_supported_with_one_log_line() {
         .collect();
     assert_eq!(lines.len(), 1, "exactly one log line:\n{stderr}");
     assert!(
-        lines[0].contains("CUDA 13.3") && lines[0].contains("CUDA_ERROR_NOT_SUPPORTED"),
+        lines[0].contains("CUDA 13.3") && lines[0].contains(not_supported),
         "{}",
         lines[0]
     );
     let records = s.records();
     let le = calls(&records)[0].clone();
     assert_eq!(le["fn"], "cuLogicalEndpointIdReserve");
-    assert_eq!(le["ret_name"], "CUDA_ERROR_NOT_SUPPORTED");
+    assert_eq!(le["ret_name"], not_supported);
     assert_eq!(le["forwarded"], false);
     // The out-parameter was not read (the driver never wrote it).
     assert!(le["args"]["baseLeId"].get("value").is_none());
@@ -48,10 +62,13 @@ fn no_driver_at_all_returns_not_supported_and_says_what_was_tried() {
     let exe = s.compile_linked_to_shim("endpoint_call.c", "endpoint_call", &[]);
     let mut cmd = s.linked_to_shim(&exe);
     cmd.env_remove("LD_LIBRARY_PATH")
-        .env("SHARECHECK_CUDA_LIBRARY", s.path("no-such-libcuda.so"));
+        .env(env::CUDA_LIBRARY, s.path("no-such-libcuda.so"));
     let out = cmd.output().unwrap();
     // The stub's cuDeviceCanAccessPeer is gone too: every call answers 801, nothing crashes.
-    if std::path::Path::new("/usr/lib/x86_64-linux-gnu/libcuda.so.1").exists() {
+    if std::path::Path::new("/usr/lib/x86_64-linux-gnu")
+        .join(libraries::CUDA.soname())
+        .exists()
+    {
         return; // a machine with a real driver would find it by soname
     }
     assert!(
@@ -59,7 +76,9 @@ fn no_driver_at_all_returns_not_supported_and_says_what_was_tried() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(printed_calls(&out).iter().all(|(_, rc)| *rc == 801));
+    assert!(printed_calls(&out)
+        .iter()
+        .all(|(_, rc)| *rc == i64::from(NOT_SUPPORTED)));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         stderr
@@ -69,7 +88,7 @@ fn no_driver_at_all_returns_not_supported_and_says_what_was_tried() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("no-such-libcuda.so") && stderr.contains("libcuda.so.1"),
+        stderr.contains("no-such-libcuda.so") && stderr.contains(libraries::CUDA.soname()),
         "{stderr}"
     );
 }
@@ -77,10 +96,14 @@ fn no_driver_at_all_returns_not_supported_and_says_what_was_tried() {
 #[test]
 fn functions_the_program_never_calls_are_not_reported_missing() {
     let s = Scratch::new("missing_but_never_called");
-    let stub = s.compile("stub_cuda.c", "libcuda.so.1", &["-shared", "-fPIC"]);
+    let stub = s.compile(
+        "stub_cuda.c",
+        libraries::CUDA.soname(),
+        &["-shared", "-fPIC"],
+    );
     let exe = s.compile_linked_to_shim("resolve_only.c", "resolve_only", &[]);
     let mut cmd = s.linked_to_shim(&exe);
-    cmd.env("SHARECHECK_CUDA_LIBRARY", &stub);
+    cmd.env(env::CUDA_LIBRARY, &stub);
     let out = run_ok(&mut cmd);
     assert_eq!(
         printed_calls(&out),

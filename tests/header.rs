@@ -3,11 +3,16 @@
 
 mod common;
 use common::*;
+use sharecheck_core::schema::env;
 use std::process::Command;
 
-const REGENERATE: &str =
-    "cbindgen --config cbindgen.toml --output include/sharecheck.h src/capi.rs \
-     (or SHARECHECK_UPDATE_HEADER=1 cargo test --test header)";
+fn regenerate() -> String {
+    format!(
+        "cbindgen --config cbindgen.toml --output include/sharecheck.h src/capi.rs \
+         (or {}=1 cargo test --test header)",
+        env::dev::UPDATE_HEADER
+    )
+}
 
 fn generated() -> String {
     let config = cbindgen::Config::from_file(root().join("cbindgen.toml")).unwrap();
@@ -25,13 +30,14 @@ fn generated() -> String {
 fn checked_in_header_is_what_cbindgen_generates() {
     let path = root().join("include/sharecheck.h");
     let fresh = generated();
-    if std::env::var_os("SHARECHECK_UPDATE_HEADER").is_some() {
+    if std::env::var_os(env::dev::UPDATE_HEADER).is_some() {
         std::fs::write(&path, &fresh).unwrap();
     }
     let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         checked_in == fresh,
-        "include/sharecheck.h is stale; regenerate it: {REGENERATE}"
+        "include/sharecheck.h is stale; regenerate it: {}",
+        regenerate()
     );
 }
 

@@ -4,6 +4,7 @@
 
 mod common;
 use common::*;
+use sharecheck_core::schema::libraries;
 
 /// The calls the program printed are exactly the calls the trace holds, with the same results.
 fn assert_trace_matches_program(scratch: &Scratch, out: &std::process::Output) {
@@ -95,18 +96,21 @@ fn dlopen_and_dlsym_get_the_shims_wrappers_for_covered_names_only() {
     let out = run_ok(&mut s.under_shim(&exe));
     assert_eq!(
         printed(&out, "OBJECT cuDeviceCanAccessPeer"),
-        "libsharecheck.so"
+        libraries::SHIM
     );
     assert_eq!(
         printed(&out, "OBJECT cuCtxEnablePeerAccess"),
-        "libsharecheck.so"
+        libraries::SHIM
     );
     // Not covered: the driver's own pointer, identical (same object, same symbol, same address).
-    assert_eq!(printed(&out, "OBJECT cuMemAlloc_v2"), "libcuda.so.1");
+    assert_eq!(
+        printed(&out, "OBJECT cuMemAlloc_v2"),
+        libraries::CUDA.soname()
+    );
     assert_eq!(printed(&out, "EXACT cuMemAlloc_v2"), "1");
     assert_eq!(
         printed(&out, "OBJECT default:cuMemcpyPeer"),
-        "libsharecheck.so"
+        libraries::SHIM
     );
     assert_trace_matches_program(&s, &out);
 }
@@ -116,17 +120,14 @@ fn runtime_style_resolution_substitutes_by_the_real_symbol_returned() {
     let s = Scratch::new("runtime_style");
     let exe = s.compile("runtime_style.c", "runtime_style", &["-ldl"]);
     let out = run_ok(&mut s.under_shim(&exe));
-    assert_eq!(
-        printed(&out, "OBJECT cuGetProcAddress_v2"),
-        "libsharecheck.so"
-    );
+    assert_eq!(printed(&out, "OBJECT cuGetProcAddress_v2"), libraries::SHIM);
     // The runtime's probe passes through untouched.
     assert_eq!(printed(&out, "PROBE"), "0 null");
     // Its self-lookups return the shim's resolvers (v2 and the 4-argument v1).
     assert_eq!(printed(&out, "SAME resolver_v2"), "1");
-    assert_eq!(printed(&out, "OBJECT resolver_v1"), "libsharecheck.so");
+    assert_eq!(printed(&out, "OBJECT resolver_v1"), libraries::SHIM);
     // Functions the shim does not cover: the driver's own pointer.
-    assert_eq!(printed(&out, "OBJECT cuMemAlloc"), "libcuda.so.1");
+    assert_eq!(printed(&out, "OBJECT cuMemAlloc"), libraries::CUDA.soname());
     assert_eq!(printed(&out, "SAME cuMemAlloc"), "1");
     // Results and statuses the shim must not touch (the R580 table).
     assert_eq!(printed(&out, "RESOLVE cuMemcpyPeer@4000/2"), "0 2 null");
@@ -162,15 +163,12 @@ fn hip_get_proc_address_substitutes_covered_functions() {
     let s = Scratch::new("hip_procaddress");
     let exe = s.compile("hip_procaddress.c", "hip_procaddress", &["-ldl"]);
     let out = run_ok(&mut s.under_shim(&exe));
-    assert_eq!(
-        printed(&out, "OBJECT hipGetProcAddress"),
-        "libsharecheck.so"
-    );
+    assert_eq!(printed(&out, "OBJECT hipGetProcAddress"), libraries::SHIM);
     assert_eq!(
         printed(&out, "OBJECT hipDeviceCanAccessPeer"),
-        "libsharecheck.so"
+        libraries::SHIM
     );
-    assert_eq!(printed(&out, "OBJECT hipMalloc"), "libamdhip64.so");
+    assert_eq!(printed(&out, "OBJECT hipMalloc"), libraries::HIP.soname());
     assert_eq!(printed(&out, "SAME hipMalloc"), "1");
     // HIP answers a missing symbol with hipErrorInvalidValue and SYMBOL_NOT_FOUND: unchanged.
     assert_eq!(printed(&out, "MISSING"), "1 1");
@@ -264,7 +262,7 @@ fn rtld_next_of_a_covered_name_from_an_interposer_before_the_shim_reaches_the_sh
     let out = run_ok(&mut cmd);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("NEXT ") && stderr.contains("libsharecheck.so"),
+        stderr.contains("NEXT ") && stderr.contains(libraries::SHIM),
         "{stderr}"
     );
     assert_eq!(

@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use serde_json::Value;
 use sharecheck_core::rules::{self, Kind};
+use sharecheck_core::schema::env;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -76,7 +77,7 @@ fn run(parent: &Scratch, program: &Path, scenario: &str, env: &[(&str, &str)]) -
         parent.dir.file_name().unwrap().to_string_lossy(),
         program.file_name().unwrap().to_string_lossy(),
         env.iter()
-            .map(|(k, v)| format!("{}{v}", k.trim_start_matches("SHARECHECK_")))
+            .map(|(k, v)| format!("{}{v}", k.trim_start_matches(env::PREFIX)))
             .collect::<String>()
             .replace(['/', ':', ',', '='], "_")
     );
@@ -119,8 +120,8 @@ fn run_checked(parent: &Scratch, program: &Path, scenario: &str, env: &[(&str, &
 
 type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [&'a str]);
 
-const DOCUMENTED: (&str, &str) = ("SHARECHECK_SIM_BEHAVIOUR", "documented");
-const NO_PEERS: (&str, &str) = ("SHARECHECK_SIM_PEERS", "none");
+const DOCUMENTED: (&str, &str) = (env::SIM_BEHAVIOUR, "documented");
+const NO_PEERS: (&str, &str) = (env::SIM_PEERS, "none");
 
 const CUDA_CASES: &[Case] = &[
     (
@@ -175,20 +176,17 @@ const CUDA_CASES: &[Case] = &[
     ),
     (
         "enable-attributes",
-        &[("SHARECHECK_SIM_ATTRS", "1:41=0")],
+        &[(env::SIM_ATTRS, "1:41=0")],
         &["cuCtxEnablePeerAccess.no-unified-addressing"],
     ),
     (
         "enable-attributes",
-        &[("SHARECHECK_SIM_ATTRS", "1:75=8")],
+        &[(env::SIM_ATTRS, "1:75=8")],
         &["cuCtxEnablePeerAccess.compute-capability-mismatch"],
     ),
     (
         "enable-too-many-peers",
-        &[
-            ("SHARECHECK_SIM_DEVICES", "3"),
-            ("SHARECHECK_SIM_MAX_PEERS", "1"),
-        ],
+        &[(env::SIM_DEVICES, "3"), (env::SIM_MAX_PEERS, "1")],
         &["cuCtxEnablePeerAccess.too-many-peers"],
     ),
     (
@@ -492,7 +490,7 @@ fn driver_calls(log: &Path, symbol: &str) -> usize {
 fn strict_mode_returns_the_documented_code_without_calling_the_driver() {
     let p = programs("options_strict");
     let log = p.scratch.path("calls.log");
-    let log_env = ("SHARECHECK_SIM_CALL_LOG", log.to_str().unwrap());
+    let log_env = (env::SIM_CALL_LOG, log.to_str().unwrap());
     let enable = "cuCtxEnablePeerAccess";
 
     // Report mode (the default) forwards the misuse: the driver itself answers 1.
@@ -502,7 +500,7 @@ fn strict_mode_returns_the_documented_code_without_calling_the_driver() {
     std::fs::remove_file(&log).unwrap();
 
     // Strict: same answer, from the shim; the driver never saw the call.
-    let strict = ("SHARECHECK_OPTIONS", "mode=strict");
+    let strict = (env::OPTIONS, "mode=strict");
     let r = run_checked(&p.scratch, &p.cuda, "enable-flags", &[log_env, strict]);
     assert_eq!(printed_calls(&r.out), [(enable.to_string(), 1)]);
     assert_eq!(
@@ -566,7 +564,7 @@ fn strict_mode_returns_the_documented_code_without_calling_the_driver() {
 fn a_destroyed_stream_is_never_asked_about() {
     let p = programs("rules_stream_destroyed");
     let log = p.scratch.path("calls.log");
-    let log_env = ("SHARECHECK_SIM_CALL_LOG", log.to_str().unwrap());
+    let log_env = (env::SIM_CALL_LOG, log.to_str().unwrap());
     // While the copy's stream lives, the disable asks whether it is idle...
     let r = run_checked(
         &p.scratch,
@@ -590,10 +588,7 @@ fn a_destroyed_stream_is_never_asked_about() {
 #[test]
 fn mute_drops_exactly_the_named_rules() {
     let p = programs("options_mute");
-    let muted = (
-        "SHARECHECK_OPTIONS",
-        "mute=cuCtxEnablePeerAccess.peer-is-current",
-    );
+    let muted = (env::OPTIONS, "mute=cuCtxEnablePeerAccess.peer-is-current");
     let r = run_checked(&p.scratch, &p.cuda, "enable-self", &[muted]);
     assert_eq!(
         r.rule_ids(),
@@ -610,7 +605,7 @@ fn duplicate_limit_stops_printing_and_says_which_report_was_the_last() {
         &p.scratch,
         &p.cuda,
         "enable-flags-repeated",
-        &[("SHARECHECK_OPTIONS", "duplicate_limit=2")],
+        &[(env::OPTIONS, "duplicate_limit=2")],
     );
     let stderr = r.stderr();
     assert_eq!(
@@ -627,7 +622,7 @@ fn duplicate_limit_stops_printing_and_says_which_report_was_the_last() {
         &p.scratch,
         &p.cuda,
         "enable-flags-repeated",
-        &[("SHARECHECK_OPTIONS", "duplicate_limit=0")],
+        &[(env::OPTIONS, "duplicate_limit=0")],
     );
     assert_eq!(r.stderr().matches(&format!("error[{id}]")).count(), 5);
     assert!(!r.stderr().contains("last report"));
@@ -641,7 +636,7 @@ fn halt_on_error_aborts_after_the_first_error_is_recorded() {
         &p.scratch,
         &p.cuda,
         "enable-flags",
-        &[("SHARECHECK_OPTIONS", "halt_on_error=1")],
+        &[(env::OPTIONS, "halt_on_error=1")],
     );
     assert_eq!(r.out.status.signal(), Some(libc::SIGABRT), "{}", r.stderr());
     assert!(!String::from_utf8_lossy(&r.out.stdout).contains("AFTER"));
@@ -652,7 +647,7 @@ fn halt_on_error_aborts_after_the_first_error_is_recorded() {
         &p.scratch,
         &p.cuda,
         "can-access-same-device",
-        &[("SHARECHECK_OPTIONS", "halt_on_error=1")],
+        &[(env::OPTIONS, "halt_on_error=1")],
     );
     assert_eq!(r.count("cuDeviceCanAccessPeer.same-device"), 1);
 }
@@ -666,11 +661,8 @@ fn bad_options_are_named_and_the_defaults_apply() {
         &p.cuda,
         "enable-flags",
         &[
-            (
-                "SHARECHECK_OPTIONS",
-                "mode=loud:colour=red:duplicate_limit=x",
-            ),
-            ("SHARECHECK_SIM_CALL_LOG", log.to_str().unwrap()),
+            (env::OPTIONS, "mode=loud:colour=red:duplicate_limit=x"),
+            (env::SIM_CALL_LOG, log.to_str().unwrap()),
         ],
     );
     let stderr = r.stderr();

@@ -2,6 +2,7 @@
 
 mod common;
 use common::*;
+use sharecheck_core::schema::env;
 use std::os::unix::fs::PermissionsExt;
 
 #[test]
@@ -83,7 +84,7 @@ fn trace_files_are_private_and_never_overwritten_or_followed() {
     let fixed = s.traces().join("fixed.jsonl");
     // An existing file of that name is kept as it was; the trace goes to NAME.<pid>.
     std::fs::write(&fixed, "precious\n").unwrap();
-    run_ok(s.under_shim(&exe).env("SHARECHECK_TRACE", &fixed));
+    run_ok(s.under_shim(&exe).env(env::TRACE, &fixed));
     assert_eq!(std::fs::read_to_string(&fixed).unwrap(), "precious\n");
     let written: Vec<_> = std::fs::read_dir(s.traces())
         .unwrap()
@@ -104,11 +105,7 @@ fn trace_files_are_private_and_never_overwritten_or_followed() {
     std::fs::write(&victim, "victim\n").unwrap();
     let link = s.path("link.jsonl");
     std::os::unix::fs::symlink(&victim, &link).unwrap();
-    let out = s
-        .under_shim(&exe)
-        .env("SHARECHECK_TRACE", &link)
-        .output()
-        .unwrap();
+    let out = s.under_shim(&exe).env(env::TRACE, &link).output().unwrap();
     assert!(out.status.success());
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "victim\n");
 }
@@ -200,7 +197,7 @@ fn ipc_handles_are_fingerprinted_alike_across_processes_and_never_written_raw() 
     run_ok(
         s2.under_shim(&exe2)
             .current_dir(&s2.dir)
-            .env("SHARECHECK_JOB_KEY", "ffeeddccbbaa99887766554433221100"),
+            .env(env::JOB_KEY, "ffeeddccbbaa99887766554433221100"),
     );
     let other = s2.records();
     let get2 = calls(&other)

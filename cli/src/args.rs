@@ -5,20 +5,145 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
+use std::sync::LazyLock;
 
-use sharecheck_core::options::Mode;
-use sharecheck_core::rules;
+use sharecheck_core::options::{self, FlagError, Flags, OptionInfo};
+use sharecheck_core::schema::{self, env, libraries};
 
 /// Exit status of a usage error (bad flags, missing program): the convention of most Unix tools.
 pub const EXIT_USAGE: i32 = 2;
 
-pub const TOP_USAGE: &str = "\
+/// Help lines are wrapped to this width.
+const WIDTH: usize = 96;
+/// Where an option's description starts in `OPTIONS:` lists.
+const HELP_COLUMN: usize = 24;
+/// Usage synopses are wrapped to this width.
+const SYNOPSIS_WIDTH: usize = 90;
+/// Where a variable's description starts in `ENVIRONMENT:` lists.
+const ENV_COLUMN: usize = 28;
+
+/// Packs `words` into lines of at most `width` columns (a longer word stands alone): the first
+/// line is `first`, which starts at column `first_col`, then words; the others start with
+/// `indent` spaces.
+fn wrap<'a>(
+    first: &str,
+    first_col: usize,
+    indent: usize,
+    width: usize,
+    words: impl IntoIterator<Item = &'a str>,
+) -> String {
+    let mut out = String::from(first);
+    let mut col = first_col + first.chars().count();
+    let mut at_start = first.is_empty();
+    for word in words {
+        let len = word.chars().count();
+        if !at_start && col + 1 + len > width {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            col = indent;
+            at_start = true;
+        }
+        if !at_start {
+            out.push(' ');
+            col += 1;
+        }
+        out.push_str(word);
+        col += len;
+        at_start = false;
+    }
+    out
+}
+
+/// One entry of an `OPTIONS:` list: `    --flag VALUE        help...`, the help starting at
+/// `column` (on the next line when the name reaches it) and wrapped.
+fn entry(name: &str, column: usize, help: &str) -> String {
+    let mut out = format!("    {name}");
+    if out.len() + 1 > column {
+        out.push('\n');
+        out.push_str(&" ".repeat(column));
+    } else {
+        out.push_str(&" ".repeat(column - out.len()));
+    }
+    let mut words = help.split_whitespace();
+    let first = words.next().unwrap_or("");
+    out + &wrap(first, column, column, WIDTH, words) + "\n"
+}
+
+/// An entry of the `OPTIONS:` list of a command.
+fn option_entry(flag: &str, help: &str) -> String {
+    entry(flag, HELP_COLUMN, help)
+}
+
+/// `sharecheck run [--sim] ... -- PROG [ARGS...]`: the synopsis of `sharecheck run`, with every
+/// flag of the options table. Continuation lines start with `indent` spaces, under the first
+/// `[`; the first line starts at column `indent - 15`.
+fn run_synopsis(indent: usize) -> String {
+    let items: Vec<String> = [
+        "[--sim]",
+        "[--trace PATTERN]",
+        "[--options OPTS]",
+        "[--quiet]",
+    ]
+    .into_iter()
+    .map(String::from)
+    .chain(options::TABLE.iter().map(|o| format!("[{}]", o.flag)))
+    .chain(["-- PROG [ARGS...]".to_string()])
+    .collect();
+    wrap(
+        "sharecheck run",
+        indent - "sharecheck run ".len(),
+        indent,
+        SYNOPSIS_WIDTH,
+        items.iter().map(String::as_str),
+    )
+}
+
+/// One entry per table row: the help text, whether the flag adds up, and the default of a key
+/// that takes a value.
+fn option_flag_entries() -> String {
+    options::TABLE
+        .iter()
+        .map(|o: &OptionInfo| {
+            let default = match ((o.default_text)(), o.switch) {
+                (Some(d), None) => format!(" Default: {d}."),
+                _ => String::new(),
+            };
+            let repeat = if o.adds_up { " Repeatable." } else { "" };
+            option_entry(o.flag, &format!("{}{repeat}{default}", o.help))
+        })
+        .collect()
+}
+
+/// The paragraph after the `OPTIONS:` list of `sharecheck run`: how the flags become pairs.
+fn option_flags_paragraph() -> String {
+    let t = options::TABLE;
+    let (first, last) = (t[0].flag_name(), t[t.len() - 1].flag_name());
+    let adds_up: Vec<&str> = t.iter().filter(|o| o.adds_up).map(|o| o.key).collect();
+    let adds_up = match adds_up.as_slice() {
+        [] => String::new(),
+        keys => format!(", and {} lists add up", keys.join(" and ")),
+    };
+    let text = format!(
+        "The flags from {first} to {last} set the {opts} keys of the same name ({keys}). PROG \
+         gets ${opts}, then --options, then these flags, joined with `:`; a later pair wins \
+         over an earlier one{adds_up}. sharecheck checks the result before PROG starts and \
+         prints each problem: a bad pair keeps that key's default and PROG still runs. A \
+         malformed flag value is a usage error. In strict mode a call the documentation says \
+         must fail returns its documented code (`sharecheck rules`: Strict code) without \
+         reaching the driver.",
+        opts = env::OPTIONS,
+        keys = options::KEYS.join(", "),
+    );
+    wrap("", 0, 0, WIDTH, text.split_whitespace()) + "\n"
+}
+
+static TOP_USAGE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "\
 sharecheck: validate CUDA/HIP peer access, IPC, stream attach and logical endpoint calls
 
 USAGE:
-    sharecheck run [--sim] [--trace PATTERN] [--options OPTS] [--quiet]
-                   [--mode report|strict] [--halt-on-error] [--error-exitcode N]
-                   [--mute ID[,ID...]] [--duplicate-limit N] -- PROG [ARGS...]
+    {run}
     sharecheck report [--format text|json] [--fail-on error|warning|info] [TRACE...]
     sharecheck rules [--format text|json]
     sharecheck help [COMMAND]
@@ -33,9 +158,14 @@ COMMANDS:
 
 Run `sharecheck help run`, `sharecheck help report` or `sharecheck help rules` for the options
 of each command.
-";
+",
+        run = run_synopsis(19)
+    )
+});
 
-pub const RUN_USAGE: &str = "\
+static RUN_USAGE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "\
 sharecheck run: run a program under the sharecheck shim
 
 USAGE:
@@ -45,41 +175,69 @@ PROG is searched in PATH as a shell would. It and every process it starts inheri
 through LD_PRELOAD; each process writes its own JSON Lines trace.
 
 OPTIONS:
-    --sim               Use the simulated CUDA driver / HIP runtime instead of the real ones
-                        (no GPU needed). Found next to the shim, or at $SHARECHECK_SIM_LIBRARY.
-    --trace PATTERN     Where each process writes its trace (sets SHARECHECK_TRACE). The shim
-                        expands %p (pid), %h (host), %q{VAR} (environment variable), %%.
-                        Default: $SHARECHECK_TRACE if set, else ./sharecheck-trace/%p.jsonl
-    --options OPTS      key=value:key=value options of the shim (SHARECHECK_OPTIONS; below).
-    --mode MODE         report (default) or strict (a call documented to fail is not forwarded).
-    --halt-on-error     Abort a process of PROG at its first error finding.
-    --error-exitcode N  Exit N if PROG exits 0 but this run's traces hold an error (0 = off).
-    --mute ID[,ID...]   Drop the findings of these rules (IDs: `sharecheck rules`); repeatable.
-    --duplicate-limit N Print at most N findings per rule on stderr (0 = no limit).
-    -q, --quiet         Do not print the summary line after PROG exits.
+{sim}{trace}{options}{flags}    -q, --quiet         Do not print the summary line after PROG exits.
     -h, --help          Print this help.
 
-The five flags after --options set the SHARECHECK_OPTIONS keys mode, halt_on_error,
-error_exitcode, mute and duplicate_limit. PROG gets $SHARECHECK_OPTIONS, then --options, then
-these flags, joined with `:`; a later pair wins over an earlier one, and mute lists add up.
-sharecheck checks the result before PROG starts and prints each problem: a bad pair keeps that
-key's default and PROG still runs. A malformed flag value is a usage error. In strict mode a call
-the documentation says must fail returns its documented code (`sharecheck rules`: Strict code)
-without reaching the driver.
-
+{paragraph}
 ENVIRONMENT:
-    SHARECHECK_SHIM         Path of libsharecheck.so (default: next to this executable, or
-                            ../lib/libsharecheck.so relative to it).
-    SHARECHECK_SIM_LIBRARY  Path of libsharecheck_sim.so for --sim.
-    SHARECHECK_JOB_KEY      Key of the IPC handle fingerprints; generated when unset so every
-                            process of the job uses the same one.
-
+{env_shim}{env_sim}{env_job_key}
 EXIT STATUS:
     PROG's exit status; 128+N if PROG was killed by signal N; 126/127 if PROG could not be
     started (not executable / not found); 2 on a usage error or if the shim cannot be found.
     With error_exitcode=N (--error-exitcode N): N if PROG exited 0 and a trace file this run
     created or changed holds a finding of severity error.
-";
+",
+        sim = option_entry(
+            "--sim",
+            &format!(
+                "Use the simulated CUDA driver / HIP runtime instead of the real ones (no GPU \
+                 needed). Found next to the shim, or at ${}.",
+                env::SIM_LIBRARY
+            )
+        ),
+        trace = option_entry(
+            "--trace PATTERN",
+            &format!(
+                "Where each process writes its trace (sets {}). The shim expands %p (pid), %h \
+                 (host), %q{{VAR}} (environment variable), %%. Default: ${} if set, else \
+                 ./{}/{}",
+                env::TRACE,
+                env::TRACE,
+                schema::DEFAULT_TRACE_DIR,
+                schema::DEFAULT_TRACE_FILE
+            )
+        ),
+        options = option_entry(
+            "--options OPTS",
+            &format!(
+                "key=value:key=value options of the shim ({}; below).",
+                env::OPTIONS
+            )
+        ),
+        flags = option_flag_entries(),
+        paragraph = option_flags_paragraph(),
+        env_shim = entry(
+            env::SHIM,
+            ENV_COLUMN,
+            &format!(
+                "Path of {shim} (default: next to this executable, or ../lib/{shim} relative \
+                 to it).",
+                shim = libraries::SHIM
+            )
+        ),
+        env_sim = entry(
+            env::SIM_LIBRARY,
+            ENV_COLUMN,
+            &format!("Path of {} for --sim.", libraries::SIM)
+        ),
+        env_job_key = entry(
+            env::JOB_KEY,
+            ENV_COLUMN,
+            "Key of the IPC handle fingerprints; generated when unset so every process of the \
+             job uses the same one."
+        ),
+    )
+});
 
 pub const RULES_USAGE: &str = "\
 sharecheck rules: print the catalogue of rules sharecheck checks
@@ -97,18 +255,20 @@ EXIT STATUS:
     0 success; 2 usage error.
 ";
 
-pub const REPORT_USAGE: &str = "\
+static REPORT_USAGE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "\
 sharecheck report: merge trace files and print the findings
 
 USAGE:
     sharecheck report [OPTIONS] [TRACE...]
 
-TRACE is a trace file or a directory (every *.jsonl in it, and *.jsonl.PID: where the shim
-writes when *.jsonl exists). Default: ./sharecheck-trace
+TRACE is a trace file or a directory (every *{suffix} in it, and *{suffix}.PID: where the shim
+writes when *{suffix} exists). Default: ./{dir}
 
 OPTIONS:
     --format text|json      text (default): findings grouped by rule, calls per function and a
-                            SUMMARY line. json: one object {\"calls\",\"processes\",\"findings\"}
+                            SUMMARY line. json: one object {{\"calls\",\"processes\",\"findings\"}}
                             with the findings of every process sorted by (pid, seq).
     --fail-on SEVERITY      Exit 1 if a finding of SEVERITY or worse exists
                             (error, warning or info). Useful in CI.
@@ -117,7 +277,26 @@ OPTIONS:
 EXIT STATUS:
     0 success; 1 findings at or above --fail-on; 2 usage error or unreadable input (a TRACE
     that cannot be opened, or no trace record at all).
-";
+",
+        suffix = schema::TRACE_SUFFIX,
+        dir = schema::DEFAULT_TRACE_DIR,
+    )
+});
+
+/// `sharecheck --help`.
+pub fn top_usage() -> &'static str {
+    &TOP_USAGE
+}
+
+/// `sharecheck help run`.
+pub fn run_usage() -> &'static str {
+    &RUN_USAGE
+}
+
+/// `sharecheck help report`.
+pub fn report_usage() -> &'static str {
+    &REPORT_USAGE
+}
 
 #[derive(Debug)]
 pub struct UsageError {
@@ -141,10 +320,13 @@ fn usage_err(message: impl Into<String>, usage: &'static str) -> UsageError {
 }
 
 // Continuation lines line up under the first `[` after the `usage: ` prefix main.rs prints.
-pub const RUN_SHORT: &str = "\
-sharecheck run [--sim] [--trace PATTERN] [--options OPTS] [--quiet]
-                      [--mode report|strict] [--halt-on-error] [--error-exitcode N]
-                      [--mute ID[,ID...]] [--duplicate-limit N] -- PROG [ARGS...]";
+static RUN_SHORT: LazyLock<String> = LazyLock::new(|| run_synopsis(22));
+
+/// The usage line of `sharecheck run`, printed after a usage error.
+pub fn run_short() -> &'static str {
+    &RUN_SHORT
+}
+
 pub const REPORT_SHORT: &str =
     "sharecheck report [--format text|json] [--fail-on error|warning|info] [TRACE...]";
 pub const RULES_SHORT: &str = "sharecheck rules [--format text|json]";
@@ -165,52 +347,13 @@ pub struct RunArgs {
     pub sim: bool,
     pub trace: Option<OsString>,
     pub options: Option<OsString>,
-    /// The flags that stand for `SHARECHECK_OPTIONS` keys; see [`ShimFlags::pairs`].
-    pub shim: ShimFlags,
+    /// The flags that stand for `SHARECHECK_OPTIONS` keys (one per row of the options table),
+    /// validated here so that a typo on the command line stops the run instead of being ignored
+    /// by the shim; see [`Flags::pairs`].
+    pub shim: Flags,
     pub quiet: bool,
     pub prog: OsString,
     pub prog_args: Vec<OsString>,
-}
-
-/// `--mode`, `--halt-on-error`, `--error-exitcode`, `--mute`, `--duplicate-limit`, validated
-/// here so that a typo on the command line stops the run instead of being ignored by the shim.
-#[derive(Debug, PartialEq, Eq, Default, Clone)]
-pub struct ShimFlags {
-    pub mode: Option<Mode>,
-    pub halt_on_error: bool,
-    pub error_exitcode: Option<u8>,
-    /// Every `--mute` ID, in command-line order.
-    pub mute: Vec<&'static str>,
-    pub duplicate_limit: Option<u32>,
-}
-
-impl ShimFlags {
-    /// The flags as `SHARECHECK_OPTIONS` pairs, in the order of `options::KEYS`.
-    pub fn pairs(&self) -> Vec<String> {
-        let mut pairs = Vec::new();
-        if let Some(mode) = self.mode {
-            pairs.push(format!(
-                "mode={}",
-                match mode {
-                    Mode::Report => "report",
-                    Mode::Strict => "strict",
-                }
-            ));
-        }
-        if self.halt_on_error {
-            pairs.push("halt_on_error=1".into());
-        }
-        if let Some(n) = self.error_exitcode {
-            pairs.push(format!("error_exitcode={n}"));
-        }
-        if !self.mute.is_empty() {
-            pairs.push(format!("mute={}", self.mute.join(",")));
-        }
-        if let Some(n) = self.duplicate_limit {
-            pairs.push(format!("duplicate_limit={n}"));
-        }
-        pairs
-    }
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -322,12 +465,12 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, UsageE
         "report" => parse_report(args),
         "rules" => parse_rules(args),
         "help" | "--help" | "-h" => match args.next() {
-            None => Ok(Command::Help(TOP_USAGE)),
+            None => Ok(Command::Help(top_usage())),
             Some(cmd) => match cmd.to_string_lossy().as_ref() {
-                "run" => Ok(Command::Help(RUN_USAGE)),
-                "report" => Ok(Command::Help(REPORT_USAGE)),
+                "run" => Ok(Command::Help(run_usage())),
+                "report" => Ok(Command::Help(report_usage())),
                 "rules" => Ok(Command::Help(RULES_USAGE)),
-                "help" => Ok(Command::Help(TOP_USAGE)),
+                "help" => Ok(Command::Help(top_usage())),
                 other => Err(usage_err(
                     format!("no help for unknown command `{other}` (commands: run, report, rules)"),
                     TOP_SHORT,
@@ -347,7 +490,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, UsageE
 }
 
 fn parse_run(args: impl Iterator<Item = OsString>) -> Result<Command, UsageError> {
-    let usage = RUN_SHORT;
+    let usage = run_short();
     let mut args = args.peekable();
     let mut run = RunArgs::default();
     let mut saw_dashdash = false;
@@ -357,6 +500,21 @@ fn parse_run(args: impl Iterator<Item = OsString>) -> Result<Command, UsageError
             break;
         }
         let (name, inline) = split_eq(&arg);
+        if let Some(option) = options::by_flag(&name) {
+            let value = match option.switch {
+                Some(on) => {
+                    no_value(&name, &inline, usage)?;
+                    on.to_string()
+                }
+                None => take_value(&name, inline, &mut args, option.expected, usage)?
+                    .to_string_lossy()
+                    .into_owned(),
+            };
+            run.shim
+                .set(option.key, &value)
+                .map_err(|e| usage_err(flag_error(&name, &value, e), usage))?;
+            continue;
+        }
         match name.as_str() {
             "--sim" => {
                 no_value(&name, &inline, usage)?;
@@ -384,79 +542,17 @@ fn parse_run(args: impl Iterator<Item = OsString>) -> Result<Command, UsageError
                     usage,
                 )?)
             }
-            "--mode" => {
-                let v = take_value(&name, inline, &mut args, "report or strict", usage)?;
-                run.shim.mode = Some(match v.to_string_lossy().as_ref() {
-                    "report" => Mode::Report,
-                    "strict" => Mode::Strict,
-                    other => {
-                        return Err(usage_err(
-                            format!("unknown mode `{other}` for `--mode` (use report or strict)"),
-                            usage,
-                        ))
-                    }
-                });
-            }
-            "--halt-on-error" => {
-                no_value(&name, &inline, usage)?;
-                run.shim.halt_on_error = true;
-            }
-            "--error-exitcode" => {
-                let what = "an exit status from 1 to 255, or 0 for off";
-                let v = take_value(&name, inline, &mut args, what, usage)?;
-                let v = v.to_string_lossy();
-                run.shim.error_exitcode = Some(v.parse::<u8>().map_err(|_| {
-                    usage_err(format!("`--error-exitcode` needs {what}, not `{v}`"), usage)
-                })?);
-            }
-            "--mute" => {
-                let v = take_value(
-                    &name,
-                    inline,
-                    &mut args,
-                    "rule IDs separated by commas",
-                    usage,
-                )?;
-                let before = run.shim.mute.len();
-                for id in v
-                    .to_string_lossy()
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                {
-                    let rule = rules::by_id(id).ok_or_else(|| {
-                        usage_err(
-                            format!(
-                                "`{id}` given to `--mute` is not a rule ID \
-                                 (list them with `sharecheck rules`)"
-                            ),
-                            usage,
-                        )
-                    })?;
-                    run.shim.mute.push(rule.id);
-                }
-                if run.shim.mute.len() == before {
-                    return Err(usage_err("`--mute` needs at least one rule ID", usage));
-                }
-            }
-            "--duplicate-limit" => {
-                let what = "a count of reports per rule, 0 for no limit";
-                let v = take_value(&name, inline, &mut args, what, usage)?;
-                let v = v.to_string_lossy();
-                run.shim.duplicate_limit = Some(v.parse::<u32>().map_err(|_| {
-                    usage_err(
-                        format!("`--duplicate-limit` needs {what}, not `{v}`"),
-                        usage,
-                    )
-                })?);
-            }
-            "--help" | "-h" => return Ok(Command::Help(RUN_USAGE)),
+            "--help" | "-h" => return Ok(Command::Help(run_usage())),
             _ if name.starts_with('-') => {
                 return Err(usage_err(
                     format!(
                         "unknown option `{name}` for `run` (options: --sim, --trace, --options, \
-                         --mode, --halt-on-error, --error-exitcode, --mute, --duplicate-limit, \
-                         --quiet)"
+                         {}, --quiet)",
+                        options::TABLE
+                            .iter()
+                            .map(OptionInfo::flag_name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                     usage,
                 ))
@@ -488,6 +584,15 @@ fn parse_run(args: impl Iterator<Item = OsString>) -> Result<Command, UsageError
     Ok(Command::Run(run))
 }
 
+/// The usage error for a value [`Flags::set`] refused.
+fn flag_error(flag: &str, value: &str, error: FlagError) -> String {
+    match error {
+        FlagError::Invalid { expected } => format!("`{flag}` needs {expected}, not `{value}`"),
+        FlagError::Rejected(r) => format!("`{}` given to `{flag}` {}", r.item, r.why),
+        FlagError::UnknownKey => format!("`{flag}` names no option key"),
+    }
+}
+
 fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageError> {
     let usage = REPORT_SHORT;
     let mut args = args.peekable();
@@ -514,7 +619,7 @@ fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageEr
                     )
                 })?);
             }
-            "--help" | "-h" => return Ok(Command::Help(REPORT_USAGE)),
+            "--help" | "-h" => return Ok(Command::Help(report_usage())),
             _ if name.starts_with('-') && name != "-" => {
                 return Err(usage_err(
                     format!(
@@ -562,6 +667,7 @@ fn parse_rules(mut args: impl Iterator<Item = OsString>) -> Result<Command, Usag
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sharecheck_core::options::Mode;
 
     fn p(args: &[&str]) -> Result<Command, UsageError> {
         parse(args.iter().map(OsString::from))
@@ -672,11 +778,11 @@ mod tests {
         };
         assert_eq!(
             r.shim,
-            ShimFlags {
+            Flags {
                 mode: Some(Mode::Report),
-                halt_on_error: true,
-                error_exitcode: Some(9),
-                mute: vec!["peer-access.unidirectional", "divergence.unlisted"],
+                halt_on_error: Some(true),
+                error_exitcode: Some(Some(9)),
+                mute: Some(vec!["peer-access.unidirectional", "divergence.unlisted"]),
                 duplicate_limit: Some(0),
             }
         );
@@ -690,11 +796,11 @@ mod tests {
                 "duplicate_limit=0",
             ]
         );
-        assert!(ShimFlags::default().pairs().is_empty());
+        assert!(Flags::default().pairs().is_empty());
         for (args, why) in [
             (
                 &["run", "--mode", "loud", "--", "x"][..],
-                "unknown mode `loud`",
+                "`--mode` needs `report` or `strict`, not `loud`",
             ),
             (&["run", "--error-exitcode", "abc", "--", "x"], "not `abc`"),
             (&["run", "--error-exitcode", "-1", "--", "x"], "not `-1`"),
@@ -705,10 +811,14 @@ mod tests {
             ),
             (&["run", "--mute", " , ", "--", "x"], "at least one rule ID"),
             (&["run", "--halt-on-error=yes", "--", "x"], "takes no value"),
+            (
+                &["run", "--mode"],
+                "`--mode` needs a value (`report` or `strict`)",
+            ),
         ] {
             let err = p(args).unwrap_err();
             assert!(err.message.contains(why), "{args:?}: {}", err.message);
-            assert_eq!(err.usage, RUN_SHORT);
+            assert_eq!(err.usage, run_short());
         }
     }
 
@@ -739,9 +849,9 @@ mod tests {
 
     #[test]
     fn help_and_version() {
-        assert_eq!(p(&["--help"]).unwrap(), Command::Help(TOP_USAGE));
-        assert_eq!(p(&["help", "run"]).unwrap(), Command::Help(RUN_USAGE));
-        assert_eq!(p(&["report", "-h"]).unwrap(), Command::Help(REPORT_USAGE));
+        assert_eq!(p(&["--help"]).unwrap(), Command::Help(top_usage()));
+        assert_eq!(p(&["help", "run"]).unwrap(), Command::Help(run_usage()));
+        assert_eq!(p(&["report", "-h"]).unwrap(), Command::Help(report_usage()));
         assert_eq!(p(&["--version"]).unwrap(), Command::Version);
     }
 }

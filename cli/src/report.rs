@@ -184,12 +184,12 @@ pub fn summarize(files: &[PathBuf], diagnostics: &mut Vec<Diagnostic>) -> Summar
 pub fn run(args: ReportArgs) -> i32 {
     let mut traces = args.traces;
     if traces.is_empty() {
-        let default = PathBuf::from(crate::run::DEFAULT_TRACE_DIR);
+        let default = PathBuf::from(sharecheck_core::schema::DEFAULT_TRACE_DIR);
         if !default.is_dir() {
             eprintln!(
                 "sharecheck: no TRACE given and ./{} does not exist; \
                  name the trace files or directories to read (sharecheck report TRACE...)",
-                crate::run::DEFAULT_TRACE_DIR
+                sharecheck_core::schema::DEFAULT_TRACE_DIR
             );
             return EXIT_USAGE;
         }

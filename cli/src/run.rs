@@ -22,30 +22,13 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::SystemTime;
 
 use sharecheck_core::options::Options;
-use sharecheck_core::schema::env;
+use sharecheck_core::pattern::{self, Token};
+use sharecheck_core::schema::{self, env, libraries};
 
 use crate::args::{RunArgs, Severity, EXIT_USAGE};
 use crate::report::{self, Summary};
 use crate::trace::{self, io_reason, Diagnostic};
 
-/// Path of the shim to preload, overriding the search next to the executable.
-pub const SHIM_ENV: &str = "SHARECHECK_SHIM";
-/// Path of the simulated driver for `--sim`, overriding the search next to the shim.
-pub const SIM_LIBRARY_ENV: &str = "SHARECHECK_SIM_LIBRARY";
-pub const SHIM_FILE: &str = "libsharecheck.so";
-pub const SIM_FILE: &str = "libsharecheck_sim.so";
-/// The default trace directory, relative to the current directory.
-pub const DEFAULT_TRACE_DIR: &str = "sharecheck-trace";
-const DEFAULT_TRACE_FILE: &str = "%p.jsonl";
-/// Names under which the simulated driver is offered to the dynamic loader.
-const SIM_LINKS: [&str; 6] = [
-    "libcuda.so.1",
-    "libcuda.so",
-    "libamdhip64.so",
-    "libamdhip64.so.5",
-    "libamdhip64.so.6",
-    "libamdhip64.so.7",
-];
 /// Exit statuses when PROG cannot be started, as in POSIX shells.
 const EXIT_NOT_EXECUTABLE: i32 = 126;
 const EXIT_NOT_FOUND: i32 = 127;
@@ -117,8 +100,14 @@ fn prepare(args: &RunArgs) -> Result<Plan, String> {
             "LD_LIBRARY_PATH",
             prepend_path_list(&libdir, var("LD_LIBRARY_PATH")),
         );
-        set(env::CUDA_LIBRARY, dir.path.join("libcuda.so.1").into());
-        set(env::HIP_LIBRARY, dir.path.join("libamdhip64.so").into());
+        set(
+            env::CUDA_LIBRARY,
+            dir.path.join(libraries::CUDA.soname()).into(),
+        );
+        set(
+            env::HIP_LIBRARY,
+            dir.path.join(libraries::HIP.soname()).into(),
+        );
         if var(env::SIM_STATE_DIR).is_none() {
             let state = dir.path.join("state");
             DirBuilder::new()
@@ -138,14 +127,15 @@ fn prepare(args: &RunArgs) -> Result<Plan, String> {
     })?;
     let watch = if let Some(pattern) = &args.trace {
         let pattern = absolute_pattern(pattern, &cwd);
+        let watch = TraceWatch::pattern(&pattern, "--trace")?;
         create_pattern_parent(&pattern)?;
-        set(env::TRACE, pattern.clone());
-        TraceWatch::Pattern(pattern)
+        set(env::TRACE, pattern);
+        watch
     } else if let Some(pattern) = var(env::TRACE) {
         // Left as the user set it; relative patterns are relative to where PROG writes.
-        TraceWatch::Pattern(absolute_pattern(&pattern, &cwd))
+        TraceWatch::pattern(&absolute_pattern(&pattern, &cwd), env::TRACE)?
     } else {
-        let dir = cwd.join(DEFAULT_TRACE_DIR);
+        let dir = cwd.join(schema::DEFAULT_TRACE_DIR);
         DirBuilder::new().recursive(true).mode(0o700).create(&dir).map_err(|e| {
             format!(
                 "cannot create the trace directory {}: {}; run from a writable directory or pass --trace",
@@ -155,7 +145,7 @@ fn prepare(args: &RunArgs) -> Result<Plan, String> {
         })?;
         let mut pattern = escape_pattern(dir.as_os_str());
         pattern.push("/");
-        pattern.push(DEFAULT_TRACE_FILE);
+        pattern.push(schema::DEFAULT_TRACE_FILE);
         set(env::TRACE, pattern);
         TraceWatch::Dir(dir)
     };
@@ -210,11 +200,12 @@ pub fn merge_options(
 /// `SHARECHECK_SHIM`, else `libsharecheck.so` next to this executable, else
 /// `../lib/libsharecheck.so` relative to it.
 fn find_shim() -> Result<PathBuf, String> {
-    let shim = if let Some(path) = var(SHIM_ENV) {
+    let (shim_env, shim_file) = (env::SHIM, libraries::SHIM);
+    let shim = if let Some(path) = var(shim_env) {
         let path = PathBuf::from(path);
         if !path.is_file() {
             return Err(format!(
-                "{SHIM_ENV} is set to {}, which is not a file; point it at {SHIM_FILE} or unset it",
+                "{shim_env} is set to {}, which is not a file; point it at {shim_file} or unset it",
                 path.display()
             ));
         }
@@ -222,22 +213,22 @@ fn find_shim() -> Result<PathBuf, String> {
     } else {
         let exe = std::env::current_exe().map_err(|e| {
             format!(
-                "cannot find {SHIM_FILE}: the path of this executable is unknown ({}); \
-                 set {SHIM_ENV} to the shim's path",
+                "cannot find {shim_file}: the path of this executable is unknown ({}); \
+                 set {shim_env} to the shim's path",
                 io_reason(&e)
             )
         })?;
         let dir = exe.parent().unwrap_or(Path::new("/"));
         let candidates = [
-            dir.join(SHIM_FILE),
-            dir.join("..").join("lib").join(SHIM_FILE),
+            dir.join(shim_file),
+            dir.join("..").join("lib").join(shim_file),
         ];
         match candidates.iter().find(|p| p.is_file()) {
             Some(found) => found.clone(),
             None => {
                 return Err(format!(
-                    "cannot find {SHIM_FILE}: looked for {} and {}; build it (cargo build) or set \
-                     {SHIM_ENV} to its path",
+                    "cannot find {shim_file}: looked for {} and {}; build it (cargo build) or set \
+                     {shim_env} to its path",
                     candidates[0].display(),
                     candidates[1].display()
                 ))
@@ -252,7 +243,7 @@ fn find_shim() -> Result<PathBuf, String> {
     {
         return Err(format!(
             "the shim path {} contains a space or ':', which LD_PRELOAD cannot express; \
-             move the shim or set {SHIM_ENV} to a path without them",
+             move the shim or set {shim_env} to a path without them",
             shim.display()
         ));
     }
@@ -261,23 +252,24 @@ fn find_shim() -> Result<PathBuf, String> {
 
 /// `SHARECHECK_SIM_LIBRARY`, else `libsharecheck_sim.so` next to the shim.
 fn find_sim_library(shim: &Path) -> Result<PathBuf, String> {
-    if let Some(path) = var(SIM_LIBRARY_ENV) {
+    let (sim_env, sim_file) = (env::SIM_LIBRARY, libraries::SIM);
+    if let Some(path) = var(sim_env) {
         let path = PathBuf::from(path);
         if !path.is_file() {
             return Err(format!(
-                "{SIM_LIBRARY_ENV} is set to {}, which is not a file; point it at {SIM_FILE} or unset it",
+                "{sim_env} is set to {}, which is not a file; point it at {sim_file} or unset it",
                 path.display()
             ));
         }
         return absolute(&path);
     }
-    let path = shim.parent().unwrap_or(Path::new("/")).join(SIM_FILE);
+    let path = shim.parent().unwrap_or(Path::new("/")).join(sim_file);
     if path.is_file() {
         Ok(path)
     } else {
         Err(format!(
             "--sim needs the simulated driver, but {} does not exist; build it \
-             (cargo build -p sharecheck-sim) or set {SIM_LIBRARY_ENV} to its path",
+             (cargo build -p sharecheck-sim) or set {sim_env} to its path",
             path.display()
         ))
     }
@@ -331,8 +323,9 @@ impl Drop for TempDir {
     }
 }
 
-/// Creates a private (0700) directory under $TMPDIR or /tmp whose `libcuda.so.1`,
-/// `libamdhip64.so`, ... are symbolic links to the simulated driver.
+/// Creates a private (0700) directory under $TMPDIR or /tmp whose driver sonames
+/// (`libcuda.so.1`, `libamdhip64.so`, ...: [`libraries::driver_sonames`]) are symbolic links
+/// to the simulated driver.
 fn make_sim_dir(sim_lib: &Path) -> Result<TempDir, String> {
     let base = var("TMPDIR")
         .map(PathBuf::from)
@@ -369,7 +362,7 @@ fn make_sim_dir(sim_lib: &Path) -> Result<TempDir, String> {
             dir.path.display()
         ));
     }
-    for name in SIM_LINKS {
+    for name in libraries::driver_sonames() {
         let link = dir.path.join(name);
         std::os::unix::fs::symlink(sim_lib, &link).map_err(|e| {
             format!(
@@ -384,14 +377,7 @@ fn make_sim_dir(sim_lib: &Path) -> Result<TempDir, String> {
 
 /// Escapes `%` so that the shim's pattern expansion leaves a literal path alone.
 fn escape_pattern(path: &OsStr) -> OsString {
-    let mut out = Vec::new();
-    for &b in path.as_bytes() {
-        if b == b'%' {
-            out.push(b'%');
-        }
-        out.push(b);
-    }
-    OsString::from_vec(out)
+    OsString::from_vec(pattern::escape(path.as_bytes()))
 }
 
 /// Makes a relative trace pattern absolute, so that a child that changes directory still writes
@@ -406,24 +392,23 @@ fn absolute_pattern(pattern: &OsStr, cwd: &Path) -> OsString {
     out
 }
 
-/// Creates the directory of a trace pattern when it is a plain path (no `%` key in it).
+/// Creates the directory of a trace pattern when it is a plain path (no key but `%%` in it).
 fn create_pattern_parent(pattern: &OsStr) -> Result<(), String> {
-    let bytes = pattern.as_bytes();
-    let Some(slash) = bytes.iter().rposition(|&b| b == b'/') else {
+    let Ok(tokens) = pattern::tokenize(pattern.as_bytes()) else {
+        return Ok(()); // checked by TraceWatch::pattern
+    };
+    let Some(parent) = pattern::split_dir(&tokens).and_then(|(dir, _)| pattern::literal_text(&dir))
+    else {
         return Ok(());
     };
-    let parent = &bytes[..slash.max(1)];
-    if parent.contains(&b'%') {
-        return Ok(());
-    }
-    let parent = Path::new(OsStr::from_bytes(parent));
+    let parent = PathBuf::from(OsString::from_vec(parent));
     if parent.is_dir() {
         return Ok(());
     }
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
-        .create(parent)
+        .create(&parent)
         .map_err(|e| {
             format!(
                 "cannot create the trace directory {}: {}; pass a --trace pattern in a writable directory",
@@ -461,18 +446,36 @@ fn job_key() -> Result<String, String> {
 enum TraceWatch {
     /// The default: every `*.jsonl` in this directory.
     Dir(PathBuf),
-    /// A user pattern (absolute); see [`glob_pattern`].
-    Pattern(OsString),
+    /// A user pattern (absolute), and the glob it stands for ([`glob_pattern`]).
+    Pattern {
+        pattern: OsString,
+        glob: Vec<GlobTok>,
+    },
 }
 
 /// A file's identity at one moment, to tell whether the run wrote it.
 type Snapshot = HashMap<PathBuf, (SystemTime, u64, u64)>;
 
 impl TraceWatch {
+    /// Watches an (absolute) pattern; an error, naming `source`, when the shim could not expand
+    /// it.
+    fn pattern(pattern: &OsStr, source: &str) -> Result<TraceWatch, String> {
+        let tokens = pattern::tokenize(pattern.as_bytes()).map_err(|e| {
+            format!(
+                "{source} {}: {e}; no trace could be written",
+                Path::new(pattern).display()
+            )
+        })?;
+        Ok(TraceWatch::Pattern {
+            pattern: pattern.to_owned(),
+            glob: glob_pattern(&tokens),
+        })
+    }
+
     fn files(&self) -> Vec<PathBuf> {
         match self {
             TraceWatch::Dir(dir) => trace::jsonl_files_in(dir).unwrap_or_default(),
-            TraceWatch::Pattern(pattern) => glob(&glob_pattern(pattern)),
+            TraceWatch::Pattern { glob: g, .. } => glob(g),
         }
     }
 
@@ -502,24 +505,23 @@ impl TraceWatch {
     fn describe(&self) -> String {
         match self {
             TraceWatch::Dir(dir) => format!("{}/", dir.display()),
-            TraceWatch::Pattern(p) => Path::new(p).display().to_string(),
+            TraceWatch::Pattern { pattern, .. } => Path::new(pattern).display().to_string(),
         }
     }
 
     /// The glob searched, for "where we looked".
     fn searched(&self) -> String {
         match self {
-            TraceWatch::Dir(dir) => format!("{}/*.jsonl", dir.display()),
-            TraceWatch::Pattern(p) => {
-                let parts = glob_pattern(p);
-                let mut s = Vec::new();
-                for t in parts {
-                    match t {
-                        GlobTok::Lit(b) => s.push(b),
-                        GlobTok::Star => s.push(b'*'),
-                    }
-                }
-                String::from_utf8_lossy(&s).into_owned()
+            TraceWatch::Dir(dir) => format!("{}/*{}", dir.display(), schema::TRACE_SUFFIX),
+            TraceWatch::Pattern { glob, .. } => {
+                let text: Vec<u8> = glob
+                    .iter()
+                    .map(|t| match t {
+                        GlobTok::Lit(b) => *b,
+                        GlobTok::Star => b'*',
+                    })
+                    .collect();
+                String::from_utf8_lossy(&text).into_owned()
             }
         }
     }
@@ -531,43 +533,20 @@ enum GlobTok {
     Star,
 }
 
-/// Turns a trace pattern into a glob: `%p`, `%h` and unknown keys become `*`, `%q{VAR}` becomes
-/// VAR's value (or `*` when unset), `%%` a literal `%`.
-fn glob_pattern(pattern: &OsStr) -> Vec<GlobTok> {
-    let b = pattern.as_bytes();
+/// Turns a trace pattern's tokens into a glob: `%p` and `%h` become `*`, `%q{VAR}` becomes
+/// VAR's value here (or `*` when unset), `%%` a literal `%`.
+fn glob_pattern(tokens: &[Token]) -> Vec<GlobTok> {
+    let lits = |bytes: &[u8]| bytes.iter().map(|&c| GlobTok::Lit(c)).collect::<Vec<_>>();
     let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] != b'%' || i + 1 == b.len() {
-            out.push(GlobTok::Lit(b[i]));
-            i += 1;
-            continue;
-        }
-        match b[i + 1] {
-            b'%' => {
-                out.push(GlobTok::Lit(b'%'));
-                i += 2;
-            }
-            b'q' if b.get(i + 2) == Some(&b'{') => {
-                match b[i + 3..].iter().position(|&c| c == b'}') {
-                    Some(len) => {
-                        let name = OsStr::from_bytes(&b[i + 3..i + 3 + len]);
-                        match std::env::var_os(name) {
-                            Some(v) => out.extend(v.as_bytes().iter().map(|&c| GlobTok::Lit(c))),
-                            None => out.push(GlobTok::Star),
-                        }
-                        i += 3 + len + 1;
-                    }
-                    None => {
-                        out.push(GlobTok::Star);
-                        i = b.len();
-                    }
-                }
-            }
-            _ => {
-                out.push(GlobTok::Star);
-                i += 2;
-            }
+    for token in tokens {
+        match token {
+            Token::Literal(bytes) => out.extend(lits(bytes)),
+            Token::Percent => out.push(GlobTok::Lit(b'%')),
+            Token::Pid | Token::Host => out.push(GlobTok::Star),
+            Token::Var(name) => match std::env::var_os(OsStr::from_bytes(name)) {
+                Some(v) => out.extend(lits(v.as_bytes())),
+                None => out.push(GlobTok::Star),
+            },
         }
     }
     // `**` matches what `*` does.
@@ -849,19 +828,63 @@ mod tests {
         );
     }
 
+    /// The glob of a pattern, as `sharecheck run` watches it.
+    fn glob_of(pattern: &str) -> Vec<GlobTok> {
+        match TraceWatch::pattern(OsStr::new(pattern), "test").unwrap() {
+            TraceWatch::Pattern { glob, .. } => glob,
+            TraceWatch::Dir(_) => unreachable!(),
+        }
+    }
+
     #[test]
     fn patterns_become_globs() {
         let mut want = lits("/t/");
         want.push(GlobTok::Star);
         want.extend(lits(".jsonl%"));
-        assert_eq!(glob_pattern(OsStr::new("/t/%p.jsonl%%")), want);
+        assert_eq!(glob_of("/t/%p.jsonl%%"), want);
         let mut want = lits("/t/");
         want.push(GlobTok::Star);
-        assert_eq!(glob_pattern(OsStr::new("/t/%h%p")), want);
+        assert_eq!(glob_of("/t/%h%p"), want);
         assert_eq!(
-            glob_pattern(OsStr::new("/t/%q{SHARECHECK_TEST_SURELY_UNSET}")),
+            glob_of("/t/%q{SHARECHECK_TEST_SURELY_UNSET}"),
             [lits("/t/"), vec![GlobTok::Star]].concat()
         );
+        assert_eq!(
+            glob_of("/t/%q{HOME}"),
+            [lits("/t/"), lits(&std::env::var("HOME").unwrap())].concat()
+        );
+    }
+
+    #[test]
+    fn patterns_the_shim_cannot_expand_are_refused_before_the_run() {
+        for (pattern, why) in [
+            ("/t/%x", "unknown key %x"),
+            ("/t/%", "lone %"),
+            ("/t/%q{A", "%q must be followed by {VAR}"),
+        ] {
+            let Err(e) = TraceWatch::pattern(OsStr::new(pattern), "--trace") else {
+                panic!("{pattern} accepted")
+            };
+            assert!(e.starts_with(&format!("--trace {pattern}: ")), "{e}");
+            assert!(e.contains(why), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_plain_pattern_directory_is_created_with_escaped_percents() {
+        let dir = std::env::temp_dir().join(format!("sharecheck-mkdir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let base = escape_pattern(dir.as_os_str());
+        let mut pattern = base.clone();
+        pattern.push("/a%%b/%p.jsonl");
+        create_pattern_parent(&pattern).unwrap();
+        assert!(dir.join("a%b").is_dir());
+        // A directory that varies (a key in it) is left to the shim.
+        let mut pattern = base;
+        pattern.push("/%h/%p.jsonl");
+        create_pattern_parent(&pattern).unwrap();
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -919,7 +942,7 @@ mod tests {
         }
         let names = |pattern: &str| -> Vec<String> {
             let pattern = format!("{}/{pattern}", dir.display());
-            glob(&glob_pattern(OsStr::new(&pattern)))
+            glob(&glob_of(&pattern))
                 .iter()
                 .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
                 .collect()

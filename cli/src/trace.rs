@@ -16,7 +16,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
-use sharecheck_core::schema;
+use sharecheck_core::schema::{self, TRACE_SUFFIX};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Level {
@@ -131,9 +131,10 @@ pub fn collect_inputs(args: &[PathBuf]) -> Inputs {
             match jsonl_files_in(arg) {
                 Ok(found) if found.is_empty() => inputs.cannot_read(
                     arg,
-                    "this directory holds no *.jsonl trace file; \
-                     was the program run with `sharecheck run`?"
-                        .into(),
+                    format!(
+                        "this directory holds no *{TRACE_SUFFIX} trace file; \
+                         was the program run with `sharecheck run`?"
+                    ),
                 ),
                 Ok(found) => files = found,
                 Err(e) => inputs.cannot_read(
@@ -163,7 +164,7 @@ pub fn jsonl_files_in(dir: &Path) -> io::Result<Vec<PathBuf>> {
         let entry = entry?;
         let path = entry.path();
         let name = entry.file_name();
-        let is_trace = strip_pid_suffix(name.as_bytes()).ends_with(b".jsonl");
+        let is_trace = strip_pid_suffix(name.as_bytes()).ends_with(TRACE_SUFFIX.as_bytes());
         if is_trace && std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
             files.push(path);
         }

@@ -3,6 +3,7 @@
 mod common;
 
 use common::{sharecheck, TempDir};
+use sharecheck_core::schema;
 
 const PROCESS_100: &str = r#"{"v":1,"seq":0,"ts_ns":1,"pid":100,"tid":100,"api":null,"fn":null,"event":"process","exe":"/usr/bin/app","ppid":1,"shim_version":"0.1.0","findings":[]}"#;
 const ATTACH_100: &str = r#"{"v":1,"seq":1,"ts_ns":2,"pid":100,"tid":101,"api":"cuda","fn":"cuStreamAttachMemAsync","args":{"length":5},"ret":1,"ret_name":"CUDA_ERROR_INVALID_VALUE","dur_ns":10,"findings":[{"rule":"CUVAL-cuStreamAttachMemAsync-length-00001","severity":"error","kind":"misuse","message":"length must be 0","doc":"https://docs.example/attach","fix":"pass 0"}]}"#;
@@ -192,7 +193,7 @@ fn nothing_readable_exits_2() {
 fn default_trace_directory_is_read() {
     let dir = TempDir::new("default");
     dir.write(
-        "sharecheck-trace/100.jsonl",
+        &format!("{}/100.jsonl", schema::DEFAULT_TRACE_DIR),
         &lines(&[PROCESS_100, PEER_100]),
     );
     let out = sharecheck(&dir).args(["report"]).output().unwrap();

@@ -8,9 +8,10 @@ use std::process::Output;
 use common::{sharecheck, TempDir};
 use serde_json::Value;
 use sharecheck_core::rules;
+use sharecheck_core::schema::env;
 
 /// Set to 1 to rewrite RULES.md from `sharecheck rules` instead of comparing.
-const UPDATE_ENV: &str = "SHARECHECK_UPDATE_RULES";
+const UPDATE_ENV: &str = env::dev::UPDATE_RULES;
 
 fn rules(args: &[&str]) -> Output {
     let dir = TempDir::new("rules");

@@ -9,6 +9,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{sharecheck, sharecheck_at, TempDir};
+use sharecheck_core::schema::{self, env, libraries};
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -21,20 +22,23 @@ fn stderr(out: &Output) -> String {
 /// `sharecheck run ARGS... -- sh -c SCRIPT` in `dir` with the fake shim.
 fn run_sh(dir: &TempDir, shim: &Path, args: &[&str], script: &str) -> Command {
     let mut cmd = sharecheck(dir);
-    cmd.env("SHARECHECK_SHIM", shim)
+    cmd.env(env::SHIM, shim)
         .arg("run")
         .args(args)
         .args(["--", "/bin/sh", "-c", script]);
     cmd
 }
 
-const PRINT_ENV: &str = r#"echo "$LD_PRELOAD|$SHARECHECK_TRACE|$SHARECHECK_JOB_KEY""#;
+/// A script printing `$LD_PRELOAD|$SHARECHECK_TRACE|$SHARECHECK_JOB_KEY`.
+fn print_env() -> String {
+    format!(r#"echo "$LD_PRELOAD|${}|${}""#, env::TRACE, env::JOB_KEY)
+}
 
 #[test]
 fn child_sees_shim_trace_pattern_and_job_key() {
     let dir = TempDir::new("env");
     let shim = dir.fake_shim("lib");
-    let out = run_sh(&dir, &shim, &["--quiet"], PRINT_ENV)
+    let out = run_sh(&dir, &shim, &["--quiet"], &print_env())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
@@ -43,19 +47,24 @@ fn child_sees_shim_trace_pattern_and_job_key() {
     assert_eq!(parts[0], shim.to_str().unwrap());
     assert_eq!(
         parts[1],
-        format!("{}/sharecheck-trace/%p.jsonl", dir.path.display())
+        format!(
+            "{}/{}/{}",
+            dir.path.display(),
+            schema::DEFAULT_TRACE_DIR,
+            schema::DEFAULT_TRACE_FILE
+        )
     );
     assert_eq!(parts[2].len(), 32, "{line}");
     assert!(parts[2].bytes().all(|b| b.is_ascii_hexdigit()), "{line}");
     // The default trace directory exists and is private.
-    let mode = std::fs::metadata(dir.join("sharecheck-trace"))
+    let mode = std::fs::metadata(dir.join(schema::DEFAULT_TRACE_DIR))
         .unwrap()
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o700);
 
     // Every run gets a fresh key.
-    let again = run_sh(&dir, &shim, &["-q"], PRINT_ENV).output().unwrap();
+    let again = run_sh(&dir, &shim, &["-q"], &print_env()).output().unwrap();
     assert_ne!(stdout(&again), line);
 }
 
@@ -66,13 +75,13 @@ fn existing_settings_are_kept_and_flags_override() {
     // An existing LD_PRELOAD (space-separated, holding the shim already) keeps its other
     // entries, after the shim.
     let other = dir.fake_shim("other");
-    let out = run_sh(&dir, &shim, &["-q"], PRINT_ENV)
+    let out = run_sh(&dir, &shim, &["-q"], &print_env())
         .env(
             "LD_PRELOAD",
             format!("{} {}", other.display(), shim.display()),
         )
-        .env("SHARECHECK_JOB_KEY", "00112233445566778899aabbccddeeff")
-        .env("SHARECHECK_TRACE", "/somewhere/%p.jsonl")
+        .env(env::JOB_KEY, "00112233445566778899aabbccddeeff")
+        .env(env::TRACE, "/somewhere/%p.jsonl")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
@@ -84,7 +93,7 @@ fn existing_settings_are_kept_and_flags_override() {
             other.display()
         )
     );
-    assert!(!dir.join("sharecheck-trace").exists());
+    assert!(!dir.join(schema::DEFAULT_TRACE_DIR).exists());
 
     // --trace (made absolute) wins over the environment; --options is appended to
     // SHARECHECK_OPTIONS, so its pairs win (later pairs override earlier ones).
@@ -97,10 +106,10 @@ fn existing_settings_are_kept_and_flags_override() {
             "tr/%p-%h.jsonl",
             "--options=duplicate_limit=3:halt_on_error=1",
         ],
-        r#"echo "$SHARECHECK_TRACE|$SHARECHECK_OPTIONS""#,
+        &format!(r#"echo "${}|${}""#, env::TRACE, env::OPTIONS),
     )
-    .env("SHARECHECK_TRACE", "/somewhere/%p.jsonl")
-    .env("SHARECHECK_OPTIONS", "mode=strict:duplicate_limit=5")
+    .env(env::TRACE, "/somewhere/%p.jsonl")
+    .env(env::OPTIONS, "mode=strict:duplicate_limit=5")
     .output()
     .unwrap();
     assert_eq!(
@@ -114,7 +123,10 @@ fn existing_settings_are_kept_and_flags_override() {
     assert!(dir.join("tr").is_dir());
 }
 
-const PRINT_OPTIONS: &str = r#"echo "$SHARECHECK_OPTIONS""#;
+/// A script printing `$SHARECHECK_OPTIONS`.
+fn print_options() -> String {
+    format!(r#"echo "${}""#, env::OPTIONS)
+}
 
 #[test]
 fn option_flags_come_last_in_the_childs_options() {
@@ -137,10 +149,10 @@ fn option_flags_come_last_in_the_childs_options() {
             "5",
             "--mute=divergence.unlisted",
         ],
-        PRINT_OPTIONS,
+        &print_options(),
     )
     .env(
-        "SHARECHECK_OPTIONS",
+        env::OPTIONS,
         "mute=cuMemcpyPeer.null-context:error_exitcode=0",
     )
     .output()
@@ -158,16 +170,16 @@ fn option_flags_come_last_in_the_childs_options() {
     );
 
     // Flags alone; and without any, the inherited value is passed on untouched.
-    let out = run_sh(&dir, &shim, &["-q", "--mode=report"], PRINT_OPTIONS)
+    let out = run_sh(&dir, &shim, &["-q", "--mode=report"], &print_options())
         .output()
         .unwrap();
     assert_eq!(stdout(&out).trim_end(), "mode=report");
-    let out = run_sh(&dir, &shim, &["-q"], PRINT_OPTIONS)
-        .env("SHARECHECK_OPTIONS", "mode=strict")
+    let out = run_sh(&dir, &shim, &["-q"], &print_options())
+        .env(env::OPTIONS, "mode=strict")
         .output()
         .unwrap();
     assert_eq!(stdout(&out).trim_end(), "mode=strict");
-    let out = run_sh(&dir, &shim, &["-q"], PRINT_OPTIONS)
+    let out = run_sh(&dir, &shim, &["-q"], &print_options())
         .output()
         .unwrap();
     assert_eq!(stdout(&out).trim_end(), "");
@@ -186,9 +198,9 @@ fn bad_option_values_are_reported_by_key_and_the_program_still_runs() {
             "mode=loud:duplicate_limit=many:colour=red:mute=no.such-rule",
             "--halt-on-error",
         ],
-        r#"echo started >&2; echo "$SHARECHECK_OPTIONS""#,
+        &format!(r#"echo started >&2; echo "${}""#, env::OPTIONS),
     )
-    .env("SHARECHECK_OPTIONS", "error_exitcode=300")
+    .env(env::OPTIONS, "error_exitcode=300")
     .output()
     .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
@@ -209,7 +221,7 @@ fn bad_option_values_are_reported_by_key_and_the_program_still_runs() {
         "`no.such-rule` is not a rule ID",
     ]) {
         assert!(
-            line.starts_with("sharecheck: SHARECHECK_OPTIONS: ") && line.contains(needle),
+            line.starts_with(&format!("sharecheck: {}: ", env::OPTIONS)) && line.contains(needle),
             "{line:?} lacks {needle:?}:\n{err}"
         );
     }
@@ -281,17 +293,24 @@ fn sim_offers_the_simulated_driver_through_ld_library_path() {
     let shim = dir.fake_shim("lib");
     let sim = dir.write("simlib/dummy_sim.so", "not really a library");
     let tmp = dir.mkdir("tmp");
-    let script = r#"
-        libdir=${LD_LIBRARY_PATH%%:*}
-        echo "$LD_LIBRARY_PATH|$SHARECHECK_CUDA_LIBRARY|$SHARECHECK_HIP_LIBRARY|$SHARECHECK_SIM_STATE_DIR|$libdir"
-        for l in libcuda.so.1 libcuda.so libamdhip64.so libamdhip64.so.5 libamdhip64.so.6 libamdhip64.so.7; do
+    let sonames: Vec<&str> = libraries::driver_sonames().collect();
+    let script = format!(
+        r#"
+        libdir=${{LD_LIBRARY_PATH%%:*}}
+        echo "$LD_LIBRARY_PATH|${cuda}|${hip}|${state}|$libdir"
+        for l in {sonames}; do
             echo "$l -> $(readlink "$libdir/$l")"
         done
-        test -d "$SHARECHECK_SIM_STATE_DIR" && echo state-ok
+        test -d "${state}" && echo state-ok
         stat -c %a "$libdir"
-    "#;
-    let out = run_sh(&dir, &shim, &["--sim", "-q"], script)
-        .env("SHARECHECK_SIM_LIBRARY", &sim)
+    "#,
+        cuda = env::CUDA_LIBRARY,
+        hip = env::HIP_LIBRARY,
+        state = env::SIM_STATE_DIR,
+        sonames = sonames.join(" "),
+    );
+    let out = run_sh(&dir, &shim, &["--sim", "-q"], &script)
+        .env(env::SIM_LIBRARY, &sim)
         .env("LD_LIBRARY_PATH", "/opt/keep")
         .env("TMPDIR", &tmp)
         .output()
@@ -306,17 +325,15 @@ fn sim_offers_the_simulated_driver_through_ld_library_path() {
         "{text}"
     );
     assert_eq!(vars[0], format!("{libdir}:/opt/keep"));
-    assert_eq!(vars[1], format!("{libdir}/libcuda.so.1"));
-    assert_eq!(vars[2], format!("{libdir}/libamdhip64.so"));
+    assert_eq!(vars[1], format!("{libdir}/{}", libraries::CUDA.soname()));
+    assert_eq!(vars[2], format!("{libdir}/{}", libraries::HIP.soname()));
     assert!(vars[3].starts_with(&format!("{libdir}/")), "{text}");
-    for name in [
-        "libcuda.so.1",
-        "libcuda.so",
-        "libamdhip64.so",
-        "libamdhip64.so.5",
-        "libamdhip64.so.6",
-        "libamdhip64.so.7",
-    ] {
+    assert_eq!(
+        sonames.len(),
+        6,
+        "libcuda.so.1, libcuda.so, libamdhip64.so[.7,.6,.5]"
+    );
+    for name in sonames {
         assert_eq!(
             lines.next().unwrap(),
             format!("{name} -> {}", sim.display())
@@ -333,10 +350,10 @@ fn sim_offers_the_simulated_driver_through_ld_library_path() {
         &dir,
         &shim,
         &["--sim", "-q"],
-        r#"echo "$SHARECHECK_SIM_STATE_DIR""#,
+        &format!(r#"echo "${}""#, env::SIM_STATE_DIR),
     )
-    .env("SHARECHECK_SIM_LIBRARY", &sim)
-    .env("SHARECHECK_SIM_STATE_DIR", "/my/state")
+    .env(env::SIM_LIBRARY, &sim)
+    .env(env::SIM_STATE_DIR, "/my/state")
     .env("TMPDIR", &tmp)
     .output()
     .unwrap();
@@ -361,14 +378,14 @@ fn sim_finds_the_library_next_to_the_shim_or_says_where_it_looked() {
         )),
         "{err}"
     );
-    assert!(err.contains("SHARECHECK_SIM_LIBRARY"), "{err}");
+    assert!(err.contains(env::SIM_LIBRARY), "{err}");
 
     dir.write("lib/libsharecheck_sim.so", "");
     let out = run_sh(
         &dir,
         &shim,
         &["--sim", "-q"],
-        r#"readlink "$SHARECHECK_CUDA_LIBRARY""#,
+        &format!(r#"readlink "${}""#, env::CUDA_LIBRARY),
     )
     .env("TMPDIR", &tmp)
     .output()
@@ -407,7 +424,7 @@ fn shim_is_searched_next_to_the_executable_then_in_lib() {
         err.contains(&format!("{}/../lib/libsharecheck.so", bin.display())),
         "{err}"
     );
-    assert!(err.contains("SHARECHECK_SHIM"), "{err}");
+    assert!(err.contains(env::SHIM), "{err}");
 
     dir.fake_shim("lib");
     let out = run();
@@ -426,13 +443,15 @@ fn shim_is_searched_next_to_the_executable_then_in_lib() {
 
     // SHARECHECK_SHIM naming a missing file is an error, not a fallback.
     let out = sharecheck_at(&exe, &dir)
-        .env("SHARECHECK_SHIM", "nope/libsharecheck.so")
+        .env(env::SHIM, "nope/libsharecheck.so")
         .args(["run", "--", "true"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out)
-        .contains("SHARECHECK_SHIM is set to nope/libsharecheck.so, which is not a file"));
+    assert!(stderr(&out).contains(&format!(
+        "{} is set to nope/libsharecheck.so, which is not a file",
+        env::SHIM
+    )));
 }
 
 #[test]
@@ -440,7 +459,7 @@ fn program_not_found_or_not_executable() {
     let dir = TempDir::new("notfound");
     let shim = dir.fake_shim("lib");
     let out = sharecheck(&dir)
-        .env("SHARECHECK_SHIM", &shim)
+        .env(env::SHIM, &shim)
         .args(["run", "--", "sharecheck-no-such-program"])
         .output()
         .unwrap();
@@ -448,7 +467,7 @@ fn program_not_found_or_not_executable() {
     assert!(stderr(&out).contains("cannot run sharecheck-no-such-program: not found in PATH"));
     dir.write("script.txt", "echo hi\n");
     let out = sharecheck(&dir)
-        .env("SHARECHECK_SHIM", &shim)
+        .env(env::SHIM, &shim)
         .args(["run", "--", "./script.txt"])
         .output()
         .unwrap();
@@ -457,10 +476,13 @@ fn program_not_found_or_not_executable() {
 
 /// A program standing in for traced processes: writes one trace record per pid into the file the
 /// shim would have written (`$SHARECHECK_TRACE` with `%p` replaced).
-const WRITE_TRACE: &str = r#"
-    f=$(printf '%s' "$SHARECHECK_TRACE" | sed "s/%p/$$/")
+fn write_trace() -> String {
+    r#"
+    f=$(printf '%s' "$TRACE_VARIABLE" | sed "s/%p/$$/")
     printf '{"v":1,"seq":1,"pid":%s,"tid":1,"fn":"cuMemcpyPeer","ret":1,"ret_name":"CUDA_ERROR_INVALID_VALUE","findings":[{"rule":"R1","severity":"error","kind":"misuse","message":"m","doc":"d"},{"rule":"R2","severity":"warning","kind":"divergence","message":"m","doc":"d"}]}\n{"v":1,"seq":2,"pid":%s,"tid":1,"fn":"cuMemcpyPeer","ret":0,"findings":[]}\n' $$ $$ > "$f"
-"#;
+"#
+    .replace("TRACE_VARIABLE", env::TRACE)
+}
 
 #[test]
 fn summary_counts_the_traces_of_this_run_only() {
@@ -468,13 +490,14 @@ fn summary_counts_the_traces_of_this_run_only() {
     let shim = dir.fake_shim("lib");
     // A trace of an earlier run is not counted.
     dir.write(
-        "sharecheck-trace/1.jsonl",
+        &format!("{}/1.jsonl", schema::DEFAULT_TRACE_DIR),
         "{\"v\":1,\"seq\":1,\"pid\":1,\"tid\":1,\"fn\":\"x\",\"ret\":0,\"findings\":[]}\n",
     );
     std::thread::sleep(Duration::from_millis(20));
     let script = format!(
-        "{WRITE_TRACE}\n/bin/sh -c '{}'",
-        WRITE_TRACE.replace('\'', r"'\''")
+        "{}\n/bin/sh -c '{}'",
+        write_trace(),
+        write_trace().replace('\'', r"'\''")
     );
     let out = run_sh(&dir, &shim, &[], &script).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
@@ -483,8 +506,9 @@ fn summary_counts_the_traces_of_this_run_only() {
     assert_eq!(
         err.trim_end(),
         format!(
-            "sharecheck: 4 calls traced in 2 processes, 2 errors, 2 warnings; traces: {}/sharecheck-trace/",
-            dir.path.display()
+            "sharecheck: 4 calls traced in 2 processes, 2 errors, 2 warnings; traces: {}/{}/",
+            dir.path.display(),
+            schema::DEFAULT_TRACE_DIR
         )
     );
 
@@ -493,7 +517,7 @@ fn summary_counts_the_traces_of_this_run_only() {
         &dir,
         &shim,
         &["--trace", "custom/run-%p.jsonl"],
-        WRITE_TRACE,
+        &write_trace(),
     )
     .output()
     .unwrap();
@@ -519,7 +543,7 @@ fn summary_counts_the_traces_of_this_run_only() {
     );
 
     // --quiet: no summary at all.
-    let out = run_sh(&dir, &shim, &["--quiet"], WRITE_TRACE)
+    let out = run_sh(&dir, &shim, &["--quiet"], &write_trace())
         .output()
         .unwrap();
     assert!(out.stderr.is_empty(), "{}", stderr(&out));
@@ -531,10 +555,11 @@ fn summary_counts_the_traces_of_this_run_only() {
 fn write_finding(severity: &str) -> String {
     format!(
         r#"
-    f=$(printf '%s' "$SHARECHECK_TRACE" | sed "s/%p/$$/")
+    f=$(printf '%s' "${trace}" | sed "s/%p/$$/")
     test -e "$f" && f="$f.$$"
     printf '{{"v":1,"seq":1,"pid":%s,"tid":1,"fn":"cuCtxEnablePeerAccess","ret":1,"findings":[{{"rule":"R","severity":"{severity}","kind":"misuse","message":"m","doc":"d"}}]}}\n' $$ > "$f"
-"#
+"#,
+        trace = env::TRACE
     )
 }
 
@@ -546,7 +571,7 @@ fn error_exitcode_applies_when_this_runs_traces_hold_an_error() {
     let run = |args: &[&str], script: &str, env_options: Option<&str>| {
         let mut cmd = run_sh(&dir, &shim, args, script);
         if let Some(options) = env_options {
-            cmd.env("SHARECHECK_OPTIONS", options);
+            cmd.env(env::OPTIONS, options);
         }
         cmd.output().unwrap()
     };
@@ -606,8 +631,9 @@ fn error_exitcode_counts_only_traces_this_run_wrote() {
     // Earlier runs' traces, with errors, in the default directory and at a fixed name.
     let old_error = "{\"v\":1,\"seq\":1,\"pid\":1,\"tid\":1,\"fn\":\"x\",\"ret\":1,\
                      \"findings\":[{\"rule\":\"R\",\"severity\":\"error\"}]}\n";
-    dir.write("sharecheck-trace/1.jsonl", old_error);
-    dir.write("sharecheck-trace/2.jsonl.2", old_error);
+    let default_dir = schema::DEFAULT_TRACE_DIR;
+    dir.write(&format!("{default_dir}/1.jsonl"), old_error);
+    dir.write(&format!("{default_dir}/2.jsonl.2"), old_error);
     dir.write("fixed.jsonl", old_error);
     std::thread::sleep(Duration::from_millis(20));
 
@@ -666,7 +692,7 @@ fn run_usage_errors_exit_2() {
         (&["run", "--quiet=yes", "--", "true"], "takes no value"),
         (
             &["run", "--mode", "loud", "--", "true"],
-            "unknown mode `loud` for `--mode`",
+            "`--mode` needs `report` or `strict`, not `loud`",
         ),
         (
             &["run", "--error-exitcode", "abc", "--", "true"],
@@ -695,7 +721,7 @@ fn run_usage_errors_exit_2() {
         (&[], "no command given"),
     ] {
         let out = sharecheck(&dir)
-            .env("SHARECHECK_SHIM", &shim)
+            .env(env::SHIM, &shim)
             .args(args)
             .output()
             .unwrap();
@@ -706,6 +732,36 @@ fn run_usage_errors_exit_2() {
         assert!(err.contains("usage: sharecheck"), "{args:?}: {err}");
         assert!(out.stdout.is_empty());
     }
+}
+
+#[test]
+fn a_trace_pattern_the_shim_cannot_expand_stops_the_run() {
+    let dir = TempDir::new("badpattern");
+    let shim = dir.fake_shim("lib");
+    for (args, inherited, source) in [
+        (&["--trace", "t/%x.jsonl"][..], None, "--trace"),
+        (&[], Some("/t/%q{RANK.jsonl"), env::TRACE),
+    ] {
+        let mut cmd = run_sh(&dir, &shim, args, "echo started");
+        if let Some(pattern) = inherited {
+            cmd.env(env::TRACE, pattern);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        assert!(out.stdout.is_empty(), "PROG ran: {out:?}");
+        let err = stderr(&out);
+        assert!(err.starts_with(&format!("sharecheck: {source} ")), "{err}");
+        assert!(
+            err.contains("unknown key %x") || err.contains("%q must be followed by {VAR}"),
+            "{err}"
+        );
+    }
+    // `%%` in the directory part is a plain `%`: the directory is created.
+    let out = run_sh(&dir, &shim, &["-q", "--trace", "a%%b/%p.jsonl"], "true")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(dir.join("a%b").is_dir());
 }
 
 #[test]
@@ -738,7 +794,7 @@ fn help_and_version() {
         "--mute ID[,ID...]",
         "--duplicate-limit N",
         "--quiet",
-        "SHARECHECK_SHIM",
+        env::SHIM,
         "128+N",
         "error_exitcode=N",
     ] {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::{sharecheck, TempDir};
+use sharecheck_core::schema::{self, libraries};
 
 /// Enables peer access from device 0's primary context to device 1's, with Flags = argv[1].
 /// Flags 1 breaks cuCtxEnablePeerAccess.flags-not-zero (severity error). Exits 0 whatever the
@@ -49,7 +50,7 @@ fn built_libraries() -> PathBuf {
         .parent()
         .unwrap()
         .to_path_buf();
-    for lib in ["libsharecheck.so", "libsharecheck_sim.so"] {
+    for lib in [libraries::SHIM, libraries::SIM] {
         assert!(
             dir.join(lib).is_file(),
             "{} is missing: run `cargo build --workspace` first",
@@ -64,14 +65,15 @@ fn built_libraries() -> PathBuf {
 fn compile(dir: &TempDir, libs: &Path) -> PathBuf {
     let src = dir.write("enable_peer.c", ENABLE_PEER);
     let link = dir.mkdir("link");
-    std::os::unix::fs::symlink(libs.join("libsharecheck_sim.so"), link.join("libcuda.so")).unwrap();
+    let cuda = libraries::CUDA;
+    std::os::unix::fs::symlink(libs.join(libraries::SIM), link.join(cuda.link_name())).unwrap();
     let exe = dir.join("enable_peer");
     let out = Command::new("cc")
         .arg("-o")
         .arg(&exe)
         .arg(&src)
         .arg(format!("-L{}", link.display()))
-        .arg("-lcuda")
+        .arg(cuda.link_flag())
         .output()
         .expect("cc");
     assert!(out.status.success(), "cc failed: {out:?}");
@@ -82,7 +84,7 @@ fn compile(dir: &TempDir, libs: &Path) -> PathBuf {
 fn run(dir: &TempDir, exe: &Path, tag: &str, args: &[&str], flags: &str) -> Output {
     sharecheck(dir)
         .args(["run", "--sim", "--trace"])
-        .arg(dir.join(tag).join("%p.jsonl"))
+        .arg(dir.join(tag).join(schema::DEFAULT_TRACE_FILE))
         .args(args)
         .arg("--")
         .arg(exe)

@@ -7,18 +7,20 @@
 
 #![allow(non_camel_case_types)]
 
+use crate::codes;
 use crate::json::JsonOut;
 use std::ffi::{c_int, c_uint, c_ulonglong, c_void};
 
 pub type CUresult = c_int;
 pub type hipError_t = c_int;
 
-pub const CUDA_SUCCESS: CUresult = 0;
-pub const CUDA_ERROR_INVALID_VALUE: CUresult = 1;
-pub const CUDA_ERROR_NOT_SUPPORTED: CUresult = 801;
-pub const HIP_SUCCESS: hipError_t = 0;
-pub const HIP_ERROR_INVALID_VALUE: hipError_t = 1;
-pub const HIP_ERROR_NOT_SUPPORTED: hipError_t = 801;
+// The C spellings of shared result codes; the values are [`crate::codes`]'s.
+pub const CUDA_SUCCESS: CUresult = codes::SUCCESS;
+pub const CUDA_ERROR_INVALID_VALUE: CUresult = codes::INVALID_VALUE;
+pub const CUDA_ERROR_NOT_SUPPORTED: CUresult = codes::NOT_SUPPORTED;
+pub const HIP_SUCCESS: hipError_t = codes::SUCCESS;
+pub const HIP_ERROR_INVALID_VALUE: hipError_t = codes::INVALID_VALUE;
+pub const HIP_ERROR_NOT_SUPPORTED: hipError_t = codes::NOT_SUPPORTED;
 
 /// What happened to the call when an argument is encoded: out-parameters are read only after the
 /// driver itself wrote them (it returned success), and inputs only where the driver read them.

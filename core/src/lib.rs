@@ -8,7 +8,9 @@
 //! - [`rules`]: the rule catalogue, by family (stable IDs, documented sentences, fixes);
 //! - [`table`]: the one table of which checks run on which function;
 //! - [`options`]: `SHARECHECK_OPTIONS`, shared by the shim and `sharecheck run`;
-//! - [`schema`]: constants of the trace file format.
+//! - [`pattern`]: trace file patterns (`%p`, `%h`, `%q{VAR}`, `%%`), one tokenizer;
+//! - [`codes`]: the result codes sharecheck names;
+//! - [`schema`]: constants of the trace file format, environment variables, library names.
 
 pub mod codes;
 pub mod ffi;
@@ -16,6 +18,7 @@ pub mod functions;
 pub mod json;
 pub mod names;
 pub mod options;
+pub mod pattern;
 pub mod rules;
 pub mod schema;
 pub mod table;

@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use sharecheck_core::schema::{env, libraries};
+
 /// A scratch directory, removed when dropped.
 struct Scratch(PathBuf);
 
@@ -76,7 +78,7 @@ fn built_library() -> PathBuf {
             .parent()
             .and_then(Path::parent)
             .ok_or("no target/<profile>")?;
-        let lib = profile_dir.join("libsharecheck_sim.so");
+        let lib = profile_dir.join(libraries::SIM);
         let build = build_library(profile_dir);
         match (build, lib.is_file()) {
             (Ok(()), true) => Ok(lib),
@@ -124,8 +126,8 @@ fn run_checked(cmd: &mut Command, what: &str) -> Output {
     out
 }
 
-/// A directory with `libcuda.so`, `libcuda.so.1` and `libamdhip64.so` pointing at the built
-/// library, and the smoke program linked against it.
+/// A directory with every driver soname (`libcuda.so.1`, `libcuda.so`, `libamdhip64.so`, ...)
+/// pointing at the built library, and the smoke program linked against it.
 struct Fixture {
     dir: Scratch,
     smoke: PathBuf,
@@ -135,7 +137,7 @@ impl Fixture {
     fn new(tag: &str) -> Fixture {
         let lib = built_library();
         let dir = Scratch::new(tag);
-        for name in ["libcuda.so", "libcuda.so.1", "libamdhip64.so"] {
+        for name in libraries::driver_sonames() {
             std::os::unix::fs::symlink(&lib, dir.path().join(name)).expect("symlink");
         }
         let smoke = dir.path().join("smoke");
@@ -158,15 +160,15 @@ impl Fixture {
         let mut cmd = Command::new(&self.smoke);
         cmd.arg(mode)
             .env("LD_LIBRARY_PATH", self.dir.path())
-            .env("SHARECHECK_SIM_STATE_DIR", self.dir.path().join("state"))
+            .env(env::SIM_STATE_DIR, self.dir.path().join("state"))
             .env_remove("LD_PRELOAD")
-            .env_remove("SHARECHECK_SIM_DEVICES")
-            .env_remove("SHARECHECK_SIM_PEERS")
-            .env_remove("SHARECHECK_SIM_BEHAVIOUR")
-            .env_remove("SHARECHECK_SIM_DRIVER_VERSION")
-            .env_remove("SHARECHECK_SIM_ATTRS")
-            .env_remove("SHARECHECK_SIM_MAX_PEERS")
-            .env_remove("SHARECHECK_SIM_CALL_LOG");
+            .env_remove(env::SIM_DEVICES)
+            .env_remove(env::SIM_PEERS)
+            .env_remove(env::SIM_BEHAVIOUR)
+            .env_remove(env::SIM_DRIVER_VERSION)
+            .env_remove(env::SIM_ATTRS)
+            .env_remove(env::SIM_MAX_PEERS)
+            .env_remove(env::SIM_CALL_LOG);
         cmd
     }
 }
@@ -193,18 +195,14 @@ fn basics_through_the_c_abi() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("devices=2"));
     // A bad setting is reported once on stderr, naming the variable, and the default is used.
     let out = run_checked(
-        fx.smoke("basics").env("SHARECHECK_SIM_DEVICES", "lots"),
+        fx.smoke("basics").env(env::SIM_DEVICES, "lots"),
         "smoke basics with a bad device count",
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        stderr.matches("SHARECHECK_SIM_DEVICES").count(),
-        1,
-        "{stderr}"
-    );
+    assert_eq!(stderr.matches(env::SIM_DEVICES).count(), 1, "{stderr}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("devices=2"));
     let out = run_checked(
-        fx.smoke("basics").env("SHARECHECK_SIM_DEVICES", "3"),
+        fx.smoke("basics").env(env::SIM_DEVICES, "3"),
         "smoke basics with 3 devices",
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("devices=3"));
@@ -215,7 +213,7 @@ fn ipc_export_in_parent_import_in_exec_child() {
     let fx = Fixture::new("ipc");
     let log = fx.dir.path().join("calls.log");
     let out = run_checked(
-        fx.smoke("ipc-parent").env("SHARECHECK_SIM_CALL_LOG", &log),
+        fx.smoke("ipc-parent").env(env::SIM_CALL_LOG, &log),
         "smoke ipc-parent",
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -287,11 +285,11 @@ fn max_peers_from_the_environment_and_query_functions() {
     // LIMIT (the argument): how many peer grants the program expects to fit in one context.
     let queries = |limit: &str| {
         let mut cmd = fx.smoke("queries");
-        cmd.arg(limit).env("SHARECHECK_SIM_DEVICES", "3");
+        cmd.arg(limit).env(env::SIM_DEVICES, "3");
         cmd
     };
     let out = run_checked(
-        queries("1").env("SHARECHECK_SIM_MAX_PEERS", "1"),
+        queries("1").env(env::SIM_MAX_PEERS, "1"),
         "smoke queries with one peer grant per context",
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("queries: ok"));
@@ -302,12 +300,12 @@ fn max_peers_from_the_environment_and_query_functions() {
     );
     // A bad value: one line on stderr naming the variable, and no limit.
     let out = run_checked(
-        queries("2").env("SHARECHECK_SIM_MAX_PEERS", "one"),
+        queries("2").env(env::SIM_MAX_PEERS, "one"),
         "smoke queries with a bad SHARECHECK_SIM_MAX_PEERS",
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("SHARECHECK_SIM_MAX_PEERS"), "{stderr}");
+    assert!(stderr.contains(env::SIM_MAX_PEERS), "{stderr}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("queries: ok"));
     // Unset: no limit.
     run_checked(&mut queries("2"), "smoke queries without a limit");

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use serde_json::Value;
+use sharecheck_core::schema::{env, libraries};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -29,11 +30,11 @@ fn artifact(name: &str) -> PathBuf {
 }
 
 pub fn shim() -> PathBuf {
-    artifact("libsharecheck.so")
+    artifact(libraries::SHIM)
 }
 
 pub fn sim() -> PathBuf {
-    artifact("libsharecheck_sim.so")
+    artifact(libraries::SIM)
 }
 
 pub fn cli() -> PathBuf {
@@ -41,7 +42,7 @@ pub fn cli() -> PathBuf {
 }
 
 pub fn cuda_include() -> PathBuf {
-    let p = std::env::var_os("SHARECHECK_CUDA_INCLUDE")
+    let p = std::env::var_os(env::dev::CUDA_INCLUDE)
         .map(PathBuf::from)
         .unwrap_or_else(|| root().join(".deps/cuda/nvidia/cu13/include"));
     assert!(
@@ -73,14 +74,7 @@ impl Scratch {
     pub fn sim_libs(&self) -> PathBuf {
         let dir = self.path("simlib");
         std::fs::create_dir_all(&dir).unwrap();
-        for name in [
-            "libcuda.so.1",
-            "libcuda.so",
-            "libamdhip64.so",
-            "libamdhip64.so.5",
-            "libamdhip64.so.6",
-            "libamdhip64.so.7",
-        ] {
+        for name in libraries::driver_sonames() {
             let link = dir.join(name);
             if !link.exists() {
                 std::os::unix::fs::symlink(sim(), &link).unwrap();
@@ -145,13 +139,13 @@ impl Scratch {
         let mut cmd = Command::new(program);
         cmd.env("LD_PRELOAD", shim())
             .env("LD_LIBRARY_PATH", &libs)
-            .env("SHARECHECK_TRACE", self.traces().join("%p.jsonl"))
-            .env("SHARECHECK_SIM_STATE_DIR", self.path("simstate"))
-            .env("SHARECHECK_JOB_KEY", "00112233445566778899aabbccddeeff")
-            .env_remove("SHARECHECK_LOG")
-            .env_remove("SHARECHECK_OPTIONS")
-            .env_remove("SHARECHECK_CUDA_LIBRARY")
-            .env_remove("SHARECHECK_HIP_LIBRARY");
+            .env(env::TRACE, self.traces().join("%p.jsonl"))
+            .env(env::SIM_STATE_DIR, self.path("simstate"))
+            .env(env::JOB_KEY, "00112233445566778899aabbccddeeff")
+            .env_remove(env::LOG)
+            .env_remove(env::OPTIONS)
+            .env_remove(env::CUDA_LIBRARY)
+            .env_remove(env::HIP_LIBRARY);
         cmd
     }
 

@@ -6,21 +6,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Environment variables of sharecheck that must not leak from the test runner into a test.
-pub const SHARECHECK_VARS: [&str; 12] = [
-    "LD_PRELOAD",
-    "SHARECHECK_TRACE",
-    "SHARECHECK_OPTIONS",
-    "SHARECHECK_JOB_KEY",
-    "SHARECHECK_SHIM",
-    "SHARECHECK_SIM_LIBRARY",
-    "SHARECHECK_SIM_STATE_DIR",
-    "SHARECHECK_CUDA_LIBRARY",
-    "SHARECHECK_HIP_LIBRARY",
-    "SHARECHECK_LOG",
-    "LD_LIBRARY_PATH",
-    "TMPDIR",
-];
+use sharecheck_core::schema::{env, libraries};
+
+/// Environment variables that must not leak from the test runner into a test: every variable of
+/// sharecheck, and the loader's and temporary directory's.
+pub fn isolated_vars() -> impl Iterator<Item = &'static str> {
+    env::ALL
+        .iter()
+        .copied()
+        .chain(["LD_PRELOAD", "LD_LIBRARY_PATH", "TMPDIR"])
+}
 
 pub struct TempDir {
     pub path: PathBuf,
@@ -63,7 +58,7 @@ impl TempDir {
     /// complains about on stderr but which does not stop the program.
     pub fn fake_shim(&self, rel_dir: &str) -> PathBuf {
         let dir = self.mkdir(rel_dir);
-        let shim = dir.join("libsharecheck.so");
+        let shim = dir.join(libraries::SHIM);
         let src = self.write("shim.c", "int sharecheck_fake_shim;\n");
         let built = Command::new("cc")
             .args(["-shared", "-fPIC", "-o"])
@@ -93,7 +88,7 @@ pub fn sharecheck(dir: &TempDir) -> Command {
 pub fn sharecheck_at(exe: &Path, dir: &TempDir) -> Command {
     let mut cmd = Command::new(exe);
     cmd.current_dir(&dir.path);
-    for var in SHARECHECK_VARS {
+    for var in isolated_vars() {
         cmd.env_remove(var);
     }
     cmd
