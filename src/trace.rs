@@ -389,7 +389,7 @@ pub fn finish() {
 // ---------------------------------------------------------------------------------------------
 // fork: the child starts clean and writes its own file.
 
-extern "C" fn before_fork() {
+pub fn before_fork() {
     // Hold the writer across fork so no thread is mid-record, and empty the buffer so the child
     // does not write the parent's records again.
     let mut writer = WRITER.lock();
@@ -397,11 +397,11 @@ extern "C" fn before_fork() {
     std::mem::forget(writer);
 }
 
-extern "C" fn after_fork_in_parent() {
+pub fn after_fork_in_parent() {
     unsafe { WRITER.force_unlock() };
 }
 
-extern "C" fn after_fork_in_child() {
+pub fn after_fork_in_child() {
     // Only this thread exists now; the lock was taken by it in `before_fork`.
     unsafe { WRITER.force_unlock() };
     let mut writer = WRITER.lock();
@@ -418,17 +418,6 @@ extern "C" fn after_fork_in_child() {
     SEQ.store(0, Ordering::Relaxed);
     CALLS.store(0, Ordering::Relaxed);
     findings::reset_after_fork();
-    crate::engine::after_fork_in_child();
-}
-
-pub fn register_fork_handlers() {
-    unsafe {
-        libc::pthread_atfork(
-            Some(before_fork),
-            Some(after_fork_in_parent),
-            Some(after_fork_in_child),
-        );
-    }
 }
 
 #[cfg(test)]
