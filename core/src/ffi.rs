@@ -59,8 +59,6 @@ macro_rules! opaque_handle {
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub struct $name(pub *mut c_void);
         // Handles are opaque numbers to the shim; it never dereferences them.
-        unsafe impl Send for $name {}
-        unsafe impl Sync for $name {}
         impl $name {
             pub const NULL: $name = $name(std::ptr::null_mut());
             pub fn addr(self) -> u64 {
@@ -100,8 +98,6 @@ macro_rules! stream_handle {
         #[repr(transparent)]
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub struct $name(pub *mut c_void);
-        unsafe impl Send for $name {}
-        unsafe impl Sync for $name {}
         impl $name {
             pub fn addr(self) -> u64 {
                 self.0 as usize as u64
@@ -140,8 +136,6 @@ stream_handle!(
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ConstVoidPtr(pub *const c_void);
-unsafe impl Send for ConstVoidPtr {}
-unsafe impl Sync for ConstVoidPtr {}
 impl ConstVoidPtr {
     pub fn addr(self) -> u64 {
         self.0 as usize as u64
@@ -396,8 +390,6 @@ capability_handle!(
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Out<T: Pointee>(pub *mut T);
-unsafe impl<T: Pointee> Send for Out<T> {}
-unsafe impl<T: Pointee> Sync for Out<T> {}
 
 impl<T: Pointee> Out<T> {
     pub fn addr(self) -> u64 {
@@ -466,8 +458,6 @@ pub struct CUlogicalEndpointProp {
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogicalEndpointPropPtr(pub *const CUlogicalEndpointProp);
-unsafe impl Send for LogicalEndpointPropPtr {}
-unsafe impl Sync for LogicalEndpointPropPtr {}
 
 impl LogicalEndpointPropPtr {
     /// The properties, if the driver accepted this pointer: only a call that succeeded is sure
@@ -532,8 +522,6 @@ impl ArgValue for LogicalEndpointPropPtr {
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogicalEndpointHandlePtr(pub *mut c_void);
-unsafe impl Send for LogicalEndpointHandlePtr {}
-unsafe impl Sync for LogicalEndpointHandlePtr {}
 impl ArgValue for LogicalEndpointHandlePtr {
     fn c_type() -> String {
         "void *".into()
@@ -547,8 +535,6 @@ impl ArgValue for LogicalEndpointHandlePtr {
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogicalEndpointHandleConstPtr(pub *const c_void);
-unsafe impl Send for LogicalEndpointHandleConstPtr {}
-unsafe impl Sync for LogicalEndpointHandleConstPtr {}
 impl ArgValue for LogicalEndpointHandleConstPtr {
     fn c_type() -> String {
         "const void *".into()

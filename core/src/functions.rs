@@ -151,7 +151,7 @@ impl FnInfo {
 }
 
 /// The arguments of one interposed call, as a typed struct (see [`args`]).
-pub trait CallArgs: Copy + Send + Sync + 'static {
+pub trait CallArgs: Copy + 'static {
     const ID: FnId;
     /// Writes the members of the record's `"args"` object.
     fn encode(&self, w: &mut JsonOut, outcome: Outcome);
