@@ -267,22 +267,23 @@ static void calibrate(double ms) {
     for (int c = 0; c < NCASES; c++) {
         if (!g_enabled[c])
             continue;
-        /* Grow n until a loop takes a quarter of the target, then scale it twice (the second
-         * time warm). */
+        /* Grow n until a loop takes a quarter of the target, then scale it to the target by the
+         * fastest of three loops of that size (a preempted loop must not shrink n). */
         long n = SYNC_EVERY;
         run_loop(c, n, &w, &tm);
         while (tm.wall < ms * 1e6 / 4 && n < (1L << 26)) {
             n *= 4;
             run_loop(c, n, &w, &tm);
         }
-        for (int pass = 0; pass < 2; pass++) {
-            double per = (double)tm.wall / (double)n;
-            n = (long)(ms * 1e6 / (per > 0.1 ? per : 0.1));
-            if (n < SYNC_EVERY)
-                n = SYNC_EVERY;
-            if (pass == 0)
-                run_loop(c, n, &w, &tm);
+        int64_t best = tm.wall;
+        for (int again = 0; again < 2; again++) {
+            run_loop(c, n, &w, &tm);
+            best = tm.wall < best ? tm.wall : best;
         }
+        double per = (double)best / (double)n;
+        n = (long)(ms * 1e6 / (per > 0.1 ? per : 0.1));
+        if (n < SYNC_EVERY)
+            n = SYNC_EVERY;
         g_iters[c] = (n + SYNC_EVERY - 1) / SYNC_EVERY * SYNC_EVERY;
     }
     worker_teardown(&w);
