@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The benchmark: what the shim adds to single driver calls, on the simulated driver.
+#
+# Usage: scripts/bench.sh [--traced] [--no-build] [--rounds N] [--threads T] [--reps R]
+#                         [--loop-ms MS]
+#
+# Builds release (`cargo build --release --workspace`; skipped with --no-build or
+# BENCH_NO_BUILD=1), compiles scripts/bench/bench.c against the simulated driver
+# (target/release/libsharecheck_sim.so standing in as libcuda.so.1), then runs it plain and with
+# the shim (LD_PRELOAD=target/release/libsharecheck.so, SHARECHECK_CUDA_LIBRARY = the simulator),
+# interleaved for N rounds, on 1 thread and on T threads at once, and prints Markdown tables
+# (case | plain ns | shim ns | overhead ns | ...) ready to paste into an issue. The shim runs are
+# untraced; --traced adds runs with SHARECHECK_TRACE=$tmp/%p.jsonl, their tables, and the bytes
+# written per trace record.
+#
+# Cases (scripts/bench/bench.c): can_access_peer (cuDeviceCanAccessPeer(0, 1)),
+# memcpy_peer_async_4B (cuMemcpyPeerAsync of 4 bytes from device 0 to device 1 on a stream),
+# alloc_free_256B (cuMemAlloc_v2 + cuMemFree_v2 of 256 bytes, per pair), ctx_get_current and
+# device_get_count (cuCtxGetCurrent, cuDeviceGetCount: not interposed, so +0 is expected).
+# Every call is a correct use: the script fails loudly if any run writes on stderr (a finding on
+# this path would be a false alarm).
+#
+# Options (and environment): --traced (BENCH_TRACED=1), --no-build (BENCH_NO_BUILD=1),
+# --rounds N (BENCH_ROUNDS, 9), --threads T (BENCH_THREADS, 16), --reps R (BENCH_REPS, 15: timed
+# loops per case and run), --loop-ms MS (BENCH_LOOP_MS, 2: N per case is calibrated so that a
+# loop of the slower mode takes about MS on one thread; plain and shim run the same N),
+# CC (the C compiler, cc), BENCH_RUN_TIMEOUT (seconds per run, 300). The default run takes under
+# a minute on 2 cores, --traced about half as long again.
+set -euo pipefail
+
+usage() { echo "usage: scripts/bench.sh [--traced] [--no-build] [--rounds N] [--threads T] [--reps R] [--loop-ms MS]"; }
+
+TRACED=${BENCH_TRACED:-0}
+NO_BUILD=${BENCH_NO_BUILD:-0}
+ROUNDS=${BENCH_ROUNDS:-9}
+MT_THREADS=${BENCH_THREADS:-16}
+REPS=${BENCH_REPS:-15}
+LOOP_MS=${BENCH_LOOP_MS:-2}
+RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-300}
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --traced) TRACED=1 ;;
+        --no-build) NO_BUILD=1 ;;
+        --rounds) ROUNDS=${2:?}; shift ;;
+        --threads) MT_THREADS=${2:?}; shift ;;
+        --reps) REPS=${2:?}; shift ;;
+        --loop-ms) LOOP_MS=${2:?}; shift ;;
+        -h | --help)
+            sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+            exit 0
+            ;;
+        *) usage >&2; exit 2 ;;
+    esac
+    shift
+done
+for v in ROUNDS MT_THREADS REPS LOOP_MS; do
+    [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: $v must be a positive integer (got '${!v}')" >&2; exit 2; }
+done
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+# shellcheck source=scripts/bench/lib.sh
+source "$ROOT/scripts/bench/lib.sh"
+
+SHIM="$ROOT/target/release/libsharecheck.so"
+SIM="$ROOT/target/release/libsharecheck_sim.so"
+if [[ $NO_BUILD == 1 ]]; then
+    bench_progress "--no-build: using the existing release build"
+else
+    bench_progress "cargo build --release --workspace"
+    cargo build --release --workspace >&2
+fi
+for f in "$SHIM" "$SIM"; do
+    [[ -f $f ]] || bench_fail "$f is missing: run cargo build --release --workspace (or drop --no-build)"
+done
+
+BENCH_TMP=$(mktemp -d "${TMPDIR:-/tmp}/sharecheck-bench.XXXXXX")
+trap 'rm -rf "$BENCH_TMP"' EXIT
+
+# The simulated driver under the names a -lcuda program links and loads.
+mkdir -p "$BENCH_TMP/lib"
+ln -s "$SIM" "$BENCH_TMP/lib/libcuda.so"
+ln -s "$SIM" "$BENCH_TMP/lib/libcuda.so.1"
+BENCH_BIN="$BENCH_TMP/bench"
+bench_progress "${CC:-cc} -O2 -Wall -Wextra scripts/bench/bench.c -lcuda (the simulator)"
+"${CC:-cc}" -O2 -Wall -Wextra -o "$BENCH_BIN" scripts/bench/bench.c -L"$BENCH_TMP/lib" -lcuda -lpthread \
+    || bench_fail "compiling scripts/bench/bench.c failed"
+
+# Both modes load the same simulator; only the shim differs. No inherited trace or log setting.
+unset SHARECHECK_TRACE SHARECHECK_LOG
+COMMON_ENV=("LD_LIBRARY_PATH=$BENCH_TMP/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    "SHARECHECK_SIM_STATE_DIR=$BENCH_TMP/sim-state")
+PLAIN_ENV=("${COMMON_ENV[@]}")
+SHIM_ENV=("${COMMON_ENV[@]}" "LD_PRELOAD=$SHIM${LD_PRELOAD:+:$LD_PRELOAD}" "SHARECHECK_CUDA_LIBRARY=$SIM")
+
+bench_header() {
+    local dirty=""
+    git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || dirty=" (with uncommitted changes)"
+    echo "- $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $(nproc) CPU(s): $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1), load $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "- commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$dirty; shim $(stat -c '%s bytes, built %y' "$SHIM" | cut -d. -f1)"
+    local sim_env
+    sim_env=$(env | grep '^SHARECHECK_SIM_' | grep -v '^SHARECHECK_SIM_STATE_DIR=' | sort | paste -sd' ' || true)
+    echo "- driver: the simulated driver (target/release/libsharecheck_sim.so as libcuda.so.1;" \
+        "${sim_env:-its defaults})${SHARECHECK_OPTIONS:+; SHARECHECK_OPTIONS=$SHARECHECK_OPTIONS}"
+}
+
+bench_main

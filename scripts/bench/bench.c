@@ -1,0 +1,477 @@
+/* sharecheck benchmark: the cost of single CUDA driver calls, timed in loops.
+ *
+ * Built with `cc -O2 bench.c -lcuda -lpthread` against the simulated driver (scripts/bench.sh) or
+ * a real libcuda.so.1 (scripts/gpu-bench.sh). It declares the few driver prototypes it needs
+ * itself (the exported ELF names of cuda.h, CUDA 12/13), so it needs no CUDA headers.
+ * It is run twice per round, once plain and once with libsharecheck.so preloaded; the scripts
+ * compare the two.
+ *
+ * Usage: bench [--threads T] [--reps R] [--iters CASE=N,...] [--cases CASE,...] [--calibrate MS]
+ *              [--probe]
+ *
+ * Cases (each a loop of N calls, timed with CLOCK_MONOTONIC after one untimed warm-up loop,
+ * repeated R times; the result is the median ns per call over the repetitions):
+ *   can_access_peer       cuDeviceCanAccessPeer(&v, dev0, dev1)                    ns per call
+ *   memcpy_peer_async_4B  cuMemcpyPeerAsync(dst on dev1, ctx1, src on dev0, ctx0, 4, stream),
+ *                         the stream made in ctx0; cuStreamSynchronize after every 64 copies,
+ *                         outside the timed part                                   ns per call
+ *   alloc_free_256B       cuMemAlloc_v2(&p, 256) + cuMemFree_v2(p)                 ns per PAIR
+ *   ctx_get_current       cuCtxGetCurrent(&c) (no shim observes it)                ns per call
+ *   device_get_count      cuDeviceGetCount(&n) (no shim observes it)               ns per call
+ *
+ * Setup: cuInit, the primary contexts of devices 0 and 1 (0 and 0 when there is one device),
+ * peer access from ctx0 to ctx1 when cuDeviceCanAccessPeer says it is possible. Every call is a
+ * correct use, so a checker must report nothing.
+ *
+ * --threads T: T threads run each case at once (a barrier starts every repetition), each with
+ * the current context set to ctx0, its own stream and its own buffers; each thread's median is
+ * taken, and the result is the median over the threads (also printed: the lowest and highest).
+ * --calibrate MS: before the runs, pick N per case so that one loop takes about MS ms on one
+ * thread, and print it as an `ITERS` line that can be passed back with --iters.
+ * --probe: print the setup (devices, peer access), and the ITERS line with --calibrate, then
+ * exit without running the cases.
+ *
+ * Output lines (tab-separated, for scripts):
+ *   INFO  key=value ...
+ *   ITERS case=N,case=N,...
+ *   RESULT <case> <threads> <median ns> <lowest thread median> <highest thread median> <unit> <N>
+ *          <aggregate ns> <median CPU ns>
+ * where the medians are wall-clock ns per call (CLOCK_MONOTONIC); CPU ns is the same measured
+ * with the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID: time it waited for a CPU or slept on a
+ * lock does not count); aggregate is, per repetition, the time from the first thread's start to
+ * the last thread's end divided by the calls of all threads (median over the repetitions; for
+ * memcpy_peer_async_4B it includes the untimed synchronizations).
+ * Exit status 0, or 1 with a message on stderr when a driver call failed.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- The driver API: types and prototypes as cuda.h declares them (64-bit). ---- */
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUstream_st *CUstream;
+typedef unsigned long long CUdeviceptr;
+
+CUresult cuInit(unsigned int Flags);
+CUresult cuDriverGetVersion(int *driverVersion);
+CUresult cuDeviceGetCount(int *count);
+CUresult cuDeviceGet(CUdevice *device, int ordinal);
+CUresult cuDeviceGetName(char *name, int len, CUdevice dev);
+CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev);
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev);
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);
+CUresult cuCtxSetCurrent(CUcontext ctx);
+CUresult cuCtxGetCurrent(CUcontext *pctx);
+CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags);
+CUresult cuCtxDisablePeerAccess(CUcontext peerContext);
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
+CUresult cuMemFree_v2(CUdeviceptr dptr);
+CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                           CUcontext srcContext, size_t ByteCount, CUstream hStream);
+CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags);
+CUresult cuStreamSynchronize(CUstream hStream);
+CUresult cuStreamDestroy_v2(CUstream hStream);
+CUresult cuGetErrorName(CUresult error, const char **pStr);
+
+/* ---- Errors ---- */
+static void check(CUresult r, const char *what, int line) {
+    if (r == 0)
+        return;
+    const char *name = NULL;
+    if (cuGetErrorName(r, &name) != 0 || name == NULL)
+        name = "?";
+    fprintf(stderr, "bench: %s failed: %d %s (bench.c:%d)\n", what, r, name, line);
+    exit(1);
+}
+#define CHECK(call) check((call), #call, __LINE__)
+
+static void die(const char *msg) {
+    fprintf(stderr, "bench: %s\n", msg);
+    exit(2);
+}
+
+/* ---- Setup shared by all threads ---- */
+enum { COPY_BYTES = 4, ALLOC_BYTES = 256, SYNC_EVERY = 64 };
+
+static int g_devices;
+static CUdevice g_dev0, g_dev1;
+static CUcontext g_ctx0, g_ctx1;
+static int g_can_access;   /* cuDeviceCanAccessPeer(dev0, dev1) */
+static int g_peer_enabled; /* ctx0 -> ctx1 enabled by us */
+
+/* ---- Cases ---- */
+enum { CAN_ACCESS, MEMCPY, ALLOC_FREE, CTX_GET_CURRENT, DEVICE_GET_COUNT, NCASES };
+static const char *const CASE_NAME[NCASES] = {
+    "can_access_peer", "memcpy_peer_async_4B", "alloc_free_256B", "ctx_get_current",
+    "device_get_count",
+};
+static const char *const CASE_UNIT[NCASES] = {"call", "call", "pair", "call", "call"};
+static long g_iters[NCASES] = {200000, 50000, 20000, 400000, 400000};
+static int g_enabled[NCASES] = {1, 1, 1, 1, 1};
+
+/* What one thread owns. */
+struct worker {
+    pthread_t thread;
+    int index;
+    CUstream stream;
+    CUdeviceptr src; /* on dev0, ctx0 */
+    CUdeviceptr dst; /* on dev1, ctx1 */
+    double *samples; /* wall ns per call, one per repetition */
+    double *cpu;     /* CPU ns per call, one per repetition */
+    int64_t *spans;  /* per repetition: when its loop started and ended (CLOCK_MONOTONIC) */
+};
+
+static int g_threads = 1;
+static int g_reps = 11;
+static pthread_barrier_t g_barrier;
+
+static int64_t read_clock(clockid_t id) {
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* k units of case c, untimed; returns the results OR-ed together. */
+static CUresult run_calls(int c, long k, struct worker *w) {
+    CUresult r = 0;
+    switch (c) {
+    case CAN_ACCESS: {
+        int v = 0;
+        for (long i = 0; i < k; i++)
+            r |= cuDeviceCanAccessPeer(&v, g_dev0, g_dev1);
+        break;
+    }
+    case MEMCPY:
+        for (long i = 0; i < k; i++)
+            r |= cuMemcpyPeerAsync(w->dst, g_ctx1, w->src, g_ctx0, COPY_BYTES, w->stream);
+        break;
+    case ALLOC_FREE: {
+        CUdeviceptr p = 0;
+        for (long i = 0; i < k; i++) {
+            r |= cuMemAlloc_v2(&p, ALLOC_BYTES);
+            r |= cuMemFree_v2(p);
+        }
+        break;
+    }
+    case CTX_GET_CURRENT: {
+        CUcontext cur = NULL;
+        for (long i = 0; i < k; i++)
+            r |= cuCtxGetCurrent(&cur);
+        if (r == 0 && cur != g_ctx0)
+            die("cuCtxGetCurrent did not return ctx0");
+        break;
+    }
+    case DEVICE_GET_COUNT: {
+        int count = 0;
+        for (long i = 0; i < k; i++)
+            r |= cuDeviceGetCount(&count);
+        break;
+    }
+    }
+    return r;
+}
+
+/* What one loop measured. */
+struct timing {
+    int64_t wall;  /* ns in the timed part, CLOCK_MONOTONIC */
+    int64_t cpu;   /* the same, this thread's CPU time (CLOCK_THREAD_CPUTIME_ID) */
+    int64_t first; /* CLOCK_MONOTONIC when the timed part began */
+    int64_t last;  /* and ended */
+};
+
+/* One loop of n units of case c. memcpy_peer_async_4B synchronizes its stream after every
+ * SYNC_EVERY copies, outside the timed part. */
+static void run_loop(int c, long n, struct worker *w, struct timing *tm) {
+    long block = c == MEMCPY ? SYNC_EVERY : n;
+    memset(tm, 0, sizeof *tm);
+    for (long done = 0; done < n;) {
+        long k = n - done < block ? n - done : block;
+        int64_t c0 = read_clock(CLOCK_THREAD_CPUTIME_ID);
+        int64_t t0 = read_clock(CLOCK_MONOTONIC);
+        CUresult r = run_calls(c, k, w);
+        int64_t t1 = read_clock(CLOCK_MONOTONIC);
+        int64_t c1 = read_clock(CLOCK_THREAD_CPUTIME_ID);
+        if (done == 0)
+            tm->first = t0;
+        tm->last = t1;
+        tm->wall += t1 - t0;
+        tm->cpu += c1 - c0;
+        done += k;
+        CHECK(r);
+        if (c == MEMCPY)
+            CHECK(cuStreamSynchronize(w->stream));
+    }
+}
+
+static void worker_setup(struct worker *w) {
+    CHECK(cuCtxSetCurrent(g_ctx1));
+    CHECK(cuMemAlloc_v2(&w->dst, COPY_BYTES));
+    CHECK(cuCtxSetCurrent(g_ctx0));
+    CHECK(cuMemAlloc_v2(&w->src, COPY_BYTES));
+    CHECK(cuStreamCreate(&w->stream, 0));
+}
+
+static void worker_teardown(struct worker *w) {
+    CHECK(cuStreamSynchronize(w->stream));
+    CHECK(cuStreamDestroy_v2(w->stream));
+    CHECK(cuMemFree_v2(w->src));
+    CHECK(cuMemFree_v2(w->dst));
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void *worker_main(void *arg) {
+    struct worker *w = arg;
+    CHECK(cuCtxSetCurrent(g_ctx0));
+    worker_setup(w);
+    for (int c = 0; c < NCASES; c++) {
+        if (!g_enabled[c])
+            continue;
+        long n = g_iters[c];
+        struct timing tm;
+        pthread_barrier_wait(&g_barrier);
+        run_loop(c, n, w, &tm); /* warm-up */
+        for (int rep = 0; rep < g_reps; rep++) {
+            int at = c * g_reps + rep;
+            pthread_barrier_wait(&g_barrier);
+            run_loop(c, n, w, &tm);
+            w->samples[at] = (double)tm.wall / (double)n;
+            w->cpu[at] = (double)tm.cpu / (double)n;
+            w->spans[2 * at] = tm.first;
+            w->spans[2 * at + 1] = tm.last;
+        }
+    }
+    worker_teardown(w);
+    return NULL;
+}
+
+/* Picks N per case so one loop takes about ms milliseconds on this thread. */
+static void calibrate(double ms) {
+    struct worker w = {0};
+    struct timing tm;
+    worker_setup(&w);
+    for (int c = 0; c < NCASES; c++) {
+        if (!g_enabled[c])
+            continue;
+        /* Grow n until a loop takes a quarter of the target, then scale it to the target by the
+         * fastest of three loops of that size (a preempted loop must not shrink n). */
+        long n = SYNC_EVERY;
+        run_loop(c, n, &w, &tm);
+        while (tm.wall < ms * 1e6 / 4 && n < (1L << 26)) {
+            n *= 4;
+            run_loop(c, n, &w, &tm);
+        }
+        int64_t best = tm.wall;
+        for (int again = 0; again < 2; again++) {
+            run_loop(c, n, &w, &tm);
+            best = tm.wall < best ? tm.wall : best;
+        }
+        double per = (double)best / (double)n;
+        n = (long)(ms * 1e6 / (per > 0.1 ? per : 0.1));
+        if (n < SYNC_EVERY)
+            n = SYNC_EVERY;
+        g_iters[c] = (n + SYNC_EVERY - 1) / SYNC_EVERY * SYNC_EVERY;
+    }
+    worker_teardown(&w);
+    printf("ITERS\t");
+    const char *sep = "";
+    for (int c = 0; c < NCASES; c++) {
+        if (!g_enabled[c])
+            continue;
+        printf("%s%s=%ld", sep, CASE_NAME[c], g_iters[c]);
+        sep = ",";
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+static int case_index(const char *name, size_t len) {
+    for (int c = 0; c < NCASES; c++)
+        if (strlen(CASE_NAME[c]) == len && strncmp(CASE_NAME[c], name, len) == 0)
+            return c;
+    fprintf(stderr, "bench: unknown case '%.*s'\n", (int)len, name);
+    exit(2);
+}
+
+static void parse_cases(const char *list) {
+    for (int c = 0; c < NCASES; c++)
+        g_enabled[c] = 0;
+    while (*list) {
+        size_t len = strcspn(list, ",");
+        g_enabled[case_index(list, len)] = 1;
+        list += len + (list[len] == ',');
+    }
+}
+
+static void parse_iters(const char *list) {
+    while (*list) {
+        size_t len = strcspn(list, ",");
+        const char *eq = memchr(list, '=', len);
+        if (!eq)
+            die("--iters wants CASE=N,...");
+        int c = case_index(list, (size_t)(eq - list));
+        char *end;
+        long n = strtol(eq + 1, &end, 10);
+        if (n <= 0 || end != list + len)
+            die("--iters: N must be a positive integer");
+        g_iters[c] = n;
+        list += len + (list[len] == ',');
+    }
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: bench [--threads T] [--reps R] [--iters CASE=N,...] [--cases CASE,...] "
+                    "[--calibrate MS] [--probe]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv) {
+    int probe = 0;
+    double calibrate_ms = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--probe")) {
+            probe = 1;
+        } else if (!strcmp(a, "--threads") && v) {
+            g_threads = atoi(v), i++;
+        } else if (!strcmp(a, "--reps") && v) {
+            g_reps = atoi(v), i++;
+        } else if (!strcmp(a, "--iters") && v) {
+            parse_iters(v), i++;
+        } else if (!strcmp(a, "--cases") && v) {
+            parse_cases(v), i++;
+        } else if (!strcmp(a, "--calibrate") && v) {
+            calibrate_ms = atof(v), i++;
+        } else {
+            usage();
+        }
+    }
+    if (g_threads < 1 || g_threads > 1024 || g_reps < 1 || g_reps > 1000)
+        die("--threads must be 1..1024 and --reps 1..1000");
+
+    int version = 0;
+    CHECK(cuInit(0));
+    CHECK(cuDriverGetVersion(&version));
+    CHECK(cuDeviceGetCount(&g_devices));
+    if (g_devices < 1)
+        die("no device");
+    CHECK(cuDeviceGet(&g_dev0, 0));
+    CHECK(cuDeviceGet(&g_dev1, g_devices > 1 ? 1 : 0));
+    CHECK(cuDevicePrimaryCtxRetain(&g_ctx0, g_dev0));
+    if (g_dev1 != g_dev0)
+        CHECK(cuDevicePrimaryCtxRetain(&g_ctx1, g_dev1));
+    else
+        g_ctx1 = g_ctx0;
+    CHECK(cuCtxSetCurrent(g_ctx0));
+    if (g_dev1 != g_dev0) {
+        CHECK(cuDeviceCanAccessPeer(&g_can_access, g_dev0, g_dev1));
+        if (g_can_access) {
+            CHECK(cuCtxEnablePeerAccess(g_ctx1, 0));
+            g_peer_enabled = 1;
+        }
+    }
+    char name[256] = "?";
+    if (cuDeviceGetName(name, sizeof name, g_dev0) != 0)
+        strcpy(name, "?");
+    for (char *p = name; *p; p++)
+        if (*p == ' ' || *p == '\t')
+            *p = '_';
+    printf("INFO\tdriver_version=%d devices=%d dev0=%d dev1=%d device0_name=%s can_access_peer=%d "
+           "peer_access=%s threads=%d reps=%d\n",
+           version, g_devices, g_dev0, g_dev1, name, g_can_access,
+           g_peer_enabled ? "enabled" : g_dev1 == g_dev0 ? "same-device" : "not-possible",
+           g_threads, g_reps);
+    fflush(stdout);
+
+    if (calibrate_ms > 0)
+        calibrate(calibrate_ms);
+    if (!probe) {
+        struct worker *workers = calloc((size_t)g_threads, sizeof *workers);
+        size_t per_thread = NCASES * (size_t)g_reps;
+        double *all = calloc((size_t)g_threads * per_thread, sizeof *all);
+        double *cpu = calloc((size_t)g_threads * per_thread, sizeof *cpu);
+        int64_t *spans = calloc((size_t)g_threads * per_thread * 2, sizeof *spans);
+        if (!workers || !all || !cpu || !spans)
+            die("out of memory");
+        if (pthread_barrier_init(&g_barrier, NULL, (unsigned)g_threads) != 0)
+            die("pthread_barrier_init failed");
+        for (int t = 0; t < g_threads; t++) {
+            workers[t].index = t;
+            workers[t].samples = all + (size_t)t * per_thread;
+            workers[t].cpu = cpu + (size_t)t * per_thread;
+            workers[t].spans = spans + (size_t)t * per_thread * 2;
+        }
+        if (g_threads == 1) {
+            worker_main(&workers[0]); /* the main thread itself: no thread switch */
+        } else {
+            for (int t = 0; t < g_threads; t++)
+                if (pthread_create(&workers[t].thread, NULL, worker_main, &workers[t]) != 0)
+                    die("pthread_create failed");
+            for (int t = 0; t < g_threads; t++)
+                pthread_join(workers[t].thread, NULL);
+        }
+        double *medians = calloc((size_t)g_threads, sizeof *medians);
+        double *aggregate = calloc((size_t)g_reps, sizeof *aggregate);
+        if (!medians || !aggregate)
+            die("out of memory");
+        for (int c = 0; c < NCASES; c++) {
+            if (!g_enabled[c])
+                continue;
+            for (int t = 0; t < g_threads; t++)
+                medians[t] = median(workers[t].samples + c * g_reps, g_reps);
+            double lo = medians[0], hi = medians[0];
+            for (int t = 1; t < g_threads; t++) {
+                lo = medians[t] < lo ? medians[t] : lo;
+                hi = medians[t] > hi ? medians[t] : hi;
+            }
+            /* All threads together: from the first start to the last end of a repetition, per
+             * call made by any thread. */
+            for (int rep = 0; rep < g_reps; rep++) {
+                int at = c * g_reps + rep;
+                int64_t first = workers[0].spans[2 * at], last = workers[0].spans[2 * at + 1];
+                for (int t = 1; t < g_threads; t++) {
+                    first = workers[t].spans[2 * at] < first ? workers[t].spans[2 * at] : first;
+                    last = workers[t].spans[2 * at + 1] > last ? workers[t].spans[2 * at + 1] : last;
+                }
+                aggregate[rep] = (double)(last - first) / ((double)g_iters[c] * g_threads);
+            }
+            double wall = median(medians, g_threads);
+            for (int t = 0; t < g_threads; t++)
+                medians[t] = median(workers[t].cpu + c * g_reps, g_reps);
+            printf("RESULT\t%s\t%d\t%.2f\t%.2f\t%.2f\t%s\t%ld\t%.2f\t%.2f\n", CASE_NAME[c],
+                   g_threads, wall, lo, hi, CASE_UNIT[c], g_iters[c], median(aggregate, g_reps),
+                   median(medians, g_threads));
+        }
+        pthread_barrier_destroy(&g_barrier);
+        free(medians);
+        free(aggregate);
+        free(spans);
+        free(cpu);
+        free(all);
+        free(workers);
+    }
+
+    CHECK(cuCtxSetCurrent(g_ctx0));
+    if (g_peer_enabled)
+        CHECK(cuCtxDisablePeerAccess(g_ctx1));
+    CHECK(cuCtxSetCurrent(NULL));
+    if (g_dev1 != g_dev0)
+        CHECK(cuDevicePrimaryCtxRelease_v2(g_dev1));
+    CHECK(cuDevicePrimaryCtxRelease_v2(g_dev0));
+    return 0;
+}

@@ -1,0 +1,276 @@
+# shellcheck shell=bash
+# The benchmark harness shared by scripts/bench.sh (simulated driver) and scripts/gpu-bench.sh
+# (real driver). Sourced, not run. The caller sets, before bench_main:
+#   BENCH_BIN        the compiled scripts/bench/bench.c
+#   BENCH_TMP        a scratch directory (the caller removes it)
+#   PLAIN_ENV, SHIM_ENV   arrays of NAME=value for `env`: the plain run and the shim run
+#   ROUNDS REPS LOOP_MS MT_THREADS TRACED(0|1) RUN_TIMEOUT
+#   bench_header     a function printing the report's header lines (machine, driver, shim)
+# and gets the report on stdout (progress goes to stderr). Exits 1 with a loud message when a
+# run fails or writes anything on stderr.
+
+bench_progress() { printf '[bench] %s\n' "$*" >&2; }
+
+bench_fail() {
+    printf '\nBENCH FAILED: %s\n' "$1" >&2
+    if [[ -n ${2:-} && -s $2 ]]; then
+        printf -- '--- %s\n' "$2" >&2
+        sed -n '1,40p' "$2" >&2
+    fi
+    exit 1
+}
+
+# The environment of MODE (plain, shim, traced) as `env` arguments, into the array RUN_ENV.
+# For traced runs the trace goes to $BENCH_TMP/trace/<tag>/.
+bench_mode_env() {
+    local mode=$1 tag=$2
+    case $mode in
+        plain) RUN_ENV=("${PLAIN_ENV[@]}") ;;
+        shim) RUN_ENV=("${SHIM_ENV[@]}") ;;
+        traced)
+            mkdir -p "$BENCH_TMP/trace/$tag"
+            RUN_ENV=("${SHIM_ENV[@]}" "SHARECHECK_TRACE=$BENCH_TMP/trace/$tag/%p.jsonl")
+            ;;
+        *) bench_fail "unknown mode $mode" ;;
+    esac
+}
+
+# Runs the bench binary in MODE with the given arguments; stdout to OUTFILE. Fails the whole
+# benchmark when it exits non-zero or writes anything on stderr: every call it makes is a correct
+# use, so a finding printed by the shim would be a false alarm.
+bench_exec() {
+    local mode=$1 tag=$2 outfile=$3
+    shift 3
+    local errfile="$outfile.stderr" rc=0
+    bench_mode_env "$mode" "$tag"
+    timeout "$RUN_TIMEOUT" env "${RUN_ENV[@]}" "$BENCH_BIN" "$@" >"$outfile" 2>"$errfile" || rc=$?
+    if [[ $rc -ne 0 ]]; then
+        [[ $rc -eq 124 ]] && bench_fail "$mode run '$tag' timed out after ${RUN_TIMEOUT}s" "$errfile"
+        bench_fail "$mode run '$tag' exited with status $rc" "$errfile"
+    fi
+    if [[ -s $errfile ]]; then
+        if [[ $mode == plain ]]; then
+            bench_fail "the plain run '$tag' wrote on stderr" "$errfile"
+        fi
+        bench_fail "the shim wrote on stderr in run '$tag' ($mode): a finding on the bench's clean \
+path is a false alarm (or the shim logged a problem)" "$errfile"
+    fi
+    STDERR_CHECKED=$((STDERR_CHECKED + 1))
+}
+
+# Sums the trace records of one traced run per function: fn, records, bytes (lines + newline).
+bench_trace_stats() {
+    local dir=$1
+    local files=("$dir"/*)
+    if [[ ! -e ${files[0]} ]]; then
+        return 0
+    fi
+    cat "${files[@]}" | awk '
+        match($0, /"fn":"[^"]*"/) { f = substr($0, RSTART + 6, RLENGTH - 7); n[f]++; b[f] += length($0) + 1; next }
+        { n["(events)"]++; b["(events)"] += length($0) + 1 }
+        END { for (f in n) printf "%s\t%d\t%d\n", f, n[f], b[f] }'
+}
+
+# One run: MODE, threads, round. Appends its RESULT lines to results.tsv as
+# mode threads round case median lo hi unit iters aggregate cpu.
+bench_run() {
+    local mode=$1 threads=$2 round=$3
+    local tag="$mode-t$threads-r$round"
+    local out="$BENCH_TMP/runs/$tag.out"
+    bench_progress "round $round/$ROUNDS: $mode, $threads thread(s)"
+    bench_exec "$mode" "$tag" "$out" --threads "$threads" --reps "$REPS" --iters "${ITERS[$mode]}"
+    awk -v m="$mode" -v r="$round" -F'\t' '$1 == "RESULT" {
+        printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m, $3, r, $2, $4, $5, $6, $7, $8, $9, $10 }' \
+        "$out" >>"$BENCH_TMP/results.tsv"
+    grep -q '^RESULT' "$out" || bench_fail "run '$tag' printed no RESULT line" "$out"
+    if [[ $mode == traced ]]; then
+        bench_trace_stats "$BENCH_TMP/trace/$tag" | sed "s/^/$threads\t/" >>"$BENCH_TMP/trace.tsv"
+        rm -rf "$BENCH_TMP/trace/$tag"
+    fi
+}
+
+# Markdown table comparing MODE with plain at THREADS threads; COLUMN of results.tsv: 5 the
+# median wall ns per call per thread (default), 10 all threads together, 11 the median CPU ns.
+bench_table() {
+    local mode=$1 threads=$2 with_target=$3 column=${4:-5}
+    awk -F'\t' -v mode="$mode" -v t="$threads" -v with_target="$with_target" -v col="$column" '
+        function sort(a, n,    i, j, x) {
+            for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+        }
+        function med(a, n) { sort(a, n); return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+        $2 != t { next }
+        !($4 in seen) { seen[$4] = 1; order[++ncase] = $4; unit[$4] = $8 }
+        { v[$1, $4, $3] = $col; rounds[$3] = 1 }
+        END {
+            target["can_access_peer"] = "<= +20"
+            target["memcpy_peer_async_4B"] = "<= +150"
+            target["alloc_free_256B"] = "<= +20"
+            target["ctx_get_current"] = "+0"
+            target["device_get_count"] = "+0"
+            printf "| case | unit | plain ns | %s ns | overhead ns | per-round overhead min..max | shim/plain |%s\n", mode, (with_target ? " untraced target |" : "")
+            printf "|---|---|---:|---:|---:|---:|---:|%s\n", with_target ? "---|" : ""
+            for (i = 1; i <= ncase; i++) {
+                c = order[i]; np = ns = nd = 0
+                for (r in rounds) {
+                    kp = "plain" SUBSEP c SUBSEP r; km = mode SUBSEP c SUBSEP r
+                    if (kp in v) p[++np] = v[kp]
+                    if (km in v) s[++ns] = v[km]
+                    if ((kp in v) && (km in v)) d[++nd] = v[km] - v[kp]
+                }
+                if (np == 0 || ns == 0 || nd == 0) continue
+                mp = med(p, np); ms = med(s, ns); md = med(d, nd)
+                printf "| %s | %s | %.1f | %.1f | %+.1f | %+.1f..%+.1f | %.2fx |%s\n", c, unit[c], mp, ms, md, d[1], d[nd], (mp > 0 ? ms / mp : 0), (with_target ? " " target[c] " |" : "")
+            }
+        }' "$BENCH_TMP/results.tsv"
+}
+
+# Bytes per trace record, per function, over the traced runs at THREADS threads.
+bench_trace_table() {
+    local threads=$1
+    awk -F'\t' -v t="$threads" '
+        $1 != t { next }
+        { n[$2] += $3; b[$2] += $4; if ($2 != "(events)") { tn += $3; tb += $4 } }
+        END {
+            print "| fn | records | bytes | bytes/record |"
+            print "|---|---:|---:|---:|"
+            for (f in n) printf "| %s | %d | %d | %.1f |\n", f, n[f], b[f], n[f] ? b[f] / n[f] : 0
+            if (tn) printf "| all calls | %d | %d | %.1f |\n", tn, tb, tb / tn
+            else print "| all calls | 0 | 0 | - |"
+        }' "$BENCH_TMP/trace.tsv" | { read -r h1; read -r h2; echo "$h1"; echo "$h2"; sort; }
+}
+
+# The smaller N of each case of two ITERS lists (case=N,case=N,...).
+bench_min_iters() {
+    awk -v a="$1" -v b="$2" 'BEGIN {
+        n = split(a, x, ","); split(b, y, ",")
+        for (i = 1; i <= n; i++) {
+            split(x[i], p, "="); split(y[i], q, "=")
+            if (p[1] != q[1]) exit 1
+            printf "%s%s=%d", (i > 1 ? "," : ""), p[1], (q[2] + 0 < p[2] + 0 ? q[2] : p[2])
+        }
+    }' || bench_fail "calibrations disagree on the cases: '$1' / '$2'"
+}
+
+bench_main() {
+    mkdir -p "$BENCH_TMP/runs"
+    : >"$BENCH_TMP/results.tsv"
+    : >"$BENCH_TMP/trace.tsv"
+    STDERR_CHECKED=0
+
+    local modes=(plain shim)
+    [[ $TRACED == 1 ]] && modes+=(traced)
+
+    # Probe the setup (plain), then pick N per case: calibrated in each mode so that one loop
+    # takes about LOOP_MS on one thread, and the smallest of plain and shim used for both (the
+    # same work in both; short loops are the least exposed to preemption on a busy machine).
+    # Traced runs use the smallest of that and their own.
+    bench_progress "probing the driver and calibrating (${LOOP_MS} ms per loop)"
+    bench_exec plain probe "$BENCH_TMP/runs/probe-plain.out" --probe
+    INFO=$(awk -F'\t' '$1 == "INFO" { print $2 }' "$BENCH_TMP/runs/probe-plain.out")
+    [[ -n $INFO ]] || bench_fail "the probe printed no INFO line" "$BENCH_TMP/runs/probe-plain.out"
+    local devices
+    devices=$(sed -n 's/.*devices=\([0-9]*\).*/\1/p' <<<"$INFO")
+    NOTE_MUTED=""
+    if [[ $devices == 1 ]]; then
+        # With one device cuDeviceCanAccessPeer(0, 0) is the only call there is, and the shim
+        # rightly warns about it: mute that one rule, say so.
+        SHIM_ENV+=("SHARECHECK_OPTIONS=mute=cuDeviceCanAccessPeer.same-device${SHARECHECK_OPTIONS:+:$SHARECHECK_OPTIONS}")
+        NOTE_MUTED="one device: can_access_peer asks (0, 0); the shim runs mute cuDeviceCanAccessPeer.same-device"
+    fi
+    declare -gA ITERS=() CALIBRATED=()
+    local mode
+    for mode in "${modes[@]}"; do
+        bench_exec "$mode" "calibrate-$mode" "$BENCH_TMP/runs/calibrate-$mode.out" --probe --calibrate "$LOOP_MS"
+        CALIBRATED[$mode]=$(awk -F'\t' '$1 == "ITERS" { print $2 }' "$BENCH_TMP/runs/calibrate-$mode.out")
+        [[ -n ${CALIBRATED[$mode]} ]] || bench_fail "calibration printed no ITERS line ($mode)" "$BENCH_TMP/runs/calibrate-$mode.out"
+        rm -rf "$BENCH_TMP/trace/calibrate-$mode"
+    done
+    ITERS[plain]=$(bench_min_iters "${CALIBRATED[plain]}" "${CALIBRATED[shim]}")
+    ITERS[shim]=${ITERS[plain]}
+    if [[ $TRACED == 1 ]]; then
+        ITERS[traced]=$(bench_min_iters "${ITERS[plain]}" "${CALIBRATED[traced]}")
+    fi
+    LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+
+    # Interleave: every round runs each mode once per thread count, the order reversed on every
+    # other round, so drift of a noisy machine falls on both sides alike.
+    local start=$SECONDS round t order
+    for ((round = 1; round <= ROUNDS; round++)); do
+        for t in 1 "$MT_THREADS"; do
+            if ((round % 2)); then order=("${modes[@]}"); else order=(); for mode in "${modes[@]}"; do order=("$mode" "${order[@]}"); done; fi
+            for mode in "${order[@]}"; do
+                bench_run "$mode" "$t" "$round"
+            done
+        done
+    done
+    local elapsed=$((SECONDS - start))
+
+    # The report.
+    local cpus
+    cpus=$(nproc)
+    echo "## sharecheck benchmark: plain driver vs shim"
+    echo
+    bench_header
+    echo "- setup: $(tr ' ' '\n' <<<"$INFO" | grep -E '^(driver_version|devices|can_access_peer|peer_access)=' | paste -sd' ')"
+    if [[ -n $NOTE_MUTED ]]; then echo "- note: $NOTE_MUTED"; fi
+    echo "- load average before the runs $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine shows up as noise)"
+    echo "- $ROUNDS rounds of plain and shim runs$([[ $TRACED == 1 ]] && echo ' and traced shim runs'), interleaved" \
+        "(order reversed every other round), each on 1 and on $MT_THREADS threads (${elapsed}s in all). A run times," \
+        "per case, one warm-up loop and $REPS loops of N calls and takes the median ns per call. N: calibrated so" \
+        "that a loop of the slower mode takes about ${LOOP_MS} ms on one thread; the same N plain and shim." \
+        "Tables: median over the rounds; overhead = median over the rounds of (shim - plain) in the same round," \
+        "with its lowest and highest round."
+    echo "- N per loop (plain and shim): ${ITERS[plain]}"
+    if [[ $TRACED == 1 ]]; then echo "- N per loop (traced): ${ITERS[traced]}"; fi
+    echo "- alloc_free_256B: ns per cuMemAlloc_v2(256) + cuMemFree_v2 pair. memcpy_peer_async_4B: the enqueue only" \
+        "(cuStreamSynchronize after every 64 copies, untimed). ctx_get_current, device_get_count: not interposed by the shim."
+    echo "- $MT_THREADS threads: 'per thread' is the median over the threads of each thread's own ns per call," \
+        "wall clock (with more threads than CPUs, here $cpus, a thread may wait for a CPU inside its loop, which" \
+        "makes this figure noisy) and CPU time (CLOCK_THREAD_CPUTIME_ID: waiting for a CPU or sleeping on a lock" \
+        "does not count; includes two clock reads per 64 copies for memcpy). 'All threads': per repetition, first" \
+        "start to last end over the calls of all threads (perfect scaling: the 1-thread figure / min($MT_THREADS, $cpus))."
+    echo
+    echo "### untraced, 1 thread"
+    echo
+    bench_table shim 1 1
+    echo
+    echo "### untraced, $MT_THREADS threads, per thread, wall clock"
+    echo
+    bench_table shim "$MT_THREADS" 1
+    echo
+    echo "### untraced, $MT_THREADS threads, per thread, CPU time"
+    echo
+    bench_table shim "$MT_THREADS" 0 11
+    echo
+    echo "### untraced, $MT_THREADS threads, all threads (wall ns per call made by any thread)"
+    echo
+    bench_table shim "$MT_THREADS" 0 10
+    if [[ $TRACED == 1 ]]; then
+        echo
+        echo "### traced (SHARECHECK_TRACE=\$tmp/%p.jsonl), 1 thread"
+        echo
+        bench_table traced 1 0
+        echo
+        echo "### traced, $MT_THREADS threads, per thread, wall clock"
+        echo
+        bench_table traced "$MT_THREADS" 0
+        echo
+        echo "### traced, $MT_THREADS threads, per thread, CPU time"
+        echo
+        bench_table traced "$MT_THREADS" 0 11
+        echo
+        echo "### traced, $MT_THREADS threads, all threads"
+        echo
+        bench_table traced "$MT_THREADS" 0 10
+        echo
+        echo "### trace size: all traced runs at 1 thread (setup and teardown calls included)"
+        echo
+        bench_trace_table 1
+        echo
+        echo "### trace size: all traced runs at $MT_THREADS threads"
+        echo
+        bench_trace_table "$MT_THREADS"
+    fi
+    echo
+    echo "stderr: empty in all $STDERR_CHECKED runs (probes and calibrations included, plain and shim): no finding on the bench's clean path."
+}
