@@ -264,7 +264,8 @@ pub unsafe fn cuda_get_proc_address(
     if version > config().driver_version {
         return Err(INVALID_VALUE);
     }
-    let name = CStr::from_ptr(symbol).to_bytes();
+    // SAFETY: `symbol` is not NULL (checked above) and, by this function's contract, a C string.
+    let name = unsafe { CStr::from_ptr(symbol) }.to_bytes();
     let (address, state) = match resolve_cuda(name, version, flags) {
         Resolution::Found(e) => (e.address(), PROC_ADDRESS_SUCCESS),
         Resolution::NotFound => (std::ptr::null_mut(), PROC_ADDRESS_SYMBOL_NOT_FOUND),
@@ -272,9 +273,11 @@ pub unsafe fn cuda_get_proc_address(
             (std::ptr::null_mut(), PROC_ADDRESS_VERSION_NOT_SUFFICIENT)
         }
     };
-    *pfn = address;
+    // SAFETY: `pfn` is not NULL (checked above) and, by this function's contract, writable.
+    unsafe { *pfn = address };
     if !status.is_null() {
-        *status = state;
+        // SAFETY: `status` is not NULL and, by this function's contract, writable.
+        unsafe { *status = state };
     }
     Ok(())
 }
@@ -289,13 +292,16 @@ pub unsafe fn hip_get_proc_address(
     flags: u64,
     status: *mut c_int,
 ) -> Result<(), Code> {
-    if symbol.is_null() || pfn.is_null() || *symbol == 0 {
+    // SAFETY: `symbol` is not NULL (checked first) and, by this function's contract, a C string,
+    // so its first byte is readable.
+    if symbol.is_null() || pfn.is_null() || unsafe { *symbol } == 0 {
         return Err(INVALID_VALUE);
     }
     if flags > GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM {
         return Err(INVALID_VALUE);
     }
-    let name = CStr::from_ptr(symbol).to_bytes();
+    // SAFETY: `symbol` is not NULL (checked above) and, by this function's contract, a C string.
+    let name = unsafe { CStr::from_ptr(symbol) }.to_bytes();
     let found = TABLE
         .iter()
         .find(|e| e.api == Api::Hip && e.base.as_bytes() == name);
@@ -303,9 +309,11 @@ pub unsafe fn hip_get_proc_address(
         Some(e) => (e.address(), PROC_ADDRESS_SUCCESS),
         None => (std::ptr::null_mut(), PROC_ADDRESS_SYMBOL_NOT_FOUND),
     };
-    *pfn = address;
+    // SAFETY: `pfn` is not NULL (checked above) and, by this function's contract, writable.
+    unsafe { *pfn = address };
     if !status.is_null() {
-        *status = state;
+        // SAFETY: `status` is not NULL and, by this function's contract, writable.
+        unsafe { *status = state };
     }
     if found.is_none() {
         return Err(INVALID_VALUE);

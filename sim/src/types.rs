@@ -31,34 +31,23 @@ pub type hipStream_t = *mut c_void;
 pub type hipEvent_t = *mut c_void;
 pub type hipDeviceptr_t = *mut c_void;
 
-// CUresult values (shared with hipError_t where the numbers agree).
-pub const SUCCESS: Code = 0;
-pub const INVALID_VALUE: Code = 1;
+// Result codes. Those sharecheck's shim also names come from `sharecheck_core::codes`, the one
+// list shared by the crates; the ones below only the simulator returns.
+pub use sharecheck_core::codes::*;
+
+// CUresult values not in `sharecheck_core::codes` (hipError_t has the same numbers).
 pub const OUT_OF_MEMORY: Code = 2;
 pub const NOT_INITIALIZED: Code = 3;
 pub const NO_DEVICE: Code = 100;
-pub const INVALID_DEVICE: Code = 101;
-pub const INVALID_CONTEXT: Code = 201;
 pub const MAP_FAILED: Code = 205;
 pub const ALREADY_MAPPED: Code = 208;
-pub const PEER_ACCESS_UNSUPPORTED: Code = 217;
-pub const INVALID_HANDLE: Code = 400;
 pub const NOT_FOUND: Code = 500;
-/// CUDA_ERROR_NOT_READY (`cuStreamQuery` with work in flight); hipErrorNotReady is the same.
-pub const NOT_READY: Code = 600;
-pub const PEER_ACCESS_ALREADY_ENABLED: Code = 704;
-pub const PEER_ACCESS_NOT_ENABLED: Code = 705;
-pub const TOO_MANY_PEERS: Code = 711;
-pub const CONTEXT_IS_DESTROYED: Code = 709;
 pub const NOT_PERMITTED: Code = 800;
-pub const NOT_SUPPORTED: Code = 801;
 pub const UNKNOWN: Code = 999;
 
 // hipError_t values without a CUresult twin.
 pub const HIP_ERROR_INVALID_CONFIGURATION: Code = 9;
 pub const HIP_ERROR_INVALID_DEVICE_POINTER: Code = 17;
-/// `hipErrorNotReady` (CUDA_ERROR_NOT_READY has the same number); HIP's last error ignores it.
-pub const HIP_ERROR_NOT_READY: Code = 600;
 
 /// `CUdriverProcAddressQueryResult` / `hipDriverProcAddressQueryResult`.
 pub const PROC_ADDRESS_SUCCESS: c_int = 0;

@@ -2,38 +2,43 @@ use super::*;
 
 fn mem_handle(ptr: CUdeviceptr) -> (Code, CUipcMemHandle) {
     let mut h = CUipcMemHandle { reserved: [0; 64] };
+    // SAFETY: `h` is a live local `CUipcMemHandle`.
     let rc = unsafe { cuIpcGetMemHandle(&mut h, ptr) };
     (rc, h)
 }
 
 #[test]
 fn export_rules_r580() {
-    setup(r580());
-    let _c = context(0);
-    let p = alloc(1 << 16);
-    let (rc, base) = mem_handle(p);
-    assert_eq!(rc, SUCCESS);
-    // Interior pointer: accepted, and the very same handle as the base (R580).
-    let (rc, interior) = mem_handle(p + 256);
-    assert_eq!(rc, SUCCESS);
-    assert_eq!(base.reserved, interior.reserved);
-    // Repeated exports are the same handle.
-    assert_eq!(mem_handle(p).1.reserved, base.reserved);
-    assert_eq!(unsafe { cuIpcGetMemHandle(null_mut(), p) }, INVALID_VALUE);
-    assert_eq!(mem_handle(0x1000).0, INVALID_VALUE);
-    // Managed memory cannot be exported.
-    let mut managed = 0;
-    assert_eq!(
-        unsafe { cuMemAllocManaged(&mut managed, 4096, MEM_ATTACH_GLOBAL) },
-        SUCCESS
-    );
-    assert_eq!(mem_handle(managed).0, INVALID_VALUE);
-    // Freed and reallocated memory gets a new handle, even at the same address.
-    assert_eq!(unsafe { cuMemFree_v2(p) }, SUCCESS);
-    let q = alloc(1 << 16);
-    let (rc, again) = mem_handle(q);
-    assert_eq!(rc, SUCCESS);
-    assert_ne!(again.reserved, base.reserved);
+    // SAFETY: the out-pointers are live locals of the types written, or NULL where the export
+    // checks for NULL; handles and device addresses are plain values (see the module doc).
+    unsafe {
+        setup(r580());
+        let _c = context(0);
+        let p = alloc(1 << 16);
+        let (rc, base) = mem_handle(p);
+        assert_eq!(rc, SUCCESS);
+        // Interior pointer: accepted, and the very same handle as the base (R580).
+        let (rc, interior) = mem_handle(p + 256);
+        assert_eq!(rc, SUCCESS);
+        assert_eq!(base.reserved, interior.reserved);
+        // Repeated exports are the same handle.
+        assert_eq!(mem_handle(p).1.reserved, base.reserved);
+        assert_eq!(cuIpcGetMemHandle(null_mut(), p), INVALID_VALUE);
+        assert_eq!(mem_handle(0x1000).0, INVALID_VALUE);
+        // Managed memory cannot be exported.
+        let mut managed = 0;
+        assert_eq!(
+            cuMemAllocManaged(&mut managed, 4096, MEM_ATTACH_GLOBAL),
+            SUCCESS
+        );
+        assert_eq!(mem_handle(managed).0, INVALID_VALUE);
+        // Freed and reallocated memory gets a new handle, even at the same address.
+        assert_eq!(cuMemFree_v2(p), SUCCESS);
+        let q = alloc(1 << 16);
+        let (rc, again) = mem_handle(q);
+        assert_eq!(rc, SUCCESS);
+        assert_ne!(again.reserved, base.reserved);
+    }
 }
 
 #[test]
@@ -47,79 +52,71 @@ fn interior_pointer_rejected_when_documented() {
 
 #[test]
 fn open_and_close_errors_in_one_process() {
-    setup(r580());
-    let _c = context(0);
-    let p = alloc(4096);
-    let (_, h) = mem_handle(p);
-    let mut out = 0;
-    let lazy = IPC_MEM_LAZY_ENABLE_PEER_ACCESS;
-    assert_eq!(
-        unsafe { cuIpcOpenMemHandle_v2(&mut out, h, lazy) },
-        INVALID_CONTEXT,
-        "same process"
-    );
-    assert_eq!(
-        unsafe { cuIpcOpenMemHandle(&mut out, h, lazy) },
-        INVALID_CONTEXT,
-        "same process, v1"
-    );
-    assert_eq!(
-        unsafe { cuIpcOpenMemHandle_v2(&mut out, h, 0) },
-        INVALID_VALUE,
-        "flags 0"
-    );
-    assert_eq!(
-        unsafe { cuIpcOpenMemHandle_v2(null_mut(), h, lazy) },
-        INVALID_VALUE
-    );
-    let garbage = CUipcMemHandle {
-        reserved: [0xAB; 64],
-    };
-    assert_eq!(
-        unsafe { cuIpcOpenMemHandle_v2(&mut out, garbage, lazy) },
-        INVALID_VALUE
-    );
-    assert_eq!(
-        unsafe { cuIpcCloseMemHandle(p) },
-        INVALID_VALUE,
-        "not an IPC mapping"
-    );
-    assert_eq!(unsafe { cuIpcCloseMemHandle(0) }, INVALID_VALUE);
+    // SAFETY: the out-pointers are live locals of the types written, or NULL where the export
+    // checks for NULL; handles and device addresses are plain values (see the module doc).
+    unsafe {
+        setup(r580());
+        let _c = context(0);
+        let p = alloc(4096);
+        let (_, h) = mem_handle(p);
+        let mut out = 0;
+        let lazy = IPC_MEM_LAZY_ENABLE_PEER_ACCESS;
+        assert_eq!(
+            cuIpcOpenMemHandle_v2(&mut out, h, lazy),
+            INVALID_CONTEXT,
+            "same process"
+        );
+        assert_eq!(
+            cuIpcOpenMemHandle(&mut out, h, lazy),
+            INVALID_CONTEXT,
+            "same process, v1"
+        );
+        assert_eq!(
+            cuIpcOpenMemHandle_v2(&mut out, h, 0),
+            INVALID_VALUE,
+            "flags 0"
+        );
+        assert_eq!(cuIpcOpenMemHandle_v2(null_mut(), h, lazy), INVALID_VALUE);
+        let garbage = CUipcMemHandle {
+            reserved: [0xAB; 64],
+        };
+        assert_eq!(
+            cuIpcOpenMemHandle_v2(&mut out, garbage, lazy),
+            INVALID_VALUE
+        );
+        assert_eq!(cuIpcCloseMemHandle(p), INVALID_VALUE, "not an IPC mapping");
+        assert_eq!(cuIpcCloseMemHandle(0), INVALID_VALUE);
+    }
 }
 
 #[test]
 fn event_handles() {
-    setup(r580());
-    let _c = context(0);
-    let mut plain = null_mut();
-    assert_eq!(unsafe { cuEventCreate(&mut plain, 0) }, SUCCESS);
-    let mut h = CUipcEventHandle { reserved: [0; 64] };
-    assert_eq!(
-        unsafe { cuIpcGetEventHandle(&mut h, plain) },
-        INVALID_HANDLE
-    );
-    let mut ipc_event = null_mut();
-    assert_eq!(
-        unsafe { cuEventCreate(&mut ipc_event, EVENT_INTERPROCESS) },
-        INVALID_VALUE
-    );
-    let flags = EVENT_INTERPROCESS | EVENT_DISABLE_TIMING;
-    assert_eq!(unsafe { cuEventCreate(&mut ipc_event, flags) }, SUCCESS);
-    assert_eq!(unsafe { cuIpcGetEventHandle(&mut h, ipc_event) }, SUCCESS);
-    assert_eq!(
-        unsafe { cuIpcGetEventHandle(null_mut(), ipc_event) },
-        INVALID_VALUE
-    );
-    let mut opened = null_mut();
-    assert_eq!(
-        unsafe { cuIpcOpenEventHandle(&mut opened, h) },
-        INVALID_CONTEXT,
-        "same process"
-    );
-    assert_eq!(unsafe { cuEventDestroy_v2(ipc_event) }, SUCCESS);
-    assert_eq!(unsafe { cuEventDestroy_v2(ipc_event) }, INVALID_HANDLE);
-    assert_eq!(
-        unsafe { cuIpcGetEventHandle(&mut h, ipc_event) },
-        INVALID_HANDLE
-    );
+    // SAFETY: the out-pointers are live locals of the types written, or NULL where the export
+    // checks for NULL; handles and device addresses are plain values (see the module doc).
+    unsafe {
+        setup(r580());
+        let _c = context(0);
+        let mut plain = null_mut();
+        assert_eq!(cuEventCreate(&mut plain, 0), SUCCESS);
+        let mut h = CUipcEventHandle { reserved: [0; 64] };
+        assert_eq!(cuIpcGetEventHandle(&mut h, plain), INVALID_HANDLE);
+        let mut ipc_event = null_mut();
+        assert_eq!(
+            cuEventCreate(&mut ipc_event, EVENT_INTERPROCESS),
+            INVALID_VALUE
+        );
+        let flags = EVENT_INTERPROCESS | EVENT_DISABLE_TIMING;
+        assert_eq!(cuEventCreate(&mut ipc_event, flags), SUCCESS);
+        assert_eq!(cuIpcGetEventHandle(&mut h, ipc_event), SUCCESS);
+        assert_eq!(cuIpcGetEventHandle(null_mut(), ipc_event), INVALID_VALUE);
+        let mut opened = null_mut();
+        assert_eq!(
+            cuIpcOpenEventHandle(&mut opened, h),
+            INVALID_CONTEXT,
+            "same process"
+        );
+        assert_eq!(cuEventDestroy_v2(ipc_event), SUCCESS);
+        assert_eq!(cuEventDestroy_v2(ipc_event), INVALID_HANDLE);
+        assert_eq!(cuIpcGetEventHandle(&mut h, ipc_event), INVALID_HANDLE);
+    }
 }
