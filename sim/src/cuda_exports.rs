@@ -151,7 +151,7 @@ unsafe fn stream_get_ctx(stream: CUstream, pctx: *mut CUcontext) -> Outcome {
         }
         match d.streams.stream(handle).map(|s| s.owner) {
             Some(Owner::Context(id)) => Ok(handles::encode(Kind::Context, id)),
-            Some(Owner::HipDevice(_)) | None => Err(INVALID_HANDLE),
+            Some(Owner::HipDevice(_) | Owner::MemPool(_)) | None => Err(INVALID_HANDLE),
         }
     })?;
     // SAFETY: `pctx` is not NULL (checked above) and, by this function's contract, writable.
@@ -240,6 +240,66 @@ unsafe fn allocation_prop(prop: *const CUmemAllocationProp) -> Outcome<CUmemAllo
     }
     device::check(prop.location.id)?;
     Ok(prop)
+}
+
+/// `cuMemAllocHost_v2` (flags 0) and `cuMemHostAlloc`: page-locked host memory of the current
+/// context. Every simulated device has unified addressing, so the device pointer "is always
+/// equal to the returned host pointer"; the simulator keeps that for WRITECOMBINED memory too.
+///
+/// # Safety
+/// `pp` is NULL or writable.
+unsafe fn host_alloc(pp: *mut *mut c_void, bytesize: usize, flags: c_uint) -> Outcome {
+    check_initialized()?;
+    require(pp)?;
+    let known = MEMHOSTALLOC_PORTABLE | MEMHOSTALLOC_DEVICEMAP | MEMHOSTALLOC_WRITECOMBINED;
+    if flags & !known != 0 {
+        return Err(INVALID_VALUE);
+    }
+    let base = state::with(|d| {
+        let (owner, device) = d.current_owner()?;
+        d.memory
+            .allocate(bytesize as u64, device, owner, MemKind::Host { flags })
+    })?;
+    // SAFETY: `pp` is not NULL (checked above) and, by this function's contract, writable.
+    unsafe { *pp = base as usize as *mut c_void };
+    Ok(())
+}
+
+/// `cuMemAllocAsync[_ptsz]`: memory from the default pool of the stream's device (the one
+/// default stream of the simulator serves both spellings). The allocation is made at once; it
+/// belongs to the pool, not to a context, so destroying a context does not free it.
+///
+/// # Safety
+/// `dptr` is NULL or writable.
+unsafe fn alloc_async(dptr: *mut CUdeviceptr, bytesize: usize, stream: CUstream) -> Outcome {
+    check_initialized()?;
+    require(dptr)?;
+    let base = state::with(|d| {
+        let device = d.stream_device(to_handle(stream))?;
+        if !device::flag(device, attribute::MEMORY_POOLS_SUPPORTED) {
+            return Err(NOT_SUPPORTED);
+        }
+        let owner = Owner::MemPool(device);
+        d.memory
+            .allocate(bytesize as u64, device, owner, MemKind::Pool)
+    })?;
+    // SAFETY: `dptr` is not NULL (checked above) and, by this function's contract, writable.
+    unsafe { *dptr = base };
+    Ok(())
+}
+
+/// `cuMemFreeAsync[_ptsz]`: frees pool memory at once. NULL is nothing to free (as for
+/// `cuMemFree`); memory from any other allocator, memory already freed, and unknown addresses are
+/// INVALID_VALUE.
+fn free_async(dptr: CUdeviceptr, stream: CUstream) -> Outcome {
+    check_initialized()?;
+    state::with(|d| {
+        d.stream_device(to_handle(stream))?;
+        if dptr == 0 {
+            return Ok(());
+        }
+        d.free_memory(dptr, |a| a.kind == MemKind::Pool)
+    })
 }
 
 exports! {
@@ -540,18 +600,78 @@ exports! {
         Ok(())
     }
 
+    fn cuMemAllocPitch_v2(dptr: *mut CUdeviceptr, pPitch: *mut usize, WidthInBytes: usize, Height: usize, ElementSizeBytes: c_uint) {
+        check_initialized()?;
+        require(dptr)?;
+        require(pPitch)?;
+        // "ElementSizeBytes may be 4, 8 or 16".
+        if !PITCH_ELEMENT_SIZES.contains(&ElementSizeBytes) || WidthInBytes == 0 || Height == 0 {
+            return Err(INVALID_VALUE);
+        }
+        let pitch = (WidthInBytes as u64).checked_next_multiple_of(PITCH_ALIGNMENT).ok_or(OUT_OF_MEMORY)?;
+        let size = pitch.checked_mul(Height as u64).ok_or(OUT_OF_MEMORY)?;
+        // Plain device memory (freed with cuMemFree, exportable through IPC), `pitch` bytes a row.
+        let base = state::with(|d| {
+            let (owner, device) = d.current_owner()?;
+            d.memory.allocate(size, device, owner, MemKind::Device)
+        })?;
+        // SAFETY: both are not NULL (checked above); `cuMemAllocPitch` documents them as a
+        // writable `CUdeviceptr` and `size_t`.
+        unsafe {
+            *dptr = base;
+            *pPitch = pitch as usize;
+        }
+        Ok(())
+    }
+
+    fn cuMemAllocHost_v2(pp: *mut *mut c_void, bytesize: usize) {
+        // SAFETY: `pp` is NULL or a writable `void *` (`cuMemAllocHost`'s contract).
+        unsafe { host_alloc(pp, bytesize, 0) }
+    }
+
+    fn cuMemHostAlloc(pp: *mut *mut c_void, bytesize: usize, Flags: c_uint) {
+        // SAFETY: `pp` is NULL or a writable `void *` (`cuMemHostAlloc`'s contract).
+        unsafe { host_alloc(pp, bytesize, Flags) }
+    }
+
+    fn cuMemAllocAsync(dptr: *mut CUdeviceptr, bytesize: usize, hStream: CUstream) {
+        // SAFETY: `dptr` is NULL or a writable `CUdeviceptr` (`cuMemAllocAsync`'s contract).
+        unsafe { alloc_async(dptr, bytesize, hStream) }
+    }
+
+    fn cuMemAllocAsync_ptsz(dptr: *mut CUdeviceptr, bytesize: usize, hStream: CUstream) {
+        // SAFETY: `dptr` is NULL or a writable `CUdeviceptr` (`cuMemAllocAsync`'s contract).
+        unsafe { alloc_async(dptr, bytesize, hStream) }
+    }
+
     fn cuMemFree_v2(dptr: CUdeviceptr) {
         check_initialized()?;
         if dptr == 0 {
             return Ok(());
         }
-        let freed = state::with(|d| {
-            d.memory.remove_if(dptr, |a| matches!(a.kind, MemKind::Device | MemKind::Managed { .. }))
-        })?;
-        if let Some(export) = freed.export {
-            crate::ipc::withdraw_memory_export(export);
+        // "dptr ... must have been returned by ... cuMemAlloc(), cuMemAllocPitch(),
+        // cuMemAllocManaged(), cuMemAllocAsync(), cuMemAllocFromPoolAsync()".
+        state::with(|d| {
+            d.free_memory(dptr, |a| matches!(a.kind, MemKind::Device | MemKind::Managed { .. } | MemKind::Pool))
+        })
+    }
+
+    fn cuMemFreeHost(p: *mut c_void) {
+        check_initialized()?;
+        if p.is_null() {
+            return Ok(());
         }
-        Ok(())
+        // "p ... must have been returned by a previous call to cuMemAllocHost()" (or
+        // cuMemHostAlloc: "must be freed with cuMemFreeHost()").
+        state::with(|d| d.free_memory(p as u64, |a| matches!(a.kind, MemKind::Host { .. })))
+    }
+
+    fn cuMemFreeAsync(dptr: CUdeviceptr, hStream: CUstream) {
+        free_async(dptr, hStream)
+    }
+
+    fn cuMemFreeAsync_ptsz(dptr: CUdeviceptr, hStream: CUstream) {
+        free_async(dptr, hStream)
     }
 
     fn cuMemGetAddressRange_v2(pbase: *mut CUdeviceptr, psize: *mut usize, dptr: CUdeviceptr) {
@@ -1003,7 +1123,8 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: c_int, ptr: u64) -> Outcome
         if let Some(a) = d.memory.find(ptr) {
             let context = match a.owner {
                 Owner::Context(id) => handles::encode(Kind::Context, id),
-                Owner::HipDevice(_) => 0,
+                // Pool memory is "not associated with any CUDA context"; HIP memory has none.
+                Owner::HipDevice(_) | Owner::MemPool(_) => 0,
             };
             return Some(Info {
                 context,
@@ -1025,6 +1146,7 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: c_int, ptr: u64) -> Outcome
     })
     .ok_or(INVALID_VALUE)?;
     let managed = matches!(info.kind, Some(MemKind::Managed { .. }));
+    let host = matches!(info.kind, Some(MemKind::Host { .. }));
     /// What is written, in the C type of the attribute.
     enum Value {
         Pointer(u64),
@@ -1036,10 +1158,11 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: c_int, ptr: u64) -> Outcome
     }
     let value = match attr {
         pa::CONTEXT => Value::Pointer(info.context),
+        pa::MEMORY_TYPE if host => Value::Uint(CU_MEMORYTYPE_HOST),
         pa::MEMORY_TYPE => Value::Uint(CU_MEMORYTYPE_DEVICE),
         pa::DEVICE_POINTER => Value::U64(ptr),
-        // With unified addressing, managed memory has one address for host and device.
-        pa::HOST_POINTER if managed => Value::Pointer(ptr),
+        // With unified addressing, managed and pinned host memory have one address for both.
+        pa::HOST_POINTER if managed || host => Value::Pointer(ptr),
         pa::BUFFER_ID => Value::U64(info.buffer_id),
         pa::IS_MANAGED => Value::Bool(managed),
         pa::DEVICE_ORDINAL => Value::Int(info.device),
@@ -1047,12 +1170,18 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: c_int, ptr: u64) -> Outcome
         pa::RANGE_START_ADDR => Value::U64(info.base),
         pa::RANGE_SIZE => Value::Size(info.size as usize),
         pa::MAPPED => Value::Bool(true),
+        // The device's default pool for stream-ordered memory; NULL for any other memory.
+        pa::MEMPOOL_HANDLE if info.kind == Some(MemKind::Pool) => {
+            Value::Pointer(handles::encode(Kind::MemPool, info.device as u64 + 1))
+        }
+        pa::MEMPOOL_HANDLE => Value::Pointer(0),
         _ => return Err(INVALID_VALUE),
     };
     // SAFETY: `data` is not NULL and has the type `attr` names (this function's contract); each
-    // arm writes exactly that type: CONTEXT a `CUcontext`, HOST_POINTER a `void *`, MEMORY_TYPE a
-    // `CUmemorytype`, DEVICE_ORDINAL an `int`, DEVICE_POINTER/RANGE_START_ADDR a `CUdeviceptr`,
-    // BUFFER_ID an `unsigned long long`, RANGE_SIZE a `size_t`, the booleans a `bool`.
+    // arm writes exactly that type: CONTEXT a `CUcontext`, HOST_POINTER a `void *`,
+    // MEMPOOL_HANDLE a `CUmemoryPool`, MEMORY_TYPE a `CUmemorytype`, DEVICE_ORDINAL an `int`,
+    // DEVICE_POINTER/RANGE_START_ADDR a `CUdeviceptr`, BUFFER_ID an `unsigned long long`,
+    // RANGE_SIZE a `size_t`, the booleans a `bool`.
     unsafe {
         match value {
             Value::Pointer(p) => *data.cast::<*mut c_void>() = handles::to_ptr(p),

@@ -19,7 +19,7 @@ use crate::device;
 use crate::entry::{exports, guarded, hip_exports, require};
 use crate::errors;
 use crate::ipc::{Api, OpenMode};
-use crate::memory::{MemKind, RegionKind};
+use crate::memory::{Allocation, MemKind, RegionKind};
 use crate::procaddress;
 use crate::state::{self, Owner};
 use crate::types::*;
@@ -62,6 +62,39 @@ unsafe fn stream_create(stream: *mut hipStream_t, flags: c_uint, priority: c_int
     // SAFETY: `stream` is not NULL (checked above) and, by this function's contract, writable.
     unsafe { *stream = crate::handles::to_ptr(handle) };
     Ok(())
+}
+
+/// `hipEventCreate` (flags 0) and `hipEventCreateWithFlags`.
+///
+/// # Safety
+/// `event` is NULL or writable.
+unsafe fn event_create(event: *mut hipEvent_t, flags: c_uint) -> Outcome {
+    require(event)?;
+    let known =
+        EVENT_BLOCKING_SYNC | EVENT_DISABLE_TIMING | EVENT_INTERPROCESS | HIP_EVENT_RELEASE_FLAGS;
+    if flags & !known != 0 || flags & EVENT_INTERPROCESS != 0 && flags & EVENT_DISABLE_TIMING == 0 {
+        return Err(INVALID_VALUE);
+    }
+    let device = current_device()?;
+    let handle = state::with(|d| {
+        d.streams
+            .create_event(Owner::HipDevice(device), device, flags)
+    });
+    // SAFETY: `event` is not NULL (checked above) and, by this function's contract, writable.
+    unsafe { *event = crate::handles::to_ptr(handle) };
+    Ok(())
+}
+
+/// What the CLR's `ihipFree` (behind `hipFree`, `hipHostFree` and the queued `hipFreeAsync`)
+/// releases: any allocation of the runtime, device, managed, pinned host or pool memory alike
+/// (the HIP 5.2 header says hipFree of `hipHostMalloc` memory and hipHostFree of `hipMalloc`
+/// memory are errors; the CLR code frees both). Imported IPC memory is closed with
+/// `hipIpcCloseMemHandle` instead.
+fn hip_freeable(a: &Allocation) -> bool {
+    matches!(
+        a.kind,
+        MemKind::Device | MemKind::Managed { .. } | MemKind::Host { .. } | MemKind::Pool
+    )
 }
 
 /// The CLR's `hip::Stream::Priority` for a requested priority: High at or below -1, Low at or
@@ -198,16 +231,76 @@ hip_exports! {
         Ok(())
     }
 
+    /// ROCm CLR order: NULL is hipErrorInvalidValue, size 0 is a NULL pointer and success, then
+    /// `*ptr` is NULL until the flags pass (coherent and non-coherent together are invalid).
+    fn hipHostMalloc(ptr: *mut *mut c_void, size: usize, flags: c_uint) {
+        require(ptr)?;
+        let device = current_device()?;
+        // SAFETY: `ptr` is not NULL (checked above); `hipHostMalloc` documents it as a writable
+        // `void *`.
+        unsafe { *ptr = std::ptr::null_mut() };
+        if size == 0 {
+            return Ok(());
+        }
+        let coherence = HIP_HOST_MALLOC_COHERENT | HIP_HOST_MALLOC_NON_COHERENT;
+        if flags & coherence == coherence {
+            return Err(INVALID_VALUE);
+        }
+        let kind = MemKind::Host { flags };
+        let base = state::with(|d| d.memory.allocate(size as u64, device, Owner::HipDevice(device), kind))?;
+        // SAFETY: as above.
+        unsafe { *ptr = base as usize as *mut c_void };
+        Ok(())
+    }
+
+    /// The ROCm CLR: NULL output or an invalid stream is hipErrorInvalidValue; size 0 is a NULL
+    /// pointer and success. The memory comes from the pool of the stream's device (the current
+    /// device's for the NULL and special streams) and is allocated at once.
+    fn hipMallocAsync(dev_ptr: *mut *mut c_void, size: usize, stream: hipStream_t) {
+        let current = current_device()?;
+        let stream = stream_handle(stream);
+        if dev_ptr.is_null() || !state::with(|d| d.streams.is_valid_stream(stream)) {
+            return Err(INVALID_VALUE);
+        }
+        let base = if size == 0 {
+            0
+        } else {
+            state::with(|d| {
+                let device = d.streams.stream(stream).map_or(current, |s| s.device);
+                d.memory.allocate(size as u64, device, Owner::HipDevice(device), MemKind::Pool)
+            })?
+        };
+        // SAFETY: `dev_ptr` is not NULL (checked above); `hipMallocAsync` documents it as a
+        // writable `void *`.
+        unsafe { *dev_ptr = base as usize as *mut c_void };
+        Ok(())
+    }
+
     fn hipFree(ptr: *mut c_void) {
         if ptr.is_null() {
             return Ok(());
         }
-        let freed = state::with(|d| {
-            d.memory.remove_if(ptr as u64, |a| matches!(a.kind, MemKind::Device | MemKind::Managed { .. }))
-        })?;
-        if let Some(export) = freed.export {
-            crate::ipc::withdraw_memory_export(export);
+        state::with(|d| d.free_memory(ptr as u64, hip_freeable))
+    }
+
+    /// As the CLR: NULL is success; anything `hipFree` takes, this takes (see [`hip_freeable`]).
+    fn hipHostFree(ptr: *mut c_void) {
+        if ptr.is_null() {
+            return Ok(());
         }
+        state::with(|d| d.free_memory(ptr as u64, hip_freeable))
+    }
+
+    /// The ROCm CLR checks only for a NULL pointer and an invalid stream (hipErrorInvalidValue)
+    /// and queues the free: an address it does not know (a second free included) fails in the
+    /// queue, unseen, and the call returns hipSuccess. The simulator frees at once.
+    fn hipFreeAsync(dev_ptr: *mut c_void, stream: hipStream_t) {
+        current_device()?;
+        if dev_ptr.is_null() || !state::with(|d| d.streams.is_valid_stream(stream_handle(stream))) {
+            return Err(INVALID_VALUE);
+        }
+        // Deliberately ignored: see above.
+        let _ = state::with(|d| d.free_memory(dev_ptr as u64, hip_freeable));
         Ok(())
     }
 
@@ -276,18 +369,15 @@ hip_exports! {
         state::with(|d| d.streams.check_stream(stream_handle(stream)))
     }
 
+    fn hipEventCreate(event: *mut hipEvent_t) {
+        // SAFETY: `event` is NULL or a writable `hipEvent_t` (`hipEventCreate`'s contract).
+        unsafe { event_create(event, 0) }
+    }
+
     fn hipEventCreateWithFlags(event: *mut hipEvent_t, flags: c_uint) {
-        require(event)?;
-        let known = EVENT_BLOCKING_SYNC | EVENT_DISABLE_TIMING | EVENT_INTERPROCESS | HIP_EVENT_RELEASE_FLAGS;
-        if flags & !known != 0 || flags & EVENT_INTERPROCESS != 0 && flags & EVENT_DISABLE_TIMING == 0 {
-            return Err(INVALID_VALUE);
-        }
-        let device = current_device()?;
-        let handle = state::with(|d| d.streams.create_event(Owner::HipDevice(device), device, flags));
-        // SAFETY: `event` is not NULL (checked above); `hipEventCreateWithFlags` documents it as
-        // a writable `hipEvent_t`.
-        unsafe { *event = crate::handles::to_ptr(handle) };
-        Ok(())
+        // SAFETY: `event` is NULL or a writable `hipEvent_t` (`hipEventCreateWithFlags`'s
+        // contract).
+        unsafe { event_create(event, flags) }
     }
 
     fn hipEventDestroy(event: hipEvent_t) {
@@ -325,17 +415,20 @@ hip_exports! {
         });
         // As ROCm 6 documents: memory it does not know is hipErrorInvalidValue.
         let (kind, device) = found.ok_or(INVALID_VALUE)?;
-        let managed_flags = match kind {
-            MemKind::Managed { flags } => Some(flags),
-            _ => None,
+        // Managed and pinned host memory have one address for host and device; the allocation
+        // flags are those it was allocated with.
+        let (type_, host_flags) = match kind {
+            MemKind::Managed { flags } => (hip_memory_type::MANAGED, Some(flags)),
+            MemKind::Host { flags } => (hip_memory_type::HOST, Some(flags)),
+            MemKind::Device | MemKind::Pool | MemKind::IpcImport => (hip_memory_type::DEVICE, None),
         };
         let value = hipPointerAttribute_t {
-            type_: if managed_flags.is_some() { hip_memory_type::MANAGED } else { hip_memory_type::DEVICE },
+            type_,
             device,
             device_pointer: ptr as *mut c_void,
-            host_pointer: if managed_flags.is_some() { ptr as *mut c_void } else { std::ptr::null_mut() },
-            is_managed: c_int::from(managed_flags.is_some()),
-            allocation_flags: managed_flags.unwrap_or(0),
+            host_pointer: if host_flags.is_some() { ptr as *mut c_void } else { std::ptr::null_mut() },
+            is_managed: c_int::from(matches!(kind, MemKind::Managed { .. })),
+            allocation_flags: host_flags.unwrap_or(0),
         };
         // SAFETY: `attributes` is not NULL (checked above); `hipPointerGetAttributes` documents it
         // as a writable `hipPointerAttribute_t`.

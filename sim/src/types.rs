@@ -106,10 +106,27 @@ pub mod pointer_attribute {
     pub const RANGE_START_ADDR: i32 = 11;
     pub const RANGE_SIZE: i32 = 12;
     pub const MAPPED: i32 = 13;
+    pub const MEMPOOL_HANDLE: i32 = 17;
 }
 
-/// `CU_MEMORYTYPE_DEVICE`.
+/// `CUmemorytype`: `CU_MEMORYTYPE_HOST`, `CU_MEMORYTYPE_DEVICE`.
+pub const CU_MEMORYTYPE_HOST: c_uint = 1;
 pub const CU_MEMORYTYPE_DEVICE: c_uint = 2;
+
+/// `cuMemHostAlloc` flags: `CU_MEMHOSTALLOC_PORTABLE`, `_DEVICEMAP`, `_WRITECOMBINED`.
+pub const MEMHOSTALLOC_PORTABLE: c_uint = 0x1;
+pub const MEMHOSTALLOC_DEVICEMAP: c_uint = 0x2;
+pub const MEMHOSTALLOC_WRITECOMBINED: c_uint = 0x4;
+
+/// `hipHostMalloc` flags that the runtime checks (HIP 5.2 `hip_runtime_api.h`): asking for both
+/// coherent and non-coherent memory is hipErrorInvalidValue.
+pub const HIP_HOST_MALLOC_COHERENT: c_uint = 0x4000_0000;
+pub const HIP_HOST_MALLOC_NON_COHERENT: c_uint = 0x8000_0000;
+
+/// `cuMemAllocPitch`: the pitch is the row width rounded up to this (what current NVIDIA GPUs
+/// return), and `ElementSizeBytes` must be one of these.
+pub const PITCH_ALIGNMENT: u64 = 512;
+pub const PITCH_ELEMENT_SIZES: [c_uint; 3] = [4, 8, 16];
 
 /// `CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED`.
 pub const MEM_ALLOCATION_TYPE_PINNED: c_uint = 1;
@@ -175,6 +192,7 @@ pub mod memcpy_kind {
 
 /// ROCm 6.x `hipMemoryType` values (ROCm 5 numbered them differently).
 pub mod hip_memory_type {
+    pub const HOST: u32 = 1;
     pub const DEVICE: u32 = 2;
     pub const MANAGED: u32 = 3;
 }
@@ -214,6 +232,7 @@ pub mod attribute {
     pub const COMPUTE_CAPABILITY_MAJOR: i32 = 75;
     pub const MANAGED_MEMORY: i32 = 83;
     pub const PAGEABLE_MEMORY_ACCESS: i32 = 88;
+    pub const MEMORY_POOLS_SUPPORTED: i32 = 115;
     pub const IPC_EVENT_SUPPORTED: i32 = 125;
     pub const LOGICAL_ENDPOINT_UNICAST_SUPPORTED: i32 = 153;
     pub const LOGICAL_ENDPOINT_MULTICAST_SUPPORTED: i32 = 154;

@@ -120,3 +120,74 @@ fn event_handles() {
         assert_eq!(cuIpcGetEventHandle(&mut h, ipc_event), INVALID_HANDLE);
     }
 }
+
+#[test]
+fn export_refused_for_pool_host_managed_and_vmm_memory() {
+    // SAFETY: out-pointers are live locals; `prop` and `access` (one descriptor, count 1) are live
+    // locals; streams and device addresses are plain values.
+    unsafe {
+        setup(r580());
+        let _c = context(0);
+        let refused = |ptr: CUdeviceptr, what: &str| {
+            assert_eq!(mem_handle(ptr).0, INVALID_VALUE, "{what}");
+        };
+        // The control: cuMemAlloc memory exports.
+        let device = alloc(4096);
+        assert_eq!(mem_handle(device).0, SUCCESS);
+        // R580 (api-facts.md §5.1): pool, managed and cuMemHostAlloc memory are INVALID_VALUE.
+        let mut pool = 0;
+        assert_eq!(cuMemAllocAsync(&mut pool, 4096, null_mut()), SUCCESS);
+        refused(pool, "cuMemAllocAsync");
+        refused(pool + 64, "cuMemAllocAsync, interior");
+        let mut managed = 0;
+        let rc = cuMemAllocManaged(&mut managed, 4096, MEM_ATTACH_GLOBAL);
+        assert_eq!(rc, SUCCESS);
+        refused(managed, "cuMemAllocManaged");
+        let (mut pinned, mut host_alloc) = (null_mut(), null_mut());
+        assert_eq!(cuMemAllocHost_v2(&mut pinned, 4096), SUCCESS);
+        refused(pinned as CUdeviceptr, "cuMemAllocHost");
+        let rc = cuMemHostAlloc(&mut host_alloc, 4096, MEMHOSTALLOC_PORTABLE);
+        assert_eq!(rc, SUCCESS);
+        refused(host_alloc as CUdeviceptr, "cuMemHostAlloc");
+        // cuMemCreate memory, mapped and accessible: shared through shareable handles instead.
+        let prop = CUmemAllocationProp {
+            type_: MEM_ALLOCATION_TYPE_PINNED,
+            requested_handle_types: MEM_HANDLE_TYPE_POSIX_FD,
+            location: CUmemLocation {
+                type_: MEM_LOCATION_TYPE_DEVICE,
+                id: 0,
+            },
+            win32_handle_meta_data: null_mut(),
+            compression_type: 0,
+            gpu_direct_rdma_capable: 0,
+            usage: 0,
+            reserved: [0; 4],
+        };
+        let g = crate::memory::GRANULARITY as usize;
+        let (mut handle, mut va) = (0, 0);
+        assert_eq!(cuMemCreate(&mut handle, g, &prop, 0), SUCCESS);
+        assert_eq!(cuMemAddressReserve(&mut va, g, 0, 0, 0), SUCCESS);
+        assert_eq!(cuMemMap(va, g, 0, handle, 0), SUCCESS);
+        let access = CUmemAccessDesc {
+            location: prop.location,
+            flags: MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        assert_eq!(cuMemSetAccess(va, g, &access, 1), SUCCESS);
+        upload(va, b"vmm");
+        refused(va, "cuMemCreate + cuMemMap");
+        // The documented behaviour refuses them just the same.
+        setup(documented());
+        refused(pool, "cuMemAllocAsync, documented");
+        refused(pinned as CUdeviceptr, "cuMemAllocHost, documented");
+        refused(va, "cuMemCreate, documented");
+
+        assert_eq!(cuMemUnmap(va, g), SUCCESS);
+        assert_eq!(cuMemAddressFree(va, g), SUCCESS);
+        assert_eq!(cuMemRelease(handle), SUCCESS);
+        assert_eq!(cuMemFreeHost(pinned), SUCCESS);
+        assert_eq!(cuMemFreeHost(host_alloc), SUCCESS);
+        assert_eq!(cuMemFree_v2(managed), SUCCESS);
+        assert_eq!(cuMemFreeAsync(pool, null_mut()), SUCCESS);
+        assert_eq!(cuMemFree_v2(device), SUCCESS);
+    }
+}

@@ -15,6 +15,7 @@ use crate::types::*;
 use std::ffi::c_void;
 use std::ptr::null_mut;
 
+mod alloc;
 mod attach;
 mod context_memory;
 mod hip;

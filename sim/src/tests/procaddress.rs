@@ -353,3 +353,77 @@ fn hip_get_proc_address() {
         assert_eq!(rc, INVALID_VALUE);
     }
 }
+
+#[test]
+fn allocation_functions_resolve_by_version() {
+    setup(r580());
+    let not_sufficient = (SUCCESS, PROC_ADDRESS_VERSION_NOT_SUFFICIENT, NULL);
+    // The `_v2` ABIs of CUDA 3.2 (`PFN_cuMemAllocHost_v3020`, `PFN_cuMemAllocPitch_v3020`); the
+    // simulator has no 2.0 ABI of either.
+    let alloc_host = cuMemAllocHost_v2 as *mut c_void;
+    assert_eq!(lookup("cuMemAllocHost", 3020, 0), found(alloc_host));
+    assert_eq!(lookup("cuMemAllocHost", 13000, 2), found(alloc_host));
+    assert_eq!(lookup("cuMemAllocHost", 2000, 0), not_sufficient);
+    let pitch = cuMemAllocPitch_v2 as *mut c_void;
+    assert_eq!(lookup("cuMemAllocPitch", 3020, 0), found(pitch));
+    assert_eq!(lookup("cuMemAllocPitch", 2000, 0), not_sufficient);
+    // PFN_cuMemHostAlloc_v2020, PFN_cuMemFreeHost_v2000.
+    let host_alloc = cuMemHostAlloc as *mut c_void;
+    assert_eq!(lookup("cuMemHostAlloc", 2020, 0), found(host_alloc));
+    assert_eq!(lookup("cuMemHostAlloc", 2000, 0), not_sufficient);
+    let free_host = cuMemFreeHost as *mut c_void;
+    assert_eq!(lookup("cuMemFreeHost", 2000, 0), found(free_host));
+    assert_eq!(lookup("cuMemFreeHost", 12000, 2), found(free_host));
+    // PFN_cuMemAllocAsync_v11020[_ptsz], PFN_cuMemFreeAsync_v11020[_ptsz]: cudart 13.0 asks for
+    // (cuMemAllocAsync, 11020, 2) and gets the `_ptsz` export (api-facts.md §2.2).
+    for (name, legacy, per_thread) in [
+        (
+            "cuMemAllocAsync",
+            cuMemAllocAsync as *mut c_void,
+            cuMemAllocAsync_ptsz as *mut c_void,
+        ),
+        (
+            "cuMemFreeAsync",
+            cuMemFreeAsync as *mut c_void,
+            cuMemFreeAsync_ptsz as *mut c_void,
+        ),
+    ] {
+        assert_eq!(lookup(name, 11020, 0), found(legacy), "{name}");
+        assert_eq!(lookup(name, 11020, 1), found(legacy), "{name}");
+        assert_eq!(lookup(name, 11020, 2), found(per_thread), "{name}");
+        assert_eq!(lookup(name, 13000, 2), found(per_thread), "{name}");
+        assert_eq!(lookup(name, 11010, 0), not_sufficient, "{name}");
+        assert_eq!(lookup(name, 11010, 2), not_sufficient, "{name}");
+    }
+    // Already there: cuMemAlloc, cuMemFree, cuMemAllocManaged and the stream/event lifecycle.
+    let existing = [
+        ("cuMemFree", 3020, cuMemFree_v2 as *mut c_void),
+        ("cuMemAllocManaged", 6000, cuMemAllocManaged as *mut c_void),
+        ("cuStreamCreate", 2000, cuStreamCreate as *mut c_void),
+        ("cuStreamDestroy", 4000, cuStreamDestroy_v2 as *mut c_void),
+        ("cuEventCreate", 2000, cuEventCreate as *mut c_void),
+        ("cuEventDestroy", 4000, cuEventDestroy_v2 as *mut c_void),
+    ];
+    for (name, version, f) in existing {
+        assert_eq!(lookup(name, version, 0), found(f), "{name}");
+    }
+}
+
+#[test]
+fn hip_allocation_functions_are_found() {
+    let _hip = HIP_LOCK.lock();
+    setup(r580());
+    use crate::hip_exports as hip;
+    for (name, f) in [
+        (c"hipEventCreate", hip::hipEventCreate as *mut c_void),
+        (c"hipHostMalloc", hip::hipHostMalloc as *mut c_void),
+        (c"hipHostFree", hip::hipHostFree as *mut c_void),
+        (c"hipMallocAsync", hip::hipMallocAsync as *mut c_void),
+        (c"hipFreeAsync", hip::hipFreeAsync as *mut c_void),
+    ] {
+        let (mut pfn, mut status) = (null_mut(), -1);
+        // SAFETY: the symbol is a C string literal; `pfn` and `status` are live locals.
+        let rc = unsafe { hip::hipGetProcAddress(name.as_ptr(), &mut pfn, 602, 0, &mut status) };
+        assert_eq!((rc, status, pfn), (SUCCESS, 0, f), "{name:?}");
+    }
+}
