@@ -5,7 +5,9 @@
 //! real driver also answers early (`cuDriverGetVersion`, `cuGetErrorName`/`String`,
 //! `cuGetProcAddress`).
 
-// These are C entry points: their safety contract is the vendor documentation's.
+// The exports keep the C parameter names of `cuda.h`. `missing_safety_doc` does not apply: they
+// are C entry points whose safety contract is the vendor documentation of each function (every
+// pointer argument NULL, or valid for what the documentation says the driver reads or writes).
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use crate::config::{config, Behaviour};
@@ -59,18 +61,26 @@ fn memcpy_peer(
     })
 }
 
-fn memcpy_htod(dst: u64, src: *const c_void, n: usize) -> Outcome {
+/// # Safety
+/// `src` is NULL or readable for `n` bytes.
+unsafe fn memcpy_htod(dst: u64, src: *const c_void, n: usize) -> Outcome {
     check_initialized()?;
     state::with(|d| {
         d.current_context()?;
+        // SAFETY: `src` is NULL or readable for `n` bytes: cuMemcpyHtoD's contract with its
+        // caller, passed on by `memcpy_htod`'s own.
         unsafe { d.memory.copy_to_device(dst, src.cast(), n as u64) }
     })
 }
 
-fn memcpy_dtoh(dst: *mut c_void, src: u64, n: usize) -> Outcome {
+/// # Safety
+/// `dst` is NULL or writable for `n` bytes.
+unsafe fn memcpy_dtoh(dst: *mut c_void, src: u64, n: usize) -> Outcome {
     check_initialized()?;
     state::with(|d| {
         d.current_context()?;
+        // SAFETY: `dst` is NULL or writable for `n` bytes: cuMemcpyDtoH's contract with its
+        // caller, passed on by `memcpy_dtoh`'s own.
         unsafe { d.memory.copy_from_device(dst.cast(), src, n as u64) }
     })
 }
@@ -105,6 +115,9 @@ fn event_record(event: CUevent, stream: CUstream) -> Outcome {
 
 /// `cuStreamCreate` and `cuStreamCreateWithPriority`: the stream belongs to the current context;
 /// a priority outside the device's range is clamped into it, as documented.
+///
+/// # Safety
+/// `ph_stream` is NULL or writable.
 unsafe fn stream_create(ph_stream: *mut CUstream, flags: c_uint, priority: c_int) -> Outcome {
     check_initialized()?;
     require(ph_stream)?;
@@ -116,7 +129,8 @@ unsafe fn stream_create(ph_stream: *mut CUstream, flags: c_uint, priority: c_int
         let (owner, device) = d.current_owner()?;
         Outcome::Ok(d.streams.create_stream(owner, device, flags, priority))
     })?;
-    *ph_stream = handles::to_ptr(handle);
+    // SAFETY: `ph_stream` is not NULL (checked above) and, by this function's contract, writable.
+    unsafe { *ph_stream = handles::to_ptr(handle) };
     Ok(())
 }
 
@@ -124,6 +138,9 @@ unsafe fn stream_create(ph_stream: *mut CUstream, flags: c_uint, priority: c_int
 /// the special handles (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) the current context, and
 /// INVALID_CONTEXT without one. A destroyed or unknown stream, or a HIP stream (it has no CUDA
 /// context), is INVALID_HANDLE (the documentation calls it undefined behaviour).
+///
+/// # Safety
+/// `pctx` is NULL or writable.
 unsafe fn stream_get_ctx(stream: CUstream, pctx: *mut CUcontext) -> Outcome {
     check_initialized()?;
     require(pctx)?;
@@ -134,14 +151,18 @@ unsafe fn stream_get_ctx(stream: CUstream, pctx: *mut CUcontext) -> Outcome {
         }
         match d.streams.stream(handle).map(|s| s.owner) {
             Some(Owner::Context(id)) => Ok(handles::encode(Kind::Context, id)),
-            Some(Owner::HipDevice(_)) | None => Err(INVALID_HANDLE),
+            Some(Owner::HipDevice(_) | Owner::MemPool(_)) | None => Err(INVALID_HANDLE),
         }
     })?;
-    *pctx = handles::to_ptr(ctx);
+    // SAFETY: `pctx` is not NULL (checked above) and, by this function's contract, writable.
+    unsafe { *pctx = handles::to_ptr(ctx) };
     Ok(())
 }
 
 /// `cuStreamGetCtx_v2[_ptsz]`: green contexts are not simulated, so `*pGreenCtx` is always NULL.
+///
+/// # Safety
+/// `pctx` and `pgreen` are NULL or writable.
 unsafe fn stream_get_ctx_v2(
     stream: CUstream,
     pctx: *mut CUcontext,
@@ -149,12 +170,17 @@ unsafe fn stream_get_ctx_v2(
 ) -> Outcome {
     check_initialized()?;
     require(pgreen)?;
-    stream_get_ctx(stream, pctx)?;
-    *pgreen = std::ptr::null_mut();
+    // SAFETY: `pctx` is NULL or writable (this function's contract).
+    unsafe { stream_get_ctx(stream, pctx) }?;
+    // SAFETY: `pgreen` is not NULL (checked above) and, by this function's contract, writable.
+    unsafe { *pgreen = std::ptr::null_mut() };
     Ok(())
 }
 
 /// The three-argument context creators (v1 and v2 share the prototype).
+///
+/// # Safety
+/// `pctx` is NULL or writable.
 unsafe fn ctx_create(pctx: *mut CUcontext, flags: c_uint, dev: CUdevice) -> Outcome {
     check_initialized()?;
     require(pctx)?;
@@ -164,10 +190,15 @@ unsafe fn ctx_create(pctx: *mut CUcontext, flags: c_uint, dev: CUdevice) -> Outc
     device::check(dev)?;
     let handle = state::with(|d| d.contexts.create(dev));
     context::push(handle);
-    *pctx = handles::to_ptr(handle);
+    // SAFETY: `pctx` is not NULL (checked above) and, by this function's contract, writable.
+    unsafe { *pctx = handles::to_ptr(handle) };
     Ok(())
 }
 
+/// `cuIpcOpenMemHandle` (v1) and `cuIpcOpenMemHandle_v2`.
+///
+/// # Safety
+/// `pdptr` is NULL or writable.
 unsafe fn ipc_open(
     pdptr: *mut CUdeviceptr,
     handle: CUipcMemHandle,
@@ -183,7 +214,8 @@ unsafe fn ipc_open(
         let (owner, device) = d.current_owner()?;
         d.open_memory(&handle.reserved, owner, device, mode, MAP_FAILED)
     })?;
-    *pdptr = ptr;
+    // SAFETY: `pdptr` is not NULL (checked above) and, by this function's contract, writable.
+    unsafe { *pdptr = ptr };
     Ok(())
 }
 
@@ -195,15 +227,79 @@ fn logical_endpoints_available() -> Outcome {
     check_initialized()
 }
 
-/// Checks `CUmemAllocationProp` for a pinned allocation on a device; returns the device.
-unsafe fn allocation_device(prop: *const CUmemAllocationProp) -> Outcome<i32> {
+/// Reads and checks `CUmemAllocationProp` for a pinned allocation on a device.
+///
+/// # Safety
+/// `prop` is NULL or points to a readable `CUmemAllocationProp`.
+unsafe fn allocation_prop(prop: *const CUmemAllocationProp) -> Outcome<CUmemAllocationProp> {
     require(prop)?;
-    let prop = &*prop;
+    // SAFETY: `prop` is not NULL (checked above) and, by this function's contract, readable.
+    let prop = unsafe { prop.read_unaligned() };
     if prop.type_ != MEM_ALLOCATION_TYPE_PINNED || prop.location.type_ != MEM_LOCATION_TYPE_DEVICE {
         return Err(INVALID_VALUE);
     }
     device::check(prop.location.id)?;
-    Ok(prop.location.id)
+    Ok(prop)
+}
+
+/// `cuMemAllocHost_v2` (flags 0) and `cuMemHostAlloc`: page-locked host memory of the current
+/// context. Every simulated device has unified addressing, so the device pointer "is always
+/// equal to the returned host pointer"; the simulator keeps that for WRITECOMBINED memory too.
+///
+/// # Safety
+/// `pp` is NULL or writable.
+unsafe fn host_alloc(pp: *mut *mut c_void, bytesize: usize, flags: c_uint) -> Outcome {
+    check_initialized()?;
+    require(pp)?;
+    let known = MEMHOSTALLOC_PORTABLE | MEMHOSTALLOC_DEVICEMAP | MEMHOSTALLOC_WRITECOMBINED;
+    if flags & !known != 0 {
+        return Err(INVALID_VALUE);
+    }
+    let base = state::with(|d| {
+        let (owner, device) = d.current_owner()?;
+        d.memory
+            .allocate(bytesize as u64, device, owner, MemKind::Host { flags })
+    })?;
+    // SAFETY: `pp` is not NULL (checked above) and, by this function's contract, writable.
+    unsafe { *pp = base as usize as *mut c_void };
+    Ok(())
+}
+
+/// `cuMemAllocAsync[_ptsz]`: memory from the default pool of the stream's device (the one
+/// default stream of the simulator serves both spellings). The allocation is made at once; it
+/// belongs to the pool, not to a context, so destroying a context does not free it.
+///
+/// # Safety
+/// `dptr` is NULL or writable.
+unsafe fn alloc_async(dptr: *mut CUdeviceptr, bytesize: usize, stream: CUstream) -> Outcome {
+    check_initialized()?;
+    require(dptr)?;
+    let base = state::with(|d| {
+        let device = d.stream_device(to_handle(stream))?;
+        if !device::flag(device, attribute::MEMORY_POOLS_SUPPORTED) {
+            return Err(NOT_SUPPORTED);
+        }
+        let owner = Owner::MemPool(device);
+        d.memory
+            .allocate(bytesize as u64, device, owner, MemKind::Pool)
+    })?;
+    // SAFETY: `dptr` is not NULL (checked above) and, by this function's contract, writable.
+    unsafe { *dptr = base };
+    Ok(())
+}
+
+/// `cuMemFreeAsync[_ptsz]`: frees pool memory at once. NULL is nothing to free (as for
+/// `cuMemFree`); memory from any other allocator, memory already freed, and unknown addresses are
+/// INVALID_VALUE.
+fn free_async(dptr: CUdeviceptr, stream: CUstream) -> Outcome {
+    check_initialized()?;
+    state::with(|d| {
+        d.stream_device(to_handle(stream))?;
+        if dptr == 0 {
+            return Ok(());
+        }
+        d.free_memory(dptr, |a| a.kind == MemKind::Pool)
+    })
 }
 
 exports! {
@@ -220,14 +316,16 @@ exports! {
 
     fn cuDriverGetVersion(driverVersion: *mut c_int) {
         require(driverVersion)?;
-        *driverVersion = config().driver_version;
+        // SAFETY: `driverVersion` is not NULL (checked above); `cuDriverGetVersion` documents it as a writable `int`.
+        unsafe { *driverVersion = config().driver_version };
         Ok(())
     }
 
     fn cuDeviceGetCount(count: *mut c_int) {
         check_initialized()?;
         require(count)?;
-        *count = device::count();
+        // SAFETY: `count` is not NULL (checked above); `cuDeviceGetCount` documents it as a writable `int`.
+        unsafe { *count = device::count() };
         Ok(())
     }
 
@@ -235,14 +333,18 @@ exports! {
         check_initialized()?;
         require(device)?;
         device::check(ordinal)?;
-        *device = ordinal;
+        // SAFETY: `device` is not NULL (checked above); `cuDeviceGet` documents it as a writable `CUdevice`.
+        unsafe { *device = ordinal };
         Ok(())
     }
 
     fn cuDeviceGetAttribute(pi: *mut c_int, attrib: c_int, dev: CUdevice) {
         check_initialized()?;
         require(pi)?;
-        *pi = device::attribute(dev, attrib)?;
+        let value = device::attribute(dev, attrib)?;
+        // SAFETY: `pi` is not NULL (checked above); `cuDeviceGetAttribute` documents it as a
+        // writable `int`.
+        unsafe { *pi = value };
         Ok(())
     }
 
@@ -255,8 +357,12 @@ exports! {
         device::check(dev)?;
         let text = device::name(dev);
         let n = text.len().min(len as usize - 1);
-        std::ptr::copy_nonoverlapping(text.as_ptr().cast(), name, n);
-        *name.add(n) = 0;
+        // SAFETY: `name` is not NULL (checked above) and, as `cuDeviceGetName` documents, holds
+        // `len` writable bytes; n + 1 <= len bytes are written, from a string of at least n.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr().cast(), name, n);
+            *name.add(n) = 0;
+        }
         Ok(())
     }
 
@@ -265,7 +371,8 @@ exports! {
         require(canAccessPeer)?;
         device::check(dev)?;
         device::check(peerDev)?;
-        *canAccessPeer = c_int::from(device::can_access_peer(dev, peerDev));
+        // SAFETY: `canAccessPeer` is not NULL (checked above); `cuDeviceCanAccessPeer` documents it as a writable `int`.
+        unsafe { *canAccessPeer = c_int::from(device::can_access_peer(dev, peerDev)) };
         Ok(())
     }
 
@@ -273,7 +380,8 @@ exports! {
         check_initialized()?;
         require(pctx)?;
         device::check(dev)?;
-        *pctx = handles::to_ptr(state::with(|d| d.contexts.retain_primary(dev)));
+        // SAFETY: `pctx` is not NULL (checked above); `cuDevicePrimaryCtxRetain` documents it as a writable `CUcontext`.
+        unsafe { *pctx = handles::to_ptr(state::with(|d| d.contexts.retain_primary(dev))) };
         Ok(())
     }
 
@@ -305,17 +413,23 @@ exports! {
         require(active)?;
         device::check(dev)?;
         let (stored, is_active) = state::with(|d| d.contexts.primary_state(dev));
-        *flags = stored;
-        *active = c_int::from(is_active);
+        // SAFETY: `flags` and `active` are not NULL (checked above);
+        // `cuDevicePrimaryCtxGetState` documents them as a writable `unsigned int` and `int`.
+        unsafe {
+            *flags = stored;
+            *active = c_int::from(is_active);
+        }
         Ok(())
     }
 
     fn cuCtxCreate(pctx: *mut CUcontext, flags: c_uint, dev: CUdevice) {
-        ctx_create(pctx, flags, dev)
+        // SAFETY: `pctx` is NULL or a writable `CUcontext` (`cuCtxCreate`'s contract).
+        unsafe { ctx_create(pctx, flags, dev) }
     }
 
     fn cuCtxCreate_v2(pctx: *mut CUcontext, flags: c_uint, dev: CUdevice) {
-        ctx_create(pctx, flags, dev)
+        // SAFETY: `pctx` is NULL or a writable `CUcontext` (`cuCtxCreate`'s contract).
+        unsafe { ctx_create(pctx, flags, dev) }
     }
 
     fn cuCtxCreate_v3(pctx: *mut CUcontext, paramsArray: *mut c_void, numParams: c_int, flags: c_uint, dev: CUdevice) {
@@ -327,12 +441,15 @@ exports! {
         if numParams > 0 {
             return Err(NOT_SUPPORTED);
         }
-        ctx_create(pctx, flags, dev)
+        // SAFETY: `pctx` is NULL or a writable `CUcontext` (`cuCtxCreate_v3`'s contract).
+        unsafe { ctx_create(pctx, flags, dev) }
     }
 
     fn cuCtxCreate_v4(pctx: *mut CUcontext, ctxCreateParams: *mut CUctxCreateParams, flags: c_uint, dev: CUdevice) {
         check_initialized()?;
-        if let Some(params) = ctxCreateParams.as_ref() {
+        // SAFETY: `ctxCreateParams` is NULL or, as `cuCtxCreate_v4` documents, points to a
+        // readable `CUctxCreateParams`.
+        if let Some(params) = unsafe { ctxCreateParams.as_ref() } {
             if params.num_exec_affinity_params < 0
                 || params.num_exec_affinity_params > 0 && params.exec_affinity_params.is_null()
             {
@@ -343,7 +460,8 @@ exports! {
                 return Err(NOT_SUPPORTED);
             }
         }
-        ctx_create(pctx, flags, dev)
+        // SAFETY: `pctx` is NULL or a writable `CUcontext` (`cuCtxCreate_v4`'s contract).
+        unsafe { ctx_create(pctx, flags, dev) }
     }
 
     fn cuCtxDestroy_v2(ctx: CUcontext) {
@@ -372,7 +490,8 @@ exports! {
         check_initialized()?;
         require(pctx)?;
         let current = state::with(|d| d.current_context().map(|(h, _)| h).unwrap_or(0));
-        *pctx = handles::to_ptr(current);
+        // SAFETY: `pctx` is not NULL (checked above); `cuCtxGetCurrent` documents it as a writable `CUcontext`.
+        unsafe { *pctx = handles::to_ptr(current) };
         Ok(())
     }
 
@@ -388,7 +507,9 @@ exports! {
         check_initialized()?;
         let handle = context::pop().ok_or(INVALID_CONTEXT)?;
         if !pctx.is_null() {
-            *pctx = handles::to_ptr(handle);
+            // SAFETY: `pctx` is not NULL; `cuCtxPopCurrent` documents it as an optional writable
+            // `CUcontext`.
+            unsafe { *pctx = handles::to_ptr(handle) };
         }
         Ok(())
     }
@@ -396,17 +517,23 @@ exports! {
     fn cuCtxGetDevice(device: *mut CUdevice) {
         check_initialized()?;
         require(device)?;
-        *device = state::with(|d| d.current_context())?.1;
+        let ordinal = state::with(|d| d.current_context())?.1;
+        // SAFETY: `device` is not NULL (checked above); `cuCtxGetDevice` documents it as a
+        // writable `CUdevice`.
+        unsafe { *device = ordinal };
         Ok(())
     }
 
     fn cuCtxGetDevice_v2(device: *mut CUdevice, ctx: CUcontext) {
         check_initialized()?;
         require(device)?;
-        *device = state::with(|d| match to_handle(ctx) {
+        let ordinal = state::with(|d| match to_handle(ctx) {
             0 => d.current_context().map(|(_, dev)| dev),
             h => d.contexts.get(h).map(|c| c.device),
         })?;
+        // SAFETY: `device` is not NULL (checked above); `cuCtxGetDevice_v2` documents it as a
+        // writable `CUdevice`.
+        unsafe { *device = ordinal };
         Ok(())
     }
 
@@ -444,10 +571,13 @@ exports! {
     fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize) {
         check_initialized()?;
         require(dptr)?;
-        *dptr = state::with(|d| {
+        let base = state::with(|d| {
             let (owner, device) = d.current_owner()?;
             d.memory.allocate(bytesize as u64, device, owner, MemKind::Device)
         })?;
+        // SAFETY: `dptr` is not NULL (checked above); `cuMemAlloc` documents it as a writable
+        // `CUdeviceptr`.
+        unsafe { *dptr = base };
         Ok(())
     }
 
@@ -457,14 +587,61 @@ exports! {
         if flags != MEM_ATTACH_GLOBAL && flags != MEM_ATTACH_HOST {
             return Err(INVALID_VALUE);
         }
-        *dptr = state::with(|d| {
+        let base = state::with(|d| {
             let (owner, device) = d.current_owner()?;
             if !device::flag(device, attribute::MANAGED_MEMORY) {
                 return Err(NOT_SUPPORTED);
             }
             d.memory.allocate(bytesize as u64, device, owner, MemKind::Managed { flags })
         })?;
+        // SAFETY: `dptr` is not NULL (checked above); `cuMemAllocManaged` documents it as a
+        // writable `CUdeviceptr`.
+        unsafe { *dptr = base };
         Ok(())
+    }
+
+    fn cuMemAllocPitch_v2(dptr: *mut CUdeviceptr, pPitch: *mut usize, WidthInBytes: usize, Height: usize, ElementSizeBytes: c_uint) {
+        check_initialized()?;
+        require(dptr)?;
+        require(pPitch)?;
+        // "ElementSizeBytes may be 4, 8 or 16".
+        if !PITCH_ELEMENT_SIZES.contains(&ElementSizeBytes) || WidthInBytes == 0 || Height == 0 {
+            return Err(INVALID_VALUE);
+        }
+        let pitch = (WidthInBytes as u64).checked_next_multiple_of(PITCH_ALIGNMENT).ok_or(OUT_OF_MEMORY)?;
+        let size = pitch.checked_mul(Height as u64).ok_or(OUT_OF_MEMORY)?;
+        // Plain device memory (freed with cuMemFree, exportable through IPC), `pitch` bytes a row.
+        let base = state::with(|d| {
+            let (owner, device) = d.current_owner()?;
+            d.memory.allocate(size, device, owner, MemKind::Device)
+        })?;
+        // SAFETY: both are not NULL (checked above); `cuMemAllocPitch` documents them as a
+        // writable `CUdeviceptr` and `size_t`.
+        unsafe {
+            *dptr = base;
+            *pPitch = pitch as usize;
+        }
+        Ok(())
+    }
+
+    fn cuMemAllocHost_v2(pp: *mut *mut c_void, bytesize: usize) {
+        // SAFETY: `pp` is NULL or a writable `void *` (`cuMemAllocHost`'s contract).
+        unsafe { host_alloc(pp, bytesize, 0) }
+    }
+
+    fn cuMemHostAlloc(pp: *mut *mut c_void, bytesize: usize, Flags: c_uint) {
+        // SAFETY: `pp` is NULL or a writable `void *` (`cuMemHostAlloc`'s contract).
+        unsafe { host_alloc(pp, bytesize, Flags) }
+    }
+
+    fn cuMemAllocAsync(dptr: *mut CUdeviceptr, bytesize: usize, hStream: CUstream) {
+        // SAFETY: `dptr` is NULL or a writable `CUdeviceptr` (`cuMemAllocAsync`'s contract).
+        unsafe { alloc_async(dptr, bytesize, hStream) }
+    }
+
+    fn cuMemAllocAsync_ptsz(dptr: *mut CUdeviceptr, bytesize: usize, hStream: CUstream) {
+        // SAFETY: `dptr` is NULL or a writable `CUdeviceptr` (`cuMemAllocAsync`'s contract).
+        unsafe { alloc_async(dptr, bytesize, hStream) }
     }
 
     fn cuMemFree_v2(dptr: CUdeviceptr) {
@@ -472,42 +649,66 @@ exports! {
         if dptr == 0 {
             return Ok(());
         }
-        let freed = state::with(|d| {
-            d.memory.remove_if(dptr, |a| matches!(a.kind, MemKind::Device | MemKind::Managed { .. }))
-        })?;
-        if let Some(export) = freed.export {
-            crate::ipc::withdraw_memory_export(export);
+        // "dptr ... must have been returned by ... cuMemAlloc(), cuMemAllocPitch(),
+        // cuMemAllocManaged(), cuMemAllocAsync(), cuMemAllocFromPoolAsync()".
+        state::with(|d| {
+            d.free_memory(dptr, |a| matches!(a.kind, MemKind::Device | MemKind::Managed { .. } | MemKind::Pool))
+        })
+    }
+
+    fn cuMemFreeHost(p: *mut c_void) {
+        check_initialized()?;
+        if p.is_null() {
+            return Ok(());
         }
-        Ok(())
+        // "p ... must have been returned by a previous call to cuMemAllocHost()" (or
+        // cuMemHostAlloc: "must be freed with cuMemFreeHost()").
+        state::with(|d| d.free_memory(p as u64, |a| matches!(a.kind, MemKind::Host { .. })))
+    }
+
+    fn cuMemFreeAsync(dptr: CUdeviceptr, hStream: CUstream) {
+        free_async(dptr, hStream)
+    }
+
+    fn cuMemFreeAsync_ptsz(dptr: CUdeviceptr, hStream: CUstream) {
+        free_async(dptr, hStream)
     }
 
     fn cuMemGetAddressRange_v2(pbase: *mut CUdeviceptr, psize: *mut usize, dptr: CUdeviceptr) {
         check_initialized()?;
         // Memory the driver does not know is CUDA_ERROR_NOT_FOUND, as documented.
         let (base, size) = state::with(|d| d.memory.address_range(dptr)).ok_or(NOT_FOUND)?;
+        // SAFETY (both): the pointer is not NULL; `cuMemGetAddressRange` documents `pbase` and
+        // `psize` as optional writable `CUdeviceptr` and `size_t`.
         if !pbase.is_null() {
-            *pbase = base;
+            // SAFETY: as above.
+            unsafe { *pbase = base };
         }
         if !psize.is_null() {
-            *psize = size as usize;
+            // SAFETY: as above.
+            unsafe { *psize = size as usize };
         }
         Ok(())
     }
 
     fn cuMemcpyHtoD_v2(dstDevice: CUdeviceptr, srcHost: *const c_void, ByteCount: usize) {
-        memcpy_htod(dstDevice, srcHost, ByteCount)
+        // SAFETY: `srcHost` is NULL or readable for `ByteCount` bytes (`cuMemcpyHtoD`'s contract).
+        unsafe { memcpy_htod(dstDevice, srcHost, ByteCount) }
     }
 
     fn cuMemcpyHtoD_v2_ptds(dstDevice: CUdeviceptr, srcHost: *const c_void, ByteCount: usize) {
-        memcpy_htod(dstDevice, srcHost, ByteCount)
+        // SAFETY: `srcHost` is NULL or readable for `ByteCount` bytes (`cuMemcpyHtoD`'s contract).
+        unsafe { memcpy_htod(dstDevice, srcHost, ByteCount) }
     }
 
     fn cuMemcpyDtoH_v2(dstHost: *mut c_void, srcDevice: CUdeviceptr, ByteCount: usize) {
-        memcpy_dtoh(dstHost, srcDevice, ByteCount)
+        // SAFETY: `dstHost` is NULL or writable for `ByteCount` bytes (`cuMemcpyDtoH`'s contract).
+        unsafe { memcpy_dtoh(dstHost, srcDevice, ByteCount) }
     }
 
     fn cuMemcpyDtoH_v2_ptds(dstHost: *mut c_void, srcDevice: CUdeviceptr, ByteCount: usize) {
-        memcpy_dtoh(dstHost, srcDevice, ByteCount)
+        // SAFETY: `dstHost` is NULL or writable for `ByteCount` bytes (`cuMemcpyDtoH`'s contract).
+        unsafe { memcpy_dtoh(dstHost, srcDevice, ByteCount) }
     }
 
     fn cuMemcpyPeer(dstDevice: CUdeviceptr, dstContext: CUcontext, srcDevice: CUdeviceptr, srcContext: CUcontext, ByteCount: usize) {
@@ -529,31 +730,40 @@ exports! {
     fn cuPointerGetAttribute(data: *mut c_void, attribute: c_int, ptr: CUdeviceptr) {
         check_initialized()?;
         require(data)?;
-        pointer_attribute(data, attribute, ptr)
+        // SAFETY: `data` is not NULL (checked above) and, as `cuPointerGetAttribute` documents,
+        // points to writable storage of the type that `attribute` names.
+        unsafe { pointer_attribute(data, attribute, ptr) }
     }
 
     fn cuStreamCreate(phStream: *mut CUstream, Flags: c_uint) {
-        stream_create(phStream, Flags, 0)
+        // SAFETY: `phStream` is NULL or a writable `CUstream` (`cuStreamCreate`'s contract).
+        unsafe { stream_create(phStream, Flags, 0) }
     }
 
     fn cuStreamCreateWithPriority(phStream: *mut CUstream, flags: c_uint, priority: c_int) {
-        stream_create(phStream, flags, priority)
+        // SAFETY: `phStream` is NULL or a writable `CUstream` (the contract of
+        // `cuStreamCreateWithPriority`).
+        unsafe { stream_create(phStream, flags, priority) }
     }
 
     fn cuStreamGetCtx(hStream: CUstream, pctx: *mut CUcontext) {
-        stream_get_ctx(hStream, pctx)
+        // SAFETY: `pctx` is NULL or a writable `CUcontext` (`cuStreamGetCtx`'s contract).
+        unsafe { stream_get_ctx(hStream, pctx) }
     }
 
     fn cuStreamGetCtx_ptsz(hStream: CUstream, pctx: *mut CUcontext) {
-        stream_get_ctx(hStream, pctx)
+        // SAFETY: `pctx` is NULL or a writable `CUcontext` (`cuStreamGetCtx`'s contract).
+        unsafe { stream_get_ctx(hStream, pctx) }
     }
 
     fn cuStreamGetCtx_v2(hStream: CUstream, pCtx: *mut CUcontext, pGreenCtx: *mut CUgreenCtx) {
-        stream_get_ctx_v2(hStream, pCtx, pGreenCtx)
+        // SAFETY: `pCtx` and `pGreenCtx` are NULL or writable (`cuStreamGetCtx_v2`'s contract).
+        unsafe { stream_get_ctx_v2(hStream, pCtx, pGreenCtx) }
     }
 
     fn cuStreamGetCtx_v2_ptsz(hStream: CUstream, pCtx: *mut CUcontext, pGreenCtx: *mut CUgreenCtx) {
-        stream_get_ctx_v2(hStream, pCtx, pGreenCtx)
+        // SAFETY: `pCtx` and `pGreenCtx` are NULL or writable (`cuStreamGetCtx_v2`'s contract).
+        unsafe { stream_get_ctx_v2(hStream, pCtx, pGreenCtx) }
     }
 
     fn cuStreamDestroy_v2(hStream: CUstream) {
@@ -598,7 +808,8 @@ exports! {
             let (owner, device) = d.current_owner()?;
             Outcome::Ok(d.streams.create_event(owner, device, Flags))
         })?;
-        *phEvent = handles::to_ptr(handle);
+        // SAFETY: `phEvent` is not NULL (checked above); `cuEventCreate` documents it as a writable `CUevent`.
+        unsafe { *phEvent = handles::to_ptr(handle) };
         Ok(())
     }
 
@@ -627,18 +838,22 @@ exports! {
     fn cuMemCreate(handle: *mut CUmemGenericAllocationHandle, size: usize, prop: *const CUmemAllocationProp, flags: c_ulonglong) {
         check_initialized()?;
         require(handle)?;
-        let device = allocation_device(prop)?;
+        // SAFETY: `prop` is NULL or a readable `CUmemAllocationProp` (`cuMemCreate`'s contract).
+        let prop = unsafe { allocation_prop(prop) }?;
         if flags != 0 {
             return Err(INVALID_VALUE);
         }
-        let types = (*prop).requested_handle_types;
+        let (device, types) = (prop.location.id, prop.requested_handle_types);
         if types & (MEM_HANDLE_TYPE_WIN32 | MEM_HANDLE_TYPE_WIN32_KMT) != 0 {
             return Err(NOT_SUPPORTED);
         }
         if types & !(MEM_HANDLE_TYPE_POSIX_FD | MEM_HANDLE_TYPE_FABRIC) != 0 {
             return Err(INVALID_VALUE);
         }
-        *handle = state::with(|d| d.memory.create_physical(size as u64, device, types))?;
+        let created = state::with(|d| d.memory.create_physical(size as u64, device, types))?;
+        // SAFETY: `handle` is not NULL (checked above); `cuMemCreate` documents it as a writable
+        // `CUmemGenericAllocationHandle`.
+        unsafe { *handle = created };
         Ok(())
     }
 
@@ -650,12 +865,16 @@ exports! {
     fn cuMemGetAllocationGranularity(granularity: *mut usize, prop: *const CUmemAllocationProp, option: c_int) {
         check_initialized()?;
         require(granularity)?;
-        allocation_device(prop)?;
+        // SAFETY: `prop` is NULL or a readable `CUmemAllocationProp` (the contract of
+        // `cuMemGetAllocationGranularity`).
+        unsafe { allocation_prop(prop) }?;
         // CU_MEM_ALLOC_GRANULARITY_MINIMUM (0) or _RECOMMENDED (1).
         if option != 0 && option != 1 {
             return Err(INVALID_VALUE);
         }
-        *granularity = GRANULARITY as usize;
+        // SAFETY: `granularity` is not NULL (checked above); `cuMemGetAllocationGranularity`
+        // documents it as a writable `size_t`.
+        unsafe { *granularity = GRANULARITY as usize };
         Ok(())
     }
 
@@ -665,7 +884,9 @@ exports! {
         if flags != 0 {
             return Err(INVALID_VALUE);
         }
-        *ptr = state::with(|d| d.memory.reserve(size as u64, alignment as u64, addr))?;
+        let value = state::with(|d| d.memory.reserve(size as u64, alignment as u64, addr))?;
+        // SAFETY: `ptr` is not NULL (checked above); `cuMemAddressReserve` documents it as a writable `CUdeviceptr`.
+        unsafe { *ptr = value };
         Ok(())
     }
 
@@ -693,7 +914,9 @@ exports! {
         if count == 0 {
             return Err(INVALID_VALUE);
         }
-        let descs = std::slice::from_raw_parts(desc, count);
+        // SAFETY: `desc` is not NULL (checked above) and, as `cuMemSetAccess` documents, points
+        // to `count` readable `CUmemAccessDesc`.
+        let descs = unsafe { std::slice::from_raw_parts(desc, count) };
         let mut grants = Vec::with_capacity(count);
         for d in descs {
             let valid_flags = [MEM_ACCESS_FLAGS_PROT_NONE, MEM_ACCESS_FLAGS_PROT_READ, MEM_ACCESS_FLAGS_PROT_READWRITE];
@@ -709,16 +932,19 @@ exports! {
         check_initialized()?;
         require(pHandle)?;
         let bytes = state::with(|d| d.export_memory(dptr, Api::Cuda))?;
-        *pHandle = CUipcMemHandle { reserved: bytes };
+        // SAFETY: `pHandle` is not NULL (checked above); `cuIpcGetMemHandle` documents it as a writable `CUipcMemHandle`.
+        unsafe { *pHandle = CUipcMemHandle { reserved: bytes } };
         Ok(())
     }
 
     fn cuIpcOpenMemHandle(pdptr: *mut CUdeviceptr, handle: CUipcMemHandle, Flags: c_uint) {
-        ipc_open(pdptr, handle, Flags, OpenMode::Legacy)
+        // SAFETY: `pdptr` is NULL or a writable `CUdeviceptr` (`cuIpcOpenMemHandle`'s contract).
+        unsafe { ipc_open(pdptr, handle, Flags, OpenMode::Legacy) }
     }
 
     fn cuIpcOpenMemHandle_v2(pdptr: *mut CUdeviceptr, handle: CUipcMemHandle, Flags: c_uint) {
-        ipc_open(pdptr, handle, Flags, OpenMode::Refcounted)
+        // SAFETY: `pdptr` is NULL or a writable `CUdeviceptr` (`cuIpcOpenMemHandle`'s contract).
+        unsafe { ipc_open(pdptr, handle, Flags, OpenMode::Refcounted) }
     }
 
     fn cuIpcCloseMemHandle(dptr: CUdeviceptr) {
@@ -730,7 +956,8 @@ exports! {
         check_initialized()?;
         require(pHandle)?;
         let bytes = state::with(|d| d.export_event(to_handle(event), INVALID_HANDLE, INVALID_HANDLE))?;
-        *pHandle = CUipcEventHandle { reserved: bytes };
+        // SAFETY: `pHandle` is not NULL (checked above); `cuIpcGetEventHandle` documents it as a writable `CUipcEventHandle`.
+        unsafe { *pHandle = CUipcEventHandle { reserved: bytes } };
         Ok(())
     }
 
@@ -741,14 +968,17 @@ exports! {
             let (owner, device) = d.current_owner()?;
             d.open_event(&handle.reserved, owner, device, INVALID_HANDLE)
         })?;
-        *phEvent = handles::to_ptr(event);
+        // SAFETY: `phEvent` is not NULL (checked above); `cuIpcOpenEventHandle` documents it as a writable `CUevent`.
+        unsafe { *phEvent = handles::to_ptr(event) };
         Ok(())
     }
 
     fn cuLogicalEndpointIdReserve(baseLeId: *mut CUlogicalEndpointId, count: u32) {
         logical_endpoints_available()?;
         require(baseLeId)?;
-        *baseLeId = state::with(|d| d.endpoints.reserve(count))?;
+        let value = state::with(|d| d.endpoints.reserve(count))?;
+        // SAFETY: `baseLeId` is not NULL (checked above); `cuLogicalEndpointIdReserve` documents it as a writable `CUlogicalEndpointId`.
+        unsafe { *baseLeId = value };
         Ok(())
     }
 
@@ -760,7 +990,9 @@ exports! {
     fn cuLogicalEndpointCreate(leId: CUlogicalEndpointId, prop: *const CUlogicalEndpointProp) {
         logical_endpoints_available()?;
         require(prop)?;
-        let prop = prop.read_unaligned();
+        // SAFETY: `prop` is not NULL (checked above); `cuLogicalEndpointCreate` documents it as a
+        // readable `CUlogicalEndpointProp`.
+        let prop = unsafe { prop.read_unaligned() };
         state::with(|d| d.endpoints.create(leId, &prop))
     }
 
@@ -793,21 +1025,33 @@ exports! {
         logical_endpoints_available()?;
         require(handle)?;
         let bytes = state::with(|d| d.endpoints.export(leId, handleType))?;
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), handle.cast::<u8>(), bytes.len());
+        // SAFETY: `handle` is not NULL (checked above) and, as `cuLogicalEndpointExport`
+        // documents, points to a writable handle of `handleType` (a 64-byte fabric handle: the
+        // export succeeded only for that type).
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), handle.cast::<u8>(), bytes.len()) };
         Ok(())
     }
 
     fn cuLogicalEndpointImport(leId: CUlogicalEndpointId, handle: *const c_void, handleType: c_uint) {
         logical_endpoints_available()?;
         require(handle)?;
-        let bytes = handle.cast::<[u8; crate::types::logical_endpoint::FABRIC_HANDLE_SIZE]>().read_unaligned();
+        // Only the fabric handle type exists; its handle is 64 bytes.
+        if handleType != crate::types::logical_endpoint::IPC_HANDLE_TYPE_FABRIC {
+            return Err(INVALID_VALUE);
+        }
+        // SAFETY: `handle` is not NULL (checked above) and, as `cuLogicalEndpointImport`
+        // documents, points to a readable handle of `handleType`: a fabric handle, 64 bytes.
+        let bytes = unsafe { handle.cast::<[u8; crate::types::logical_endpoint::FABRIC_HANDLE_SIZE]>().read_unaligned() };
         state::with(|d| d.endpoints.import(leId, &bytes, handleType))
     }
 
     fn cuLogicalEndpointQuery(leId: CUlogicalEndpointId, count: u32, queryStatus: *mut c_int) {
         logical_endpoints_available()?;
         require(queryStatus)?;
-        *queryStatus = state::with(|d| d.endpoints.query(leId, count))?;
+        let status = state::with(|d| d.endpoints.query(leId, count))?;
+        // SAFETY: `queryStatus` is not NULL (checked above); `cuLogicalEndpointQuery` documents
+        // it as a writable `int`.
+        unsafe { *queryStatus = status };
         Ok(())
     }
 
@@ -816,37 +1060,55 @@ exports! {
         require(bindAlignment)?;
         require(maxSize)?;
         require(prop)?;
-        let (alignment, max) = logical_endpoint::limits(&prop.read_unaligned())?;
-        *bindAlignment = alignment;
-        *maxSize = max;
+        // SAFETY: `prop` is not NULL (checked above); `cuLogicalEndpointGetLimits` documents it
+        // as a readable `CUlogicalEndpointProp`.
+        let prop = unsafe { prop.read_unaligned() };
+        let (alignment, max) = logical_endpoint::limits(&prop)?;
+        // SAFETY: both are not NULL (checked above); `cuLogicalEndpointGetLimits` documents them
+        // as writable `cuuint64_t`.
+        unsafe {
+            *bindAlignment = alignment;
+            *maxSize = max;
+        }
         Ok(())
     }
 
     fn cuGetErrorName(error: CUresult, pStr: *mut *const c_char) {
         require(pStr)?;
         let name = errors::cuda_name(error);
-        *pStr = name.unwrap_or(std::ptr::null());
+        // SAFETY: `pStr` is not NULL (checked above); `cuGetErrorName` documents it as a writable
+        // `const char *`.
+        unsafe { *pStr = name.unwrap_or(std::ptr::null()) };
         name.map(|_| ()).ok_or(INVALID_VALUE)
     }
 
     fn cuGetErrorString(error: CUresult, pStr: *mut *const c_char) {
         require(pStr)?;
         let text = errors::cuda_string(error);
-        *pStr = text.unwrap_or(std::ptr::null());
+        // SAFETY: `pStr` is not NULL (checked above); `cuGetErrorString` documents it as a
+        // writable `const char *`.
+        unsafe { *pStr = text.unwrap_or(std::ptr::null()) };
         text.map(|_| ()).ok_or(INVALID_VALUE)
     }
 
     fn cuGetProcAddress(symbol: *const c_char, pfn: *mut *mut c_void, cudaVersion: c_int, flags: u64) {
-        procaddress::cuda_get_proc_address(symbol, pfn, cudaVersion, flags, std::ptr::null_mut())
+        // SAFETY: `symbol` is NULL or a C string and `pfn` NULL or writable (the contract of
+        // `cuGetProcAddress`); v1 has no status to write.
+        unsafe { procaddress::cuda_get_proc_address(symbol, pfn, cudaVersion, flags, std::ptr::null_mut()) }
     }
 
     fn cuGetProcAddress_v2(symbol: *const c_char, pfn: *mut *mut c_void, cudaVersion: c_int, flags: u64, symbolStatus: *mut c_int) {
-        procaddress::cuda_get_proc_address(symbol, pfn, cudaVersion, flags, symbolStatus)
+        // SAFETY: `symbol` is NULL or a C string, `pfn` and `symbolStatus` NULL or writable (the
+        // contract of `cuGetProcAddress_v2`).
+        unsafe { procaddress::cuda_get_proc_address(symbol, pfn, cudaVersion, flags, symbolStatus) }
     }
 }
 
 /// `cuPointerGetAttribute` for the attributes the simulator knows. Boolean attributes are written
 /// as one byte (C `bool`), which also reads right through a zero-initialized `int`.
+///
+/// # Safety
+/// `data` is not NULL and points to writable storage of the type that `attr` names in `cuda.h`.
 unsafe fn pointer_attribute(data: *mut c_void, attr: c_int, ptr: u64) -> Outcome {
     use crate::types::pointer_attribute as pa;
     struct Info {
@@ -855,14 +1117,14 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: c_int, ptr: u64) -> Outcome
         base: u64,
         size: u64,
         buffer_id: u64,
-        managed: bool,
-        ipc_capable: bool,
+        kind: Option<MemKind>,
     }
     let info = state::with(|d| {
         if let Some(a) = d.memory.find(ptr) {
             let context = match a.owner {
                 Owner::Context(id) => handles::encode(Kind::Context, id),
-                Owner::HipDevice(_) => 0,
+                // Pool memory is "not associated with any CUDA context"; HIP memory has none.
+                Owner::HipDevice(_) | Owner::MemPool(_) => 0,
             };
             return Some(Info {
                 context,
@@ -870,8 +1132,7 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: c_int, ptr: u64) -> Outcome
                 base: a.base,
                 size: a.size,
                 buffer_id: a.buffer_id,
-                managed: matches!(a.kind, MemKind::Managed { .. }),
-                ipc_capable: a.kind == MemKind::Device,
+                kind: Some(a.kind),
             });
         }
         d.memory.virtual_mapping(ptr).map(|m| Info {
@@ -880,26 +1141,56 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: c_int, ptr: u64) -> Outcome
             base: m.start,
             size: m.size,
             buffer_id: m.handle,
-            managed: false,
-            ipc_capable: false,
+            kind: None,
         })
     })
     .ok_or(INVALID_VALUE)?;
-    match attr {
-        pa::CONTEXT => *data.cast::<CUcontext>() = handles::to_ptr(info.context),
-        pa::MEMORY_TYPE => *data.cast::<c_uint>() = CU_MEMORYTYPE_DEVICE,
-        pa::DEVICE_POINTER => *data.cast::<CUdeviceptr>() = ptr,
-        pa::HOST_POINTER if info.managed => {
-            *data.cast::<*mut c_void>() = ptr as usize as *mut c_void
+    let managed = matches!(info.kind, Some(MemKind::Managed { .. }));
+    let host = matches!(info.kind, Some(MemKind::Host { .. }));
+    /// What is written, in the C type of the attribute.
+    enum Value {
+        Pointer(u64),
+        Uint(c_uint),
+        Int(c_int),
+        U64(u64),
+        Size(usize),
+        Bool(bool),
+    }
+    let value = match attr {
+        pa::CONTEXT => Value::Pointer(info.context),
+        pa::MEMORY_TYPE if host => Value::Uint(CU_MEMORYTYPE_HOST),
+        pa::MEMORY_TYPE => Value::Uint(CU_MEMORYTYPE_DEVICE),
+        pa::DEVICE_POINTER => Value::U64(ptr),
+        // With unified addressing, managed and pinned host memory have one address for both.
+        pa::HOST_POINTER if managed || host => Value::Pointer(ptr),
+        pa::BUFFER_ID => Value::U64(info.buffer_id),
+        pa::IS_MANAGED => Value::Bool(managed),
+        pa::DEVICE_ORDINAL => Value::Int(info.device),
+        pa::IS_LEGACY_CUDA_IPC_CAPABLE => Value::Bool(info.kind == Some(MemKind::Device)),
+        pa::RANGE_START_ADDR => Value::U64(info.base),
+        pa::RANGE_SIZE => Value::Size(info.size as usize),
+        pa::MAPPED => Value::Bool(true),
+        // The device's default pool for stream-ordered memory; NULL for any other memory.
+        pa::MEMPOOL_HANDLE if info.kind == Some(MemKind::Pool) => {
+            Value::Pointer(handles::encode(Kind::MemPool, info.device as u64 + 1))
         }
-        pa::BUFFER_ID => *data.cast::<u64>() = info.buffer_id,
-        pa::IS_MANAGED => *data.cast::<u8>() = u8::from(info.managed),
-        pa::DEVICE_ORDINAL => *data.cast::<c_int>() = info.device,
-        pa::IS_LEGACY_CUDA_IPC_CAPABLE => *data.cast::<u8>() = u8::from(info.ipc_capable),
-        pa::RANGE_START_ADDR => *data.cast::<CUdeviceptr>() = info.base,
-        pa::RANGE_SIZE => *data.cast::<usize>() = info.size as usize,
-        pa::MAPPED => *data.cast::<u8>() = 1,
+        pa::MEMPOOL_HANDLE => Value::Pointer(0),
         _ => return Err(INVALID_VALUE),
+    };
+    // SAFETY: `data` is not NULL and has the type `attr` names (this function's contract); each
+    // arm writes exactly that type: CONTEXT a `CUcontext`, HOST_POINTER a `void *`,
+    // MEMPOOL_HANDLE a `CUmemoryPool`, MEMORY_TYPE a `CUmemorytype`, DEVICE_ORDINAL an `int`,
+    // DEVICE_POINTER/RANGE_START_ADDR a `CUdeviceptr`, BUFFER_ID an `unsigned long long`,
+    // RANGE_SIZE a `size_t`, the booleans a `bool`.
+    unsafe {
+        match value {
+            Value::Pointer(p) => *data.cast::<*mut c_void>() = handles::to_ptr(p),
+            Value::Uint(v) => *data.cast::<c_uint>() = v,
+            Value::Int(v) => *data.cast::<c_int>() = v,
+            Value::U64(v) => *data.cast::<u64>() = v,
+            Value::Size(v) => *data.cast::<usize>() = v,
+            Value::Bool(v) => *data.cast::<u8>() = u8::from(v),
+        }
     }
     Ok(())
 }

@@ -23,6 +23,7 @@ const DEFAULT_ATTRIBUTES: &[(i32, i32)] = &[
     (attribute::PAGEABLE_MEMORY_ACCESS, 0),
     (89, 1),  // CONCURRENT_MANAGED_ACCESS
     (102, 1), // VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED
+    (attribute::MEMORY_POOLS_SUPPORTED, 1),
     (attribute::IPC_EVENT_SUPPORTED, 1),
     (128, 1), // HANDLE_TYPE_FABRIC_SUPPORTED
     // MULTICAST_SUPPORTED (132) stays 0: the simulator does not advertise multicast.

@@ -11,6 +11,8 @@ pub enum Kind {
     Stream = 0x57,
     Event = 0xE7,
     Allocation = 0xA1,
+    /// A device's default memory pool (`CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE`): id = device + 1.
+    MemPool = 0xB0,
 }
 
 const TAG_SHIFT: u32 = 40;

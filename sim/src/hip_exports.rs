@@ -10,13 +10,16 @@
 //! hipErrorNotReady records it, and a success leaves it alone; `hipGetLastError` returns it and
 //! resets it to hipSuccess, `hipPeekAtLastError` returns it unchanged.
 
+// The exports keep the C parameter names of `hip_runtime_api.h`. `missing_safety_doc` does not
+// apply: they are C entry points whose safety contract is the HIP documentation of each function
+// (every pointer argument NULL, or valid for what the runtime reads or writes through it).
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use crate::device;
 use crate::entry::{exports, guarded, hip_exports, require};
 use crate::errors;
 use crate::ipc::{Api, OpenMode};
-use crate::memory::{MemKind, RegionKind};
+use crate::memory::{Allocation, MemKind, RegionKind};
 use crate::procaddress;
 use crate::state::{self, Owner};
 use crate::types::*;
@@ -36,7 +39,7 @@ thread_local! {
 /// The return path of every [`hip_exports!`] function: an error (but not hipErrorNotReady, which
 /// the CLR's `HIP_RETURN` leaves out) becomes the calling thread's last error.
 pub fn record_last_error(code: Code) -> Code {
-    if code != SUCCESS && code != HIP_ERROR_NOT_READY {
+    if code != SUCCESS && code != NOT_READY {
         LAST_ERROR.with(|e| e.set(code));
     }
     code
@@ -45,6 +48,9 @@ pub fn record_last_error(code: Code) -> Code {
 /// `hipStreamCreate`, `hipStreamCreateWithFlags`, `hipStreamCreateWithPriority`, in the order of
 /// the CLR's checks: NULL, then flags other than hipStreamDefault/hipStreamNonBlocking, are
 /// hipErrorInvalidValue. `priority` is already mapped to the CLR's three levels.
+///
+/// # Safety
+/// `stream` is NULL or writable.
 unsafe fn stream_create(stream: *mut hipStream_t, flags: c_uint, priority: c_int) -> Outcome {
     require(stream)?;
     if flags != 0 && flags != STREAM_NON_BLOCKING {
@@ -53,8 +59,42 @@ unsafe fn stream_create(stream: *mut hipStream_t, flags: c_uint, priority: c_int
     let device = current_device()?;
     let owner = Owner::HipDevice(device);
     let handle = state::with(|d| d.streams.create_stream(owner, device, flags, priority));
-    *stream = crate::handles::to_ptr(handle);
+    // SAFETY: `stream` is not NULL (checked above) and, by this function's contract, writable.
+    unsafe { *stream = crate::handles::to_ptr(handle) };
     Ok(())
+}
+
+/// `hipEventCreate` (flags 0) and `hipEventCreateWithFlags`.
+///
+/// # Safety
+/// `event` is NULL or writable.
+unsafe fn event_create(event: *mut hipEvent_t, flags: c_uint) -> Outcome {
+    require(event)?;
+    let known =
+        EVENT_BLOCKING_SYNC | EVENT_DISABLE_TIMING | EVENT_INTERPROCESS | HIP_EVENT_RELEASE_FLAGS;
+    if flags & !known != 0 || flags & EVENT_INTERPROCESS != 0 && flags & EVENT_DISABLE_TIMING == 0 {
+        return Err(INVALID_VALUE);
+    }
+    let device = current_device()?;
+    let handle = state::with(|d| {
+        d.streams
+            .create_event(Owner::HipDevice(device), device, flags)
+    });
+    // SAFETY: `event` is not NULL (checked above) and, by this function's contract, writable.
+    unsafe { *event = crate::handles::to_ptr(handle) };
+    Ok(())
+}
+
+/// What the CLR's `ihipFree` (behind `hipFree`, `hipHostFree` and the queued `hipFreeAsync`)
+/// releases: any allocation of the runtime, device, managed, pinned host or pool memory alike
+/// (the HIP 5.2 header says hipFree of `hipHostMalloc` memory and hipHostFree of `hipMalloc`
+/// memory are errors; the CLR code frees both). Imported IPC memory is closed with
+/// `hipIpcCloseMemHandle` instead.
+fn hip_freeable(a: &Allocation) -> bool {
+    matches!(
+        a.kind,
+        MemKind::Device | MemKind::Managed { .. } | MemKind::Host { .. } | MemKind::Pool
+    )
 }
 
 /// The CLR's `hip::Stream::Priority` for a requested priority: High at or below -1, Low at or
@@ -113,19 +153,22 @@ hip_exports! {
 
     fn hipDriverGetVersion(driverVersion: *mut c_int) {
         require(driverVersion)?;
-        *driverVersion = HIP_VERSION;
+        // SAFETY: `driverVersion` is not NULL (checked above); `hipDriverGetVersion` documents it as a writable `int`.
+        unsafe { *driverVersion = HIP_VERSION };
         Ok(())
     }
 
     fn hipRuntimeGetVersion(runtimeVersion: *mut c_int) {
         require(runtimeVersion)?;
-        *runtimeVersion = HIP_VERSION;
+        // SAFETY: `runtimeVersion` is not NULL (checked above); `hipRuntimeGetVersion` documents it as a writable `int`.
+        unsafe { *runtimeVersion = HIP_VERSION };
         Ok(())
     }
 
     fn hipGetDeviceCount(count: *mut c_int) {
         require(count)?;
-        *count = device::count();
+        // SAFETY: `count` is not NULL (checked above); `hipGetDeviceCount` documents it as a writable `int`.
+        unsafe { *count = device::count() };
         current_device().map(|_| ())
     }
 
@@ -138,7 +181,9 @@ hip_exports! {
 
     fn hipGetDevice(deviceId: *mut c_int) {
         require(deviceId)?;
-        *deviceId = current_device()?;
+        let device = current_device()?;
+        // SAFETY: `deviceId` is not NULL (checked above); `hipGetDevice` documents it as a writable `int`.
+        unsafe { *deviceId = device };
         Ok(())
     }
 
@@ -156,11 +201,14 @@ hip_exports! {
         require(ptr)?;
         let device = current_device()?;
         if size == 0 {
-            *ptr = std::ptr::null_mut();
+            // SAFETY: `ptr` is not NULL (checked above); `hipMalloc` documents it as a writable
+            // `void *`.
+            unsafe { *ptr = std::ptr::null_mut() };
             return Ok(());
         }
         let base = state::with(|d| d.memory.allocate(size as u64, device, Owner::HipDevice(device), MemKind::Device))?;
-        *ptr = base as usize as *mut c_void;
+        // SAFETY: as above.
+        unsafe { *ptr = base as usize as *mut c_void };
         Ok(())
     }
 
@@ -171,12 +219,60 @@ hip_exports! {
         }
         let device = current_device()?;
         if size == 0 {
-            *dev_ptr = std::ptr::null_mut();
+            // SAFETY: `dev_ptr` is not NULL (checked above); `hipMallocManaged` documents it as a
+            // writable `void *`.
+            unsafe { *dev_ptr = std::ptr::null_mut() };
             return Ok(());
         }
         let kind = MemKind::Managed { flags };
         let base = state::with(|d| d.memory.allocate(size as u64, device, Owner::HipDevice(device), kind))?;
-        *dev_ptr = base as usize as *mut c_void;
+        // SAFETY: as above.
+        unsafe { *dev_ptr = base as usize as *mut c_void };
+        Ok(())
+    }
+
+    /// ROCm CLR order: NULL is hipErrorInvalidValue, size 0 is a NULL pointer and success, then
+    /// `*ptr` is NULL until the flags pass (coherent and non-coherent together are invalid).
+    fn hipHostMalloc(ptr: *mut *mut c_void, size: usize, flags: c_uint) {
+        require(ptr)?;
+        let device = current_device()?;
+        // SAFETY: `ptr` is not NULL (checked above); `hipHostMalloc` documents it as a writable
+        // `void *`.
+        unsafe { *ptr = std::ptr::null_mut() };
+        if size == 0 {
+            return Ok(());
+        }
+        let coherence = HIP_HOST_MALLOC_COHERENT | HIP_HOST_MALLOC_NON_COHERENT;
+        if flags & coherence == coherence {
+            return Err(INVALID_VALUE);
+        }
+        let kind = MemKind::Host { flags };
+        let base = state::with(|d| d.memory.allocate(size as u64, device, Owner::HipDevice(device), kind))?;
+        // SAFETY: as above.
+        unsafe { *ptr = base as usize as *mut c_void };
+        Ok(())
+    }
+
+    /// The ROCm CLR: NULL output or an invalid stream is hipErrorInvalidValue; size 0 is a NULL
+    /// pointer and success. The memory comes from the pool of the stream's device (the current
+    /// device's for the NULL and special streams) and is allocated at once.
+    fn hipMallocAsync(dev_ptr: *mut *mut c_void, size: usize, stream: hipStream_t) {
+        let current = current_device()?;
+        let stream = stream_handle(stream);
+        if dev_ptr.is_null() || !state::with(|d| d.streams.is_valid_stream(stream)) {
+            return Err(INVALID_VALUE);
+        }
+        let base = if size == 0 {
+            0
+        } else {
+            state::with(|d| {
+                let device = d.streams.stream(stream).map_or(current, |s| s.device);
+                d.memory.allocate(size as u64, device, Owner::HipDevice(device), MemKind::Pool)
+            })?
+        };
+        // SAFETY: `dev_ptr` is not NULL (checked above); `hipMallocAsync` documents it as a
+        // writable `void *`.
+        unsafe { *dev_ptr = base as usize as *mut c_void };
         Ok(())
     }
 
@@ -184,12 +280,27 @@ hip_exports! {
         if ptr.is_null() {
             return Ok(());
         }
-        let freed = state::with(|d| {
-            d.memory.remove_if(ptr as u64, |a| matches!(a.kind, MemKind::Device | MemKind::Managed { .. }))
-        })?;
-        if let Some(export) = freed.export {
-            crate::ipc::withdraw_memory_export(export);
+        state::with(|d| d.free_memory(ptr as u64, hip_freeable))
+    }
+
+    /// As the CLR: NULL is success; anything `hipFree` takes, this takes (see [`hip_freeable`]).
+    fn hipHostFree(ptr: *mut c_void) {
+        if ptr.is_null() {
+            return Ok(());
         }
+        state::with(|d| d.free_memory(ptr as u64, hip_freeable))
+    }
+
+    /// The ROCm CLR checks only for a NULL pointer and an invalid stream (hipErrorInvalidValue)
+    /// and queues the free: an address it does not know (a second free included) fails in the
+    /// queue, unseen, and the call returns hipSuccess. The simulator frees at once.
+    fn hipFreeAsync(dev_ptr: *mut c_void, stream: hipStream_t) {
+        current_device()?;
+        if dev_ptr.is_null() || !state::with(|d| d.streams.is_valid_stream(stream_handle(stream))) {
+            return Err(INVALID_VALUE);
+        }
+        // Deliberately ignored: see above.
+        let _ = state::with(|d| d.free_memory(dev_ptr as u64, hip_freeable));
         Ok(())
     }
 
@@ -218,12 +329,17 @@ hip_exports! {
                 kind
             };
             match kind {
-                k::HOST_TO_DEVICE => d.memory.copy_to_device(dst as u64, src.cast(), n),
-                k::DEVICE_TO_HOST => d.memory.copy_from_device(dst.cast(), src as u64, n),
+                // SAFETY: `src` is not NULL and, as `hipMemcpy` documents, readable for
+                // `sizeBytes` bytes.
+                k::HOST_TO_DEVICE => unsafe { d.memory.copy_to_device(dst as u64, src.cast(), n) },
+                // SAFETY: `dst` is not NULL and, as `hipMemcpy` documents, writable for
+                // `sizeBytes` bytes.
+                k::DEVICE_TO_HOST => unsafe { d.memory.copy_from_device(dst.cast(), src as u64, n) },
                 k::DEVICE_TO_DEVICE => d.memory.copy_device(dst as u64, src as u64, n),
                 _ => {
-                    // Both host buffers are the caller's to vouch for.
-                    std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), sizeBytes);
+                    // SAFETY: both are host buffers of at least `sizeBytes` bytes: the caller's
+                    // contract with `hipMemcpy` (they may overlap; `copy` allows it).
+                    unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), sizeBytes) };
                     Ok(())
                 }
             }
@@ -231,15 +347,18 @@ hip_exports! {
     }
 
     fn hipStreamCreate(stream: *mut hipStream_t) {
-        stream_create(stream, 0, 0)
+        // SAFETY: `stream` is NULL or a writable `hipStream_t` (`hipStreamCreate`'s contract).
+        unsafe { stream_create(stream, 0, 0) }
     }
 
     fn hipStreamCreateWithFlags(stream: *mut hipStream_t, flags: c_uint) {
-        stream_create(stream, flags, 0)
+        // SAFETY: `stream` is NULL or a writable `hipStream_t` (`hipStreamCreate`'s contract).
+        unsafe { stream_create(stream, flags, 0) }
     }
 
     fn hipStreamCreateWithPriority(stream: *mut hipStream_t, flags: c_uint, priority: c_int) {
-        stream_create(stream, flags, hip_priority(priority))
+        // SAFETY: `stream` is NULL or a writable `hipStream_t` (`hipStreamCreate`'s contract).
+        unsafe { stream_create(stream, flags, hip_priority(priority)) }
     }
 
     fn hipStreamDestroy(stream: hipStream_t) {
@@ -250,16 +369,15 @@ hip_exports! {
         state::with(|d| d.streams.check_stream(stream_handle(stream)))
     }
 
+    fn hipEventCreate(event: *mut hipEvent_t) {
+        // SAFETY: `event` is NULL or a writable `hipEvent_t` (`hipEventCreate`'s contract).
+        unsafe { event_create(event, 0) }
+    }
+
     fn hipEventCreateWithFlags(event: *mut hipEvent_t, flags: c_uint) {
-        require(event)?;
-        let known = EVENT_BLOCKING_SYNC | EVENT_DISABLE_TIMING | EVENT_INTERPROCESS | HIP_EVENT_RELEASE_FLAGS;
-        if flags & !known != 0 || flags & EVENT_INTERPROCESS != 0 && flags & EVENT_DISABLE_TIMING == 0 {
-            return Err(INVALID_VALUE);
-        }
-        let device = current_device()?;
-        let handle = state::with(|d| d.streams.create_event(Owner::HipDevice(device), device, flags));
-        *event = crate::handles::to_ptr(handle);
-        Ok(())
+        // SAFETY: `event` is NULL or a writable `hipEvent_t` (`hipEventCreateWithFlags`'s
+        // contract).
+        unsafe { event_create(event, flags) }
     }
 
     fn hipEventDestroy(event: hipEvent_t) {
@@ -276,8 +394,12 @@ hip_exports! {
         require(pbase)?;
         require(psize)?;
         let (base, size) = state::with(|d| d.memory.address_range(dptr as u64)).ok_or(NOT_FOUND)?;
-        *pbase = base as usize as *mut c_void;
-        *psize = size as usize;
+        // SAFETY: both are not NULL (checked above); `hipMemGetAddressRange` documents them as a
+        // writable `hipDeviceptr_t` and `size_t`.
+        unsafe {
+            *pbase = base as usize as *mut c_void;
+            *psize = size as usize;
+        }
         Ok(())
     }
 
@@ -293,32 +415,41 @@ hip_exports! {
         });
         // As ROCm 6 documents: memory it does not know is hipErrorInvalidValue.
         let (kind, device) = found.ok_or(INVALID_VALUE)?;
-        let managed_flags = match kind {
-            MemKind::Managed { flags } => Some(flags),
-            _ => None,
+        // Managed and pinned host memory have one address for host and device; the allocation
+        // flags are those it was allocated with.
+        let (type_, host_flags) = match kind {
+            MemKind::Managed { flags } => (hip_memory_type::MANAGED, Some(flags)),
+            MemKind::Host { flags } => (hip_memory_type::HOST, Some(flags)),
+            MemKind::Device | MemKind::Pool | MemKind::IpcImport => (hip_memory_type::DEVICE, None),
         };
-        *attributes = hipPointerAttribute_t {
-            type_: if managed_flags.is_some() { hip_memory_type::MANAGED } else { hip_memory_type::DEVICE },
+        let value = hipPointerAttribute_t {
+            type_,
             device,
             device_pointer: ptr as *mut c_void,
-            host_pointer: if managed_flags.is_some() { ptr as *mut c_void } else { std::ptr::null_mut() },
-            is_managed: c_int::from(managed_flags.is_some()),
-            allocation_flags: managed_flags.unwrap_or(0),
+            host_pointer: if host_flags.is_some() { ptr as *mut c_void } else { std::ptr::null_mut() },
+            is_managed: c_int::from(matches!(kind, MemKind::Managed { .. })),
+            allocation_flags: host_flags.unwrap_or(0),
         };
+        // SAFETY: `attributes` is not NULL (checked above); `hipPointerGetAttributes` documents it
+        // as a writable `hipPointerAttribute_t`.
+        unsafe { *attributes = value };
         Ok(())
     }
 
     fn hipGetProcAddress(symbol: *const c_char, pfn: *mut *mut c_void, hipVersion: c_int, flags: u64, symbolStatus: *mut c_int) {
         // Every simulated HIP function exists in all versions the table serves.
         let _ = hipVersion;
-        procaddress::hip_get_proc_address(symbol, pfn, flags, symbolStatus)
+        // SAFETY: `symbol` is NULL or a C string, `pfn` and `symbolStatus` NULL or writable (the
+        // contract of `hipGetProcAddress`).
+        unsafe { procaddress::hip_get_proc_address(symbol, pfn, flags, symbolStatus) }
     }
 
     fn hipDeviceCanAccessPeer(canAccessPeer: *mut c_int, deviceId: c_int, peerDeviceId: c_int) {
         require(canAccessPeer)?;
         device::check(deviceId)?;
         device::check(peerDeviceId)?;
-        *canAccessPeer = c_int::from(device::can_access_peer(deviceId, peerDeviceId));
+        // SAFETY: `canAccessPeer` is not NULL (checked above); `hipDeviceCanAccessPeer` documents it as a writable `int`.
+        unsafe { *canAccessPeer = c_int::from(device::can_access_peer(deviceId, peerDeviceId)) };
         Ok(())
     }
 
@@ -344,7 +475,8 @@ hip_exports! {
         require(handle)?;
         require(devPtr)?;
         let bytes = state::with(|d| d.export_memory(devPtr as u64, Api::Hip))?;
-        *handle = hipIpcMemHandle_t { reserved: bytes };
+        // SAFETY: `handle` is not NULL (checked above); `hipIpcGetMemHandle` documents it as a writable `hipIpcMemHandle_t`.
+        unsafe { *handle = hipIpcMemHandle_t { reserved: bytes } };
         Ok(())
     }
 
@@ -357,7 +489,8 @@ hip_exports! {
         let ptr = state::with(|d| {
             d.open_memory(&handle.reserved, Owner::HipDevice(device), device, OpenMode::Refcounted, HIP_ERROR_INVALID_DEVICE_POINTER)
         })?;
-        *devPtr = ptr as usize as *mut c_void;
+        // SAFETY: `devPtr` is not NULL (checked above); `hipIpcOpenMemHandle` documents it as a writable `void *`.
+        unsafe { *devPtr = ptr as usize as *mut c_void };
         Ok(())
     }
 
@@ -369,7 +502,8 @@ hip_exports! {
     fn hipIpcGetEventHandle(handle: *mut hipIpcEventHandle_t, event: hipEvent_t) {
         require(handle)?;
         let bytes = state::with(|d| d.export_event(event as usize as u64, INVALID_VALUE, HIP_ERROR_INVALID_CONFIGURATION))?;
-        *handle = hipIpcEventHandle_t { reserved: bytes };
+        // SAFETY: `handle` is not NULL (checked above); `hipIpcGetEventHandle` documents it as a writable `hipIpcEventHandle_t`.
+        unsafe { *handle = hipIpcEventHandle_t { reserved: bytes } };
         Ok(())
     }
 
@@ -377,7 +511,8 @@ hip_exports! {
         require(event)?;
         let device = current_device()?;
         let opened = state::with(|d| d.open_event(&handle.reserved, Owner::HipDevice(device), device, INVALID_VALUE))?;
-        *event = crate::handles::to_ptr(opened);
+        // SAFETY: `event` is not NULL (checked above); `hipIpcOpenEventHandle` documents it as a writable `hipEvent_t`.
+        unsafe { *event = crate::handles::to_ptr(opened) };
         Ok(())
     }
 

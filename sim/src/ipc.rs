@@ -152,10 +152,20 @@ pub enum OpenMode {
 
 impl Driver {
     /// `cuIpcGetMemHandle` / `hipIpcGetMemHandle`.
+    ///
+    /// Only `cuMemAlloc`/`cuMemAllocPitch`/`hipMalloc` memory can be exported. R580 answered
+    /// INVALID_VALUE for pool (`cuMemAllocAsync`), managed and `cuMemHostAlloc` memory
+    /// (api-facts.md §5.1 [observed]); the simulator answers the same for `cuMemAllocHost`
+    /// memory, for memory imported from another process, and for `cuMemCreate` memory mapped
+    /// with `cuMemMap` (which is shared through `cuMemExportToShareableHandle`, not legacy IPC;
+    /// it is in no allocation of the table, so `find` misses it).
     pub fn export_memory(&mut self, ptr: u64, api: Api) -> Outcome<[u8; 64]> {
         let allocation = self.memory.find(ptr).ok_or(INVALID_VALUE)?;
-        if allocation.kind != MemKind::Device || allocation.memfd.is_none() {
-            return Err(INVALID_VALUE);
+        match allocation.kind {
+            MemKind::Device => {}
+            MemKind::Pool | MemKind::Managed { .. } | MemKind::Host { .. } | MemKind::IpcImport => {
+                return Err(INVALID_VALUE)
+            }
         }
         let offset = match api {
             // R580 accepts an interior pointer and hands out the base's handle; the documentation

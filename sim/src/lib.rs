@@ -11,6 +11,10 @@
 //! [`logical_endpoint`]); [`procaddress`] holds the get-proc-address table; [`cuda_exports`] and
 //! [`hip_exports`] are the C entry points.
 
+// Every unsafe operation sits in its own `unsafe {}` block, even inside an `unsafe fn`, and
+// each block says in a `// SAFETY:` comment why it is sound.
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
 pub mod config;
 pub mod context;
 pub mod cuda_exports;

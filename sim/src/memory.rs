@@ -89,6 +89,13 @@ pub enum MemKind {
     Managed { flags: u32 },
     /// Memory of another process, mapped by `cuIpcOpenMemHandle` / `hipIpcOpenMemHandle`.
     IpcImport,
+    /// Page-locked host memory: `cuMemAllocHost` (flags 0), `cuMemHostAlloc`, `hipHostMalloc`,
+    /// with the flags it was allocated with. With unified addressing its device pointer is its
+    /// host address, so the one mapping serves as both.
+    Host { flags: u32 },
+    /// Stream-ordered memory from a device's default memory pool: `cuMemAllocAsync[_ptsz]`,
+    /// `hipMallocAsync`. The simulator allocates and frees it at once, not in stream order.
+    Pool,
 }
 
 /// An IPC export of an allocation: the same handle is handed out on every export call.

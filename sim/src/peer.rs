@@ -24,6 +24,8 @@ impl Peers {
         match owner {
             Owner::Context(id) => self.contexts.retain(|&(a, b)| a != id && b != id),
             Owner::HipDevice(d) => self.devices.retain(|&(a, _)| a != d),
+            // A memory pool holds no peer grants.
+            Owner::MemPool(_) => {}
         }
     }
 

@@ -84,8 +84,16 @@ table! {
     Cuda cuCtxSynchronize 2000 legacy => cuCtxSynchronize;
     Cuda cuCtxSynchronize 13000 legacy => cuCtxSynchronize_v2;
     Cuda cuMemAlloc 3020 legacy => cuMemAlloc_v2;
+    Cuda cuMemAllocPitch 3020 legacy => cuMemAllocPitch_v2;
     Cuda cuMemFree 3020 legacy => cuMemFree_v2;
     Cuda cuMemAllocManaged 6000 legacy => cuMemAllocManaged;
+    Cuda cuMemAllocHost 3020 legacy => cuMemAllocHost_v2;
+    Cuda cuMemHostAlloc 2020 legacy => cuMemHostAlloc;
+    Cuda cuMemFreeHost 2000 legacy => cuMemFreeHost;
+    Cuda cuMemAllocAsync 11020 legacy => cuMemAllocAsync;
+    Cuda cuMemAllocAsync 11020 ptsz => cuMemAllocAsync_ptsz;
+    Cuda cuMemFreeAsync 11020 legacy => cuMemFreeAsync;
+    Cuda cuMemFreeAsync 11020 ptsz => cuMemFreeAsync_ptsz;
     Cuda cuMemGetAddressRange 3020 legacy => cuMemGetAddressRange_v2;
     Cuda cuMemcpyHtoD 3020 legacy => cuMemcpyHtoD_v2;
     Cuda cuMemcpyHtoD 7000 ptds => cuMemcpyHtoD_v2_ptds;
@@ -159,12 +167,17 @@ table! {
     Hip hipMalloc 0 legacy => hipMalloc;
     Hip hipFree 0 legacy => hipFree;
     Hip hipMallocManaged 0 legacy => hipMallocManaged;
+    Hip hipHostMalloc 0 legacy => hipHostMalloc;
+    Hip hipHostFree 0 legacy => hipHostFree;
+    Hip hipMallocAsync 0 legacy => hipMallocAsync;
+    Hip hipFreeAsync 0 legacy => hipFreeAsync;
     Hip hipMemcpy 0 legacy => hipMemcpy;
     Hip hipStreamCreate 0 legacy => hipStreamCreate;
     Hip hipStreamCreateWithFlags 0 legacy => hipStreamCreateWithFlags;
     Hip hipStreamCreateWithPriority 0 legacy => hipStreamCreateWithPriority;
     Hip hipStreamDestroy 0 legacy => hipStreamDestroy;
     Hip hipStreamSynchronize 0 legacy => hipStreamSynchronize;
+    Hip hipEventCreate 0 legacy => hipEventCreate;
     Hip hipEventCreateWithFlags 0 legacy => hipEventCreateWithFlags;
     Hip hipEventDestroy 0 legacy => hipEventDestroy;
     Hip hipPointerGetAttributes 0 legacy => hipPointerGetAttributes;
@@ -264,7 +277,8 @@ pub unsafe fn cuda_get_proc_address(
     if version > config().driver_version {
         return Err(INVALID_VALUE);
     }
-    let name = CStr::from_ptr(symbol).to_bytes();
+    // SAFETY: `symbol` is not NULL (checked above) and, by this function's contract, a C string.
+    let name = unsafe { CStr::from_ptr(symbol) }.to_bytes();
     let (address, state) = match resolve_cuda(name, version, flags) {
         Resolution::Found(e) => (e.address(), PROC_ADDRESS_SUCCESS),
         Resolution::NotFound => (std::ptr::null_mut(), PROC_ADDRESS_SYMBOL_NOT_FOUND),
@@ -272,9 +286,11 @@ pub unsafe fn cuda_get_proc_address(
             (std::ptr::null_mut(), PROC_ADDRESS_VERSION_NOT_SUFFICIENT)
         }
     };
-    *pfn = address;
+    // SAFETY: `pfn` is not NULL (checked above) and, by this function's contract, writable.
+    unsafe { *pfn = address };
     if !status.is_null() {
-        *status = state;
+        // SAFETY: `status` is not NULL and, by this function's contract, writable.
+        unsafe { *status = state };
     }
     Ok(())
 }
@@ -289,13 +305,16 @@ pub unsafe fn hip_get_proc_address(
     flags: u64,
     status: *mut c_int,
 ) -> Result<(), Code> {
-    if symbol.is_null() || pfn.is_null() || *symbol == 0 {
+    // SAFETY: `symbol` is not NULL (checked first) and, by this function's contract, a C string,
+    // so its first byte is readable.
+    if symbol.is_null() || pfn.is_null() || unsafe { *symbol } == 0 {
         return Err(INVALID_VALUE);
     }
     if flags > GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM {
         return Err(INVALID_VALUE);
     }
-    let name = CStr::from_ptr(symbol).to_bytes();
+    // SAFETY: `symbol` is not NULL (checked above) and, by this function's contract, a C string.
+    let name = unsafe { CStr::from_ptr(symbol) }.to_bytes();
     let found = TABLE
         .iter()
         .find(|e| e.api == Api::Hip && e.base.as_bytes() == name);
@@ -303,9 +322,11 @@ pub unsafe fn hip_get_proc_address(
         Some(e) => (e.address(), PROC_ADDRESS_SUCCESS),
         None => (std::ptr::null_mut(), PROC_ADDRESS_SYMBOL_NOT_FOUND),
     };
-    *pfn = address;
+    // SAFETY: `pfn` is not NULL (checked above) and, by this function's contract, writable.
+    unsafe { *pfn = address };
     if !status.is_null() {
-        *status = state;
+        // SAFETY: `status` is not NULL and, by this function's contract, writable.
+        unsafe { *status = state };
     }
     if found.is_none() {
         return Err(INVALID_VALUE);

@@ -3,18 +3,22 @@
 use crate::context::{self, Contexts};
 use crate::ipc::Ipc;
 use crate::logical_endpoint::Endpoints;
-use crate::memory::Memory;
+use crate::memory::{Allocation, Memory};
 use crate::peer::Peers;
 use crate::stream_event::Streams;
 use crate::types::{Outcome, INVALID_CONTEXT};
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
-/// Who owns an allocation, stream or event: a CUDA context (by id), or a HIP device.
+/// Who owns an allocation, stream or event: a CUDA context (by id), a HIP device, or (for
+/// `cuMemAllocAsync` memory) a device's default memory pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Owner {
     Context(u64),
     HipDevice(i32),
+    /// "These memory allocations are not associated with any CUDA context" (`cuCtxDestroy`):
+    /// they outlive every context and go only when freed.
+    MemPool(i32),
 }
 
 #[derive(Default)]
@@ -47,6 +51,17 @@ impl Driver {
     pub fn current_owner(&self) -> Outcome<(Owner, i32)> {
         let (handle, device) = self.current_context()?;
         Ok((Owner::Context(self.contexts.id_of(handle)?), device))
+    }
+
+    /// Frees the allocation that starts at `base` if `accept` takes it (a free function accepts
+    /// only what its allocator made); INVALID_VALUE for anything else, a double free included.
+    /// An IPC export of the memory is withdrawn with it.
+    pub fn free_memory(&mut self, base: u64, accept: impl Fn(&Allocation) -> bool) -> Outcome {
+        let freed = self.memory.remove_if(base, accept)?;
+        if let Some(export) = freed.export {
+            crate::ipc::withdraw_memory_export(export);
+        }
+        Ok(())
     }
 
     /// Frees everything `owner` holds: memory (and IPC imports), streams, events, peer grants.

@@ -156,6 +156,20 @@ impl Streams {
 }
 
 impl Driver {
+    /// The device whose memory pool a stream-ordered allocation on `stream` comes from
+    /// (`cuMemAllocAsync[_ptsz]`): a created stream's device; for the special handles (NULL,
+    /// legacy, per-thread) the current context's, INVALID_CONTEXT without one ("default stream
+    /// specified with no current context"). A destroyed or unknown stream is INVALID_HANDLE.
+    pub fn stream_device(&self, stream: u64) -> Outcome<i32> {
+        if is_special(stream) {
+            return Ok(self.current_context()?.1);
+        }
+        self.streams
+            .stream(stream)
+            .map(|s| s.device)
+            .ok_or(INVALID_HANDLE)
+    }
+
     /// Records that asynchronous work was issued to `stream` (a live or special one); a special
     /// handle means the current context's default stream, and nothing without a current context.
     pub fn mark_pending(&mut self, stream: u64) {

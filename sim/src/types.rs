@@ -31,34 +31,23 @@ pub type hipStream_t = *mut c_void;
 pub type hipEvent_t = *mut c_void;
 pub type hipDeviceptr_t = *mut c_void;
 
-// CUresult values (shared with hipError_t where the numbers agree).
-pub const SUCCESS: Code = 0;
-pub const INVALID_VALUE: Code = 1;
+// Result codes. Those sharecheck's shim also names come from `sharecheck_core::codes`, the one
+// list shared by the crates; the ones below only the simulator returns.
+pub use sharecheck_core::codes::*;
+
+// CUresult values not in `sharecheck_core::codes` (hipError_t has the same numbers).
 pub const OUT_OF_MEMORY: Code = 2;
 pub const NOT_INITIALIZED: Code = 3;
 pub const NO_DEVICE: Code = 100;
-pub const INVALID_DEVICE: Code = 101;
-pub const INVALID_CONTEXT: Code = 201;
 pub const MAP_FAILED: Code = 205;
 pub const ALREADY_MAPPED: Code = 208;
-pub const PEER_ACCESS_UNSUPPORTED: Code = 217;
-pub const INVALID_HANDLE: Code = 400;
 pub const NOT_FOUND: Code = 500;
-/// CUDA_ERROR_NOT_READY (`cuStreamQuery` with work in flight); hipErrorNotReady is the same.
-pub const NOT_READY: Code = 600;
-pub const PEER_ACCESS_ALREADY_ENABLED: Code = 704;
-pub const PEER_ACCESS_NOT_ENABLED: Code = 705;
-pub const TOO_MANY_PEERS: Code = 711;
-pub const CONTEXT_IS_DESTROYED: Code = 709;
 pub const NOT_PERMITTED: Code = 800;
-pub const NOT_SUPPORTED: Code = 801;
 pub const UNKNOWN: Code = 999;
 
 // hipError_t values without a CUresult twin.
 pub const HIP_ERROR_INVALID_CONFIGURATION: Code = 9;
 pub const HIP_ERROR_INVALID_DEVICE_POINTER: Code = 17;
-/// `hipErrorNotReady` (CUDA_ERROR_NOT_READY has the same number); HIP's last error ignores it.
-pub const HIP_ERROR_NOT_READY: Code = 600;
 
 /// `CUdriverProcAddressQueryResult` / `hipDriverProcAddressQueryResult`.
 pub const PROC_ADDRESS_SUCCESS: c_int = 0;
@@ -117,10 +106,27 @@ pub mod pointer_attribute {
     pub const RANGE_START_ADDR: i32 = 11;
     pub const RANGE_SIZE: i32 = 12;
     pub const MAPPED: i32 = 13;
+    pub const MEMPOOL_HANDLE: i32 = 17;
 }
 
-/// `CU_MEMORYTYPE_DEVICE`.
+/// `CUmemorytype`: `CU_MEMORYTYPE_HOST`, `CU_MEMORYTYPE_DEVICE`.
+pub const CU_MEMORYTYPE_HOST: c_uint = 1;
 pub const CU_MEMORYTYPE_DEVICE: c_uint = 2;
+
+/// `cuMemHostAlloc` flags: `CU_MEMHOSTALLOC_PORTABLE`, `_DEVICEMAP`, `_WRITECOMBINED`.
+pub const MEMHOSTALLOC_PORTABLE: c_uint = 0x1;
+pub const MEMHOSTALLOC_DEVICEMAP: c_uint = 0x2;
+pub const MEMHOSTALLOC_WRITECOMBINED: c_uint = 0x4;
+
+/// `hipHostMalloc` flags that the runtime checks (HIP 5.2 `hip_runtime_api.h`): asking for both
+/// coherent and non-coherent memory is hipErrorInvalidValue.
+pub const HIP_HOST_MALLOC_COHERENT: c_uint = 0x4000_0000;
+pub const HIP_HOST_MALLOC_NON_COHERENT: c_uint = 0x8000_0000;
+
+/// `cuMemAllocPitch`: the pitch is the row width rounded up to this (what current NVIDIA GPUs
+/// return), and `ElementSizeBytes` must be one of these.
+pub const PITCH_ALIGNMENT: u64 = 512;
+pub const PITCH_ELEMENT_SIZES: [c_uint; 3] = [4, 8, 16];
 
 /// `CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED`.
 pub const MEM_ALLOCATION_TYPE_PINNED: c_uint = 1;
@@ -186,6 +192,7 @@ pub mod memcpy_kind {
 
 /// ROCm 6.x `hipMemoryType` values (ROCm 5 numbered them differently).
 pub mod hip_memory_type {
+    pub const HOST: u32 = 1;
     pub const DEVICE: u32 = 2;
     pub const MANAGED: u32 = 3;
 }
@@ -225,6 +232,7 @@ pub mod attribute {
     pub const COMPUTE_CAPABILITY_MAJOR: i32 = 75;
     pub const MANAGED_MEMORY: i32 = 83;
     pub const PAGEABLE_MEMORY_ACCESS: i32 = 88;
+    pub const MEMORY_POOLS_SUPPORTED: i32 = 115;
     pub const IPC_EVENT_SUPPORTED: i32 = 125;
     pub const LOGICAL_ENDPOINT_UNICAST_SUPPORTED: i32 = 153;
     pub const LOGICAL_ENDPOINT_MULTICAST_SUPPORTED: i32 = 154;
