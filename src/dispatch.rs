@@ -5,100 +5,99 @@
 //! fail), after-steps -> settle, report and record. A panic in the shim's own work degrades that
 //! call to pure forwarding plus one log line; the program always gets the driver's own return
 //! value and out-parameters (strict mode aside). The clean path allocates nothing, formats
-//! nothing and, without a trace, reads no clock.
+//! nothing, takes no lock that other threads' clean calls take and, without a trace, reads no
+//! clock: one thread-local lookup, a few atomic loads, the checks' driver facts (cached where they
+//! cannot change), and the call.
 
 use crate::engine::{self, At, Checked, Cx};
+use crate::findings::Finding;
 use crate::guard::{shielded, Guard};
 use crate::{loader, trace};
 use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::CallArgs;
 use sharecheck_core::table::is_checked;
-use std::cell::Cell;
 use std::ffi::c_int;
 
 /// Runs one interposed call. `invoke` calls the real function at the given address.
 #[inline]
 pub fn call<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
-    let info = A::ID.info();
-    let Some(_guard) = Guard::enter() else {
+    if !A::ID.is_wrapped() {
+        // Observed by nobody: forwarded untouched, as if the shim were not there.
+        return match loader::real_function(A::ID) {
+            Some(real) => invoke(real),
+            None => missing(&args),
+        };
+    }
+    let Some(guard) = Guard::enter() else {
         // Re-entered (the shim's own lookups, or a driver calling a wrapped symbol): forward only.
-        return forward_only::<A>(invoke);
+        return match loader::real_function(A::ID) {
+            Some(real) => invoke(real),
+            None => A::ID.info().api.not_supported(),
+        };
     };
+    let thread_call = guard.count_call();
     let traced = trace::enabled();
-    let (seq, ts_ns) = if traced {
-        (trace::next_seq(), trace::wall_ns())
-    } else {
-        trace::count_untraced_call();
-        (0, 0)
-    };
-    let Some(real) = shielded(None, || loader::real_function(A::ID)) else {
-        shielded((), || loader::warn_missing(A::ID));
-        let ret = info.api.not_supported();
-        if traced {
-            record(&args, Outcome::NotCalled, ret, seq, ts_ns, 0, &[]);
-        }
-        return ret;
+    let Some(real) = loader::real_function(A::ID) else {
+        return missing(&args);
     };
     if !is_checked(A::ID) && !traced {
         return invoke(real);
     }
-    // The driver is called exactly once, whether or not a check panics.
-    let answered: Cell<Option<(Outcome, c_int, u64)>> = Cell::new(None);
-    let mut invoke = Some(invoke);
-    let mut forward = |cx: &mut Cx| -> Outcome {
-        if let Some(code) = cx.refusal() {
-            answered.set(Some((Outcome::NotCalled, code, 0)));
-            return Outcome::NotCalled;
-        }
-        let invoke = invoke.take().expect("the driver is called once");
-        let start = if traced { trace::monotonic_ns() } else { 0 };
-        let ret = invoke(real);
-        let dur_ns = if traced {
-            trace::monotonic_ns().saturating_sub(start)
-        } else {
-            0
-        };
-        answered.set(Some((Outcome::Returned(ret), ret, dur_ns)));
-        Outcome::Returned(ret)
+    let (seq, ts_ns) = if traced {
+        (trace::next_seq(), trace::wall_ns())
+    } else {
+        (0, 0)
     };
-    let cx = shielded(None, || {
-        let mut cx = Cx::new(engine::driver(), engine::states(), engine::options().mode);
-        args.run(&mut cx, &mut forward);
-        Some(cx)
-    });
-    let (outcome, ret, dur_ns) = match answered.get() {
-        Some(answer) => answer,
-        None => {
-            // A check panicked before the call: forward it untouched.
-            let ret = match invoke.take() {
-                Some(invoke) => invoke(real),
-                None => return info.api.not_supported(),
+    // The driver is called exactly once, whether or not a check panics.
+    let mut invoke = Some(invoke);
+    let mut answer: Option<(Outcome, c_int, u64)> = None;
+    let cx = {
+        let forward = |cx: &mut Cx| -> Outcome {
+            if let Some(code) = cx.refusal() {
+                answer = Some((Outcome::NotCalled, code, 0));
+                return Outcome::NotCalled;
+            }
+            let Some(invoke) = invoke.take() else {
+                return Outcome::NotCalled;
             };
+            let start = if traced { trace::monotonic_ns() } else { 0 };
+            let ret = invoke(real);
+            let dur_ns = if traced {
+                trace::monotonic_ns().saturating_sub(start)
+            } else {
+                0
+            };
+            answer = Some((Outcome::Returned(ret), ret, dur_ns));
+            Outcome::Returned(ret)
+        };
+        shielded(None, || {
+            let mut cx = Cx::new(engine::driver(), engine::states(), engine::options().mode);
+            args.run(&mut cx, forward);
+            Some(cx)
+        })
+    };
+    let (outcome, ret, dur_ns) = match (answer, invoke.take()) {
+        (Some(answer), _) => answer,
+        // A check panicked before the call: forward it untouched.
+        (None, Some(invoke)) => {
+            let ret = invoke(real);
             (Outcome::Returned(ret), ret, 0)
         }
+        (None, None) => return A::ID.info().api.not_supported(),
     };
     match cx {
         Some(cx) if !cx.is_clean() => shielded((), || {
-            let found = engine::settle(info, cx, outcome);
-            let recorded = if found.is_empty() {
-                found
-            } else {
-                let at = At {
-                    pid: trace::pid(),
-                    tid: trace::tid(),
-                    seq: if traced { seq } else { trace::untraced_seq() },
-                };
-                engine::report(
-                    engine::states(),
-                    found,
-                    || describe_call(&args, outcome),
-                    at,
-                )
-            };
-            if traced {
-                record(&args, outcome, ret, seq, ts_ns, dur_ns, &recorded);
-            }
-            engine::halt_if_asked(&recorded);
+            let seq_shown = if traced { seq } else { thread_call };
+            settle_and_record(
+                &args,
+                cx,
+                outcome,
+                ret,
+                (seq, seq_shown),
+                ts_ns,
+                dur_ns,
+                traced,
+            )
         }),
         _ if traced => shielded((), || record(&args, outcome, ret, seq, ts_ns, dur_ns, &[])),
         _ => {}
@@ -106,11 +105,50 @@ pub fn call<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
     ret
 }
 
-fn forward_only<A: CallArgs>(invoke: impl FnOnce(usize) -> c_int) -> c_int {
-    match shielded(None, || loader::real_function(A::ID)) {
-        Some(real) => invoke(real),
-        None => A::ID.info().api.not_supported(),
+/// The driver (or this function of it) is missing: the documented "not supported" code.
+#[cold]
+#[inline(never)]
+fn missing<A: CallArgs>(args: &A) -> c_int {
+    shielded((), || loader::warn_missing(A::ID));
+    let ret = A::ID.info().api.not_supported();
+    if trace::enabled() {
+        shielded((), || {
+            let seq = trace::next_seq();
+            record(args, Outcome::NotCalled, ret, seq, trace::wall_ns(), 0, &[])
+        });
     }
+    ret
+}
+
+/// A call with findings: settle them against the driver's answer, report, record, maybe halt.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn settle_and_record<A: CallArgs>(
+    args: &A,
+    cx: Cx,
+    outcome: Outcome,
+    ret: c_int,
+    (seq, seq_shown): (u64, u64),
+    ts_ns: u64,
+    dur_ns: u64,
+    traced: bool,
+) {
+    let found = engine::settle(A::ID.info(), cx, outcome);
+    let recorded = if found.is_empty() {
+        found
+    } else {
+        let at = At {
+            pid: trace::pid(),
+            tid: trace::tid(),
+            seq: seq_shown,
+        };
+        engine::report(engine::states(), found, || describe_call(args, outcome), at)
+    };
+    if traced {
+        record(args, outcome, ret, seq, ts_ns, dur_ns, &recorded);
+    }
+    engine::halt_if_asked(&recorded);
 }
 
 fn record<A: CallArgs>(
@@ -120,7 +158,7 @@ fn record<A: CallArgs>(
     seq: u64,
     ts_ns: u64,
     dur_ns: u64,
-    findings: &[crate::findings::Finding],
+    findings: &[Finding],
 ) {
     trace::write_call(
         args,

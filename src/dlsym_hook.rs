@@ -69,7 +69,20 @@ extern "C" fn route(
 
 /// The wrapper for `found` when it is a driver's definition of a covered name; else `found`.
 fn substitute(target: &Covered, found: usize) -> usize {
-    if found == 0 || !loader::is_driver_address(found) {
+    if found == 0 {
+        return found;
+    }
+    if let Covered::Function(id) = *target {
+        if !id.is_wrapped() {
+            // Nobody observes it: the driver's own, even where the shim's export was found.
+            return if found == crate::exports::wrapper_address(id) {
+                loader::real_function(id).unwrap_or(found)
+            } else {
+                found
+            };
+        }
+    }
+    if !loader::is_driver_address(found) {
         return found;
     }
     match *target {

@@ -8,7 +8,7 @@ use sharecheck_core::functions::{args, FnId};
 use std::ffi::c_int;
 
 macro_rules! define_exports {
-    ($( $api:ident $sym:ident [$base:ident $since:literal $variant:ident] ( $( $arg:ident : $ty:ty ),* $(,)? ); )*) => {
+    ($( $api:ident $sym:ident [$base:ident $since:literal $variant:ident $($role:ident)?] ( $( $arg:ident : $ty:ty ),* $(,)? ); )*) => {
         $(
             /// Interposed: forwarded unchanged to the real driver, traced and checked.
             #[no_mangle]

@@ -5,51 +5,89 @@
 
 use std::cell::Cell;
 
+/// What the shim keeps per thread: one thread-local, reached once per call.
+pub struct ThreadState {
+    inside: Cell<bool>,
+    /// Covered calls this thread made (numbers findings when no trace is written).
+    calls: Cell<u64>,
+}
+
 thread_local! {
-    // `const` initialisation: no lazy TLS init or destructor, so it works during thread teardown.
-    static INSIDE: Cell<bool> = const { Cell::new(false) };
+    // `const` initialisation of a type without a destructor: no lazy TLS init and no destructor
+    // registration, so it works during thread teardown and costs one TLS lookup.
+    static THREAD: ThreadState = const {
+        ThreadState {
+            inside: Cell::new(false),
+            calls: Cell::new(0),
+        }
+    };
 }
 
 /// Held while this thread runs shim code; dropping it leaves the shim.
-pub struct Guard(());
+pub struct Guard(*const ThreadState);
 
 impl Guard {
     /// Enters the shim, or returns `None` when this thread is already inside it.
+    #[inline]
     pub fn enter() -> Option<Guard> {
-        INSIDE.with(|inside| {
-            if inside.get() {
-                None
-            } else {
-                inside.set(true);
-                Some(Guard(()))
-            }
-        })
+        let state = THREAD.with(|t| t as *const ThreadState);
+        // SAFETY: the thread-local lives as long as this thread, and the guard never leaves it
+        // (it is neither Send nor Sync: it holds a raw pointer).
+        let t = unsafe { &*state };
+        if t.inside.get() {
+            None
+        } else {
+            t.inside.set(true);
+            Some(Guard(state))
+        }
     }
 
     pub fn is_inside() -> bool {
-        INSIDE.with(|inside| inside.get())
+        THREAD.with(|t| t.inside.get())
+    }
+
+    /// Counts a covered call of this thread; returns its number.
+    #[inline]
+    pub fn count_call(&self) -> u64 {
+        // SAFETY: see `enter`.
+        let t = unsafe { &*self.0 };
+        let n = t.calls.get() + 1;
+        t.calls.set(n);
+        n
     }
 }
 
 impl Drop for Guard {
+    #[inline]
     fn drop(&mut self) {
-        INSIDE.with(|inside| inside.set(false));
+        // SAFETY: see `enter`.
+        unsafe { &*self.0 }.inside.set(false);
     }
 }
 
 /// Runs shim-internal work that must not unwind into the program: a panic gives `fallback`
 /// (the caller then behaves as pure forwarding) and one log line.
+#[inline(always)]
 pub fn shielded<T>(fallback: T, work: impl FnOnce() -> T) -> T {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
         Ok(value) => value,
         Err(_) => {
-            crate::log::warn_once(
-                "panic",
-                format_args!("internal error; the call was forwarded unchanged (further internal errors are not reported)"),
-            );
+            internal_error();
             fallback
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn internal_error() {
+    crate::log::warn_once(
+        "panic",
+        format_args!(
+            "internal error; the call was forwarded unchanged (further internal errors are not \
+             reported)"
+        ),
+    );
 }
 
 #[cfg(test)]

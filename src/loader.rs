@@ -332,15 +332,18 @@ static SLOTS: [AtomicUsize; FUNCTIONS.len()] =
     [const { AtomicUsize::new(UNRESOLVED) }; FUNCTIONS.len()];
 
 /// The real driver function behind an interposed symbol, resolved on first use.
+#[inline]
 pub fn real_function(id: FnId) -> Option<usize> {
     let slot = &SLOTS[id as usize];
     match slot.load(Ordering::Acquire) {
         MISSING => None,
-        UNRESOLVED => resolve_slot(id),
+        UNRESOLVED => crate::guard::shielded(None, || resolve_slot(id)),
         address => Some(address),
     }
 }
 
+#[cold]
+#[inline(never)]
 fn resolve_slot(id: FnId) -> Option<usize> {
     let info = id.info();
     let address = library(info.api).handle().and_then(|handle| {

@@ -27,16 +27,20 @@ const ENABLED: u8 = 2;
 static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
 
 /// Whether records are written at all (`SHARECHECK_TRACE` set).
+#[inline]
 pub fn enabled() -> bool {
     match STATE.load(Ordering::Relaxed) {
         ENABLED => true,
         DISABLED => false,
-        _ => {
-            let on = std::env::var_os(env::TRACE).is_some_and(|p| !p.is_empty());
-            STATE.store(if on { ENABLED } else { DISABLED }, Ordering::Relaxed);
-            on
-        }
+        _ => decide_enabled(),
     }
+}
+
+#[cold]
+fn decide_enabled() -> bool {
+    let on = std::env::var_os(env::TRACE).is_some_and(|p| !p.is_empty());
+    STATE.store(if on { ENABLED } else { DISABLED }, Ordering::Relaxed);
+    on
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -78,20 +82,6 @@ pub fn tid() -> i32 {
 
 pub fn next_seq() -> u64 {
     SEQ.fetch_add(1, Ordering::Relaxed) + 1
-}
-
-thread_local! {
-    static THREAD_CALLS: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Without a trace, calls are not numbered process-wide (that would make every thread touch one
-/// counter): a finding's call number counts this thread's covered calls instead.
-pub fn count_untraced_call() {
-    let _ = THREAD_CALLS.try_with(|n| n.set(n.get() + 1));
-}
-
-pub fn untraced_seq() -> u64 {
-    THREAD_CALLS.try_with(Cell::get).unwrap_or(0)
 }
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {

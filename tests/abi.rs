@@ -39,7 +39,7 @@ const FETCH_HINT: &str = "run scripts/fetch-deps.sh (it installs libamdhip64-dev
 type RustLayouts = Vec<(&'static str, Vec<(&'static str, usize, usize)>)>;
 
 macro_rules! rust_layouts {
-    ($( $api:ident $sym:ident [$base:ident $since:literal $variant:ident] ( $( $arg:ident : $ty:ty ),* $(,)? ); )*) => {
+    ($( $api:ident $sym:ident [$base:ident $since:literal $variant:ident $($role:ident)?] ( $( $arg:ident : $ty:ty ),* $(,)? ); )*) => {
         pub fn get() -> super::RustLayouts {
             vec![ $( (stringify!($sym), vec![ $( (
                 stringify!($arg),
@@ -317,11 +317,19 @@ fn cuda_declaration_assert(lang: Lang, symbol: &str, pfn: &str) -> String {
 
 fn hip_prototype_assert(lang: Lang, symbol: &str, types: &[String]) -> String {
     let ours = format!("hipError_t (*)({})", param_list(types));
-    lang.same_type(
-        &lang.type_of_address(symbol),
-        &ours,
-        &format!("{symbol}: prototype differs from hip_runtime_api.h"),
-    )
+    match lang {
+        // C++ adds template overloads of some names (`hipMalloc(T **, size_t)`): there, the check
+        // is that an overload of exactly this type exists (the cast selects it, or fails).
+        Lang::Cxx => format!(
+            "static_assert(std::is_same<decltype(static_cast<{ours}>(&{symbol})), {ours}>::value, \
+             \"{symbol}: prototype differs from hip_runtime_api.h\");"
+        ),
+        Lang::C => lang.same_type(
+            &lang.type_of_address(symbol),
+            &ours,
+            &format!("{symbol}: prototype differs from hip_runtime_api.h"),
+        ),
+    }
 }
 
 /// (C only) `sizeof`/`_Alignof` of each parameter's C type equal those of its Rust type.

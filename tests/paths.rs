@@ -112,6 +112,13 @@ fn dlopen_and_dlsym_get_the_shims_wrappers_for_covered_names_only() {
         printed(&out, "OBJECT default:cuMemcpyPeer"),
         libraries::SHIM
     );
+    // Observed functions: wrapped while a check runs on them (a free), else the driver's own.
+    assert_eq!(printed(&out, "OBJECT cuMemFree_v2"), libraries::SHIM);
+    assert_eq!(
+        printed(&out, "OBJECT default:cuMemAlloc_v2"),
+        libraries::CUDA.soname()
+    );
+    assert_eq!(printed(&out, "SAME default:cuMemAlloc_v2"), "1");
     assert_trace_matches_program(&s, &out);
 }
 
@@ -129,6 +136,9 @@ fn runtime_style_resolution_substitutes_by_the_real_symbol_returned() {
     // Functions the shim does not cover: the driver's own pointer.
     assert_eq!(printed(&out, "OBJECT cuMemAlloc"), libraries::CUDA.soname());
     assert_eq!(printed(&out, "SAME cuMemAlloc"), "1");
+    // Observed functions a check runs on: the shim's.
+    assert_eq!(printed(&out, "OBJECT cuMemFree"), libraries::SHIM);
+    assert_eq!(printed(&out, "OBJECT cuMemFreeAsync/ptsz"), libraries::SHIM);
     // Results and statuses the shim must not touch (the R580 table).
     assert_eq!(printed(&out, "RESOLVE cuMemcpyPeer@4000/2"), "0 2 null");
     assert_eq!(

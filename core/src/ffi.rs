@@ -103,6 +103,14 @@ macro_rules! stream_handle {
                 self.0 as usize as u64
             }
         }
+        impl Pointee for $name {
+            fn c_type() -> String {
+                $c.into()
+            }
+            fn encode_value(&self, w: &mut JsonOut) {
+                w.hex(self.addr());
+            }
+        }
         impl ArgValue for $name {
             fn c_type() -> String {
                 $c.into()
@@ -295,6 +303,32 @@ macro_rules! flags {
     };
 }
 
+flags!(
+    /// `CUevent_flags` of `cuEventCreate`.
+    EventFlags(c_uint),
+    "unsigned int",
+    [
+        (0x1, "CU_EVENT_BLOCKING_SYNC"),
+        (0x2, "CU_EVENT_DISABLE_TIMING"),
+        (0x4, "CU_EVENT_INTERPROCESS")
+    ]
+);
+flags!(
+    /// The flags of `hipEventCreateWithFlags`.
+    HipEventFlags(c_uint),
+    "unsigned int",
+    [
+        (0x1, "hipEventBlockingSync"),
+        (0x2, "hipEventDisableTiming"),
+        (0x4, "hipEventInterprocess")
+    ]
+);
+flags!(
+    /// `CUstream_flags` of `cuStreamCreate`.
+    StreamFlags(c_uint),
+    "unsigned int",
+    [(0x1, "CU_STREAM_NON_BLOCKING")]
+);
 flags!(
     /// `CUipcMem_flags` of `cuIpcOpenMemHandle`.
     IpcMemFlags(c_uint),

@@ -69,6 +69,28 @@ macro_rules! interposed_functions {
             hip hipStreamAttachMemAsync [hipStreamAttachMemAsync 0 legacy] (stream: hipStream_t, dev_ptr: VoidPtr, length: Size, flags: HipAttachFlags);
             // HIP lifecycle.
             hip hipDeviceReset [hipDeviceReset 0 legacy] ();
+            // Observed: interposed only while a check in the table runs on them; otherwise every
+            // lookup hands out the driver's own function.
+            // Memory: what frees or unmaps memory ends what the shim knows of it.
+            cuda cuMemAlloc_v2 [cuMemAlloc 3020 legacy observed] (dptr: Out<CUdeviceptr>, bytesize: Size);
+            cuda cuMemAllocManaged [cuMemAllocManaged 6000 legacy observed] (dptr: Out<CUdeviceptr>, bytesize: Size, flags: AttachFlags);
+            cuda cuMemFree_v2 [cuMemFree 3020 legacy observed] (dptr: CUdeviceptr);
+            cuda cuMemFreeHost [cuMemFreeHost 2000 legacy observed] (p: VoidPtr);
+            cuda cuMemFreeAsync [cuMemFreeAsync 11020 legacy observed] (dptr: CUdeviceptr, hStream: CUstream);
+            cuda cuMemFreeAsync_ptsz [cuMemFreeAsync 11020 ptsz observed] (dptr: CUdeviceptr, hStream: CUstream);
+            cuda cuMemRelease [cuMemRelease 10020 legacy observed] (handle: CUmemGenericAllocationHandle);
+            cuda cuMemUnmap [cuMemUnmap 10020 legacy observed] (ptr: CUdeviceptr, size: Size);
+            hip hipMalloc [hipMalloc 0 legacy observed] (ptr: Out<VoidPtrOut>, size: Size);
+            hip hipMallocManaged [hipMallocManaged 0 legacy observed] (dev_ptr: Out<VoidPtrOut>, size: Size, flags: HipAttachFlags);
+            hip hipFree [hipFree 0 legacy observed] (ptr: VoidPtr);
+            // Events and streams.
+            cuda cuEventCreate [cuEventCreate 2000 legacy observed] (phEvent: Out<CUevent>, Flags: EventFlags);
+            cuda cuEventDestroy_v2 [cuEventDestroy 4000 legacy observed] (hEvent: CUevent);
+            cuda cuStreamCreate [cuStreamCreate 2000 legacy observed] (phStream: Out<CUstream>, Flags: StreamFlags);
+            hip hipEventCreateWithFlags [hipEventCreateWithFlags 0 legacy observed] (event: Out<hipEvent_t>, flags: HipEventFlags);
+            hip hipEventDestroy [hipEventDestroy 0 legacy observed] (event: hipEvent_t);
+            hip hipStreamCreate [hipStreamCreate 0 legacy observed] (stream: Out<hipStream_t>);
+            hip hipStreamDestroy [hipStreamDestroy 0 legacy observed] (stream: hipStream_t);
         }
     };
 }
@@ -139,6 +161,8 @@ pub struct FnInfo {
     /// CUDA version that introduced this ABI (0 for HIP).
     pub since: u32,
     pub variant: Variant,
+    /// Observed rather than a seed: interposed only while a check in the table runs on it.
+    pub observed: bool,
     pub params: &'static [Param],
 }
 
@@ -169,6 +193,15 @@ macro_rules! variant_of {
     };
 }
 
+macro_rules! observed_of {
+    () => {
+        false
+    };
+    (observed) => {
+        true
+    };
+}
+
 macro_rules! api_of {
     (cuda) => {
         Api::Cuda
@@ -179,7 +212,7 @@ macro_rules! api_of {
 }
 
 macro_rules! define_table {
-    ($( $api:ident $sym:ident [$base:ident $since:literal $variant:ident] ( $( $arg:ident : $ty:ty ),* $(,)? ); )*) => {
+    ($( $api:ident $sym:ident [$base:ident $since:literal $variant:ident $($role:ident)?] ( $( $arg:ident : $ty:ty ),* $(,)? ); )*) => {
         /// Identifies an interposed symbol; the index into [`FUNCTIONS`].
         #[allow(non_camel_case_types)]
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -195,9 +228,17 @@ macro_rules! define_table {
                 base: stringify!($base),
                 since: $since,
                 variant: variant_of!($variant),
+                observed: observed_of!($($role)?),
                 params: &[ $( Param { name: stringify!($arg), c_type: <$ty as ArgValue>::c_type }, )* ],
             }, )*
         ];
+
+        impl FnId {
+            /// Declared `observed` (see [`FnInfo::observed`]).
+            pub const fn is_observed(self) -> bool {
+                match self { $( FnId::$sym => observed_of!($($role)?), )* }
+            }
+        }
 
         /// Looks an exported symbol name up (the `dlsym` path).
         pub fn lookup_symbol(name: &[u8]) -> Option<FnId> {
@@ -239,6 +280,13 @@ impl FnId {
     pub fn info(self) -> &'static FnInfo {
         &FUNCTIONS[self as usize]
     }
+
+    /// Whether the shim stands in for this function: every seed, and an observed function only
+    /// while some check runs on it. Lookups of the others hand out the driver's own function,
+    /// and a program linked to the shim's export of one is forwarded untouched (not traced).
+    pub const fn is_wrapped(self) -> bool {
+        !self.is_observed() || crate::table::is_checked(self)
+    }
 }
 
 #[cfg(test)]
@@ -251,7 +299,7 @@ mod tests {
             assert_eq!(f.id as usize, i);
             assert_eq!(lookup_symbol(f.symbol.as_bytes()), Some(f.id));
         }
-        assert_eq!(lookup_symbol(b"cuMemAlloc_v2"), None);
+        assert_eq!(lookup_symbol(b"cuMemcpyHtoD_v2"), None);
         assert_eq!(lookup_symbol(b""), None);
     }
 

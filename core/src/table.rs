@@ -38,12 +38,12 @@ macro_rules! check_table {
             cuIpcGetMemHandle => ;
             cuIpcOpenMemHandle => ;
             cuIpcOpenMemHandle_v2 => ;
-            cuIpcCloseMemHandle => ;
+            cuIpcCloseMemHandle => lifecycle::MEMORY_FREED;
             cuIpcGetEventHandle => ;
             cuIpcOpenEventHandle => ;
             hipIpcGetMemHandle => ;
             hipIpcOpenMemHandle => ;
-            hipIpcCloseMemHandle => ;
+            hipIpcCloseMemHandle => lifecycle::MEMORY_FREED;
             hipIpcGetEventHandle => ;
             hipIpcOpenEventHandle => ;
             // Logical endpoints (rules to come).
@@ -65,6 +65,26 @@ macro_rules! check_table {
             cuDevicePrimaryCtxReset_v2 => lifecycle::PRIMARY_RESET;
             cuStreamDestroy_v2 => lifecycle::STREAM_DESTROYED;
             hipDeviceReset => lifecycle::HIP_DEVICE_RESET;
+            // Observed memory: frees end what the driver-fact caches hold.
+            cuMemAlloc_v2 => ;
+            cuMemAllocManaged => ;
+            cuMemFree_v2 => lifecycle::MEMORY_FREED;
+            cuMemFreeHost => lifecycle::MEMORY_FREED;
+            cuMemFreeAsync => lifecycle::MEMORY_FREED;
+            cuMemFreeAsync_ptsz => lifecycle::MEMORY_FREED;
+            cuMemRelease => lifecycle::MEMORY_FREED;
+            cuMemUnmap => lifecycle::MEMORY_FREED;
+            hipMalloc => ;
+            hipMallocManaged => ;
+            hipFree => lifecycle::MEMORY_FREED;
+            // Observed events and streams (nobody yet).
+            cuEventCreate => ;
+            cuEventDestroy_v2 => ;
+            cuStreamCreate => ;
+            hipEventCreateWithFlags => ;
+            hipEventDestroy => ;
+            hipStreamCreate => ;
+            hipStreamDestroy => ;
         }
     };
 }

@@ -727,6 +727,15 @@ exports! {
         memcpy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, Some(to_handle(hStream)))
     }
 
+    fn cuPointerGetAttributes(numAttributes: c_uint, attributes: *mut c_int, data: *mut *mut c_void, ptr: CUdeviceptr) {
+        check_initialized()?;
+        require(attributes)?;
+        require(data)?;
+        // SAFETY: `attributes` and `data` are not NULL and hold `numAttributes` entries
+        // (`cuPointerGetAttributes`' contract); each data slot is checked for NULL before use.
+        unsafe { pointer_attributes(numAttributes, attributes, data, ptr) }
+    }
+
     fn cuPointerGetAttribute(data: *mut c_void, attribute: c_int, ptr: CUdeviceptr) {
         check_initialized()?;
         require(data)?;
@@ -1104,29 +1113,25 @@ exports! {
     }
 }
 
-/// `cuPointerGetAttribute` for the attributes the simulator knows. Boolean attributes are written
-/// as one byte (C `bool`), which also reads right through a zero-initialized `int`.
-///
-/// # Safety
-/// `data` is not NULL and points to writable storage of the type that `attr` names in `cuda.h`.
-unsafe fn pointer_attribute(data: *mut c_void, attr: c_int, ptr: u64) -> Outcome {
-    use crate::types::pointer_attribute as pa;
-    struct Info {
-        context: u64,
-        device: i32,
-        base: u64,
-        size: u64,
-        buffer_id: u64,
-        kind: Option<MemKind>,
-    }
-    let info = state::with(|d| {
+/// What the simulator knows of the allocation or mapping a pointer is in.
+struct PointerInfo {
+    context: u64,
+    device: i32,
+    base: u64,
+    size: u64,
+    buffer_id: u64,
+    kind: Option<MemKind>,
+}
+
+fn pointer_info(ptr: u64) -> Option<PointerInfo> {
+    state::with(|d| {
         if let Some(a) = d.memory.find(ptr) {
             let context = match a.owner {
                 Owner::Context(id) => handles::encode(Kind::Context, id),
                 // Pool memory is "not associated with any CUDA context"; HIP memory has none.
                 Owner::HipDevice(_) | Owner::MemPool(_) => 0,
             };
-            return Some(Info {
+            return Some(PointerInfo {
                 context,
                 device: a.device,
                 base: a.base,
@@ -1135,7 +1140,7 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: c_int, ptr: u64) -> Outcome
                 kind: Some(a.kind),
             });
         }
-        d.memory.virtual_mapping(ptr).map(|m| Info {
+        d.memory.virtual_mapping(ptr).map(|m| PointerInfo {
             context: 0,
             device: m.physical.device,
             base: m.start,
@@ -1144,7 +1149,82 @@ unsafe fn pointer_attribute(data: *mut c_void, attr: c_int, ptr: u64) -> Outcome
             kind: None,
         })
     })
-    .ok_or(INVALID_VALUE)?;
+}
+
+/// `cuPointerGetAttribute` for the attributes the simulator knows. Boolean attributes are written
+/// as one byte (C `bool`), which also reads right through a zero-initialized `int`.
+///
+/// # Safety
+/// `data` is not NULL and points to writable storage of the type that `attr` names in `cuda.h`.
+unsafe fn pointer_attribute(data: *mut c_void, attr: c_int, ptr: u64) -> Outcome {
+    let info = pointer_info(ptr).ok_or(INVALID_VALUE)?;
+    // SAFETY: this function's contract.
+    unsafe { write_pointer_attribute(data, attr, &info, ptr) }
+}
+
+/// `cuPointerGetAttributes`: one lookup for several attributes. "Unlike cuPointerGetAttribute,
+/// this function will not return an error when the ptr encountered is not a valid CUDA pointer.
+/// Instead, the attributes are assigned default NULL values and CUDA_SUCCESS is returned."
+///
+/// # Safety
+/// `attributes` holds `count` attributes and `data` `count` pointers, each NULL-checked here and
+/// otherwise writable storage of the type its attribute names.
+unsafe fn pointer_attributes(
+    count: c_uint,
+    attributes: *const c_int,
+    data: *const *mut c_void,
+    ptr: u64,
+) -> Outcome {
+    let info = pointer_info(ptr).unwrap_or(PointerInfo {
+        context: 0,
+        device: 0,
+        base: 0,
+        size: 0,
+        buffer_id: 0,
+        kind: None,
+    });
+    let known = info.size != 0;
+    for i in 0..count as usize {
+        // SAFETY: `attributes` and `data` hold `count` entries (this function's contract).
+        let (attr, slot) = unsafe { (*attributes.add(i), *data.add(i)) };
+        require(slot)?;
+        if known {
+            // SAFETY: `slot` is not NULL and has the type `attr` names (the contract).
+            unsafe { write_pointer_attribute(slot, attr, &info, ptr) }?;
+        } else {
+            // SAFETY: as above; the default value of every attribute is its zero.
+            unsafe { write_pointer_attribute(slot, attr, &info, 0) }?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes one attribute of `info`.
+///
+/// # Safety
+/// `data` is not NULL and points to writable storage of the type that `attr` names in `cuda.h`.
+unsafe fn write_pointer_attribute(
+    data: *mut c_void,
+    attr: c_int,
+    info: &PointerInfo,
+    ptr: u64,
+) -> Outcome {
+    use crate::types::pointer_attribute as pa;
+    if info.size == 0 {
+        // Not a CUDA pointer (cuPointerGetAttributes only): every attribute is zero.
+        let zero = match attr {
+            pa::CONTEXT | pa::HOST_POINTER | pa::MEMPOOL_HANDLE => size_of::<*mut c_void>(),
+            pa::MEMORY_TYPE => size_of::<c_uint>(),
+            pa::DEVICE_ORDINAL => size_of::<c_int>(),
+            pa::DEVICE_POINTER | pa::RANGE_START_ADDR | pa::BUFFER_ID => size_of::<u64>(),
+            pa::RANGE_SIZE => size_of::<usize>(),
+            pa::IS_MANAGED | pa::IS_LEGACY_CUDA_IPC_CAPABLE | pa::MAPPED => 1,
+            _ => return Err(INVALID_VALUE),
+        };
+        // SAFETY: `data` has the type `attr` names, of `zero` bytes (the contract).
+        unsafe { std::ptr::write_bytes(data.cast::<u8>(), 0, zero) };
+        return Ok(());
+    }
     let managed = matches!(info.kind, Some(MemKind::Managed { .. }));
     let host = matches!(info.kind, Some(MemKind::Host { .. }));
     /// What is written, in the C type of the attribute.

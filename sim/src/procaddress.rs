@@ -100,6 +100,7 @@ table! {
     Cuda cuMemcpyDtoH 3020 legacy => cuMemcpyDtoH_v2;
     Cuda cuMemcpyDtoH 7000 ptds => cuMemcpyDtoH_v2_ptds;
     Cuda cuPointerGetAttribute 4000 legacy => cuPointerGetAttribute;
+    Cuda cuPointerGetAttributes 7000 legacy => cuPointerGetAttributes;
     Cuda cuStreamCreate 2000 legacy => cuStreamCreate;
     Cuda cuStreamCreateWithPriority 5050 legacy => cuStreamCreateWithPriority;
     Cuda cuStreamGetCtx 9020 legacy => cuStreamGetCtx;

@@ -4,8 +4,9 @@
 //! as the program's calls. What cannot change while a process runs (device count, device
 //! attributes, which devices can peer) is cached once the driver answered. What can change is
 //! cached only where a stale answer can at worst hide a finding, never invent one: the device of a
-//! context and the context of a stream are cached (and forgotten when the shim sees the context
-//! or stream end), and checks ask again, uncached, before a finding rests on them.
+//! context, the context of a stream, and the allocation range and owning device of a pointer are
+//! cached (and forgotten when the shim sees the context, stream or memory end: any observed free
+//! forgets every pointer), and checks ask again, uncached, before a finding rests on them.
 
 use super::facts::{Facts, ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ATTRIBUTE_UNIFIED_ADDRESSING};
 use super::state::Lifetime;
@@ -85,8 +86,9 @@ impl HandleCache {
         }
     }
 
+    /// Fibonacci hashing: handles that differ only in low bits land in different slots.
     fn slot(key: u64) -> usize {
-        ((key >> 4) ^ (key >> 12)) as usize % CACHE_SLOTS
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - CACHE_SLOTS.trailing_zeros())) as usize
     }
 
     fn get(&self, key: u64) -> Option<u64> {
@@ -129,6 +131,108 @@ impl HandleCache {
     }
 }
 
+/// What the driver said of one pointer: its allocation's range and its owning device.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct PointerFacts {
+    /// `(base, size)`; size 0: not asked yet.
+    range: (u64, u64),
+    /// `OWNER_UNKNOWN`: not asked yet; `OWNER_NONE`: not plain device memory.
+    owner: i64,
+}
+
+const OWNER_UNKNOWN: i64 = i64::MIN;
+const OWNER_NONE: i64 = -1;
+
+/// One slot of the pointer cache: a sequence lock (odd while written) over the entry's words.
+struct PointerSlot {
+    seq: AtomicU64,
+    ptr: AtomicU64,
+    epoch: AtomicU64,
+    base: AtomicU64,
+    size: AtomicU64,
+    owner: AtomicI64,
+}
+
+/// Pointer facts, valid until memory is freed anywhere: the epoch moves on every observed free,
+/// unmap, release, context destruction and primary-context end. Lock-free: a slot being written
+/// is simply a miss.
+struct PointerCache {
+    epoch: AtomicU64,
+    slots: [PointerSlot; CACHE_SLOTS],
+}
+
+impl PointerCache {
+    const fn new() -> Self {
+        PointerCache {
+            epoch: AtomicU64::new(1),
+            slots: [const {
+                PointerSlot {
+                    seq: AtomicU64::new(0),
+                    ptr: AtomicU64::new(0),
+                    epoch: AtomicU64::new(0),
+                    base: AtomicU64::new(0),
+                    size: AtomicU64::new(0),
+                    owner: AtomicI64::new(OWNER_UNKNOWN),
+                }
+            }; CACHE_SLOTS],
+        }
+    }
+
+    fn get(&self, ptr: u64) -> Option<PointerFacts> {
+        let slot = &self.slots[HandleCache::slot(ptr)];
+        let before = slot.seq.load(Acquire);
+        if before & 1 == 1 {
+            return None;
+        }
+        let (key, epoch) = (slot.ptr.load(Relaxed), slot.epoch.load(Relaxed));
+        let facts = PointerFacts {
+            range: (slot.base.load(Relaxed), slot.size.load(Relaxed)),
+            owner: slot.owner.load(Relaxed),
+        };
+        std::sync::atomic::fence(Acquire);
+        let valid =
+            slot.seq.load(Relaxed) == before && key == ptr && epoch == self.epoch.load(Acquire);
+        valid.then_some(facts)
+    }
+
+    /// Merges what was learnt into the slot (skipped when another thread is writing it). `epoch`
+    /// is the one read before the driver was asked, so an answer older than a free is never
+    /// stored as current.
+    fn put(&self, ptr: u64, epoch: u64, learnt: PointerFacts) {
+        let slot = &self.slots[HandleCache::slot(ptr)];
+        let before = slot.seq.load(Relaxed);
+        if before & 1 == 1
+            || slot
+                .seq
+                .compare_exchange(before, before + 1, Acquire, Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        std::sync::atomic::fence(Release);
+        let same = slot.ptr.load(Relaxed) == ptr && slot.epoch.load(Relaxed) == epoch;
+        let mut merged = learnt;
+        if same {
+            if merged.range.1 == 0 {
+                merged.range = (slot.base.load(Relaxed), slot.size.load(Relaxed));
+            }
+            if merged.owner == OWNER_UNKNOWN {
+                merged.owner = slot.owner.load(Relaxed);
+            }
+        }
+        slot.ptr.store(ptr, Relaxed);
+        slot.epoch.store(epoch, Relaxed);
+        slot.base.store(merged.range.0, Relaxed);
+        slot.size.store(merged.range.1, Relaxed);
+        slot.owner.store(merged.owner, Relaxed);
+        slot.seq.store(before + 2, Release);
+    }
+
+    fn invalidate(&self) {
+        self.epoch.fetch_add(1, AcqRel);
+    }
+}
+
 /// The driver, asked directly, with the caches described in the module documentation.
 pub struct DriverFacts {
     device_count: AtomicI32,
@@ -139,6 +243,8 @@ pub struct DriverFacts {
     context_devices: HandleCache,
     /// Stream handle -> its context.
     stream_contexts: HandleCache,
+    /// Pointer -> its allocation's range and owning device.
+    pointers: PointerCache,
 }
 
 impl DriverFacts {
@@ -150,6 +256,7 @@ impl DriverFacts {
             peers: [const { AtomicU8::new(0) }; CACHED_DEVICES * CACHED_DEVICES],
             context_devices: HandleCache::new(),
             stream_contexts: HandleCache::new(),
+            pointers: PointerCache::new(),
         }
     }
 
@@ -159,14 +266,17 @@ impl DriverFacts {
             Lifetime::ContextDestroyed(ctx) => {
                 self.context_devices.forget(ctx);
                 self.stream_contexts.forget_if(|c| c == ctx);
+                self.pointers.invalidate(); // its memory is freed with it
             }
             Lifetime::StreamDestroyed(stream) => self.stream_contexts.forget(stream),
             Lifetime::PrimaryContextEnded(_) => {
                 // The primary context's handle may come back for a new context: forget all.
                 self.context_devices.clear();
                 self.stream_contexts.clear();
+                self.pointers.invalidate();
             }
             Lifetime::HipDeviceReset(_) => {}
+            Lifetime::MemoryFreed => self.pointers.invalidate(),
         }
     }
 
@@ -183,6 +293,54 @@ impl DriverFacts {
         }
         self.context_devices.clear();
         self.stream_contexts.clear();
+        self.pointers.invalidate();
+    }
+
+    fn query_range(&self, ptr: u64) -> Option<(u64, u64)> {
+        let (mut base, mut size) = (0u64, 0usize);
+        let code = query!(
+            CU_MEM_GET_ADDRESS_RANGE,
+            fn(*mut u64, *mut usize, u64),
+            &mut base,
+            &mut size,
+            ptr
+        )?;
+        (code == SUCCESS).then_some((base, size as u64))
+    }
+
+    /// `Some(None)`: not plain device memory.
+    fn query_owner(&self, ptr: u64) -> Option<Option<i32>> {
+        // One call for the three attributes where the driver has cuPointerGetAttributes.
+        let mut attributes = [
+            POINTER_ATTRIBUTE_MEMORY_TYPE,
+            POINTER_ATTRIBUTE_IS_MANAGED,
+            POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        ];
+        // Zeroed: IS_MANAGED may be written as a single byte.
+        let (mut memory_type, mut managed, mut ordinal): (c_uint, c_int, c_int) = (0, 0, -1);
+        let mut data: [*mut c_void; 3] = [
+            (&mut memory_type as *mut c_uint).cast(),
+            (&mut managed as *mut c_int).cast(),
+            (&mut ordinal as *mut c_int).cast(),
+        ];
+        let code = query!(
+            CU_POINTER_GET_ATTRIBUTES,
+            fn(c_uint, *mut c_int, *mut *mut c_void, u64),
+            3,
+            attributes.as_mut_ptr(),
+            data.as_mut_ptr(),
+            ptr
+        );
+        let (memory_type, managed, ordinal) = match code {
+            Some(SUCCESS) => (memory_type as c_int, managed, ordinal),
+            Some(_) => return None,
+            None => (
+                self.pointer_attribute(ptr, POINTER_ATTRIBUTE_MEMORY_TYPE)?,
+                self.pointer_attribute(ptr, POINTER_ATTRIBUTE_IS_MANAGED)?,
+                self.pointer_attribute(ptr, POINTER_ATTRIBUTE_DEVICE_ORDINAL)?,
+            ),
+        };
+        Some((memory_type == MEMORYTYPE_DEVICE && managed == 0 && ordinal >= 0).then_some(ordinal))
     }
 
     fn pointer_attribute(&self, ptr: u64, attribute: c_int) -> Option<c_int> {
@@ -307,50 +465,36 @@ impl Facts for DriverFacts {
         })
     }
 
-    fn allocation_range(&self, ptr: u64) -> Option<(u64, u64)> {
-        let (mut base, mut size) = (0u64, 0usize);
-        let code = query!(
-            CU_MEM_GET_ADDRESS_RANGE,
-            fn(*mut u64, *mut usize, u64),
-            &mut base,
-            &mut size,
-            ptr
-        )?;
-        (code == SUCCESS).then_some((base, size as u64))
+    fn allocation_range(&self, ptr: u64, fresh: bool) -> Option<(u64, u64)> {
+        let epoch = self.pointers.epoch.load(Acquire);
+        if !fresh {
+            if let Some(known) = self.pointers.get(ptr).filter(|f| f.range.1 != 0) {
+                return Some(known.range);
+            }
+        }
+        let range = self.query_range(ptr)?;
+        let learnt = PointerFacts {
+            range,
+            owner: OWNER_UNKNOWN,
+        };
+        self.pointers.put(ptr, epoch, learnt);
+        Some(range)
     }
 
-    fn device_memory_owner(&self, ptr: u64) -> Option<i32> {
-        // One call for the three attributes where the driver has cuPointerGetAttributes.
-        let mut attributes = [
-            POINTER_ATTRIBUTE_MEMORY_TYPE,
-            POINTER_ATTRIBUTE_IS_MANAGED,
-            POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-        ];
-        // Zeroed: IS_MANAGED may be written as a single byte.
-        let (mut memory_type, mut managed, mut ordinal): (c_uint, c_int, c_int) = (0, 0, -1);
-        let mut data: [*mut c_void; 3] = [
-            (&mut memory_type as *mut c_uint).cast(),
-            (&mut managed as *mut c_int).cast(),
-            (&mut ordinal as *mut c_int).cast(),
-        ];
-        let code = query!(
-            CU_POINTER_GET_ATTRIBUTES,
-            fn(c_uint, *mut c_int, *mut *mut c_void, u64),
-            3,
-            attributes.as_mut_ptr(),
-            data.as_mut_ptr(),
-            ptr
-        );
-        let (memory_type, managed, ordinal) = match code {
-            Some(SUCCESS) => (memory_type as c_int, managed, ordinal),
-            Some(_) => return None,
-            None => (
-                self.pointer_attribute(ptr, POINTER_ATTRIBUTE_MEMORY_TYPE)?,
-                self.pointer_attribute(ptr, POINTER_ATTRIBUTE_IS_MANAGED)?,
-                self.pointer_attribute(ptr, POINTER_ATTRIBUTE_DEVICE_ORDINAL)?,
-            ),
+    fn device_memory_owner(&self, ptr: u64, fresh: bool) -> Option<i32> {
+        let epoch = self.pointers.epoch.load(Acquire);
+        if !fresh {
+            if let Some(known) = self.pointers.get(ptr).filter(|f| f.owner != OWNER_UNKNOWN) {
+                return (known.owner >= 0).then_some(known.owner as i32);
+            }
+        }
+        let owner = self.query_owner(ptr)?;
+        let learnt = PointerFacts {
+            range: (0, 0),
+            owner: owner.map_or(OWNER_NONE, i64::from),
         };
-        (memory_type == MEMORYTYPE_DEVICE && managed == 0 && ordinal >= 0).then_some(ordinal)
+        self.pointers.put(ptr, epoch, learnt);
+        owner
     }
 
     fn stream_context(&self, stream: CUstream, fresh: bool) -> Option<Result<CUcontext, c_int>> {
@@ -467,5 +611,71 @@ impl Facts for DriverFacts {
             &mut dev
         )
         .map(|code| (code, dev))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(range: (u64, u64), owner: i64) -> PointerFacts {
+        PointerFacts { range, owner }
+    }
+
+    #[test]
+    fn a_cached_pointer_is_forgotten_when_memory_is_freed() {
+        let cache = PointerCache::new();
+        let epoch = cache.epoch.load(Acquire);
+        cache.put(0x1000, epoch, facts((0x1000, 64), OWNER_UNKNOWN));
+        cache.put(0x1000, epoch, facts((0, 0), 1));
+        let known = cache.get(0x1000).expect("cached");
+        assert_eq!(
+            (known.range, known.owner),
+            ((0x1000, 64), 1),
+            "range and owner merge"
+        );
+        assert!(cache.get(0x2000).is_none());
+        cache.invalidate();
+        assert!(
+            cache.get(0x1000).is_none(),
+            "a free anywhere forgets every pointer"
+        );
+        // An answer the driver gave before that free is not stored as current.
+        cache.put(0x1000, epoch, facts((0x1000, 64), 0));
+        assert!(cache.get(0x1000).is_none());
+    }
+
+    #[test]
+    fn handles_that_differ_in_low_bits_get_their_own_slots() {
+        let cache = HandleCache::new();
+        cache.put(0xc700_0000_0001, 0);
+        cache.put(0xc700_0000_0002, 1);
+        assert_eq!(cache.get(0xc700_0000_0001), Some(0));
+        assert_eq!(cache.get(0xc700_0000_0002), Some(1));
+        cache.forget(0xc700_0000_0001);
+        assert_eq!(cache.get(0xc700_0000_0001), None);
+        cache.forget_if(|v| v == 1);
+        assert_eq!(cache.get(0xc700_0000_0002), None);
+    }
+
+    #[test]
+    fn an_ended_context_or_stream_leaves_the_caches() {
+        let f = DriverFacts::new();
+        f.context_devices.put(0xa0, 3);
+        f.stream_contexts.put(0x50, 0xa0);
+        f.stream_contexts.put(0x60, 0xb0);
+        let epoch = f.pointers.epoch.load(Acquire);
+        f.pointers.put(0x1000, epoch, facts((0x1000, 64), 3));
+        f.forget_cached(Lifetime::ContextDestroyed(0xa0));
+        assert_eq!(f.context_devices.get(0xa0), None);
+        assert_eq!(
+            f.stream_contexts.get(0x50),
+            None,
+            "its streams went with it"
+        );
+        assert_eq!(f.stream_contexts.get(0x60), Some(0xb0));
+        assert!(f.pointers.get(0x1000).is_none(), "its memory went with it");
+        f.forget_cached(Lifetime::StreamDestroyed(0x60));
+        assert_eq!(f.stream_contexts.get(0x60), None);
     }
 }

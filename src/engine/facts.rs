@@ -27,11 +27,12 @@ pub trait Facts {
     fn device_count(&self) -> Option<i32>;
     fn attribute(&self, dev: i32, attribute: c_int) -> Option<i32>;
     fn can_access_peer(&self, dev: i32, peer: i32) -> Option<bool>;
-    /// `(base, size)` of the allocation (or mapping) containing `ptr`.
-    fn allocation_range(&self, ptr: u64) -> Option<(u64, u64)>;
+    /// `(base, size)` of the allocation (or mapping) containing `ptr`. May be cached (until
+    /// memory is freed): confirm with `fresh: true` before a finding rests on it.
+    fn allocation_range(&self, ptr: u64, fresh: bool) -> Option<(u64, u64)>;
     /// The device whose memory `ptr` is, for plain device memory only (managed and host memory
-    /// are reachable from every device).
-    fn device_memory_owner(&self, ptr: u64) -> Option<i32>;
+    /// are reachable from every device). May be cached, as `allocation_range`.
+    fn device_memory_owner(&self, ptr: u64, fresh: bool) -> Option<i32>;
     /// The context of a stream that is not a special handle, or the driver's error code.
     fn stream_context(&self, stream: CUstream, fresh: bool) -> Option<Result<CUcontext, c_int>>;
     /// Whether work on a stream (0: the current context's legacy stream) is still in flight.

@@ -143,11 +143,17 @@ impl Facts for FakeFacts {
         Some(self.peers.borrow().contains(&(dev, peer)))
     }
 
-    fn allocation_range(&self, ptr: u64) -> Option<(u64, u64)> {
+    fn allocation_range(&self, ptr: u64, fresh: bool) -> Option<(u64, u64)> {
+        if fresh {
+            self.fresh_queries.set(self.fresh_queries.get() + 1);
+        }
         self.allocation(ptr).map(|a| (a.base, a.size))
     }
 
-    fn device_memory_owner(&self, ptr: u64) -> Option<i32> {
+    fn device_memory_owner(&self, ptr: u64, fresh: bool) -> Option<i32> {
+        if fresh {
+            self.fresh_queries.set(self.fresh_queries.get() + 1);
+        }
         self.allocation(ptr)?.device
     }
 
@@ -195,7 +201,7 @@ impl Facts for FakeFacts {
     }
 
     fn hip_allocation_range(&self, ptr: u64) -> Option<(c_int, (u64, u64))> {
-        match self.allocation_range(ptr) {
+        match self.allocation_range(ptr, false) {
             Some(range) => Some((SUCCESS, range)),
             // A failing query sets the thread's last error, as HIP does.
             None => {
@@ -207,7 +213,7 @@ impl Facts for FakeFacts {
     }
 
     fn hip_device_memory_owner(&self, ptr: u64) -> Option<(c_int, Option<i32>)> {
-        Some((self.hip()?, self.device_memory_owner(ptr)))
+        Some((self.hip()?, self.device_memory_owner(ptr, false)))
     }
 
     fn hip_stream_device(&self, stream: *mut c_void) -> Option<(c_int, i32)> {

@@ -55,8 +55,9 @@ pub struct Cx<'a> {
     pub facts: &'a dyn Facts,
     pub states: &'a States,
     mode: Mode,
-    predicted: Vec<Pending>,
-    shown: Vec<Pending>,
+    /// Findings so far: predicted ones (`Certain`, `Tracked`), then those the answer showed
+    /// (`Driver`).
+    found: Vec<Pending>,
 }
 
 impl<'a> Cx<'a> {
@@ -65,14 +66,13 @@ impl<'a> Cx<'a> {
             facts,
             states,
             mode,
-            predicted: Vec::new(),
-            shown: Vec::new(),
+            found: Vec::new(),
         }
     }
 
     /// Before the call: a finding decided from the arguments and driver facts.
     pub fn flag(&mut self, rule: &'static Rule, message: String) {
-        self.predicted.push(Pending {
+        self.found.push(Pending {
             rule,
             message,
             basis: Basis::Certain,
@@ -81,7 +81,7 @@ impl<'a> Cx<'a> {
 
     /// Before the call: a finding decided from tracked state.
     pub fn tracked(&mut self, rule: &'static Rule, message: String) {
-        self.predicted.push(Pending {
+        self.found.push(Pending {
             rule,
             message,
             basis: Basis::Tracked,
@@ -90,7 +90,7 @@ impl<'a> Cx<'a> {
 
     /// After the call: a finding the driver's answer shows.
     pub fn shown(&mut self, rule: &'static Rule, message: String) {
-        self.shown.push(Pending {
+        self.found.push(Pending {
             rule,
             message,
             basis: Basis::Driver,
@@ -99,7 +99,7 @@ impl<'a> Cx<'a> {
 
     /// Documented codes of the misuse predicted: the driver must answer one of them.
     fn documented_codes(&self, include_tracked: bool) -> Vec<c_int> {
-        self.predicted
+        self.found
             .iter()
             .filter(|p| p.rule.kind == Kind::Misuse)
             .filter(|p| p.basis == Basis::Certain || (include_tracked && p.basis == Basis::Tracked))
@@ -109,7 +109,7 @@ impl<'a> Cx<'a> {
 
     /// In strict mode: the code to return instead of calling the driver.
     pub fn refusal(&self) -> Option<c_int> {
-        if self.mode != Mode::Strict || self.predicted.is_empty() {
+        if self.mode != Mode::Strict || self.found.is_empty() {
             return None;
         }
         self.documented_codes(true).first().copied()
@@ -122,8 +122,9 @@ impl<'a> Cx<'a> {
     }
 
     /// Whether anything was found so far (the clean path skips settling).
+    #[inline]
     pub fn is_clean(&self) -> bool {
-        self.predicted.is_empty() && self.shown.is_empty()
+        self.found.is_empty()
     }
 }
 
@@ -160,7 +161,7 @@ macro_rules! define_checked {
     ($( $sym:ident => $( $family:ident :: $check:ident ),* ; )*) => {
         $(
             impl Checked for sharecheck_core::functions::args::$sym {
-                #[inline]
+                #[inline(always)]
                 fn run(&self, cx: &mut Cx, forward: impl FnOnce(&mut Cx) -> Outcome) -> Outcome {
                     let _ = &cx;
                     compose!(self, cx, forward; $( $family :: $check ),*)
@@ -179,12 +180,9 @@ sharecheck_core::check_table!(define_checked);
 /// muting and limits.
 pub fn settle(info: &FnInfo, cx: Cx, outcome: Outcome) -> Vec<Finding> {
     let expected_any = cx.documented_codes(true);
-    let Cx {
-        states,
-        mut predicted,
-        shown,
-        ..
-    } = cx;
+    let Cx { states, found, .. } = cx;
+    let (shown, mut predicted): (Vec<Pending>, Vec<Pending>) =
+        found.into_iter().partition(|p| p.basis == Basis::Driver);
     if let Outcome::Returned(actual) = outcome {
         let expected: Vec<c_int> = if actual != 0 {
             expected_any

@@ -22,6 +22,8 @@ pub enum Lifetime {
     StreamDestroyed(u64),
     /// `hipDeviceReset` of this device (`None`: the runtime could not say which).
     HipDeviceReset(Option<i32>),
+    /// Memory was freed, released or unmapped (which, the shim does not need to know).
+    MemoryFreed,
 }
 
 /// What every family's state provides.
@@ -64,12 +66,18 @@ impl States {
 static CURRENT: AtomicPtr<States> = AtomicPtr::new(std::ptr::null_mut());
 
 /// The process's tracked state (made on first use).
+#[inline]
 pub fn states() -> &'static States {
     let current = CURRENT.load(Ordering::Acquire);
     if !current.is_null() {
         // SAFETY: a non-null pointer in CURRENT came from Box::into_raw and is never freed.
         return unsafe { &*current };
     }
+    first_states()
+}
+
+#[cold]
+fn first_states() -> &'static States {
     let fresh = Box::into_raw(Box::default());
     match CURRENT.compare_exchange(
         std::ptr::null_mut(),

@@ -18,6 +18,7 @@ pub struct PrimaryReleased;
 pub struct PrimaryReset;
 pub struct StreamDestroyed;
 pub struct HipDeviceReset;
+pub struct MemoryFreed;
 
 pub mod checks {
     pub const CONTEXT_DESTROYED: super::ContextDestroyed = super::ContextDestroyed;
@@ -25,6 +26,16 @@ pub mod checks {
     pub const PRIMARY_RESET: super::PrimaryReset = super::PrimaryReset;
     pub const STREAM_DESTROYED: super::StreamDestroyed = super::StreamDestroyed;
     pub const HIP_DEVICE_RESET: super::HipDeviceReset = super::HipDeviceReset;
+    pub const MEMORY_FREED: super::MemoryFreed = super::MemoryFreed;
+}
+
+/// Any call that frees, releases or unmaps memory (the table says which).
+impl<A> Check<A> for MemoryFreed {
+    type Plan = ();
+    fn before(&self, _: &A, _: &mut Cx) {}
+    fn after(&self, _: &A, _: (), ret: c_int, cx: &mut Cx) {
+        ended(cx, ret, Some(Lifetime::MemoryFreed));
+    }
 }
 
 impl Check<args::cuCtxDestroy_v2> for ContextDestroyed {

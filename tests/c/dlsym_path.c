@@ -24,6 +24,12 @@ int main(void) {
                                             info.dli_sname && strcmp(info.dli_sname, "cuMemAlloc_v2") == 0);
     /* RTLD_DEFAULT: the shim's own export wins (it is preloaded), so it is returned as is. */
     printf("OBJECT default:cuMemcpyPeer %s\n", object_of(dlsym(RTLD_DEFAULT, "cuMemcpyPeer")));
+    /* Declared but observed: a free is observed (the shim's), an allocation by nobody (the
+       driver's own, even where glibc finds the shim's export first). */
+    printf("OBJECT cuMemFree_v2 %s\n", object_of(dlsym(h, "cuMemFree_v2")));
+    void *default_alloc = dlsym(RTLD_DEFAULT, "cuMemAlloc_v2");
+    printf("OBJECT default:cuMemAlloc_v2 %s\n", object_of(default_alloc));
+    printf("SAME default:cuMemAlloc_v2 %d\n", default_alloc == mem_alloc);
 
     CUdevice d0, d1;
     CUcontext c0, c1;

@@ -47,6 +47,9 @@ int main(void) {
     CUresult (*alloc_managed)(CUdeviceptr *, size_t, unsigned) = (CUresult (*)(CUdeviceptr *, size_t, unsigned))get("cuMemAllocManaged", 6000, 0);
     printf("OBJECT cuMemAlloc %s\n", object_of((void *)mem_alloc));
     printf("SAME cuMemAlloc %d\n", (void *)mem_alloc == dlsym(h, "cuMemAlloc_v2"));
+    /* Observed: the free is (the shim's wrapper, at every version and per-thread flag). */
+    printf("OBJECT cuMemFree %s\n", object_of(get("cuMemFree", 3020, 0)));
+    printf("OBJECT cuMemFreeAsync/ptsz %s\n", object_of(get("cuMemFreeAsync", 11020, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)));
 
     peer_copy_t copy_legacy = (peer_copy_t)get("cuMemcpyPeer", 4000, 0);
     peer_copy_t copy_ptds = (peer_copy_t)get("cuMemcpyPeer", 7000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);

@@ -17,7 +17,6 @@ pub mod checks {
         PRIMARY_RESET = "lifecycle.primary-context-reset";
         STREAM_DESTROYED = "lifecycle.stream-destroyed";
         HIP_DEVICE_RESET = "lifecycle.hip-device-reset";
-        MEMORY_ALLOCATED = "lifecycle.memory-allocated";
         MEMORY_FREED = "lifecycle.memory-freed";
     }
 }

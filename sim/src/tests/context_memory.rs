@@ -493,3 +493,38 @@ fn pointer_device_ordinal_and_context_are_the_allocations() {
         assert_eq!(cuMemGetAddressRange_v2(&mut base, &mut size, 0), NOT_FOUND);
     }
 }
+
+#[test]
+fn pointer_attributes_answer_several_at_once_and_zero_for_unknown_pointers() {
+    // SAFETY: `attributes` and `data` hold three entries each, and every data slot points to a
+    // live local of the type its attribute names (CUmemorytype, bool read as int, int).
+    unsafe {
+        setup(r580());
+        let _ = context(1);
+        let mem = alloc(4096);
+        let mut attributes = [
+            pointer_attribute::MEMORY_TYPE,
+            pointer_attribute::IS_MANAGED,
+            pointer_attribute::DEVICE_ORDINAL,
+        ];
+        let (mut memory_type, mut managed, mut ordinal) = (0u32, 7i32, -1i32);
+        let mut data: [*mut c_void; 3] = [
+            (&mut memory_type as *mut u32).cast(),
+            (&mut managed as *mut i32).cast(),
+            (&mut ordinal as *mut i32).cast(),
+        ];
+        let rc = cuPointerGetAttributes(3, attributes.as_mut_ptr(), data.as_mut_ptr(), mem + 8);
+        assert_eq!(rc, SUCCESS);
+        assert_eq!((memory_type, managed & 0xff, ordinal), (2, 0, 1));
+        // Not a CUDA pointer: success, and every attribute is its NULL value.
+        let rc = cuPointerGetAttributes(3, attributes.as_mut_ptr(), data.as_mut_ptr(), 0x10);
+        assert_eq!(rc, SUCCESS);
+        assert_eq!((memory_type, managed & 0xff, ordinal), (0, 0, 0));
+        // A NULL data slot or array is refused.
+        data[1] = null_mut();
+        let rc = cuPointerGetAttributes(3, attributes.as_mut_ptr(), data.as_mut_ptr(), mem);
+        assert_eq!(rc, INVALID_VALUE);
+        let rc = cuPointerGetAttributes(3, attributes.as_mut_ptr(), null_mut(), mem);
+        assert_eq!(rc, INVALID_VALUE);
+    }
+}

@@ -385,7 +385,8 @@ fn explicit_stream_context(cx: &Cx, stream: CUstream) -> Option<CUcontext> {
     cx.facts.stream_context(stream, false)?.ok()
 }
 
-/// After the copy: the direction it used and the stream to remember it on.
+/// After the copy: the direction it used and a stream to remember it on, when that stream is
+/// not yet known to have carried copies between the two contexts.
 pub struct CopyPlan(Option<(ContextPair, u64)>);
 
 impl<A: PeerCopy> Check<A> for Copy {
@@ -410,9 +411,10 @@ impl<A: PeerCopy> Check<A> for Copy {
             ("srcDevice", src, src_ctx, "srcContext"),
         ] {
             if bytes > 0 {
-                if let Some((base, end, missing)) =
-                    facts::uncovered_tail(ptr, bytes, |p| facts.allocation_range(p))
-                {
+                // Cached ranges that leave a tail uncovered are asked again before reporting.
+                let tail =
+                    |fresh| facts::uncovered_tail(ptr, bytes, |p| facts.allocation_range(p, fresh));
+                if let Some((base, end, missing)) = tail(false).and_then(|_| tail(true)) {
                     cx.flag(
                         &MEMCPY_PEER_RANGE_OUTSIDE_ALLOCATION,
                         format!(
@@ -428,13 +430,14 @@ impl<A: PeerCopy> Check<A> for Copy {
             if ctx == CUcontext::NULL {
                 continue;
             }
-            let Some(ptr_dev) = facts.device_memory_owner(ptr) else {
+            let Some(ptr_dev) = facts.device_memory_owner(ptr, false) else {
                 continue;
             };
             let ctx_dev = |fresh| facts.context_device(ctx, fresh).and_then(Result::ok);
-            // A cached device that disagrees is asked again before it is reported.
+            // Cached devices that disagree are asked again before it is reported.
             if ctx_dev(false).is_some_and(|d| d != ptr_dev) {
-                if let Some(ctx_dev) = ctx_dev(true).filter(|&d| d != ptr_dev) {
+                let confirmed = facts.device_memory_owner(ptr, true).zip(ctx_dev(true));
+                if let Some((ptr_dev, ctx_dev)) = confirmed.filter(|(p, c)| p != c) {
                     cx.flag(
                         &MEMCPY_PEER_POINTER_NOT_IN_CONTEXT,
                         format!(
@@ -468,11 +471,28 @@ impl<A: PeerCopy> Check<A> for Copy {
             from: e.addr(),
             to: o.addr(),
         });
+        // The stream whose completion cuStreamQuery can tell later: an explicit stream, or the
+        // legacy stream (the per-thread stream belongs to the issuing thread only).
+        let copy_stream = a.stream().and_then(|s| match s.addr() {
+            0 if !A::PER_THREAD => Some(0),
+            1 => Some(0),
+            0 | 2 => None,
+            a => Some(a),
+        });
+        let mut remember = None;
         if let Some(pair) = direction {
-            let (needed, granted_other_way) = cx
-                .states
-                .peer
-                .read(|g| (g.cuda(pair).is_some(), g.cuda(pair.reverse()).is_some()));
+            let (needed, granted_other_way, stream_known) = cx.states.peer.read(|g| {
+                let grant = g.cuda(pair);
+                let stream_known = match (grant, copy_stream) {
+                    (Some(grant), Some(s)) => grant.copy_streams.contains(&s),
+                    _ => true,
+                };
+                let reverse = g.cuda(pair.reverse()).is_some();
+                (grant.is_some(), reverse, stream_known)
+            });
+            if !stream_known {
+                remember = copy_stream.map(|s| (pair, s));
+            }
             // The stream's context came from a cache: ask again before reporting.
             let confirmed = || match explicit {
                 Some(stream) => matches!(
@@ -500,18 +520,11 @@ impl<A: PeerCopy> Check<A> for Copy {
                 );
             }
         }
-        // The stream whose completion cuStreamQuery can tell later: an explicit stream, or the
-        // legacy stream (the per-thread stream belongs to the issuing thread only).
-        let copy_stream = a.stream().and_then(|s| match s.addr() {
-            0 if !A::PER_THREAD => Some(0),
-            1 => Some(0),
-            0 | 2 => None,
-            a => Some(a),
-        });
-        CopyPlan(direction.zip(copy_stream))
+        CopyPlan(remember)
     }
 
     fn after(&self, _: &A, plan: CopyPlan, ret: c_int, cx: &mut Cx) {
+        // Written only the first time a stream carries a copy between these contexts.
         if let (0, Some((pair, stream))) = (ret, plan.0) {
             cx.states.peer.write(|g| {
                 if let Some(grant) = g.cuda_mut(pair) {

@@ -4,7 +4,7 @@
 //! `Basis::Tracked`), so anything that may end a grant (context destroyed, primary context reset
 //! or released, device reset) forgets it.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// One direction of CUDA peer access: `from` may access `to`'s memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -52,7 +52,7 @@ impl Grants {
         self.cuda.entry(pair).or_insert(Grant {
             from_device,
             to_device,
-            copy_streams: HashSet::new(),
+            copy_streams: HashSet::default(),
         });
     }
 
@@ -137,7 +137,10 @@ mod tests {
         g.grant_cuda(pair(1, 2), 0, 1);
         g.cuda_mut(pair(1, 2)).unwrap().copy_streams.extend([0, 77]);
         g.forget_stream(77);
-        assert_eq!(g.cuda(pair(1, 2)).unwrap().copy_streams, HashSet::from([0]));
+        assert_eq!(
+            g.cuda(pair(1, 2)).unwrap().copy_streams,
+            HashSet::from_iter([0])
+        );
         assert_eq!(g.cuda_peers_of(1), 1);
     }
 }

@@ -46,6 +46,9 @@ impl PeerState {
 
 impl FamilyState for PeerState {
     fn forget(&self, gone: Lifetime) {
+        if gone == Lifetime::MemoryFreed {
+            return; // grants do not refer to memory
+        }
         self.write(|g| match gone {
             Lifetime::ContextDestroyed(ctx) => g.forget_context(ctx),
             Lifetime::PrimaryContextEnded(dev) => g.forget_cuda_device(dev),
@@ -53,6 +56,7 @@ impl FamilyState for PeerState {
             // Without the device, forgetting every HIP grant is the safe side.
             Lifetime::HipDeviceReset(Some(dev)) => g.forget_hip_device(dev),
             Lifetime::HipDeviceReset(None) => g.forget_hip(),
+            Lifetime::MemoryFreed => {}
         })
     }
 }
