@@ -1,7 +1,21 @@
 #!/usr/bin/env bash
-# Builds and tests the whole workspace: installs the test dependencies, builds (debug), tests.
+# Checks, builds and tests the whole workspace: formatting (rustfmt), lints (clippy, warnings are
+# errors), installs the test dependencies, builds (debug), tests. Stops at the first failure.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+for tool in fmt clippy; do
+    cargo "$tool" --version >/dev/null 2>&1 || {
+        echo "test.sh: cargo $tool is missing: rustup component add rustfmt clippy" >&2
+        exit 1
+    }
+done
+
+echo "== cargo fmt --all -- --check"
+cargo fmt --all -- --check
+
+echo "== cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
 
 echo "== scripts/fetch-deps.sh"
 scripts/fetch-deps.sh

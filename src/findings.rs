@@ -57,33 +57,31 @@ pub fn counted() {
     REPORTED.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Prints one finding on stderr:
+/// Prints one finding on stderr, as a `tracing` event that the log renders as
 /// `sharecheck: error[ID] fn(args): message`, then where it is documented, then where it happened
 /// and the fix. `last_of` is the duplicate limit when this is the last report of its rule.
 pub fn print(f: &Finding, call: &str, pid: u32, tid: i32, seq: u64, last_of: Option<u32>) {
-    let mut block = format!(
-        "sharecheck: {}[{}] {}: {}\n  documented: {}\n  at: pid {} tid {} call #{}; fix: {}",
-        f.rule.severity.as_str(),
-        f.rule.id,
-        call,
-        f.message,
-        f.rule.source.cite(),
-        pid,
-        tid,
-        seq,
-        f.rule.fix
-    );
-    if let Some(limit) = last_of {
-        block.push_str(&format!(
-            "\n  note: {} has now been reported {limit} times (duplicate_limit={limit}); this is \
-             the last report of it on stderr (the trace keeps them all)",
-            f.rule.id
-        ));
-    }
     let level = match f.rule.severity {
         Severity::Error => tracing::Level::ERROR,
         Severity::Warning => tracing::Level::WARN,
         Severity::Info => tracing::Level::INFO,
     };
-    crate::log::finding(level, &block);
+    if !crate::log::finding_enabled(level) {
+        return;
+    }
+    let documented = f.rule.source.cite();
+    crate::log::finding(&crate::log::FindingEvent {
+        level,
+        severity: f.rule.severity.as_str(),
+        rule: f.rule.id,
+        function: call.split('(').next().unwrap_or(call),
+        call,
+        message: &f.message,
+        documented: &documented,
+        fix: f.rule.fix,
+        pid,
+        tid,
+        seq,
+        last_of,
+    });
 }

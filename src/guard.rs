@@ -66,7 +66,8 @@ impl Drop for Guard {
 }
 
 /// Runs shim-internal work that must not unwind into the program: a panic gives `fallback`
-/// (the caller then behaves as pure forwarding) and one log line.
+/// (the caller then behaves as pure forwarding) and one log line. This needs `panic = "unwind"`
+/// (the release profile in Cargo.toml): with "abort" the panic would kill the program.
 #[inline(always)]
 pub fn shielded<T>(fallback: T, work: impl FnOnce() -> T) -> T {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {

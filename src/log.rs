@@ -1,104 +1,737 @@
-//! The human-readable log on stderr, through `tracing`.
+//! The human-readable log on stderr: `tracing` events, rendered by a small subscriber of our own.
 //!
-//! Level from `SHARECHECK_LOG` (`RUST_LOG` syntax). Quiet by default: warnings about the shim
-//! itself and every finding. Set up on first use, never in a constructor.
+//! `SHARECHECK_LOG` is a comma-separated list of `LEVEL` or `TARGET=LEVEL` items. Levels: `off`,
+//! `error`, `warn` (or `warning`), `info`, `debug`, `trace`. A bare level (or `sharecheck=LEVEL`)
+//! is the level of the shim's own messages (default `warn`). `finding=LEVEL` (or
+//! `sharecheck::finding=LEVEL`) selects the findings printed by severity (default: all); `off`
+//! without a `finding=` item silences findings too. An item that is none of these is named in
+//! one warning line and ignored.
+//!
+//! Printing must be safe in any thread of any program, also in the child of a `fork` taken while
+//! another thread was printing: no lock is taken (std's stderr is never used; each message or
+//! finding block is written to fd 2 by one `write(2)`), nothing panics, and nothing allocates
+//! unless something is printed. The subscriber is installed on the first message that is
+//! printed, never in a constructor.
 
-use parking_lot::Mutex;
-use sharecheck_core::schema::env;
-use std::collections::HashSet;
-use std::fmt;
-use std::sync::Once;
-use tracing::{Event, Subscriber};
-use tracing_subscriber::fmt::format::Writer;
-use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
-use tracing_subscriber::registry::LookupSpan;
-use tracing_subscriber::EnvFilter;
+use std::fmt::{self, Write as _};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use tracing::field::{Field, Visit};
+use tracing::level_filters::LevelFilter;
+use tracing::span;
+use tracing::subscriber::Interest;
+use tracing::{Event, Level, Metadata, Subscriber};
 
-/// Target of finding events: they are printed as the finding's own block.
+/// Target of the shim's own messages.
+pub const TARGET: &str = "sharecheck";
+/// Target of finding events: rendered as the finding's block.
 pub const FINDING_TARGET: &str = "sharecheck::finding";
-const DEFAULT_FILTER: &str = "warn,sharecheck::finding=trace";
+const LOG_VAR: &std::ffi::CStr = c"SHARECHECK_LOG";
 
-static INIT: Once = Once::new();
+// ---- the filter -------------------------------------------------------------------------------
 
-pub fn init() {
-    INIT.call_once(|| {
-        let (filter, bad) = match std::env::var(env::LOG) {
-            Ok(spec) => match EnvFilter::try_new(&spec) {
-                Ok(f) => (f, None),
-                Err(e) => (
-                    EnvFilter::new(DEFAULT_FILTER),
-                    Some(format!("{spec:?}: {e}")),
-                ),
-            },
-            Err(_) => (EnvFilter::new(DEFAULT_FILTER), None),
-        };
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_writer(std::io::stderr)
-            .event_format(ShimFormat)
-            .finish();
-        let _ = tracing::subscriber::set_global_default(subscriber);
-        if let Some(bad) = bad {
-            tracing::warn!("{} ignored, using {:?}: {}", env::LOG, DEFAULT_FILTER, bad);
+/// Verbosity ranks: 0 off, 1 error, 2 warn, 3 info, 4 debug, 5 trace.
+const OFF: u8 = 0;
+const WARN: u8 = 2;
+const TRACE: u8 = 5;
+
+fn rank(level: &Level) -> u8 {
+    match *level {
+        Level::ERROR => 1,
+        Level::WARN => 2,
+        Level::INFO => 3,
+        Level::DEBUG => 4,
+        _ => TRACE,
+    }
+}
+
+fn parse_level(text: &[u8]) -> Option<u8> {
+    const NAMES: [(&str, u8); 7] = [
+        ("off", OFF),
+        ("error", 1),
+        ("warn", WARN),
+        ("warning", WARN),
+        ("info", 3),
+        ("debug", 4),
+        ("trace", TRACE),
+    ];
+    NAMES
+        .iter()
+        .find(|(name, _)| name.as_bytes().eq_ignore_ascii_case(text))
+        .map(|&(_, rank)| rank)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Filter {
+    /// Most verbose level of the shim's own messages.
+    shim: u8,
+    /// Most verbose finding severity printed (error 1, warning 2, info 3 and above).
+    findings: u8,
+    /// The setting has items that were ignored.
+    bad: bool,
+}
+
+impl Filter {
+    const DEFAULT: Filter = Filter {
+        shim: WARN,
+        findings: TRACE,
+        bad: false,
+    };
+
+    /// Parses `SHARECHECK_LOG`; `on_bad` sees each item that is ignored. Never allocates.
+    fn parse(text: &[u8], mut on_bad: impl FnMut(&[u8])) -> Filter {
+        let mut shim = None;
+        let mut findings = None;
+        let mut bad = false;
+        for item in text.split(|&b| b == b',') {
+            let item = item.trim_ascii();
+            if item.is_empty() {
+                continue;
+            }
+            let (target, level) = match item.iter().position(|&b| b == b'=') {
+                Some(eq) => (&item[..eq], &item[eq + 1..]),
+                None => (&b"sharecheck"[..], item),
+            };
+            let slot = match target.trim_ascii() {
+                b"sharecheck" => &mut shim,
+                b"finding" | b"sharecheck::finding" => &mut findings,
+                _ => {
+                    bad = true;
+                    on_bad(item);
+                    continue;
+                }
+            };
+            match parse_level(level.trim_ascii()) {
+                Some(rank) => *slot = Some(rank),
+                None => {
+                    bad = true;
+                    on_bad(item);
+                }
+            }
         }
+        let shim = shim.unwrap_or(Filter::DEFAULT.shim);
+        let findings = findings.unwrap_or(if shim == OFF { OFF } else { TRACE });
+        Filter {
+            shim,
+            findings,
+            bad,
+        }
+    }
+
+    fn pack(self) -> u32 {
+        0x1_0000 | u32::from(self.bad) << 8 | u32::from(self.shim) << 4 | u32::from(self.findings)
+    }
+
+    fn unpack(v: u32) -> Filter {
+        Filter {
+            shim: (v >> 4 & 0xf) as u8,
+            findings: (v & 0xf) as u8,
+            bad: v >> 8 & 1 == 1,
+        }
+    }
+
+    fn enabled(self, target: &str, level: &Level) -> bool {
+        let max = if target == FINDING_TARGET {
+            self.findings
+        } else {
+            self.shim
+        };
+        rank(level) <= max
+    }
+}
+
+/// Runs `f` on the value of `SHARECHECK_LOG` (empty when unset), read without std's environment
+/// lock (a child forked while another thread held it could never take it).
+fn with_log_setting<T>(f: impl FnOnce(&[u8]) -> T) -> T {
+    // SAFETY: `getenv` returns NULL or a NUL-terminated string in the environment, which stays
+    // valid while `f` reads it unless the program calls `setenv` concurrently, as for any C
+    // reader of the environment.
+    let value = unsafe { libc::getenv(LOG_VAR.as_ptr()) };
+    if value.is_null() {
+        f(&[])
+    } else {
+        // SAFETY: as above.
+        f(unsafe { std::ffi::CStr::from_ptr(value) }.to_bytes())
+    }
+}
+
+/// The filter, packed; 0 until `SHARECHECK_LOG` was read. Every thread that reads it gets the
+/// same answer, so a race only reads it twice.
+static FILTER: AtomicU32 = AtomicU32::new(0);
+
+fn filter() -> Filter {
+    match FILTER.load(Ordering::Relaxed) {
+        0 => {
+            let filter = with_log_setting(|text| Filter::parse(text, |_| {}));
+            FILTER.store(filter.pack(), Ordering::Relaxed);
+            if filter.bad && filter.shim >= WARN {
+                // Installing the subscriber warns about the bad items.
+                install();
+            }
+            filter
+        }
+        packed => Filter::unpack(packed),
+    }
+}
+
+fn enabled(target: &str, level: &Level) -> bool {
+    filter().enabled(target, level)
+}
+
+// ---- installation -----------------------------------------------------------------------------
+
+const NOT_INSTALLED: u8 = 0;
+const INSTALLING: u8 = 1;
+const INSTALLED: u8 = 2;
+static INSTALL: AtomicU8 = AtomicU8::new(NOT_INSTALLED);
+
+/// Installs the subscriber (once per process) and says whether events now reach it. A thread
+/// that finds another one installing waits a bounded time: in the child of a `fork` taken during
+/// the installation nobody finishes it, and that child's log stays silent rather than hanging.
+fn install() -> bool {
+    match INSTALL.compare_exchange(
+        NOT_INSTALLED,
+        INSTALLING,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        Ok(_) => {
+            let dispatch = tracing::Dispatch::new(ShimSubscriber);
+            let _ = tracing::dispatcher::set_global_default(dispatch);
+            INSTALL.store(INSTALLED, Ordering::Release);
+            warn_bad_items();
+            true
+        }
+        Err(INSTALLED) => true,
+        Err(_) => {
+            for _ in 0..10_000 {
+                std::thread::yield_now();
+                if INSTALL.load(Ordering::Acquire) == INSTALLED {
+                    return true;
+                }
+            }
+            false
+        }
+    }
+}
+
+fn warn_bad_items() {
+    if !enabled(TARGET, &Level::WARN) {
+        return;
+    }
+    with_log_setting(|text| {
+        Filter::parse(text, |item| {
+            tracing::warn!(
+                target: TARGET,
+                "SHARECHECK_LOG: {:?} is not LEVEL or TARGET=LEVEL (levels: off, error, warn, \
+                 info, debug, trace; targets: sharecheck, finding); ignored",
+                String::from_utf8_lossy(item)
+            );
+        })
     });
 }
 
-struct ShimFormat;
+// ---- what the shim calls ----------------------------------------------------------------------
 
-impl<S, N> FormatEvent<S, N> for ShimFormat
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-    N: for<'a> FormatFields<'a> + 'static,
-{
-    fn format_event(
-        &self,
-        ctx: &FmtContext<'_, S, N>,
-        mut writer: Writer<'_>,
-        event: &Event<'_>,
-    ) -> fmt::Result {
-        if event.metadata().target() != FINDING_TARGET {
-            let level = event.metadata().level().as_str().to_ascii_lowercase();
-            write!(writer, "sharecheck: {level}: ")?;
+/// Keys of the warnings already printed (hashes; 0 is a free slot). Lock-free, so that a child
+/// forked while another thread warned can still warn.
+static WARNED: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
+
+/// Whether `key` is seen for the first time in this process. A full table says yes: a repeated
+/// warning is better than a lost one.
+fn first_time(key: &str) -> bool {
+    // FNV-1a; the low bit is set so that no key hashes to the free-slot value.
+    let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    }) | 1;
+    let mut slot = (hash as usize) % WARNED.len();
+    for _ in 0..WARNED.len() {
+        let Some(cell) = WARNED.get(slot) else {
+            return true;
+        };
+        match cell.compare_exchange(0, hash, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return true,
+            Err(seen) if seen == hash => return false,
+            Err(_) => slot = (slot + 1) % WARNED.len(),
         }
-        ctx.field_format().format_fields(writer.by_ref(), event)?;
-        writeln!(writer)
     }
+    true
 }
-
-static WARNED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
 /// A warning printed once per `key` per process.
 pub fn warn_once(key: &str, message: fmt::Arguments) {
-    {
-        let mut warned = WARNED.lock();
-        if !warned
-            .get_or_insert_with(HashSet::new)
-            .insert(key.to_owned())
-        {
-            return;
-        }
+    if enabled(TARGET, &Level::WARN) && first_time(key) && install() {
+        tracing::warn!(target: TARGET, "{}", message);
     }
-    init();
-    tracing::warn!("{}", message);
 }
 
 pub fn debug(message: fmt::Arguments) {
-    init();
-    tracing::debug!("{}", message);
+    if enabled(TARGET, &Level::DEBUG) && install() {
+        tracing::debug!(target: TARGET, "{}", message);
+    }
 }
 
 pub fn error(message: fmt::Arguments) {
-    init();
-    tracing::error!("{}", message);
+    if enabled(TARGET, &Level::ERROR) && install() {
+        tracing::error!(target: TARGET, "{}", message);
+    }
 }
 
-/// Prints a finding block (already formatted) at the level of its severity.
-pub fn finding(level: tracing::Level, block: &str) {
-    init();
-    match level {
-        tracing::Level::ERROR => tracing::error!(target: "sharecheck::finding", "{}", block),
-        tracing::Level::WARN => tracing::warn!(target: "sharecheck::finding", "{}", block),
-        _ => tracing::info!(target: "sharecheck::finding", "{}", block),
+/// One finding, as the fields of its event.
+pub struct FindingEvent<'a> {
+    /// `ERROR`, `WARN` or `INFO`, from the rule's severity.
+    pub level: Level,
+    /// The severity's name: `error`, `warning` or `info`.
+    pub severity: &'a str,
+    pub rule: &'a str,
+    /// The symbol called.
+    pub function: &'a str,
+    /// The call with its arguments, `fn(name=value, ...)`.
+    pub call: &'a str,
+    pub message: &'a str,
+    pub documented: &'a str,
+    pub fix: &'a str,
+    pub pid: u32,
+    pub tid: i32,
+    /// The call's sequence number in this process.
+    pub seq: u64,
+    /// The duplicate limit, when this is the last report of the rule on stderr.
+    pub last_of: Option<u32>,
+}
+
+/// Whether findings of this level are printed (so that their text need not be built).
+pub fn finding_enabled(level: Level) -> bool {
+    enabled(FINDING_TARGET, &level)
+}
+
+macro_rules! finding_event {
+    ($level:expr, $f:expr) => {
+        tracing::event!(
+            target: FINDING_TARGET,
+            $level,
+            rule = $f.rule,
+            function = $f.function,
+            severity = $f.severity,
+            pid = $f.pid,
+            tid = $f.tid,
+            seq = $f.seq,
+            call = $f.call,
+            message = $f.message,
+            documented = $f.documented,
+            fix = $f.fix,
+            last_of = $f.last_of
+        )
+    };
+}
+
+/// Emits a finding event; the subscriber prints it as the finding's block.
+pub fn finding(f: &FindingEvent) {
+    if !finding_enabled(f.level) || !install() {
+        return;
+    }
+    match f.level {
+        Level::ERROR => finding_event!(Level::ERROR, f),
+        Level::WARN => finding_event!(Level::WARN, f),
+        _ => finding_event!(Level::INFO, f),
+    }
+}
+
+// ---- the subscriber ---------------------------------------------------------------------------
+
+struct ShimSubscriber;
+
+impl Subscriber for ShimSubscriber {
+    fn register_callsite(&self, metadata: &'static Metadata<'static>) -> Interest {
+        // The filter is fixed before the subscriber is installed.
+        if self.enabled(metadata) {
+            Interest::always()
+        } else {
+            Interest::never()
+        }
+    }
+
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        enabled(metadata.target(), metadata.level())
+    }
+
+    fn max_level_hint(&self) -> Option<LevelFilter> {
+        let f = filter();
+        Some(match f.shim.max(f.findings) {
+            OFF => LevelFilter::OFF,
+            1 => LevelFilter::ERROR,
+            2 => LevelFilter::WARN,
+            3 => LevelFilter::INFO,
+            4 => LevelFilter::DEBUG,
+            _ => LevelFilter::TRACE,
+        })
+    }
+
+    // The shim makes no spans.
+    fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
+        span::Id::from_u64(1)
+    }
+    fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
+    fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
+    fn enter(&self, _: &span::Id) {}
+    fn exit(&self, _: &span::Id) {}
+
+    fn event(&self, event: &Event<'_>) {
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        let mut out = Buf::default();
+        render(event.metadata(), &fields, &mut out);
+        write_stderr(out.bytes());
+    }
+}
+
+/// Writes `bytes` to fd 2: one `write(2)`, more only if the kernel took part of it.
+fn write_stderr(mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: `bytes` is a live slice of `bytes.len()` bytes.
+        let n = unsafe { libc::write(2, bytes.as_ptr().cast(), bytes.len()) };
+        if n > 0 {
+            bytes = bytes.get(n as usize..).unwrap_or_default();
+        } else if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        } else {
+            return;
+        }
+    }
+}
+
+/// Renders one event: a finding as its block, anything else as `sharecheck: LEVEL: message`.
+fn render(metadata: &Metadata<'_>, fields: &Fields, out: &mut Buf) {
+    if metadata.target() == FINDING_TARGET && render_finding(fields, out) {
+        return;
+    }
+    let level = match *metadata.level() {
+        Level::ERROR => "error",
+        Level::WARN => "warning",
+        Level::INFO => "info",
+        Level::DEBUG => "debug",
+        _ => "trace",
+    };
+    out.push_str("sharecheck: ");
+    out.push_str(level);
+    out.push_str(": ");
+    out.push(fields.get("message").unwrap_or_default());
+    for (name, value) in fields.iter() {
+        if name != "message" {
+            out.push_str(" ");
+            out.push_str(name);
+            out.push_str("=");
+            out.push(value);
+        }
+    }
+    out.push_str("\n");
+}
+
+/// `sharecheck: SEVERITY[RULE] CALL: MESSAGE`, `  documented: ...`, `  at: ...; fix: ...`, and
+/// the duplicate-limit note on the last report of a rule. False if a field is missing.
+fn render_finding(fields: &Fields, out: &mut Buf) -> bool {
+    let get = |name| fields.get(name);
+    let (Some(severity), Some(rule), Some(call), Some(message)) =
+        (get("severity"), get("rule"), get("call"), get("message"))
+    else {
+        return false;
+    };
+    let field = |name| get(name).unwrap_or_default();
+    let block: [&[u8]; 19] = [
+        b"sharecheck: ",
+        severity,
+        b"[",
+        rule,
+        b"] ",
+        call,
+        b": ",
+        message,
+        b"\n  documented: ",
+        field("documented"),
+        b"\n  at: pid ",
+        field("pid"),
+        b" tid ",
+        field("tid"),
+        b" call #",
+        field("seq"),
+        b"; fix: ",
+        field("fix"),
+        b"\n",
+    ];
+    for part in block {
+        out.push(part);
+    }
+    if let Some(limit) = get("last_of") {
+        let note: [&[u8]; 7] = [
+            b"  note: ",
+            rule,
+            b" has now been reported ",
+            limit,
+            b" times (duplicate_limit=",
+            limit,
+            b"); this is the last report of it on stderr (the trace keeps them all)\n",
+        ];
+        for part in note {
+            out.push(part);
+        }
+    }
+    true
+}
+
+/// Bytes on the stack, moved to the heap only when they outgrow it. Never panics; what does not
+/// fit in memory is dropped.
+struct Buf {
+    inline: [u8; 1024],
+    len: usize,
+    heap: Vec<u8>,
+    spilled: bool,
+}
+
+impl Default for Buf {
+    fn default() -> Buf {
+        Buf {
+            inline: [0; 1024],
+            len: 0,
+            heap: Vec::new(),
+            spilled: false,
+        }
+    }
+}
+
+impl Buf {
+    fn push(&mut self, bytes: &[u8]) {
+        if !self.spilled {
+            if let Some(dst) = self.inline.get_mut(self.len..self.len + bytes.len()) {
+                dst.copy_from_slice(bytes);
+                self.len += bytes.len();
+                return;
+            }
+            if self.heap.try_reserve(self.len + bytes.len()).is_err() {
+                return;
+            }
+            self.heap
+                .extend_from_slice(self.inline.get(..self.len).unwrap_or_default());
+            self.spilled = true;
+        }
+        if self.heap.try_reserve(bytes.len()).is_ok() {
+            self.heap.extend_from_slice(bytes);
+        }
+    }
+
+    fn push_str(&mut self, s: &str) {
+        self.push(s.as_bytes());
+    }
+
+    fn len(&self) -> usize {
+        if self.spilled {
+            self.heap.len()
+        } else {
+            self.len
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        if self.spilled {
+            &self.heap
+        } else {
+            self.inline.get(..self.len).unwrap_or_default()
+        }
+    }
+}
+
+impl fmt::Write for Buf {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.push_str(s);
+        Ok(())
+    }
+}
+
+/// An event's fields, rendered as text into one buffer.
+#[derive(Default)]
+struct Fields {
+    text: Buf,
+    /// Name, start and end in `text` of each field (the first 16).
+    spans: [(&'static str, usize, usize); 16],
+    count: usize,
+}
+
+impl Fields {
+    fn record(&mut self, field: &Field, write: impl FnOnce(&mut Buf)) {
+        let start = self.text.len();
+        write(&mut self.text);
+        let end = self.text.len();
+        if let Some(slot) = self.spans.get_mut(self.count) {
+            *slot = (field.name(), start, end);
+            self.count += 1;
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&'static str, &[u8])> {
+        let text = self.text.bytes();
+        self.spans
+            .iter()
+            .take(self.count)
+            .map(move |&(name, start, end)| (name, text.get(start..end).unwrap_or_default()))
+    }
+
+    fn get(&self, name: &str) -> Option<&[u8]> {
+        self.iter().find(|&(n, _)| n == name).map(|(_, v)| v)
+    }
+}
+
+impl Visit for Fields {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.record(field, |b| b.push_str(value));
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.record(field, |b| {
+            let _ = write!(b, "{value}");
+        });
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.record(field, |b| {
+            let _ = write!(b, "{value}");
+        });
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.record(field, |b| b.push_str(if value { "true" } else { "false" }));
+    }
+    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
+        self.record(field, |b| {
+            let _ = write!(b, "{value}");
+        });
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.record(field, |b| {
+            let _ = write!(b, "{value:?}");
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> (Filter, Vec<String>) {
+        let mut bad = Vec::new();
+        let f = Filter::parse(text.as_bytes(), |item| {
+            bad.push(String::from_utf8_lossy(item).into_owned())
+        });
+        (f, bad)
+    }
+
+    fn levels(text: &str) -> (u8, u8) {
+        let (f, _) = parse(text);
+        (f.shim, f.findings)
+    }
+
+    #[test]
+    fn the_variable_is_the_documented_one() {
+        assert_eq!(LOG_VAR.to_str(), Ok(sharecheck_core::schema::env::LOG));
+    }
+
+    #[test]
+    fn the_setting_is_a_level_or_a_list_of_target_levels() {
+        assert_eq!(levels(""), (WARN, TRACE));
+        assert_eq!(levels("debug"), (4, TRACE));
+        assert_eq!(levels("ERROR"), (1, TRACE));
+        assert_eq!(levels("warning"), (WARN, TRACE));
+        assert_eq!(levels("off"), (OFF, OFF));
+        assert_eq!(levels("off,finding=error"), (OFF, 1));
+        assert_eq!(levels(" info , sharecheck::finding=off "), (3, OFF));
+        assert_eq!(levels("sharecheck=trace"), (TRACE, TRACE));
+        assert_eq!(levels("finding=warn"), (WARN, WARN));
+    }
+
+    #[test]
+    fn bad_items_are_named_and_the_rest_applies() {
+        let (f, bad) = parse("verbose,debug,other=info,finding=loud");
+        assert_eq!((f.shim, f.findings, f.bad), (4, TRACE, true));
+        assert_eq!(bad, ["verbose", "other=info", "finding=loud"]);
+        assert!(!parse("info").0.bad);
+    }
+
+    #[test]
+    fn the_filter_survives_packing() {
+        for text in ["", "off", "debug,finding=error", "bogus"] {
+            let (f, _) = parse(text);
+            assert_eq!(Filter::unpack(f.pack()), f);
+            assert_ne!(f.pack(), 0);
+        }
+    }
+
+    #[test]
+    fn findings_are_filtered_by_severity_and_messages_by_level() {
+        let (f, _) = parse("error,finding=warn");
+        assert!(f.enabled(FINDING_TARGET, &Level::WARN));
+        assert!(!f.enabled(FINDING_TARGET, &Level::INFO));
+        assert!(f.enabled(TARGET, &Level::ERROR));
+        assert!(!f.enabled(TARGET, &Level::WARN));
+    }
+
+    #[test]
+    fn warn_once_keys_are_seen_once() {
+        assert!(first_time("log-test-a"));
+        assert!(!first_time("log-test-a"));
+        assert!(first_time("log-test-b"));
+    }
+
+    fn fields(pairs: &[(&'static str, &str)]) -> Fields {
+        let mut f = Fields::default();
+        for (i, &(name, value)) in pairs.iter().enumerate() {
+            let start = f.text.len();
+            f.text.push_str(value);
+            f.spans[i] = (name, start, f.text.len());
+            f.count += 1;
+        }
+        f
+    }
+
+    #[test]
+    fn a_finding_renders_as_its_block() {
+        let f = fields(&[
+            ("rule", "r.id"),
+            ("function", "cuX"),
+            ("severity", "error"),
+            ("pid", "10"),
+            ("tid", "11"),
+            ("seq", "3"),
+            ("call", "cuX(a=1)"),
+            ("message", "a is 1"),
+            ("documented", "Doc, Section, cuX"),
+            ("fix", "pass 0"),
+        ]);
+        let mut out = Buf::default();
+        assert!(render_finding(&f, &mut out));
+        assert_eq!(
+            String::from_utf8_lossy(out.bytes()),
+            "sharecheck: error[r.id] cuX(a=1): a is 1\n  documented: Doc, Section, cuX\n  \
+             at: pid 10 tid 11 call #3; fix: pass 0\n"
+        );
+        let mut with_note = fields(&[
+            ("rule", "r.id"),
+            ("severity", "error"),
+            ("call", "cuX()"),
+            ("message", "m"),
+        ]);
+        let start = with_note.text.len();
+        with_note.text.push_str("2");
+        with_note.spans[4] = ("last_of", start, start + 1);
+        with_note.count += 1;
+        let mut out = Buf::default();
+        assert!(render_finding(&with_note, &mut out));
+        assert!(String::from_utf8_lossy(out.bytes()).ends_with(
+            "\n  note: r.id has now been reported 2 times (duplicate_limit=2); this is the last \
+             report of it on stderr (the trace keeps them all)\n"
+        ));
+    }
+
+    #[test]
+    fn a_long_text_moves_to_the_heap_intact() {
+        let mut b = Buf::default();
+        let long = "x".repeat(3000);
+        b.push_str("head:");
+        b.push_str(&long);
+        b.push_str(":tail");
+        assert_eq!(b.len(), 3010);
+        assert!(b.bytes().starts_with(b"head:x") && b.bytes().ends_with(b"x:tail"));
     }
 }

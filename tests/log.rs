@@ -1,0 +1,76 @@
+//! SHARECHECK_LOG: what the shim prints on stderr, on the simulated driver (tests/c/peer_cuda.c).
+
+mod common;
+use common::*;
+use std::path::PathBuf;
+
+fn peer_cuda(s: &Scratch) -> PathBuf {
+    let libs = s.sim_libs();
+    s.compile(
+        "peer_cuda.c",
+        "peer_cuda",
+        &[&format!("-L{}", libs.display()), "-lcuda", "-pthread"],
+    )
+}
+
+/// The shim's stderr for `peer_cuda SCENARIO` with `SHARECHECK_LOG` set to `log` (None: unset).
+fn stderr_of(s: &Scratch, exe: &std::path::Path, scenario: &str, log: Option<&str>) -> String {
+    let mut cmd = s.under_shim(exe);
+    cmd.arg(scenario);
+    if let Some(log) = log {
+        cmd.env("SHARECHECK_LOG", log);
+    }
+    String::from_utf8_lossy(&run_ok(&mut cmd).stderr).into_owned()
+}
+
+const ERROR_HEAD: &str = "sharecheck: error[cuCtxEnablePeerAccess.flags-not-zero] ";
+const WARNING_HEAD: &str = "sharecheck: warning[cuDeviceCanAccessPeer.same-device] ";
+
+#[test]
+fn levels_and_targets_select_what_is_printed() {
+    let s = Scratch::new("log_levels");
+    let exe = peer_cuda(&s);
+    let error = |log| stderr_of(&s, &exe, "enable-flags", log);
+    let warning = |log| stderr_of(&s, &exe, "can-access-same-device", log);
+
+    // Default: findings of every severity, no debug output.
+    let default = error(None);
+    assert_eq!(default.matches(ERROR_HEAD).count(), 1, "{default}");
+    assert_eq!(default.lines().count(), 3, "{default}");
+    assert!(warning(None).starts_with(WARNING_HEAD));
+
+    // A bare level is the shim's own messages; findings still print.
+    let debug = error(Some("debug"));
+    assert!(
+        debug.contains("sharecheck: debug: cuda driver: "),
+        "{debug}"
+    );
+    assert!(debug.contains(ERROR_HEAD), "{debug}");
+    assert!(warning(Some("error")).starts_with(WARNING_HEAD));
+
+    // off silences everything; finding=LEVEL selects findings by severity.
+    assert_eq!(error(Some("off")), "");
+    assert_eq!(warning(Some("off")), "");
+    assert_eq!(error(Some("finding=off")), "");
+    assert!(error(Some("off,finding=error")).starts_with(ERROR_HEAD));
+    assert_eq!(warning(Some("off,finding=error")), "");
+    assert!(warning(Some("sharecheck::finding=WARN")).starts_with(WARNING_HEAD));
+}
+
+#[test]
+fn a_bad_item_gets_one_warning_line_naming_it_and_the_rest_applies() {
+    let s = Scratch::new("log_bad");
+    let exe = peer_cuda(&s);
+    let stderr = stderr_of(&s, &exe, "enable-flags", Some("verbose, debug ,x=info"));
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("sharecheck: warning: SHARECHECK_LOG"))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{stderr}");
+    assert!(warnings[0].contains("\"verbose\""), "{stderr}");
+    assert!(warnings[1].contains("\"x=info\""), "{stderr}");
+    assert!(stderr.contains("sharecheck: debug: "), "{stderr}");
+    assert!(stderr.contains(ERROR_HEAD), "{stderr}");
+    // Nothing is said when nothing may be.
+    assert_eq!(stderr_of(&s, &exe, "enable-flags", Some("off,verbose")), "");
+}
