@@ -15,13 +15,12 @@ use crate::guard::{shielded, Guard};
 use crate::{loader, trace};
 use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::CallArgs;
-use sharecheck_core::table::is_checked;
 use std::ffi::c_int;
 
 /// Runs one interposed call. `invoke` calls the real function at the given address.
 #[inline]
 pub fn call<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
-    if !A::ID.is_wrapped() {
+    if !A::WRAPPED {
         // Observed by nobody: forwarded untouched, as if the shim were not there.
         return match loader::real_function(A::ID) {
             Some(real) => invoke(real),
@@ -40,7 +39,7 @@ pub fn call<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
     let Some(real) = loader::real_function(A::ID) else {
         return missing(&args);
     };
-    if !is_checked(A::ID) && !traced {
+    if !A::CHECKED && !traced {
         return invoke(real);
     }
     let (seq, ts_ns) = if traced {
@@ -51,7 +50,13 @@ pub fn call<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
     // The driver is called exactly once, whether or not a check panics.
     let mut invoke = Some(invoke);
     let mut answer: Option<(Outcome, c_int, u64)> = None;
-    let cx = {
+    let mut cx = Cx::new(
+        engine::driver(),
+        engine::states(),
+        engine::options().mode,
+        guard.shard(),
+    );
+    let ran = {
         let forward = |cx: &mut Cx| -> Outcome {
             if let Some(code) = cx.refusal() {
                 answer = Some((Outcome::NotCalled, code, 0));
@@ -70,10 +75,9 @@ pub fn call<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
             answer = Some((Outcome::Returned(ret), ret, dur_ns));
             Outcome::Returned(ret)
         };
-        shielded(None, || {
-            let mut cx = Cx::new(engine::driver(), engine::states(), engine::options().mode);
+        shielded(false, || {
             args.run(&mut cx, forward);
-            Some(cx)
+            true
         })
     };
     let (outcome, ret, dur_ns) = match (answer, invoke.take()) {
@@ -85,8 +89,8 @@ pub fn call<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
         }
         (None, None) => return A::ID.info().api.not_supported(),
     };
-    match cx {
-        Some(cx) if !cx.is_clean() => shielded((), || {
+    match ran {
+        true if !cx.is_clean() => shielded((), || {
             let seq_shown = if traced { seq } else { thread_call };
             settle_and_record(
                 &args,

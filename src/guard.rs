@@ -10,7 +10,13 @@ pub struct ThreadState {
     inside: Cell<bool>,
     /// Covered calls this thread made (numbers findings when no trace is written).
     calls: Cell<u64>,
+    /// This thread's shard of state that many threads read (0 until first asked).
+    shard: Cell<u8>,
 }
+
+/// Shards of read-mostly state: threads spread over them so that readers do not share a lock
+/// word.
+pub const SHARDS: usize = 8;
 
 thread_local! {
     // `const` initialisation of a type without a destructor: no lazy TLS init and no destructor
@@ -19,6 +25,7 @@ thread_local! {
         ThreadState {
             inside: Cell::new(false),
             calls: Cell::new(0),
+            shard: Cell::new(0),
         }
     };
 }
@@ -54,6 +61,25 @@ impl Guard {
         let n = t.calls.get() + 1;
         t.calls.set(n);
         n
+    }
+}
+
+impl Guard {
+    /// This thread's shard (`0..SHARDS`), given out round-robin on first use.
+    #[inline]
+    pub fn shard(&self) -> usize {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        // SAFETY: see `enter`.
+        let t = unsafe { &*self.0 };
+        match t.shard.get() {
+            0 => {
+                let shard = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
+                t.shard.set(shard as u8 + 1);
+                shard
+            }
+            s => usize::from(s) - 1,
+        }
     }
 }
 

@@ -177,6 +177,10 @@ impl FnInfo {
 /// The arguments of one interposed call, as a typed struct (see [`args`]).
 pub trait CallArgs: Copy + 'static {
     const ID: FnId;
+    /// [`FnId::is_wrapped`], decided at compile time.
+    const WRAPPED: bool = Self::ID.is_wrapped();
+    /// Whether any check runs on this function, decided at compile time.
+    const CHECKED: bool = crate::table::is_checked(Self::ID);
     /// Writes the members of the record's `"args"` object.
     fn encode(&self, w: &mut JsonOut, outcome: Outcome);
 }

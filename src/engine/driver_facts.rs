@@ -64,6 +64,13 @@ macro_rules! query {
 const CACHED_DEVICES: usize = 64;
 /// Entries of the context and stream caches (direct-mapped by handle).
 const CACHE_SLOTS: usize = 64;
+/// Entries of the pointer cache: room for the buffers of many threads' copies.
+const POINTER_SLOTS: usize = 512;
+
+/// Fibonacci hashing onto `slots` (a power of two): keys that differ only in low bits spread.
+fn slot_of(key: u64, slots: usize) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - slots.trailing_zeros())) as usize
+}
 const UNKNOWN_I64: i64 = i64::MIN;
 /// Cached attributes, by index into this list.
 const CACHED_ATTRIBUTES: [c_int; 2] = [
@@ -86,9 +93,8 @@ impl HandleCache {
         }
     }
 
-    /// Fibonacci hashing: handles that differ only in low bits land in different slots.
     fn slot(key: u64) -> usize {
-        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - CACHE_SLOTS.trailing_zeros())) as usize
+        slot_of(key, CACHE_SLOTS)
     }
 
     fn get(&self, key: u64) -> Option<u64> {
@@ -158,7 +164,7 @@ struct PointerSlot {
 /// is simply a miss.
 struct PointerCache {
     epoch: AtomicU64,
-    slots: [PointerSlot; CACHE_SLOTS],
+    slots: [PointerSlot; POINTER_SLOTS],
 }
 
 impl PointerCache {
@@ -174,12 +180,12 @@ impl PointerCache {
                     size: AtomicU64::new(0),
                     owner: AtomicI64::new(OWNER_UNKNOWN),
                 }
-            }; CACHE_SLOTS],
+            }; POINTER_SLOTS],
         }
     }
 
     fn get(&self, ptr: u64) -> Option<PointerFacts> {
-        let slot = &self.slots[HandleCache::slot(ptr)];
+        let slot = &self.slots[slot_of(ptr, POINTER_SLOTS)];
         let before = slot.seq.load(Acquire);
         if before & 1 == 1 {
             return None;
@@ -199,7 +205,7 @@ impl PointerCache {
     /// is the one read before the driver was asked, so an answer older than a free is never
     /// stored as current.
     fn put(&self, ptr: u64, epoch: u64, learnt: PointerFacts) {
-        let slot = &self.slots[HandleCache::slot(ptr)];
+        let slot = &self.slots[slot_of(ptr, POINTER_SLOTS)];
         let before = slot.seq.load(Relaxed);
         if before & 1 == 1
             || slot

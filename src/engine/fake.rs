@@ -257,7 +257,7 @@ impl Harness {
 
     /// Runs `args` through its row of the table; the driver answers `driver_ret`.
     pub fn call<A: Checked>(&self, args: A, driver_ret: c_int) -> Ran {
-        let mut cx = Cx::new(&self.facts, &self.states, self.mode);
+        let mut cx = Cx::new(&self.facts, &self.states, self.mode, 0);
         let mut ret = driver_ret;
         let outcome = args.run(&mut cx, |cx| match cx.refusal() {
             Some(code) => {

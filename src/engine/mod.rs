@@ -54,6 +54,8 @@ pub struct Pending {
 pub struct Cx<'a> {
     pub facts: &'a dyn Facts,
     pub states: &'a States,
+    /// The calling thread's shard of read-mostly state (`crate::guard::SHARDS`).
+    pub shard: usize,
     mode: Mode,
     /// Findings so far: predicted ones (`Certain`, `Tracked`), then those the answer showed
     /// (`Driver`).
@@ -61,10 +63,11 @@ pub struct Cx<'a> {
 }
 
 impl<'a> Cx<'a> {
-    pub fn new(facts: &'a dyn Facts, states: &'a States, mode: Mode) -> Self {
+    pub fn new(facts: &'a dyn Facts, states: &'a States, mode: Mode, shard: usize) -> Self {
         Cx {
             facts,
             states,
+            shard,
             mode,
             found: Vec::new(),
         }

@@ -20,6 +20,7 @@ pub struct CopyStream;
 
 impl Check<args::cuDeviceCanAccessPeer> for CanAccess {
     type Plan = ();
+    #[inline]
     fn before(&self, a: &args::cuDeviceCanAccessPeer, cx: &mut Cx) {
         let (dev, peer) = (a.dev.0, a.peerDev.0);
         let Some(count) = cx.facts.device_count() else {
@@ -135,7 +136,7 @@ impl Check<args::cuCtxEnablePeerAccess> for Enable {
             );
         } else {
             attribute_warnings(cx, dev, peer_dev);
-            if cx.states.peer.read(|g| g.cuda(pair).is_some()) {
+            if cx.states.peer.read(cx.shard, |g| g.cuda(pair).is_some()) {
                 cx.tracked(
                     &ENABLE_ALREADY_ENABLED,
                     format!(
@@ -174,7 +175,10 @@ impl Check<args::cuCtxEnablePeerAccess> for Enable {
                 format!("the driver reports device {dev} cannot access device {peer_dev}"),
             ),
             TOO_MANY_PEERS => {
-                let enabled = cx.states.peer.read(|g| g.cuda_peers_of(pair.from));
+                let enabled = cx
+                    .states
+                    .peer
+                    .read(cx.shard, |g| g.cuda_peers_of(pair.from));
                 cx.shown(
                     &ENABLE_TOO_MANY_PEERS,
                     format!(
@@ -257,7 +261,7 @@ impl Check<args::cuCtxDisablePeerAccess> for Disable {
         };
         let mut busy = Vec::new();
         if peer_known {
-            let (forward, backward, streams) = cx.states.peer.read(|g| {
+            let (forward, backward, streams) = cx.states.peer.read(cx.shard, |g| {
                 let streams: Vec<u64> = g
                     .cuda(pair)
                     .map(|grant| grant.copy_streams.iter().copied().collect())
@@ -481,7 +485,7 @@ impl<A: PeerCopy> Check<A> for Copy {
         });
         let mut remember = None;
         if let Some(pair) = direction {
-            let (needed, granted_other_way, stream_known) = cx.states.peer.read(|g| {
+            let (needed, granted_other_way, stream_known) = cx.states.peer.read(cx.shard, |g| {
                 let grant = g.cuda(pair);
                 let stream_known = match (grant, copy_stream) {
                     (Some(grant), Some(s)) => grant.copy_streams.contains(&s),

@@ -103,7 +103,7 @@ impl Check<args::hipDeviceEnablePeerAccess> for Enable {
             );
             return None;
         }
-        if cx.states.peer.read(|g| g.hip(dev, peer)) {
+        if cx.states.peer.read(cx.shard, |g| g.hip(dev, peer)) {
             cx.tracked(
                 &ENABLE_ALREADY_ENABLED,
                 format!(
@@ -153,7 +153,7 @@ impl Check<args::hipDeviceDisablePeerAccess> for Disable {
         let (forward, backward) = cx
             .states
             .peer
-            .read(|g| (g.hip(dev, peer), g.hip(peer, dev)));
+            .read(cx.shard, |g| (g.hip(dev, peer), g.hip(peer, dev)));
         if !forward {
             let mut message = if dev == peer {
                 format!(
@@ -319,7 +319,10 @@ impl<A: HipPeerCopy> Check<A> for Copy {
             }
         });
         if let (Some(e), Some(o)) = (issuing, other) {
-            let (needed, other_way) = cx.states.peer.read(|g| (g.hip(e, o), g.hip(o, e)));
+            let (needed, other_way) = cx
+                .states
+                .peer
+                .read(cx.shard, |g| (g.hip(e, o), g.hip(o, e)));
             if other_way && !needed {
                 cx.flag(
                     &UNIDIRECTIONAL,

@@ -9,6 +9,7 @@ mod hip;
 mod tests;
 
 use crate::engine::state::{FamilyState, Lifetime};
+use crate::guard::SHARDS;
 use grants::Grants;
 use parking_lot::RwLock;
 
@@ -27,20 +28,34 @@ pub mod checks {
     pub const COPY_STREAM_HIP: hip::CopyStream = hip::CopyStream;
 }
 
-/// The peer grants of one process. Read on every peer copy, written on enable and disable: a
-/// read-write lock, never held across a driver call.
+/// The peer grants of one process. Read on every peer copy, written on enable and disable and the
+/// first copy on a stream: one copy per shard, each behind its own read-write lock on its own
+/// cache line, so readers on different threads do not contend; a write updates every copy. No
+/// lock is held across a driver call.
 #[derive(Default)]
 pub struct PeerState {
-    grants: RwLock<Grants>,
+    shards: [Shard; SHARDS],
 }
 
+#[derive(Default)]
+#[repr(align(128))]
+struct Shard(RwLock<Grants>);
+
 impl PeerState {
-    pub fn read<T>(&self, f: impl FnOnce(&Grants) -> T) -> T {
-        f(&self.grants.read())
+    /// Reads the calling thread's copy (`cx.shard`).
+    pub fn read<T>(&self, shard: usize, f: impl FnOnce(&Grants) -> T) -> T {
+        f(&self.shards[shard % SHARDS].0.read())
     }
 
-    pub fn write<T>(&self, f: impl FnOnce(&mut Grants) -> T) -> T {
-        f(&mut self.grants.write())
+    /// Applies `f` to every copy, one at a time in shard order; returns what it gave on the
+    /// first.
+    pub fn write<T>(&self, mut f: impl FnMut(&mut Grants) -> T) -> T {
+        let (first, rest) = self.shards.split_first().expect("SHARDS > 0");
+        let result = f(&mut first.0.write());
+        for shard in rest {
+            f(&mut shard.0.write());
+        }
+        result
     }
 }
 

@@ -690,3 +690,24 @@ fn a_listed_divergence_explains_a_code_only_the_driver_showed() {
     let again = h.call(enable(B, 0), CONTEXT_IS_DESTROYED);
     assert_eq!(again.rules, ["cuCtxEnablePeerAccess.invalid-peer-context"]);
 }
+
+#[test]
+fn a_grant_written_on_one_thread_is_read_on_every_other() {
+    let h = world();
+    current(&h, Some(A));
+    ok(&h, enable(B, 0));
+    let pair = super::grants::ContextPair { from: A, to: B };
+    for shard in 0..crate::guard::SHARDS {
+        assert!(
+            h.states.peer.read(shard, |g| g.cuda(pair).is_some()),
+            "shard {shard}"
+        );
+    }
+    ok(&h, disable(B));
+    for shard in 0..crate::guard::SHARDS {
+        assert!(
+            h.states.peer.read(shard, |g| g.cuda(pair).is_none()),
+            "shard {shard}"
+        );
+    }
+}
