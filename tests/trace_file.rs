@@ -210,3 +210,47 @@ fn ipc_handles_are_fingerprinted_alike_across_processes_and_never_written_raw() 
         get["args"]["pHandle"]["value"]
     );
 }
+
+/// The report phase on real traces: the exporter's and importer's records carry what matching
+/// needs (pid, seq, time, the handle as a fingerprint, the exporter's free), so a check over the
+/// timeline of both processes decides what neither process could alone.
+#[test]
+fn a_report_phase_check_matches_exporter_and_importer_by_fingerprint() {
+    use sharecheck_core::crossproc::{decide, example::FreedWhileOpen, ReportCheck, Timeline};
+    let findings_of = |mode: &[&str]| {
+        let s = Scratch::new(&format!("ipc_pair_report{}", mode.len()));
+        let libs = s.sim_libs();
+        let exe = s.compile(
+            "ipc_pair.c",
+            "ipc_pair",
+            &[&format!("-L{}", libs.display()), "-lcuda"],
+        );
+        run_ok(s.under_shim(&exe).current_dir(&s.dir).args(mode));
+        let checks: [&dyn ReportCheck; 1] = [&FreedWhileOpen];
+        let mut timeline = Timeline::for_checks(&checks);
+        let records = s.records();
+        for r in &records {
+            timeline.add(r.as_object().unwrap());
+        }
+        timeline.finish();
+        let free = calls(&records)
+            .into_iter()
+            .find(|r| r["fn"] == "cuMemFree_v2")
+            .expect("the exporter's free is recorded (an observed call)")
+            .clone();
+        (decide(&timeline, &checks), free)
+    };
+    let (correct, _) = findings_of(&[]);
+    assert!(
+        correct.is_empty(),
+        "freed after the importer closed: {correct:?}"
+    );
+    let (early, free) = findings_of(&["early"]);
+    assert_eq!(early.len(), 1, "{early:?}");
+    assert_eq!(early[0].rule.id, "test.freed-while-open");
+    assert_eq!(
+        (early[0].pid, early[0].seq),
+        (free["pid"].as_i64().unwrap(), free["seq"].as_u64().unwrap()),
+        "attached to the exporter's free"
+    );
+}

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::args::{Format, ReportArgs, Severity, EXIT_USAGE};
 use crate::trace::{self, Diagnostic, Record};
+use sharecheck_core::crossproc::{self, ReportCheck, ReportFinding, Timeline};
 
 /// One finding with the record it came from.
 #[derive(Debug)]
@@ -88,6 +89,8 @@ pub struct Summary {
     pub functions: BTreeMap<String, FnStats>,
     /// Some input could not be opened or read.
     pub unreadable: bool,
+    /// The calls report-phase checks read, across processes.
+    pub timeline: Timeline,
 }
 
 impl Summary {
@@ -104,6 +107,7 @@ impl Summary {
 
     fn add(&mut self, record: Record) {
         self.records += 1;
+        self.timeline.add(&record.obj);
         let pid = record.pid();
         let process = match pid {
             Some(pid) => Some(self.processes.entry(pid).or_default()),
@@ -169,15 +173,64 @@ impl Summary {
     }
 }
 
-/// Reads `files` into a [`Summary`], pushing reading problems to `diagnostics`.
+/// Reads `files` into a [`Summary`], pushing reading problems to `diagnostics`; the
+/// report-phase checks then decide over the calls of every process.
 pub fn summarize(files: &[PathBuf], diagnostics: &mut Vec<Diagnostic>) -> Summary {
-    let mut summary = Summary::default();
+    summarize_with(files, diagnostics, crossproc::REPORT_CHECKS)
+}
+
+fn summarize_with(
+    files: &[PathBuf],
+    diagnostics: &mut Vec<Diagnostic>,
+    checks: &[&dyn ReportCheck],
+) -> Summary {
+    let mut summary = Summary {
+        timeline: Timeline::for_checks(checks),
+        ..Summary::default()
+    };
     let stats = trace::read_files(files, diagnostics, |r| summary.add(r));
     summary.files = stats.files_read;
     summary.unreadable = stats.unreadable;
+    if !checks.is_empty() {
+        summary.timeline.finish();
+        for found in crossproc::decide(&summary.timeline, checks) {
+            summary.add_report_phase(found);
+        }
+    }
     // Stable: occurrences of one record, and records of equal keys, keep their file order.
     summary.findings.sort_by_key(Occurrence::sort_key);
     summary
+}
+
+impl Summary {
+    /// A finding a report-phase check decided: shown like any other, on the call it rests on,
+    /// and marked `"phase":"report"`.
+    fn add_report_phase(&mut self, found: ReportFinding) {
+        let rule = found.rule;
+        let mut finding = Map::new();
+        finding.insert("rule".into(), rule.id.into());
+        finding.insert("severity".into(), rule.severity.as_str().into());
+        finding.insert("kind".into(), rule.kind.as_str().into());
+        finding.insert("message".into(), found.message.into());
+        finding.insert("doc".into(), rule.source.cite().into());
+        finding.insert("fix".into(), rule.fix.into());
+        finding.insert("phase".into(), "report".into());
+        if let Some(process) = self.processes.get_mut(&found.pid) {
+            match rule.severity.as_str() {
+                "error" => process.errors += 1,
+                "warning" => process.warnings += 1,
+                _ => {}
+            }
+        }
+        self.findings.push(Occurrence {
+            finding,
+            func: Some(found.func),
+            pid: found.pid.into(),
+            tid: Value::Null,
+            seq: found.seq.into(),
+            event: None,
+        });
+    }
 }
 
 /// Runs `sharecheck report`; returns the exit status.
@@ -459,4 +512,67 @@ pub fn render_text(s: &Summary) -> String {
         s.count(Severity::Info)
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sharecheck_core::crossproc::example::FreedWhileOpen;
+
+    /// Two processes' traces, as the shim writes them: the exporter (10) frees at `free_at`, the
+    /// importer (20) closes at 300.
+    fn traces(dir: &std::path::Path, free_at: u64) -> Vec<PathBuf> {
+        let fp = "fp:00112233aabbccdd";
+        let exporter = format!(
+            concat!(
+                r#"{{"v":1,"seq":0,"ts_ns":1,"pid":10,"tid":10,"api":null,"fn":null,"event":"process","exe":"/x","ppid":1,"shim_version":"0","findings":[]}}"#,
+                "\n",
+                r#"{{"v":1,"seq":1,"ts_ns":100,"pid":10,"tid":10,"api":"cuda","fn":"cuIpcGetMemHandle","args":{{"pHandle":{{"at":"0x7ff0","value":"{fp}"}},"dptr":"0x7000000"}},"ret":0,"ret_name":"CUDA_SUCCESS","dur_ns":1,"findings":[]}}"#,
+                "\n",
+                r#"{{"v":1,"seq":2,"ts_ns":{free_at},"pid":10,"tid":10,"api":"cuda","fn":"cuMemFree_v2","args":{{"dptr":"0x7000000"}},"ret":0,"ret_name":"CUDA_SUCCESS","dur_ns":1,"findings":[]}}"#,
+                "\n"
+            ),
+            fp = fp,
+            free_at = free_at
+        );
+        let importer = format!(
+            concat!(
+                r#"{{"v":1,"seq":1,"ts_ns":200,"pid":20,"tid":20,"api":"cuda","fn":"cuIpcOpenMemHandle_v2","args":{{"pdptr":{{"at":"0x7fe0","value":"0x9000000"}},"handle":"{fp}","Flags":"CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS"}},"ret":0,"ret_name":"CUDA_SUCCESS","dur_ns":1,"findings":[]}}"#,
+                "\n",
+                r#"{{"v":1,"seq":2,"ts_ns":300,"pid":20,"tid":20,"api":"cuda","fn":"cuIpcCloseMemHandle","args":{{"dptr":"0x9000000"}},"ret":0,"ret_name":"CUDA_SUCCESS","dur_ns":1,"findings":[]}}"#,
+                "\n"
+            ),
+            fp = fp
+        );
+        std::fs::create_dir_all(dir).unwrap();
+        let files = vec![dir.join("10.jsonl"), dir.join("20.jsonl")];
+        std::fs::write(&files[0], exporter).unwrap();
+        std::fs::write(&files[1], importer).unwrap();
+        files
+    }
+
+    #[test]
+    fn report_phase_findings_are_reported_like_any_other_on_the_call_they_rest_on() {
+        let dir =
+            std::env::temp_dir().join(format!("sharecheck-report-phase-{}", std::process::id()));
+        let checks: [&dyn ReportCheck; 1] = [&FreedWhileOpen];
+        let mut diagnostics = Vec::new();
+        let correct = summarize_with(&traces(&dir, 400), &mut diagnostics, &checks);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        assert!(correct.findings.is_empty());
+        let early = summarize_with(&traces(&dir, 250), &mut diagnostics, &checks);
+        assert_eq!(early.findings.len(), 1);
+        let o = &early.findings[0];
+        assert_eq!((o.pid.as_i64(), o.seq.as_u64()), (Some(10), Some(2)));
+        assert_eq!(o.func.as_deref(), Some("cuMemFree_v2"));
+        assert_eq!(o.finding["phase"], "report");
+        assert_eq!(early.processes[&10].errors, 1, "counted for the exporter");
+        let json: Value = serde_json::from_str(&render_json(&early)).unwrap();
+        assert_eq!(json["findings"][0]["rule"], "test.freed-while-open");
+        assert!(render_text(&early).contains("test.freed-while-open"));
+        // Production registers no report-phase check yet: the same traces report nothing.
+        let production = summarize(&traces(&dir, 250), &mut diagnostics);
+        assert!(production.findings.is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

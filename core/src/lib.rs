@@ -7,12 +7,15 @@
 //! - [`json`]: the allocation-free JSON writer used for trace records;
 //! - [`rules`]: the rule catalogue, by family (stable IDs, documented sentences, fixes);
 //! - [`table`]: the one table of which checks run on which function;
+//! - `crossproc` (feature `report`): report-phase checks over the traces of every process;
 //! - [`options`]: `SHARECHECK_OPTIONS`, shared by the shim and `sharecheck run`;
 //! - [`pattern`]: trace file patterns (`%p`, `%h`, `%q{VAR}`, `%%`), one tokenizer;
 //! - [`codes`]: the result codes sharecheck names;
 //! - [`schema`]: constants of the trace file format, environment variables, library names.
 
 pub mod codes;
+#[cfg(feature = "report")]
+pub mod crossproc;
 pub mod ffi;
 pub mod functions;
 pub mod json;

@@ -1,0 +1,411 @@
+//! Report-phase checks: rules decided when `sharecheck report` reads the traces of every process
+//! of a job together (an exporter that freed memory another process still had open, ...).
+//!
+//! The records carry what matching needs: every call record has its process (`pid`), its place
+//! in that process (`seq`) and its wall-clock start (`ts_ns`, one clock for every process on a
+//! host); IPC and fabric handles appear only as keyed fingerprints (`"fp:..."`, equal for the same
+//! handle in every process of one job, useless for mapping memory), so handles are matched by
+//! fingerprint and never by their bytes. Frees, releases and unmaps are recorded (they are observed
+//! calls), so a handle's memory can be followed to its end in the exporting process.
+//!
+//! A [`Timeline`] holds every call of every process in time order, indexed by fingerprint; a
+//! [`ReportCheck`] reads it and returns [`ReportFinding`]s, which the report shows like any other
+//! finding, attached to the call that decided them. Checks are listed in [`REPORT_CHECKS`].
+
+use crate::rules::Rule;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// One call of one process, as its record tells it.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub pid: i64,
+    pub seq: u64,
+    pub ts_ns: u64,
+    /// The exact symbol (`cuIpcOpenMemHandle_v2`, ...).
+    pub func: String,
+    pub args: Map<String, Value>,
+    /// `None` when the record has no numeric `ret`.
+    pub ret: Option<i64>,
+}
+
+impl Call {
+    pub fn succeeded(&self) -> bool {
+        self.ret == Some(0)
+    }
+
+    /// An argument as written (`"0x..."`, a number, a name).
+    pub fn arg(&self, name: &str) -> Option<&Value> {
+        self.args.get(name)
+    }
+
+    /// The value an out-parameter received (`{"at": ..., "value": ...}`), when the driver wrote it.
+    pub fn out(&self, name: &str) -> Option<&Value> {
+        self.args.get(name)?.get("value")
+    }
+
+    /// Every handle fingerprint the call's arguments mention (in or out).
+    pub fn fingerprints(&self) -> Vec<&str> {
+        let mut found = Vec::new();
+        for value in self.args.values() {
+            collect_fingerprints(value, &mut found);
+        }
+        found
+    }
+}
+
+fn collect_fingerprints<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+    match value {
+        Value::String(s) if is_fingerprint(s) => out.push(s),
+        Value::Object(map) => map.values().for_each(|v| collect_fingerprints(v, out)),
+        Value::Array(items) => items.iter().for_each(|v| collect_fingerprints(v, out)),
+        _ => {}
+    }
+}
+
+/// `fp:` and 16 hex digits: the only form in which a handle is ever written.
+pub fn is_fingerprint(text: &str) -> bool {
+    text.strip_prefix("fp:")
+        .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The calls of every process that the checks read, in time order (ties: by process, then
+/// sequence): those that mention a handle fingerprint, and those of the functions the checks name
+/// ([`ReportCheck::functions`]). A trace of millions of other calls costs nothing here.
+#[derive(Debug, Default)]
+pub struct Timeline {
+    /// Symbol prefixes of the calls kept besides those with fingerprints.
+    keep: Vec<&'static str>,
+    calls: Vec<Call>,
+    /// Fingerprint -> indices into `calls`, in time order.
+    by_fingerprint: BTreeMap<String, Vec<usize>>,
+    sorted: bool,
+}
+
+impl Timeline {
+    /// A timeline for `checks`: it keeps the calls they read.
+    pub fn for_checks(checks: &[&dyn ReportCheck]) -> Timeline {
+        Timeline {
+            keep: checks
+                .iter()
+                .flat_map(|c| c.functions().iter().copied())
+                .collect(),
+            ..Timeline::default()
+        }
+    }
+
+    /// Adds one trace record; event records (`"fn": null`), records without a process or time,
+    /// and calls no check reads are skipped.
+    pub fn add(&mut self, record: &Map<String, Value>) {
+        let (Some(pid), Some(seq), Some(ts_ns), Some(func)) = (
+            record.get("pid").and_then(Value::as_i64),
+            record.get("seq").and_then(Value::as_u64),
+            record.get("ts_ns").and_then(Value::as_u64),
+            record.get("fn").and_then(Value::as_str),
+        ) else {
+            return;
+        };
+        let args = match record.get("args") {
+            Some(Value::Object(args)) => args,
+            _ => return,
+        };
+        let wanted = self.keep.iter().any(|prefix| func.starts_with(prefix)) || {
+            let mut fps = Vec::new();
+            args.values()
+                .for_each(|v| collect_fingerprints(v, &mut fps));
+            !fps.is_empty()
+        };
+        if !wanted {
+            return;
+        }
+        let args = args.clone();
+        self.calls.push(Call {
+            pid,
+            seq,
+            ts_ns,
+            func: func.to_string(),
+            args,
+            ret: record.get("ret").and_then(Value::as_i64),
+        });
+        self.sorted = false;
+    }
+
+    /// Orders the calls and indexes them by fingerprint; called once every record is in.
+    pub fn finish(&mut self) {
+        if self.sorted {
+            return;
+        }
+        self.calls.sort_by_key(|c| (c.ts_ns, c.pid, c.seq));
+        self.by_fingerprint.clear();
+        for (i, call) in self.calls.iter().enumerate() {
+            for fp in call.fingerprints() {
+                let entry = self.by_fingerprint.entry(fp.to_string()).or_default();
+                if entry.last() != Some(&i) {
+                    entry.push(i);
+                }
+            }
+        }
+        self.sorted = true;
+    }
+
+    pub fn calls(&self) -> &[Call] {
+        &self.calls
+    }
+
+    /// The fingerprints seen, each once.
+    pub fn fingerprints(&self) -> impl Iterator<Item = &str> {
+        self.by_fingerprint.keys().map(String::as_str)
+    }
+
+    /// The calls that mention a fingerprint, in time order, whatever their process.
+    pub fn sharing<'a>(&'a self, fingerprint: &str) -> impl Iterator<Item = &'a Call> + 'a {
+        self.by_fingerprint
+            .get(fingerprint)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.calls[i])
+    }
+
+    /// The calls of one process after `after` (same process) in its own order, for following
+    /// what became of memory or a handle in that process.
+    pub fn later_in_process<'a>(&'a self, after: &'a Call) -> impl Iterator<Item = &'a Call> + 'a {
+        self.calls
+            .iter()
+            .filter(move |c| c.pid == after.pid && c.seq > after.seq)
+    }
+}
+
+/// A finding a report-phase check decided, attached to the call that shows it.
+#[derive(Debug, Clone)]
+pub struct ReportFinding {
+    pub rule: &'static Rule,
+    pub pid: i64,
+    pub seq: u64,
+    pub func: String,
+    pub message: String,
+}
+
+impl ReportFinding {
+    pub fn at(rule: &'static Rule, call: &Call, message: String) -> Self {
+        ReportFinding {
+            rule,
+            pid: call.pid,
+            seq: call.seq,
+            func: call.func.clone(),
+            message,
+        }
+    }
+}
+
+/// A check decided from every process's calls.
+pub trait ReportCheck: Sync {
+    /// The rules it can report.
+    fn rules(&self) -> &'static [&'static Rule];
+    /// Symbol prefixes of the calls it reads besides those that mention a handle fingerprint
+    /// (e.g. `cuMemFree` for the exporter's frees).
+    fn functions(&self) -> &'static [&'static str];
+    fn decide(&self, timeline: &Timeline) -> Vec<ReportFinding>;
+}
+
+/// Every report-phase check (the IPC family adds its lifetime checks here).
+pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[];
+
+/// Runs `checks` over a finished timeline.
+pub fn decide(timeline: &Timeline, checks: &[&dyn ReportCheck]) -> Vec<ReportFinding> {
+    let mut found: Vec<ReportFinding> = checks.iter().flat_map(|c| c.decide(timeline)).collect();
+    found.sort_by_key(|f| (f.pid, f.seq));
+    found
+}
+
+/// A report-phase check of the kind the IPC family will add, for testing the mechanism (not
+/// registered in [`REPORT_CHECKS`]): memory exported in one process and opened in another was
+/// freed by the exporter while the importer still had it open.
+#[doc(hidden)]
+pub mod example {
+    use super::*;
+    use crate::rules::{Kind, Severity, Source};
+
+    pub static FREED_WHILE_OPEN: Rule = Rule {
+        id: "test.freed-while-open",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "test rule",
+        source: Source {
+            document: "test",
+            section: "test",
+            function: "test",
+        },
+        quote: "test",
+        documented_code: None,
+        fix: "test",
+    };
+
+    pub struct FreedWhileOpen;
+
+    impl ReportCheck for FreedWhileOpen {
+        fn rules(&self) -> &'static [&'static Rule] {
+            static RULES: &[&Rule] = &[&FREED_WHILE_OPEN];
+            RULES
+        }
+        fn functions(&self) -> &'static [&'static str] {
+            &["cuMemFree", "cuIpcCloseMemHandle"]
+        }
+        fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
+            let mut found = Vec::new();
+            for fp in t.fingerprints() {
+                let calls: Vec<&Call> = t.sharing(fp).collect();
+                let Some(export) = calls
+                    .iter()
+                    .find(|c| c.func == "cuIpcGetMemHandle" && c.succeeded())
+                else {
+                    continue;
+                };
+                let Some(exported) = export.arg("dptr") else {
+                    continue;
+                };
+                let freed = t.later_in_process(export).find(|c| {
+                    c.func.starts_with("cuMemFree")
+                        && c.succeeded()
+                        && c.arg("dptr") == Some(exported)
+                });
+                for open in calls.iter().filter(|c| {
+                    c.pid != export.pid && c.func.starts_with("cuIpcOpenMemHandle") && c.succeeded()
+                }) {
+                    let mapped = open.out("pdptr");
+                    let closed = t
+                        .later_in_process(open)
+                        .find(|c| c.func == "cuIpcCloseMemHandle" && c.arg("dptr") == mapped);
+                    if let Some(free) = freed {
+                        if closed.is_none_or(|close| close.ts_ns > free.ts_ns) {
+                            found.push(ReportFinding::at(
+                                &FREED_WHILE_OPEN,
+                                free,
+                                format!("process {} still had it open", open.pid),
+                            ));
+                        }
+                    }
+                }
+            }
+            found
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::example::*;
+    use super::*;
+
+    fn record(
+        pid: i64,
+        seq: u64,
+        ts: u64,
+        func: &str,
+        args: Value,
+        ret: i64,
+    ) -> Map<String, Value> {
+        let v = serde_json::json!({"v":1,"seq":seq,"ts_ns":ts,"pid":pid,"tid":pid,"api":"cuda",
+            "fn":func,"args":args,"ret":ret,"findings":[]});
+        v.as_object().unwrap().clone()
+    }
+
+    const FP: &str = "fp:0123456789abcdef";
+
+    /// Exporter 10 allocates, exports and frees at `free_at`; importer 20 opens at 200 and closes
+    /// at `close_at`.
+    fn job(free_at: u64, close_at: u64) -> Timeline {
+        let mut t = Timeline::for_checks(&[&FreedWhileOpen]);
+        for r in [
+            record(10, 0, 0, "", Value::Null, 0), // an event record: skipped
+            record(
+                10,
+                1,
+                100,
+                "cuIpcGetMemHandle",
+                serde_json::json!({"pHandle":{"at":"0x7ff0","value":FP},"dptr":"0x7000000"}),
+                0,
+            ),
+            record(
+                20,
+                1,
+                200,
+                "cuIpcOpenMemHandle_v2",
+                serde_json::json!({"pdptr":{"at":"0x7fe0","value":"0x9000000"},"handle":FP,"Flags":"CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS"}),
+                0,
+            ),
+            record(
+                20,
+                2,
+                close_at,
+                "cuIpcCloseMemHandle",
+                serde_json::json!({"dptr":"0x9000000"}),
+                0,
+            ),
+            record(
+                10,
+                2,
+                free_at,
+                "cuMemFree_v2",
+                serde_json::json!({"dptr":"0x7000000"}),
+                0,
+            ),
+            // Another handle in the same job: never matched with this one.
+            record(
+                30,
+                1,
+                150,
+                "cuIpcOpenMemHandle_v2",
+                serde_json::json!({"pdptr":{"at":"0x1","value":"0x5"},"handle":"fp:ffffffffffffffff","Flags":0}),
+                0,
+            ),
+            // A call no check reads: not kept.
+            record(
+                30,
+                2,
+                160,
+                "cuDeviceCanAccessPeer",
+                serde_json::json!({"canAccessPeer":{"at":"0x1","value":1},"dev":0,"peerDev":1}),
+                0,
+            ),
+        ] {
+            let mut r = r;
+            if r["fn"] == "" {
+                r.insert("fn".into(), Value::Null);
+            }
+            t.add(&r);
+        }
+        t.finish();
+        t
+    }
+
+    #[test]
+    fn calls_of_every_process_are_matched_by_fingerprint_in_time_order() {
+        let t = job(400, 300);
+        assert_eq!(t.calls().len(), 5, "the event record is not a call");
+        let shared: Vec<(i64, &str)> = t.sharing(FP).map(|c| (c.pid, c.func.as_str())).collect();
+        assert_eq!(
+            shared,
+            [(10, "cuIpcGetMemHandle"), (20, "cuIpcOpenMemHandle_v2")]
+        );
+        assert_eq!(t.fingerprints().count(), 2);
+        assert_eq!(t.sharing("fp:0000000000000000").count(), 0);
+        assert!(is_fingerprint(FP) && !is_fingerprint("0x7000000") && !is_fingerprint("fp:xyz"));
+    }
+
+    #[test]
+    fn a_report_check_decides_across_processes_and_is_silent_on_correct_order() {
+        let checks: [&dyn ReportCheck; 1] = [&FreedWhileOpen];
+        // The importer closed (300) before the exporter freed (400): correct.
+        assert!(decide(&job(400, 300), &checks).is_empty());
+        // The exporter freed (250) while the importer still had it open (until 300).
+        let found = decide(&job(250, 300), &checks);
+        assert_eq!(found.len(), 1);
+        let f = &found[0];
+        assert_eq!(
+            (f.rule.id, f.pid, f.seq, f.func.as_str()),
+            ("test.freed-while-open", 10, 2, "cuMemFree_v2")
+        );
+        assert_eq!(f.message, "process 20 still had it open");
+        assert!(REPORT_CHECKS.iter().all(|c| !c.rules().is_empty()));
+    }
+}
