@@ -38,7 +38,9 @@ extern "C" fn route(
     slot: *mut usize,
 ) -> u32 {
     let real = real_dlsym_address();
-    // SAFETY: `slot` points into the trampoline's own stack frame.
+    // SAFETY: `slot` points to a writable `usize` in the caller's own stack frame: the only
+    // callers are the `dlsym` trampoline (its answer slot, `rsp` at the call) and the portable
+    // fallback (a local).
     unsafe { *slot = real };
     if real == 0 {
         // Without glibc's dlsym there is nothing to jump to: answer "not found".
@@ -47,7 +49,8 @@ extern "C" fn route(
     if name.is_null() || Guard::is_inside() {
         return 0;
     }
-    // SAFETY: dlsym's contract: `name` is a NUL-terminated string (glibc reads it too).
+    // SAFETY: `name` is not NULL, and dlsym's contract makes it a NUL-terminated string (glibc's
+    // dlsym reads it too); it is only read, and only during this call.
     let name = unsafe { CStr::from_ptr(name) };
     let Some(target) = covered(name.to_bytes()) else {
         return 0;
@@ -63,6 +66,7 @@ extern "C" fn route(
         };
         substitute(&target, found as usize)
     });
+    // SAFETY: as above.
     unsafe { *slot = found };
     1
 }
@@ -125,6 +129,8 @@ fn next_definition_after(caller: usize, name: &CStr) -> *mut c_void {
             continue;
         }
         let found = real_dlsym(handle, name);
+        // SAFETY: drops the reference the `dlopen` above took (the object stays loaded: NOLOAD
+        // found it already loaded); `handle` is not used again.
         unsafe { libc::dlclose(handle) };
         if !found.is_null() && object_of(found as usize).is_some_and(|o| o.load_bias == *bias) {
             return found;
@@ -135,7 +141,15 @@ fn next_definition_after(caller: usize, name: &CStr) -> *mut c_void {
 
 /// The exported `dlsym`: a trampoline that asks [`route`], then either returns its answer or
 /// tail-jumps into glibc's `dlsym` with the original arguments and return address intact.
+///
+/// # Safety
+/// dlsym's contract: `handle` is a handle `dlopen` gave, or a pseudo-handle; `name` is NULL or
+/// a NUL-terminated string.
 #[cfg(target_arch = "x86_64")]
+// SAFETY: the body follows the System V x86-64 ABI by hand: the stack is 16-byte aligned at the
+// call to `route` (entry 8 mod 16, plus 16 pushed and 24 reserved), `route`'s arguments are in
+// rdi, rsi, rdx, rcx, the caller's arguments are restored before the tail jump, the stack is
+// left exactly as at entry on both exits, and only caller-saved registers are clobbered.
 #[unsafe(naked)]
 #[no_mangle]
 pub unsafe extern "C" fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void {
@@ -164,6 +178,9 @@ pub unsafe extern "C" fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut
 }
 
 /// Portable fallback: correct for every handle but `RTLD_NEXT`, which becomes relative to the shim.
+///
+/// # Safety
+/// As for the x86-64 `dlsym`.
 #[cfg(not(target_arch = "x86_64"))]
 #[no_mangle]
 pub unsafe extern "C" fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void {
@@ -172,7 +189,10 @@ pub unsafe extern "C" fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut
     if route(handle, name, caller, &mut slot) != 0 {
         return slot as *mut c_void;
     }
+    // SAFETY: `route` returned 0, so `slot` holds glibc's own `dlsym` (non-zero: found by
+    // versioned lookup), whose prototype is spelled here.
     let real: unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void =
-        std::mem::transmute(slot);
-    real(handle, name)
+        unsafe { std::mem::transmute(slot) };
+    // SAFETY: the caller's own arguments, unchanged: its obligations are dlsym's contract.
+    unsafe { real(handle, name) }
 }

@@ -11,12 +11,22 @@ macro_rules! define_exports {
     ($( $api:ident $sym:ident [$base:ident $since:literal $variant:ident $($role:ident)?] ( $( $arg:ident : $ty:ty ),* $(,)? ); )*) => {
         $(
             /// Interposed: forwarded unchanged to the real driver, traced and checked.
+            ///
+            /// # Safety
+            /// The driver's documented contract for this function (the shim reads an
+            /// out-parameter only after the driver succeeded, so it adds no obligation).
             #[no_mangle]
             pub unsafe extern "C" fn $sym( $( $arg: $ty ),* ) -> c_int {
                 let call_args = args::$sym { $( $arg ),* };
                 dispatch::call(call_args, |real| {
-                    // SAFETY: `real` is the driver's export of this exact symbol (same ABI).
+                    // SAFETY: `real` is the driver's export of this exact symbol (the loader
+                    // resolves it by this name in the driver library, or adopts what `dlsym`
+                    // returned for this name there), and the declaration list spells its C
+                    // prototype (tests/abi.rs checks every one against the vendor headers).
                     let f: unsafe extern "C" fn($($ty),*) -> c_int = unsafe { std::mem::transmute(real) };
+                    // SAFETY: the caller's own arguments, unchanged: the caller's obligations
+                    // under the driver's documented contract are exactly those of calling the
+                    // driver directly, and the shim adds none.
                     unsafe { f($( call_args.$arg ),*) }
                 })
             }

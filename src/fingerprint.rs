@@ -26,7 +26,9 @@ fn key() -> (u64, u64) {
         let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
         let mut h = SipHasher24::new_with_keys(0x7368_6172_6563_6865, 0x636b_2d6b_6579_0001);
         h.write(boot.trim().as_bytes());
+        // SAFETY: getuid has no preconditions and cannot fail.
         h.write_u32(unsafe { libc::getuid() });
+        // SAFETY: getsid(0) asks for the calling process's session: no pointer, no precondition.
         h.write_i32(unsafe { libc::getsid(0) });
         let a = h.finish();
         h.write_u8(1);

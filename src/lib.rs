@@ -14,6 +14,11 @@
 //! - [`trace`]: the trace file; [`findings`]: what validation reports; [`log`]: stderr output;
 //! - [`capi`]: the library's own C API (`include/sharecheck.h`).
 
+// Every unsafe operation sits in its own `unsafe {}` block, even inside an `unsafe fn`, and
+// each block says in a `// SAFETY:` comment why it is sound.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod capi;
 mod dispatch;
 mod dlsym_hook;

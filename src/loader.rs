@@ -29,6 +29,10 @@ pub fn real_dlsym_address() -> usize {
         return cached;
     }
     let mut found = std::ptr::null_mut();
+    // SAFETY: every string is a NUL-terminated literal; `dlopen` with RTLD_NOLOAD only takes a
+    // reference to the libc that is already loaded, and that reference is dropped by the one
+    // `dlclose` below (only when `dlopen` gave a handle); `dlvsym` only reads the loader's tables,
+    // on that handle or on the RTLD_NEXT pseudo-handle. No shim lock is held.
     unsafe {
         let libc_handle = libc::dlopen(c"libc.so.6".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
         for version in [c"GLIBC_2.34", c"GLIBC_2.2.5", c"GLIBC_2.17"] {
@@ -62,7 +66,10 @@ pub fn real_dlsym(handle: *mut c_void, name: &CStr) -> *mut c_void {
     if address == 0 {
         return std::ptr::null_mut();
     }
-    // SAFETY: `address` is glibc's dlsym, found by versioned lookup.
+    // SAFETY: `address` is non-zero, so it is glibc's `dlsym` (found by versioned lookup in
+    // `real_dlsym_address`), whose prototype `DlsymFn` spells; `name` is a live C string. `handle`
+    // is passed on as given: a handle of a `dlopen` that the shim holds, or the program's own
+    // argument to `dlsym`, whose validity is the program's part of dlsym's contract.
     unsafe {
         let f: DlsymFn = std::mem::transmute(address);
         f(handle, name.as_ptr())
@@ -203,19 +210,29 @@ fn open(path: &CStr, flags: c_int) -> Option<*mut c_void> {
 
 /// (path, load bias) of every object in the main namespace, in load order (main program: "").
 pub fn loaded_objects() -> Vec<(String, usize)> {
+    /// The `dl_iterate_phdr` callback: appends one object to the `Vec` behind `data`.
+    ///
+    /// # Safety
+    /// `info` points to a valid `dl_phdr_info` for the duration of the call, and `data` to a
+    /// `Vec<(String, usize)>` that nothing else uses meanwhile (`dl_iterate_phdr` passes on the
+    /// pointer `loaded_objects` gave it).
     unsafe extern "C" fn collect(
         info: *mut libc::dl_phdr_info,
         _size: libc::size_t,
         data: *mut c_void,
     ) -> c_int {
         // Runs under the loader lock: only copy names, never call into the loader.
-        let out = &mut *(data as *mut Vec<(String, usize)>);
-        let info = &*info;
+        // SAFETY: `data` is the exclusive `&mut out` of `loaded_objects` (this function's contract).
+        let out = unsafe { &mut *(data as *mut Vec<(String, usize)>) };
+        // SAFETY: the loader's `dl_phdr_info` of one object, valid during this callback.
+        let info = unsafe { &*info };
         // The main program has an empty name; it is kept so positions in load order are right.
         let name = if info.dlpi_name.is_null() {
             String::new()
         } else {
-            CStr::from_ptr(info.dlpi_name)
+            // SAFETY: not NULL: the loader's NUL-terminated name of the object, valid during
+            // this callback (it is copied before returning).
+            unsafe { CStr::from_ptr(info.dlpi_name) }
                 .to_string_lossy()
                 .into_owned()
         };
@@ -223,6 +240,8 @@ pub fn loaded_objects() -> Vec<(String, usize)> {
         0
     }
     let mut out: Vec<(String, usize)> = Vec::new();
+    // SAFETY: `collect`'s contract holds: `dl_iterate_phdr` hands it a valid `dl_phdr_info` per
+    // object and `data` unchanged, which is `&mut out`, not otherwise used until it returns.
     unsafe { libc::dl_iterate_phdr(Some(collect), &mut out as *mut _ as *mut c_void) };
     out
 }
@@ -241,9 +260,12 @@ pub struct ObjectInfo {
 
 /// The loaded object containing `address`.
 pub fn object_of(address: usize) -> Option<ObjectInfo> {
+    // SAFETY: `Dl_info` is plain C data (pointers and integers): all zeroes is a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     let mut map: *mut libc::c_void = std::ptr::null_mut();
-    // SAFETY: dladdr1 only inspects loader tables.
+    // SAFETY: dladdr1 only inspects loader tables (any address may be asked about) and writes a
+    // `Dl_info` to `info` and, for RTLD_DL_LINKMAP, a `struct link_map *` to `map`: live locals
+    // of those types.
     let ok = unsafe {
         libc::dladdr1(
             address as *const c_void,
@@ -259,9 +281,15 @@ pub fn object_of(address: usize) -> Option<ObjectInfo> {
     let load_bias = if link_map.is_null() {
         0
     } else {
+        // SAFETY: dladdr1 succeeded and gave the loader's `link_map` of the object containing
+        // `address`, whose public head `LinkMap` mirrors (`<link.h>`); it lives while that object
+        // stays loaded, and callers ask about objects in use (the shim itself, the caller of
+        // `dlsym`, a symbol a lookup just returned, a driver opened RTLD_NODELETE).
         unsafe { (*link_map).l_addr }
     };
     Some(ObjectInfo {
+        // SAFETY: not NULL, so the loader's NUL-terminated file name of that object, valid as
+        // long as the `link_map` above; copied at once.
         path: unsafe { CStr::from_ptr(info.dli_fname) }
             .to_string_lossy()
             .into_owned(),
@@ -315,11 +343,15 @@ impl DriverLibrary {
         if rc != 0 || map.is_null() {
             return None;
         }
+        // SAFETY: dlinfo succeeded and wrote the loader's `link_map` of the driver library, whose
+        // public head `LinkMap` mirrors (`<link.h>`); the library is RTLD_NODELETE, so it lives
+        // as long as the process.
         let name = unsafe { (*map).l_name };
         if name.is_null() {
             return None;
         }
         // The mapping base of the object, as dladdr would report it.
+        // SAFETY: as above.
         let ld = unsafe { (*map).l_ld } as usize;
         object_of(ld).map(|o| o.base)
     }

@@ -73,22 +73,30 @@ fn real_resolver(index: usize) -> Option<usize> {
 /// Replaces `*pfn` after a successful resolution, when it is a function the shim wraps.
 ///
 /// # Safety
-/// `pfn` was just written by the real resolver, which returned success.
+/// `pfn` is NULL or was just written by the real resolver, which returned success: it points to a
+/// writable `void *` holding the driver's answer. (This is the only place the shim reads or
+/// writes it; on failure the driver may not have written it, and it is left alone.)
 unsafe fn substitute_result(api: Api, pfn: *mut *mut c_void) {
     if pfn.is_null() {
         return;
     }
+    // SAFETY: non-NULL, and the resolver wrote a function pointer there (this function's contract).
     let real = unsafe { *pfn } as usize;
     if real == 0 {
         return;
     }
     // A panic here must not cross the C ABI: the caller then keeps the driver's own pointer.
     if let Some(wrapper) = crate::guard::shielded(None, || substitute(api, real)) {
+        // SAFETY: the same `void *` the resolver just wrote (this function's contract); the
+        // wrapper has the prototype of the function the driver returned there.
         unsafe { *pfn = wrapper as *mut c_void };
     }
 }
 
 /// The 4-argument resolver of CUDA 11.3 (`PFN_cuGetProcAddress_v11030`).
+///
+/// # Safety
+/// The driver's documented contract for `cuGetProcAddress`.
 #[no_mangle]
 pub unsafe extern "C" fn cuGetProcAddress(
     symbol: *const c_char,
@@ -99,16 +107,24 @@ pub unsafe extern "C" fn cuGetProcAddress(
     let Some(real) = real_resolver(CU_V1) else {
         return NOT_SUPPORTED;
     };
+    // SAFETY: `real` is the driver's export named `cuGetProcAddress`, whose prototype is
+    // `PFN_cuGetProcAddress_v11030` of cuda.h, spelled by `CuGetProcAddressV1`.
     let real: CuGetProcAddressV1 = unsafe { std::mem::transmute(real) };
     let _guard = Guard::enter();
+    // SAFETY: the caller's own arguments, unchanged: its obligations are the driver's documented
+    // contract for this call.
     let rc = unsafe { real(symbol, pfn, cudaVersion, flags) };
     if rc == 0 && _guard.is_some() {
+        // SAFETY: the driver returned CUDA_SUCCESS, so it wrote the function pointer to `*pfn`.
         unsafe { substitute_result(Api::Cuda, pfn) };
     }
     rc
 }
 
 /// The 5-argument resolver of CUDA 12 and later (`PFN_cuGetProcAddress_v12000`).
+///
+/// # Safety
+/// The driver's documented contract for `cuGetProcAddress_v2`.
 #[no_mangle]
 pub unsafe extern "C" fn cuGetProcAddress_v2(
     symbol: *const c_char,
@@ -120,16 +136,24 @@ pub unsafe extern "C" fn cuGetProcAddress_v2(
     let Some(real) = real_resolver(CU_V2) else {
         return NOT_SUPPORTED;
     };
+    // SAFETY: `real` is the driver's export named `cuGetProcAddress_v2`, whose prototype is
+    // `PFN_cuGetProcAddress_v12000` of cuda.h, spelled by `CuGetProcAddressV2`.
     let real: CuGetProcAddressV2 = unsafe { std::mem::transmute(real) };
     let _guard = Guard::enter();
+    // SAFETY: the caller's own arguments, unchanged: its obligations are the driver's documented
+    // contract for this call.
     let rc = unsafe { real(symbol, pfn, cudaVersion, flags, symbolStatus) };
     if rc == 0 && _guard.is_some() {
+        // SAFETY: the driver returned CUDA_SUCCESS, so it wrote the function pointer to `*pfn`.
         unsafe { substitute_result(Api::Cuda, pfn) };
     }
     rc
 }
 
 /// HIP's resolver (ROCm 6.2 and later).
+///
+/// # Safety
+/// The runtime's documented contract for `hipGetProcAddress`.
 #[no_mangle]
 pub unsafe extern "C" fn hipGetProcAddress(
     symbol: *const c_char,
@@ -141,10 +165,16 @@ pub unsafe extern "C" fn hipGetProcAddress(
     let Some(real) = real_resolver(HIP) else {
         return NOT_SUPPORTED;
     };
+    // SAFETY: `real` is the runtime's export named `hipGetProcAddress`, whose prototype in
+    // hip_runtime_api.h (`const char *, void **, int, uint64_t,
+    // hipDriverProcAddressQueryResult *` -> `hipError_t`) is spelled by `HipGetProcAddress`.
     let real: HipGetProcAddress = unsafe { std::mem::transmute(real) };
     let _guard = Guard::enter();
+    // SAFETY: the caller's own arguments, unchanged: its obligations are the runtime's documented
+    // contract for this call.
     let rc = unsafe { real(symbol, pfn, hipVersion, flags, symbolStatus) };
     if rc == 0 && _guard.is_some() {
+        // SAFETY: the runtime returned hipSuccess, so it wrote the function pointer to `*pfn`.
         unsafe { substitute_result(Api::Hip, pfn) };
     }
     rc

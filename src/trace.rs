@@ -54,6 +54,7 @@ static CALLS: AtomicU64 = AtomicU64::new(0);
 pub fn pid() -> u32 {
     match PID.load(Ordering::Relaxed) {
         0 => {
+            // SAFETY: getpid has no preconditions and cannot fail.
             let pid = unsafe { libc::getpid() } as u32;
             PID.store(pid, Ordering::Relaxed);
             pid
@@ -74,6 +75,7 @@ pub fn tid() -> i32 {
         if cached_generation == generation {
             return tid;
         }
+        // SAFETY: gettid has no preconditions and cannot fail.
         let tid = unsafe { libc::gettid() };
         cell.set((generation, tid));
         tid
@@ -89,6 +91,8 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
         tv_sec: 0,
         tv_nsec: 0,
     };
+    // SAFETY: writes one `timespec` to `ts`, a live local; `clock` is one of the two clocks
+    // Linux always has (REALTIME, MONOTONIC).
     unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
@@ -246,6 +250,8 @@ impl Writer {
         }
         let mut rest: &[u8] = &self.pending;
         while !rest.is_empty() {
+            // SAFETY: reads `rest.len()` bytes of the live slice `rest`; `self.fd` is the trace
+            // file this writer opened and owns (closed only in a forked child, which resets it).
             let n = unsafe { libc::write(self.fd, rest.as_ptr().cast(), rest.len()) };
             if n < 0 {
                 if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
@@ -278,6 +284,7 @@ fn process_record(buf: &mut Vec<u8>) {
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
     w.kv_str("exe", &exe);
+    // SAFETY: getppid has no preconditions and cannot fail.
     w.kv_u64("ppid", unsafe { libc::getppid() } as u64);
     w.kv_str("shim_version", env!("CARGO_PKG_VERSION"));
     w.key("findings");
@@ -314,6 +321,8 @@ fn create_exclusive(path: &str) -> std::io::Result<libc::c_int> {
         | libc::O_EXCL
         | libc::O_NOFOLLOW
         | libc::O_CLOEXEC;
+    // SAFETY: `c_path` is a NUL-terminated string that outlives the call; with O_CREAT the
+    // variadic mode argument is given, as the promoted `mode_t` (an unsigned int).
     let fd = unsafe { libc::open(c_path.as_ptr(), flags, 0o600 as libc::c_uint) };
     if fd < 0 {
         Err(std::io::Error::last_os_error())
@@ -324,6 +333,7 @@ fn create_exclusive(path: &str) -> std::io::Result<libc::c_int> {
 
 fn hostname() -> String {
     let mut buf = [0u8; 256];
+    // SAFETY: writes at most `buf.len()` bytes into `buf`, a live local array.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
     if rc != 0 {
         return "unknown-host".into();
@@ -388,14 +398,20 @@ pub fn before_fork() {
 }
 
 pub fn after_fork_in_parent() {
+    // SAFETY: this thread locked WRITER in `before_fork` (pthread_atfork runs the prepare and the
+    // parent handler on the forking thread) and forgot the guard: it logically owns the lock.
     unsafe { WRITER.force_unlock() };
 }
 
 pub fn after_fork_in_child() {
     // Only this thread exists now; the lock was taken by it in `before_fork`.
+    // SAFETY: as in `after_fork_in_parent`: the child's only thread is the one that forked, which
+    // locked WRITER in `before_fork` and forgot the guard.
     unsafe { WRITER.force_unlock() };
     let mut writer = WRITER.lock();
     if writer.fd >= 0 {
+        // SAFETY: the child's copy of the parent's trace file descriptor, owned by the writer;
+        // `fd` is set to -1 right after, so it is neither used nor closed again.
         unsafe { libc::close(writer.fd) };
     }
     writer.fd = -1;

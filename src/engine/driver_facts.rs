@@ -50,8 +50,11 @@ macro_rules! query {
             None => None,
             Some(address) => {
                 // SAFETY: `address` is the driver's export of this name, whose C prototype
-                // (cuda.h / hip_runtime_api.h) is the one spelled here; every pointer argument
-                // points to a live local of the shim of the type the prototype names.
+                // (cuda.h / hip_runtime_api.h) is the one spelled here; every pointer the driver
+                // writes through points to a live local of the shim of the type the prototype
+                // names; other pointer-typed arguments (the program's device addresses and
+                // stream handles) are values the driver looks up, which the shim never reads
+                // through.
                 let f: unsafe extern "C" fn($($ty),*) -> c_int = unsafe { std::mem::transmute(address) };
                 // SAFETY: as above.
                 Some(unsafe { f($($arg),*) })
