@@ -185,7 +185,7 @@ pub unsafe extern "C" fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut
 #[no_mangle]
 pub unsafe extern "C" fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void {
     let mut slot = 0usize;
-    let caller = dlsym as usize;
+    let caller = dlsym as *const () as usize;
     if route(handle, name, caller, &mut slot) != 0 {
         return slot as *mut c_void;
     }
