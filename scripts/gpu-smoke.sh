@@ -45,6 +45,15 @@ OUT="$(cd "$OUT" && pwd)"
 rm -rf "$OUT/traces" "$OUT/cases" "$OUT/build" "$OUT/results.tsv" "$OUT/report.txt"
 mkdir -p "$OUT/traces" "$OUT/cases" "$OUT/build"
 
+# Every case shares memory between two devices (peer copies, IPC imported on device 1): with one
+# GPU they cannot be staged, and running them would only report the missing device.
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+if [[ ${gpus:-0} -lt 2 ]]; then
+    echo "gpu-smoke: needs two GPUs; this machine has ${gpus:-0} (scripts/gpu-rules.sh and" \
+        "scripts/gpu-bench.sh run on one)" | tee "$OUT/report.txt" >&2
+    exit 3
+fi
+
 SHIM="$ROOT/target/release/libsharecheck.so"
 SHARECHECK="$ROOT/target/release/sharecheck"
 CHECKER="$ROOT/scripts/gpu/check_traces.py"

@@ -53,7 +53,7 @@ pub fn call<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
     let mut cx = Cx::new(
         engine::driver(),
         engine::states(),
-        engine::options().mode,
+        engine::options(),
         guard.shard(),
     );
     let ran = {

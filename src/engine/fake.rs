@@ -6,7 +6,7 @@ use super::state::States;
 use super::{settle, Checked, Cx};
 use sharecheck_core::codes::{INVALID_CONTEXT, INVALID_HANDLE, SUCCESS};
 use sharecheck_core::ffi::{CUcontext, CUstream, Outcome};
-use sharecheck_core::options::Mode;
+use sharecheck_core::options::{Mode, Options};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_int, c_void};
@@ -232,6 +232,8 @@ pub struct Harness {
     pub facts: FakeFacts,
     pub states: States,
     pub mode: Mode,
+    /// `mute=` rule IDs.
+    pub mute: Vec<&'static str>,
 }
 
 /// What one call gave.
@@ -252,12 +254,18 @@ impl Harness {
             facts,
             states: States::default(),
             mode: Mode::Report,
+            mute: Vec::new(),
         }
     }
 
     /// Runs `args` through its row of the table; the driver answers `driver_ret`.
     pub fn call<A: Checked>(&self, args: A, driver_ret: c_int) -> Ran {
-        let mut cx = Cx::new(&self.facts, &self.states, self.mode, 0);
+        let options = Options {
+            mode: self.mode,
+            mute: self.mute.clone(),
+            ..Options::default()
+        };
+        let mut cx = Cx::new(&self.facts, &self.states, &options, 0);
         let mut ret = driver_ret;
         let outcome = args.run(&mut cx, |cx| match cx.refusal() {
             Some(code) => {

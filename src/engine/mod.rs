@@ -57,46 +57,57 @@ pub struct Cx<'a> {
     /// The calling thread's shard of read-mostly state (`crate::guard::SHARDS`).
     pub shard: usize,
     mode: Mode,
+    /// Rule IDs whose findings are dropped (`mute=`).
+    muted: &'a [&'static str],
     /// Findings so far: predicted ones (`Certain`, `Tracked`), then those the answer showed
     /// (`Driver`).
     found: Vec<Pending>,
 }
 
 impl<'a> Cx<'a> {
-    pub fn new(facts: &'a dyn Facts, states: &'a States, mode: Mode, shard: usize) -> Self {
+    pub fn new(
+        facts: &'a dyn Facts,
+        states: &'a States,
+        options: &'a Options,
+        shard: usize,
+    ) -> Self {
         Cx {
             facts,
             states,
             shard,
-            mode,
+            mode: options.mode,
+            muted: &options.mute,
             found: Vec::new(),
         }
     }
 
-    /// Before the call: a finding decided from the arguments and driver facts.
-    pub fn flag(&mut self, rule: &'static Rule, message: String) {
-        self.found.push(Pending {
-            rule,
-            message,
-            basis: Basis::Certain,
-        });
+    /// Before the call: a finding decided from the arguments and driver facts. The message is
+    /// built only if the finding is kept.
+    pub fn flag(&mut self, rule: &'static Rule, message: impl FnOnce() -> String) {
+        self.push(rule, message, Basis::Certain);
     }
 
     /// Before the call: a finding decided from tracked state.
-    pub fn tracked(&mut self, rule: &'static Rule, message: String) {
-        self.found.push(Pending {
-            rule,
-            message,
-            basis: Basis::Tracked,
-        });
+    pub fn tracked(&mut self, rule: &'static Rule, message: impl FnOnce() -> String) {
+        self.push(rule, message, Basis::Tracked);
     }
 
     /// After the call: a finding the driver's answer shows.
-    pub fn shown(&mut self, rule: &'static Rule, message: String) {
+    pub fn shown(&mut self, rule: &'static Rule, message: impl FnOnce() -> String) {
+        self.push(rule, message, Basis::Driver);
+    }
+
+    /// A muted rule costs nothing in report mode: it is dropped before its message exists (in
+    /// strict mode it still decides the refusal, as the documented code does not depend on who
+    /// reads the finding).
+    fn push(&mut self, rule: &'static Rule, message: impl FnOnce() -> String, basis: Basis) {
+        if self.mode == Mode::Report && self.muted.iter().any(|m| *m == rule.id) {
+            return;
+        }
         self.found.push(Pending {
             rule,
-            message,
-            basis: Basis::Driver,
+            message: message(),
+            basis,
         });
     }
 

@@ -33,19 +33,17 @@ impl Check<args::cuDeviceCanAccessPeer> for CanAccess {
                 .filter(|&(_, d)| !valid(d))
                 .map(|(name, d)| format!("{name} is {d}"))
                 .collect();
-            cx.flag(
-                &CAN_ACCESS_INVALID_DEVICE,
+            cx.flag(&CAN_ACCESS_INVALID_DEVICE, || {
                 format!(
                     "{}, but the driver has {count} device(s): ordinals 0..{}",
                     invalid.join(" and "),
                     count - 1
-                ),
-            );
+                )
+            });
         } else if dev == peer {
-            cx.flag(
-                &CAN_ACCESS_SAME_DEVICE,
-                format!("dev and peerDev are both device {dev}; the answer will be 0"),
-            );
+            cx.flag(&CAN_ACCESS_SAME_DEVICE, || {
+                format!("dev and peerDev are both device {dev}; the answer will be 0")
+            });
         }
     }
 }
@@ -62,20 +60,19 @@ fn current(cx: &Cx) -> Option<Result<(CUcontext, Option<i32>), ()>> {
 /// The device of `peerContext`, or a finding that it is not a context.
 fn peer_device(cx: &mut Cx, rule: &'static Rule, peer: CUcontext) -> Option<i32> {
     if peer == CUcontext::NULL {
-        cx.flag(rule, "peerContext is NULL".into());
+        cx.flag(rule, || "peerContext is NULL".into());
         return None;
     }
     match cx.facts.context_device(peer, false)? {
         Ok(dev) => Some(dev),
         Err(code) if is_unknown_context(code) => {
-            cx.flag(
-                rule,
+            cx.flag(rule, || {
                 format!(
                     "peerContext {} is not a live context (the driver answers {code} when asked \
                      for its device): destroyed, or never created",
                     hex(peer.addr())
-                ),
-            );
+                )
+            });
             None
         }
         Err(_) => None,
@@ -91,25 +88,22 @@ impl Check<args::cuCtxEnablePeerAccess> for Enable {
     fn before(&self, a: &args::cuCtxEnablePeerAccess, cx: &mut Cx) -> EnablePlan {
         let peer = a.peerContext;
         if a.Flags.0 != 0 {
-            cx.flag(
-                &ENABLE_FLAGS_NOT_ZERO,
-                format!("Flags is {:#x}; it must be 0", a.Flags.0),
-            );
+            cx.flag(&ENABLE_FLAGS_NOT_ZERO, || {
+                format!("Flags is {:#x}; it must be 0", a.Flags.0)
+            });
         }
         let current = current(cx);
         if let Some(Err(())) = current {
-            cx.flag(
-                &ENABLE_NO_CURRENT_CONTEXT,
-                "no context is current on this thread".into(),
-            );
+            cx.flag(&ENABLE_NO_CURRENT_CONTEXT, || {
+                "no context is current on this thread".into()
+            });
         }
         let current = current.and_then(Result::ok);
         if let Some((ctx, _)) = current {
             if ctx == peer {
-                cx.flag(
-                    &ENABLE_PEER_IS_CURRENT,
-                    format!("peerContext {} is the current context", hex(peer.addr())),
-                );
+                cx.flag(&ENABLE_PEER_IS_CURRENT, || {
+                    format!("peerContext {} is the current context", hex(peer.addr()))
+                });
                 return EnablePlan(None);
             }
         }
@@ -122,30 +116,27 @@ impl Check<args::cuCtxEnablePeerAccess> for Enable {
             to: peer.addr(),
         };
         if dev == peer_dev {
-            cx.flag(
-                &ENABLE_PEER_UNSUPPORTED,
+            cx.flag(&ENABLE_PEER_UNSUPPORTED, || {
                 format!(
                     "both contexts are on device {dev}, and a device is not its own peer \
                      (cuDeviceCanAccessPeer({dev}, {dev}) is 0)"
-                ),
-            );
+                )
+            });
         } else if cx.facts.can_access_peer(dev, peer_dev) == Some(false) {
-            cx.flag(
-                &ENABLE_PEER_UNSUPPORTED,
-                format!("cuDeviceCanAccessPeer({dev}, {peer_dev}) is 0"),
-            );
+            cx.flag(&ENABLE_PEER_UNSUPPORTED, || {
+                format!("cuDeviceCanAccessPeer({dev}, {peer_dev}) is 0")
+            });
         } else {
             attribute_warnings(cx, dev, peer_dev);
             if cx.states.peer.read(cx.shard, |g| g.cuda(pair).is_some()) {
-                cx.tracked(
-                    &ENABLE_ALREADY_ENABLED,
+                cx.tracked(&ENABLE_ALREADY_ENABLED, || {
                     format!(
                         "access from the current context {} (device {dev}) to {} (device \
                          {peer_dev}) was already enabled by an earlier call",
                         hex(pair.from),
                         hex(pair.to)
-                    ),
-                );
+                    )
+                });
             }
         }
         EnablePlan(Some((pair, dev, peer_dev)))
@@ -162,31 +153,28 @@ impl Check<args::cuCtxEnablePeerAccess> for Enable {
             0 => cx.states.peer.write(|g| g.grant_cuda(pair, dev, peer_dev)),
             PEER_ACCESS_ALREADY_ENABLED => {
                 cx.states.peer.write(|g| g.grant_cuda(pair, dev, peer_dev));
-                cx.shown(
-                    &ENABLE_ALREADY_ENABLED,
+                cx.shown(&ENABLE_ALREADY_ENABLED, || {
                     "the driver reports that access from the current context to peerContext is \
                      already enabled (possibly by a path sharecheck does not see, such as an IPC \
                      open with CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)"
-                        .into(),
-                );
+                        .into()
+                });
             }
-            PEER_ACCESS_UNSUPPORTED => cx.shown(
-                &ENABLE_PEER_UNSUPPORTED,
-                format!("the driver reports device {dev} cannot access device {peer_dev}"),
-            ),
+            PEER_ACCESS_UNSUPPORTED => cx.shown(&ENABLE_PEER_UNSUPPORTED, || {
+                format!("the driver reports device {dev} cannot access device {peer_dev}")
+            }),
             TOO_MANY_PEERS => {
                 let enabled = cx
                     .states
                     .peer
                     .read(cx.shard, |g| g.cuda_peers_of(pair.from));
-                cx.shown(
-                    &ENABLE_TOO_MANY_PEERS,
+                cx.shown(&ENABLE_TOO_MANY_PEERS, || {
                     format!(
                         "the driver ran out of the hardware resources peer access needs on device \
                          {dev}; this context already has access to {enabled} other context(s) \
                          that sharecheck saw enabled"
-                    ),
-                )
+                    )
+                })
             }
             _ => {}
         }
@@ -195,12 +183,11 @@ impl Check<args::cuCtxEnablePeerAccess> for Enable {
 
 /// The driver's own word that a context of the call is gone.
 fn destroyed_context(cx: &mut Cx) {
-    cx.shown(
-        &ENABLE_INVALID_PEER_CONTEXT,
+    cx.shown(&ENABLE_INVALID_PEER_CONTEXT, || {
         "the driver reports a destroyed context (CUDA_ERROR_CONTEXT_IS_DESTROYED): peerContext \
          (or the current context) was destroyed"
-            .into(),
-    );
+            .into()
+    });
 }
 
 /// The documented conditions for allocations to become accessible immediately.
@@ -212,13 +199,12 @@ fn attribute_warnings(cx: &mut Cx, dev: i32, peer_dev: i32) {
         .map(|d| d.to_string())
         .collect();
     if !without.is_empty() {
-        cx.flag(
-            &ENABLE_NO_UNIFIED_ADDRESSING,
+        cx.flag(&ENABLE_NO_UNIFIED_ADDRESSING, || {
             format!(
                 "device {} reports CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 0",
                 without.join(" and ")
-            ),
-        );
+            )
+        });
     }
     let major = |cx: &Cx, d| {
         cx.facts
@@ -226,12 +212,9 @@ fn attribute_warnings(cx: &mut Cx, dev: i32, peer_dev: i32) {
     };
     if let (Some(a), Some(b)) = (major(cx, dev), major(cx, peer_dev)) {
         if a != b {
-            cx.flag(
-                &ENABLE_COMPUTE_CAPABILITY_MISMATCH,
-                format!(
-                    "device {dev} has compute capability {a}.x and device {peer_dev} has {b}.x"
-                ),
-            );
+            cx.flag(&ENABLE_COMPUTE_CAPABILITY_MISMATCH, || {
+                format!("device {dev} has compute capability {a}.x and device {peer_dev} has {b}.x")
+            });
         }
     }
 }
@@ -246,10 +229,9 @@ impl Check<args::cuCtxDisablePeerAccess> for Disable {
         let peer = a.peerContext;
         let current = current(cx);
         if let Some(Err(())) = current {
-            cx.flag(
-                &DISABLE_NO_CURRENT_CONTEXT,
-                "no context is current on this thread".into(),
-            );
+            cx.flag(&DISABLE_NO_CURRENT_CONTEXT, || {
+                "no context is current on this thread".into()
+            });
         }
         let peer_known = peer_device(cx, &DISABLE_INVALID_PEER_CONTEXT, peer).is_some();
         let Some(Ok((ctx, _))) = current else {
@@ -290,7 +272,7 @@ impl Check<args::cuCtxDisablePeerAccess> for Disable {
                          context: peer access is one-way, so disable it with peerContext current",
                     );
                 }
-                cx.tracked(&DISABLE_NOT_ENABLED, message);
+                cx.tracked(&DISABLE_NOT_ENABLED, || message);
             }
             busy = streams
                 .into_iter()
@@ -319,25 +301,23 @@ impl Check<args::cuCtxDisablePeerAccess> for Disable {
                             }
                         })
                         .collect();
-                    cx.shown(
-                        &DISABLE_UNREGISTERS_ALLOCATIONS,
+                    cx.shown(&DISABLE_UNREGISTERS_ALLOCATIONS, || {
                         format!(
                             "peer copies between these contexts were issued on {} and are still \
                              in flight (cuStreamQuery answers CUDA_ERROR_NOT_READY) when access \
                              is disabled",
                             names.join(", ")
-                        ),
-                    );
+                        )
+                    });
                 }
             }
             PEER_ACCESS_NOT_ENABLED => {
                 cx.states.peer.write(|g| g.revoke_cuda(pair));
-                cx.shown(
-                    &DISABLE_NOT_ENABLED,
+                cx.shown(&DISABLE_NOT_ENABLED, || {
                     "the driver reports that access from the current context to peerContext is \
                      not enabled"
-                        .into(),
-                );
+                        .into()
+                });
             }
             _ => {}
         }
@@ -405,10 +385,9 @@ impl<A: PeerCopy> Check<A> for Copy {
                 .filter(|(_, ctx)| *ctx == CUcontext::NULL)
                 .map(|(name, _)| name)
                 .collect();
-            cx.flag(
-                &MEMCPY_PEER_NULL_CONTEXT,
-                format!("{} is NULL", nulls.join(" and ")),
-            );
+            cx.flag(&MEMCPY_PEER_NULL_CONTEXT, || {
+                format!("{} is NULL", nulls.join(" and "))
+            });
         }
         for (name, ptr, ctx, ctx_name) in [
             ("dstDevice", dst, dst_ctx, "dstContext"),
@@ -419,16 +398,15 @@ impl<A: PeerCopy> Check<A> for Copy {
                 let tail =
                     |fresh| facts::uncovered_tail(ptr, bytes, |p| facts.allocation_range(p, fresh));
                 if let Some((base, end, missing)) = tail(false).and_then(|_| tail(true)) {
-                    cx.flag(
-                        &MEMCPY_PEER_RANGE_OUTSIDE_ALLOCATION,
+                    cx.flag(&MEMCPY_PEER_RANGE_OUTSIDE_ALLOCATION, || {
                         format!(
                             "{name} {} + ByteCount {bytes} runs {missing} byte(s) past the end of \
                              device memory (its allocation is [{}, {}))",
                             hex(ptr),
                             hex(base),
                             hex(end)
-                        ),
-                    );
+                        )
+                    });
                 }
             }
             if ctx == CUcontext::NULL {
@@ -442,15 +420,14 @@ impl<A: PeerCopy> Check<A> for Copy {
             if ctx_dev(false).is_some_and(|d| d != ptr_dev) {
                 let confirmed = facts.device_memory_owner(ptr, true).zip(ctx_dev(true));
                 if let Some((ptr_dev, ctx_dev)) = confirmed.filter(|(p, c)| p != c) {
-                    cx.flag(
-                        &MEMCPY_PEER_POINTER_NOT_IN_CONTEXT,
+                    cx.flag(&MEMCPY_PEER_POINTER_NOT_IN_CONTEXT, || {
                         format!(
                             "{name} {} is memory of device {ptr_dev}, but {ctx_name} {} is a \
                              context of device {ctx_dev}",
                             hex(ptr),
                             hex(ctx.addr())
-                        ),
-                    );
+                        )
+                    });
                 }
             }
         }
@@ -506,8 +483,7 @@ impl<A: PeerCopy> Check<A> for Copy {
                 None => true,
             };
             if granted_other_way && !needed && confirmed() {
-                cx.flag(
-                    &UNIDIRECTIONAL,
+                cx.flag(&UNIDIRECTIONAL, || {
                     format!(
                         "this copy is issued in context {} ({}), which was never granted access \
                          to context {}; access was enabled only the other way, from {} to {}",
@@ -520,8 +496,8 @@ impl<A: PeerCopy> Check<A> for Copy {
                         hex(pair.to),
                         hex(pair.to),
                         hex(pair.from)
-                    ),
-                );
+                    )
+                });
             }
         }
         CopyPlan(remember)
@@ -546,14 +522,13 @@ impl<A: PeerCopy> Check<A> for CopyStream {
         let stream = a.stream().filter(|&s| !is_default_stream(s))?;
         if let Some(Err(code)) = cx.facts.stream_context(stream, false) {
             if is_unknown_context(code) {
-                cx.flag(
-                    &MEMCPY_PEER_ASYNC_INVALID_STREAM,
+                cx.flag(&MEMCPY_PEER_ASYNC_INVALID_STREAM, || {
                     format!(
                         "hStream {} is not a live stream (the driver answers {code} when asked \
                          for its context): destroyed, or never created",
                         hex(stream.addr())
-                    ),
-                );
+                    )
+                });
             }
         }
         Some(stream)
@@ -561,13 +536,12 @@ impl<A: PeerCopy> Check<A> for CopyStream {
 
     fn after(&self, _: &A, stream: Option<CUstream>, ret: c_int, cx: &mut Cx) {
         if let (INVALID_HANDLE, Some(stream)) = (ret, stream) {
-            cx.shown(
-                &MEMCPY_PEER_ASYNC_INVALID_STREAM,
+            cx.shown(&MEMCPY_PEER_ASYNC_INVALID_STREAM, || {
                 format!(
                     "the driver rejects hStream {} as an invalid handle",
                     hex(stream.addr())
-                ),
-            );
+                )
+            });
         }
     }
 }

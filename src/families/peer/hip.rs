@@ -35,14 +35,13 @@ fn check_ids(
         .filter(|(_, d)| !(0..count).contains(d))
         .map(|(name, d)| format!("{name} is {d}"))
         .collect();
-    cx.flag(
-        rule,
+    cx.flag(rule, || {
         format!(
             "{}, but the runtime has {count} device(s): ids 0..{}",
             invalid.join(" and "),
             count - 1
-        ),
-    );
+        )
+    });
     Some(false)
 }
 
@@ -66,10 +65,9 @@ impl Check<args::hipDeviceCanAccessPeer> for CanAccess {
         let mut q = HipSession::begin(cx.facts);
         let ids = [("deviceId", dev), ("peerDeviceId", peer)];
         if check_ids(cx, &mut q, &CAN_ACCESS_INVALID_DEVICE, &ids) == Some(true) && dev == peer {
-            cx.flag(
-                &CAN_ACCESS_SAME_DEVICE,
-                format!("deviceId and peerDeviceId are both device {dev}; the answer will be 0"),
-            );
+            cx.flag(&CAN_ACCESS_SAME_DEVICE, || {
+                format!("deviceId and peerDeviceId are both device {dev}; the answer will be 0")
+            });
         }
     }
 }
@@ -81,36 +79,32 @@ impl Check<args::hipDeviceEnablePeerAccess> for Enable {
     fn before(&self, a: &args::hipDeviceEnablePeerAccess, cx: &mut Cx) -> Option<(i32, i32)> {
         let peer = a.peerDeviceId.0;
         if a.flags.0 != 0 {
-            cx.flag(
-                &ENABLE_FLAGS_NOT_ZERO,
-                format!("flags is {:#x}; it must be 0", a.flags.0),
-            );
+            cx.flag(&ENABLE_FLAGS_NOT_ZERO, || {
+                format!("flags is {:#x}; it must be 0", a.flags.0)
+            });
         }
         let facts = cx.facts;
         let mut q = HipSession::begin(facts);
         let dev = current_device_and_valid_peer(cx, &mut q, &ENABLE_INVALID_DEVICE, peer)?;
         if dev == peer {
-            cx.flag(
-                &ENABLE_SELF,
-                format!("peerDeviceId {peer} is the current device"),
-            );
+            cx.flag(&ENABLE_SELF, || {
+                format!("peerDeviceId {peer} is the current device")
+            });
             return None;
         }
         if q.can_access_peer(dev, peer) == Some(false) {
-            cx.flag(
-                &ENABLE_PEER_UNSUPPORTED,
-                format!("hipDeviceCanAccessPeer({dev}, {peer}) is 0"),
-            );
+            cx.flag(&ENABLE_PEER_UNSUPPORTED, || {
+                format!("hipDeviceCanAccessPeer({dev}, {peer}) is 0")
+            });
             return None;
         }
         if cx.states.peer.read(cx.shard, |g| g.hip(dev, peer)) {
-            cx.tracked(
-                &ENABLE_ALREADY_ENABLED,
+            cx.tracked(&ENABLE_ALREADY_ENABLED, || {
                 format!(
                     "access from the current device {dev} to device {peer} was already enabled \
                      by an earlier call"
-                ),
-            );
+                )
+            });
         }
         Some((dev, peer))
     }
@@ -129,13 +123,12 @@ impl Check<args::hipDeviceEnablePeerAccess> for Enable {
             0 => cx.states.peer.write(|g| g.grant_hip(dev, peer)),
             PEER_ACCESS_ALREADY_ENABLED => {
                 cx.states.peer.write(|g| g.grant_hip(dev, peer));
-                cx.shown(
-                    &ENABLE_ALREADY_ENABLED,
+                cx.shown(&ENABLE_ALREADY_ENABLED, || {
                     format!(
                         "the runtime reports that access from device {dev} to device {peer} is \
                          already enabled"
-                    ),
-                );
+                    )
+                });
             }
             _ => {}
         }
@@ -171,7 +164,7 @@ impl Check<args::hipDeviceDisablePeerAccess> for Disable {
                      peer access is one-way, so disable it with device {peer} current"
                 ));
             }
-            cx.tracked(&DISABLE_NOT_ENABLED, message);
+            cx.tracked(&DISABLE_NOT_ENABLED, || message);
         }
         Some((dev, peer))
     }
@@ -192,13 +185,12 @@ impl Check<args::hipDeviceDisablePeerAccess> for Disable {
             }
             PEER_ACCESS_NOT_ENABLED => {
                 cx.states.peer.write(|g| g.revoke_hip(dev, peer));
-                cx.shown(
-                    &DISABLE_NOT_ENABLED,
+                cx.shown(&DISABLE_NOT_ENABLED, || {
                     format!(
                         "the runtime reports that access from device {dev} to device {peer} is \
                          not enabled"
-                    ),
-                );
+                    )
+                });
             }
             _ => {}
         }
@@ -273,28 +265,26 @@ impl<A: HipPeerCopy> Check<A> for Copy {
                 if let Some((base, end, missing)) =
                     facts::uncovered_tail(ptr, bytes, |x| q.allocation_range(x))
                 {
-                    cx.flag(
-                        &MEMCPY_PEER_RANGE_OUTSIDE_ALLOCATION,
+                    cx.flag(&MEMCPY_PEER_RANGE_OUTSIDE_ALLOCATION, || {
                         format!(
                             "{name} {} + sizeBytes {bytes} runs {missing} byte(s) past the end of \
                              device memory (its allocation is [{}, {}))",
                             hex(ptr),
                             hex(base),
                             hex(end)
-                        ),
-                    );
+                        )
+                    });
                 }
             }
             if ids_valid {
                 if let Some(owner) = q.device_memory_owner(ptr) {
                     if owner != id {
-                        cx.flag(
-                            &MEMCPY_PEER_POINTER_NOT_ON_DEVICE,
+                        cx.flag(&MEMCPY_PEER_POINTER_NOT_ON_DEVICE, || {
                             format!(
                                 "{name} {} is memory of device {owner}, but {id_name} is {id}",
                                 hex(ptr)
-                            ),
-                        );
+                            )
+                        });
                     }
                 }
             }
@@ -324,8 +314,7 @@ impl<A: HipPeerCopy> Check<A> for Copy {
                 .peer
                 .read(cx.shard, |g| (g.hip(e, o), g.hip(o, e)));
             if other_way && !needed {
-                cx.flag(
-                    &UNIDIRECTIONAL,
+                cx.flag(&UNIDIRECTIONAL, || {
                     format!(
                         "this copy is issued on device {e} ({}), which was never granted access \
                          to device {o}; access was enabled only the other way, from device {o} \
@@ -335,8 +324,8 @@ impl<A: HipPeerCopy> Check<A> for Copy {
                         } else {
                             "the current device"
                         }
-                    ),
-                );
+                    )
+                });
             }
         }
     }
@@ -353,13 +342,12 @@ impl<A: HipPeerCopy> Check<A> for CopyStream {
 
     fn after(&self, _: &A, stream: Option<u64>, ret: c_int, cx: &mut Cx) {
         if let (CONTEXT_IS_DESTROYED | INVALID_HANDLE, Some(stream)) = (ret, stream) {
-            cx.shown(
-                &MEMCPY_PEER_ASYNC_INVALID_STREAM,
+            cx.shown(&MEMCPY_PEER_ASYNC_INVALID_STREAM, || {
                 format!(
                     "the runtime rejects stream {} ({ret}): it is not a live stream",
                     hex(stream)
-                ),
-            );
+                )
+            });
         }
     }
 }

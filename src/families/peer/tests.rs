@@ -711,3 +711,25 @@ fn a_grant_written_on_one_thread_is_read_on_every_other() {
         );
     }
 }
+
+#[test]
+fn a_muted_rule_is_dropped_before_its_message_exists_and_still_refuses_in_strict_mode() {
+    let mut h = world();
+    h.mute = vec!["cuDeviceCanAccessPeer.same-device"];
+    assert!(h.call(can_access(1, 1), SUCCESS).rules.is_empty());
+    let other = h.call(can_access(0, 5), INVALID_DEVICE);
+    assert_eq!(
+        other.rules,
+        ["cuDeviceCanAccessPeer.invalid-device"],
+        "only the muted rule goes"
+    );
+    h.mute = vec!["cuCtxEnablePeerAccess.flags-not-zero"];
+    h.mode = Mode::Strict;
+    current(&h, Some(A));
+    let refused = h.call(enable(B, 1), SUCCESS);
+    assert!(
+        !refused.forwarded,
+        "strict mode still refuses a muted misuse"
+    );
+    assert_eq!(refused.ret, INVALID_VALUE);
+}
