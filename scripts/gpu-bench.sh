@@ -159,7 +159,7 @@ bench_header() {
         echo "- nvidia-smi: not found"
     fi
     echo "- driver library: $LIBCUDA -> $(readlink -f "$LIBCUDA"); the shim's log: ${FORWARDS#sharecheck: debug: }"
-    echo "- shim: $SHIM ($(stat -c '%s bytes, built %y' "$SHIM" | cut -d. -f1)); repo commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+    echo "- shim: $SHIM ($(stat -c '%s bytes, built %y' "$SHIM" | cut -d. -f1), sha256 $(sha256sum "$SHIM" | cut -c1-16)); repo commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') (a copied tree may carry an older .git: the sha256 names the build)"
     echo "- compiler: $("$CC" --version | head -n1); linked with ${LINK[*]}${SHARECHECK_OPTIONS:+; SHARECHECK_OPTIONS=$SHARECHECK_OPTIONS}"
 }
 

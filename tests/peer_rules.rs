@@ -49,24 +49,40 @@ struct Programs {
     hip: PathBuf,
 }
 
+/// The scenario programs, compiled once per test run (every test shares them).
+struct Built {
+    cuda: PathBuf,
+    cuda_ptds: PathBuf,
+    hip: PathBuf,
+}
+
+static BUILT: std::sync::OnceLock<Built> = std::sync::OnceLock::new();
+
 fn programs(name: &str) -> Programs {
-    let scratch = Scratch::new(name);
-    let libs = scratch.sim_libs();
-    let link_cuda = [&format!("-L{}", libs.display()), "-lcuda", "-pthread"];
-    let cuda = scratch.compile("peer_cuda.c", "peer_cuda", &link_cuda);
-    let mut ptds_args = link_cuda.to_vec();
-    ptds_args.push("-DCUDA_API_PER_THREAD_DEFAULT_STREAM");
-    let cuda_ptds = scratch.compile("peer_cuda.c", "peer_cuda_ptds", &ptds_args);
-    let hip = scratch.compile(
-        "peer_hip.c",
-        "peer_hip",
-        &[&format!("-L{}", libs.display()), "-lamdhip64"],
-    );
+    let built = BUILT.get_or_init(|| {
+        let scratch = Scratch::new("peer_programs");
+        let libs = scratch.sim_libs();
+        let link_cuda = [&format!("-L{}", libs.display()), "-lcuda", "-pthread"];
+        let cuda = scratch.compile("peer_cuda.c", "peer_cuda", &link_cuda);
+        let mut ptds_args = link_cuda.to_vec();
+        ptds_args.push("-DCUDA_API_PER_THREAD_DEFAULT_STREAM");
+        let cuda_ptds = scratch.compile("peer_cuda.c", "peer_cuda_ptds", &ptds_args);
+        let hip = scratch.compile(
+            "peer_hip.c",
+            "peer_hip",
+            &[&format!("-L{}", libs.display()), "-lamdhip64"],
+        );
+        Built {
+            cuda,
+            cuda_ptds,
+            hip,
+        }
+    });
     Programs {
-        scratch,
-        cuda,
-        cuda_ptds,
-        hip,
+        scratch: Scratch::new(name),
+        cuda: built.cuda.clone(),
+        cuda_ptds: built.cuda_ptds.clone(),
+        hip: built.hip.clone(),
     }
 }
 
