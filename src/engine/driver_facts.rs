@@ -66,7 +66,7 @@ macro_rules! query {
 /// Devices whose static facts are cached (more are asked every time).
 const CACHED_DEVICES: usize = 64;
 /// Entries of the context and stream caches (direct-mapped by handle).
-const CACHE_SLOTS: usize = 64;
+const CACHE_SLOTS: usize = 256;
 /// Entries of the pointer cache: room for the buffers of many threads' copies.
 const POINTER_SLOTS: usize = 512;
 
