@@ -27,35 +27,11 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 
 usage() { echo "usage: scripts/gpu-bench.sh [--traced] [--rounds N] [--threads T] [--reps R] [--loop-ms MS]"; }
 
-TRACED=${BENCH_TRACED:-0}
-ROUNDS=${BENCH_ROUNDS:-9}
-MT_THREADS=${BENCH_THREADS:-16}
-REPS=${BENCH_REPS:-15}
-LOOP_MS=${BENCH_LOOP_MS:-2}
-RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-300}
-while [[ $# -gt 0 ]]; do
-    case $1 in
-        --traced) TRACED=1 ;;
-        --rounds) ROUNDS=${2:?}; shift ;;
-        --threads) MT_THREADS=${2:?}; shift ;;
-        --reps) REPS=${2:?}; shift ;;
-        --loop-ms) LOOP_MS=${2:?}; shift ;;
-        -h | --help)
-            sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
-            exit 0
-            ;;
-        *) usage >&2; exit 2 ;;
-    esac
-    shift
-done
-for v in ROUNDS MT_THREADS REPS LOOP_MS; do
-    [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "gpu-bench.sh: $v must be a positive integer (got '${!v}')" >&2; exit 2; }
-done
-
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 # shellcheck source=scripts/bench/lib.sh
 source "$ROOT/scripts/bench/lib.sh"
+bench_parse_args gpu-bench.sh 0 "$@"
 
 BENCH_TMP=$(mktemp -d "${TMPDIR:-/tmp}/sharecheck-gpu-bench.XXXXXX")
 if [[ -n ${OUT:-} ]]; then

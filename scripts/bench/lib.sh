@@ -11,6 +11,40 @@
 
 bench_progress() { printf '[bench] %s\n' "$*" >&2; }
 
+# The options both scripts take (and their BENCH_* defaults). Call as
+# `bench_parse_args SCRIPT_NAME ALLOW_NO_BUILD(0|1) "$@"`; `usage` is the caller's.
+bench_parse_args() {
+    local name=$1 allow_no_build=$2
+    shift 2
+    TRACED=${BENCH_TRACED:-0}
+    NO_BUILD=${BENCH_NO_BUILD:-0}
+    ROUNDS=${BENCH_ROUNDS:-9}
+    MT_THREADS=${BENCH_THREADS:-16}
+    REPS=${BENCH_REPS:-15}
+    LOOP_MS=${BENCH_LOOP_MS:-2}
+    RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-300}
+    while [[ $# -gt 0 ]]; do
+        case $1 in
+            --traced) TRACED=1 ;;
+            --no-build) [[ $allow_no_build == 1 ]] || { usage >&2; exit 2; }; NO_BUILD=1 ;;
+            --rounds) ROUNDS=${2:?}; shift ;;
+            --threads) MT_THREADS=${2:?}; shift ;;
+            --reps) REPS=${2:?}; shift ;;
+            --loop-ms) LOOP_MS=${2:?}; shift ;;
+            -h | --help)
+                sed -n '2,/^set -euo/p' "$ROOT/scripts/$name" | sed '$d; s/^# \{0,1\}//'
+                exit 0
+                ;;
+            *) usage >&2; exit 2 ;;
+        esac
+        shift
+    done
+    local v
+    for v in ROUNDS MT_THREADS REPS LOOP_MS; do
+        [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "$name: $v must be a positive integer (got '${!v}')" >&2; exit 2; }
+    done
+}
+
 bench_fail() {
     printf '\nBENCH FAILED: %s\n' "$1" >&2
     if [[ -n ${2:-} && -s $2 ]]; then
