@@ -57,7 +57,7 @@ pub struct Cx<'a> {
     /// The calling thread's shard of read-mostly state (`crate::guard::SHARDS`).
     pub shard: usize,
     mode: Mode,
-    /// Rule IDs whose findings are dropped (`mute=`).
+    /// Rule IDs whose findings are not reported (`mute=`).
     muted: &'a [&'static str],
     /// Findings so far: predicted ones (`Certain`, `Tracked`), then those the answer showed
     /// (`Driver`).
@@ -97,16 +97,13 @@ impl<'a> Cx<'a> {
         self.push(rule, message, Basis::Driver);
     }
 
-    /// A muted rule costs nothing in report mode: it is dropped before its message exists (in
-    /// strict mode it still decides the refusal, as the documented code does not depend on who
-    /// reads the finding).
+    /// A muted rule still takes part in deciding the call (strict mode's refusal, a divergence
+    /// the driver's answer shows), but its message is never built: `report` drops it.
     fn push(&mut self, rule: &'static Rule, message: impl FnOnce() -> String, basis: Basis) {
-        if self.mode == Mode::Report && self.muted.iter().any(|m| *m == rule.id) {
-            return;
-        }
+        let muted = self.muted.iter().any(|m| *m == rule.id);
         self.found.push(Pending {
             rule,
-            message: message(),
+            message: if muted { String::new() } else { message() },
             basis,
         });
     }

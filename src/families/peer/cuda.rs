@@ -397,15 +397,9 @@ impl<A: PeerCopy> Check<A> for Copy {
                 // Cached ranges that leave a tail uncovered are asked again before reporting.
                 let tail =
                     |fresh| facts::uncovered_tail(ptr, bytes, |p| facts.allocation_range(p, fresh));
-                if let Some((base, end, missing)) = tail(false).and_then(|_| tail(true)) {
+                if let Some(found) = tail(false).and_then(|_| tail(true)) {
                     cx.flag(&MEMCPY_PEER_RANGE_OUTSIDE_ALLOCATION, || {
-                        format!(
-                            "{name} {} + ByteCount {bytes} runs {missing} byte(s) past the end of \
-                             device memory (its allocation is [{}, {}))",
-                            hex(ptr),
-                            hex(base),
-                            hex(end)
-                        )
+                        super::range_past_allocation(name, ptr, "ByteCount", bytes, found)
                     });
                 }
             }

@@ -262,17 +262,9 @@ impl<A: HipPeerCopy> Check<A> for Copy {
                 continue;
             }
             if bytes > 0 {
-                if let Some((base, end, missing)) =
-                    facts::uncovered_tail(ptr, bytes, |x| q.allocation_range(x))
-                {
+                if let Some(found) = facts::uncovered_tail(ptr, bytes, |x| q.allocation_range(x)) {
                     cx.flag(&MEMCPY_PEER_RANGE_OUTSIDE_ALLOCATION, || {
-                        format!(
-                            "{name} {} + sizeBytes {bytes} runs {missing} byte(s) past the end of \
-                             device memory (its allocation is [{}, {}))",
-                            hex(ptr),
-                            hex(base),
-                            hex(end)
-                        )
+                        super::range_past_allocation(name, ptr, "sizeBytes", bytes, found)
                     });
                 }
             }

@@ -13,6 +13,25 @@ use crate::guard::SHARDS;
 use grants::Grants;
 use parking_lot::RwLock;
 
+/// The message of a copy range that runs past the allocation its pointer is in (both APIs):
+/// `tail` is what `engine::facts::uncovered_tail` found.
+fn range_past_allocation(
+    name: &str,
+    ptr: u64,
+    size_name: &str,
+    bytes: u64,
+    (base, end, missing): (u64, u64, u64),
+) -> String {
+    use crate::engine::hex;
+    format!(
+        "{name} {} + {size_name} {bytes} runs {missing} byte(s) past the end of device memory \
+         (its allocation is [{}, {}))",
+        hex(ptr),
+        hex(base),
+        hex(end)
+    )
+}
+
 /// The family's checks, by the names the table uses.
 pub mod checks {
     use super::{cuda, hip};

@@ -713,19 +713,29 @@ fn a_grant_written_on_one_thread_is_read_on_every_other() {
 }
 
 #[test]
-fn a_muted_rule_is_dropped_before_its_message_exists_and_still_refuses_in_strict_mode() {
+fn a_muted_rule_has_no_message_yet_still_decides_refusal_and_divergence() {
     let mut h = world();
     h.mute = vec!["cuDeviceCanAccessPeer.same-device"];
-    assert!(h.call(can_access(1, 1), SUCCESS).rules.is_empty());
-    let other = h.call(can_access(0, 5), INVALID_DEVICE);
+    let muted = h.call(can_access(1, 1), SUCCESS);
+    assert_eq!(muted.rules, ["cuDeviceCanAccessPeer.same-device"]);
     assert_eq!(
-        other.rules,
-        ["cuDeviceCanAccessPeer.invalid-device"],
-        "only the muted rule goes"
+        muted.messages,
+        [""],
+        "never built: report drops the finding"
+    );
+    // The divergence a muted misuse explains is still found.
+    h.mute = vec!["cuCtxEnablePeerAccess.peer-is-current"];
+    current(&h, Some(A));
+    let ran = h.call(enable(A, 0), PEER_ACCESS_UNSUPPORTED);
+    assert_eq!(
+        ran.rules,
+        [
+            "cuCtxEnablePeerAccess.peer-is-current",
+            "divergence.cuCtxEnablePeerAccess.self-unsupported"
+        ]
     );
     h.mute = vec!["cuCtxEnablePeerAccess.flags-not-zero"];
     h.mode = Mode::Strict;
-    current(&h, Some(A));
     let refused = h.call(enable(B, 1), SUCCESS);
     assert!(
         !refused.forwarded,
