@@ -100,7 +100,7 @@ impl<'a> Cx<'a> {
     /// A muted rule still takes part in deciding the call (strict mode's refusal, a divergence
     /// the driver's answer shows), but its message is never built: `report` drops it.
     fn push(&mut self, rule: &'static Rule, message: impl FnOnce() -> String, basis: Basis) {
-        let muted = self.muted.iter().any(|m| *m == rule.id);
+        let muted = self.muted.contains(&rule.id);
         self.found.push(Pending {
             rule,
             message: if muted { String::new() } else { message() },
