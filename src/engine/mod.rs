@@ -97,10 +97,14 @@ impl<'a> Cx<'a> {
         self.push(rule, message, Basis::Driver);
     }
 
-    /// A muted rule still takes part in deciding the call (strict mode's refusal, a divergence
-    /// the driver's answer shows), but its message is never built: `report` drops it.
+    /// A muted rule with a documented code still takes part in deciding the call (strict mode's
+    /// refusal, a divergence the driver's answer shows), but its message is never built: `report`
+    /// drops it. One without a documented code decides nothing, so it costs nothing at all.
     fn push(&mut self, rule: &'static Rule, message: impl FnOnce() -> String, basis: Basis) {
         let muted = self.muted.contains(&rule.id);
+        if muted && rule.documented_code.is_none() {
+            return;
+        }
         self.found.push(Pending {
             rule,
             message: if muted { String::new() } else { message() },

@@ -716,13 +716,13 @@ fn a_grant_written_on_one_thread_is_read_on_every_other() {
 fn a_muted_rule_has_no_message_yet_still_decides_refusal_and_divergence() {
     let mut h = world();
     h.mute = vec!["cuDeviceCanAccessPeer.same-device"];
-    let muted = h.call(can_access(1, 1), SUCCESS);
-    assert_eq!(muted.rules, ["cuDeviceCanAccessPeer.same-device"]);
-    assert_eq!(
-        muted.messages,
-        [""],
-        "never built: report drops the finding"
-    );
+    // No documented code: it decides nothing, so it is not even kept.
+    assert!(h.call(can_access(1, 1), SUCCESS).rules.is_empty());
+    // With a documented code it is kept, without a message (report drops it).
+    h.mute = vec!["cuDeviceCanAccessPeer.invalid-device"];
+    let muted = h.call(can_access(0, 5), INVALID_DEVICE);
+    assert_eq!(muted.rules, ["cuDeviceCanAccessPeer.invalid-device"]);
+    assert_eq!(muted.messages, [""], "never built");
     // The divergence a muted misuse explains is still found.
     h.mute = vec!["cuCtxEnablePeerAccess.peer-is-current"];
     current(&h, Some(A));
