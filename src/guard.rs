@@ -12,6 +12,9 @@ pub struct ThreadState {
     calls: Cell<u64>,
     /// This thread's shard of state that many threads read (0 until first asked).
     shard: Cell<u8>,
+    /// The thread's record buffer (a leaked `Box<Vec<u8>>`; null until first used or while in
+    /// use), freed by a pthread key destructor at thread exit.
+    scratch: Cell<*mut Vec<u8>>,
 }
 
 /// Shards of read-mostly state: threads spread over them so that readers do not share a lock
@@ -26,6 +29,7 @@ thread_local! {
             inside: Cell::new(false),
             calls: Cell::new(0),
             shard: Cell::new(0),
+            scratch: Cell::new(std::ptr::null_mut()),
         }
     };
 }
@@ -89,6 +93,78 @@ impl Drop for Guard {
         // SAFETY: see `enter`.
         unsafe { &*self.0 }.inside.set(false);
     }
+}
+
+/// The pthread key whose destructor frees a thread's record buffer (`u32::MAX`: not made yet,
+/// `u32::MAX - 1`: cannot be made). A pthread key, not a Rust thread-local with a destructor:
+/// registering one of those on a thread's first use takes the loader lock.
+static SCRATCH_KEY: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(u32::MAX);
+
+fn scratch_key() -> Option<libc::pthread_key_t> {
+    use std::sync::atomic::Ordering;
+    match SCRATCH_KEY.load(Ordering::Acquire) {
+        u32::MAX => {
+            let mut key: libc::pthread_key_t = 0;
+            // SAFETY: `key` is a live local; `free_scratch` has the destructor's signature.
+            let made = unsafe { libc::pthread_key_create(&mut key, Some(free_scratch)) } == 0;
+            let value = if made { key } else { u32::MAX - 1 };
+            match SCRATCH_KEY.compare_exchange(u32::MAX, value, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => made.then_some(key),
+                Err(winner) => {
+                    if made {
+                        // SAFETY: the key just made here, unused: another thread's key won.
+                        unsafe { libc::pthread_key_delete(key) };
+                    }
+                    (winner != u32::MAX - 1).then_some(winner)
+                }
+            }
+        }
+        value if value == u32::MAX - 1 => None,
+        key => Some(key),
+    }
+}
+
+/// Frees a thread's record buffer at its exit.
+extern "C" fn free_scratch(buffer: *mut libc::c_void) {
+    if buffer.is_null() {
+        return;
+    }
+    THREAD.with(|t| {
+        if t.scratch.get() == buffer.cast() {
+            t.scratch.set(std::ptr::null_mut());
+        }
+    });
+    // SAFETY: `buffer` is the `Box<Vec<u8>>` leaked by `scratch` and registered with this key;
+    // the thread no longer refers to it (cleared above), and pthread calls this once per value.
+    drop(unsafe { Box::from_raw(buffer.cast::<Vec<u8>>()) });
+}
+
+/// Runs `f` with this thread's record buffer (a fresh one when it is in use or cannot be kept).
+pub fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    let state = THREAD.with(|t| t as *const ThreadState);
+    // SAFETY: the thread-local lives as long as this thread and is only used on it.
+    let t = unsafe { &*state };
+    let mut buffer = t.scratch.replace(std::ptr::null_mut());
+    if buffer.is_null() {
+        let fresh = Box::into_raw(Box::new(Vec::with_capacity(512)));
+        match scratch_key() {
+            // SAFETY: registering the buffer with our key so its destructor frees it.
+            Some(key) if unsafe { libc::pthread_setspecific(key, fresh.cast()) } == 0 => {
+                buffer = fresh
+            }
+            _ => {
+                // SAFETY: `fresh` was just leaked here and is not registered anywhere.
+                let mut owned = unsafe { Box::from_raw(fresh) };
+                return f(&mut owned);
+            }
+        }
+    }
+    // SAFETY: `buffer` is this thread's leaked buffer, taken out of the slot above, so no other
+    // use of it can exist until it is put back.
+    let result = f(unsafe { &mut *buffer });
+    t.scratch.set(buffer);
+    result
 }
 
 /// Runs shim-internal work that must not unwind into the program: a panic gives `fallback`

@@ -30,39 +30,7 @@ mod fingerprint;
 mod guard;
 mod loader;
 mod log;
+mod process;
 mod resolvers;
 mod trace;
-
-/// Nothing heavy here: a process that never touches a GPU must pay nothing measurable.
-#[ctor::ctor]
-fn on_load() {
-    // SAFETY: registers plain `extern "C" fn()` handlers that live as long as the process.
-    unsafe {
-        libc::pthread_atfork(
-            Some(before_fork),
-            Some(after_fork_in_parent),
-            Some(after_fork_in_child),
-        );
-    }
-}
-
-// fork: the child starts clean and writes its own file (the writer), with fresh tracked state and
-// fact caches (the engine): the child's CUDA/HIP state is not the parent's.
-
-extern "C" fn before_fork() {
-    trace::before_fork();
-}
-
-extern "C" fn after_fork_in_parent() {
-    trace::after_fork_in_parent();
-}
-
-extern "C" fn after_fork_in_child() {
-    trace::after_fork_in_child();
-    engine::after_fork_in_child();
-}
-
-#[ctor::dtor]
-fn on_unload() {
-    trace::finish();
-}
+mod writer;

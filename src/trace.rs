@@ -1,25 +1,20 @@
 //! The trace file: one JSON object per line, one line per call (schema in README.md).
 //!
-//! Records are formatted into a thread-local scratch buffer (no allocation once warm), then
-//! appended under a short lock to a process-wide buffer that is written out in whole lines: when it
-//! grows past `FLUSH_AT`, when a record carries findings (so a crash right after a misuse still
-//! leaves the evidence), at exit and before `fork`. Nothing is written, and no file is created,
-//! until the first record: a process that never touches a GPU pays nothing.
+//! Records are formatted into the thread's scratch buffer (no allocation once warm) and appended
+//! whole to the file by [`crate::writer`], which keeps every completed record through any end of
+//! the process. Nothing is written, and no file is created, until the first record: a process that
+//! never touches a GPU pays nothing.
 
 use crate::findings::{self, Finding};
 use crate::fingerprint::fingerprint;
-use crate::log;
-use parking_lot::Mutex;
 use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::{CallArgs, FnInfo};
 use sharecheck_core::json::JsonOut;
 use sharecheck_core::pattern;
 use sharecheck_core::schema::{self, env};
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
-
-const FLUSH_AT: usize = 64 * 1024;
 
 const UNKNOWN: u8 = 0;
 const DISABLED: u8 = 1;
@@ -65,7 +60,6 @@ pub fn pid() -> u32 {
 
 thread_local! {
     static TID: Cell<(u32, i32)> = const { Cell::new((u32::MAX, 0)) };
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 pub fn tid() -> i32 {
@@ -148,7 +142,7 @@ pub fn write_call<A: CallArgs>(args: &A, record: &CallRecord) {
         findings::encode_list(&mut w, record.findings);
         w.end_object();
         buf.push(b'\n');
-        append(buf, !record.findings.is_empty());
+        append(buf);
     });
 }
 
@@ -170,7 +164,7 @@ pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut Js
         findings::encode_list(&mut w, findings);
         w.end_object();
         buf.push(b'\n');
-        append(buf, true);
+        append(buf);
     });
 }
 
@@ -183,94 +177,28 @@ fn envelope(w: &mut JsonOut, seq: u64, ts_ns: u64) {
     w.kv_i64("tid", tid() as i64);
 }
 
+/// Formats a record in this thread's scratch buffer. The buffer lives in the thread's shim state
+/// (no thread-local destructor, whose registration takes the loader lock) and is freed by a
+/// pthread key destructor when the thread exits.
 fn with_scratch(f: impl FnOnce(&mut Vec<u8>)) {
-    // During thread teardown (or a nested use) the thread-local is unavailable: use a fresh buffer.
-    let mut f = Some(f);
-    let _ = SCRATCH.try_with(|cell| {
-        if let Ok(mut buf) = cell.try_borrow_mut() {
-            buf.clear();
-            (f.take().expect("called once"))(&mut buf);
-        }
+    crate::guard::with_scratch(|buf| {
+        buf.clear();
+        f(buf)
+    })
+}
+
+fn append(record: &[u8]) {
+    crate::writer::append(record, || {
+        let (fd, path) = open_trace_file()?;
+        let mut header = Vec::new();
+        process_record(&mut header);
+        Ok((crate::writer::Opened { fd, path }, header))
     });
-    if let Some(f) = f {
-        f(&mut Vec::new());
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
 // The file.
 
-struct Writer {
-    fd: libc::c_int,
-    /// Set when opening failed: stop trying (one error line was printed).
-    failed: bool,
-    pending: Vec<u8>,
-    path: String,
-}
-
-static WRITER: Mutex<Writer> = Mutex::new(Writer {
-    fd: -1,
-    failed: false,
-    pending: Vec::new(),
-    path: String::new(),
-});
-
-fn append(line: &[u8], flush_now: bool) {
-    let mut writer = WRITER.lock();
-    if writer.fd < 0 {
-        if writer.failed {
-            return;
-        }
-        match open_trace_file() {
-            Ok((fd, path)) => {
-                writer.fd = fd;
-                writer.path = path;
-                let mut header = Vec::new();
-                process_record(&mut header);
-                writer.pending.extend_from_slice(&header);
-            }
-            Err(message) => {
-                writer.failed = true;
-                drop(writer);
-                log::error(format_args!("{message}; no trace is written"));
-                return;
-            }
-        }
-    }
-    writer.pending.extend_from_slice(line);
-    if flush_now || writer.pending.len() >= FLUSH_AT {
-        writer.flush();
-    }
-}
-
-impl Writer {
-    fn flush(&mut self) {
-        if self.fd < 0 || self.pending.is_empty() {
-            return;
-        }
-        let mut rest: &[u8] = &self.pending;
-        while !rest.is_empty() {
-            // SAFETY: reads `rest.len()` bytes of the live slice `rest`; `self.fd` is the trace
-            // file this writer opened and owns (closed only in a forked child, which resets it).
-            let n = unsafe { libc::write(self.fd, rest.as_ptr().cast(), rest.len()) };
-            if n < 0 {
-                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                let err = std::io::Error::last_os_error();
-                log::warn_once(
-                    "trace-write",
-                    format_args!("writing trace {} failed: {err}", self.path),
-                );
-                break;
-            }
-            rest = &rest[n as usize..];
-        }
-        self.pending.clear();
-    }
-}
-
-/// The first record of every file: who wrote it.
 fn process_record(buf: &mut Vec<u8>) {
     let mut w = JsonOut::new(buf);
     // seq 0: it describes the process, before any call (whose records may already be queued).
@@ -315,12 +243,7 @@ fn open_trace_file() -> Result<(libc::c_int, String), String> {
 fn create_exclusive(path: &str) -> std::io::Result<libc::c_int> {
     let c_path =
         CString::new(path).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-    let flags = libc::O_WRONLY
-        | libc::O_APPEND
-        | libc::O_CREAT
-        | libc::O_EXCL
-        | libc::O_NOFOLLOW
-        | libc::O_CLOEXEC;
+    let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     // SAFETY: `c_path` is a NUL-terminated string that outlives the call; with O_CREAT the
     // variadic mode argument is given, as the promoted `mode_t` (an unsigned int).
     let fd = unsafe { libc::open(c_path.as_ptr(), flags, 0o600 as libc::c_uint) };
@@ -365,17 +288,15 @@ pub fn expand_pattern(
     Ok(String::from_utf8_lossy(&expanded).into_owned())
 }
 
-/// Writes everything buffered (the C API's `sharecheck_flush`).
+/// Whether the trace file is open (the C API's `sharecheck_flush`: records are on disk as soon
+/// as they are written, so there is nothing to flush).
 pub fn flush() -> bool {
-    let mut writer = WRITER.lock();
-    writer.flush();
-    writer.fd >= 0
+    crate::writer::is_open()
 }
 
-/// At exit: an `exit` record with this process's totals, then everything buffered.
+/// At exit: an `exit` record with this process's totals, then the file trimmed to its records.
 pub fn finish() {
-    let opened = WRITER.lock().fd >= 0;
-    if opened {
+    if crate::writer::is_open() {
         let calls = CALLS.load(Ordering::Relaxed);
         let reported = findings::count();
         write_event("exit", &[], |w| {
@@ -383,42 +304,12 @@ pub fn finish() {
             w.kv_u64("findings_reported", reported);
         });
     }
-    flush();
+    crate::writer::finish();
 }
 
-// ---------------------------------------------------------------------------------------------
-// fork: the child starts clean and writes its own file.
-
-pub fn before_fork() {
-    // Hold the writer across fork so no thread is mid-record, and empty the buffer so the child
-    // does not write the parent's records again.
-    let mut writer = WRITER.lock();
-    writer.flush();
-    std::mem::forget(writer);
-}
-
-pub fn after_fork_in_parent() {
-    // SAFETY: this thread locked WRITER in `before_fork` (pthread_atfork runs the prepare and the
-    // parent handler on the forking thread) and forgot the guard: it logically owns the lock.
-    unsafe { WRITER.force_unlock() };
-}
-
+/// In a forked child: its own identity, numbering and file.
 pub fn after_fork_in_child() {
-    // Only this thread exists now; the lock was taken by it in `before_fork`.
-    // SAFETY: as in `after_fork_in_parent`: the child's only thread is the one that forked, which
-    // locked WRITER in `before_fork` and forgot the guard.
-    unsafe { WRITER.force_unlock() };
-    let mut writer = WRITER.lock();
-    if writer.fd >= 0 {
-        // SAFETY: the child's copy of the parent's trace file descriptor, owned by the writer;
-        // `fd` is set to -1 right after, so it is neither used nor closed again.
-        unsafe { libc::close(writer.fd) };
-    }
-    writer.fd = -1;
-    writer.failed = false;
-    writer.pending.clear();
-    writer.path.clear();
-    drop(writer);
+    crate::writer::after_fork_in_child();
     PID.store(0, Ordering::Relaxed);
     FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
     SEQ.store(0, Ordering::Relaxed);

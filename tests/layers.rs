@@ -2,9 +2,10 @@
 //!
 //! 0 base       guard, log, fingerprint
 //! 1 driver     loader (the real driver's functions)
-//! 2 records    findings, trace (what is found, and the writer)
+//! 2 records    findings, trace, writer (what is found, records, the file)
 //! 3 engine     engine, families (checks, facts, tracked state)
-//! 4 entry      dispatch, exports, resolvers, dlsym_hook, capi, lib (where calls come in)
+//! 4 entry      dispatch, exports, resolvers, dlsym_hook, capi, lib, process (where calls and
+//!              process events come in)
 //!
 //! C types and the declaration list live in sharecheck-core, below all of these; the CLI reads
 //! the records and links none of this.
@@ -18,6 +19,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("loader", 1),
     ("findings", 2),
     ("trace", 2),
+    ("writer", 2),
     ("engine", 3),
     ("families", 3),
     ("dispatch", 4),
@@ -26,6 +28,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("dlsym_hook", 4),
     ("capi", 4),
     ("lib", 4),
+    ("process", 4),
 ];
 
 fn layer(module: &str) -> u8 {

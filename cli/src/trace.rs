@@ -253,28 +253,48 @@ fn read_file(
         } else {
             &buf[..]
         };
-        if text.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match parse_record(text) {
-            Ok(obj) => {
-                records += 1;
-                on_record(Record { obj });
+        // NUL bytes are space the writer reserved but nothing filled: the unused end of a file
+        // whose process ended without exit handlers (`_exit`, a fatal signal, `kill -9`), or a
+        // record cut short when the process died while writing it. The record after such a gap
+        // (if any) is whole.
+        let mut pieces = text.split(|&b| b == 0).filter(|p| !p.is_empty()).peekable();
+        let had_gap = text.contains(&0);
+        while let Some(piece) = pieces.next() {
+            let last = pieces.peek().is_none();
+            if piece.iter().all(u8::is_ascii_whitespace) {
+                continue;
             }
-            Err(_) if !complete => diagnostics.push(Diagnostic {
-                level: Level::Warning,
-                path: path.to_path_buf(),
-                line: Some(line_no),
-                message: "the last line is truncated (the process was probably killed while \
-                          writing it); ignored it"
-                    .into(),
-            }),
-            Err(why) => diagnostics.push(Diagnostic {
-                level: Level::Error,
-                path: path.to_path_buf(),
-                line: Some(line_no),
-                message: format!("{why}; skipped this line"),
-            }),
+            if had_gap && !(last && complete && !text.ends_with(&[0])) {
+                diagnostics.push(Diagnostic {
+                    level: Level::Warning,
+                    path: path.to_path_buf(),
+                    line: Some(line_no),
+                    message: "a record was cut short (the process ended while writing it); \
+                              ignored it"
+                        .into(),
+                });
+                continue;
+            }
+            match parse_record(piece) {
+                Ok(obj) => {
+                    records += 1;
+                    on_record(Record { obj });
+                }
+                Err(_) if !complete => diagnostics.push(Diagnostic {
+                    level: Level::Warning,
+                    path: path.to_path_buf(),
+                    line: Some(line_no),
+                    message: "the last line is truncated (the process was probably killed while \
+                              writing it); ignored it"
+                        .into(),
+                }),
+                Err(why) => diagnostics.push(Diagnostic {
+                    level: Level::Error,
+                    path: path.to_path_buf(),
+                    line: Some(line_no),
+                    message: format!("{why}; skipped this line"),
+                }),
+            }
         }
     }
     Ok(records)

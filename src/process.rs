@@ -1,0 +1,35 @@
+//! Process life, in one place: what the shim does when it is loaded and unloaded, and when the
+//! process forks. Every hook runs inside `guard::shielded`: no panic escapes into the host.
+//!
+//! - **Load** (constructor): registers the fork handler and nothing else; a process that never
+//!   touches a GPU pays nothing measurable.
+//! - **Fork** (child handler): the child gets its own trace file (the writer drops the parent's
+//!   mappings and descriptor), numbering, tracked state and driver-fact caches. No lock is taken
+//!   (a thread of the parent may have held any at fork), so a fork in any state of any thread
+//!   cannot hang the child. Nothing is done before fork or in the parent: records are already
+//!   on disk as they are written.
+//! - **Exit** (destructor): an `exit` record, and the trace file trimmed to its records.
+//! - **Thread exit**: a thread's record buffer is freed by a pthread key destructor (`guard`).
+//! - **exec, `_exit`, fatal signals, `kill -9`**: nothing to do; every completed record is already
+//!   in the kernel's page cache (see `writer`).
+
+use crate::guard::shielded;
+use crate::{engine, trace};
+
+#[ctor::ctor]
+fn on_load() {
+    // SAFETY: registers a plain `extern "C" fn()` handler that lives as long as the process.
+    unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+}
+
+extern "C" fn after_fork_in_child() {
+    shielded((), || {
+        trace::after_fork_in_child();
+        engine::after_fork_in_child();
+    });
+}
+
+#[ctor::dtor]
+fn on_unload() {
+    shielded((), trace::finish);
+}

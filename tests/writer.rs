@@ -1,0 +1,195 @@
+//! The trace writer as a host program lives and dies (`tests/c/writer_life.c` on the simulated
+//! driver): what is on disk afterwards against what the program completed.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
+
+fn program() -> &'static (Scratch, PathBuf) {
+    static BUILT: OnceLock<(Scratch, PathBuf)> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let s = Scratch::new("writer_life_build");
+        let libs = s.sim_libs();
+        let exe = s.compile(
+            "writer_life.c",
+            "writer_life",
+            &[&format!("-L{}", libs.display()), "-lcuda", "-pthread"],
+        );
+        (s, exe)
+    })
+}
+
+/// Runs the program under the shim in its own scratch directory, with a time limit.
+fn run(name: &str, args: &[&str]) -> (Scratch, Output) {
+    let (_, exe) = program();
+    let s = Scratch::new(name);
+    let mut cmd = s.under_shim(exe);
+    cmd.args(args).current_dir(&s.dir);
+    let out = run_with_timeout(cmd, 120);
+    (s, out)
+}
+
+fn run_with_timeout(mut cmd: std::process::Command, seconds: u64) -> Output {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the program");
+    let start = std::time::Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed().as_secs() >= seconds {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "the program hung (killed after {seconds} s): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The records of every trace file, as a reader of a crashed process sees them: NUL bytes are
+/// space reserved but never filled and are skipped; every other line must be a whole record.
+fn records_allowing_unused_tail(dir: &Path) -> Vec<Value> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        let used = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        assert!(
+            bytes[..used].iter().all(|&b| b != 0),
+            "{}: a NUL gap inside the records",
+            path.display()
+        );
+        let text = std::str::from_utf8(&bytes[..used]).unwrap();
+        assert!(
+            text.is_empty() || text.ends_with('\n'),
+            "{}: the last record is cut",
+            path.display()
+        );
+        for line in text.lines() {
+            out.push(serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}")));
+        }
+    }
+    out
+}
+
+fn done(out: &Output) -> usize {
+    printed(out, "DONE").parse().unwrap()
+}
+
+fn can_access_calls(records: &[Value]) -> usize {
+    records
+        .iter()
+        .filter(|r| r["fn"] == "cuDeviceCanAccessPeer")
+        .count()
+}
+
+#[test]
+fn every_completed_record_survives_a_crash_abort_underscore_exit_or_kill_9() {
+    for (mode, signal) in [
+        ("segv", Some(libc::SIGSEGV)),
+        ("abort", Some(libc::SIGABRT)),
+        ("underscore-exit", None),
+        ("kill9", Some(libc::SIGKILL)),
+    ] {
+        let (s, out) = run(&format!("writer_{mode}"), &[mode, "3000"]);
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(out.status.signal(), signal, "{mode}: {out:?}");
+        let records = records_allowing_unused_tail(&s.traces());
+        assert_eq!(
+            can_access_calls(&records),
+            done(&out),
+            "{mode}: every call the program completed is on disk"
+        );
+        assert_eq!(
+            records[0]["event"], "process",
+            "{mode}: the header is first"
+        );
+    }
+}
+
+#[test]
+fn a_program_that_closes_every_fd_and_reuses_the_number_keeps_its_file_to_itself() {
+    let (s, out) = run("writer_closefrom", &["closefrom", "6000", "data.txt"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(s.path("data.txt")).unwrap(),
+        "the program's own data\n",
+        "no trace record landed in the program's file"
+    );
+    let records = s.records();
+    assert_eq!(can_access_calls(&records), done(&out));
+    // 12000 records are several MiB: the trace grew after its descriptor's number was reused.
+    let size: u64 = std::fs::read_dir(s.traces())
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(size > 2 * (1 << 20), "{size} bytes");
+}
+
+#[test]
+fn a_file_size_limit_stops_tracing_with_one_warning_and_never_signals_the_host() {
+    // Below the writer's first chunk: nothing can be traced, and the program runs as without it.
+    let (_, out) = run("writer_fsize_small", &["fsize", "262144", "100"]);
+    assert_eq!(out.status.code(), Some(7), "no SIGXFSZ: {out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("RLIMIT_FSIZE").count(), 1, "{stderr}");
+    // A limit of a few chunks: tracing stops at it; the program still exits as it meant to.
+    let (s, out) = run("writer_fsize_big", &["fsize", "3145728", "40000"]);
+    assert_eq!(out.status.code(), Some(7), "{out:?}");
+    let records = records_allowing_unused_tail(&s.traces());
+    let traced = can_access_calls(&records);
+    assert!(
+        traced > 1000 && traced < 40000,
+        "{traced} records before the limit"
+    );
+    let size: u64 = std::fs::read_dir(s.traces())
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(size <= 3145728, "{size}");
+}
+
+#[test]
+fn a_storm_of_64_threads_writes_every_record_whole() {
+    let (s, out) = run("writer_storm", &["storm", "64", "20000"]);
+    assert!(out.status.success(), "{out:?}");
+    let records = s.records();
+    assert_eq!(can_access_calls(&records), 64 * 20000);
+    let mut seqs: Vec<u64> = calls(&records)
+        .iter()
+        .map(|r| r["seq"].as_u64().unwrap())
+        .collect();
+    seqs.sort_unstable();
+    seqs.dedup();
+    assert_eq!(seqs.len(), 64 * 20000, "every record once");
+    std::fs::remove_dir_all(s.traces()).unwrap();
+}
+
+#[test]
+fn a_thousand_forks_under_a_4_thread_storm_never_hang_and_each_child_has_its_own_file() {
+    let (s, out) = run("writer_forks", &["forks", "4", "1000", "50"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(printed(&out, "HANGS"), "0");
+    assert_eq!(printed(&out, "FAILED"), "0");
+    let files = std::fs::read_dir(s.traces()).unwrap().count();
+    assert_eq!(files, 1001, "the parent's file and one per child");
+    let records = s.records();
+    let children: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["event"] == "exit" && r["calls"] == 50)
+        .collect();
+    assert_eq!(
+        children.len(),
+        1000,
+        "every child traced its 50 calls and exited cleanly"
+    );
+}
