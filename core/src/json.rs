@@ -63,11 +63,14 @@ impl<'a> JsonOut<'a> {
         self.need_comma = true;
     }
 
-    /// Writes `"key":`; the value written next needs no comma.
+    /// Writes `"key":`; the value written next needs no comma. Keys are this program's own
+    /// identifiers (ASCII letters, digits, `_`), written as they are.
     pub fn key(&mut self, key: &str) {
+        debug_assert!(!key.bytes().any(needs_escape), "{key:?}");
         self.sep();
-        self.raw_string(key);
-        self.buf.push(b':');
+        self.buf.push(b'"');
+        self.buf.extend_from_slice(key.as_bytes());
+        self.buf.extend_from_slice(b"\":");
         self.need_comma = false;
     }
 
@@ -142,6 +145,12 @@ impl<'a> JsonOut<'a> {
 
     fn raw_string(&mut self, s: &str) {
         self.buf.push(b'"');
+        // Symbols and result names never need escaping: one copy.
+        if !s.bytes().any(needs_escape) {
+            self.buf.extend_from_slice(s.as_bytes());
+            self.buf.push(b'"');
+            return;
+        }
         for &b in s.as_bytes() {
             match b {
                 b'"' => self.buf.extend_from_slice(b"\\\""),
@@ -163,16 +172,47 @@ impl<'a> JsonOut<'a> {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Bytes a JSON string cannot hold as they are (one table lookup each).
+static ESCAPE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[0x7f] = true;
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
+#[inline]
+fn needs_escape(b: u8) -> bool {
+    ESCAPE[b as usize]
+}
+
 pub fn write_u64(buf: &mut Vec<u8>, mut value: u64) {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
     let mut tmp = [0u8; 20];
     let mut i = tmp.len();
-    loop {
+    // Two digits at a time.
+    while value >= 100 {
+        let pair = (value % 100) as usize * 2;
+        value /= 100;
+        i -= 2;
+        tmp[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if value >= 10 {
+        let pair = value as usize * 2;
+        i -= 2;
+        tmp[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
         i -= 1;
-        tmp[i] = b'0' + (value % 10) as u8;
-        value /= 10;
-        if value == 0 {
-            break;
-        }
+        tmp[i] = b'0' + value as u8;
     }
     buf.extend_from_slice(&tmp[i..]);
 }
@@ -182,10 +222,12 @@ pub fn write_hex(buf: &mut Vec<u8>, value: u64) {
         buf.push(b'0');
         return;
     }
-    let digits = (64 - value.leading_zeros()).div_ceil(4);
-    for shift in (0..digits).rev() {
-        buf.push(HEX[((value >> (shift * 4)) & 15) as usize]);
+    let digits = (64 - value.leading_zeros()).div_ceil(4) as usize;
+    let mut tmp = [0u8; 16];
+    for (i, slot) in tmp[..digits].iter_mut().enumerate() {
+        *slot = HEX[((value >> ((digits - 1 - i) * 4)) & 15) as usize];
     }
+    buf.extend_from_slice(&tmp[..digits]);
 }
 
 #[cfg(test)]
@@ -245,5 +287,36 @@ mod tests {
         let mut w = JsonOut::with_fingerprint(&mut buf, |b| b.len() as u64);
         w.fingerprint_of(&[0xaa; 64]);
         assert_eq!(String::from_utf8(buf).unwrap(), "\"fp:0000000000000040\"");
+    }
+
+    #[test]
+    fn numbers_and_strings_render_exactly_on_the_fast_paths() {
+        for v in [
+            0u64,
+            7,
+            9,
+            10,
+            42,
+            99,
+            100,
+            101,
+            999,
+            1000,
+            123456789,
+            u64::MAX,
+        ] {
+            let mut buf = Vec::new();
+            write_u64(&mut buf, v);
+            assert_eq!(String::from_utf8(buf).unwrap(), v.to_string());
+            let mut buf = Vec::new();
+            write_hex(&mut buf, v);
+            assert_eq!(String::from_utf8(buf).unwrap(), format!("{v:x}"));
+        }
+        assert_eq!(
+            render(|w| w.str("cuDeviceCanAccessPeer")),
+            "\"cuDeviceCanAccessPeer\""
+        );
+        assert_eq!(render(|w| w.str("a\"b\\c\n")), r#""a\"b\\c\n""#);
+        assert_eq!(render(|w| w.i64(-1234567)), "-1234567");
     }
 }
