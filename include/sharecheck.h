@@ -19,8 +19,9 @@ const char *sharecheck_version(void);
 // Number of findings this process has reported so far.
 uint64_t sharecheck_finding_count(void);
 
-// Writes every buffered trace record to the trace file.
-// Returns 0 on success, -1 when no trace file is open (tracing off, or nothing recorded yet).
+// Kept for programs written against earlier versions: records are on disk as soon as they are
+// written, so there is nothing to flush. Returns 0 when a trace file is open, -1 when none is
+// (tracing off, or nothing recorded yet).
 int sharecheck_flush(void);
 
 // Writes a marker record `{"fn":null,"event":"annotation","text":TEXT}` into the trace, so a

@@ -20,8 +20,9 @@ pub extern "C" fn sharecheck_finding_count() -> u64 {
     crate::findings::count()
 }
 
-/// Writes every buffered trace record to the trace file.
-/// Returns 0 on success, -1 when no trace file is open (tracing off, or nothing recorded yet).
+/// Kept for programs written against earlier versions: records are on disk as soon as they are
+/// written, so there is nothing to flush. Returns 0 when a trace file is open, -1 when none is
+/// (tracing off, or nothing recorded yet).
 #[no_mangle]
 pub extern "C" fn sharecheck_flush() -> c_int {
     let _guard = crate::guard::Guard::enter();
