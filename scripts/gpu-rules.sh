@@ -115,7 +115,11 @@ def calls(path):
 plain, shim = calls(base + ".plain.out"), calls(base + ".shim.out")
 fired, results = set(), []
 for path in sorted(glob.glob(base + ".traces/*.jsonl")):
-    for line in open(path):
+    # A process that crashed leaves the unused end of its trace as NUL bytes, and possibly one
+    # record cut short: neither is a record.
+    for line in open(path).read().rstrip("\0").splitlines():
+        if not line.strip() or "\0" in line:
+            continue
         r = json.loads(line)
         for f in r.get("findings") or []:
             fired.add(f["rule"])

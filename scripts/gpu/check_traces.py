@@ -140,7 +140,9 @@ def load_traces(trace_dir):
         if not os.path.isfile(path):
             continue
         with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
+            # A process that ended without exit handlers leaves the unused end of its trace as
+            # NUL bytes (the writer reserves space ahead): not records.
+            text = f.read().rstrip("\0")
         raw[name] = text
         for lineno, line in enumerate(text.splitlines(), 1):
             if not line.strip():
