@@ -44,7 +44,8 @@ fn decide_enabled() -> bool {
 static PID: AtomicU32 = AtomicU32::new(0);
 static FORK_GENERATION: AtomicU32 = AtomicU32::new(0);
 static SEQ: AtomicU64 = AtomicU64::new(0);
-static CALLS: AtomicU64 = AtomicU64::new(0);
+/// Event records written (calls are every sequence number that is not an event).
+static EVENTS: AtomicU64 = AtomicU64::new(0);
 
 pub fn pid() -> u32 {
     match PID.load(Ordering::Relaxed) {
@@ -115,7 +116,6 @@ pub struct CallRecord<'a> {
 
 /// Writes one call record (if tracing is on).
 pub fn write_call<A: CallArgs>(args: &A, record: &CallRecord) {
-    CALLS.fetch_add(1, Ordering::Relaxed);
     if !enabled() {
         return;
     }
@@ -152,6 +152,7 @@ pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut Js
         return;
     }
     let seq = next_seq();
+    EVENTS.fetch_add(1, Ordering::Relaxed);
     with_scratch(|buf| {
         let mut w = JsonOut::with_fingerprint(buf, fingerprint);
         envelope(&mut w, seq, wall_ns());
@@ -297,7 +298,9 @@ pub fn flush() -> bool {
 /// At exit: an `exit` record with this process's totals, then the file trimmed to its records.
 pub fn finish() {
     if crate::writer::is_open() {
-        let calls = CALLS.load(Ordering::Relaxed);
+        let calls = SEQ
+            .load(Ordering::Relaxed)
+            .saturating_sub(EVENTS.load(Ordering::Relaxed));
         let reported = findings::count();
         write_event("exit", &[], |w| {
             w.kv_u64("calls", calls);
@@ -313,7 +316,7 @@ pub fn after_fork_in_child() {
     PID.store(0, Ordering::Relaxed);
     FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
     SEQ.store(0, Ordering::Relaxed);
-    CALLS.store(0, Ordering::Relaxed);
+    EVENTS.store(0, Ordering::Relaxed);
     findings::reset_after_fork();
 }
 

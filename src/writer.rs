@@ -45,6 +45,8 @@ struct Writer {
     growing: AtomicBool,
     /// Records being copied right now.
     inflight: AtomicU32,
+    /// `allocated` when growing ahead of need last failed (`u64::MAX`: never).
+    ahead_failed_at: AtomicU64,
     /// The file's path (leaked `CString`), for reopening a descriptor the program closed.
     path: AtomicPtr<std::ffi::c_char>,
 }
@@ -59,6 +61,7 @@ static W: Writer = Writer {
     chunks: [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_CHUNKS],
     growing: AtomicBool::new(false),
     inflight: AtomicU32::new(0),
+    ahead_failed_at: AtomicU64::new(u64::MAX),
     path: AtomicPtr::new(std::ptr::null_mut()),
 };
 
@@ -83,9 +86,14 @@ fn reserve_and_copy(record: &[u8]) -> bool {
     let len = record.len() as u64;
     let offset = W.next.fetch_add(len, AcqRel);
     let end = offset + len;
-    let fits = end <= W.allocated.load(Acquire) || grow(end);
+    let allocated = W.allocated.load(Acquire);
+    let fits = end <= allocated || grow(end);
     if fits {
         copy_at(offset, record);
+        // Past half of the last chunk: map the next one now, so no thread waits for it.
+        if end + CHUNK / 2 > allocated && !W.growing.load(Relaxed) {
+            grow_ahead(allocated);
+        }
     }
     W.inflight.fetch_sub(1, Release);
     fits
@@ -218,6 +226,24 @@ fn grow(end: u64) -> bool {
     }
 }
 
+/// Adds the chunk after `allocated` if no other thread is growing the file (never waits). A
+/// failure here stops nothing (the current chunk still has room): the thread that needs the
+/// chunk tries again and reports it; until then no other thread retries.
+fn grow_ahead(allocated: u64) {
+    if W.state.load(Acquire) != OPEN
+        || W.ahead_failed_at.load(Relaxed) == allocated
+        || W.growing
+            .compare_exchange(false, true, AcqRel, Acquire)
+            .is_err()
+    {
+        return;
+    }
+    if W.allocated.load(Acquire) == allocated && add_chunk(allocated).is_err() {
+        W.ahead_failed_at.store(allocated, Relaxed);
+    }
+    W.growing.store(false, Release);
+}
+
 fn add_chunk(have: u64) -> Result<(), String> {
     let index = (have / CHUNK) as usize;
     if index >= MAX_CHUNKS {
@@ -252,7 +278,9 @@ fn add_chunk(have: u64) -> Result<(), String> {
             std::ptr::null_mut(),
             CHUNK as usize,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
+            // Populated now, by the thread that grows the file, rather than page by page by
+            // every thread that writes a record.
+            libc::MAP_SHARED | libc::MAP_POPULATE,
             fd,
             have as libc::off_t,
         )
@@ -331,5 +359,6 @@ pub fn after_fork_in_child() {
     W.allocated.store(0, Release);
     W.growing.store(false, Release);
     W.inflight.store(0, Release);
+    W.ahead_failed_at.store(u64::MAX, Release);
     W.state.store(CLOSED, Release);
 }
