@@ -164,12 +164,40 @@ impl DriverLibrary {
         }
     }
 
+    /// The library the environment names. An empty value (to `dlopen`, the main program) or one
+    /// that names the shim itself would make the shim forward to itself forever: such a value is
+    /// refused with one line, and the driver is looked up as if it were unset.
     fn open_from_env(&self, tried: &mut Vec<String>) -> Option<*mut c_void> {
         let path = std::env::var_os(self.env_var)?;
         let text = path.to_string_lossy().into_owned();
+        if text.is_empty() {
+            log::warn_once(
+                self.env_var,
+                format_args!(
+                    "{} is empty; ignored (the driver is looked up as usual)",
+                    self.env_var
+                ),
+            );
+            return None;
+        }
         tried.push(format!("{}={}", self.env_var, text));
-        let c_path = CString::new(text).ok()?;
-        open(&c_path, OPEN_FLAGS)
+        let c_path = CString::new(text.clone()).ok()?;
+        let handle = open(&c_path, OPEN_FLAGS)?;
+        if is_the_shim(handle) {
+            log::warn_once(
+                self.env_var,
+                format_args!(
+                    "{}={text} names sharecheck itself, not a driver; ignored (the driver is \
+                     looked up as usual)",
+                    self.env_var
+                ),
+            );
+            // SAFETY: the handle was just returned by dlopen (the shim is RTLD_NODELETE-pinned by
+            // the loader as it is loaded; this drops only the reference taken here).
+            unsafe { libc::dlclose(handle) };
+            return None;
+        }
+        Some(handle)
     }
 
     /// The library the program already loaded: the one it would have called.
@@ -200,6 +228,13 @@ impl DriverLibrary {
         }
         None
     }
+}
+
+/// Whether `handle` resolves the shim's own C API to this copy of the shim: then it is the shim
+/// (or the main program, whose global scope finds the preloaded shim first), not a driver.
+fn is_the_shim(handle: *mut c_void) -> bool {
+    let own = crate::capi::sharecheck_version as *const () as usize;
+    real_dlsym(handle, c"sharecheck_version") as usize == own
 }
 
 fn open(path: &CStr, flags: c_int) -> Option<*mut c_void> {

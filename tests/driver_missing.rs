@@ -117,3 +117,53 @@ fn functions_the_program_never_calls_are_not_reported_missing() {
     );
     assert_eq!(fn_ret(&s.records()), printed_calls(&out));
 }
+
+/// An empty driver path (to `dlopen`, the main program) or one naming the shim would make the
+/// shim forward to itself forever: each is refused with one line, and the real driver is found
+/// as usual, so the program runs exactly as without the setting.
+#[test]
+fn an_empty_or_self_pointing_driver_path_is_refused_and_the_driver_found_as_usual() {
+    let s = Scratch::new("driver_path_self");
+    let libs = s.sim_libs();
+    let exe = s.compile(
+        "direct_cuda.c",
+        "direct_cuda",
+        &[&format!("-L{}", libs.display()), "-lcuda"],
+    );
+    let reference = printed_calls(&run_ok(&mut s.under_shim(&exe)));
+    let shim_path = shim().display().to_string();
+    for (value, says) in [
+        ("", "is empty"),
+        (shim_path.as_str(), "names sharecheck itself"),
+    ] {
+        let mut cmd = s.under_shim(&exe);
+        cmd.env(env::CUDA_LIBRARY, value);
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed().as_secs() > 60 {
+                let _ = child.kill();
+                panic!("{value:?}: the program hung");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{value:?}: {out:?}");
+        assert_eq!(
+            printed_calls(&out),
+            reference,
+            "{value:?}: as without the setting"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains(env::CUDA_LIBRARY))
+            .collect();
+        assert_eq!(lines.len(), 1, "{value:?}: one line:\n{stderr}");
+        assert!(lines[0].contains(says), "{}", lines[0]);
+    }
+}
