@@ -2,8 +2,11 @@
 //!
 //! A handle lets anyone who holds it map the memory, so its bytes never reach a trace or a log.
 //! SipHash-2-4 under a 128-bit job key stands in: equal for the same handle in every process of
-//! one job (they share the key through `SHARECHECK_JOB_KEY`, which `sharecheck run` sets), and
-//! useless for mapping anything.
+//! one job, and useless for mapping anything. The processes of a job share the key through
+//! `SHARECHECK_JOB_KEY`: `sharecheck run` sets a random one, and a process started without one
+//! (the shim preloaded by hand) makes a random one when it is loaded and puts it in its
+//! environment, so its children inherit it. The key is never derived from anything another user
+//! of the host could read.
 
 use once_cell::sync::OnceCell;
 use sharecheck_core::schema::env;
@@ -11,6 +14,12 @@ use siphasher::sip::SipHasher24;
 use std::hash::Hasher;
 
 static KEY: OnceCell<(u64, u64)> = OnceCell::new();
+
+/// Called when the shim is loaded (process start): takes the job's key from the environment, or
+/// makes a random one and hands it down to the children through the environment.
+pub fn establish_key() {
+    let _ = key();
+}
 
 fn key() -> (u64, u64) {
     *KEY.get_or_init(|| {
@@ -21,19 +30,47 @@ fn key() -> (u64, u64) {
         {
             return k;
         }
-        // Without a job key the processes of one login session still agree: the key is derived
-        // from the session id, the user and the boot.
-        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-        let mut h = SipHasher24::new_with_keys(0x7368_6172_6563_6865, 0x636b_2d6b_6579_0001);
-        h.write(boot.trim().as_bytes());
-        // SAFETY: getuid has no preconditions and cannot fail.
-        h.write_u32(unsafe { libc::getuid() });
-        // SAFETY: getsid(0) asks for the calling process's session: no pointer, no precondition.
-        h.write_i32(unsafe { libc::getsid(0) });
-        let a = h.finish();
-        h.write_u8(1);
-        (a, h.finish())
+        let k = random_key();
+        let text = format!("{:016x}{:016x}", k.0, k.1);
+        if let (Ok(name), Ok(value)) = (
+            std::ffi::CString::new(env::JOB_KEY),
+            std::ffi::CString::new(text),
+        ) {
+            // SAFETY: two NUL-terminated strings; setenv copies them. Done when the shim is
+            // loaded, before the program's own threads run.
+            unsafe { libc::setenv(name.as_ptr(), value.as_ptr(), 1) };
+        }
+        k
     })
+}
+
+/// 128 random bits from the kernel (`getrandom`), or, where that fails, from the clock and the
+/// process's identity mixed by SipHash under a stack address (still nothing another user reads).
+fn random_key() -> (u64, u64) {
+    let mut bytes = [0u8; 16];
+    // SAFETY: writes at most 16 bytes into the 16-byte local array.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n == bytes.len() as isize {
+        let (a, b) = bytes.split_at(8);
+        return (
+            u64::from_le_bytes(a.try_into().expect("8 bytes")),
+            u64::from_le_bytes(b.try_into().expect("8 bytes")),
+        );
+    }
+    let mut h = SipHasher24::new_with_keys(&bytes as *const _ as u64, 0x7368_6172_6563_6b31);
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a live local clock_gettime fills.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    h.write_i64(ts.tv_sec);
+    h.write_i64(ts.tv_nsec);
+    // SAFETY: getpid has no preconditions.
+    h.write_i32(unsafe { libc::getpid() });
+    let a = h.finish();
+    h.write_u8(1);
+    (a, h.finish())
 }
 
 /// Parses 32 hex digits.

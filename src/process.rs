@@ -1,8 +1,8 @@
 //! Process life, in one place: what the shim does when it is loaded and unloaded, and when the
 //! process forks. Every hook runs inside `guard::shielded`: no panic escapes into the host.
 //!
-//! - **Load** (constructor): registers the fork handler and nothing else; a process that never
-//!   touches a GPU pays nothing measurable.
+//! - **Load** (constructor): registers the fork handler and settles the job's fingerprint key
+//!   (`fingerprint`); nothing else, so a process that never touches a GPU pays nothing measurable.
 //! - **Fork** (child handler): the child gets its own trace file (the writer drops the parent's
 //!   mappings and descriptor), numbering, tracked state and driver-fact caches. No lock is taken
 //!   (a thread of the parent may have held any at fork), so a fork in any state of any thread
@@ -20,6 +20,9 @@ use crate::{engine, trace};
 fn on_load() {
     // SAFETY: registers a plain `extern "C" fn()` handler that lives as long as the process.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+    // Before the program's threads run: the job's fingerprint key (made and handed down to the
+    // children when the environment has none).
+    shielded((), crate::fingerprint::establish_key);
 }
 
 extern "C" fn after_fork_in_child() {

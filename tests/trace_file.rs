@@ -254,3 +254,40 @@ fn a_report_phase_check_matches_exporter_and_importer_by_fingerprint() {
         "attached to the exporter's free"
     );
 }
+
+/// Without a job key, the root process makes a random one and its children inherit it: the
+/// exporter and the importer still agree, and two runs never do (nothing another user of the host
+/// could read derives the key).
+#[test]
+fn without_a_job_key_each_process_tree_gets_its_own_random_key() {
+    let fingerprints = |name: &str| {
+        let s = Scratch::new(name);
+        let libs = s.sim_libs();
+        let exe = s.compile(
+            "ipc_pair.c",
+            "ipc_pair",
+            &[&format!("-L{}", libs.display()), "-lcuda"],
+        );
+        run_ok(
+            s.under_shim(&exe)
+                .current_dir(&s.dir)
+                .env_remove(env::JOB_KEY),
+        );
+        let records = s.records();
+        let find = |f: &str| {
+            calls(&records)
+                .into_iter()
+                .find(|r| r["fn"] == f)
+                .unwrap()
+                .clone()
+        };
+        let exported = find("cuIpcGetMemHandle")["args"]["pHandle"]["value"].clone();
+        let imported = find("cuIpcOpenMemHandle_v2")["args"]["handle"].clone();
+        (exported, imported)
+    };
+    let (a_export, a_import) = fingerprints("no_job_key_a");
+    assert_eq!(a_export, a_import, "one process tree, one key");
+    let (b_export, b_import) = fingerprints("no_job_key_b");
+    assert_eq!(b_export, b_import);
+    assert_ne!(a_export, b_export, "another run, another key");
+}
