@@ -230,11 +230,11 @@ impl DriverLibrary {
     }
 }
 
-/// Whether `handle` resolves the shim's own C API to this copy of the shim: then it is the shim
+/// Whether `handle` resolves the shim's own C API into this copy of the shim: then it is the shim
 /// (or the main program, whose global scope finds the preloaded shim first), not a driver.
 fn is_the_shim(handle: *mut c_void) -> bool {
-    let own = crate::capi::sharecheck_version as *const () as usize;
-    real_dlsym(handle, c"sharecheck_version") as usize == own
+    let found = real_dlsym(handle, c"sharecheck_version") as usize;
+    found != 0 && object_of(found).is_some_and(|o| o.load_bias == own_object_base())
 }
 
 fn open(path: &CStr, flags: c_int) -> Option<*mut c_void> {
@@ -282,7 +282,7 @@ pub fn loaded_objects() -> Vec<(String, usize)> {
 }
 
 /// Load bias of the shim itself (as `dl_iterate_phdr` reports `dlpi_addr`).
-fn own_object_base() -> usize {
+pub fn own_object_base() -> usize {
     object_of(own_object_base as *const () as usize).map_or(0, |o| o.load_bias)
 }
 

@@ -1,7 +1,8 @@
 //! Process life, in one place: what the shim does when it is loaded and unloaded, and when the
 //! process forks. Every hook runs inside `guard::shielded`: no panic escapes into the host.
 //!
-//! - **Load** (constructor): registers the fork handler and settles the job's fingerprint key
+//! - **Load** (constructor): stands aside if another copy of the shim is already active
+//!   ([`passive`]); otherwise registers the fork handler and settles the job's fingerprint key
 //!   (`fingerprint`); nothing else, so a process that never touches a GPU pays nothing measurable.
 //! - **Fork** (child handler): the child gets its own trace file (the writer drops the parent's
 //!   mappings and descriptor), numbering, tracked state and driver-fact caches. No lock is taken
@@ -15,9 +16,34 @@
 
 use crate::guard::shielded;
 use crate::{engine, trace};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+static PASSIVE: AtomicBool = AtomicBool::new(false);
+
+/// Whether this copy of the shim stands aside: another copy was loaded first (preloaded, say, and
+/// this one `dlopen`ed from another path). The first copy checks and traces; this one forwards
+/// every call untouched and writes nothing, so one process never has two traces with clashing
+/// sequence numbers.
+#[inline]
+pub fn passive() -> bool {
+    PASSIVE.load(Relaxed)
+}
+
+/// Another copy of the shim is in the global scope when `sharecheck_version` resolves into
+/// another object (compared by object: an exported function's address, taken here, would itself
+/// resolve to the first copy's).
+fn another_copy_is_active() -> bool {
+    use crate::loader;
+    let first = loader::real_dlsym(libc::RTLD_DEFAULT, c"sharecheck_version") as usize;
+    first != 0 && loader::object_of(first).is_some_and(|o| o.load_bias != loader::own_object_base())
+}
 
 #[ctor::ctor]
 fn on_load() {
+    if shielded(false, another_copy_is_active) {
+        PASSIVE.store(true, Relaxed);
+        return;
+    }
     // SAFETY: registers a plain `extern "C" fn()` handler that lives as long as the process.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
     // Before the program's threads run: the job's fingerprint key (made and handed down to the
@@ -34,5 +60,7 @@ extern "C" fn after_fork_in_child() {
 
 #[ctor::dtor]
 fn on_unload() {
-    shielded((), trace::finish);
+    if !passive() {
+        shielded((), trace::finish);
+    }
 }

@@ -281,3 +281,29 @@ fn rtld_next_of_a_covered_name_from_an_interposer_before_the_shim_reaches_the_sh
     );
     assert_eq!(fn_ret(&s.records()), printed_calls(&out));
 }
+
+/// A second copy of the shim (preloaded, and another copy dlopen'ed from another path) stands
+/// aside: calls through it reach the driver untouched, and the process has one trace.
+#[test]
+fn a_second_copy_of_the_shim_stays_passive_and_forwards() {
+    let s = Scratch::new("second_copy");
+    let libs = s.sim_libs();
+    let exe = s.compile(
+        "second_copy.c",
+        "second_copy",
+        &[&format!("-L{}", libs.display()), "-lcuda", "-ldl"],
+    );
+    let copy = s.path("copy/libsharecheck.so");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(shim(), &copy).unwrap();
+    let out = run_ok(s.under_shim(&exe).arg(&copy));
+    assert_eq!(printed(&out, "CAN"), "1");
+    assert_eq!(
+        printed(&out, "SECOND"),
+        "0 1",
+        "the driver's answer through the second copy"
+    );
+    let files = std::fs::read_dir(s.traces()).unwrap().count();
+    assert_eq!(files, 1, "one trace for one process");
+    assert_trace_matches_program(&s, &out);
+}
