@@ -22,6 +22,7 @@
 pub mod capi;
 mod dispatch;
 mod dlsym_hook;
+mod elf;
 mod engine;
 mod exports;
 mod families;

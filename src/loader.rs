@@ -4,18 +4,20 @@
 //! resolve the same thing both do the (idempotent) loader call and one result wins. No lock is
 //! ever held across `dlopen`/`dlsym`.
 
-use crate::log;
+use crate::{elf, log};
 use libc::{c_char, c_int, c_void};
 use sharecheck_core::codes;
 use sharecheck_core::functions::{Api, FnId, FUNCTIONS};
 use sharecheck_core::schema::{env, libraries};
 use std::ffi::{CStr, CString};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 type DlsymFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
 
 const UNRESOLVED: usize = 0;
 const MISSING: usize = 1;
+/// A driver library the program loaded, read directly (`elf`): no loader lock.
+const IMAGE: usize = 2;
 
 static REAL_DLSYM: AtomicUsize = AtomicUsize::new(UNRESOLVED);
 
@@ -76,11 +78,15 @@ pub fn real_dlsym(handle: *mut c_void, name: &CStr) -> *mut c_void {
     }
 }
 
-/// A driver library: loaded once per process, kept loaded (`RTLD_NODELETE`).
+/// A driver library: found once per process and kept (`RTLD_NODELETE`, or already loaded by the
+/// program, which never unloads a driver it called).
 struct DriverLibrary {
     api: Api,
-    /// `UNRESOLVED`, `MISSING`, or the `dlopen` handle.
+    /// `UNRESOLVED`, `MISSING`, `IMAGE` (the program had loaded it: read through `image`), or the
+    /// `dlopen` handle.
     handle: AtomicUsize,
+    /// The loaded object when `handle` is `IMAGE` (a leaked `Box`).
+    image: AtomicPtr<elf::Object>,
     env_var: &'static str,
     /// Basename prefix of the library as real programs load it.
     file_prefix: &'static str,
@@ -90,6 +96,7 @@ struct DriverLibrary {
 static CUDA: DriverLibrary = DriverLibrary {
     api: Api::Cuda,
     handle: AtomicUsize::new(UNRESOLVED),
+    image: AtomicPtr::new(std::ptr::null_mut()),
     env_var: env::CUDA_LIBRARY,
     file_prefix: libraries::CUDA.prefix,
     sonames: libraries::CUDA.sonames,
@@ -98,6 +105,7 @@ static CUDA: DriverLibrary = DriverLibrary {
 static HIP: DriverLibrary = DriverLibrary {
     api: Api::Hip,
     handle: AtomicUsize::new(UNRESOLVED),
+    image: AtomicPtr::new(std::ptr::null_mut()),
     env_var: env::HIP_LIBRARY,
     file_prefix: libraries::HIP.prefix,
     sonames: libraries::HIP.sonames,
@@ -118,28 +126,96 @@ fn library(api: Api) -> &'static DriverLibrary {
 
 const OPEN_FLAGS: c_int = libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_NODELETE;
 
+/// How a driver library is read.
+#[derive(Clone, Copy)]
+enum Source {
+    /// A `dlopen` handle of the shim's.
+    Handle(*mut c_void),
+    /// A library the program loaded, read directly.
+    Image(&'static elf::Object),
+}
+
 impl DriverLibrary {
-    fn handle(&self) -> Option<*mut c_void> {
+    fn source(&self) -> Option<Source> {
         match self.handle.load(Ordering::Acquire) {
             MISSING => None,
             UNRESOLVED => self.load(),
-            handle => Some(handle as *mut c_void),
+            IMAGE => self.image(),
+            handle => Some(Source::Handle(handle as *mut c_void)),
         }
     }
 
-    fn load(&self) -> Option<*mut c_void> {
+    fn image(&self) -> Option<Source> {
+        let image = self.image.load(Ordering::Acquire);
+        // SAFETY: a non-null `image` is a leaked Box, never freed.
+        (!image.is_null()).then(|| Source::Image(unsafe { &*image }))
+    }
+
+    /// The driver's function `name`. A library the program loaded is read directly, without
+    /// the loader lock (a thread a library constructor started and joins may be asking); only
+    /// what its tables cannot answer (an indirect function) is asked of the loader.
+    fn lookup(&self, name: &CStr) -> Option<usize> {
+        let found = match self.source()? {
+            Source::Handle(handle) => real_dlsym(handle, name),
+            Source::Image(object) => match object.function(name) {
+                elf::Lookup::Found(address) => return Some(address),
+                elf::Lookup::Absent => return None,
+                elf::Lookup::AskLoader => {
+                    let path = CString::new(object.path.as_str()).ok()?;
+                    let handle = open(&path, libc::RTLD_NOLOAD | OPEN_FLAGS)?;
+                    real_dlsym(handle, name)
+                }
+            },
+        };
+        (!found.is_null()).then_some(found as usize)
+    }
+
+    fn is_missing(&self) -> bool {
+        self.source().is_none()
+    }
+
+    fn load(&self) -> Option<Source> {
         let mut tried = Vec::new();
+        let mut image = None;
         let handle = self
             .open_from_env(&mut tried)
-            .or_else(|| self.open_already_loaded(&mut tried))
-            .or_else(|| self.open_by_soname(&mut tried));
-        let value = handle.map_or(MISSING, |h| h as usize);
+            .or_else(|| {
+                image = self.find_already_loaded(&mut tried);
+                None
+            })
+            .or_else(|| {
+                image
+                    .is_none()
+                    .then(|| self.open_by_soname(&mut tried))
+                    .flatten()
+            });
+        let value = match (handle, &image) {
+            (Some(h), _) => h as usize,
+            (None, Some(_)) => IMAGE,
+            (None, None) => MISSING,
+        };
+        if let Some(object) = image {
+            let leaked = Box::into_raw(Box::new(object));
+            if self
+                .image
+                .compare_exchange(
+                    std::ptr::null_mut(),
+                    leaked,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_err()
+            {
+                // SAFETY: `leaked` lost the race and was never shared.
+                drop(unsafe { Box::from_raw(leaked) });
+            }
+        }
         match self
             .handle
             .compare_exchange(UNRESOLVED, value, Ordering::AcqRel, Ordering::Acquire)
         {
             Ok(_) => {
-                if handle.is_none() {
+                if value == MISSING {
                     log::warn_once(
                         self.api.as_str(),
                         format_args!(
@@ -157,10 +233,18 @@ impl DriverLibrary {
                         tried.last().map_or("", |s| s.as_str())
                     ));
                 }
-                handle
+                self.source_of(value)
             }
             // Another thread won the race; its answer stands (our extra refcount is harmless).
-            Err(current) => (current != MISSING).then_some(current as *mut c_void),
+            Err(current) => self.source_of(current),
+        }
+    }
+
+    fn source_of(&self, value: usize) -> Option<Source> {
+        match value {
+            UNRESOLVED | MISSING => None,
+            IMAGE => self.image(),
+            handle => Some(Source::Handle(handle as *mut c_void)),
         }
     }
 
@@ -200,23 +284,19 @@ impl DriverLibrary {
         Some(handle)
     }
 
-    /// The library the program already loaded: the one it would have called.
-    fn open_already_loaded(&self, tried: &mut Vec<String>) -> Option<*mut c_void> {
-        let own_object = own_object_base();
-        for (path, bias) in loaded_objects() {
-            if bias == own_object {
-                continue;
+    /// The library the program already loaded: the one it would have called. Found and read
+    /// without the loader lock (`elf`).
+    fn find_already_loaded(&self, tried: &mut Vec<String>) -> Option<elf::Object> {
+        let own = own_object_base();
+        elf::objects().into_iter().find(|object| {
+            let name = object.path.rsplit('/').next().unwrap_or(&object.path);
+            let found =
+                object.bias != own && !name.is_empty() && name.starts_with(self.file_prefix);
+            if found {
+                tried.push(format!("already loaded {}", object.path));
             }
-            let name = path.rsplit('/').next().unwrap_or(&path);
-            if !name.is_empty() && name.starts_with(self.file_prefix) {
-                tried.push(format!("already loaded {path}"));
-                let c_path = CString::new(path).ok()?;
-                if let Some(h) = open(&c_path, libc::RTLD_NOLOAD | OPEN_FLAGS) {
-                    return Some(h);
-                }
-            }
-        }
-        None
+            found
+        })
     }
 
     fn open_by_soname(&self, tried: &mut Vec<String>) -> Option<*mut c_void> {
@@ -245,45 +325,27 @@ fn open(path: &CStr, flags: c_int) -> Option<*mut c_void> {
 
 /// (path, load bias) of every object in the main namespace, in load order (main program: "").
 pub fn loaded_objects() -> Vec<(String, usize)> {
-    /// The `dl_iterate_phdr` callback: appends one object to the `Vec` behind `data`.
-    ///
-    /// # Safety
-    /// `info` points to a valid `dl_phdr_info` for the duration of the call, and `data` to a
-    /// `Vec<(String, usize)>` that nothing else uses meanwhile (`dl_iterate_phdr` passes on the
-    /// pointer `loaded_objects` gave it).
-    unsafe extern "C" fn collect(
-        info: *mut libc::dl_phdr_info,
-        _size: libc::size_t,
-        data: *mut c_void,
-    ) -> c_int {
-        // Runs under the loader lock: only copy names, never call into the loader.
-        // SAFETY: `data` is the exclusive `&mut out` of `loaded_objects` (this function's contract).
-        let out = unsafe { &mut *(data as *mut Vec<(String, usize)>) };
-        // SAFETY: the loader's `dl_phdr_info` of one object, valid during this callback.
-        let info = unsafe { &*info };
-        // The main program has an empty name; it is kept so positions in load order are right.
-        let name = if info.dlpi_name.is_null() {
-            String::new()
-        } else {
-            // SAFETY: not NULL: the loader's NUL-terminated name of the object, valid during
-            // this callback (it is copied before returning).
-            unsafe { CStr::from_ptr(info.dlpi_name) }
-                .to_string_lossy()
-                .into_owned()
-        };
-        out.push((name, info.dlpi_addr as usize));
-        0
-    }
-    let mut out: Vec<(String, usize)> = Vec::new();
-    // SAFETY: `collect`'s contract holds: `dl_iterate_phdr` hands it a valid `dl_phdr_info` per
-    // object and `data` unchanged, which is `&mut out`, not otherwise used until it returns.
-    unsafe { libc::dl_iterate_phdr(Some(collect), &mut out as *mut _ as *mut c_void) };
-    out
+    elf::objects()
+        .into_iter()
+        .map(|o| (o.path, o.bias))
+        .collect()
 }
 
 /// Load bias of the shim itself (as `dl_iterate_phdr` reports `dlpi_addr`).
 pub fn own_object_base() -> usize {
-    object_of(own_object_base as *const () as usize).map_or(0, |o| o.load_bias)
+    static OWN: AtomicUsize = AtomicUsize::new(usize::MAX);
+    let cached = OWN.load(Ordering::Relaxed);
+    if cached != usize::MAX {
+        return cached;
+    }
+    // Without dladdr, which waits for the loader lock (see `elf`).
+    let here = own_object_base as *const () as usize;
+    let bias = elf::objects()
+        .into_iter()
+        .find(|o| o.contains(here))
+        .map_or(0, |o| o.bias);
+    OWN.store(bias, Ordering::Relaxed);
+    bias
 }
 
 pub struct ObjectInfo {
@@ -366,6 +428,12 @@ impl DriverLibrary {
         if handle == UNRESOLVED || handle == MISSING {
             return None;
         }
+        if handle == IMAGE {
+            return match self.image() {
+                Some(Source::Image(object)) => Some(object.base()),
+                _ => None,
+            };
+        }
         let mut map: *mut LinkMap = std::ptr::null_mut();
         // SAFETY: the handle is a live dlopen handle (RTLD_NODELETE).
         let rc = unsafe {
@@ -413,11 +481,9 @@ pub fn real_function(id: FnId) -> Option<usize> {
 #[inline(never)]
 fn resolve_slot(id: FnId) -> Option<usize> {
     let info = id.info();
-    let address = library(info.api).handle().and_then(|handle| {
-        let name = CString::new(info.symbol).ok()?;
-        let p = real_dlsym(handle, &name);
-        (!p.is_null()).then_some(p as usize)
-    });
+    let address = CString::new(info.symbol)
+        .ok()
+        .and_then(|name| library(info.api).lookup(&name));
     let value = address.unwrap_or(MISSING);
     match SLOTS[id as usize].compare_exchange(
         UNRESOLVED,
@@ -433,7 +499,7 @@ fn resolve_slot(id: FnId) -> Option<usize> {
 /// Says once, when the program calls it, that a function is missing from the driver.
 pub fn warn_missing(id: FnId) {
     let info = id.info();
-    if library(info.api).handle().is_none() {
+    if library(info.api).is_missing() {
         return; // the library itself is missing: that was said when loading it
     }
     let needs = if info.since > 0 {
@@ -495,10 +561,7 @@ impl NamedSlot {
         match self.address.load(Ordering::Acquire) {
             MISSING => None,
             UNRESOLVED => {
-                let found = library(self.api).handle().and_then(|h| {
-                    let p = real_dlsym(h, self.symbol);
-                    (!p.is_null()).then_some(p as usize)
-                });
+                let found = library(self.api).lookup(self.symbol);
                 let value = found.unwrap_or(MISSING);
                 match self.address.compare_exchange(
                     UNRESOLVED,

@@ -1,7 +1,7 @@
 //! The shim reads as layers, and no module imports one above its own:
 //!
 //! 0 base       guard, log, fingerprint
-//! 1 driver     loader (the real driver's functions)
+//! 1 driver     loader, elf (the real driver's functions)
 //! 2 records    findings, trace, writer (what is found, records, the file)
 //! 3 engine     engine, families (checks, facts, tracked state)
 //! 4 entry      dispatch, exports, resolvers, dlsym_hook, capi, lib, process (where calls and
@@ -17,6 +17,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("log", 0),
     ("fingerprint", 0),
     ("loader", 1),
+    ("elf", 1),
     ("findings", 2),
     ("trace", 2),
     ("writer", 2),

@@ -307,3 +307,45 @@ fn a_second_copy_of_the_shim_stays_passive_and_forwards() {
     assert_eq!(files, 1, "one trace for one process");
     assert_trace_matches_program(&s, &out);
 }
+
+/// A library's constructor (run by `dlopen`, under the loader lock) starts a thread that makes a
+/// covered call and joins it: the shim must not take the loader lock on that thread's first call
+/// (it deadlocked: the driver was looked up with dlopen/dlsym and the shim's own object with
+/// dladdr, all of which wait for the lock the constructor's thread holds).
+#[test]
+fn a_covered_call_from_a_thread_a_library_constructor_joins_does_not_deadlock() {
+    let s = Scratch::new("ctor_thread");
+    let libs = s.sim_libs();
+    let lib = s.compile(
+        "ctor_thread_lib.c",
+        "libctor_thread.so",
+        &[
+            "-shared",
+            "-fPIC",
+            &format!("-L{}", libs.display()),
+            "-lcuda",
+            "-pthread",
+        ],
+    );
+    let exe = s.compile("ctor_thread_main.c", "ctor_thread_main", &["-ldl"]);
+    let mut child = s
+        .under_shim(&exe)
+        .arg(&lib)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed().as_secs() > 30 {
+            let _ = child.kill();
+            panic!("deadlocked: the program did not end within 30 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(printed(&out, "RESULT"), "0 1");
+    let traced = fn_ret(&s.records());
+    assert_eq!(traced, [("cuDeviceCanAccessPeer".to_string(), 0)]);
+}
