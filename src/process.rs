@@ -2,8 +2,9 @@
 //! process forks. Every hook runs inside `guard::shielded`: no panic escapes into the host.
 //!
 //! - **Load** (constructor): stands aside if another copy of the shim is already active
-//!   ([`passive`]); otherwise registers the fork handler and settles the job's fingerprint key
-//!   (`fingerprint`); nothing else, so a process that never touches a GPU pays nothing measurable.
+//!   ([`passive`]); otherwise registers the fork handler and reads its settings (the job's
+//!   fingerprint key, the options, whether to trace); nothing else, so a process that never
+//!   touches a GPU pays nothing measurable.
 //! - **Fork** (child handler): the child gets its own trace file (the writer drops the parent's
 //!   mappings and descriptor), numbering, tracked state and driver-fact caches. No lock is taken
 //!   (a thread of the parent may have held any at fork), so a fork in any state of any thread
@@ -46,9 +47,15 @@ fn on_load() {
     }
     // SAFETY: registers a plain `extern "C" fn()` handler that lives as long as the process.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
-    // Before the program's threads run: the job's fingerprint key (made and handed down to the
-    // children when the environment has none).
-    shielded((), crate::fingerprint::establish_key);
+    // Before the program's threads run, so that no covered call (from a signal handler, say)
+    // reads the environment or allocates to set them up: the job's fingerprint key (made and
+    // handed down to the children when the environment has none), the options and whether to
+    // trace.
+    shielded((), || {
+        crate::fingerprint::establish_key();
+        let _ = engine::options();
+        let _ = trace::enabled();
+    });
 }
 
 extern "C" fn after_fork_in_child() {
