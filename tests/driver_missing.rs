@@ -138,20 +138,7 @@ fn an_empty_or_self_pointing_driver_path_is_refused_and_the_driver_found_as_usua
     ] {
         let mut cmd = s.under_shim(&exe);
         cmd.env(env::CUDA_LIBRARY, value);
-        let mut child = cmd
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let start = std::time::Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if start.elapsed().as_secs() > 60 {
-                let _ = child.kill();
-                panic!("{value:?}: the program hung");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let out = child.wait_with_output().unwrap();
+        let out = run_with_timeout(cmd, 60);
         assert!(out.status.success(), "{value:?}: {out:?}");
         assert_eq!(
             printed_calls(&out),

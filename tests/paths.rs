@@ -328,22 +328,9 @@ fn a_covered_call_from_a_thread_a_library_constructor_joins_does_not_deadlock() 
         ],
     );
     let exe = s.compile("ctor_thread_main.c", "ctor_thread_main", &["-ldl"]);
-    let mut child = s
-        .under_shim(&exe)
-        .arg(&lib)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed().as_secs() > 30 {
-            let _ = child.kill();
-            panic!("deadlocked: the program did not end within 30 s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
+    let mut cmd = s.under_shim(&exe);
+    cmd.arg(&lib);
+    let out = run_with_timeout(cmd, 30);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(printed(&out, "RESULT"), "0 1");
     let traced = fn_ret(&s.records());

@@ -32,29 +32,6 @@ fn run(name: &str, args: &[&str]) -> (Scratch, Output) {
     (s, out)
 }
 
-fn run_with_timeout(mut cmd: std::process::Command, seconds: u64) -> Output {
-    let mut child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start the program");
-    let start = std::time::Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed().as_secs() >= seconds {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "the program hung (killed after {seconds} s): {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
 /// The records of every trace file, as a reader of a crashed process sees them: NUL bytes are
 /// space reserved but never filled and are skipped; every other line must be a whole record.
 fn records_allowing_unused_tail(dir: &Path) -> Vec<Value> {

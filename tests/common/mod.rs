@@ -234,3 +234,26 @@ pub fn printed(out: &Output, key: &str) -> String {
             )
         })
 }
+
+/// Runs a command to its end, failing the test if it takes longer than `seconds` (a hang is a
+/// failure, never a skip).
+pub fn run_with_timeout(mut cmd: Command, seconds: u64) -> Output {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the program");
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed().as_secs() >= seconds {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "the program hung (killed after {seconds} s): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
