@@ -28,6 +28,9 @@ pub fn call<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
             None => missing(&args),
         };
     }
+    if A::OBSERVE_ONLY && !trace::enabled() {
+        return observe(args, invoke);
+    }
     let Some(guard) = Guard::enter() else {
         // Re-entered (the shim's own lookups, or a driver calling a wrapped symbol): forward only.
         return match loader::real_function(A::ID) {
@@ -43,6 +46,7 @@ pub fn call<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
     if !A::CHECKED && !traced {
         return invoke(real);
     }
+
     let (seq, ts_ns) = if traced {
         (trace::next_seq(), trace::wall_ns())
     } else {
@@ -106,6 +110,24 @@ pub fn call<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
         }),
         _ if traced => shielded((), || record(&args, outcome, ret, seq, ts_ns, dur_ns, &[])),
         _ => {}
+    }
+    ret
+}
+
+/// A call only observers run on (a free, a destroy), with no trace: nothing is decided before the
+/// call, so it goes first, and they see its answer. No guard is needed: observers only forget
+/// state, and a driver that frees through its own export is observed correctly too.
+#[inline(always)]
+fn observe<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
+    let Some(real) = loader::real_function(A::ID) else {
+        return missing(&args);
+    };
+    let ret = invoke(real);
+    if ret == 0 {
+        shielded((), || {
+            let mut cx = Cx::new(engine::driver(), engine::states(), engine::options(), 0);
+            args.run(&mut cx, |_| Outcome::Returned(ret));
+        });
     }
     ret
 }

@@ -750,3 +750,34 @@ fn a_finding_on_stderr_is_one_actionable_line_then_the_evidence() {
     );
     assert_eq!(f["fix"], "pass 0 as Flags");
 }
+
+/// Without a trace, frees and destroys take a shorter path (their checks only observe): the
+/// correct program, which destroys a context, resets and releases primary contexts and enables
+/// again, must still be forwarded in full in strict mode (a grant not forgotten would be refused
+/// with 704), and its calls and results must be those of the traced run.
+#[test]
+fn without_a_trace_lifecycle_observers_still_end_tracked_state() {
+    let p = programs("untraced_lifecycle");
+    let strict = (env::OPTIONS, "mode=strict");
+    let traced = run_checked(&p.scratch, &p.cuda, "correct", &[strict]);
+    let mut cmd = p.scratch.under_shim(&p.cuda);
+    cmd.arg("correct")
+        .env(strict.0, strict.1)
+        .env_remove(env::TRACE);
+    let out = run_ok(&mut cmd);
+    // Sorted: two threads of the program interleave their lines.
+    let sorted = |mut calls: Vec<(String, i64)>| {
+        calls.sort();
+        calls
+    };
+    assert_eq!(
+        sorted(printed_calls(&out)),
+        sorted(printed_calls(&traced.out))
+    );
+    assert!(printed_calls(&out).iter().all(|(_, ret)| *ret == 0));
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("sharecheck: "),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

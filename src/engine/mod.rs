@@ -147,12 +147,22 @@ impl<'a> Cx<'a> {
 /// after-call step needs from before the call.
 pub trait Check<A> {
     type Plan;
+    /// Whether `before` does anything. Rows whose checks only act after the call (lifecycle
+    /// observers) take a shorter path when no trace is written.
+    const BEFORE: bool = true;
     fn before(&self, args: &A, cx: &mut Cx) -> Self::Plan;
     fn after(&self, _args: &A, _plan: Self::Plan, _ret: c_int, _cx: &mut Cx) {}
 }
 
+/// `C::BEFORE` of a check value (for the table's generated constants).
+pub const fn has_before<A, C: Check<A>>(_: &C) -> bool {
+    C::BEFORE
+}
+
 /// The composed checks of one function (generated from the table for every declared function).
 pub trait Checked: sharecheck_core::functions::CallArgs {
+    /// No check of the row does anything before the call: it only observes the answer.
+    const OBSERVE_ONLY: bool;
     /// Runs every check's `before`, then `forward` (the driver call, or a refusal), then every
     /// check's `after` when the driver answered.
     fn run(&self, cx: &mut Cx, forward: impl FnOnce(&mut Cx) -> Outcome) -> Outcome;
@@ -176,6 +186,8 @@ macro_rules! define_checked {
     ($( $sym:ident => $( $family:ident :: $check:ident ),* ; )*) => {
         $(
             impl Checked for sharecheck_core::functions::args::$sym {
+                const OBSERVE_ONLY: bool =
+                    true $( && !has_before::<Self, _>(&crate::families::$family::checks::$check) )*;
                 #[inline(always)]
                 fn run(&self, cx: &mut Cx, forward: impl FnOnce(&mut Cx) -> Outcome) -> Outcome {
                     let _ = &cx;

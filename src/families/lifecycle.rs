@@ -32,6 +32,7 @@ pub mod checks {
 /// Any call that frees, releases or unmaps memory (the table says which).
 impl<A> Check<A> for MemoryFreed {
     type Plan = ();
+    const BEFORE: bool = false;
     fn before(&self, _: &A, _: &mut Cx) {}
     fn after(&self, _: &A, _: (), ret: c_int, cx: &mut Cx) {
         ended(cx, ret, Some(Lifetime::MemoryFreed));
@@ -40,6 +41,7 @@ impl<A> Check<A> for MemoryFreed {
 
 impl Check<args::cuCtxDestroy_v2> for ContextDestroyed {
     type Plan = ();
+    const BEFORE: bool = false;
     fn before(&self, _: &args::cuCtxDestroy_v2, _: &mut Cx) {}
     fn after(&self, a: &args::cuCtxDestroy_v2, _: (), ret: c_int, cx: &mut Cx) {
         ended(cx, ret, Some(Lifetime::ContextDestroyed(a.ctx.addr())));
@@ -48,6 +50,7 @@ impl Check<args::cuCtxDestroy_v2> for ContextDestroyed {
 
 impl Check<args::cuStreamDestroy_v2> for StreamDestroyed {
     type Plan = ();
+    const BEFORE: bool = false;
     fn before(&self, _: &args::cuStreamDestroy_v2, _: &mut Cx) {}
     fn after(&self, a: &args::cuStreamDestroy_v2, _: (), ret: c_int, cx: &mut Cx) {
         ended(cx, ret, Some(Lifetime::StreamDestroyed(a.hStream.addr())));
@@ -56,6 +59,7 @@ impl Check<args::cuStreamDestroy_v2> for StreamDestroyed {
 
 impl Check<args::cuDevicePrimaryCtxReset_v2> for PrimaryReset {
     type Plan = ();
+    const BEFORE: bool = false;
     fn before(&self, _: &args::cuDevicePrimaryCtxReset_v2, _: &mut Cx) {}
     fn after(&self, a: &args::cuDevicePrimaryCtxReset_v2, _: (), ret: c_int, cx: &mut Cx) {
         ended(cx, ret, Some(Lifetime::PrimaryContextEnded(a.dev.0)));
@@ -64,6 +68,7 @@ impl Check<args::cuDevicePrimaryCtxReset_v2> for PrimaryReset {
 
 impl Check<args::cuDevicePrimaryCtxRelease_v2> for PrimaryReleased {
     type Plan = ();
+    const BEFORE: bool = false;
     fn before(&self, _: &args::cuDevicePrimaryCtxRelease_v2, _: &mut Cx) {}
     fn after(&self, a: &args::cuDevicePrimaryCtxRelease_v2, _: (), ret: c_int, cx: &mut Cx) {
         // The primary context ends when its last reference is released; ask whether it did.
