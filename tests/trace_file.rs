@@ -291,3 +291,31 @@ fn without_a_job_key_each_process_tree_gets_its_own_random_key() {
     assert_eq!(b_export, b_import);
     assert_ne!(a_export, b_export, "another run, another key");
 }
+
+/// Children started by `posix_spawn` and by `vfork` + `exec` inherit the shim and are traced, each
+/// in its own file with its own process record.
+#[test]
+fn posix_spawn_and_vfork_children_are_traced_as_their_own_processes() {
+    let s = Scratch::new("spawn_children");
+    let libs = s.sim_libs();
+    let exe = s.compile(
+        "spawn_children.c",
+        "spawn_children",
+        &[&format!("-L{}", libs.display()), "-lcuda"],
+    );
+    run_ok(&mut s.under_shim(&exe));
+    let files = std::fs::read_dir(s.traces()).unwrap().count();
+    assert_eq!(files, 3, "the parent and two children");
+    let records = s.records();
+    let processes: std::collections::BTreeSet<u64> = records
+        .iter()
+        .filter(|r| r["event"] == "process")
+        .map(|r| r["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(processes.len(), 3);
+    let child_calls = calls(&records)
+        .iter()
+        .filter(|r| r["args"]["dev"] == 1)
+        .count();
+    assert_eq!(child_calls, 2, "each child's call, in its own process");
+}
