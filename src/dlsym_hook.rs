@@ -89,6 +89,10 @@ fn substitute(target: &Covered, found: usize) -> usize {
     if !loader::is_driver_address(found) {
         return found;
     }
+    // The program looks functions up in a driver library: keep that library loaded for good,
+    // since the shim keeps its functions' addresses. Safe here: the program's own dlsym takes the
+    // loader lock too.
+    loader::pin_object_of(found);
     match *target {
         Covered::Function(id) => {
             loader::adopt_real_function(id, found);

@@ -310,6 +310,30 @@ impl DriverLibrary {
     }
 }
 
+/// Keeps the library holding `address` loaded for as long as the process lives (once per
+/// library). A driver the shim reads directly (see `DriverLibrary::lookup`) is not pinned when it
+/// is found, because finding it must not take the loader lock; the `dlsym` path pins it.
+pub fn pin_object_of(address: usize) {
+    static PINNED: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
+    let Some(object) = object_of(address) else {
+        return;
+    };
+    if PINNED
+        .iter()
+        .any(|p| p.load(Ordering::Relaxed) == object.base)
+    {
+        return;
+    }
+    if let Ok(path) = CString::new(object.path) {
+        // The handle is dropped on purpose: the reference it holds is the pin.
+        if open(&path, libc::RTLD_NOLOAD | OPEN_FLAGS).is_some() {
+            if let Some(slot) = PINNED.iter().find(|p| p.load(Ordering::Relaxed) == 0) {
+                let _ = slot.compare_exchange(0, object.base, Ordering::AcqRel, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 /// Whether `handle` resolves the shim's own C API into this copy of the shim: then it is the shim
 /// (or the main program, whose global scope finds the preloaded shim first), not a driver.
 fn is_the_shim(handle: *mut c_void) -> bool {

@@ -336,3 +336,14 @@ fn a_covered_call_from_a_thread_a_library_constructor_joins_does_not_deadlock() 
     let traced = fn_ret(&s.records());
     assert_eq!(traced, [("cuDeviceCanAccessPeer".to_string(), 0)]);
 }
+
+/// A program that unloads the driver after looking functions up through the shim: the shim keeps
+/// the driver's function addresses, so the driver it read stays loaded and the call still works.
+#[test]
+fn a_driver_the_shim_forwards_to_stays_loaded_after_the_program_unloads_it() {
+    let s = Scratch::new("dlclose_driver");
+    let exe = s.compile("dlclose_driver.c", "dlclose_driver", &["-ldl"]);
+    let out = run_ok(&mut s.under_shim(&exe));
+    assert_eq!(printed(&out, "STILL_LOADED"), "1");
+    assert_eq!(printed(&out, "AGAIN"), "0 1");
+}
