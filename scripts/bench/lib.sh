@@ -102,7 +102,7 @@ bench_trace_stats() {
     cat "${files[@]}" | awk '
         match($0, /"fn":"[^"]*"/) { f = substr($0, RSTART + 6, RLENGTH - 7); n[f]++; b[f] += length($0) + 1; next }
         { n["(events)"]++; b["(events)"] += length($0) + 1 }
-        END { for (f in n) printf "%s\t%d\t%d\n", f, n[f], b[f] }'
+        END { for (f in n) printf "%s\t%.0f\t%.0f\n", f, n[f], b[f] }'
 }
 
 # One run: MODE, threads, round. Appends its RESULT lines to results.tsv as
@@ -167,8 +167,8 @@ bench_trace_table() {
         END {
             print "| fn | records | bytes | bytes/record |"
             print "|---|---:|---:|---:|"
-            for (f in n) printf "| %s | %d | %d | %.1f |\n", f, n[f], b[f], n[f] ? b[f] / n[f] : 0
-            if (tn) printf "| all calls | %d | %d | %.1f |\n", tn, tb, tb / tn
+            for (f in n) printf "| %s | %.0f | %.0f | %.1f |\n", f, n[f], b[f], n[f] ? b[f] / n[f] : 0
+            if (tn) printf "| all calls | %.0f | %.0f | %.1f |\n", tn, tb, tb / tn
             else print "| all calls | 0 | 0 | - |"
         }' "$BENCH_TMP/trace.tsv" | { read -r h1; read -r h2; echo "$h1"; echo "$h2"; sort; }
 }
