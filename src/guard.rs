@@ -125,19 +125,22 @@ fn scratch_key() -> Option<libc::pthread_key_t> {
     }
 }
 
-/// Frees a thread's record buffer at its exit.
+/// Frees a thread's record buffer at its exit (a C callback: nothing may unwind out of it).
 extern "C" fn free_scratch(buffer: *mut libc::c_void) {
     if buffer.is_null() {
         return;
     }
-    THREAD.with(|t| {
-        if t.scratch.get() == buffer.cast() {
-            t.scratch.set(std::ptr::null_mut());
-        }
+    shielded((), || {
+        THREAD.with(|t| {
+            if t.scratch.get() == buffer.cast() {
+                t.scratch.set(std::ptr::null_mut());
+            }
+        });
+        // SAFETY: `buffer` is the `Box<Vec<u8>>` leaked by `with_scratch` and registered with this
+        // key; the thread no longer refers to it (cleared above), and pthread calls this once per
+        // value.
+        drop(unsafe { Box::from_raw(buffer.cast::<Vec<u8>>()) });
     });
-    // SAFETY: `buffer` is the `Box<Vec<u8>>` leaked by `scratch` and registered with this key;
-    // the thread no longer refers to it (cleared above), and pthread calls this once per value.
-    drop(unsafe { Box::from_raw(buffer.cast::<Vec<u8>>()) });
 }
 
 /// Runs `f` with this thread's record buffer (a fresh one when it is in use or cannot be kept).
