@@ -124,7 +124,7 @@ for path in sorted(glob.glob(base + ".traces/*.jsonl")):
         for f in r.get("findings") or []:
             fired.add(f["rule"])
         if r.get("fn"):
-            results.append("%s=%s" % (r["fn"], r["ret"]))
+            results.append("%s=%s" % (r["fn"], r["r"]))
 problems = []
 if plain_rc != shim_rc:
     problems.append("exit %d without the shim, %d with it" % (plain_rc, shim_rc))

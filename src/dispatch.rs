@@ -48,13 +48,15 @@ pub fn call<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
     }
 
     let (seq, ts_ns) = if traced {
-        (trace::next_seq(), trace::wall_ns())
+        (trace::next_seq(), trace::now())
     } else {
         (0, 0)
     };
+    // `durations=1`: a second clock read, after the driver returned.
+    let timed = traced && engine::options().durations;
     // The driver is called exactly once, whether or not a check panics.
     let mut invoke = Some(invoke);
-    let mut answer: Option<(Outcome, c_int, u64)> = None;
+    let mut answer: Option<(Outcome, c_int, Option<u64>)> = None;
     let mut cx = Cx::new(
         engine::driver(),
         engine::states(),
@@ -64,19 +66,15 @@ pub fn call<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
     let ran = {
         let forward = |cx: &mut Cx| -> Outcome {
             if let Some(code) = cx.refusal() {
-                answer = Some((Outcome::NotCalled, code, 0));
+                answer = Some((Outcome::NotCalled, code, None));
                 return Outcome::NotCalled;
             }
             let Some(invoke) = invoke.take() else {
                 return Outcome::NotCalled;
             };
-            let start = if traced { trace::monotonic_ns() } else { 0 };
+            let start = if timed { trace::now() } else { 0 };
             let ret = invoke(real);
-            let dur_ns = if traced {
-                trace::monotonic_ns().saturating_sub(start)
-            } else {
-                0
-            };
+            let dur_ns = timed.then(|| trace::now().saturating_sub(start));
             answer = Some((Outcome::Returned(ret), ret, dur_ns));
             Outcome::Returned(ret)
         };
@@ -90,7 +88,7 @@ pub fn call<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
         // A check panicked before the call: forward it untouched.
         (None, Some(invoke)) => {
             let ret = invoke(real);
-            (Outcome::Returned(ret), ret, 0)
+            (Outcome::Returned(ret), ret, None)
         }
         (None, None) => return A::ID.info().api.not_supported(),
     };
@@ -141,7 +139,7 @@ fn missing<A: CallArgs>(args: &A) -> c_int {
     if trace::enabled() {
         shielded((), || {
             let seq = trace::next_seq();
-            record(args, Outcome::NotCalled, ret, seq, trace::wall_ns(), 0, &[])
+            record(args, Outcome::NotCalled, ret, seq, trace::now(), None, &[])
         });
     }
     ret
@@ -158,7 +156,7 @@ fn settle_and_record<A: CallArgs>(
     ret: c_int,
     (seq, seq_shown): (u64, u64),
     ts_ns: u64,
-    dur_ns: u64,
+    dur_ns: Option<u64>,
     traced: bool,
 ) {
     let found = engine::settle(A::ID.info(), cx, outcome);
@@ -184,7 +182,7 @@ fn record<A: CallArgs>(
     ret: c_int,
     seq: u64,
     ts_ns: u64,
-    dur_ns: u64,
+    dur_ns: Option<u64>,
     findings: &[Finding],
 ) {
     trace::write_call(
@@ -194,7 +192,7 @@ fn record<A: CallArgs>(
             outcome,
             ret,
             seq,
-            ts_ns,
+            t: ts_ns,
             dur_ns,
             findings,
         },

@@ -32,7 +32,11 @@ impl Finding {
     }
 }
 
+/// `"findings":[...]`, written only when there is at least one (schema v2 omits an empty list).
 pub fn encode_list(w: &mut JsonOut, findings: &[Finding]) {
+    if findings.is_empty() {
+        return;
+    }
     w.key("findings");
     w.begin_array();
     for f in findings {

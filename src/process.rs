@@ -55,6 +55,7 @@ fn on_load() {
         crate::fingerprint::establish_key();
         let _ = engine::options();
         let _ = trace::enabled();
+        trace::init_clock();
     });
 }
 

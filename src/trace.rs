@@ -92,12 +92,38 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-pub fn wall_ns() -> u64 {
-    clock_ns(libc::CLOCK_REALTIME)
+/// The instant records' `"t"` counts from, on both clocks (`CLOCK_MONOTONIC`, `CLOCK_REALTIME`),
+/// read together once per process tree (a forked child keeps its parent's, so their times
+/// compare) and written in each file's process record.
+static T0_MONO: AtomicU64 = AtomicU64::new(0);
+static T0_WALL: AtomicU64 = AtomicU64::new(0);
+
+/// Reads the clock base (the constructor calls this; anything earlier reads it on first use).
+/// Two clock reads: async-signal-safe.
+pub fn init_clock() {
+    if T0_MONO.load(Ordering::Relaxed) == 0 {
+        let wall = clock_ns(libc::CLOCK_REALTIME);
+        let mono = clock_ns(libc::CLOCK_MONOTONIC);
+        if T0_MONO
+            .compare_exchange(0, mono, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            T0_WALL.store(wall, Ordering::Release);
+        }
+    }
 }
 
-pub fn monotonic_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
+/// A record's `"t"`: nanoseconds since the process's clock base (one vDSO clock read).
+#[inline]
+pub fn now() -> u64 {
+    let mono = clock_ns(libc::CLOCK_MONOTONIC);
+    match T0_MONO.load(Ordering::Relaxed) {
+        0 => {
+            init_clock();
+            mono.saturating_sub(T0_MONO.load(Ordering::Acquire))
+        }
+        t0 => mono.saturating_sub(t0),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -109,36 +135,36 @@ pub struct CallRecord<'a> {
     pub outcome: Outcome,
     pub ret: i32,
     pub seq: u64,
-    pub ts_ns: u64,
-    pub dur_ns: u64,
+    /// When the call entered the shim ([`now`]).
+    pub t: u64,
+    /// The driver call's duration, when asked for (`durations=1`).
+    pub dur_ns: Option<u64>,
     pub findings: &'a [Finding],
 }
 
-/// Writes one call record (if tracing is on).
+/// Writes one call record (if tracing is on):
+/// `{"seq":N,"t":NS,"tid":T,"fn":"name","a":{ARGS},"r":RET}`, then `"d"`, `"forwarded":false`
+/// and `"findings"` only when there is something to say (schema in README.md).
 pub fn write_call<A: CallArgs>(args: &A, record: &CallRecord) {
     if !enabled() {
         return;
     }
     with_scratch(|buf| {
         let mut w = JsonOut::with_fingerprint(buf, fingerprint);
-        envelope(&mut w, record.seq, record.ts_ns);
-        w.kv_str("api", record.info.api.as_str());
-        w.kv_str("fn", record.info.symbol);
-        w.key("args");
+        envelope(&mut w, record.seq, record.t);
+        w.kv_ident("fn", record.info.symbol);
+        w.key("a");
         w.begin_object();
         args.encode(&mut w, record.outcome);
         w.end_object();
-        w.kv_i64("ret", record.ret as i64);
-        w.key("ret_name");
-        match record.info.api.result_name(record.ret) {
-            Some(name) => w.str(name),
-            None => w.null(),
+        w.kv_i64("r", record.ret as i64);
+        if let Some(dur) = record.dur_ns {
+            w.kv_u64("d", dur);
         }
         if record.outcome == Outcome::NotCalled {
             w.key("forwarded");
             w.bool(false);
         }
-        w.kv_u64("dur_ns", record.dur_ns);
         findings::encode_list(&mut w, record.findings);
         w.end_object();
         buf.push(b'\n');
@@ -146,7 +172,8 @@ pub fn write_call<A: CallArgs>(args: &A, record: &CallRecord) {
     });
 }
 
-/// Writes an event record (`"fn":null`): findings not tied to one call, annotations, exit.
+/// Writes an event record (`"event"` in place of `"fn"`): findings not tied to one call,
+/// annotations, exit.
 pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut JsonOut)) {
     if !enabled() {
         return;
@@ -155,11 +182,7 @@ pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut Js
     EVENTS.fetch_add(1, Ordering::Relaxed);
     with_scratch(|buf| {
         let mut w = JsonOut::with_fingerprint(buf, fingerprint);
-        envelope(&mut w, seq, wall_ns());
-        w.key("api");
-        w.null();
-        w.key("fn");
-        w.null();
+        envelope(&mut w, seq, now());
         w.kv_str("event", event);
         extra(&mut w);
         findings::encode_list(&mut w, findings);
@@ -169,12 +192,10 @@ pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut Js
     });
 }
 
-fn envelope(w: &mut JsonOut, seq: u64, ts_ns: u64) {
+fn envelope(w: &mut JsonOut, seq: u64, t: u64) {
     w.begin_object();
-    w.kv_u64("v", schema::VERSION);
     w.kv_u64("seq", seq);
-    w.kv_u64("ts_ns", ts_ns);
-    w.kv_u64("pid", pid() as u64);
+    w.kv_u64("t", t);
     w.kv_i64("tid", tid() as i64);
 }
 
@@ -200,25 +221,26 @@ fn append(record: &[u8]) {
 // ---------------------------------------------------------------------------------------------
 // The file.
 
+/// The first record of every file: who wrote it, and what its records' `"t"` counts from.
 fn process_record(buf: &mut Vec<u8>) {
     let mut w = JsonOut::new(buf);
+    w.begin_object();
+    w.kv_u64("v", schema::VERSION);
     // seq 0: it describes the process, before any call (whose records may already be queued).
-    envelope(&mut w, 0, wall_ns());
-    w.key("api");
-    w.null();
-    w.key("fn");
-    w.null();
+    w.kv_u64("seq", 0);
+    w.kv_u64("t", now());
+    w.kv_i64("tid", tid() as i64);
     w.kv_str("event", "process");
+    w.kv_u64("pid", pid() as u64);
+    // SAFETY: getppid has no preconditions and cannot fail.
+    w.kv_u64("ppid", unsafe { libc::getppid() } as u64);
     let exe = std::fs::read_link("/proc/self/exe")
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
     w.kv_str("exe", &exe);
-    // SAFETY: getppid has no preconditions and cannot fail.
-    w.kv_u64("ppid", unsafe { libc::getppid() } as u64);
     w.kv_str("shim_version", env!("CARGO_PKG_VERSION"));
-    w.key("findings");
-    w.begin_array();
-    w.end_array();
+    w.kv_u64("t0_wall_ns", T0_WALL.load(Ordering::Acquire));
+    w.kv_u64("t0_mono_ns", T0_MONO.load(Ordering::Acquire));
     w.end_object();
     buf.push(b'\n');
 }

@@ -280,7 +280,7 @@ fn add_chunk(have: u64) -> Result<(), String> {
             libc::PROT_READ | libc::PROT_WRITE,
             // Populated now, by the thread that grows the file, rather than page by page by
             // every thread that writes a record.
-            libc::MAP_SHARED | libc::MAP_POPULATE,
+            libc::MAP_SHARED,
             fd,
             have as libc::off_t,
         )
@@ -291,6 +291,12 @@ fn add_chunk(have: u64) -> Result<(), String> {
             std::io::Error::last_os_error()
         ));
     }
+    // Shared file pages are mapped read-only at first so the kernel can track dirtying: every
+    // first write to a page would fault (ext4: page_mkwrite, block mapping, zeroing). Populate
+    // them writable now, in one system call by the thread that grows the file (Linux 5.14+;
+    // older kernels say EINVAL and the pages fault one by one as before).
+    // SAFETY: advice on the mapping just created; it reads and writes no memory of ours.
+    unsafe { libc::madvise(base, CHUNK as usize, libc::MADV_POPULATE_WRITE) };
     W.chunks[index].store(base.cast(), Release);
     W.allocated.store(have + CHUNK, Release);
     Ok(())

@@ -50,10 +50,11 @@ fn a_function_the_driver_lacks_returns_not_supported_with_one_log_line() {
     let records = s.records();
     let le = calls(&records)[0].clone();
     assert_eq!(le["fn"], "cuLogicalEndpointIdReserve");
-    assert_eq!(le["ret_name"], not_supported);
+    assert_eq!(le["r"], NOT_SUPPORTED);
     assert_eq!(le["forwarded"], false);
-    // The out-parameter was not read (the driver never wrote it).
-    assert!(le["args"]["baseLeId"].get("value").is_none());
+    // The out-parameter was not read (the driver never wrote it): the pointer, not `*baseLeId`.
+    assert!(le["a"]["baseLeId"].is_string());
+    assert!(le["a"].get("*baseLeId").is_none());
 }
 
 #[test]

@@ -717,7 +717,7 @@ fn a_finding_on_stderr_is_one_actionable_line_then_the_evidence() {
         .find(|x| x["fn"] == "cuCtxEnablePeerAccess")
         .unwrap()
         .clone();
-    let ctx = record["args"]["peerContext"].as_str().unwrap();
+    let ctx = record["a"]["peerContext"].as_str().unwrap();
     assert_eq!(
         lines[first],
         format!(

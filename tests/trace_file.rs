@@ -153,11 +153,11 @@ fn ipc_handles_are_fingerprinted_alike_across_processes_and_never_written_raw() 
         get["pid"], open["pid"],
         "the import happens in the child process"
     );
-    assert_eq!(open["ret"], 0);
-    let exported = get["args"]["pHandle"]["value"].as_str().unwrap();
+    assert_eq!(open["r"], 0);
+    let exported = get["a"]["*pHandle"].as_str().unwrap();
     assert!(exported.starts_with("fp:"), "{exported}");
     assert_eq!(
-        open["args"]["handle"].as_str().unwrap(),
+        open["a"]["handle"].as_str().unwrap(),
         exported,
         "same handle, same fingerprint"
     );
@@ -172,10 +172,7 @@ fn ipc_handles_are_fingerprinted_alike_across_processes_and_never_written_raw() 
         .find(|r| r["fn"] == "cuIpcOpenEventHandle")
         .unwrap()
         .clone();
-    assert_eq!(
-        ev_get["args"]["pHandle"]["value"],
-        ev_open["args"]["handle"]
-    );
+    assert_eq!(ev_get["a"]["*pHandle"], ev_open["a"]["handle"]);
     // No trace file contains the handle's bytes (or any 16-byte run of them) in hex.
     for entry in std::fs::read_dir(s.traces()).unwrap() {
         let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
@@ -205,10 +202,7 @@ fn ipc_handles_are_fingerprinted_alike_across_processes_and_never_written_raw() 
         .find(|r| r["fn"] == "cuIpcGetMemHandle")
         .unwrap()
         .clone();
-    assert_ne!(
-        get2["args"]["pHandle"]["value"],
-        get["args"]["pHandle"]["value"]
-    );
+    assert_ne!(get2["a"]["*pHandle"], get["a"]["*pHandle"]);
 }
 
 /// The report phase on real traces: the exporter's and importer's records carry what matching
@@ -281,8 +275,8 @@ fn without_a_job_key_each_process_tree_gets_its_own_random_key() {
                 .unwrap()
                 .clone()
         };
-        let exported = find("cuIpcGetMemHandle")["args"]["pHandle"]["value"].clone();
-        let imported = find("cuIpcOpenMemHandle_v2")["args"]["handle"].clone();
+        let exported = find("cuIpcGetMemHandle")["a"]["*pHandle"].clone();
+        let imported = find("cuIpcOpenMemHandle_v2")["a"]["handle"].clone();
         (exported, imported)
     };
     let (a_export, a_import) = fingerprints("no_job_key_a");
@@ -315,7 +309,7 @@ fn posix_spawn_and_vfork_children_are_traced_as_their_own_processes() {
     assert_eq!(processes.len(), 3);
     let child_calls = calls(&records)
         .iter()
-        .filter(|r| r["args"]["dev"] == 1)
+        .filter(|r| r["a"]["dev"] == 1)
         .count();
     assert_eq!(child_calls, 2, "each child's call, in its own process");
 }

@@ -95,7 +95,7 @@ fn every_completed_record_survives_a_crash_abort_underscore_exit_or_kill_9() {
 
 #[test]
 fn a_program_that_closes_every_fd_and_reuses_the_number_keeps_its_file_to_itself() {
-    let (s, out) = run("writer_closefrom", &["closefrom", "6000", "data.txt"]);
+    let (s, out) = run("writer_closefrom", &["closefrom", "12000", "data.txt"]);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(
         std::fs::read_to_string(s.path("data.txt")).unwrap(),
@@ -104,7 +104,8 @@ fn a_program_that_closes_every_fd_and_reuses_the_number_keeps_its_file_to_itself
     );
     let records = s.records();
     assert_eq!(can_access_calls(&records), done(&out));
-    // 12000 records are several MiB: the trace grew after its descriptor's number was reused.
+    // 24000 records are more than two chunks: the trace grew after its descriptor's number was
+    // reused.
     let size: u64 = std::fs::read_dir(s.traces())
         .unwrap()
         .map(|e| e.unwrap().metadata().unwrap().len())
@@ -168,5 +169,56 @@ fn a_thousand_forks_under_a_4_thread_storm_never_hang_and_each_child_has_its_own
         children.len(),
         1000,
         "every child traced its 50 calls and exited cleanly"
+    );
+}
+
+/// Schema v2: a plain call's record holds only `seq`, `t`, `tid`, `fn`, `a` and `r` (the process
+/// record says the rest once per file) and is at most 128 bytes; `durations=1` adds `d`.
+#[test]
+fn a_plain_call_record_is_at_most_128_bytes_and_durations_are_asked_for() {
+    let check = |name: &str, options: Option<&str>, keys: &[&str]| {
+        let (_, exe) = program();
+        let s = Scratch::new(name);
+        let mut cmd = s.under_shim(exe);
+        cmd.args(["storm", "1", "2000"]).current_dir(&s.dir);
+        if let Some(options) = options {
+            cmd.env(sharecheck_core::schema::env::OPTIONS, options);
+        }
+        let out = run_with_timeout(cmd, 120);
+        assert!(out.status.success(), "{out:?}");
+        let files: Vec<PathBuf> = std::fs::read_dir(s.traces())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1);
+        let text = std::fs::read_to_string(&files[0]).unwrap();
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("\"cuDeviceCanAccessPeer\""))
+            .collect();
+        assert_eq!(lines.len(), done(&out));
+        for line in lines {
+            let record: Value = serde_json::from_str(line).unwrap();
+            let mut got: Vec<&str> = record
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            got.sort_unstable();
+            assert_eq!(got, keys, "{line}");
+            assert_eq!(record["a"]["*canAccessPeer"], 1, "{line}");
+            assert!(
+                line.len() < 128,
+                "{} bytes with its newline: {line}",
+                line.len() + 1
+            );
+        }
+    };
+    check("record_size", None, &["a", "fn", "r", "seq", "t", "tid"]);
+    check(
+        "record_durations",
+        Some("durations=1"),
+        &["a", "d", "fn", "r", "seq", "t", "tid"],
     );
 }

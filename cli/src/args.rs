@@ -782,6 +782,7 @@ mod tests {
                 mode: Some(Mode::Report),
                 halt_on_error: Some(true),
                 error_exitcode: Some(Some(9)),
+                durations: None,
                 mute: Some(vec!["peer-access.unidirectional", "divergence.unlisted"]),
                 duplicate_limit: Some(0),
             }

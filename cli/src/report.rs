@@ -525,11 +525,11 @@ mod tests {
         let fp = "fp:00112233aabbccdd";
         let exporter = format!(
             concat!(
-                r#"{{"v":1,"seq":0,"ts_ns":1,"pid":10,"tid":10,"api":null,"fn":null,"event":"process","exe":"/x","ppid":1,"shim_version":"0","findings":[]}}"#,
+                r#"{{"v":2,"seq":0,"t":1,"tid":10,"event":"process","pid":10,"ppid":1,"exe":"/x","shim_version":"0","t0_wall_ns":0,"t0_mono_ns":7}}"#,
                 "\n",
-                r#"{{"v":1,"seq":1,"ts_ns":100,"pid":10,"tid":10,"api":"cuda","fn":"cuIpcGetMemHandle","args":{{"pHandle":{{"at":"0x7ff0","value":"{fp}"}},"dptr":"0x7000000"}},"ret":0,"ret_name":"CUDA_SUCCESS","dur_ns":1,"findings":[]}}"#,
+                r#"{{"seq":1,"t":100,"tid":10,"fn":"cuIpcGetMemHandle","a":{{"*pHandle":"{fp}","dptr":"0x7000000"}},"r":0}}"#,
                 "\n",
-                r#"{{"v":1,"seq":2,"ts_ns":{free_at},"pid":10,"tid":10,"api":"cuda","fn":"cuMemFree_v2","args":{{"dptr":"0x7000000"}},"ret":0,"ret_name":"CUDA_SUCCESS","dur_ns":1,"findings":[]}}"#,
+                r#"{{"seq":2,"t":{free_at},"tid":10,"fn":"cuMemFree_v2","a":{{"dptr":"0x7000000"}},"r":0}}"#,
                 "\n"
             ),
             fp = fp,
@@ -537,9 +537,11 @@ mod tests {
         );
         let importer = format!(
             concat!(
-                r#"{{"v":1,"seq":1,"ts_ns":200,"pid":20,"tid":20,"api":"cuda","fn":"cuIpcOpenMemHandle_v2","args":{{"pdptr":{{"at":"0x7fe0","value":"0x9000000"}},"handle":"{fp}","Flags":"CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS"}},"ret":0,"ret_name":"CUDA_SUCCESS","dur_ns":1,"findings":[]}}"#,
+                r#"{{"v":2,"seq":0,"t":1,"tid":20,"event":"process","pid":20,"ppid":1,"exe":"/x","shim_version":"0","t0_wall_ns":0,"t0_mono_ns":7}}"#,
                 "\n",
-                r#"{{"v":1,"seq":2,"ts_ns":300,"pid":20,"tid":20,"api":"cuda","fn":"cuIpcCloseMemHandle","args":{{"dptr":"0x9000000"}},"ret":0,"ret_name":"CUDA_SUCCESS","dur_ns":1,"findings":[]}}"#,
+                r#"{{"seq":1,"t":200,"tid":20,"fn":"cuIpcOpenMemHandle_v2","a":{{"*pdptr":"0x9000000","handle":"{fp}","Flags":"CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS"}},"r":0}}"#,
+                "\n",
+                r#"{{"seq":2,"t":300,"tid":20,"fn":"cuIpcCloseMemHandle","a":{{"dptr":"0x9000000"}},"r":0}}"#,
                 "\n"
             ),
             fp = fp

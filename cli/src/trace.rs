@@ -1,11 +1,15 @@
-//! Tolerant reading of trace files (schema v1, JSON Lines).
+//! Tolerant reading of trace files (schema v2, JSON Lines; README.md, "Trace records").
 //!
 //! Each record is handed to a callback as soon as it is parsed, so traces of any size are read in
-//! constant memory. Nothing in a trace file makes the reader fail: problems become
-//! [`Diagnostic`]s naming the file and line, and the line is skipped.
+//! constant memory. A file's first record, the process record (`"v":2,"event":"process"`), says
+//! which process wrote the file and when its records' `"t"` starts; the reader gives every record
+//! after it `"pid"` and `"ts_ns"` (wall clock, ns), so that consumers compare records of several
+//! processes without knowing the file they came from. Nothing in a trace file makes the reader
+//! fail: problems become [`Diagnostic`]s naming the file and line, and the line is skipped.
 //! - a last line without its newline that does not parse is a *warning* (the process was killed
 //!   while writing it);
-//! - any other line that is not a JSON object with `"v":1` is an *error*;
+//! - any other line that is not a JSON object, a record of another schema version, or a record
+//!   before any process record is an *error*;
 //! - a TRACE argument that cannot be opened, or a directory without `*.jsonl`, is an error that
 //!   makes the input [`Inputs::unreadable`].
 
@@ -48,7 +52,8 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// One parsed trace record, a JSON object with `"v":1`.
+/// One parsed trace record, a JSON object, with `"pid"` and `"ts_ns"` given by its file's
+/// process record.
 pub struct Record {
     pub obj: Map<String, Value>,
 }
@@ -72,10 +77,13 @@ impl Record {
         self.string("event")
     }
     pub fn ret(&self) -> Option<i64> {
-        self.int("ret")
+        self.int("r")
     }
-    pub fn ret_name(&self) -> Option<&str> {
-        self.string("ret_name")
+    /// The C name of the returned code (`CUDA_ERROR_INVALID_VALUE`), when the function and the
+    /// code are known.
+    pub fn ret_name(&self) -> Option<&'static str> {
+        let id = sharecheck_core::functions::lookup_symbol(self.func()?.as_bytes())?;
+        id.info().api.result_name(i32::try_from(self.ret()?).ok()?)
     }
     /// The record's findings, each a JSON object; anything else in the array is ignored.
     pub fn findings(&self) -> impl Iterator<Item = &Map<String, Value>> {
@@ -241,6 +249,7 @@ fn read_file(
     let mut buf = Vec::new();
     let mut line_no = 0usize;
     let mut records = 0u64;
+    let mut process = Process::default();
     loop {
         buf.clear();
         if reader.read_until(b'\n', &mut buf)? == 0 {
@@ -275,7 +284,7 @@ fn read_file(
                 });
                 continue;
             }
-            match parse_record(piece) {
+            match parse_record(piece).and_then(|obj| process.complete(obj)) {
                 Ok(obj) => {
                     records += 1;
                     on_record(Record { obj });
@@ -307,13 +316,46 @@ fn parse_record(text: &[u8]) -> Result<Map<String, Value>, String> {
         return Err("not a trace record (expected a JSON object)".into());
     };
     match obj.get("v") {
+        None => Ok(obj),
         Some(v) if v.as_u64() == Some(schema::VERSION) => Ok(obj),
         Some(v) => Err(format!(
             "trace schema version {v} is not supported (this sharecheck reads version {}); \
              use the sharecheck that wrote the trace",
             schema::VERSION
         )),
-        None => Err("not a trace record (no \"v\" member)".into()),
+    }
+}
+
+/// What a file's process record says about the records after it.
+#[derive(Default)]
+struct Process {
+    pid: Option<Value>,
+    /// Wall-clock time (ns) at which the records' `"t"` is 0.
+    t0_wall_ns: Option<u64>,
+}
+
+impl Process {
+    /// Takes a process record in, or gives a record its process's `pid` and wall-clock `ts_ns`.
+    fn complete(&mut self, mut obj: Map<String, Value>) -> Result<Map<String, Value>, String> {
+        if obj.contains_key("v") {
+            if obj.get("event").and_then(Value::as_str) != Some("process") {
+                return Err("not a trace record (only a process record carries \"v\")".into());
+            }
+            let pid = obj.get("pid").filter(|p| p.is_i64()).cloned();
+            let Some(pid) = pid else {
+                return Err("a process record without its \"pid\"".into());
+            };
+            self.pid = Some(pid);
+            self.t0_wall_ns = obj.get("t0_wall_ns").and_then(Value::as_u64);
+        } else if let Some(pid) = &self.pid {
+            obj.insert("pid".into(), pid.clone());
+        } else {
+            return Err("a record before any process record (\"v\":2) in this file".into());
+        }
+        if let (Some(t0), Some(t)) = (self.t0_wall_ns, obj.get("t").and_then(Value::as_u64)) {
+            obj.insert("ts_ns".into(), Value::from(t0.saturating_add(t)));
+        }
+        Ok(obj)
     }
 }
 
@@ -323,13 +365,56 @@ mod tests {
 
     #[test]
     fn parse_record_checks_version() {
-        assert!(parse_record(br#"{"v":1,"fn":"x"}"#).is_ok());
-        assert!(parse_record(br#"{"v":2}"#)
+        assert!(parse_record(br#"{"v":2,"event":"process"}"#).is_ok());
+        assert!(parse_record(br#"{"seq":1,"fn":"x"}"#).is_ok());
+        assert!(parse_record(br#"{"v":1}"#)
             .unwrap_err()
-            .contains("version 2"));
+            .contains("version 1"));
         assert!(parse_record(br#"[1]"#).unwrap_err().contains("JSON object"));
-        assert!(parse_record(br#"{"a":1}"#).unwrap_err().contains("\"v\""));
         assert!(parse_record(b"garbage").unwrap_err().contains("not a JSON"));
+    }
+
+    fn obj(text: &str) -> Map<String, Value> {
+        parse_record(text.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn records_get_their_process_pid_and_wall_clock() {
+        let mut p = Process::default();
+        let early = p.complete(obj(r#"{"seq":1,"t":5,"fn":"x"}"#));
+        assert!(early.unwrap_err().contains("before any process record"));
+        let header = r#"{"v":2,"seq":0,"t":0,"event":"process","pid":42,"t0_wall_ns":1000}"#;
+        let header = p.complete(obj(header)).unwrap();
+        assert_eq!(header["ts_ns"], 1000);
+        let call = p
+            .complete(obj(r#"{"seq":1,"t":5,"tid":43,"fn":"x"}"#))
+            .unwrap();
+        assert_eq!(call["pid"], 42);
+        assert_eq!(call["ts_ns"], 1005);
+        assert!(p
+            .complete(obj(r#"{"v":2,"event":"exit"}"#))
+            .unwrap_err()
+            .contains("only a process record"));
+        assert!(p
+            .complete(obj(r#"{"v":2,"event":"process"}"#))
+            .unwrap_err()
+            .contains("without its \"pid\""));
+    }
+
+    #[test]
+    fn ret_names_come_from_the_function_api() {
+        let cuda = Record {
+            obj: obj(r#"{"fn":"cuMemcpyPeer","r":1}"#),
+        };
+        assert_eq!(cuda.ret_name(), Some("CUDA_ERROR_INVALID_VALUE"));
+        let hip = Record {
+            obj: obj(r#"{"fn":"hipMemcpyPeer","r":1}"#),
+        };
+        assert_eq!(hip.ret_name(), Some("hipErrorInvalidValue"));
+        let unknown = Record {
+            obj: obj(r#"{"fn":"cuNotOurs","r":1}"#),
+        };
+        assert_eq!(unknown.ret_name(), None);
     }
 
     #[test]

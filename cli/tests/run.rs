@@ -404,10 +404,20 @@ fn shim_is_searched_next_to_the_executable_then_in_lib() {
     let exe = bin.join("sharecheck");
     std::fs::copy(env!("CARGO_BIN_EXE_sharecheck"), &exe).unwrap();
     let run = || {
-        sharecheck_at(&exe, &dir)
-            .args(["run", "-q", "--", "/bin/sh", "-c", r#"echo "$LD_PRELOAD""#])
-            .output()
-            .unwrap()
+        // A copy just written may still be open for writing in a child that another test's
+        // thread forked meanwhile (ETXTBSY until that child execs): try again briefly.
+        for _ in 0..50 {
+            match sharecheck_at(&exe, &dir)
+                .args(["run", "-q", "--", "/bin/sh", "-c", r#"echo "$LD_PRELOAD""#])
+                .output()
+            {
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                result => return result.unwrap(),
+            }
+        }
+        panic!("{} stayed busy (ETXTBSY)", exe.display());
     };
     let out = run();
     assert_eq!(out.status.code(), Some(2));
@@ -479,7 +489,7 @@ fn program_not_found_or_not_executable() {
 fn write_trace() -> String {
     r#"
     f=$(printf '%s' "$TRACE_VARIABLE" | sed "s/%p/$$/")
-    printf '{"v":1,"seq":1,"pid":%s,"tid":1,"fn":"cuMemcpyPeer","ret":1,"ret_name":"CUDA_ERROR_INVALID_VALUE","findings":[{"rule":"R1","severity":"error","kind":"misuse","message":"m","doc":"d"},{"rule":"R2","severity":"warning","kind":"divergence","message":"m","doc":"d"}]}\n{"v":1,"seq":2,"pid":%s,"tid":1,"fn":"cuMemcpyPeer","ret":0,"findings":[]}\n' $$ $$ > "$f"
+    printf '{"v":2,"seq":0,"t":0,"tid":%s,"event":"process","pid":%s}\n{"seq":1,"t":1,"tid":1,"fn":"cuMemcpyPeer","a":{},"r":1,"findings":[{"rule":"R1","severity":"error","kind":"misuse","message":"m","doc":"d"},{"rule":"R2","severity":"warning","kind":"divergence","message":"m","doc":"d"}]}\n{"seq":2,"t":2,"tid":1,"fn":"cuMemcpyPeer","a":{},"r":0}\n' $$ $$ > "$f"
 "#
     .replace("TRACE_VARIABLE", env::TRACE)
 }
@@ -491,7 +501,7 @@ fn summary_counts_the_traces_of_this_run_only() {
     // A trace of an earlier run is not counted.
     dir.write(
         &format!("{}/1.jsonl", schema::DEFAULT_TRACE_DIR),
-        "{\"v\":1,\"seq\":1,\"pid\":1,\"tid\":1,\"fn\":\"x\",\"ret\":0,\"findings\":[]}\n",
+        "{\"v\":2,\"event\":\"process\",\"pid\":1}\n{\"seq\":1,\"tid\":1,\"fn\":\"x\",\"r\":0}\n",
     );
     std::thread::sleep(Duration::from_millis(20));
     let script = format!(
@@ -557,7 +567,7 @@ fn write_finding(severity: &str) -> String {
         r#"
     f=$(printf '%s' "${trace}" | sed "s/%p/$$/")
     test -e "$f" && f="$f.$$"
-    printf '{{"v":1,"seq":1,"pid":%s,"tid":1,"fn":"cuCtxEnablePeerAccess","ret":1,"findings":[{{"rule":"R","severity":"{severity}","kind":"misuse","message":"m","doc":"d"}}]}}\n' $$ > "$f"
+    printf '{{"v":2,"seq":0,"event":"process","pid":%s}}\n{{"seq":1,"tid":1,"fn":"cuCtxEnablePeerAccess","a":{{}},"r":1,"findings":[{{"rule":"R","severity":"{severity}","kind":"misuse","message":"m","doc":"d"}}]}}\n' $$ > "$f"
 "#,
         trace = env::TRACE
     )
@@ -629,7 +639,8 @@ fn error_exitcode_counts_only_traces_this_run_wrote() {
     let dir = TempDir::new("errexit-old");
     let shim = dir.fake_shim("lib");
     // Earlier runs' traces, with errors, in the default directory and at a fixed name.
-    let old_error = "{\"v\":1,\"seq\":1,\"pid\":1,\"tid\":1,\"fn\":\"x\",\"ret\":1,\
+    let old_error = "{\"v\":2,\"event\":\"process\",\"pid\":1}\n\
+                     {\"seq\":1,\"tid\":1,\"fn\":\"x\",\"r\":1,\
                      \"findings\":[{\"rule\":\"R\",\"severity\":\"error\"}]}\n";
     let default_dir = schema::DEFAULT_TRACE_DIR;
     dir.write(&format!("{default_dir}/1.jsonl"), old_error);
@@ -812,6 +823,6 @@ fn help_and_version() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         stdout(&out).trim_end(),
-        format!("sharecheck {} (trace schema v1)", env!("CARGO_PKG_VERSION"))
+        format!("sharecheck {} (trace schema v2)", env!("CARGO_PKG_VERSION"))
     );
 }

@@ -1,9 +1,10 @@
 //! Report-phase checks: rules decided when `sharecheck report` reads the traces of every process
 //! of a job together (an exporter that freed memory another process still had open, ...).
 //!
-//! The records carry what matching needs: every call record has its process (`pid`), its place
-//! in that process (`seq`) and its wall-clock start (`ts_ns`, one clock for every process on a
-//! host); IPC and fabric handles appear only as keyed fingerprints (`"fp:..."`, equal for the same
+//! The records carry what matching needs: every call record has its process (`pid`, from its
+//! file's process record), its place in that process (`seq`) and its start on the wall clock
+//! (`ts_ns`: the file's `t0_wall_ns` plus the record's `t`, one clock for every process on a host;
+//! the CLI's reader adds both); IPC and fabric handles appear only as keyed fingerprints (`"fp:..."`, equal for the same
 //! handle in every process of one job, useless for mapping memory), so handles are matched by
 //! fingerprint and never by their bytes. Frees, releases and unmaps are recorded (they are observed
 //! calls), so a handle's memory can be followed to its end in the exporting process.
@@ -39,9 +40,12 @@ impl Call {
         self.args.get(name)
     }
 
-    /// The value an out-parameter received (`{"at": ..., "value": ...}`), when the driver wrote it.
+    /// The value an out-parameter received (`"*name": value`), when the driver wrote it.
     pub fn out(&self, name: &str) -> Option<&Value> {
-        self.args.get(name)?.get("value")
+        self.args
+            .iter()
+            .find(|(key, _)| key.strip_prefix('*') == Some(name))
+            .map(|(_, value)| value)
     }
 
     /// Every handle fingerprint the call's arguments mention (in or out).
@@ -94,7 +98,7 @@ impl Timeline {
         }
     }
 
-    /// Adds one trace record; event records (`"fn": null`), records without a process or time,
+    /// Adds one trace record; event records (no `"fn"`), records without a process or time,
     /// and calls no check reads are skipped.
     pub fn add(&mut self, record: &Map<String, Value>) {
         let (Some(pid), Some(seq), Some(ts_ns), Some(func)) = (
@@ -105,7 +109,7 @@ impl Timeline {
         ) else {
             return;
         };
-        let args = match record.get("args") {
+        let args = match record.get("a") {
             Some(Value::Object(args)) => args,
             _ => return,
         };
@@ -125,7 +129,7 @@ impl Timeline {
             ts_ns,
             func: func.to_string(),
             args,
-            ret: record.get("ret").and_then(Value::as_i64),
+            ret: record.get("r").and_then(Value::as_i64),
         });
         self.sorted = false;
     }
@@ -304,8 +308,9 @@ mod tests {
         args: Value,
         ret: i64,
     ) -> Map<String, Value> {
-        let v = serde_json::json!({"v":1,"seq":seq,"ts_ns":ts,"pid":pid,"tid":pid,"api":"cuda",
-            "fn":func,"args":args,"ret":ret,"findings":[]});
+        // As the CLI's reader hands records over: `pid` and `ts_ns` added from the process record.
+        let v = serde_json::json!({"seq":seq,"t":ts,"tid":pid,"fn":func,"a":args,"r":ret,
+            "pid":pid,"ts_ns":ts});
         v.as_object().unwrap().clone()
     }
 
@@ -322,7 +327,7 @@ mod tests {
                 1,
                 100,
                 "cuIpcGetMemHandle",
-                serde_json::json!({"pHandle":{"at":"0x7ff0","value":FP},"dptr":"0x7000000"}),
+                serde_json::json!({"*pHandle":FP,"dptr":"0x7000000"}),
                 0,
             ),
             record(
@@ -330,7 +335,7 @@ mod tests {
                 1,
                 200,
                 "cuIpcOpenMemHandle_v2",
-                serde_json::json!({"pdptr":{"at":"0x7fe0","value":"0x9000000"},"handle":FP,"Flags":"CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS"}),
+                serde_json::json!({"*pdptr":"0x9000000","handle":FP,"Flags":"CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS"}),
                 0,
             ),
             record(
@@ -355,7 +360,7 @@ mod tests {
                 1,
                 150,
                 "cuIpcOpenMemHandle_v2",
-                serde_json::json!({"pdptr":{"at":"0x1","value":"0x5"},"handle":"fp:ffffffffffffffff","Flags":0}),
+                serde_json::json!({"*pdptr":"0x5","handle":"fp:ffffffffffffffff","Flags":0}),
                 0,
             ),
             // A call no check reads: not kept.
@@ -364,13 +369,14 @@ mod tests {
                 2,
                 160,
                 "cuDeviceCanAccessPeer",
-                serde_json::json!({"canAccessPeer":{"at":"0x1","value":1},"dev":0,"peerDev":1}),
+                serde_json::json!({"*canAccessPeer":1,"dev":0,"peerDev":1}),
                 0,
             ),
         ] {
             let mut r = r;
             if r["fn"] == "" {
-                r.insert("fn".into(), Value::Null);
+                r.remove("fn");
+                r.insert("event".into(), "exit".into());
             }
             t.add(&r);
         }

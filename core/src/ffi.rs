@@ -44,6 +44,12 @@ pub trait ArgValue: Copy + 'static {
     fn c_type() -> String;
     /// Writes the argument's JSON value.
     fn encode(&self, w: &mut JsonOut, outcome: Outcome);
+    /// Writes `"name":value` into the record's `"a"` object (an out-parameter changes the key).
+    #[inline]
+    fn encode_named(&self, w: &mut JsonOut, name: &'static str, outcome: Outcome) {
+        w.key(name);
+        self.encode(w, outcome);
+    }
 }
 
 /// A type an out-parameter can point to: how its value is written once the driver filled it.
@@ -444,15 +450,27 @@ impl<T: Pointee> ArgValue for Out<T> {
     fn c_type() -> String {
         format!("{} *", T::c_type())
     }
-    fn encode(&self, w: &mut JsonOut, outcome: Outcome) {
-        w.begin_object();
-        w.key("at");
-        w.hex(self.addr());
-        if let Some(value) = self.written(outcome) {
-            w.key("value");
-            value.encode_value(w);
+    /// The pointer itself: `"0x7ffc..."`, or `null`.
+    fn encode(&self, w: &mut JsonOut, _: Outcome) {
+        if self.0.is_null() {
+            w.null();
+        } else {
+            w.hex(self.addr());
         }
-        w.end_object();
+    }
+    /// `"*name":value` once the driver wrote the value (C's dereference: what the pointer points
+    /// to), else `"name":pointer`.
+    fn encode_named(&self, w: &mut JsonOut, name: &'static str, outcome: Outcome) {
+        match self.written(outcome) {
+            Some(value) => {
+                w.key_deref(name);
+                value.encode_value(w);
+            }
+            None => {
+                w.key(name);
+                self.encode(w, outcome);
+            }
+        }
     }
 }
 
@@ -632,26 +650,32 @@ mod tests {
         assert_eq!(render(CUstream(0x5000 as *mut c_void), none), "\"0x5000\"");
     }
 
+    fn render_named<A: ArgValue>(a: A, outcome: Outcome) -> String {
+        let mut buf = Vec::new();
+        let mut w = JsonOut::with_fingerprint(&mut buf, |_| 0x1234);
+        w.begin_object();
+        a.encode_named(&mut w, "p", outcome);
+        w.end_object();
+        String::from_utf8(buf).unwrap()
+    }
+
     #[test]
     fn out_values_are_read_only_after_success() {
         let mut v = Int(7);
         let out = Out(&mut v as *mut Int);
         let at = format!("0x{:x}", out.addr());
+        assert_eq!(render_named(out, Outcome::Returned(0)), "{\"*p\":7}");
         assert_eq!(
-            render(out, Outcome::Returned(0)),
-            format!("{{\"at\":\"{at}\",\"value\":7}}")
+            render_named(out, Outcome::Returned(1)),
+            format!("{{\"p\":\"{at}\"}}")
         );
         assert_eq!(
-            render(out, Outcome::Returned(1)),
-            format!("{{\"at\":\"{at}\"}}")
-        );
-        assert_eq!(
-            render(out, Outcome::NotCalled),
-            format!("{{\"at\":\"{at}\"}}")
+            render_named(out, Outcome::NotCalled),
+            format!("{{\"p\":\"{at}\"}}")
         );
         // A NULL out-pointer is never read, even on success.
         let null: Out<Int> = Out(std::ptr::null_mut());
-        assert_eq!(render(null, Outcome::Returned(0)), "{\"at\":\"0x0\"}");
+        assert_eq!(render_named(null, Outcome::Returned(0)), "{\"p\":null}");
     }
 
     #[test]

@@ -264,7 +264,7 @@ macro_rules! define_table {
                 impl CallArgs for $sym {
                     const ID: FnId = FnId::$sym;
                     fn encode(&self, w: &mut JsonOut, outcome: Outcome) {
-                        $( w.key(stringify!($arg)); self.$arg.encode(w, outcome); )*
+                        $( self.$arg.encode_named(w, stringify!($arg), outcome); )*
                         let _ = (w, outcome);
                     }
                 }

@@ -34,6 +34,7 @@ impl<'a> JsonOut<'a> {
         }
     }
 
+    #[inline(always)]
     fn sep(&mut self) {
         if self.need_comma {
             self.buf.push(b',');
@@ -41,23 +42,27 @@ impl<'a> JsonOut<'a> {
         self.need_comma = true;
     }
 
+    #[inline(always)]
     pub fn begin_object(&mut self) {
         self.sep();
         self.buf.push(b'{');
         self.need_comma = false;
     }
 
+    #[inline(always)]
     pub fn end_object(&mut self) {
         self.buf.push(b'}');
         self.need_comma = true;
     }
 
+    #[inline(always)]
     pub fn begin_array(&mut self) {
         self.sep();
         self.buf.push(b'[');
         self.need_comma = false;
     }
 
+    #[inline(always)]
     pub fn end_array(&mut self) {
         self.buf.push(b']');
         self.need_comma = true;
@@ -65,6 +70,7 @@ impl<'a> JsonOut<'a> {
 
     /// Writes `"key":`; the value written next needs no comma. Keys are this program's own
     /// identifiers (ASCII letters, digits, `_`), written as they are.
+    #[inline(always)]
     pub fn key(&mut self, key: &str) {
         debug_assert!(!key.bytes().any(needs_escape), "{key:?}");
         self.sep();
@@ -74,36 +80,64 @@ impl<'a> JsonOut<'a> {
         self.need_comma = false;
     }
 
+    /// Writes `"*key":`: the value a pointer argument `key` points to (an out-parameter the
+    /// driver wrote).
+    #[inline(always)]
+    pub fn key_deref(&mut self, key: &str) {
+        debug_assert!(!key.bytes().any(needs_escape), "{key:?}");
+        self.sep();
+        self.buf.extend_from_slice(b"\"*");
+        self.buf.extend_from_slice(key.as_bytes());
+        self.buf.extend_from_slice(b"\":");
+        self.need_comma = false;
+    }
+
+    #[inline(always)]
     pub fn str(&mut self, value: &str) {
         self.sep();
         self.raw_string(value);
     }
 
+    /// A string this program wrote itself (a function's symbol, an event's name): written as it
+    /// is, without looking for bytes to escape.
+    #[inline(always)]
+    pub fn kv_ident(&mut self, key: &str, value: &'static str) {
+        debug_assert!(!value.bytes().any(needs_escape), "{value:?}");
+        self.key(key);
+        self.buf.push(b'"');
+        self.buf.extend_from_slice(value.as_bytes());
+        self.buf.push(b'"');
+        self.need_comma = true;
+    }
+
+    #[inline(always)]
     pub fn null(&mut self) {
         self.sep();
         self.buf.extend_from_slice(b"null");
     }
 
+    #[inline(always)]
     pub fn bool(&mut self, value: bool) {
         self.sep();
         self.buf
             .extend_from_slice(if value { b"true" } else { b"false" });
     }
 
+    #[inline(always)]
     pub fn u64(&mut self, value: u64) {
         self.sep();
         write_u64(self.buf, value);
     }
 
+    #[inline(always)]
     pub fn i64(&mut self, value: i64) {
         self.sep();
-        if value < 0 {
-            self.buf.push(b'-');
-        }
-        write_u64(self.buf, value.unsigned_abs());
+        self.buf
+            .extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
     }
 
     /// Pointers and addresses: `"0x7f00..."` (a string, so no precision is lost in readers).
+    #[inline(always)]
     pub fn hex(&mut self, value: u64) {
         self.sep();
         self.buf.extend_from_slice(b"\"0x");
@@ -128,29 +162,39 @@ impl<'a> JsonOut<'a> {
         self.buf.push(b'"');
     }
 
+    #[inline(always)]
     pub fn kv_str(&mut self, key: &str, value: &str) {
         self.key(key);
         self.str(value);
     }
 
+    #[inline(always)]
     pub fn kv_u64(&mut self, key: &str, value: u64) {
         self.key(key);
         self.u64(value);
     }
 
+    #[inline(always)]
     pub fn kv_i64(&mut self, key: &str, value: i64) {
         self.key(key);
         self.i64(value);
     }
 
+    #[inline(always)]
     fn raw_string(&mut self, s: &str) {
-        self.buf.push(b'"');
         // Symbols and result names never need escaping: one copy.
         if !s.bytes().any(needs_escape) {
+            self.buf.push(b'"');
             self.buf.extend_from_slice(s.as_bytes());
             self.buf.push(b'"');
-            return;
+        } else {
+            self.escaped_string(s);
         }
+    }
+
+    #[cold]
+    fn escaped_string(&mut self, s: &str) {
+        self.buf.push(b'"');
         for &b in s.as_bytes() {
             match b {
                 b'"' => self.buf.extend_from_slice(b"\\\""),
@@ -191,32 +235,12 @@ fn needs_escape(b: u8) -> bool {
     ESCAPE[b as usize]
 }
 
-pub fn write_u64(buf: &mut Vec<u8>, mut value: u64) {
-    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-        2021222324252627282930313233343536373839\
-        4041424344454647484950515253545556575859\
-        6061626364656667686970717273747576777879\
-        8081828384858687888990919293949596979899";
-    let mut tmp = [0u8; 20];
-    let mut i = tmp.len();
-    // Two digits at a time.
-    while value >= 100 {
-        let pair = (value % 100) as usize * 2;
-        value /= 100;
-        i -= 2;
-        tmp[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-    }
-    if value >= 10 {
-        let pair = value as usize * 2;
-        i -= 2;
-        tmp[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-    } else {
-        i -= 1;
-        tmp[i] = b'0' + value as u8;
-    }
-    buf.extend_from_slice(&tmp[i..]);
+#[inline]
+pub fn write_u64(buf: &mut Vec<u8>, value: u64) {
+    buf.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
 }
 
+#[inline]
 pub fn write_hex(buf: &mut Vec<u8>, value: u64) {
     if value == 0 {
         buf.push(b'0');

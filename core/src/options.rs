@@ -157,6 +157,8 @@ options_table! {
     mute: Vec<&'static str> = Vec::new(), kind RuleIds, syntax "ID,ID",
         flag "--mute ID[,ID...]",
         help "Drop the findings of these rules (IDs: `sharecheck rules`).";
+    durations: bool = false, kind Switch, syntax "0|1", flag "--durations",
+        help "Trace each call's duration in the driver (`d`, ns): a second clock read per call.";
     duplicate_limit: u32 = DEFAULT_DUPLICATE_LIMIT, kind Count, syntax "N",
         flag "--duplicate-limit N",
         help "Print at most N reports per rule on stderr (0: no limit); the last says so; the \
@@ -445,7 +447,7 @@ mod tests {
         let text = Options::default().to_text();
         assert_eq!(
             text,
-            "mode=report:halt_on_error=0:error_exitcode=0:duplicate_limit=10"
+            "mode=report:halt_on_error=0:error_exitcode=0:durations=0:duplicate_limit=10"
         );
         assert_eq!(Options::parse(&text), (Options::default(), vec![]));
     }
@@ -517,6 +519,7 @@ mod tests {
                 mode: Some(Mode::Report),
                 halt_on_error: Some(true),
                 error_exitcode: Some(None),
+                durations: None,
                 mute: Some(vec!["peer-access.unidirectional", "divergence.unlisted"]),
                 duplicate_limit: Some(0),
             }

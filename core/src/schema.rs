@@ -2,8 +2,9 @@
 //! the shim, the simulated driver, the CLI and the tests share: environment variables, library
 //! file names, where traces go by default.
 
-/// Schema version written in every record's `"v"`.
-pub const VERSION: u64 = 1;
+/// Schema version, written in the `"v"` of each file's first record (the process record); the
+/// records after it are of the same version.
+pub const VERSION: u64 = 2;
 
 /// The directory `sharecheck run` traces into by default (relative to the current directory),
 /// and `sharecheck report` reads by default.

@@ -168,9 +168,28 @@ pub fn read_records(dir: &Path) -> Vec<Value> {
             "{} ends with a cut record",
             file.display()
         );
+        // As the CLI reads them: the first record is the process record (`"v":2`), whose pid
+        // every record after it gets, with its wall-clock time (`ts_ns`: `t0_wall_ns` + `t`).
+        let mut pid = None;
+        let mut t0_wall_ns = 0;
         for (i, line) in text.lines().enumerate() {
-            let v: Value = serde_json::from_str(line)
+            let mut v: Value = serde_json::from_str(line)
                 .unwrap_or_else(|e| panic!("{}:{}: not JSON ({e}): {line}", file.display(), i + 1));
+            if i == 0 {
+                assert_eq!(
+                    v["v"],
+                    2,
+                    "{}: the first record is not the process record",
+                    file.display()
+                );
+                assert_eq!(v["event"], "process", "{}", file.display());
+                pid = Some(v["pid"].clone());
+                t0_wall_ns = v["t0_wall_ns"].as_u64().unwrap();
+            } else {
+                assert!(v.get("pid").is_none() && v.get("v").is_none(), "{line}");
+                v["pid"] = pid.clone().unwrap();
+            }
+            v["ts_ns"] = (t0_wall_ns + v["t"].as_u64().unwrap()).into();
             out.push(v);
         }
     }
@@ -191,7 +210,7 @@ pub fn fn_ret(records: &[Value]) -> Vec<(String, i64)> {
         .map(|r| {
             (
                 r["fn"].as_str().unwrap().to_string(),
-                r["ret"].as_i64().unwrap(),
+                r["r"].as_i64().unwrap(),
             )
         })
         .collect()
