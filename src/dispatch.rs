@@ -59,6 +59,16 @@ fn general<A: Invoke>(args: A) -> c_int {
 /// Forwards a call untouched.
 #[inline(always)]
 fn forward<A: Invoke>(args: A) -> c_int {
+    match loader::resolved(A::ID) {
+        Some(real) => args.invoke(real),
+        None => forward_first(args),
+    }
+}
+
+/// [`forward`] on the first use of the function, or when the driver lacks it.
+#[cold]
+#[inline(never)]
+fn forward_first<A: Invoke>(args: A) -> c_int {
     match loader::real_function(A::ID) {
         Some(real) => args.invoke(real),
         None => missing(args),
@@ -78,7 +88,7 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
             None => A::ID.info().api.not_supported(),
         };
     };
-    let thread_call = guard.count_call();
+    guard.count_call();
     let Some(real) = loader::real_function(A::ID) else {
         return missing(args);
     };
@@ -123,19 +133,21 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
         (Outcome::Returned(ret), ret)
     });
     match ran {
-        true if !cx.is_clean() => shielded((), move || {
-            let seq_shown = if TRACED { seq } else { thread_call };
-            settle_and_record(
-                args,
-                cx,
-                outcome,
-                ret,
-                (seq, seq_shown),
-                ts_ns,
-                dur_ns,
-                TRACED,
-            )
-        }),
+        true if !cx.is_clean() => {
+            let seq_shown = if TRACED { seq } else { guard.call_number() };
+            shielded((), move || {
+                settle_and_record(
+                    args,
+                    cx,
+                    outcome,
+                    ret,
+                    (seq, seq_shown),
+                    ts_ns,
+                    dur_ns,
+                    TRACED,
+                )
+            })
+        }
         _ if TRACED => shielded((), move || {
             record(&args, outcome, ret, seq, ts_ns, dur_ns, &[])
         }),
@@ -149,9 +161,24 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
 /// state, and a driver that frees through its own export is observed correctly too.
 #[inline(always)]
 fn observe<A: Invoke>(args: A) -> c_int {
-    let Some(real) = loader::real_function(A::ID) else {
-        return missing(args);
-    };
+    match loader::resolved(A::ID) {
+        Some(real) => observe_with(args, real),
+        None => observe_first(args),
+    }
+}
+
+/// [`observe`] on the first use of the function, or when the driver lacks it.
+#[cold]
+#[inline(never)]
+fn observe_first<A: Invoke>(args: A) -> c_int {
+    match loader::real_function(A::ID) {
+        Some(real) => observe_with(args, real),
+        None => missing(args),
+    }
+}
+
+#[inline(always)]
+fn observe_with<A: Invoke>(args: A, real: usize) -> c_int {
     let ret = args.invoke(real);
     if ret == 0 {
         shielded((), || {
