@@ -17,96 +17,142 @@ use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::CallArgs;
 use std::ffi::c_int;
 
-/// Runs one interposed call. `invoke` calls the real function at the given address.
-#[inline]
-pub fn call<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
-    if !A::WRAPPED || crate::process::passive() {
-        // Observed by nobody, or another copy of the shim is the active one: forwarded untouched,
-        // as if this copy were not there.
-        return match loader::real_function(A::ID) {
-            Some(real) => invoke(real),
-            None => missing(&args),
-        };
+/// A call's arguments, passed on to the real function (implemented for every interposed symbol in
+/// `exports`).
+pub trait Invoke: Checked {
+    /// Calls the real function at `real` (the loader's address for `Self::ID`) with these
+    /// arguments, unchanged.
+    fn invoke(self, real: usize) -> c_int;
+}
+
+/// Runs one interposed call.
+#[inline(always)]
+pub fn call<A: Invoke>(args: A) -> c_int {
+    if !A::WRAPPED {
+        // Observed by nobody: forwarded untouched.
+        return forward(args);
     }
-    if A::OBSERVE_ONLY && !trace::enabled() {
-        return observe(args, invoke);
+    if crate::process::untraced() {
+        // The usual case, decided at load with one flag: the constant `TRACED` folds away every
+        // branch of the trace.
+        wrapped::<A, false>(args)
+    } else {
+        general(args)
+    }
+}
+
+/// Before the shim's constructor ran, in a passive copy, or with a trace.
+#[inline(never)]
+fn general<A: Invoke>(args: A) -> c_int {
+    if crate::process::passive() {
+        // Another copy of the shim is the active one: forwarded untouched, as if this copy were
+        // not there.
+        return forward(args);
+    }
+    if trace::enabled() {
+        wrapped::<A, true>(args)
+    } else {
+        wrapped::<A, false>(args)
+    }
+}
+
+/// Forwards a call untouched.
+#[inline(always)]
+fn forward<A: Invoke>(args: A) -> c_int {
+    match loader::resolved(A::ID) {
+        Some(real) => args.invoke(real),
+        None => forward_first(args),
+    }
+}
+
+/// [`forward`] on the first use of the function, or when the driver lacks it.
+#[cold]
+#[inline(never)]
+fn forward_first<A: Invoke>(args: A) -> c_int {
+    match loader::real_function(A::ID) {
+        Some(real) => args.invoke(real),
+        None => missing(args),
+    }
+}
+
+/// A call this copy checks (and traces when `TRACED`).
+#[inline(always)]
+fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
+    if A::OBSERVE_ONLY && !TRACED {
+        return observe(args);
     }
     let Some(guard) = Guard::enter() else {
         // Re-entered (the shim's own lookups, or a driver calling a wrapped symbol): forward only.
         return match loader::real_function(A::ID) {
-            Some(real) => invoke(real),
+            Some(real) => args.invoke(real),
             None => A::ID.info().api.not_supported(),
         };
     };
-    let thread_call = guard.count_call();
-    let traced = trace::enabled();
+    guard.count_call();
     let Some(real) = loader::real_function(A::ID) else {
-        return missing(&args);
+        return missing(args);
     };
-    if !A::CHECKED && !traced {
-        return invoke(real);
+    if !A::CHECKED && !TRACED {
+        return args.invoke(real);
     }
 
-    let (seq, ts_ns) = if traced {
+    let (seq, ts_ns) = if TRACED {
         (trace::next_seq(), trace::now())
     } else {
         (0, 0)
     };
     // `durations=1`: a second clock read, after the driver returned.
-    let timed = traced && engine::options().durations;
-    // The driver is called exactly once, whether or not a check panics.
-    let mut invoke = Some(invoke);
-    let mut answer: Option<(Outcome, c_int, Option<u64>)> = None;
+    let timed = TRACED && engine::options().durations;
+    // The driver is called exactly once, whether or not a check panics: `answer` is set as soon
+    // as it returned (or was refused in strict mode), so no answer means no call yet.
+    let mut answer: Option<(Outcome, c_int)> = None;
+    let mut dur_ns = None;
     let mut cx = Cx::new(
         engine::driver(),
         engine::states(),
         engine::options(),
         guard.shard(),
     );
-    let ran = {
-        let forward = |cx: &mut Cx| -> Outcome {
+    let ran = shielded(false, || {
+        args.run(&mut cx, |cx| {
             if let Some(code) = cx.refusal() {
-                answer = Some((Outcome::NotCalled, code, None));
+                answer = Some((Outcome::NotCalled, code));
                 return Outcome::NotCalled;
             }
-            let Some(invoke) = invoke.take() else {
-                return Outcome::NotCalled;
-            };
             let start = if timed { trace::now() } else { 0 };
-            let ret = invoke(real);
-            let dur_ns = timed.then(|| trace::now().saturating_sub(start));
-            answer = Some((Outcome::Returned(ret), ret, dur_ns));
+            let ret = args.invoke(real);
+            answer = Some((Outcome::Returned(ret), ret));
+            if timed {
+                dur_ns = Some(trace::now().saturating_sub(start));
+            }
             Outcome::Returned(ret)
-        };
-        shielded(false, || {
-            args.run(&mut cx, forward);
-            true
-        })
-    };
-    let (outcome, ret, dur_ns) = match (answer, invoke.take()) {
-        (Some(answer), _) => answer,
+        });
+        true
+    });
+    let (outcome, ret) = answer.unwrap_or_else(|| {
         // A check panicked before the call: forward it untouched.
-        (None, Some(invoke)) => {
-            let ret = invoke(real);
-            (Outcome::Returned(ret), ret, None)
-        }
-        (None, None) => return A::ID.info().api.not_supported(),
-    };
+        let ret = args.invoke(real);
+        (Outcome::Returned(ret), ret)
+    });
     match ran {
-        true if !cx.is_clean() => shielded((), || {
-            let seq_shown = if traced { seq } else { thread_call };
-            settle_and_record(
-                &args,
-                cx,
-                outcome,
-                ret,
-                (seq, seq_shown),
-                ts_ns,
-                dur_ns,
-                traced,
-            )
+        true if !cx.is_clean() => {
+            let seq_shown = if TRACED { seq } else { guard.call_number() };
+            shielded((), move || {
+                settle_and_record(
+                    args,
+                    cx,
+                    outcome,
+                    ret,
+                    (seq, seq_shown),
+                    ts_ns,
+                    dur_ns,
+                    TRACED,
+                )
+            })
+        }
+        _ if TRACED => shielded((), move || {
+            record(&args, outcome, ret, seq, ts_ns, dur_ns, &[])
         }),
-        _ if traced => shielded((), || record(&args, outcome, ret, seq, ts_ns, dur_ns, &[])),
         _ => {}
     }
     ret
@@ -116,11 +162,26 @@ pub fn call<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
 /// call, so it goes first, and they see its answer. No guard is needed: observers only forget
 /// state, and a driver that frees through its own export is observed correctly too.
 #[inline(always)]
-fn observe<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
-    let Some(real) = loader::real_function(A::ID) else {
-        return missing(&args);
-    };
-    let ret = invoke(real);
+fn observe<A: Invoke>(args: A) -> c_int {
+    match loader::resolved(A::ID) {
+        Some(real) => observe_with(args, real),
+        None => observe_first(args),
+    }
+}
+
+/// [`observe`] on the first use of the function, or when the driver lacks it.
+#[cold]
+#[inline(never)]
+fn observe_first<A: Invoke>(args: A) -> c_int {
+    match loader::real_function(A::ID) {
+        Some(real) => observe_with(args, real),
+        None => missing(args),
+    }
+}
+
+#[inline(always)]
+fn observe_with<A: Invoke>(args: A, real: usize) -> c_int {
+    let ret = args.invoke(real);
     if ret == 0 {
         shielded((), || {
             let mut cx = Cx::new(engine::driver(), engine::states(), engine::options(), 0);
@@ -133,13 +194,13 @@ fn observe<A: Checked>(args: A, invoke: impl FnOnce(usize) -> c_int) -> c_int {
 /// The driver (or this function of it) is missing: the documented "not supported" code.
 #[cold]
 #[inline(never)]
-fn missing<A: CallArgs>(args: &A) -> c_int {
+fn missing<A: CallArgs>(args: A) -> c_int {
     shielded((), || loader::warn_missing(A::ID));
     let ret = A::ID.info().api.not_supported();
     if trace::enabled() {
         shielded((), || {
             let seq = trace::next_seq();
-            record(args, Outcome::NotCalled, ret, seq, trace::now(), None, &[])
+            record(&args, Outcome::NotCalled, ret, seq, trace::now(), None, &[])
         });
     }
     ret
@@ -150,7 +211,7 @@ fn missing<A: CallArgs>(args: &A) -> c_int {
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
 fn settle_and_record<A: CallArgs>(
-    args: &A,
+    args: A,
     cx: Cx,
     outcome: Outcome,
     ret: c_int,
@@ -168,10 +229,15 @@ fn settle_and_record<A: CallArgs>(
             tid: trace::tid(),
             seq: seq_shown,
         };
-        engine::report(engine::states(), found, || describe_call(args, outcome), at)
+        engine::report(
+            engine::states(),
+            found,
+            || describe_call(&args, outcome),
+            at,
+        )
     };
     if traced {
-        record(args, outcome, ret, seq, ts_ns, dur_ns, &recorded);
+        record(&args, outcome, ret, seq, ts_ns, dur_ns, &recorded);
     }
     engine::halt_if_asked(&recorded);
 }

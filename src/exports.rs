@@ -17,8 +17,12 @@ macro_rules! define_exports {
             /// out-parameter only after the driver succeeded, so it adds no obligation).
             #[no_mangle]
             pub unsafe extern "C" fn $sym( $( $arg: $ty ),* ) -> c_int {
-                let call_args = args::$sym { $( $arg ),* };
-                dispatch::call(call_args, |real| {
+                dispatch::call(args::$sym { $( $arg ),* })
+            }
+
+            impl dispatch::Invoke for args::$sym {
+                #[inline(always)]
+                fn invoke(self, real: usize) -> c_int {
                     // SAFETY: `real` is the driver's export of this exact symbol (the loader
                     // resolves it by this name in the driver library, or adopts what `dlsym`
                     // returned for this name there), and the declaration list spells its C
@@ -27,8 +31,8 @@ macro_rules! define_exports {
                     // SAFETY: the caller's own arguments, unchanged: the caller's obligations
                     // under the driver's documented contract are exactly those of calling the
                     // driver directly, and the shim adds none.
-                    unsafe { f($( call_args.$arg ),*) }
-                })
+                    unsafe { f($( self.$arg ),*) }
+                }
             }
         )*
 

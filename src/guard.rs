@@ -57,14 +57,19 @@ impl Guard {
         THREAD.with(|t| t.inside.get())
     }
 
-    /// Counts a covered call of this thread; returns its number.
+    /// Counts a covered call of this thread.
     #[inline]
-    pub fn count_call(&self) -> u64 {
+    pub fn count_call(&self) {
         // SAFETY: see `enter`.
         let t = unsafe { &*self.0 };
-        let n = t.calls.get() + 1;
-        t.calls.set(n);
-        n
+        t.calls.set(t.calls.get() + 1);
+    }
+
+    /// The number of this thread's current covered call (calls made while it runs are not
+    /// counted: the guard forwards them only).
+    pub fn call_number(&self) -> u64 {
+        // SAFETY: see `enter`.
+        unsafe { &*self.0 }.calls.get()
     }
 }
 

@@ -496,14 +496,27 @@ pub fn real_function(id: FnId) -> Option<usize> {
     let slot = &SLOTS[id as usize];
     match slot.load(Ordering::Acquire) {
         MISSING => None,
-        UNRESOLVED => crate::guard::shielded(None, || resolve_slot(id)),
+        UNRESOLVED => resolve_slot(id),
         address => Some(address),
     }
 }
 
+/// The real driver function behind an interposed symbol once it was resolved (`None` before its
+/// first use and when it is missing: ask [`real_function`] then).
+#[inline(always)]
+pub fn resolved(id: FnId) -> Option<usize> {
+    let address = SLOTS[id as usize].load(Ordering::Acquire);
+    (address > MISSING).then_some(address)
+}
+
+/// First use of a function: finds it (shielded here, so that callers keep no landing pad for it).
 #[cold]
 #[inline(never)]
 fn resolve_slot(id: FnId) -> Option<usize> {
+    crate::guard::shielded(None, || find_slot(id))
+}
+
+fn find_slot(id: FnId) -> Option<usize> {
     let info = id.info();
     let address = CString::new(info.symbol)
         .ok()

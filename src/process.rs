@@ -20,6 +20,10 @@ use crate::{engine, trace};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 static PASSIVE: AtomicBool = AtomicBool::new(false);
+/// Set once at load when this copy is the active one and writes no trace: a wrapped call then
+/// knows its path from this one load. False until then (and in a passive or tracing copy), when
+/// calls take the general path, which asks [`passive`] and `trace::enabled` itself.
+static UNTRACED: AtomicBool = AtomicBool::new(false);
 
 /// Whether this copy of the shim stands aside: another copy was loaded first (preloaded, say, and
 /// this one `dlopen`ed from another path). The first copy checks and traces; this one forwards
@@ -28,6 +32,12 @@ static PASSIVE: AtomicBool = AtomicBool::new(false);
 #[inline]
 pub fn passive() -> bool {
     PASSIVE.load(Relaxed)
+}
+
+/// Whether calls take the untraced fast path: this copy is active and writes no trace.
+#[inline(always)]
+pub fn untraced() -> bool {
+    UNTRACED.load(Relaxed)
 }
 
 /// Another copy of the shim is in the global scope when `sharecheck_version` resolves into
@@ -54,7 +64,9 @@ fn on_load() {
     shielded((), || {
         crate::fingerprint::establish_key();
         let _ = engine::options();
-        let _ = trace::enabled();
+        if !trace::enabled() {
+            UNTRACED.store(true, Relaxed);
+        }
         trace::init_clock();
     });
 }

@@ -270,6 +270,7 @@ impl DriverFacts {
     }
 
     /// Something the caches may hold has ended.
+    #[inline]
     fn forget_cached(&self, gone: Lifetime) {
         match gone {
             Lifetime::ContextDestroyed(ctx) => {
@@ -371,6 +372,7 @@ fn device_index(dev: i32) -> Option<usize> {
 }
 
 impl Facts for DriverFacts {
+    #[inline]
     fn forget(&self, gone: Lifetime) {
         self.forget_cached(gone);
     }

@@ -56,15 +56,15 @@ pub struct Cx<'a> {
     pub states: &'a States,
     /// The calling thread's shard of read-mostly state (`crate::guard::SHARDS`).
     pub shard: usize,
-    mode: Mode,
-    /// Rule IDs whose findings are not reported (`mute=`).
-    muted: &'a [&'static str],
+    /// The mode and the muted rules (read only once a finding exists).
+    options: &'a Options,
     /// Findings so far: predicted ones (`Certain`, `Tracked`), then those the answer showed
     /// (`Driver`).
     found: Vec<Pending>,
 }
 
 impl<'a> Cx<'a> {
+    #[inline]
     pub fn new(
         facts: &'a dyn Facts,
         states: &'a States,
@@ -75,8 +75,7 @@ impl<'a> Cx<'a> {
             facts,
             states,
             shard,
-            mode: options.mode,
-            muted: &options.mute,
+            options,
             found: Vec::new(),
         }
     }
@@ -101,7 +100,7 @@ impl<'a> Cx<'a> {
     /// refusal, a divergence the driver's answer shows), but its message is never built: `report`
     /// drops it. One without a documented code decides nothing, so it costs nothing at all.
     fn push(&mut self, rule: &'static Rule, message: impl FnOnce() -> String, basis: Basis) {
-        let muted = self.muted.contains(&rule.id);
+        let muted = self.options.mute.contains(&rule.id);
         if muted && rule.documented_code.is_none() {
             return;
         }
@@ -124,7 +123,7 @@ impl<'a> Cx<'a> {
 
     /// In strict mode: the code to return instead of calling the driver.
     pub fn refusal(&self) -> Option<c_int> {
-        if self.mode != Mode::Strict || self.found.is_empty() {
+        if self.found.is_empty() || self.options.mode != Mode::Strict {
             return None;
         }
         self.documented_codes(true).first().copied()

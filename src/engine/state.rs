@@ -56,6 +56,7 @@ impl States {
         [&self.peer]
     }
 
+    #[inline]
     pub fn forget(&self, gone: Lifetime) {
         for family in self.families() {
             family.forget(gone);

@@ -26,14 +26,14 @@ impl Check<args::cuDeviceCanAccessPeer> for CanAccess {
         let Some(count) = cx.facts.device_count() else {
             return;
         };
-        let valid = |d: i32| (0..count).contains(&d);
+        let valid = move |d: i32| (0..count).contains(&d);
         if !valid(dev) || !valid(peer) {
             let invalid: Vec<String> = [("dev", dev), ("peerDev", peer)]
                 .into_iter()
                 .filter(|&(_, d)| !valid(d))
                 .map(|(name, d)| format!("{name} is {d}"))
                 .collect();
-            cx.flag(&CAN_ACCESS_INVALID_DEVICE, || {
+            cx.flag(&CAN_ACCESS_INVALID_DEVICE, move || {
                 format!(
                     "{}, but the driver has {count} device(s): ordinals 0..{}",
                     invalid.join(" and "),
@@ -41,7 +41,7 @@ impl Check<args::cuDeviceCanAccessPeer> for CanAccess {
                 )
             });
         } else if dev == peer {
-            cx.flag(&CAN_ACCESS_SAME_DEVICE, || {
+            cx.flag(&CAN_ACCESS_SAME_DEVICE, move || {
                 format!("dev and peerDev are both device {dev}; the answer will be 0")
             });
         }

@@ -79,6 +79,7 @@ impl PeerState {
 }
 
 impl FamilyState for PeerState {
+    #[inline]
     fn forget(&self, gone: Lifetime) {
         if gone == Lifetime::MemoryFreed {
             return; // grants do not refer to memory
