@@ -208,11 +208,14 @@ fn a_plain_call_record_is_at_most_128_bytes_and_durations_are_asked_for() {
             got.sort_unstable();
             assert_eq!(got, keys, "{line}");
             assert_eq!(record["a"]["*canAccessPeer"], 1, "{line}");
-            assert!(
-                line.len() < 128,
-                "{} bytes with its newline: {line}",
-                line.len() + 1
-            );
+            // The bound is for the default record; `durations=1` adds `,"d":N` by request.
+            if options.is_none() {
+                assert!(
+                    line.len() < 128,
+                    "{} bytes with its newline: {line}",
+                    line.len() + 1
+                );
+            }
         }
     };
     check("record_size", None, &["a", "fn", "r", "seq", "t", "tid"]);
