@@ -29,6 +29,7 @@ case "${1:-}" in
         ;;
 esac
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export ROOT
 OUT="${1:-./gpu-rules-out}"
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
@@ -106,7 +107,9 @@ while IFS='|' read -r scenario build expected reason; do
     shim_rc=$?
     set -e
     verdict="$(python3 - "$base" "$expected" "$plain_rc" "$shim_rc" <<'PY'
-import glob, json, sys
+import glob, json, os, sys
+sys.path.insert(0, os.path.join(os.environ["ROOT"], "scripts", "gpu"))
+import trace_io
 base, expected, plain_rc, shim_rc = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 crash = expected == "crash"
 expected = set() if expected in ("-", "crash") else set(expected.split(","))
@@ -115,12 +118,13 @@ def calls(path):
 plain, shim = calls(base + ".plain.out"), calls(base + ".shim.out")
 fired, results = set(), []
 for path in sorted(glob.glob(base + ".traces/*.jsonl")):
-    # A process that crashed leaves the unused end of its trace as NUL bytes, and possibly one
-    # record cut short: neither is a record.
-    for line in open(path).read().rstrip("\0").splitlines():
-        if not line.strip() or "\0" in line:
+    # A process that crashed leaves its last records in its ring file (trace_io.py reads them
+    # too), and possibly one record cut short: not a record.
+    for line in trace_io.read_lines(path):
+        try:
+            r = json.loads(line)
+        except ValueError:
             continue
-        r = json.loads(line)
         for f in r.get("findings") or []:
             fired.add(f["rule"])
         if r.get("fn"):

@@ -1,54 +1,62 @@
-//! Where trace records go: a file mapped into memory that threads append whole records to
-//! without a lock.
+//! Where trace records go: a ring mapped from a file, which threads copy whole records into
+//! without a lock, appended to the trace file one segment at a time (layout and recovery:
+//! [`sharecheck_core::ring`]).
 //!
-//! - **Lossless.** The pages of a shared file mapping belong to the kernel's page cache as soon
-//!   as they are written, so every completed record survives the process however it ends:
-//!   `exit`, `_exit`, `exec`, `abort`, SIGSEGV, `kill -9`. Nothing is buffered in the process.
-//! - **Lock-free.** A record reserves its bytes with one atomic add and copies itself in; the file
-//!   grows one chunk at a time under a flag only growers touch.
-//! - **Harmless.** Space is reserved with `posix_fallocate` before a chunk is mapped, so a full
-//!   disk is an error when growing (one warning, tracing stops), never a SIGBUS later. The file
-//!   never grows past `RLIMIT_FSIZE`, so the host never gets SIGXFSZ. The descriptor is
-//!   `O_CLOEXEC`, used only to grow and trim, and checked (device and inode) before each use: a
-//!   program that closed it and reused the number is never written into.
-//! - **Fork.** The child drops the parent's mappings and descriptor without taking any lock, and
-//!   opens its own file on its first record.
-//!
-//! At exit the file is trimmed to its records. A process that ends without exit handlers (`_exit`,
-//! a fatal signal, `kill -9`) leaves the unused rest of the last chunk as NUL bytes, which readers
-//! skip; a record being copied at that moment may be cut short (a torn line readers skip).
+//! - **Lossless.** The ring's pages belong to the kernel's page cache as soon as a record is
+//!   copied in, so every completed record survives the process however it ends: at `exit` the rest
+//!   of the ring is appended and the ring file removed; after `_exit`, `exec`, `abort`, SIGSEGV or
+//!   `kill -9` a reader recovers the ring's tail. Nothing is buffered in process memory.
+//! - **Cheap.** The ring's pages are provided once and reused: a record costs one copy, and every
+//!   64 KiB one `pwrite` appends a segment (the kernel provides page-cache pages for `pwrite` about
+//!   four times cheaper than for a first write through a shared mapping).
+//! - **Lock-free.** A record reserves its bytes with one atomic add, copies itself in and counts
+//!   its bytes as done in its segment; the thread that completes a segment appends the full
+//!   segments in order, while no other thread does (a flag, never waited on: a thread that finds
+//!   it taken leaves the work to its holder, who looks again before letting go). A thread whose
+//!   bytes fall in a segment the previous lap still holds helps append, and waits at most two
+//!   seconds (then tracing stops with a warning).
+//! - **Harmless.** The ring file is reserved whole with `posix_fallocate` before it is mapped (a
+//!   full disk is an error at open, never a SIGBUS). The trace never grows past `RLIMIT_FSIZE`, so
+//!   the host never gets SIGXFSZ; `ENOSPC` and `EFBIG` stop tracing with one warning. Descriptors
+//!   are `O_CLOEXEC`, and the trace's is checked (device and inode) before each append: a program
+//!   that closed it and reused the number is never written into.
+//! - **Fork.** The child drops the parent's mapping and descriptors without taking any lock, and
+//!   opens its own files on its first record.
 
+use sharecheck_core::ring::{self, HEADER, RING, SEGMENT, SEGMENTS};
 use std::ffi::CString;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8};
-
-/// Bytes the file grows by.
-pub const CHUNK: u64 = 1 << 20;
-/// At most this many chunks (16 GiB); past it tracing stops with a warning.
-const MAX_CHUNKS: usize = 16 * 1024;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicU8};
 
 const CLOSED: u8 = 0;
 const OPENING: u8 = 1;
 const OPEN: u8 = 2;
 const STOPPED: u8 = 3;
 
+/// How long a record waits for its segment to be free before tracing stops.
+const WAIT_NS: u64 = 2_000_000_000;
+
 struct Writer {
     state: AtomicU8,
+    /// The trace file, its identity (device, inode) and path (a leaked `CString`).
     fd: AtomicI32,
     dev: AtomicU64,
     ino: AtomicU64,
-    /// Reservation cursor: the next record's offset.
-    next: AtomicU64,
-    /// Bytes of the file reserved on disk and mapped (a multiple of `CHUNK`).
-    allocated: AtomicU64,
-    chunks: [AtomicPtr<u8>; MAX_CHUNKS],
-    growing: AtomicBool,
-    /// Records being copied right now.
-    inflight: AtomicU32,
-    /// `allocated` when growing ahead of need last failed (`u64::MAX`: never).
-    ahead_failed_at: AtomicU64,
-    /// The file's path (leaked `CString`), for reopening a descriptor the program closed.
     path: AtomicPtr<std::ffi::c_char>,
+    /// The ring file's path (leaked), removed at exit.
+    ring_path: AtomicPtr<std::ffi::c_char>,
+    /// The ring file's mapping: `HEADER` bytes of header, then the ring.
+    map: AtomicPtr<u8>,
+    /// Reservation cursor: the next record's offset in the trace.
+    next: AtomicU64,
+    /// Bytes of the trace appended (whole segments, in order); the ring's segments before it are
+    /// free.
+    appended: AtomicU64,
+    /// Bytes copied in, per ring segment, over every lap: segment `g` (counted from the trace's
+    /// start) is full when `done[g % SEGMENTS] == (g / SEGMENTS + 1) * SEGMENT`.
+    done: [AtomicU64; SEGMENTS as usize],
+    /// Held by the thread appending segments.
+    appending: AtomicBool,
 }
 
 static W: Writer = Writer {
@@ -56,24 +64,24 @@ static W: Writer = Writer {
     fd: AtomicI32::new(-1),
     dev: AtomicU64::new(0),
     ino: AtomicU64::new(0),
-    next: AtomicU64::new(0),
-    allocated: AtomicU64::new(0),
-    chunks: [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_CHUNKS],
-    growing: AtomicBool::new(false),
-    inflight: AtomicU32::new(0),
-    ahead_failed_at: AtomicU64::new(u64::MAX),
     path: AtomicPtr::new(std::ptr::null_mut()),
+    ring_path: AtomicPtr::new(std::ptr::null_mut()),
+    map: AtomicPtr::new(std::ptr::null_mut()),
+    next: AtomicU64::new(0),
+    appended: AtomicU64::new(0),
+    done: [const { AtomicU64::new(0) }; SEGMENTS as usize],
+    appending: AtomicBool::new(false),
 };
 
-/// What opening the file needs from the trace module: the file (created exclusively, its path)
-/// and the first record (who wrote the file).
+/// What opening the file needs from the trace module: the trace file (created exclusively) and
+/// its path.
 pub struct Opened {
     pub fd: libc::c_int,
     pub path: String,
 }
 
-/// Appends one whole record (ending in `\n`); opens the file on the first one with `open`.
-/// Returns whether the record is in the file.
+/// Appends one whole record (ending in `\n`); opens the files on the first one with `open`,
+/// which also gives the first record (who wrote the file). Returns whether the record is in.
 pub fn append(record: &[u8], open: impl FnOnce() -> Result<(Opened, Vec<u8>), String>) -> bool {
     if !ensure_open(open) {
         return false;
@@ -82,37 +90,197 @@ pub fn append(record: &[u8], open: impl FnOnce() -> Result<(Opened, Vec<u8>), St
 }
 
 fn reserve_and_copy(record: &[u8]) -> bool {
-    W.inflight.fetch_add(1, AcqRel);
     let len = record.len() as u64;
-    let offset = W.next.fetch_add(len, AcqRel);
-    let end = offset + len;
-    let allocated = W.allocated.load(Acquire);
-    let fits = end <= allocated || grow(end);
-    if fits {
-        copy_at(offset, record);
-        // Past half of the last chunk: map the next one now, so no thread waits for it.
-        if end + CHUNK / 2 > allocated && !W.growing.load(Relaxed) {
-            grow_ahead(allocated);
-        }
+    if len == 0 || len > RING - SEGMENT {
+        return len == 0;
     }
-    W.inflight.fetch_sub(1, Release);
-    fits
-}
-
-fn copy_at(mut offset: u64, mut bytes: &[u8]) {
+    let mut offset = W.next.fetch_add(len, AcqRel);
+    let mut bytes = record;
+    let mut whole = true;
     while !bytes.is_empty() {
-        let chunk = (offset / CHUNK) as usize;
-        let within = offset % CHUNK;
-        let n = bytes.len().min((CHUNK - within) as usize);
-        let base = W.chunks[chunk].load(Acquire);
-        debug_assert!(!base.is_null());
-        // SAFETY: `base` maps CHUNK bytes of the file at chunk * CHUNK (published with Release
-        // after mmap succeeded, and never unmapped while this process may append), `within + n
-        // <= CHUNK`, and the reservation makes these bytes this record's alone.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(within as usize), n) };
+        let segment = offset / SEGMENT;
+        let within = offset % SEGMENT;
+        let n = bytes.len().min((SEGMENT - within) as usize);
+        // Still committed when the copy is skipped, so that the segment fills and is appended.
+        if whole && free_for(segment) {
+            let slot = (segment % SEGMENTS) * SEGMENT + within;
+            // SAFETY: the mapping holds HEADER + RING bytes and stays mapped while the writer is
+            // open; `slot + n <= RING`; the reservation makes these bytes this record's alone,
+            // and `free_for` says the previous lap's bytes here were appended.
+            unsafe {
+                let base = W.map.load(Acquire).add((HEADER + slot) as usize);
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), base, n);
+            }
+        } else {
+            whole = false;
+        }
+        let done = W.done[(segment % SEGMENTS) as usize].fetch_add(n as u64, AcqRel) + n as u64;
+        if done == (segment / SEGMENTS + 1) * SEGMENT {
+            append_full_segments();
+        }
         offset += n as u64;
         bytes = &bytes[n..];
     }
+    whole
+}
+
+/// Whether segment `segment`'s slot is free (the previous lap appended), helping to append while
+/// it is not; false once tracing stopped or after waiting too long.
+fn free_for(segment: u64) -> bool {
+    let needed = (segment + 1).saturating_sub(SEGMENTS) * SEGMENT;
+    if W.appended.load(Acquire) >= needed {
+        return true;
+    }
+    let start = monotonic_ns();
+    let mut spins = 0u32;
+    loop {
+        if W.state.load(Acquire) == STOPPED || W.map.load(Acquire).is_null() {
+            return false;
+        }
+        append_full_segments();
+        if W.appended.load(Acquire) >= needed {
+            return true;
+        }
+        spins += 1;
+        if spins.is_multiple_of(64) && monotonic_ns().saturating_sub(start) > WAIT_NS {
+            stop(
+                "a trace record waited 2 s for another thread to finish writing one; \
+                 no more records are written",
+            );
+            return false;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// Appends every full segment after `appended`, in order, unless another thread is doing so.
+fn append_full_segments() {
+    loop {
+        if W.appending
+            .compare_exchange(false, true, AcqRel, Acquire)
+            .is_err()
+        {
+            return;
+        }
+        while segment_is_full(W.appended.load(Acquire)) {
+            if !append_segment() {
+                break;
+            }
+        }
+        W.appending.store(false, Release);
+        // A segment that filled after the last look, while the flag was still held, is this
+        // thread's to append (its filler found the flag taken).
+        if !segment_is_full(W.appended.load(Acquire)) || W.state.load(Acquire) == STOPPED {
+            return;
+        }
+    }
+}
+
+fn segment_is_full(appended: u64) -> bool {
+    let segment = appended / SEGMENT;
+    W.done[(segment % SEGMENTS) as usize].load(Acquire) >= (segment / SEGMENTS + 1) * SEGMENT
+}
+
+/// Appends the full segment at `appended` to the trace, then frees its slot. Called only by the
+/// holder of `appending`. False (and tracing stopped) on failure.
+fn append_segment() -> bool {
+    if W.state.load(Acquire) == STOPPED {
+        return false;
+    }
+    match append_bytes(SEGMENT, true) {
+        Ok(()) => true,
+        Err(why) => {
+            stop(&why);
+            false
+        }
+    }
+}
+
+/// Appends `len` bytes of the ring from `appended` on to the trace, records it in the ring's
+/// header and, with `clear`, zeroes them in the ring so that a reader after a crash finds zeros
+/// rather than this lap's records in space not written again yet.
+fn append_bytes(len: u64, clear: bool) -> Result<(), String> {
+    let at = W.appended.load(Acquire);
+    let map = W.map.load(Acquire);
+    if map.is_null() {
+        return Err("the trace's ring is gone".into());
+    }
+    let slot = ((at / SEGMENT) % SEGMENTS) * SEGMENT;
+    write_at(at, map, slot, len)?;
+    // SAFETY: the header's first page is mapped; APPENDED_AT is an 8-aligned offset in it. Only
+    // the appender writes it; readers read it only after the process ended. The cleared bytes
+    // are the slot just appended, which no record may use before `appended` passes it.
+    unsafe {
+        map.add(ring::APPENDED_AT)
+            .cast::<u64>()
+            .write_volatile((at + len).to_le());
+        if clear {
+            std::ptr::write_bytes(map.add((HEADER + slot) as usize), 0, len as usize);
+        }
+    }
+    W.appended.store(at + len, Release);
+    Ok(())
+}
+
+/// `pwrite`s `len` bytes of the ring slot at `slot` to the trace at `at`.
+fn write_at(at: u64, map: *mut u8, slot: u64, len: u64) -> Result<(), String> {
+    let fd = checked_fd().ok_or(
+        "the trace file was closed by the program and cannot be reopened as the same file; \
+         no more records are written",
+    )?;
+    if let Some(limit) = file_size_limit() {
+        if at + len > limit {
+            return Err(format!(
+                "the trace would grow past the file size limit (RLIMIT_FSIZE, {limit} bytes); \
+                 no more records are written"
+            ));
+        }
+    }
+    // pwrite is a cancellation point: a host thread cancelled here would unwind out of the shim.
+    let mut cancel_state = 0;
+    // SAFETY: sets this thread's cancel state; the old one is restored below.
+    unsafe { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut cancel_state) };
+    let result = pwrite_all(fd, at, map, slot, len);
+    // SAFETY: restores the state saved above.
+    unsafe { pthread_setcancelstate(cancel_state, std::ptr::null_mut()) };
+    result
+}
+
+/// glibc's `PTHREAD_CANCEL_DISABLE` (`<pthread.h>`; the libc crate does not declare it).
+const PTHREAD_CANCEL_DISABLE: libc::c_int = 1;
+
+extern "C" {
+    fn pthread_setcancelstate(state: libc::c_int, old: *mut libc::c_int) -> libc::c_int;
+}
+
+fn pwrite_all(fd: libc::c_int, at: u64, map: *mut u8, slot: u64, len: u64) -> Result<(), String> {
+    let mut written = 0u64;
+    while written < len {
+        // SAFETY: reads `len - written` bytes of the mapped ring slot (`slot + len <= RING`) and
+        // writes them to our own descriptor.
+        let n = unsafe {
+            libc::pwrite(
+                fd,
+                map.add((HEADER + slot + written) as usize).cast(),
+                (len - written) as usize,
+                (at + written) as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(format!(
+                "cannot write the trace file: {e}; no more records are written"
+            ));
+        }
+        if n == 0 {
+            return Err("cannot write the trace file; no more records are written".into());
+        }
+        written += n as u64;
+    }
+    Ok(())
 }
 
 fn ensure_open(open: impl FnOnce() -> Result<(Opened, Vec<u8>), String>) -> bool {
@@ -125,10 +293,11 @@ fn ensure_open(open: impl FnOnce() -> Result<(Opened, Vec<u8>), String>) -> bool
         .compare_exchange(CLOSED, OPENING, AcqRel, Acquire)
         .is_ok()
     {
-        match open() {
-            Ok((opened, header)) => {
+        let opened = open().and_then(|(opened, header)| Ok((adopt(opened)?, header)));
+        match opened {
+            Ok(((), header)) => {
                 // The header goes first, before any other thread may append.
-                let ok = adopt(opened) && reserve_and_copy(&header);
+                let ok = reserve_and_copy(&header);
                 W.state.store(if ok { OPEN } else { STOPPED }, Release);
                 return ok;
             }
@@ -149,19 +318,117 @@ fn ensure_open(open: impl FnOnce() -> Result<(Opened, Vec<u8>), String>) -> bool
     }
 }
 
-fn adopt(opened: Opened) -> bool {
+/// Takes the trace file in and creates its ring next to it.
+fn adopt(opened: Opened) -> Result<(), String> {
     let Some((dev, ino)) = identity(opened.fd) else {
         // SAFETY: closing the descriptor this module just received.
         unsafe { libc::close(opened.fd) };
-        return false;
+        return Err(format!("cannot stat the trace file {}", opened.path));
     };
     W.dev.store(dev, Relaxed);
     W.ino.store(ino, Relaxed);
     W.fd.store(opened.fd, Release);
+    let ring_path = format!("{}{}", opened.path, ring::SUFFIX);
     if let Ok(path) = CString::new(opened.path) {
         W.path.store(path.into_raw(), Release);
     }
-    true
+    match create_ring(&ring_path) {
+        Ok(map) => {
+            W.map.store(map, Release);
+            Ok(())
+        }
+        Err(why) => {
+            // Nothing was written: the empty trace file goes too.
+            let path = W.path.swap(std::ptr::null_mut(), AcqRel);
+            // SAFETY: our own descriptor, and the path of the file this process just created.
+            unsafe {
+                libc::close(W.fd.swap(-1, AcqRel));
+                if !path.is_null() {
+                    libc::unlink(path);
+                }
+            }
+            Err(why)
+        }
+    }
+}
+
+fn create_ring(path: &str) -> Result<*mut u8, String> {
+    let size = HEADER + RING;
+    if file_size_limit().is_some_and(|limit| limit < size) {
+        return Err(format!(
+            "the file size limit (RLIMIT_FSIZE) is below the trace's ring of {size} bytes"
+        ));
+    }
+    let c_path = CString::new(path).map_err(|_| format!("bad ring file name {path:?}"))?;
+    let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: `c_path` is NUL-terminated and outlives the call; with O_CREAT the variadic mode
+    // argument is given, as the promoted `mode_t` (an unsigned int).
+    let fd = unsafe { libc::open(c_path.as_ptr(), flags, 0o600 as libc::c_uint) };
+    if fd < 0 {
+        return Err(format!(
+            "cannot create the trace's ring file {path}: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let fail = |what: String| {
+        // SAFETY: the descriptor and the file this function just created.
+        unsafe {
+            libc::close(fd);
+            libc::unlink(c_path.as_ptr());
+        }
+        Err(what)
+    };
+    // SAFETY: plain system call on our own descriptor.
+    let rc = unsafe { libc::posix_fallocate(fd, 0, size as libc::off_t) };
+    if rc != 0 {
+        return fail(format!(
+            "cannot reserve the trace's ring file {path}: {}",
+            std::io::Error::from_raw_os_error(rc)
+        ));
+    }
+    // SAFETY: maps `size` bytes of our own file, which posix_fallocate just made that long.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return fail(format!(
+            "cannot map the trace's ring file {path}: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: closing our own descriptor; the mapping stays valid without it.
+    unsafe { libc::close(fd) };
+    // Provided writable now, in one system call, rather than one write fault per page later
+    // (Linux 5.14+; older kernels say EINVAL and the pages fault in once, as they are reused).
+    // SAFETY: advice on the mapping just created; it reads and writes no memory of ours.
+    unsafe { libc::madvise(base, size as usize, libc::MADV_POPULATE_WRITE) };
+    let map = base.cast::<u8>();
+    // SAFETY: the header page is mapped and ours; the fields are 8-aligned offsets in it.
+    unsafe {
+        std::ptr::copy_nonoverlapping(ring::MAGIC.as_ptr(), map, 8);
+        map.add(ring::RING_SIZE_AT)
+            .cast::<u64>()
+            .write_volatile(RING.to_le());
+    }
+    W.ring_path.store(c_path.into_raw(), Release);
+    Ok(map)
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes one `timespec` to a live local; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn identity(fd: libc::c_int) -> Option<(u64, u64)> {
@@ -200,108 +467,6 @@ fn checked_fd() -> Option<libc::c_int> {
     }
 }
 
-/// Makes `[0, end)` reserved and mapped, one chunk at a time; false once tracing stopped.
-fn grow(end: u64) -> bool {
-    loop {
-        if W.allocated.load(Acquire) >= end {
-            return true;
-        }
-        if W.state.load(Acquire) == STOPPED {
-            return false;
-        }
-        if W.growing
-            .compare_exchange(false, true, AcqRel, Acquire)
-            .is_err()
-        {
-            std::thread::yield_now();
-            continue;
-        }
-        let have = W.allocated.load(Acquire);
-        if have < end {
-            if let Err(why) = add_chunk(have) {
-                stop(&why);
-            }
-        }
-        W.growing.store(false, Release);
-    }
-}
-
-/// Adds the chunk after `allocated` if no other thread is growing the file (never waits). A
-/// failure here stops nothing (the current chunk still has room): the thread that needs the
-/// chunk tries again and reports it; until then no other thread retries.
-fn grow_ahead(allocated: u64) {
-    if W.state.load(Acquire) != OPEN
-        || W.ahead_failed_at.load(Relaxed) == allocated
-        || W.growing
-            .compare_exchange(false, true, AcqRel, Acquire)
-            .is_err()
-    {
-        return;
-    }
-    if W.allocated.load(Acquire) == allocated && add_chunk(allocated).is_err() {
-        W.ahead_failed_at.store(allocated, Relaxed);
-    }
-    W.growing.store(false, Release);
-}
-
-fn add_chunk(have: u64) -> Result<(), String> {
-    let index = (have / CHUNK) as usize;
-    if index >= MAX_CHUNKS {
-        return Err(format!(
-            "the trace reached {} GiB; no more records are written",
-            (MAX_CHUNKS as u64 * CHUNK) >> 30
-        ));
-    }
-    let fd = checked_fd().ok_or(
-        "the trace file was closed by the program and cannot be reopened as the same file",
-    )?;
-    if let Some(limit) = file_size_limit() {
-        if have + CHUNK > limit {
-            return Err(format!(
-                "the trace would grow past the file size limit (RLIMIT_FSIZE, {limit} bytes); \
-                 no more records are written"
-            ));
-        }
-    }
-    // SAFETY: plain system call on our own descriptor; it writes nothing through pointers.
-    let rc = unsafe { libc::posix_fallocate(fd, have as libc::off_t, CHUNK as libc::off_t) };
-    if rc != 0 {
-        return Err(format!(
-            "cannot grow the trace file: {}; no more records are written",
-            std::io::Error::from_raw_os_error(rc)
-        ));
-    }
-    // SAFETY: maps CHUNK bytes of our own file at a page-aligned offset that posix_fallocate
-    // just made part of the file; the mapping is private to this module.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            CHUNK as usize,
-            libc::PROT_READ | libc::PROT_WRITE,
-            // Populated now, by the thread that grows the file, rather than page by page by
-            // every thread that writes a record.
-            libc::MAP_SHARED,
-            fd,
-            have as libc::off_t,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        return Err(format!(
-            "cannot map the trace file: {}; no more records are written",
-            std::io::Error::last_os_error()
-        ));
-    }
-    // Shared file pages are mapped read-only at first so the kernel can track dirtying: every
-    // first write to a page would fault (ext4: page_mkwrite, block mapping, zeroing). Populate
-    // them writable now, in one system call by the thread that grows the file (Linux 5.14+;
-    // older kernels say EINVAL and the pages fault one by one as before).
-    // SAFETY: advice on the mapping just created; it reads and writes no memory of ours.
-    unsafe { libc::madvise(base, CHUNK as usize, libc::MADV_POPULATE_WRITE) };
-    W.chunks[index].store(base.cast(), Release);
-    W.allocated.store(have + CHUNK, Release);
-    Ok(())
-}
-
 fn file_size_limit() -> Option<u64> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -324,47 +489,81 @@ pub fn is_open() -> bool {
     W.state.load(Acquire) == OPEN
 }
 
-/// At exit: waits (briefly) for records being copied, then trims the file to its records.
+/// At exit: no more records; waits (briefly) for records being copied, appends the rest of the
+/// ring to the trace and removes the ring file. If tracing had stopped (a full disk, the file
+/// size limit), or another thread is stuck appending, the ring file stays for a reader to recover.
 pub fn finish() {
-    if W.state.load(Acquire) == CLOSED {
+    let was = W.state.swap(STOPPED, AcqRel);
+    if was == CLOSED || W.map.load(Acquire).is_null() {
         return;
     }
+    let end = W.next.load(Acquire);
+    // Records being copied by other threads: a short wait for their bytes to be counted.
     for _ in 0..100_000 {
-        if W.inflight.load(Acquire) == 0 {
+        if copied_up_to(end) {
             break;
         }
-        std::hint::spin_loop();
+        std::thread::yield_now();
     }
-    let used = W.next.load(Acquire).min(W.allocated.load(Acquire));
-    if let Some(fd) = checked_fd() {
-        // SAFETY: plain system call on our own descriptor. The mappings past `used` are never
-        // written again (`next` is past them).
-        unsafe { libc::ftruncate(fd, used as libc::off_t) };
+    // The appender's flag: its holder, if any, is between two segments.
+    let mut held = false;
+    for _ in 0..100_000 {
+        held = W
+            .appending
+            .compare_exchange(false, true, AcqRel, Acquire)
+            .is_ok();
+        if held {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    let mut ok = held && was == OPEN;
+    while ok && W.appended.load(Acquire) < end {
+        let len = (end - W.appended.load(Acquire)).min(SEGMENT);
+        ok = append_bytes(len, false).is_ok();
+    }
+    let ring_path = W.ring_path.load(Acquire);
+    if ok && !ring_path.is_null() {
+        // Everything is in the trace: the ring is no longer needed.
+        // SAFETY: a NUL-terminated path this module leaked.
+        unsafe { libc::unlink(ring_path) };
     }
 }
 
-/// In a forked child: the parent's file is not the child's. Drops the inherited mappings and
+/// Whether every byte reserved before `end` has been copied in (counted in its segment).
+fn copied_up_to(end: u64) -> bool {
+    let first = W.appended.load(Acquire) / SEGMENT;
+    let last = end.div_ceil(SEGMENT);
+    (first..last).all(|segment| {
+        let lap_start = (segment / SEGMENTS) * SEGMENT;
+        let want = lap_start + (end.min((segment + 1) * SEGMENT) - segment * SEGMENT);
+        W.done[(segment % SEGMENTS) as usize].load(Acquire) >= want
+    })
+}
+
+/// In a forked child: the parent's files are not the child's. Drops the inherited mapping and
 /// descriptor without taking any lock (another thread of the parent may have held any), so the
-/// child opens its own file on its first record.
+/// child opens its own files on its first record.
 pub fn after_fork_in_child() {
-    for chunk in &W.chunks {
-        let base = chunk.swap(std::ptr::null_mut(), AcqRel);
-        if !base.is_null() {
-            // SAFETY: unmaps a chunk this module mapped; only this (the only) thread of the child
-            // runs, and nothing references it any more.
-            unsafe { libc::munmap(base.cast(), CHUNK as usize) };
-        }
+    let map = W.map.swap(std::ptr::null_mut(), AcqRel);
+    if !map.is_null() {
+        // SAFETY: unmaps the ring this module mapped; only this (the only) thread of the child
+        // runs, and nothing references it any more.
+        unsafe { libc::munmap(map.cast(), (HEADER + RING) as usize) };
     }
     let fd = W.fd.swap(-1, AcqRel);
     if fd >= 0 {
         // SAFETY: the inherited copy of our own descriptor.
         unsafe { libc::close(fd) };
     }
-    W.path.store(std::ptr::null_mut(), Release); // the parent's path: leaked, never freed
+    // The parent's paths: leaked, never freed.
+    W.path.store(std::ptr::null_mut(), Release);
+    W.ring_path.store(std::ptr::null_mut(), Release);
     W.next.store(0, Release);
-    W.allocated.store(0, Release);
-    W.growing.store(false, Release);
-    W.inflight.store(0, Release);
-    W.ahead_failed_at.store(u64::MAX, Release);
+    W.appended.store(0, Release);
+    for done in &W.done {
+        done.store(0, Release);
+    }
+    W.appending.store(false, Release);
     W.state.store(CLOSED, Release);
 }

@@ -15,11 +15,12 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
+use sharecheck_core::ring;
 use sharecheck_core::schema::{self, TRACE_SUFFIX};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -240,21 +241,56 @@ pub fn read_files(
     stats
 }
 
+/// The bytes a process left in its ring (`FILE.ring`) when it ended without exit handlers, to be
+/// read after the file's own (see [`sharecheck_core::ring`]); `None` when there is no ring.
+fn recovered_tail(
+    path: &Path,
+    file_len: u64,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<Vec<u8>> {
+    let mut ring_path = path.as_os_str().to_owned();
+    ring_path.push(ring::SUFFIX);
+    let ring_path = PathBuf::from(ring_path);
+    let bytes = std::fs::read(&ring_path).ok()?;
+    match ring::recover(file_len, &bytes) {
+        Ok(tail) => Some(tail),
+        Err(why) => {
+            diagnostics.push(Diagnostic {
+                level: Level::Warning,
+                path: ring_path,
+                line: None,
+                message: format!("{why}; its records are not read"),
+            });
+            None
+        }
+    }
+}
+
 fn read_file(
     path: &Path,
     diagnostics: &mut Vec<Diagnostic>,
     on_record: &mut impl FnMut(Record),
 ) -> io::Result<u64> {
-    let mut reader = BufReader::new(File::open(path)?);
+    let file = File::open(path)?;
+    let file_len = file.metadata()?.len();
+    let tail = recovered_tail(path, file_len, diagnostics);
+    // With a ring, the records of the file proper are remembered by `seq`, so that a record the
+    // ring still holds and the file already has (the process died between the two) is read once.
+    let mut seen = tail.as_ref().map(|_| std::collections::HashSet::new());
+    let mut recovered = 0u64;
+    let mut reader = BufReader::new(file.chain(io::Cursor::new(tail.unwrap_or_default())));
     let mut buf = Vec::new();
     let mut line_no = 0usize;
     let mut records = 0u64;
     let mut process = Process::default();
+    let mut offset = 0u64;
     loop {
         buf.clear();
         if reader.read_until(b'\n', &mut buf)? == 0 {
             break;
         }
+        let from_ring = offset >= file_len;
+        offset += buf.len() as u64;
         line_no += 1;
         let complete = buf.last() == Some(&b'\n');
         let text = if complete {
@@ -286,7 +322,15 @@ fn read_file(
             }
             match parse_record(piece).and_then(|obj| process.complete(obj)) {
                 Ok(obj) => {
+                    if let (Some(seen), Some(seq)) =
+                        (&mut seen, obj.get("seq").and_then(Value::as_u64))
+                    {
+                        if !seen.insert(seq) && from_ring {
+                            continue;
+                        }
+                    }
                     records += 1;
+                    recovered += u64::from(from_ring);
                     on_record(Record { obj });
                 }
                 Err(_) if !complete => diagnostics.push(Diagnostic {
@@ -305,6 +349,19 @@ fn read_file(
                 }),
             }
         }
+    }
+    if seen.is_some() {
+        diagnostics.push(Diagnostic {
+            level: Level::Warning,
+            path: path.to_path_buf(),
+            line: None,
+            message: format!(
+                "the process ended without its exit handlers (_exit, exec, a fatal signal or \
+                 kill -9); {recovered} more record(s) read from its ring file, {}{}",
+                path.file_name().unwrap_or_default().to_string_lossy(),
+                ring::SUFFIX
+            ),
+        });
     }
     Ok(records)
 }

@@ -22,6 +22,7 @@ pub mod json;
 pub mod names;
 pub mod options;
 pub mod pattern;
+pub mod ring;
 pub mod rules;
 pub mod schema;
 pub mod table;

@@ -44,6 +44,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import trace_io  # noqa: E402
+
 COMPARED_PREFIXES = ("CALL ", "CHECK ", "RESOLVE ", "UNEXPECTED ", "DONE", "SKIP ")
 # Schema v2 (README.md, "Trace records"): every record has these; a call record has "fn", "a"
 # and "r", an event record "event"; the file's first record, the process record, adds "v" and
@@ -114,17 +117,16 @@ def load_traces(trace_dir):
     problems = []
     raw = {}
     try:
-        names = sorted(n for n in os.listdir(trace_dir) if ".jsonl" in n)
+        names = sorted(n for n in os.listdir(trace_dir) if trace_io.is_trace(n))
     except OSError as e:
         return procs, ["cannot list %s: %s" % (trace_dir, e)], raw
     for name in names:
         path = os.path.join(trace_dir, name)
         if not os.path.isfile(path):
             continue
-        with open(path, encoding="utf-8", errors="replace") as f:
-            # A process that ended without exit handlers leaves the unused end of its trace as
-            # NUL bytes (the writer reserves space ahead): not records.
-            text = f.read().rstrip("\0")
+        # With its ring's tail when the process ended without exit handlers (trace_io.py).
+        lines = trace_io.read_lines(path)
+        text = "\n".join(lines)
         raw[name] = text
         pid = None
         for lineno, line in enumerate(text.splitlines(), 1):

@@ -160,6 +160,14 @@ pub fn read_records(dir: &Path) -> Vec<Value> {
         .map(|rd| rd.map(|e| e.unwrap().path()).collect())
         .unwrap_or_default();
     files.sort();
+    let rings: Vec<&PathBuf> = files
+        .iter()
+        .filter(|f| f.to_string_lossy().ends_with(sharecheck_core::ring::SUFFIX))
+        .collect();
+    assert!(
+        rings.is_empty(),
+        "a process that exited cleanly removes its ring file: {rings:?}"
+    );
     let mut out = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
