@@ -48,15 +48,27 @@ struct Writer {
     /// The ring file's mapping: `HEADER` bytes of header, then the ring.
     map: AtomicPtr<u8>,
     /// Reservation cursor: the next record's offset in the trace.
-    next: AtomicU64,
+    next: Line<AtomicU64>,
     /// Bytes of the trace appended (whole segments, in order); the ring's segments before it are
-    /// free.
-    appended: AtomicU64,
+    /// free. Read by every record, written once a segment.
+    appended: Line<AtomicU64>,
     /// Bytes copied in, per ring segment, over every lap: segment `g` (counted from the trace's
     /// start) is full when `done[g % SEGMENTS] == (g / SEGMENTS + 1) * SEGMENT`.
-    done: [AtomicU64; SEGMENTS as usize],
+    done: [Line<AtomicU64>; SEGMENTS as usize],
     /// Held by the thread appending segments.
     appending: AtomicBool,
+}
+
+/// A value alone on its cache line: the counters every record touches do not share one (threads
+/// on other cores would otherwise invalidate each other's copy at every record).
+#[repr(align(64))]
+struct Line<T>(T);
+
+impl<T> std::ops::Deref for Line<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 static W: Writer = Writer {
@@ -67,9 +79,9 @@ static W: Writer = Writer {
     path: AtomicPtr::new(std::ptr::null_mut()),
     ring_path: AtomicPtr::new(std::ptr::null_mut()),
     map: AtomicPtr::new(std::ptr::null_mut()),
-    next: AtomicU64::new(0),
-    appended: AtomicU64::new(0),
-    done: [const { AtomicU64::new(0) }; SEGMENTS as usize],
+    next: Line(AtomicU64::new(0)),
+    appended: Line(AtomicU64::new(0)),
+    done: [const { Line(AtomicU64::new(0)) }; SEGMENTS as usize],
     appending: AtomicBool::new(false),
 };
 
