@@ -191,10 +191,7 @@ pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut Js
 
 #[inline]
 fn envelope(w: &mut JsonOut, seq: u64, t: u64) {
-    w.begin_object();
-    w.kv_u64("seq", seq);
-    w.kv_u64("t", t);
-    w.kv_i64("tid", tid() as i64);
+    w.begin_record(seq, t, tid() as i64);
 }
 
 /// Formats a record in this thread's scratch buffer. The buffer lives in the thread's shim state

@@ -199,7 +199,7 @@ macro_rules! number {
             fn encode_value(&self, w: &mut JsonOut) {
                 number!(@write w, self.0, $write);
             }
-            #[inline]
+            #[inline(always)]
             fn encode_deref(&self, w: &mut JsonOut, name: &'static str) {
                 number!(@deref w, name, self.0, $write);
             }
@@ -211,7 +211,7 @@ macro_rules! number {
             fn encode(&self, w: &mut JsonOut, _: Outcome) {
                 self.encode_value(w);
             }
-            #[inline]
+            #[inline(always)]
             fn encode_named(&self, w: &mut JsonOut, name: &'static str, _: Outcome) {
                 number!(@named w, name, self.0, $write);
             }
@@ -496,7 +496,7 @@ impl<T: Pointee> ArgValue for Out<T> {
     }
     /// `"*name":value` once the driver wrote the value (C's dereference: what the pointer points
     /// to), else `"name":pointer`.
-    #[inline]
+    #[inline(always)]
     fn encode_named(&self, w: &mut JsonOut, name: &'static str, outcome: Outcome) {
         match self.written(outcome) {
             Some(value) => value.encode_deref(w, name),

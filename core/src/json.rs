@@ -642,6 +642,26 @@ impl<'a> JsonOut<'a> {
         }
     }
 
+    /// Starts a JSON Lines record, `{"seq":N,"t":N,"tid":N`, in one step (the envelope every
+    /// record of the trace schema starts with); [`Self::end_record`] ends it.
+    #[inline(always)]
+    pub fn begin_record(&mut self, seq: u64, t: u64, tid: i64) {
+        let comma = self.take_comma();
+        let mut c = self.cursor(2 + 6 + DEC_MAX + 5 + DEC_MAX + 7 + DEC_MAX);
+        // SAFETY: room: a comma, `{`, `"seq":` (6), digits, `,"t":` (5), digits, `,"tid":` (7),
+        // sign and digits.
+        unsafe {
+            c.comma(comma);
+            c.bytes(b"{\"seq\":");
+            c.dec(seq);
+            c.bytes(b",\"t\":");
+            c.dec(t);
+            c.bytes(b",\"tid\":");
+            c.dec_signed(tid);
+            self.commit(c);
+        }
+    }
+
     /// Ends the object of a JSON Lines record: `}` and the newline (the writer's state is then
     /// that of a new line).
     #[inline(always)]
@@ -1095,6 +1115,25 @@ mod tests {
             String::from_utf8(buf).unwrap(),
             r#"{"seq":1214,"t":10165227,"tid":27223,"fn":"cuDeviceCanAccessPeer","a":{"*canAccessPeer":1,"dev":0,"peerDev":1},"r":0,"forwarded":false}"#
         );
+    }
+
+    #[test]
+    fn records_begin_and_end_in_one_step() {
+        for (seq, t, tid) in [
+            (0, 0, 0),
+            (1214, 10165227, 27223),
+            (u64::MAX, u64::MAX, i64::MIN),
+        ] {
+            let s = render(|w| {
+                w.begin_record(seq, t, tid);
+                w.kv_ident("fn", "f");
+                w.end_record();
+                w.begin_record(seq, t, tid);
+                w.end_record();
+            });
+            let line = format!("{{\"seq\":{seq},\"t\":{t},\"tid\":{tid}");
+            assert_eq!(s, format!("{line},\"fn\":\"f\"}}\n{line}}}\n"));
+        }
     }
 
     #[test]
