@@ -33,10 +33,15 @@ impl Finding {
 }
 
 /// `"findings":[...]`, written only when there is at least one (schema v2 omits an empty list).
+#[inline]
 pub fn encode_list(w: &mut JsonOut, findings: &[Finding]) {
-    if findings.is_empty() {
-        return;
+    if !findings.is_empty() {
+        encode_nonempty(w, findings);
     }
+}
+
+#[cold]
+fn encode_nonempty(w: &mut JsonOut, findings: &[Finding]) {
     w.key("findings");
     w.begin_array();
     for f in findings {

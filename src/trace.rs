@@ -153,8 +153,7 @@ pub fn write_call<A: CallArgs>(args: &A, record: &CallRecord) {
         let mut w = JsonOut::with_fingerprint(buf, fingerprint);
         envelope(&mut w, record.seq, record.t);
         w.kv_ident("fn", record.info.symbol);
-        w.key("a");
-        w.begin_object();
+        w.key_begin_object("a");
         args.encode(&mut w, record.outcome);
         w.end_object();
         w.kv_i64("r", record.ret as i64);
@@ -166,8 +165,7 @@ pub fn write_call<A: CallArgs>(args: &A, record: &CallRecord) {
             w.bool(false);
         }
         findings::encode_list(&mut w, record.findings);
-        w.end_object();
-        buf.push(b'\n');
+        w.end_record();
         append(buf);
     });
 }
@@ -186,17 +184,14 @@ pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut Js
         w.kv_str("event", event);
         extra(&mut w);
         findings::encode_list(&mut w, findings);
-        w.end_object();
-        buf.push(b'\n');
+        w.end_record();
         append(buf);
     });
 }
 
+#[inline]
 fn envelope(w: &mut JsonOut, seq: u64, t: u64) {
-    w.begin_object();
-    w.kv_u64("seq", seq);
-    w.kv_u64("t", t);
-    w.kv_i64("tid", tid() as i64);
+    w.begin_record(seq, t, tid() as i64);
 }
 
 /// Formats a record in this thread's scratch buffer. The buffer lives in the thread's shim state

@@ -56,6 +56,12 @@ pub trait ArgValue: Copy + 'static {
 pub trait Pointee: Copy + 'static {
     fn c_type() -> String;
     fn encode_value(&self, w: &mut JsonOut);
+    /// Writes `"*name":value` (see [`Out`]).
+    #[inline]
+    fn encode_deref(&self, w: &mut JsonOut, name: &'static str) {
+        w.key_deref(name);
+        self.encode_value(w);
+    }
 }
 
 macro_rules! opaque_handle {
@@ -78,6 +84,10 @@ macro_rules! opaque_handle {
             fn encode_value(&self, w: &mut JsonOut) {
                 w.hex(self.addr());
             }
+            #[inline]
+            fn encode_deref(&self, w: &mut JsonOut, name: &'static str) {
+                w.kv_deref_hex(name, self.addr());
+            }
         }
         impl ArgValue for $name {
             fn c_type() -> String {
@@ -85,6 +95,10 @@ macro_rules! opaque_handle {
             }
             fn encode(&self, w: &mut JsonOut, _: Outcome) {
                 self.encode_value(w);
+            }
+            #[inline]
+            fn encode_named(&self, w: &mut JsonOut, name: &'static str, _: Outcome) {
+                w.kv_hex(name, self.addr());
             }
         }
     };
@@ -115,6 +129,10 @@ macro_rules! stream_handle {
             }
             fn encode_value(&self, w: &mut JsonOut) {
                 w.hex(self.addr());
+            }
+            #[inline]
+            fn encode_deref(&self, w: &mut JsonOut, name: &'static str) {
+                w.kv_deref_hex(name, self.addr());
             }
         }
         impl ArgValue for $name {
@@ -162,6 +180,10 @@ impl ArgValue for ConstVoidPtr {
     fn encode(&self, w: &mut JsonOut, _: Outcome) {
         w.hex(self.addr());
     }
+    #[inline]
+    fn encode_named(&self, w: &mut JsonOut, name: &'static str, _: Outcome) {
+        w.kv_hex(name, self.addr());
+    }
 }
 
 macro_rules! number {
@@ -177,6 +199,10 @@ macro_rules! number {
             fn encode_value(&self, w: &mut JsonOut) {
                 number!(@write w, self.0, $write);
             }
+            #[inline(always)]
+            fn encode_deref(&self, w: &mut JsonOut, name: &'static str) {
+                number!(@deref w, name, self.0, $write);
+            }
         }
         impl ArgValue for $name {
             fn c_type() -> String {
@@ -185,11 +211,21 @@ macro_rules! number {
             fn encode(&self, w: &mut JsonOut, _: Outcome) {
                 self.encode_value(w);
             }
+            #[inline(always)]
+            fn encode_named(&self, w: &mut JsonOut, name: &'static str, _: Outcome) {
+                number!(@named w, name, self.0, $write);
+            }
         }
     };
     (@write $w:ident, $v:expr, signed) => { $w.i64($v as i64) };
     (@write $w:ident, $v:expr, unsigned) => { $w.u64($v as u64) };
     (@write $w:ident, $v:expr, hex) => { $w.hex($v as u64) };
+    (@named $w:ident, $k:ident, $v:expr, signed) => { $w.kv_i64($k, $v as i64) };
+    (@named $w:ident, $k:ident, $v:expr, unsigned) => { $w.kv_u64($k, $v as u64) };
+    (@named $w:ident, $k:ident, $v:expr, hex) => { $w.kv_hex($k, $v as u64) };
+    (@deref $w:ident, $k:ident, $v:expr, signed) => { $w.kv_deref_i64($k, $v as i64) };
+    (@deref $w:ident, $k:ident, $v:expr, unsigned) => { $w.kv_deref_u64($k, $v as u64) };
+    (@deref $w:ident, $k:ident, $v:expr, hex) => { $w.kv_deref_hex($k, $v as u64) };
 }
 
 number!(
@@ -460,16 +496,15 @@ impl<T: Pointee> ArgValue for Out<T> {
     }
     /// `"*name":value` once the driver wrote the value (C's dereference: what the pointer points
     /// to), else `"name":pointer`.
+    #[inline(always)]
     fn encode_named(&self, w: &mut JsonOut, name: &'static str, outcome: Outcome) {
         match self.written(outcome) {
-            Some(value) => {
-                w.key_deref(name);
-                value.encode_value(w);
-            }
-            None => {
+            Some(value) => value.encode_deref(w, name),
+            None if self.0.is_null() => {
                 w.key(name);
-                self.encode(w, outcome);
+                w.null();
             }
+            None => w.kv_hex(name, self.addr()),
         }
     }
 }
@@ -480,6 +515,10 @@ impl Pointee for VoidPtrOut {
     }
     fn encode_value(&self, w: &mut JsonOut) {
         w.hex(self.0 as usize as u64);
+    }
+    #[inline]
+    fn encode_deref(&self, w: &mut JsonOut, name: &'static str) {
+        w.kv_deref_hex(name, self.0 as usize as u64);
     }
 }
 
