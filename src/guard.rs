@@ -15,6 +15,27 @@ pub struct ThreadState {
     /// The thread's record buffer (a leaked `Box<Vec<u8>>`; null until first used or while in
     /// use), freed by a pthread key destructor at thread exit.
     scratch: Cell<*mut Vec<u8>>,
+    /// The kernel thread id, with the fork generation it was read in (a forked child's thread
+    /// has another id than the parent's that forked).
+    tid: Cell<(u32, i32)>,
+}
+
+impl ThreadState {
+    fn tid(&self, generation: u32) -> i32 {
+        let (cached_generation, tid) = self.tid.get();
+        if cached_generation == generation {
+            return tid;
+        }
+        // SAFETY: gettid has no preconditions and cannot fail.
+        let tid = unsafe { libc::gettid() };
+        self.tid.set((generation, tid));
+        tid
+    }
+}
+
+/// This thread's kernel id (`generation`: the process's fork generation).
+pub fn thread_id(generation: u32) -> i32 {
+    THREAD.with(|t| t.tid(generation))
 }
 
 /// Shards of read-mostly state: threads spread over them so that readers do not share a lock
@@ -30,6 +51,7 @@ thread_local! {
             calls: Cell::new(0),
             shard: Cell::new(0),
             scratch: Cell::new(std::ptr::null_mut()),
+            tid: Cell::new((u32::MAX, 0)),
         }
     };
 }
@@ -149,10 +171,11 @@ extern "C" fn free_scratch(buffer: *mut libc::c_void) {
 }
 
 /// Runs `f` with this thread's record buffer (a fresh one when it is in use or cannot be kept).
-pub fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+pub fn with_scratch<R>(generation: u32, f: impl FnOnce(&mut Vec<u8>, i32) -> R) -> R {
     let state = THREAD.with(|t| t as *const ThreadState);
     // SAFETY: the thread-local lives as long as this thread and is only used on it.
     let t = unsafe { &*state };
+    let tid = t.tid(generation);
     let mut buffer = t.scratch.replace(std::ptr::null_mut());
     if buffer.is_null() {
         let fresh = Box::into_raw(Box::new(Vec::with_capacity(512)));
@@ -164,13 +187,13 @@ pub fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
             _ => {
                 // SAFETY: `fresh` was just leaked here and is not registered anywhere.
                 let mut owned = unsafe { Box::from_raw(fresh) };
-                return f(&mut owned);
+                return f(&mut owned, tid);
             }
         }
     }
     // SAFETY: `buffer` is this thread's leaked buffer, taken out of the slot above, so no other
     // use of it can exist until it is put back.
-    let result = f(unsafe { &mut *buffer });
+    let result = f(unsafe { &mut *buffer }, tid);
     t.scratch.set(buffer);
     result
 }

@@ -12,7 +12,6 @@ use sharecheck_core::functions::{CallArgs, FnInfo};
 use sharecheck_core::json::JsonOut;
 use sharecheck_core::pattern;
 use sharecheck_core::schema::{self, env};
-use std::cell::Cell;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
@@ -43,7 +42,11 @@ fn decide_enabled() -> bool {
 
 static PID: AtomicU32 = AtomicU32::new(0);
 static FORK_GENERATION: AtomicU32 = AtomicU32::new(0);
-static SEQ: AtomicU64 = AtomicU64::new(0);
+/// The record numbering, on its own cache line: every record of every thread adds to it.
+static SEQ: Line = Line(AtomicU64::new(0));
+
+#[repr(align(64))]
+struct Line(AtomicU64);
 /// Event records written (calls are every sequence number that is not an event).
 static EVENTS: AtomicU64 = AtomicU64::new(0);
 
@@ -59,26 +62,13 @@ pub fn pid() -> u32 {
     }
 }
 
-thread_local! {
-    static TID: Cell<(u32, i32)> = const { Cell::new((u32::MAX, 0)) };
-}
-
+/// This thread's kernel id.
 pub fn tid() -> i32 {
-    let generation = FORK_GENERATION.load(Ordering::Relaxed);
-    TID.with(|cell| {
-        let (cached_generation, tid) = cell.get();
-        if cached_generation == generation {
-            return tid;
-        }
-        // SAFETY: gettid has no preconditions and cannot fail.
-        let tid = unsafe { libc::gettid() };
-        cell.set((generation, tid));
-        tid
-    })
+    crate::guard::thread_id(FORK_GENERATION.load(Ordering::Relaxed))
 }
 
 pub fn next_seq() -> u64 {
-    SEQ.fetch_add(1, Ordering::Relaxed) + 1
+    SEQ.0.fetch_add(1, Ordering::Relaxed) + 1
 }
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
@@ -149,9 +139,9 @@ pub fn write_call<A: CallArgs>(args: &A, record: &CallRecord) {
     if !enabled() {
         return;
     }
-    with_scratch(|buf| {
+    with_scratch(|buf, tid| {
         let mut w = JsonOut::with_fingerprint(buf, fingerprint);
-        envelope(&mut w, record.seq, record.t);
+        w.begin_record(record.seq, record.t, tid as i64);
         w.kv_ident("fn", record.info.symbol);
         w.key_begin_object("a");
         args.encode(&mut w, record.outcome);
@@ -178,9 +168,9 @@ pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut Js
     }
     let seq = next_seq();
     EVENTS.fetch_add(1, Ordering::Relaxed);
-    with_scratch(|buf| {
+    with_scratch(|buf, tid| {
         let mut w = JsonOut::with_fingerprint(buf, fingerprint);
-        envelope(&mut w, seq, now());
+        w.begin_record(seq, now(), tid as i64);
         w.kv_str("event", event);
         extra(&mut w);
         findings::encode_list(&mut w, findings);
@@ -189,18 +179,14 @@ pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut Js
     });
 }
 
-#[inline]
-fn envelope(w: &mut JsonOut, seq: u64, t: u64) {
-    w.begin_record(seq, t, tid() as i64);
-}
-
 /// Formats a record in this thread's scratch buffer. The buffer lives in the thread's shim state
 /// (no thread-local destructor, whose registration takes the loader lock) and is freed by a
-/// pthread key destructor when the thread exits.
-fn with_scratch(f: impl FnOnce(&mut Vec<u8>)) {
-    crate::guard::with_scratch(|buf| {
+/// pthread key destructor when the thread exits. `f` gets the buffer and the thread's id.
+#[inline]
+fn with_scratch(f: impl FnOnce(&mut Vec<u8>, i32)) {
+    crate::guard::with_scratch(FORK_GENERATION.load(Ordering::Relaxed), |buf, tid| {
         buf.clear();
-        f(buf)
+        f(buf, tid)
     })
 }
 
@@ -316,6 +302,7 @@ pub fn flush() -> bool {
 pub fn finish() {
     if crate::writer::is_open() {
         let calls = SEQ
+            .0
             .load(Ordering::Relaxed)
             .saturating_sub(EVENTS.load(Ordering::Relaxed));
         let reported = findings::count();
@@ -332,7 +319,7 @@ pub fn after_fork_in_child() {
     crate::writer::after_fork_in_child();
     PID.store(0, Ordering::Relaxed);
     FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
-    SEQ.store(0, Ordering::Relaxed);
+    SEQ.0.store(0, Ordering::Relaxed);
     EVENTS.store(0, Ordering::Relaxed);
     findings::reset_after_fork();
 }
