@@ -205,28 +205,59 @@ pub fn with_scratch<R>(generation: u32, f: impl FnOnce(&mut Vec<u8>, i32) -> R) 
 pub fn shielded<T>(fallback: T, work: impl FnOnce() -> T) -> T {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
         Ok(value) => value,
-        Err(_) => {
-            internal_error();
+        Err(payload) => {
+            internal_error(&*payload);
             fallback
         }
     }
 }
 
+/// Silences Rust's default panic hook for the shim's own panics (the constructor installs this):
+/// the default prints `thread '...' panicked at ...` (and a backtrace with RUST_BACKTRACE) on the
+/// program's stderr, which is the program's, not the shim's. Every shim panic is caught by
+/// [`shielded`], which reports it as one warning line instead. The hook belongs to the shim's own
+/// copy of the Rust runtime: a Rust host program keeps its own.
+pub fn quiet_panics() {
+    std::panic::set_hook(Box::new(|_| {}));
+}
+
 #[cold]
 #[inline(never)]
-fn internal_error() {
+fn internal_error(payload: &(dyn std::any::Any + Send)) {
+    let what = panic_message(payload);
     crate::log::warn_once(
         "panic",
         format_args!(
-            "internal error; the call was forwarded unchanged (further internal errors are not \
-             reported)"
+            "internal error ({what}); the call was forwarded unchanged (further internal errors \
+             are not reported)"
         ),
     );
+}
+
+/// A panic's message, when it has one.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "no message"
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn panic_messages_are_read_from_either_payload() {
+        let literal = std::panic::catch_unwind(|| panic!("a literal")).unwrap_err();
+        assert_eq!(panic_message(&*literal), "a literal");
+        let formatted = std::panic::catch_unwind(|| panic!("n = {}", 3)).unwrap_err();
+        assert_eq!(panic_message(&*formatted), "n = 3");
+        let other = std::panic::catch_unwind(|| std::panic::panic_any(5u8)).unwrap_err();
+        assert_eq!(panic_message(&*other), "no message");
+    }
 
     #[test]
     fn shielded_work_that_panics_gives_the_fallback() {

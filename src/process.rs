@@ -55,6 +55,7 @@ fn on_load() {
         PASSIVE.store(true, Relaxed);
         return;
     }
+    shielded((), crate::guard::quiet_panics);
     // SAFETY: registers a plain `extern "C" fn()` handler that lives as long as the process.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
     // Before the program's threads run, so that no covered call (from a signal handler, say)
