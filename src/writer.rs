@@ -104,6 +104,16 @@ pub fn append(record: &[u8], open: impl FnOnce() -> Result<(Opened, Vec<u8>), St
 fn reserve_and_copy(record: &[u8]) -> bool {
     let len = record.len() as u64;
     if len == 0 || len > RING - SEGMENT {
+        if len > 0 {
+            crate::log::warn_once(
+                "trace-record-too-long",
+                format_args!(
+                    "a trace record of {len} bytes is longer than the trace's ring can hold \
+                     ({} bytes); it is not written",
+                    RING - SEGMENT
+                ),
+            );
+        }
         return len == 0;
     }
     let mut offset = W.next.fetch_add(len, AcqRel);
