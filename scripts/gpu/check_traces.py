@@ -76,14 +76,25 @@ IPC_OPEN = {"cuIpcOpenMemHandle": "mem", "cuIpcOpenMemHandle_v2": "mem", "cuIpcO
 
 
 def covered_functions(path):
-    """The CUDA symbols of the shim's declaration list."""
+    """The CUDA symbols the shim stands in for: every declared seed, and an `observed` declaration
+    only when a check runs on it (its row in core/src/table.rs names one); an observed function
+    no check runs on is handed out as the driver's own and never traced."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError:
         return set(FALLBACK_COVERED)
-    found = re.findall(r"^\s*cuda\s+(\w+)\s+\[", text, re.M)
-    return set(found) if found else set(FALLBACK_COVERED)
+    declared = re.findall(r"^\s*cuda\s+(\w+)\s+\[([^\]]*)\]", text, re.M)
+    if not declared:
+        return set(FALLBACK_COVERED)
+    try:
+        with open(os.path.join(os.path.dirname(path), "table.rs"), encoding="utf-8") as f:
+            table = f.read()
+    except OSError:
+        table = ""
+    checked = {sym for sym, checks in re.findall(r"^\s*(\w+)\s*=>\s*([^;]*);", table, re.M)
+               if checks.strip()}
+    return {sym for sym, marks in declared if "observed" not in marks.split() or sym in checked}
 
 
 # ---------------------------------------------------------------------------------------------

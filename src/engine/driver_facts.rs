@@ -252,6 +252,8 @@ pub struct DriverFacts {
     context_devices: HandleCache,
     /// Stream handle -> its context.
     stream_contexts: HandleCache,
+    /// Contexts the program destroyed (value 1), never asked about (`Facts::context_destroyed`).
+    destroyed_contexts: HandleCache,
     /// Pointer -> its allocation's range and owning device.
     pointers: PointerCache,
 }
@@ -265,6 +267,7 @@ impl DriverFacts {
             peers: [const { AtomicU8::new(0) }; CACHED_DEVICES * CACHED_DEVICES],
             context_devices: HandleCache::new(),
             stream_contexts: HandleCache::new(),
+            destroyed_contexts: HandleCache::new(),
             pointers: PointerCache::new(),
         }
     }
@@ -274,6 +277,7 @@ impl DriverFacts {
     fn forget_cached(&self, gone: Lifetime) {
         match gone {
             Lifetime::ContextDestroyed(ctx) => {
+                self.destroyed_contexts.put(ctx, 1);
                 self.context_devices.forget(ctx);
                 self.stream_contexts.forget_if(|c| c == ctx);
                 self.pointers.invalidate(); // its memory is freed with it
@@ -389,9 +393,21 @@ impl Facts for DriverFacts {
         (code == SUCCESS).then_some(dev)
     }
 
+    fn context_destroyed(&self, ctx: CUcontext) -> bool {
+        self.destroyed_contexts.get(ctx.addr()).is_some()
+    }
+
+    fn context_alive(&self, ctx: CUcontext) {
+        self.destroyed_contexts.forget(ctx.addr());
+    }
+
     fn context_device(&self, ctx: CUcontext, fresh: bool) -> Option<Result<i32, c_int>> {
         if ctx == CUcontext::NULL {
             return None; // NULL means "the current context" to cuCtxGetDevice_v2.
+        }
+        if self.context_destroyed(ctx) {
+            // Never asked: see `Facts::context_destroyed`.
+            return Some(Err(sharecheck_core::codes::CONTEXT_IS_DESTROYED));
         }
         if !fresh {
             if let Some(dev) = self.context_devices.get(ctx.addr()) {
@@ -688,5 +704,21 @@ mod tests {
         assert!(f.pointers.get(0x1000).is_none(), "its memory went with it");
         f.forget_cached(Lifetime::StreamDestroyed(0x60));
         assert_eq!(f.stream_contexts.get(0x60), None);
+    }
+
+    #[test]
+    fn a_destroyed_context_is_never_asked_about_until_seen_alive() {
+        let f = DriverFacts::new();
+        let gone = CUcontext(0xa0 as *mut _);
+        assert!(!f.context_destroyed(gone));
+        f.forget_cached(Lifetime::ContextDestroyed(0xa0));
+        assert!(f.context_destroyed(gone));
+        // Answered without the driver (none is loaded here: a query would give None).
+        assert_eq!(
+            f.context_device(gone, true),
+            Some(Err(sharecheck_core::codes::CONTEXT_IS_DESTROYED))
+        );
+        f.context_alive(gone);
+        assert!(!f.context_destroyed(gone));
     }
 }

@@ -55,6 +55,17 @@ pub trait Facts {
 
     /// Something ended: drop what a cache holds about it.
     fn forget(&self, _gone: super::state::Lifetime) {}
+
+    /// Whether the program destroyed this context (`cuCtxDestroy`) and no call since showed it
+    /// alive. Such a context is never asked about: on two H200s with R580, asking
+    /// `cuCtxGetDevice_v2` for a destroyed context's device answered from freed memory once and
+    /// crashed the process (SIGSEGV) another time.
+    fn context_destroyed(&self, _ctx: CUcontext) -> bool {
+        false
+    }
+
+    /// The driver accepted `ctx` as a live context (a handle reused after a destroy).
+    fn context_alive(&self, _ctx: CUcontext) {}
 }
 
 /// Whether a context-query error says the context is not a live context.

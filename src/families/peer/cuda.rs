@@ -63,6 +63,17 @@ fn peer_device(cx: &mut Cx, rule: &'static Rule, peer: CUcontext) -> Option<i32>
         cx.flag(rule, || "peerContext is NULL".into());
         return None;
     }
+    if cx.facts.context_destroyed(peer) {
+        // Tracked, not asked (the driver may crash when asked about a destroyed context); a
+        // handle reused by a new context makes the call succeed, which drops this finding.
+        cx.tracked(rule, || {
+            format!(
+                "peerContext {} was destroyed (cuCtxDestroy) earlier in this process",
+                hex(peer.addr())
+            )
+        });
+        return None;
+    }
     match cx.facts.context_device(peer, false)? {
         Ok(dev) => Some(dev),
         Err(code) if is_unknown_context(code) => {
@@ -142,9 +153,11 @@ impl Check<args::cuCtxEnablePeerAccess> for Enable {
         EnablePlan(Some((pair, dev, peer_dev)))
     }
 
-    fn after(&self, _: &args::cuCtxEnablePeerAccess, plan: EnablePlan, ret: c_int, cx: &mut Cx) {
+    fn after(&self, a: &args::cuCtxEnablePeerAccess, plan: EnablePlan, ret: c_int, cx: &mut Cx) {
         if ret == CONTEXT_IS_DESTROYED {
             destroyed_context(cx);
+        } else if ret == 0 {
+            cx.facts.context_alive(a.peerContext);
         }
         let Some((pair, dev, peer_dev)) = plan.0 else {
             return;
