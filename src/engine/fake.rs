@@ -43,6 +43,10 @@ pub struct FakeFacts {
     pub hip_stream_get_device: Cell<bool>,
     /// Queries asked uncached (`fresh`): to show findings are confirmed.
     pub fresh_queries: Cell<u32>,
+    /// Contexts the program destroyed, as the lifecycle observer tells `DriverFacts`.
+    pub destroyed: RefCell<HashSet<u64>>,
+    /// Every context asked for its device.
+    pub asked_device_of: RefCell<Vec<u64>>,
 }
 
 impl FakeFacts {
@@ -115,7 +119,16 @@ impl Facts for FakeFacts {
         self.contexts.borrow().get(&ctx).copied()
     }
 
+    fn context_destroyed(&self, ctx: CUcontext) -> bool {
+        self.destroyed.borrow().contains(&ctx.addr())
+    }
+
+    fn context_alive(&self, ctx: CUcontext) {
+        self.destroyed.borrow_mut().remove(&ctx.addr());
+    }
+
     fn context_device(&self, ctx: CUcontext, fresh: bool) -> Option<Result<i32, c_int>> {
+        self.asked_device_of.borrow_mut().push(ctx.addr());
         if fresh {
             self.fresh_queries.set(self.fresh_queries.get() + 1);
         }

@@ -692,6 +692,33 @@ fn a_listed_divergence_explains_a_code_only_the_driver_showed() {
 }
 
 #[test]
+fn a_peer_context_the_program_destroyed_is_never_asked_about() {
+    // R580 answered cuCtxGetDevice_v2 about a destroyed context from freed memory, or crashed.
+    let h = world();
+    current(&h, Some(A));
+    h.facts.contexts.borrow_mut().remove(&B);
+    h.facts.destroyed.borrow_mut().insert(B);
+    let ran = h.call(enable(B, 0), CONTEXT_IS_DESTROYED);
+    assert_eq!(
+        ran.rules,
+        [
+            "cuCtxEnablePeerAccess.invalid-peer-context",
+            "divergence.cuCtxEnablePeerAccess.destroyed-peer-context-is-destroyed"
+        ]
+    );
+    assert!(!h.facts.asked_device_of.borrow().contains(&B));
+}
+
+#[test]
+fn a_destroyed_handle_reused_by_a_new_context_is_silent_and_live_again() {
+    let h = world();
+    current(&h, Some(A));
+    h.facts.destroyed.borrow_mut().insert(B); // B's handle now names a new, live context
+    ok(&h, enable(B, 0));
+    assert!(!h.facts.destroyed.borrow().contains(&B));
+}
+
+#[test]
 fn a_grant_written_on_one_thread_is_read_on_every_other() {
     let h = world();
     current(&h, Some(A));
