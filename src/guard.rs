@@ -18,6 +18,8 @@ pub struct ThreadState {
     /// The kernel thread id, with the fork generation it was read in (a forked child's thread
     /// has another id than the parent's that forked).
     tid: Cell<(u32, i32)>,
+    /// The thread's chunk of the trace (`writer`'s, opaque here).
+    writer_slot: WriterSlot,
 }
 
 impl ThreadState {
@@ -52,6 +54,7 @@ thread_local! {
             shard: Cell::new(0),
             scratch: Cell::new(std::ptr::null_mut()),
             tid: Cell::new((u32::MAX, 0)),
+            writer_slot: Cell::new(0),
         }
     };
 }
@@ -162,6 +165,12 @@ extern "C" fn free_scratch(buffer: *mut libc::c_void) {
             if t.scratch.get() == buffer.cast() {
                 t.scratch.set(std::ptr::null_mut());
             }
+            let hook = THREAD_EXIT.load(std::sync::atomic::Ordering::Acquire);
+            if hook != 0 {
+                // SAFETY: only `on_thread_exit` stores here, and it stores a `fn(&WriterSlot)`.
+                let hook: fn(&WriterSlot) = unsafe { std::mem::transmute(hook) };
+                hook(&t.writer_slot);
+            }
         });
         // SAFETY: `buffer` is the `Box<Vec<u8>>` leaked by `with_scratch` and registered with this
         // key; the thread no longer refers to it (cleared above), and pthread calls this once per
@@ -170,8 +179,21 @@ extern "C" fn free_scratch(buffer: *mut libc::c_void) {
     });
 }
 
-/// Runs `f` with this thread's record buffer (a fresh one when it is in use or cannot be kept).
-pub fn with_scratch<R>(generation: u32, f: impl FnOnce(&mut Vec<u8>, i32) -> R) -> R {
+/// A word the trace writer keeps per thread (its claim on a chunk of the trace).
+pub type WriterSlot = Cell<u64>;
+
+/// What runs when a thread that wrote records exits (a `fn(&WriterSlot)`; 0: nothing).
+static THREAD_EXIT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Sets what runs, with the thread's writer word, when a thread that wrote records exits (from
+/// the pthread key destructor of its record buffer).
+pub fn on_thread_exit(hook: fn(&WriterSlot)) {
+    THREAD_EXIT.store(hook as usize, std::sync::atomic::Ordering::Release);
+}
+
+/// Runs `f` with this thread's record buffer (a fresh one when it is in use or cannot be kept),
+/// its id and its writer word.
+pub fn with_scratch<R>(generation: u32, f: impl FnOnce(&mut Vec<u8>, i32, &WriterSlot) -> R) -> R {
     let state = THREAD.with(|t| t as *const ThreadState);
     // SAFETY: the thread-local lives as long as this thread and is only used on it.
     let t = unsafe { &*state };
@@ -187,13 +209,13 @@ pub fn with_scratch<R>(generation: u32, f: impl FnOnce(&mut Vec<u8>, i32) -> R) 
             _ => {
                 // SAFETY: `fresh` was just leaked here and is not registered anywhere.
                 let mut owned = unsafe { Box::from_raw(fresh) };
-                return f(&mut owned, tid);
+                return f(&mut owned, tid, &t.writer_slot);
             }
         }
     }
     // SAFETY: `buffer` is this thread's leaked buffer, taken out of the slot above, so no other
     // use of it can exist until it is put back.
-    let result = f(unsafe { &mut *buffer }, tid);
+    let result = f(unsafe { &mut *buffer }, tid, &t.writer_slot);
     t.scratch.set(buffer);
     result
 }

@@ -11,7 +11,8 @@
 //!   cannot hang the child. Nothing is done before fork or in the parent: records are already
 //!   on disk as they are written.
 //! - **Exit** (destructor): an `exit` record, and the trace file trimmed to its records.
-//! - **Thread exit**: a thread's record buffer is freed by a pthread key destructor (`guard`).
+//! - **Thread exit**: a thread's record buffer is freed by a pthread key destructor (`guard`),
+//!   which also closes its chunk of the trace ([`thread_exit`]).
 //! - **exec, `_exit`, fatal signals, `kill -9`**: nothing to do; every completed record is already
 //!   in the kernel's page cache (see `writer`).
 
@@ -58,6 +59,7 @@ fn on_load() {
     shielded((), crate::guard::quiet_panics);
     // SAFETY: registers a plain `extern "C" fn()` handler that lives as long as the process.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+    crate::guard::on_thread_exit(thread_exit);
     // Before the program's threads run, so that no covered call (from a signal handler, say)
     // reads the environment or allocates to set them up: the job's fingerprint key (made and
     // handed down to the children when the environment has none), the options and whether to
@@ -77,6 +79,12 @@ extern "C" fn after_fork_in_child() {
         trace::after_fork_in_child();
         engine::after_fork_in_child();
     });
+}
+
+/// A thread that wrote records exits (called by the pthread key destructor of its record
+/// buffer, `guard`): its chunk of the trace is closed and given back.
+fn thread_exit(slot: &crate::writer::ThreadSlot) {
+    shielded((), || crate::writer::thread_exit(slot));
 }
 
 #[ctor::dtor]

@@ -139,7 +139,7 @@ pub fn write_call<A: CallArgs>(args: &A, record: &CallRecord) {
     if !enabled() {
         return;
     }
-    with_scratch(|buf, tid| {
+    with_scratch(|buf, tid, slot| {
         let mut w = JsonOut::with_fingerprint(buf, fingerprint);
         w.begin_record(record.seq, record.t, tid as i64);
         w.kv_ident("fn", record.info.symbol);
@@ -156,7 +156,7 @@ pub fn write_call<A: CallArgs>(args: &A, record: &CallRecord) {
         }
         findings::encode_list(&mut w, record.findings);
         w.end_record();
-        append(buf);
+        append(buf, slot);
     });
 }
 
@@ -168,14 +168,14 @@ pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut Js
     }
     let seq = next_seq();
     EVENTS.fetch_add(1, Ordering::Relaxed);
-    with_scratch(|buf, tid| {
+    with_scratch(|buf, tid, slot| {
         let mut w = JsonOut::with_fingerprint(buf, fingerprint);
         w.begin_record(seq, now(), tid as i64);
         w.kv_str("event", event);
         extra(&mut w);
         findings::encode_list(&mut w, findings);
         w.end_record();
-        append(buf);
+        append(buf, slot);
     });
 }
 
@@ -183,15 +183,15 @@ pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut Js
 /// (no thread-local destructor, whose registration takes the loader lock) and is freed by a
 /// pthread key destructor when the thread exits. `f` gets the buffer and the thread's id.
 #[inline]
-fn with_scratch(f: impl FnOnce(&mut Vec<u8>, i32)) {
-    crate::guard::with_scratch(FORK_GENERATION.load(Ordering::Relaxed), |buf, tid| {
+fn with_scratch(f: impl FnOnce(&mut Vec<u8>, i32, &crate::writer::ThreadSlot)) {
+    crate::guard::with_scratch(FORK_GENERATION.load(Ordering::Relaxed), |buf, tid, slot| {
         buf.clear();
-        f(buf, tid)
+        f(buf, tid, slot)
     })
 }
 
-fn append(record: &[u8]) {
-    crate::writer::append(record, || {
+fn append(record: &[u8], slot: &crate::writer::ThreadSlot) {
+    crate::writer::append(record, slot, || {
         let (fd, path) = open_trace_file()?;
         let mut header = Vec::new();
         process_record(&mut header);

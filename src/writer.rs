@@ -6,27 +6,35 @@
 //!   copied in, so every completed record survives the process however it ends: at `exit` the rest
 //!   of the ring is appended and the ring file removed; after `_exit`, `exec`, `abort`, SIGSEGV or
 //!   `kill -9` a reader recovers the ring's tail. Nothing is buffered in process memory.
-//! - **Cheap.** The ring's pages are provided once and reused: a record costs one copy, and every
-//!   64 KiB one `pwrite` appends a segment (the kernel provides page-cache pages for `pwrite` about
-//!   four times cheaper than for a first write through a shared mapping).
-//! - **Lock-free.** A record reserves its bytes with one atomic add, copies itself in and counts
-//!   its bytes as done in its segment; the thread that completes a segment appends the full
-//!   segments in order, while no other thread does (a flag, never waited on: a thread that finds
-//!   it taken leaves the work to its holder, who looks again before letting go). A thread whose
-//!   bytes fall in a segment the previous lap still holds helps append, and waits at most two
-//!   seconds (then tracing stops with a warning).
+//! - **Per-thread chunks.** A thread reserves [`CHUNK`] bytes of the trace at once (one atomic add
+//!   per chunk, not per record) and copies its records into them. Its chunk is its own: no other
+//!   thread writes the cache lines, so threads on many cores do not slow each other down. A record
+//!   that does not fit closes the chunk: the rest becomes spaces before the last record's newline
+//!   (trailing whitespace that every JSON reader ignores). A chunk left open by an idle thread is
+//!   closed the same way by whoever needs its segment (the appender after 10 ms, or a thread
+//!   waiting for ring space), under a compare-and-swap that the owner's copy also takes, and at
+//!   thread exit and process exit.
+//! - **Off the caller's path.** Full 64 KiB segments are appended to the trace with `pwrite`, in
+//!   order, by a writer thread the shim starts when it opens the trace (all signals blocked; it
+//!   never takes the loader lock). The thread that fills a segment only wakes it (a futex). Without
+//!   that thread (it could not be started), the thread that fills a segment appends it. A thread
+//!   whose chunk falls in a segment the previous lap still holds helps append, and waits at most
+//!   two seconds (then tracing stops with a warning).
 //! - **Harmless.** The ring file is reserved whole with `posix_fallocate` before it is mapped (a
 //!   full disk is an error at open, never a SIGBUS). The trace never grows past `RLIMIT_FSIZE`, so
 //!   the host never gets SIGXFSZ; `ENOSPC` and `EFBIG` stop tracing with one warning. Descriptors
 //!   are `O_CLOEXEC`, and the trace's is checked (device and inode) before each append: a program
-//!   that closed it and reused the number is never written into.
-//! - **Fork.** The child drops the parent's mapping and descriptors without taking any lock, and
-//!   opens its own files on its first record.
+//!   that closed it and reused the number is never written into. The shim is linked
+//!   `-z nodelete`, so the writer thread's code is never unmapped under it.
+//! - **Fork.** The child drops the parent's mapping, descriptors and chunks without taking any
+//!   lock, and opens its own files (and starts its own writer thread) on its first record.
 
 use sharecheck_core::ring::{self, HEADER, RING, SEGMENT, SEGMENTS};
 use std::ffi::CString;
-use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicU8};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
+};
 
 const CLOSED: u8 = 0;
 const OPENING: u8 = 1;
@@ -35,6 +43,16 @@ const STOPPED: u8 = 3;
 
 /// How long a record waits for its segment to be free before tracing stops.
 const WAIT_NS: u64 = 2_000_000_000;
+/// How long the oldest segment may wait for chunks left open before they are closed.
+const IDLE_CHUNK_NS: u64 = 10_000_000;
+
+/// Full segments that wake the writer thread.
+const WAKE_BATCH: u64 = 4;
+
+/// Bytes a thread reserves at once. Every reservation is a multiple of it, so a chunk never
+/// crosses a segment.
+pub const CHUNK: u64 = 4096;
+const _: () = assert!(SEGMENT.is_multiple_of(CHUNK) && CHUNK.is_power_of_two());
 
 struct Writer {
     state: AtomicU8,
@@ -57,7 +75,17 @@ struct Writer {
     done: [Line<AtomicU64>; SEGMENTS as usize],
     /// Held by the thread appending segments.
     appending: AtomicBool,
+    /// Bumped when a segment fills: the writer thread sleeps on it (a futex word).
+    wake: Line<AtomicU32>,
+    /// Whether the writer thread runs (`NO_THREAD`, `RUNNING`, `FAILED`).
+    appender: AtomicU8,
+    /// Whether the writer thread sleeps (only then does a filled segment wake it).
+    sleeping: AtomicBool,
 }
+
+const NO_THREAD: u8 = 0;
+const RUNNING: u8 = 1;
+const FAILED: u8 = 2;
 
 /// A value alone on its cache line: the counters every record touches do not share one (threads
 /// on other cores would otherwise invalidate each other's copy at every record).
@@ -83,6 +111,9 @@ static W: Writer = Writer {
     appended: Line(AtomicU64::new(0)),
     done: [const { Line(AtomicU64::new(0)) }; SEGMENTS as usize],
     appending: AtomicBool::new(false),
+    wake: Line(AtomicU32::new(0)),
+    appender: AtomicU8::new(NO_THREAD),
+    sleeping: AtomicBool::new(false),
 };
 
 /// What opening the file needs from the trace module: the trace file (created exclusively) and
@@ -92,15 +123,236 @@ pub struct Opened {
     pub path: String,
 }
 
-/// Appends one whole record (ending in `\n`); opens the files on the first one with `open`,
-/// which also gives the first record (who wrote the file). Returns whether the record is in.
-pub fn append(record: &[u8], open: impl FnOnce() -> Result<(Opened, Vec<u8>), String>) -> bool {
-    if !ensure_open(open) {
-        return false;
-    }
-    reserve_and_copy(record)
+// ---------------------------------------------------------------------------------------------
+// Threads' chunks.
+
+/// A thread's chunk, on its own cache line: the chunk's start in the trace plus the bytes used
+/// (`start | used`, `used < CHUNK`), [`NO_CHUNK`], or that with [`BUSY`] while the owner copies.
+#[repr(align(64))]
+struct Slot {
+    word: AtomicU64,
+    taken: AtomicBool,
 }
 
+const NO_CHUNK: u64 = u64::MAX;
+const BUSY: u64 = 1 << 63;
+/// Threads with a chunk of their own at once; more take the shared path (one reservation per
+/// record).
+const SLOTS: usize = 4096;
+
+static SLOT_TABLE: [Slot; SLOTS] = [const {
+    Slot {
+        word: AtomicU64::new(NO_CHUNK),
+        taken: AtomicBool::new(false),
+    }
+}; SLOTS];
+/// Slots ever handed out (how far closers look).
+static SLOTS_SEEN: AtomicUsize = AtomicUsize::new(0);
+/// Bumped in a forked child: a thread's cached slot of another epoch is not its own.
+static EPOCH: AtomicU32 = AtomicU32::new(0);
+
+/// A thread's claim on a slot, kept by the thread (`guard`): `epoch << 32 | index + 1`, with
+/// index `u32::MAX - 1` for "none free" and 0 for "not asked yet".
+pub type ThreadSlot = crate::guard::WriterSlot;
+
+fn own_slot(cell: &ThreadSlot) -> Option<&'static Slot> {
+    let epoch = u64::from(EPOCH.load(Relaxed));
+    let cached = cell.get();
+    if cached >> 32 == epoch && cached as u32 != 0 {
+        return SLOT_TABLE.get((cached as u32 - 1) as usize);
+    }
+    let claimed = (0..SLOTS).find(|&i| {
+        !SLOT_TABLE[i].taken.load(Relaxed)
+            && SLOT_TABLE[i]
+                .taken
+                .compare_exchange(false, true, AcqRel, Relaxed)
+                .is_ok()
+    });
+    let index = match claimed {
+        Some(i) => {
+            SLOTS_SEEN.fetch_max(i + 1, AcqRel);
+            i as u64
+        }
+        None => u64::from(u32::MAX - 1),
+    };
+    cell.set(epoch << 32 | (index + 1));
+    claimed.map(|i| &SLOT_TABLE[i])
+}
+
+/// At thread exit: the thread's chunk is closed and its slot given back.
+pub fn thread_exit(cell: &ThreadSlot) {
+    let cached = cell.get();
+    cell.set(0);
+    if cached >> 32 != u64::from(EPOCH.load(Relaxed)) || cached as u32 == 0 {
+        return;
+    }
+    if let Some(slot) = SLOT_TABLE.get((cached as u32 - 1) as usize) {
+        let word = slot.word.load(Acquire);
+        if word & BUSY == 0 && word != NO_CHUNK {
+            close_chunk(slot, word);
+        }
+        slot.taken.store(false, Release);
+    }
+}
+
+/// Closes the chunk `word` names, unless its owner is copying or it changed since (then someone
+/// else did): the unused rest becomes padding, and its bytes count as done.
+fn close_chunk(slot: &Slot, word: u64) -> bool {
+    if slot
+        .word
+        .compare_exchange(word, NO_CHUNK, AcqRel, Acquire)
+        .is_err()
+    {
+        return false;
+    }
+    let used = word % CHUNK;
+    let start = word - used;
+    pad(start, used, CHUNK);
+    commit(start, CHUNK);
+    true
+}
+
+/// Closes every open chunk that starts before `limit` (their owners are idle, or will take a new
+/// chunk on their next record).
+fn close_open_chunks_before(limit: u64) {
+    let seen = SLOTS_SEEN.load(Acquire).min(SLOTS);
+    for slot in &SLOT_TABLE[..seen] {
+        let word = slot.word.load(Acquire);
+        if word != NO_CHUNK && word & BUSY == 0 && word - word % CHUNK < limit {
+            close_chunk(slot, word);
+        }
+    }
+}
+
+/// Appends one whole record (ending in `\n`); opens the files on the first one with `open`,
+/// which also gives the first record (who wrote the file). `slot` is the calling thread's claim
+/// on a chunk. Returns whether the record is in.
+pub fn append(
+    record: &[u8],
+    slot: &ThreadSlot,
+    open: impl FnOnce() -> Result<(Opened, Vec<u8>), String>,
+) -> bool {
+    if !ensure_open(slot, open) {
+        return false;
+    }
+    append_record(record, slot)
+}
+
+fn append_record(record: &[u8], slot: &ThreadSlot) -> bool {
+    let len = record.len() as u64;
+    match own_slot(slot) {
+        Some(slot) if len > 0 && len < CHUNK => append_in_chunk(slot, record),
+        // No slot free, or a record too long for a chunk: its own reservation.
+        _ => reserve_and_copy(record),
+    }
+}
+
+fn append_in_chunk(slot: &Slot, record: &[u8]) -> bool {
+    let len = record.len() as u64;
+    loop {
+        let word = slot.word.load(Acquire);
+        if word & BUSY != 0 && word != NO_CHUNK {
+            // A signal handler on this thread, interrupting its copy: a reservation of its own.
+            return reserve_and_copy(record);
+        }
+        if word == NO_CHUNK {
+            let start = W.next.fetch_add(CHUNK, AcqRel);
+            if !free_for(start / SEGMENT) {
+                return false;
+            }
+            slot.word.store(start, Release);
+            continue;
+        }
+        let used = word % CHUNK;
+        let start = word - used;
+        if used + len > CHUNK {
+            close_chunk(slot, word);
+            continue;
+        }
+        if slot
+            .word
+            .compare_exchange(word, word | BUSY, Acquire, Relaxed)
+            .is_err()
+        {
+            continue; // closed by another thread meanwhile
+        }
+        write_ring(start + used, record);
+        if used + len == CHUNK {
+            slot.word.store(NO_CHUNK, Release);
+            commit(start, CHUNK);
+        } else {
+            slot.word.store(word + len, Release);
+        }
+        return true;
+    }
+}
+
+/// The ring's byte for trace offset `at`, which must be reserved by the caller and free.
+fn ring_at(at: u64) -> *mut u8 {
+    // SAFETY: the mapping holds HEADER + RING bytes while the writer is open, and
+    // `at % RING < RING`.
+    unsafe { W.map.load(Acquire).add((HEADER + at % RING) as usize) }
+}
+
+/// Copies `bytes` to the ring at trace offset `at` (within one segment).
+fn write_ring(at: u64, bytes: &[u8]) {
+    // SAFETY: the caller reserved `bytes.len()` bytes at `at`, within one segment (so contiguous
+    // in the ring), whose slot the previous lap appended: no other thread writes them.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ring_at(at), bytes.len()) };
+}
+
+/// Fills `start + from .. start + to` (one chunk or reservation, in one segment) with padding:
+/// spaces and a final newline; when records precede it (`from > 0`), the last one's newline then
+/// becomes a space, so the padding is trailing whitespace of that record's line. In this order a
+/// reader of the ring after a crash sees whole lines at every step.
+fn pad(start: u64, from: u64, to: u64) {
+    if from >= to {
+        return;
+    }
+    // SAFETY: the bytes `start .. start + to` are this caller's (a reservation or a chunk it
+    // closed), in one segment whose slot is free.
+    unsafe {
+        let base = ring_at(start);
+        std::ptr::write_bytes(base.add(from as usize), b' ', (to - from - 1) as usize);
+        base.add(to as usize - 1).write(b'\n');
+        if from > 0 && base.add(from as usize - 1).read() == b'\n' {
+            base.add(from as usize - 1).write(b' ');
+        }
+    }
+}
+
+/// Counts `len` bytes from `start` (in one segment) as done; the thread that completes a segment
+/// has it appended.
+fn commit(start: u64, len: u64) {
+    let segment = start / SEGMENT;
+    let done = W.done[(segment % SEGMENTS) as usize].fetch_add(len, AcqRel) + len;
+    if done == (segment / SEGMENTS + 1) * SEGMENT {
+        segment_filled(segment);
+    }
+}
+
+fn segment_filled(segment: u64) {
+    let pending = (segment + 1).saturating_sub(W.appended.load(Acquire) / SEGMENT);
+    if W.appender.load(Acquire) != RUNNING || pending >= 2 * WAKE_BATCH {
+        // No writer thread, or it does not keep up (all CPUs are busy): the thread that fills
+        // a segment appends, as a record's cost, before the ring runs full.
+        append_full_segments();
+    } else if pending >= WAKE_BATCH {
+        // The writer thread is woken for a batch of segments: fewer wake-ups.
+        wake_appender();
+    }
+}
+
+/// Wakes the writer thread if it sleeps (a system call only then).
+fn wake_appender() {
+    W.wake.fetch_add(1, SeqCst);
+    if W.sleeping.load(SeqCst) {
+        futex_wake(&W.wake, 1);
+    }
+}
+
+/// A record of its own reservation (a whole number of chunks, padded), for records longer than
+/// a chunk, threads without a slot and signal handlers interrupting their thread's copy.
 fn reserve_and_copy(record: &[u8]) -> bool {
     let len = record.len() as u64;
     if len == 0 || len > RING - SEGMENT {
@@ -116,32 +368,28 @@ fn reserve_and_copy(record: &[u8]) -> bool {
         }
         return len == 0;
     }
-    let mut offset = W.next.fetch_add(len, AcqRel);
-    let mut bytes = record;
+    let total = len.div_ceil(CHUNK) * CHUNK;
+    let start = W.next.fetch_add(total, AcqRel);
     let mut whole = true;
-    while !bytes.is_empty() {
-        let segment = offset / SEGMENT;
-        let within = offset % SEGMENT;
-        let n = bytes.len().min((SEGMENT - within) as usize);
+    let mut at = start;
+    while at < start + total {
+        let segment = at / SEGMENT;
+        let end = ((segment + 1) * SEGMENT).min(start + total);
         // Still committed when the copy is skipped, so that the segment fills and is appended.
         if whole && free_for(segment) {
-            let slot = (segment % SEGMENTS) * SEGMENT + within;
-            // SAFETY: the mapping holds HEADER + RING bytes and stays mapped while the writer is
-            // open; `slot + n <= RING`; the reservation makes these bytes this record's alone,
-            // and `free_for` says the previous lap's bytes here were appended.
-            unsafe {
-                let base = W.map.load(Acquire).add((HEADER + slot) as usize);
-                std::ptr::copy_nonoverlapping(bytes.as_ptr(), base, n);
+            let (from, to) = (at - start, end - start);
+            if from < len {
+                write_ring(at, &record[from as usize..to.min(len) as usize]);
+            }
+            if to > len {
+                // Padding in this piece: from the record's end, or from the piece's start.
+                pad(at, len.max(from) - from, to - from);
             }
         } else {
             whole = false;
         }
-        let done = W.done[(segment % SEGMENTS) as usize].fetch_add(n as u64, AcqRel) + n as u64;
-        if done == (segment / SEGMENTS + 1) * SEGMENT {
-            append_full_segments();
-        }
-        offset += n as u64;
-        bytes = &bytes[n..];
+        commit(at, end - at);
+        at = end;
     }
     whole
 }
@@ -159,6 +407,9 @@ fn free_for(segment: u64) -> bool {
         if W.state.load(Acquire) == STOPPED || W.map.load(Acquire).is_null() {
             return false;
         }
+        // The segment in the way may wait on chunks of threads that are idle or not running;
+        // then help append (unless another thread is appending).
+        close_open_chunks_before((W.appended.load(Acquire) / SEGMENT + 1) * SEGMENT);
         append_full_segments();
         if W.appended.load(Acquire) >= needed {
             return true;
@@ -171,6 +422,9 @@ fn free_for(segment: u64) -> bool {
             );
             return false;
         }
+        // Yield, not sleep: measured with 16 threads on 2 CPUs, a thread that stays runnable
+        // lets the appending thread and the owners of open chunks run sooner (half the cost per
+        // record of sleeping on a futex until a segment is appended).
         std::thread::yield_now();
     }
 }
@@ -305,7 +559,10 @@ fn pwrite_all(fd: libc::c_int, at: u64, map: *mut u8, slot: u64, len: u64) -> Re
     Ok(())
 }
 
-fn ensure_open(open: impl FnOnce() -> Result<(Opened, Vec<u8>), String>) -> bool {
+fn ensure_open(
+    slot: &ThreadSlot,
+    open: impl FnOnce() -> Result<(Opened, Vec<u8>), String>,
+) -> bool {
     match W.state.load(Acquire) {
         OPEN => return true,
         STOPPED => return false,
@@ -319,8 +576,11 @@ fn ensure_open(open: impl FnOnce() -> Result<(Opened, Vec<u8>), String>) -> bool
         match opened {
             Ok(((), header)) => {
                 // The header goes first, before any other thread may append.
-                let ok = reserve_and_copy(&header);
+                let ok = append_record(&header, slot);
                 W.state.store(if ok { OPEN } else { STOPPED }, Release);
+                if ok {
+                    start_appender();
+                }
                 return ok;
             }
             Err(message) => {
@@ -443,6 +703,128 @@ fn create_ring(path: &str) -> Result<*mut u8, String> {
     Ok(map)
 }
 
+// ---------------------------------------------------------------------------------------------
+// The writer thread.
+
+/// Starts the thread that appends full segments, with every signal blocked (the program's
+/// handlers never run on it) and a small stack; detached. Without it the thread that fills a
+/// segment appends it.
+fn start_appender() {
+    W.appender.store(RUNNING, Release);
+    // SAFETY: plain pthread calls on live locals; the attribute object is destroyed after use,
+    // and this thread's signal mask is restored right after the thread is made (which inherits
+    // the full mask).
+    let made = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        libc::pthread_attr_init(&mut attr);
+        libc::pthread_attr_setstacksize(&mut attr, 256 << 10);
+        libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
+        let mut thread: libc::pthread_t = 0;
+        let rc = libc::pthread_create(&mut thread, &attr, appender_main, std::ptr::null_mut());
+        libc::pthread_attr_destroy(&mut attr);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        rc == 0
+    };
+    if !made {
+        W.appender.store(FAILED, Release);
+        // Segments filled meanwhile found the thread running: append them here.
+        append_full_segments();
+    }
+}
+
+extern "C" fn appender_main(_: *mut libc::c_void) -> *mut libc::c_void {
+    // SAFETY: names this thread (a 16-byte-bounded, NUL-terminated name).
+    unsafe { libc::prctl(libc::PR_SET_NAME, c"sharecheck-wr".as_ptr()) };
+    crate::guard::shielded((), appender_loop);
+    // Ended (tracing stopped, or a panic): any thread that fills a segment appends it.
+    W.appender.store(FAILED, Release);
+    append_full_segments();
+    std::ptr::null_mut()
+}
+
+/// Appends full segments as they fill; closes the chunks that keep the oldest segment from
+/// filling once it has waited `IDLE_CHUNK_NS` while later chunks were handed out.
+fn appender_loop() {
+    let mut stalled: Option<(u64, u64)> = None; // (appended, since when)
+    loop {
+        let seen = W.wake.load(SeqCst);
+        if W.state.load(Acquire) == STOPPED {
+            return;
+        }
+        let appended = W.appended.load(Acquire);
+        let oldest_end = (appended / SEGMENT + 1) * SEGMENT;
+        let next = W.next.load(Acquire);
+        // The oldest segment may wait on chunks left open: closed once half the ring is taken,
+        // or once it waited IDLE_CHUNK_NS while later chunks were handed out.
+        let mut timeout = None;
+        if next > oldest_end && !segment_is_full(appended) {
+            let now = monotonic_ns();
+            let since = match stalled {
+                Some((at, since)) if at == appended => since,
+                _ => {
+                    stalled = Some((appended, now));
+                    now
+                }
+            };
+            let waited = now.saturating_sub(since);
+            if next - appended >= RING / 2 || waited >= IDLE_CHUNK_NS {
+                close_open_chunks_before(oldest_end);
+                stalled = None;
+                timeout = Some(IDLE_CHUNK_NS);
+            } else {
+                timeout = Some(IDLE_CHUNK_NS - waited);
+            }
+        } else {
+            stalled = None;
+        }
+        append_full_segments();
+        // Sleep unless there is work this thread can do (a full segment nobody is appending).
+        W.sleeping.store(true, SeqCst);
+        let idle = W.wake.load(SeqCst) == seen
+            && (!segment_is_full(W.appended.load(Acquire)) || W.appending.load(Acquire));
+        if idle {
+            futex_wait(&W.wake, seen, timeout);
+        }
+        W.sleeping.store(false, SeqCst);
+    }
+}
+
+fn futex_wait(word: &AtomicU32, expected: u32, timeout_ns: Option<u64>) {
+    let ts = timeout_ns.map(|ns| libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: FUTEX_WAIT on a live, aligned u32 of this process, with a live timespec or null.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            ts_ptr,
+        )
+    };
+}
+
+fn futex_wake(word: &AtomicU32, count: i32) {
+    // SAFETY: FUTEX_WAKE on a live, aligned u32 of this process; it reads no memory of ours.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            count,
+        )
+    };
+}
+
 fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -519,6 +901,17 @@ pub fn finish() {
     if was == CLOSED || W.map.load(Acquire).is_null() {
         return;
     }
+    // Every thread's chunk: closed (its owner may be copying one last record: a short wait).
+    let seen = SLOTS_SEEN.load(Acquire).min(SLOTS);
+    for slot in &SLOT_TABLE[..seen] {
+        for _ in 0..100_000 {
+            let word = slot.word.load(Acquire);
+            if word == NO_CHUNK || (word & BUSY == 0 && close_chunk(slot, word)) {
+                break;
+            }
+            std::thread::yield_now();
+        }
+    }
     let end = W.next.load(Acquire);
     // Records being copied by other threads: a short wait for their bytes to be counted.
     for _ in 0..100_000 {
@@ -587,5 +980,15 @@ pub fn after_fork_in_child() {
         done.store(0, Release);
     }
     W.appending.store(false, Release);
+    // The parent's chunks and writer thread are not the child's.
+    EPOCH.fetch_add(1, AcqRel);
+    let seen = SLOTS_SEEN.swap(0, AcqRel).min(SLOTS);
+    for slot in &SLOT_TABLE[..seen] {
+        slot.word.store(NO_CHUNK, Release);
+        slot.taken.store(false, Release);
+    }
+    W.appender.store(NO_THREAD, Release);
+    W.sleeping.store(false, Release);
+    W.wake.store(0, Release);
     W.state.store(CLOSED, Release);
 }

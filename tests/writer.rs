@@ -224,7 +224,18 @@ fn a_plain_call_record_is_at_most_128_bytes_and_durations_are_asked_for() {
             .filter(|l| l.contains("\"cuDeviceCanAccessPeer\""))
             .collect();
         assert_eq!(lines.len(), done(&out));
+        if options.is_none() {
+            // What the file costs per record, the padding that closes each thread's chunk of the
+            // trace (trailing spaces) included.
+            let per_record = text.len() / text.lines().count();
+            assert!(
+                per_record <= 128,
+                "{per_record} bytes per record in the file"
+            );
+        }
         for line in lines {
+            // A record that closed its thread's chunk carries the padding as trailing spaces.
+            let line = line.trim_end_matches(' ');
             let record: Value = serde_json::from_str(line).unwrap();
             let mut got: Vec<&str> = record
                 .as_object()
@@ -251,4 +262,50 @@ fn a_plain_call_record_is_at_most_128_bytes_and_durations_are_asked_for() {
         Some("durations=1"),
         &["a", "d", "fn", "r", "seq", "t", "tid"],
     );
+}
+
+/// A thread that made a few calls and then idles keeps its chunk of the trace open; while the
+/// main thread writes many times the ring, the idle chunk is closed for it (the segment it is in
+/// would otherwise hold up every later one and stop tracing after 2 s), and its records are kept.
+#[test]
+fn an_idle_threads_chunk_never_holds_up_the_trace() {
+    let (s, out) = run("writer_idle", &["idle", "60000"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stderr.is_empty(), "no warning: {out:?}");
+    let records = s.records();
+    assert_eq!(can_access_calls(&records), done(&out));
+    let mut per_thread = std::collections::BTreeMap::new();
+    for r in records
+        .iter()
+        .filter(|r| r["fn"] == "cuDeviceCanAccessPeer")
+    {
+        *per_thread.entry(r["tid"].to_string()).or_insert(0) += 1;
+    }
+    let mut counts: Vec<i32> = per_thread.into_values().collect();
+    counts.sort_unstable();
+    assert_eq!(
+        counts,
+        [3, 60000],
+        "the idle thread's calls and the main thread's"
+    );
+}
+
+/// The shim's writer thread runs none of the program's signal handlers: every signal that can be
+/// blocked is blocked on it. There is one per process, named `sharecheck-wr`.
+#[test]
+fn the_writer_thread_blocks_every_signal() {
+    let (_, out) = run("writer_thread", &["wrthread", "100"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(printed(&out, "WRITER_THREADS"), "1");
+    let mask = u64::from_str_radix(&printed(&out, "SIGBLK"), 16).unwrap();
+    for signal in 1..=31u32 {
+        if signal == libc::SIGKILL as u32 || signal == libc::SIGSTOP as u32 {
+            continue;
+        }
+        assert_ne!(
+            mask & (1 << (signal - 1)),
+            0,
+            "signal {signal} is blocked: {mask:x}"
+        );
+    }
 }

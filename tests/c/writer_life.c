@@ -6,12 +6,17 @@
  *   fsize LIMIT N      sets RLIMIT_FSIZE to LIMIT bytes, makes N calls, writes 100 bytes to its
  *                      own stdout file and exits 7 (the host must not get SIGXFSZ)
  *   storm THREADS N    THREADS threads make N calls each
+ *   idle N             a thread makes 3 calls and then waits, idle, while the main thread makes N
+ *                      (many times the ring); the idle thread ends after them
+ *   wrthread N         makes N calls, then prints WRITER_THREADS <threads named sharecheck-wr> and
+ *                      SIGBLK <the first one's blocked-signal mask, hex, from /proc>
  *   forks THREADS K M  THREADS threads loop on calls while the main thread forks K times; each
  *                      child makes M calls and exits; prints HANGS h (children that did not end
  *                      within 10 s: killed and counted)
  * Prints DONE <calls completed by this process> before ending (stdout is flushed first). */
 #define _GNU_SOURCE
 #include <cuda.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -48,6 +53,19 @@ static void *storm(void *arg) {
     } else {
         while (!atomic_load(&stop_storm)) calls(10);
     }
+    return NULL;
+}
+
+static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t idle_cond = PTHREAD_COND_INITIALIZER;
+static int idle_release;
+
+static void *idle_thread(void *arg) {
+    (void)arg;
+    calls(3);
+    pthread_mutex_lock(&idle_lock);
+    while (!idle_release) pthread_cond_wait(&idle_cond, &idle_lock);
+    pthread_mutex_unlock(&idle_lock);
     return NULL;
 }
 
@@ -109,6 +127,50 @@ int main(int argc, char **argv) {
         for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, storm, NULL);
         for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
         done((long)threads * storm_calls);
+        return 0;
+    }
+    if (!strcmp(mode, "idle")) {
+        pthread_t t;
+        pthread_create(&t, NULL, idle_thread, NULL);
+        usleep(100000); /* its 3 calls are made, and it waits */
+        calls(n);
+        pthread_mutex_lock(&idle_lock);
+        idle_release = 1;
+        pthread_cond_signal(&idle_cond);
+        pthread_mutex_unlock(&idle_lock);
+        pthread_join(t, NULL);
+        done(n + 3);
+        return 0;
+    }
+    if (!strcmp(mode, "wrthread")) {
+        calls(n);
+        int found = 0;
+        char sigblk[64] = "";
+        /* The thread names itself when it starts: look for up to 2 s. */
+        for (int tries = 0; tries < 200 && !found; tries++, usleep(found ? 0 : 10000)) {
+            DIR *tasks = opendir("/proc/self/task");
+            struct dirent *e;
+            while (tasks && (e = readdir(tasks))) {
+                if (e->d_name[0] == '.') continue;
+                char path[300], line[256];
+                snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+                FILE *f = fopen(path, "r");
+                if (!f) continue;
+                int ours = fgets(line, sizeof line, f) && !strcmp(line, "sharecheck-wr\n");
+                fclose(f);
+                if (!ours) continue;
+                if (found++ == 0) {
+                    snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+                    f = fopen(path, "r");
+                    while (f && fgets(line, sizeof line, f))
+                        if (!strncmp(line, "SigBlk:", 7)) sscanf(line + 7, "%63s", sigblk);
+                    if (f) fclose(f);
+                }
+            }
+            if (tasks) closedir(tasks);
+        }
+        printf("WRITER_THREADS %d\nSIGBLK %s\n", found, sigblk);
+        done(n);
         return 0;
     }
     if (!strcmp(mode, "forks") && argc == 5) {

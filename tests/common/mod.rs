@@ -180,7 +180,8 @@ pub fn read_records(dir: &Path) -> Vec<Value> {
         // every record after it gets, with its wall-clock time (`ts_ns`: `t0_wall_ns` + `t`).
         let mut pid = None;
         let mut t0_wall_ns = 0;
-        for (i, line) in text.lines().enumerate() {
+        // Whitespace-only lines are padding (a thread's chunk closed before its first record).
+        for (i, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
             let mut v: Value = serde_json::from_str(line)
                 .unwrap_or_else(|e| panic!("{}:{}: not JSON ({e}): {line}", file.display(), i + 1));
             if i == 0 {
