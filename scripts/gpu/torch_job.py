@@ -3,7 +3,9 @@
 Trains a convolutional net on random data for a fixed number of steps with a forked DataLoader
 (workers made by fork, as PyTorch does by default on Linux), then, when --nccl is given, runs
 all_reduce steps through torch.distributed with the NCCL backend (one rank per process; NVLS is
-kept off by the caller). Prints `TIME <seconds>` for the timed part (after one untimed warm-up
+kept off by the caller). With --ranks 2 (two GPUs), a second process (started by spawn, so it is
+traced as a new program) joins as rank 1 on the second GPU, and each step is an all_reduce across
+the two GPUs (the sum is divided by the rank count, so the checked value stays 1). Prints `TIME <seconds>` for the timed part (after one untimed warm-up
 epoch) and `CHECK <name> <value>` lines that must not change under the shim.
 """
 import argparse
@@ -45,11 +47,38 @@ def epoch(model, opt, loader, dev):
     return total
 
 
+def init_nccl(rank, ranks, dev):
+    import torch.distributed as dist
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29517")
+    dist.init_process_group("nccl", rank=rank, world_size=ranks, device_id=dev)
+    return dist
+
+
+def all_reduce_steps(dist, dev, steps, ranks):
+    t = torch.ones(1 << 22, device=dev)
+    for _ in range(steps):
+        dist.all_reduce(t)
+        t /= ranks
+    torch.cuda.synchronize()
+    return t[0].item()
+
+
+def other_rank(rank, ranks, steps):
+    """Rank `rank` (> 0) of the NCCL phase, in its own process on GPU `rank`."""
+    dev = torch.device("cuda:%d" % rank)
+    torch.cuda.set_device(dev)
+    dist = init_nccl(rank, ranks, dev)
+    all_reduce_steps(dist, dev, steps, ranks)
+    dist.destroy_process_group()
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--samples", type=int, default=8192)
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--nccl", type=int, default=0, help="all_reduce steps (0: none)")
+    p.add_argument("--ranks", type=int, default=1, help="NCCL ranks, one GPU each (1 or more)")
     a = p.parse_args()
     torch.manual_seed(0)
     dev = torch.device("cuda:0")
@@ -65,16 +94,22 @@ def main():
     for _ in range(a.epochs):
         last = epoch(model, opt, loader, dev)
     if a.nccl:
-        import torch.distributed as dist
-        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-        os.environ.setdefault("MASTER_PORT", "29517")
-        dist.init_process_group("nccl", rank=0, world_size=1, device_id=dev)
-        t = torch.ones(1 << 22, device=dev)
-        for _ in range(a.nccl):
-            dist.all_reduce(t)
-        torch.cuda.synchronize()
-        print("CHECK all_reduce_sum %.1f" % t[0].item(), flush=True)
+        others = []
+        if a.ranks > 1:
+            import torch.multiprocessing as mp
+            ctx = mp.get_context("spawn")
+            for rank in range(1, a.ranks):
+                proc = ctx.Process(target=other_rank, args=(rank, a.ranks, a.nccl))
+                proc.start()
+                others.append(proc)
+        dist = init_nccl(0, a.ranks, dev)
+        print("CHECK all_reduce_value %.1f" % all_reduce_steps(dist, dev, a.nccl, a.ranks),
+              flush=True)
         dist.destroy_process_group()
+        for proc in others:
+            proc.join()
+            if proc.exitcode != 0:
+                raise SystemExit("rank process failed: exit %s" % proc.exitcode)
     torch.cuda.synchronize()
     print("TIME %.4f" % (time.perf_counter() - start), flush=True)
     print("CHECK final_loss %.4f" % last, flush=True)
