@@ -172,11 +172,65 @@ extern "C" fn free_scratch(buffer: *mut libc::c_void) {
                 hook(&t.writer_slot);
             }
         });
-        // SAFETY: `buffer` is the `Box<Vec<u8>>` leaked by `with_scratch` and registered with this
-        // key; the thread no longer refers to it (cleared above), and pthread calls this once per
-        // value.
-        drop(unsafe { Box::from_raw(buffer.cast::<Vec<u8>>()) });
+        // `buffer` is the buffer `with_scratch` registered with this key; the thread no longer
+        // refers to it (cleared above), and pthread calls this once per value.
+        give_back_scratch(buffer.cast());
     });
+}
+
+/// Record buffers made ahead, at load when tracing: a thread's first record takes one rather than
+/// allocating (so that it is async-signal-safe), and a thread gives its buffer back at exit.
+/// Threads beyond the pool's size allocate theirs.
+const SCRATCH_POOL_SIZE: usize = 64;
+const SCRATCH_CAPACITY: usize = 1024;
+static SCRATCH_POOL: [std::sync::atomic::AtomicPtr<Vec<u8>>; SCRATCH_POOL_SIZE] =
+    [const { std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()) }; SCRATCH_POOL_SIZE];
+
+/// Fills the pool of record buffers and makes the key that frees them (the constructor, when a
+/// trace is written).
+pub fn prepare_scratch() {
+    use std::sync::atomic::Ordering::{AcqRel, Acquire};
+    let _ = scratch_key();
+    for slot in &SCRATCH_POOL {
+        if slot.load(Acquire).is_null() {
+            let fresh = Box::into_raw(Box::new(Vec::with_capacity(SCRATCH_CAPACITY)));
+            if slot
+                .compare_exchange(std::ptr::null_mut(), fresh, AcqRel, Acquire)
+                .is_err()
+            {
+                // SAFETY: `fresh` was just leaked here and is not stored anywhere.
+                drop(unsafe { Box::from_raw(fresh) });
+            }
+        }
+    }
+}
+
+/// A record buffer: one of the pool's, else a new one (a leaked `Box`).
+fn take_scratch() -> *mut Vec<u8> {
+    SCRATCH_POOL
+        .iter()
+        .map(|slot| slot.swap(std::ptr::null_mut(), std::sync::atomic::Ordering::AcqRel))
+        .find(|buffer| !buffer.is_null())
+        .unwrap_or_else(|| Box::into_raw(Box::new(Vec::with_capacity(SCRATCH_CAPACITY))))
+}
+
+/// Puts a buffer from [`take_scratch`], no longer used, back in the pool, or frees it.
+fn give_back_scratch(buffer: *mut Vec<u8>) {
+    use std::sync::atomic::Ordering::{AcqRel, Acquire};
+    // SAFETY: the caller owns `buffer`, a leaked `Box<Vec<u8>>` nothing else refers to.
+    let kept = unsafe { (*buffer).capacity() } <= 16 * SCRATCH_CAPACITY;
+    if kept {
+        for slot in &SCRATCH_POOL {
+            if slot
+                .compare_exchange(std::ptr::null_mut(), buffer, AcqRel, Acquire)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+    // SAFETY: as above; not stored in the pool.
+    drop(unsafe { Box::from_raw(buffer) });
 }
 
 /// A word the trace writer keeps per thread (its claim on a chunk of the trace).
@@ -200,16 +254,17 @@ pub fn with_scratch<R>(generation: u32, f: impl FnOnce(&mut Vec<u8>, i32, &Write
     let tid = t.tid(generation);
     let mut buffer = t.scratch.replace(std::ptr::null_mut());
     if buffer.is_null() {
-        let fresh = Box::into_raw(Box::new(Vec::with_capacity(512)));
+        let fresh = take_scratch();
         match scratch_key() {
-            // SAFETY: registering the buffer with our key so its destructor frees it.
+            // SAFETY: registering the buffer with our key so its destructor gives it back.
             Some(key) if unsafe { libc::pthread_setspecific(key, fresh.cast()) } == 0 => {
                 buffer = fresh
             }
             _ => {
-                // SAFETY: `fresh` was just leaked here and is not registered anywhere.
-                let mut owned = unsafe { Box::from_raw(fresh) };
-                return f(&mut owned, tid, &t.writer_slot);
+                // SAFETY: `fresh` is ours alone (taken above, registered nowhere).
+                let result = f(unsafe { &mut *fresh }, tid, &t.writer_slot);
+                give_back_scratch(fresh);
+                return result;
             }
         }
     }

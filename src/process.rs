@@ -67,7 +67,10 @@ fn on_load() {
     shielded((), || {
         crate::fingerprint::establish_key();
         let _ = engine::options();
-        if !trace::enabled() {
+        if trace::enabled() {
+            // A thread's first record then allocates nothing.
+            crate::guard::prepare_scratch();
+        } else {
             UNTRACED.store(true, Relaxed);
         }
         trace::init_clock();

@@ -309,3 +309,29 @@ fn the_writer_thread_blocks_every_signal() {
         );
     }
 }
+
+/// A thread whose first covered call is made in a signal handler allocates nothing in the shim:
+/// its record buffer comes from a pool made at load (a handler may have interrupted `malloc`).
+/// The heap grows by exactly what it grows by without the shim (the simulated driver's own).
+#[test]
+fn a_threads_first_record_in_a_signal_handler_allocates_nothing() {
+    let s = Scratch::new("signal_record");
+    let libs = s.sim_libs();
+    let exe = s.compile(
+        "signal_record.c",
+        "signal_record",
+        &[&format!("-L{}", libs.display()), "-lcuda", "-pthread"],
+    );
+    let heap = |out: &Output| printed(out, "HANDLER_HEAP").parse::<i64>().unwrap();
+    let mut plain = std::process::Command::new(&exe);
+    plain
+        .env("LD_LIBRARY_PATH", &libs)
+        .env(sharecheck_core::schema::env::SIM_STATE_DIR, s.path("simstate-plain"));
+    let plain = run_with_timeout(plain, 60);
+    assert!(plain.status.success(), "{plain:?}");
+    let traced = run_with_timeout(s.under_shim(&exe), 60);
+    assert!(traced.status.success(), "{traced:?}");
+    assert_eq!(heap(&traced), heap(&plain), "{traced:?}");
+    let records = s.records();
+    assert_eq!(can_access_calls(&records), 2, "the handler's call is traced");
+}

@@ -1,0 +1,53 @@
+/* A thread's first traced record made inside a signal handler: the shim must not allocate there
+ * (a handler may interrupt malloc itself). The main thread makes one call first (the process's
+ * first record opens the trace); then a new thread, which has made no covered call, gets SIGUSR1
+ * and its handler makes one. Prints HANDLER_HEAP <bytes the heap grew by during the handler's call>
+ * (mallinfo2: the interrupted thread is not in malloc, so asking is safe here), then DONE. */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include "check.h"
+
+static CUdevice d0, d1;
+static atomic_int handled;
+static long grew;
+
+static void on_usr1(int sig) {
+    (void)sig;
+    struct mallinfo2 before = mallinfo2();
+    int can = -1;
+    CUresult r = cuDeviceCanAccessPeer(&can, d0, d1);
+    struct mallinfo2 after = mallinfo2();
+    grew = (long)after.uordblks - (long)before.uordblks;
+    atomic_store(&handled, r == CUDA_SUCCESS ? 1 : 2);
+}
+
+static void *waiter(void *arg) {
+    (void)arg;
+    while (!atomic_load(&handled)) {
+    }
+    return NULL;
+}
+
+int main(void) {
+    MUST(cuInit(0));
+    MUST(cuDeviceGet(&d0, 0));
+    MUST(cuDeviceGet(&d1, 1));
+    int can = -1;
+    MUST(cuDeviceCanAccessPeer(&can, d0, d1));
+    struct sigaction sa = {0};
+    sa.sa_handler = on_usr1;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+    pthread_t t;
+    pthread_create(&t, NULL, waiter, NULL);
+    pthread_kill(t, SIGUSR1);
+    pthread_join(t, NULL);
+    if (atomic_load(&handled) != 1) return 4;
+    printf("HANDLER_HEAP %ld\nDONE 2\n", grew);
+    return 0;
+}
