@@ -136,9 +136,9 @@ struct Slot {
 
 const NO_CHUNK: u64 = u64::MAX;
 const BUSY: u64 = 1 << 63;
-/// Threads with a chunk of their own at once; more take the shared path (one reservation per
-/// record).
+/// Slots: threads with a chunk of their own at once, plus one that more threads share.
 const SLOTS: usize = 4096;
+const SHARED: usize = SLOTS - 1;
 
 static SLOT_TABLE: [Slot; SLOTS] = [const {
     Slot {
@@ -151,8 +151,8 @@ static SLOTS_SEEN: AtomicUsize = AtomicUsize::new(0);
 /// Bumped in a forked child: a thread's cached slot of another epoch is not its own.
 static EPOCH: AtomicU32 = AtomicU32::new(0);
 
-/// A thread's claim on a slot, kept by the thread (`guard`): `epoch << 32 | index + 1`, with
-/// index `u32::MAX - 1` for "none free" and 0 for "not asked yet".
+/// A thread's claim on a slot, kept by the thread (`guard`): `epoch << 32 | index + 1`, 0 for
+/// "not asked yet".
 pub type ThreadSlot = crate::guard::WriterSlot;
 
 fn own_slot(cell: &ThreadSlot) -> Option<&'static Slot> {
@@ -161,22 +161,18 @@ fn own_slot(cell: &ThreadSlot) -> Option<&'static Slot> {
     if cached >> 32 == epoch && cached as u32 != 0 {
         return SLOT_TABLE.get((cached as u32 - 1) as usize);
     }
-    let claimed = (0..SLOTS).find(|&i| {
+    let claimed = (0..SHARED).find(|&i| {
         !SLOT_TABLE[i].taken.load(Relaxed)
             && SLOT_TABLE[i]
                 .taken
                 .compare_exchange(false, true, AcqRel, Relaxed)
                 .is_ok()
     });
-    let index = match claimed {
-        Some(i) => {
-            SLOTS_SEEN.fetch_max(i + 1, AcqRel);
-            i as u64
-        }
-        None => u64::from(u32::MAX - 1),
-    };
-    cell.set(epoch << 32 | (index + 1));
-    claimed.map(|i| &SLOT_TABLE[i])
+    // Every slot taken: the shared one.
+    let index = claimed.unwrap_or(SHARED);
+    SLOTS_SEEN.fetch_max(index + 1, AcqRel);
+    cell.set(epoch << 32 | (index as u64 + 1));
+    SLOT_TABLE.get(index)
 }
 
 /// At thread exit: the thread's chunk is closed and its slot given back.
@@ -186,7 +182,8 @@ pub fn thread_exit(cell: &ThreadSlot) {
     if cached >> 32 != u64::from(EPOCH.load(Relaxed)) || cached as u32 == 0 {
         return;
     }
-    if let Some(slot) = SLOT_TABLE.get((cached as u32 - 1) as usize) {
+    let index = (cached as u32 - 1) as usize;
+    if let Some(slot) = SLOT_TABLE.get(index).filter(|_| index != SHARED) {
         let word = slot.word.load(Acquire);
         if word & BUSY == 0 && word != NO_CHUNK {
             close_chunk(slot, word);
@@ -242,17 +239,26 @@ fn append_record(record: &[u8], slot: &ThreadSlot) -> bool {
     let len = record.len() as u64;
     match own_slot(slot) {
         Some(slot) if len > 0 && len < CHUNK => append_in_chunk(slot, record),
-        // No slot free, or a record too long for a chunk: its own reservation.
+        // A record too long for a chunk: its own reservation.
         _ => reserve_and_copy(record),
     }
 }
 
 fn append_in_chunk(slot: &Slot, record: &[u8]) -> bool {
     let len = record.len() as u64;
+    let shared = std::ptr::eq(slot, &SLOT_TABLE[SHARED]);
+    let mut busy_seen = 0u32;
     loop {
         let word = slot.word.load(Acquire);
         if word & BUSY != 0 && word != NO_CHUNK {
-            // A signal handler on this thread, interrupting its copy: a reservation of its own.
+            // Another thread copying into the shared slot: its copy takes nanoseconds. Or a
+            // signal handler on this thread, interrupting its copy (or that of the thread it
+            // shares the slot with): a reservation of its own.
+            busy_seen += 1;
+            if shared && busy_seen < 1000 {
+                std::hint::spin_loop();
+                continue;
+            }
             return reserve_and_copy(record);
         }
         if word == NO_CHUNK {
@@ -260,7 +266,16 @@ fn append_in_chunk(slot: &Slot, record: &[u8]) -> bool {
             if !free_for(start / SEGMENT) {
                 return false;
             }
-            slot.word.store(start, Release);
+            if slot
+                .word
+                .compare_exchange(NO_CHUNK, start, AcqRel, Acquire)
+                .is_err()
+            {
+                // Another chunk came first (a signal handler on this thread, or a thread sharing
+                // the slot): this one is padding.
+                pad(start, 0, CHUNK);
+                commit(start, CHUNK);
+            }
             continue;
         }
         let used = word % CHUNK;

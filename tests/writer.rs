@@ -324,14 +324,37 @@ fn a_threads_first_record_in_a_signal_handler_allocates_nothing() {
     );
     let heap = |out: &Output| printed(out, "HANDLER_HEAP").parse::<i64>().unwrap();
     let mut plain = std::process::Command::new(&exe);
-    plain
-        .env("LD_LIBRARY_PATH", &libs)
-        .env(sharecheck_core::schema::env::SIM_STATE_DIR, s.path("simstate-plain"));
+    plain.env("LD_LIBRARY_PATH", &libs).env(
+        sharecheck_core::schema::env::SIM_STATE_DIR,
+        s.path("simstate-plain"),
+    );
     let plain = run_with_timeout(plain, 60);
     assert!(plain.status.success(), "{plain:?}");
     let traced = run_with_timeout(s.under_shim(&exe), 60);
     assert!(traced.status.success(), "{traced:?}");
     assert_eq!(heap(&traced), heap(&plain), "{traced:?}");
     let records = s.records();
-    assert_eq!(can_access_calls(&records), 2, "the handler's call is traced");
+    assert_eq!(
+        can_access_calls(&records),
+        2,
+        "the handler's call is traced"
+    );
+}
+
+/// More threads alive at once than the writer has slots for (4095 of their own): the rest share
+/// one slot, and every record of every thread is kept whole, once.
+#[test]
+fn more_threads_than_slots_share_one_and_lose_nothing() {
+    let (s, out) = run("writer_many", &["many", "4200", "5"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stderr.is_empty(), "no warning: {out:?}");
+    let records = s.records();
+    assert_eq!(can_access_calls(&records), 4200 * 10);
+    let mut seqs: Vec<u64> = calls(&records)
+        .iter()
+        .map(|r| r["seq"].as_u64().unwrap())
+        .collect();
+    seqs.sort_unstable();
+    seqs.dedup();
+    assert_eq!(seqs.len(), calls(&records).len(), "every record once");
 }

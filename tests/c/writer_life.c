@@ -6,6 +6,8 @@
  *   fsize LIMIT N      sets RLIMIT_FSIZE to LIMIT bytes, makes N calls, writes 100 bytes to its
  *                      own stdout file and exits 7 (the host must not get SIGXFSZ)
  *   storm THREADS N    THREADS threads make N calls each
+ *   many THREADS N     THREADS threads (small stacks) are alive at once: each makes N calls, waits
+ *                      for all the others, then makes N more
  *   idle N             a thread makes 3 calls and then waits, idle, while the main thread makes N
  *                      (many times the ring); the idle thread ends after them
  *   wrthread N         makes N calls, then prints WRITER_THREADS <threads named sharecheck-wr> and
@@ -69,6 +71,17 @@ static void *idle_thread(void *arg) {
     return NULL;
 }
 
+static pthread_barrier_t many_barrier;
+static long many_calls;
+
+static void *many_thread(void *arg) {
+    (void)arg;
+    calls(many_calls);
+    pthread_barrier_wait(&many_barrier);
+    calls(many_calls);
+    return NULL;
+}
+
 static void done(long n) {
     printf("DONE %ld\n", n);
     fflush(stdout);
@@ -127,6 +140,20 @@ int main(int argc, char **argv) {
         for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, storm, NULL);
         for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
         done((long)threads * storm_calls);
+        return 0;
+    }
+    if (!strcmp(mode, "many") && argc == 4) {
+        int threads = (int)n;
+        many_calls = atol(argv[3]);
+        pthread_t *t = calloc((size_t)threads, sizeof *t);
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 128 << 10);
+        pthread_barrier_init(&many_barrier, NULL, (unsigned)threads);
+        for (int i = 0; i < threads; i++)
+            if (pthread_create(&t[i], &attr, many_thread, NULL) != 0) return 9;
+        for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
+        done((long)threads * 2 * many_calls);
         return 0;
     }
     if (!strcmp(mode, "idle")) {
