@@ -30,7 +30,7 @@
 //!   lock, and opens its own files (and starts its own writer thread) on its first record.
 
 use sharecheck_core::ring::{self, HEADER, RING, SEGMENT, SEGMENTS};
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 use std::sync::atomic::{
     AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
@@ -54,7 +54,10 @@ const WAKE_BATCH: u64 = 4;
 pub const CHUNK: u64 = 4096;
 const _: () = assert!(SEGMENT.is_multiple_of(CHUNK) && CHUNK.is_power_of_two());
 
-struct Writer {
+/// One lane of the trace: a file of its own (the process's trace for lane 0, `NAME.laneK.jsonl`
+/// for lane K) with its ring. Threads are spread over the lanes, so that threads on many cores
+/// do not all wait on one file's appends (the kernel appends to one file at a time).
+struct Lane {
     state: AtomicU8,
     /// The trace file, its identity (device, inode) and path (a leaked `CString`).
     fd: AtomicI32,
@@ -75,13 +78,22 @@ struct Writer {
     done: [Line<AtomicU64>; SEGMENTS as usize],
     /// Held by the thread appending segments.
     appending: AtomicBool,
-    /// Bumped when a segment fills: the writer thread sleeps on it (a futex word).
-    wake: Line<AtomicU32>,
-    /// Whether the writer thread runs (`NO_THREAD`, `RUNNING`, `FAILED`).
-    appender: AtomicU8,
-    /// Whether the writer thread sleeps (only then does a filled segment wake it).
-    sleeping: AtomicBool,
 }
+
+/// Bumped when a segment fills: the writer thread sleeps on it (a futex word).
+static WAKE: Line<AtomicU32> = Line(AtomicU32::new(0));
+/// Whether the writer thread runs (`NO_THREAD`, `RUNNING`, `FAILED`).
+static APPENDER: AtomicU8 = AtomicU8::new(NO_THREAD);
+/// Whether the writer thread sleeps (only then does a filled segment wake it).
+static SLEEPING: AtomicBool = AtomicBool::new(false);
+/// Set when tracing stopped (a full disk, the size limit, a stuck append): no lane opens or
+/// writes any more.
+static STOPPED_ALL: AtomicBool = AtomicBool::new(false);
+
+/// Lanes at most, and in use (decided when the first lane opens: the CPUs this process may run
+/// on, at most `MAX_LANES`; 0 until then).
+const MAX_LANES: usize = 8;
+static LANE_COUNT: AtomicUsize = AtomicUsize::new(0);
 
 const NO_THREAD: u8 = 0;
 const RUNNING: u8 = 1;
@@ -99,7 +111,8 @@ impl<T> std::ops::Deref for Line<T> {
     }
 }
 
-static W: Writer = Writer {
+#[allow(clippy::declare_interior_mutable_const)]
+const CLOSED_LANE: Lane = Lane {
     state: AtomicU8::new(CLOSED),
     fd: AtomicI32::new(-1),
     dev: AtomicU64::new(0),
@@ -111,10 +124,8 @@ static W: Writer = Writer {
     appended: Line(AtomicU64::new(0)),
     done: [const { Line(AtomicU64::new(0)) }; SEGMENTS as usize],
     appending: AtomicBool::new(false),
-    wake: Line(AtomicU32::new(0)),
-    appender: AtomicU8::new(NO_THREAD),
-    sleeping: AtomicBool::new(false),
 };
+static LANES: [Lane; MAX_LANES] = [CLOSED_LANE; MAX_LANES];
 
 /// What opening the file needs from the trace module: the trace file (created exclusively) and
 /// its path.
@@ -155,11 +166,12 @@ static EPOCH: AtomicU32 = AtomicU32::new(0);
 /// "not asked yet".
 pub type ThreadSlot = crate::guard::WriterSlot;
 
-fn own_slot(cell: &ThreadSlot) -> Option<&'static Slot> {
+/// This thread's slot (claimed on its first record; the shared one when every other is taken).
+fn own_slot(cell: &ThreadSlot) -> usize {
     let epoch = u64::from(EPOCH.load(Relaxed));
     let cached = cell.get();
     if cached >> 32 == epoch && cached as u32 != 0 {
-        return SLOT_TABLE.get((cached as u32 - 1) as usize);
+        return (cached as u32 - 1) as usize;
     }
     let claimed = (0..SHARED).find(|&i| {
         !SLOT_TABLE[i].taken.load(Relaxed)
@@ -168,11 +180,47 @@ fn own_slot(cell: &ThreadSlot) -> Option<&'static Slot> {
                 .compare_exchange(false, true, AcqRel, Relaxed)
                 .is_ok()
     });
-    // Every slot taken: the shared one.
     let index = claimed.unwrap_or(SHARED);
     SLOTS_SEEN.fetch_max(index + 1, AcqRel);
     cell.set(epoch << 32 | (index as u64 + 1));
-    SLOT_TABLE.get(index)
+    index
+}
+
+/// The lanes in use: decided once (per process) from the CPUs this process may run on.
+fn lane_count() -> usize {
+    match LANE_COUNT.load(Acquire) {
+        0 => {
+            // SAFETY: a zeroed cpu_set_t is a valid, empty set for sched_getaffinity to fill.
+            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            // SAFETY: fills `set`, a live local of the size given.
+            let got = unsafe {
+                libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set)
+            } == 0;
+            let cpus = if got {
+                // SAFETY: counts the bits of the set sched_getaffinity filled.
+                unsafe { libc::CPU_COUNT(&set) }
+            } else {
+                1
+            };
+            let count = (cpus.max(1) as usize).min(MAX_LANES);
+            match LANE_COUNT.compare_exchange(0, count, AcqRel, Acquire) {
+                Ok(_) => count,
+                Err(decided) => decided,
+            }
+        }
+        count => count,
+    }
+}
+
+/// The lane of slot `index`, and its number.
+fn lane_of(index: usize) -> (usize, &'static Lane) {
+    let k = index % lane_count();
+    (k, &LANES[k])
+}
+
+/// The number of lane `w`.
+fn lane_number(w: &Lane) -> usize {
+    (w as *const Lane as usize - LANES.as_ptr() as usize) / std::mem::size_of::<Lane>()
 }
 
 /// At thread exit: the thread's chunk is closed and its slot given back.
@@ -183,18 +231,20 @@ pub fn thread_exit(cell: &ThreadSlot) {
         return;
     }
     let index = (cached as u32 - 1) as usize;
-    if let Some(slot) = SLOT_TABLE.get(index).filter(|_| index != SHARED) {
-        let word = slot.word.load(Acquire);
-        if word & BUSY == 0 && word != NO_CHUNK {
-            close_chunk(slot, word);
-        }
-        slot.taken.store(false, Release);
+    if index >= SHARED {
+        return;
     }
+    let slot = &SLOT_TABLE[index];
+    let word = slot.word.load(Acquire);
+    if word & BUSY == 0 && word != NO_CHUNK && LANE_COUNT.load(Acquire) != 0 {
+        close_chunk(lane_of(index).1, slot, word);
+    }
+    slot.taken.store(false, Release);
 }
 
 /// Closes the chunk `word` names, unless its owner is copying or it changed since (then someone
 /// else did): the unused rest becomes padding, and its bytes count as done.
-fn close_chunk(slot: &Slot, word: u64) -> bool {
+fn close_chunk(w: &Lane, slot: &Slot, word: u64) -> bool {
     if slot
         .word
         .compare_exchange(word, NO_CHUNK, AcqRel, Acquire)
@@ -204,47 +254,56 @@ fn close_chunk(slot: &Slot, word: u64) -> bool {
     }
     let used = word % CHUNK;
     let start = word - used;
-    pad(start, used, CHUNK);
-    commit(start, CHUNK);
+    pad(w, start, used, CHUNK);
+    commit(w, start, CHUNK);
     true
 }
 
 /// Closes every open chunk that starts before `limit` (their owners are idle, or will take a new
 /// chunk on their next record).
-fn close_open_chunks_before(limit: u64) {
+fn close_open_chunks_before(w: &Lane, limit: u64) {
     let seen = SLOTS_SEEN.load(Acquire).min(SLOTS);
-    for slot in &SLOT_TABLE[..seen] {
+    let slots = SLOT_TABLE[..seen].iter();
+    for slot in slots.skip(lane_number(w)).step_by(lane_count()) {
         let word = slot.word.load(Acquire);
         if word != NO_CHUNK && word & BUSY == 0 && word - word % CHUNK < limit {
-            close_chunk(slot, word);
+            close_chunk(w, slot, word);
         }
     }
 }
 
-/// Appends one whole record (ending in `\n`); opens the files on the first one with `open`,
-/// which also gives the first record (who wrote the file). `slot` is the calling thread's claim
-/// on a chunk. Returns whether the record is in.
+/// Appends one whole record (ending in `\n`) to the lane of the calling thread. The process's
+/// first record opens lane 0 with `open`, which creates the trace file and gives the first record
+/// (who wrote the file); the names of the other lanes' files are made then too, so that a
+/// thread's first record in another lane only creates files (no allocation). `slot` is the
+/// calling thread's claim on a chunk. Returns whether the record is in.
 pub fn append(
     record: &[u8],
     slot: &ThreadSlot,
     open: impl FnOnce() -> Result<(Opened, Vec<u8>), String>,
 ) -> bool {
-    if !ensure_open(slot, open) {
+    if STOPPED_ALL.load(Relaxed) {
         return false;
     }
-    append_record(record, slot)
+    let index = own_slot(slot);
+    if !ensure_open(&LANES[0], index, open) {
+        return false;
+    }
+    let (k, w) = lane_of(index);
+    (k == 0 || ensure_lane_open(w, k, index)) && append_record(w, index, record)
 }
 
-fn append_record(record: &[u8], slot: &ThreadSlot) -> bool {
+fn append_record(w: &Lane, index: usize, record: &[u8]) -> bool {
     let len = record.len() as u64;
-    match own_slot(slot) {
-        Some(slot) if len > 0 && len < CHUNK => append_in_chunk(slot, record),
+    if len > 0 && len < CHUNK {
+        append_in_chunk(w, &SLOT_TABLE[index], record)
+    } else {
         // A record too long for a chunk: its own reservation.
-        _ => reserve_and_copy(record),
+        reserve_and_copy(w, record)
     }
 }
 
-fn append_in_chunk(slot: &Slot, record: &[u8]) -> bool {
+fn append_in_chunk(w: &Lane, slot: &Slot, record: &[u8]) -> bool {
     let len = record.len() as u64;
     let shared = std::ptr::eq(slot, &SLOT_TABLE[SHARED]);
     let mut busy_seen = 0u32;
@@ -259,11 +318,11 @@ fn append_in_chunk(slot: &Slot, record: &[u8]) -> bool {
                 std::hint::spin_loop();
                 continue;
             }
-            return reserve_and_copy(record);
+            return reserve_and_copy(w, record);
         }
         if word == NO_CHUNK {
-            let start = W.next.fetch_add(CHUNK, AcqRel);
-            if !free_for(start / SEGMENT) {
+            let start = w.next.fetch_add(CHUNK, AcqRel);
+            if !free_for(w, start / SEGMENT) {
                 return false;
             }
             if slot
@@ -273,15 +332,15 @@ fn append_in_chunk(slot: &Slot, record: &[u8]) -> bool {
             {
                 // Another chunk came first (a signal handler on this thread, or a thread sharing
                 // the slot): this one is padding.
-                pad(start, 0, CHUNK);
-                commit(start, CHUNK);
+                pad(w, start, 0, CHUNK);
+                commit(w, start, CHUNK);
             }
             continue;
         }
         let used = word % CHUNK;
         let start = word - used;
         if used + len > CHUNK {
-            close_chunk(slot, word);
+            close_chunk(w, slot, word);
             continue;
         }
         if slot
@@ -291,10 +350,10 @@ fn append_in_chunk(slot: &Slot, record: &[u8]) -> bool {
         {
             continue; // closed by another thread meanwhile
         }
-        write_ring(start + used, record);
+        write_ring(w, start + used, record);
         if used + len == CHUNK {
             slot.word.store(NO_CHUNK, Release);
-            commit(start, CHUNK);
+            commit(w, start, CHUNK);
         } else {
             slot.word.store(word + len, Release);
         }
@@ -303,31 +362,31 @@ fn append_in_chunk(slot: &Slot, record: &[u8]) -> bool {
 }
 
 /// The ring's byte for trace offset `at`, which must be reserved by the caller and free.
-fn ring_at(at: u64) -> *mut u8 {
+fn ring_at(w: &Lane, at: u64) -> *mut u8 {
     // SAFETY: the mapping holds HEADER + RING bytes while the writer is open, and
     // `at % RING < RING`.
-    unsafe { W.map.load(Acquire).add((HEADER + at % RING) as usize) }
+    unsafe { w.map.load(Acquire).add((HEADER + at % RING) as usize) }
 }
 
 /// Copies `bytes` to the ring at trace offset `at` (within one segment).
-fn write_ring(at: u64, bytes: &[u8]) {
+fn write_ring(w: &Lane, at: u64, bytes: &[u8]) {
     // SAFETY: the caller reserved `bytes.len()` bytes at `at`, within one segment (so contiguous
     // in the ring), whose slot the previous lap appended: no other thread writes them.
-    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ring_at(at), bytes.len()) };
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ring_at(w, at), bytes.len()) };
 }
 
 /// Fills `start + from .. start + to` (one chunk or reservation, in one segment) with padding:
 /// spaces and a final newline; when records precede it (`from > 0`), the last one's newline then
 /// becomes a space, so the padding is trailing whitespace of that record's line. In this order a
 /// reader of the ring after a crash sees whole lines at every step.
-fn pad(start: u64, from: u64, to: u64) {
+fn pad(w: &Lane, start: u64, from: u64, to: u64) {
     if from >= to {
         return;
     }
     // SAFETY: the bytes `start .. start + to` are this caller's (a reservation or a chunk it
     // closed), in one segment whose slot is free.
     unsafe {
-        let base = ring_at(start);
+        let base = ring_at(w, start);
         std::ptr::write_bytes(base.add(from as usize), b' ', (to - from - 1) as usize);
         base.add(to as usize - 1).write(b'\n');
         if from > 0 && base.add(from as usize - 1).read() == b'\n' {
@@ -338,20 +397,20 @@ fn pad(start: u64, from: u64, to: u64) {
 
 /// Counts `len` bytes from `start` (in one segment) as done; the thread that completes a segment
 /// has it appended.
-fn commit(start: u64, len: u64) {
+fn commit(w: &Lane, start: u64, len: u64) {
     let segment = start / SEGMENT;
-    let done = W.done[(segment % SEGMENTS) as usize].fetch_add(len, AcqRel) + len;
+    let done = w.done[(segment % SEGMENTS) as usize].fetch_add(len, AcqRel) + len;
     if done == (segment / SEGMENTS + 1) * SEGMENT {
-        segment_filled(segment);
+        segment_filled(w, segment);
     }
 }
 
-fn segment_filled(segment: u64) {
-    let pending = (segment + 1).saturating_sub(W.appended.load(Acquire) / SEGMENT);
-    if W.appender.load(Acquire) != RUNNING || pending >= 2 * WAKE_BATCH {
+fn segment_filled(w: &Lane, segment: u64) {
+    let pending = (segment + 1).saturating_sub(w.appended.load(Acquire) / SEGMENT);
+    if APPENDER.load(Acquire) != RUNNING || pending >= 2 * WAKE_BATCH {
         // No writer thread, or it does not keep up (all CPUs are busy): the thread that fills
         // a segment appends, as a record's cost, before the ring runs full.
-        append_full_segments();
+        append_full_segments(w);
     } else if pending >= WAKE_BATCH {
         // The writer thread is woken for a batch of segments: fewer wake-ups.
         wake_appender();
@@ -360,15 +419,15 @@ fn segment_filled(segment: u64) {
 
 /// Wakes the writer thread if it sleeps (a system call only then).
 fn wake_appender() {
-    W.wake.fetch_add(1, SeqCst);
-    if W.sleeping.load(SeqCst) {
-        futex_wake(&W.wake, 1);
+    WAKE.fetch_add(1, SeqCst);
+    if SLEEPING.load(SeqCst) {
+        futex_wake(&WAKE, 1);
     }
 }
 
 /// A record of its own reservation (a whole number of chunks, padded), for records longer than
 /// a chunk, threads without a slot and signal handlers interrupting their thread's copy.
-fn reserve_and_copy(record: &[u8]) -> bool {
+fn reserve_and_copy(w: &Lane, record: &[u8]) -> bool {
     let len = record.len() as u64;
     if len == 0 || len > RING - SEGMENT {
         if len > 0 {
@@ -384,26 +443,26 @@ fn reserve_and_copy(record: &[u8]) -> bool {
         return len == 0;
     }
     let total = len.div_ceil(CHUNK) * CHUNK;
-    let start = W.next.fetch_add(total, AcqRel);
+    let start = w.next.fetch_add(total, AcqRel);
     let mut whole = true;
     let mut at = start;
     while at < start + total {
         let segment = at / SEGMENT;
         let end = ((segment + 1) * SEGMENT).min(start + total);
         // Still committed when the copy is skipped, so that the segment fills and is appended.
-        if whole && free_for(segment) {
+        if whole && free_for(w, segment) {
             let (from, to) = (at - start, end - start);
             if from < len {
-                write_ring(at, &record[from as usize..to.min(len) as usize]);
+                write_ring(w, at, &record[from as usize..to.min(len) as usize]);
             }
             if to > len {
                 // Padding in this piece: from the record's end, or from the piece's start.
-                pad(at, len.max(from) - from, to - from);
+                pad(w, at, len.max(from) - from, to - from);
             }
         } else {
             whole = false;
         }
-        commit(at, end - at);
+        commit(w, at, end - at);
         at = end;
     }
     whole
@@ -411,22 +470,22 @@ fn reserve_and_copy(record: &[u8]) -> bool {
 
 /// Whether segment `segment`'s slot is free (the previous lap appended), helping to append while
 /// it is not; false once tracing stopped or after waiting too long.
-fn free_for(segment: u64) -> bool {
+fn free_for(w: &Lane, segment: u64) -> bool {
     let needed = (segment + 1).saturating_sub(SEGMENTS) * SEGMENT;
-    if W.appended.load(Acquire) >= needed {
+    if w.appended.load(Acquire) >= needed {
         return true;
     }
     let start = monotonic_ns();
     let mut spins = 0u32;
     loop {
-        if W.state.load(Acquire) == STOPPED || W.map.load(Acquire).is_null() {
+        if w.state.load(Acquire) == STOPPED || w.map.load(Acquire).is_null() {
             return false;
         }
         // The segment in the way may wait on chunks of threads that are idle or not running;
         // then help append (unless another thread is appending).
-        close_open_chunks_before((W.appended.load(Acquire) / SEGMENT + 1) * SEGMENT);
-        append_full_segments();
-        if W.appended.load(Acquire) >= needed {
+        close_open_chunks_before(w, (w.appended.load(Acquire) / SEGMENT + 1) * SEGMENT);
+        append_full_segments(w);
+        if w.appended.load(Acquire) >= needed {
             return true;
         }
         spins += 1;
@@ -445,40 +504,40 @@ fn free_for(segment: u64) -> bool {
 }
 
 /// Appends every full segment after `appended`, in order, unless another thread is doing so.
-fn append_full_segments() {
+fn append_full_segments(w: &Lane) {
     loop {
-        if W.appending
+        if w.appending
             .compare_exchange(false, true, AcqRel, Acquire)
             .is_err()
         {
             return;
         }
-        while segment_is_full(W.appended.load(Acquire)) {
-            if !append_segment() {
+        while segment_is_full(w, w.appended.load(Acquire)) {
+            if !append_segment(w) {
                 break;
             }
         }
-        W.appending.store(false, Release);
+        w.appending.store(false, Release);
         // A segment that filled after the last look, while the flag was still held, is this
         // thread's to append (its filler found the flag taken).
-        if !segment_is_full(W.appended.load(Acquire)) || W.state.load(Acquire) == STOPPED {
+        if !segment_is_full(w, w.appended.load(Acquire)) || w.state.load(Acquire) == STOPPED {
             return;
         }
     }
 }
 
-fn segment_is_full(appended: u64) -> bool {
+fn segment_is_full(w: &Lane, appended: u64) -> bool {
     let segment = appended / SEGMENT;
-    W.done[(segment % SEGMENTS) as usize].load(Acquire) >= (segment / SEGMENTS + 1) * SEGMENT
+    w.done[(segment % SEGMENTS) as usize].load(Acquire) >= (segment / SEGMENTS + 1) * SEGMENT
 }
 
 /// Appends the full segment at `appended` to the trace, then frees its slot. Called only by the
 /// holder of `appending`. False (and tracing stopped) on failure.
-fn append_segment() -> bool {
-    if W.state.load(Acquire) == STOPPED {
+fn append_segment(w: &Lane) -> bool {
+    if w.state.load(Acquire) == STOPPED {
         return false;
     }
-    match append_bytes(SEGMENT, true) {
+    match append_bytes(w, SEGMENT, true) {
         Ok(()) => true,
         Err(why) => {
             stop(&why);
@@ -490,14 +549,14 @@ fn append_segment() -> bool {
 /// Appends `len` bytes of the ring from `appended` on to the trace, records it in the ring's
 /// header and, with `clear`, zeroes them in the ring so that a reader after a crash finds zeros
 /// rather than this lap's records in space not written again yet.
-fn append_bytes(len: u64, clear: bool) -> Result<(), String> {
-    let at = W.appended.load(Acquire);
-    let map = W.map.load(Acquire);
+fn append_bytes(w: &Lane, len: u64, clear: bool) -> Result<(), String> {
+    let at = w.appended.load(Acquire);
+    let map = w.map.load(Acquire);
     if map.is_null() {
         return Err("the trace's ring is gone".into());
     }
     let slot = ((at / SEGMENT) % SEGMENTS) * SEGMENT;
-    write_at(at, map, slot, len)?;
+    write_at(w, at, map, slot, len)?;
     // SAFETY: the header's first page is mapped; APPENDED_AT is an 8-aligned offset in it. Only
     // the appender writes it; readers read it only after the process ended. The cleared bytes
     // are the slot just appended, which no record may use before `appended` passes it.
@@ -509,13 +568,13 @@ fn append_bytes(len: u64, clear: bool) -> Result<(), String> {
             std::ptr::write_bytes(map.add((HEADER + slot) as usize), 0, len as usize);
         }
     }
-    W.appended.store(at + len, Release);
+    w.appended.store(at + len, Release);
     Ok(())
 }
 
 /// `pwrite`s `len` bytes of the ring slot at `slot` to the trace at `at`.
-fn write_at(at: u64, map: *mut u8, slot: u64, len: u64) -> Result<(), String> {
-    let fd = checked_fd().ok_or(
+fn write_at(w: &Lane, at: u64, map: *mut u8, slot: u64, len: u64) -> Result<(), String> {
+    let fd = checked_fd(w).ok_or(
         "the trace file was closed by the program and cannot be reopened as the same file; \
          no more records are written",
     )?;
@@ -575,39 +634,61 @@ fn pwrite_all(fd: libc::c_int, at: u64, map: *mut u8, slot: u64, len: u64) -> Re
 }
 
 fn ensure_open(
-    slot: &ThreadSlot,
+    w: &Lane,
+    index: usize,
     open: impl FnOnce() -> Result<(Opened, Vec<u8>), String>,
 ) -> bool {
-    match W.state.load(Acquire) {
+    match w.state.load(Acquire) {
         OPEN => return true,
         STOPPED => return false,
         _ => {}
     }
-    if W.state
+    if w.state
         .compare_exchange(CLOSED, OPENING, AcqRel, Acquire)
         .is_ok()
     {
-        let opened = open().and_then(|(opened, header)| Ok((adopt(opened)?, header)));
+        let opened = open().and_then(|(opened, header)| {
+            let ring_path = format!("{}{}", opened.path, ring::SUFFIX);
+            prepare_lanes(&opened.path, &header);
+            let leak = |p: String| -> Result<&'static CStr, String> {
+                let c = CString::new(p).map_err(|_| "a NUL in the trace's name".to_string())?;
+                // SAFETY: leaked here, never freed: the lane keeps the names for good.
+                Ok(unsafe { CStr::from_ptr(c.into_raw()) })
+            };
+            adopt(w, opened.fd, leak(opened.path)?, leak(ring_path)?)?;
+            Ok(header)
+        });
         match opened {
-            Ok(((), header)) => {
-                // The header goes first, before any other thread may append.
-                let ok = append_record(&header, slot);
-                W.state.store(if ok { OPEN } else { STOPPED }, Release);
-                if ok {
-                    start_appender();
-                }
-                return ok;
-            }
+            Ok(header) => return finish_opening(w, index, &header),
             Err(message) => {
-                W.state.store(STOPPED, Release);
+                w.state.store(STOPPED, Release);
+                STOPPED_ALL.store(true, Release);
                 crate::log::error(format_args!("{message}; no trace is written"));
                 return false;
             }
         }
     }
-    // Another thread is opening: wait for it (opening is a few system calls).
+    wait_while_opening(w)
+}
+
+/// The header goes first, before any other thread may append; then the lane is open.
+fn finish_opening(w: &Lane, index: usize, header: &[u8]) -> bool {
+    let ok = append_record(w, index, header)
+        && w.state
+            .compare_exchange(OPENING, OPEN, AcqRel, Acquire)
+            .is_ok();
+    if !ok {
+        w.state.store(STOPPED, Release);
+    } else if !STOPPED_ALL.load(Acquire) {
+        start_appender();
+    }
+    ok
+}
+
+/// Another thread is opening the lane: waits for it (opening is a few system calls).
+fn wait_while_opening(w: &Lane) -> bool {
     loop {
-        match W.state.load(Acquire) {
+        match w.state.load(Acquire) {
             OPEN => return true,
             STOPPED | CLOSED => return false,
             _ => std::thread::yield_now(),
@@ -615,31 +696,157 @@ fn ensure_open(
     }
 }
 
-/// Takes the trace file in and creates its ring next to it.
-fn adopt(opened: Opened) -> Result<(), String> {
-    let Some((dev, ino)) = identity(opened.fd) else {
-        // SAFETY: closing the descriptor this module just received.
-        unsafe { libc::close(opened.fd) };
-        return Err(format!("cannot stat the trace file {}", opened.path));
-    };
-    W.dev.store(dev, Relaxed);
-    W.ino.store(ino, Relaxed);
-    W.fd.store(opened.fd, Release);
-    let ring_path = format!("{}{}", opened.path, ring::SUFFIX);
-    if let Ok(path) = CString::new(opened.path) {
-        W.path.store(path.into_raw(), Release);
+/// What lane `k > 0` needs to open without allocating, made when lane 0 opens: its file's name,
+/// the name to use if that exists (`NAME.PID`, as for lane 0), their rings' names, and the header.
+struct LaneFiles {
+    path: CString,
+    fallback: CString,
+    ring: CString,
+    ring_fallback: CString,
+    header: Vec<u8>,
+}
+
+static LANE_FILES: [AtomicPtr<LaneFiles>; MAX_LANES] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_LANES];
+
+/// The file name of writer lane `lane` of the trace `path`: `.laneK` before its `.jsonl` (or at
+/// its end), so that readers of `*.jsonl` find every lane.
+pub fn lane_path(path: &str, lane: usize) -> String {
+    const JSONL: &str = ".jsonl";
+    match lane {
+        0 => path.to_string(),
+        k => match path.strip_suffix(JSONL) {
+            Some(stem) if !stem.is_empty() && !stem.ends_with('/') => {
+                format!("{stem}.lane{k}{JSONL}")
+            }
+            _ => format!("{path}.lane{k}"),
+        },
     }
-    match create_ring(&ring_path) {
+}
+
+fn prepare_lanes(path: &str, header: &[u8]) {
+    // SAFETY: getpid has no preconditions and cannot fail.
+    let pid = unsafe { libc::getpid() };
+    for (k, files) in LANE_FILES.iter().enumerate().take(lane_count()).skip(1) {
+        let lane = lane_path(path, k);
+        let fallback = format!("{lane}.{pid}");
+        let made = (|| {
+            Some(LaneFiles {
+                path: CString::new(lane.clone()).ok()?,
+                ring: CString::new(format!("{lane}{}", ring::SUFFIX)).ok()?,
+                ring_fallback: CString::new(format!("{fallback}{}", ring::SUFFIX)).ok()?,
+                fallback: CString::new(fallback).ok()?,
+                header: header.to_vec(),
+            })
+        })();
+        if let Some(made) = made {
+            let old = files.swap(Box::into_raw(Box::new(made)), AcqRel);
+            if !old.is_null() {
+                // SAFETY: a `LaneFiles` leaked here before and taken by no lane.
+                drop(unsafe { Box::from_raw(old) });
+            }
+        }
+    }
+}
+
+/// Opens lane `k > 0` for the thread of slot `index` (its first record there): creates the files
+/// named when lane 0 opened, then writes the header. System calls only, unless it fails.
+fn ensure_lane_open(w: &Lane, k: usize, index: usize) -> bool {
+    match w.state.load(Acquire) {
+        OPEN => return true,
+        STOPPED => return false,
+        _ => {}
+    }
+    if w.state
+        .compare_exchange(CLOSED, OPENING, AcqRel, Acquire)
+        .is_err()
+    {
+        return wait_while_opening(w);
+    }
+    let files = LANE_FILES[k].load(Acquire);
+    if files.is_null() {
+        w.state.store(STOPPED, Release);
+        return false;
+    }
+    // SAFETY: leaked by `prepare_lanes` and never freed while this process's lanes may use it
+    // (only a forked child, whose lanes start closed, replaces it).
+    let files: &'static LaneFiles = unsafe { &*files };
+    let opened = match create_exclusive(&files.path) {
+        Ok(fd) => Ok((fd, &files.path, &files.ring)),
+        Err(e) if e == libc::EEXIST => create_exclusive(&files.fallback)
+            .map(|fd| (fd, &files.fallback, &files.ring_fallback))
+            .map_err(|e| (e, &files.path)),
+        Err(e) => Err((e, &files.path)),
+    };
+    match opened.map_err(|(e, path)| {
+        format!(
+            "cannot create trace file {}: {}",
+            path.to_string_lossy(),
+            std::io::Error::from_raw_os_error(e)
+        )
+    }) {
+        Ok((fd, path, ring)) => match adopt(w, fd, path, ring) {
+            Ok(()) => finish_opening(w, index, &files.header),
+            Err(why) => {
+                w.state.store(STOPPED, Release);
+                stop(&format!("{why}; no more records are written"));
+                false
+            }
+        },
+        Err(why) => {
+            w.state.store(STOPPED, Release);
+            stop(&format!("{why}; no more records are written"));
+            false
+        }
+    }
+}
+
+/// `open(path, O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0600)`: the descriptor, or errno.
+fn create_exclusive(path: &CStr) -> Result<libc::c_int, i32> {
+    let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: `path` is NUL-terminated and outlives the call; with O_CREAT the variadic mode
+    // argument is given, as the promoted `mode_t` (an unsigned int).
+    let fd = unsafe { libc::open(path.as_ptr(), flags, 0o600 as libc::c_uint) };
+    if fd < 0 {
+        Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    } else {
+        Ok(fd)
+    }
+}
+
+/// Takes a new trace file in (its descriptor and name) and creates its ring (`ring_path`) next
+/// to it. Allocates nothing unless it fails.
+fn adopt(
+    w: &Lane,
+    fd: libc::c_int,
+    path: &'static CStr,
+    ring_path: &'static CStr,
+) -> Result<(), String> {
+    let Some((dev, ino)) = identity(fd) else {
+        // SAFETY: closing the descriptor this module just received.
+        unsafe { libc::close(fd) };
+        return Err(format!(
+            "cannot stat the trace file {}",
+            path.to_string_lossy()
+        ));
+    };
+    w.dev.store(dev, Relaxed);
+    w.ino.store(ino, Relaxed);
+    w.fd.store(fd, Release);
+    w.path.store(path.as_ptr().cast_mut(), Release);
+    match create_ring(w, ring_path) {
         Ok(map) => {
-            W.map.store(map, Release);
+            w.map.store(map, Release);
             Ok(())
         }
         Err(why) => {
             // Nothing was written: the empty trace file goes too.
-            let path = W.path.swap(std::ptr::null_mut(), AcqRel);
+            let path = w.path.swap(std::ptr::null_mut(), AcqRel);
             // SAFETY: our own descriptor, and the path of the file this process just created.
             unsafe {
-                libc::close(W.fd.swap(-1, AcqRel));
+                libc::close(w.fd.swap(-1, AcqRel));
                 if !path.is_null() {
                     libc::unlink(path);
                 }
@@ -649,14 +856,14 @@ fn adopt(opened: Opened) -> Result<(), String> {
     }
 }
 
-fn create_ring(path: &str) -> Result<*mut u8, String> {
+fn create_ring(w: &Lane, c_path: &'static CStr) -> Result<*mut u8, String> {
     let size = HEADER + RING;
+    let path = c_path.to_string_lossy();
     if file_size_limit().is_some_and(|limit| limit < size) {
         return Err(format!(
             "the file size limit (RLIMIT_FSIZE) is below the trace's ring of {size} bytes"
         ));
     }
-    let c_path = CString::new(path).map_err(|_| format!("bad ring file name {path:?}"))?;
     let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     // SAFETY: `c_path` is NUL-terminated and outlives the call; with O_CREAT the variadic mode
     // argument is given, as the promoted `mode_t` (an unsigned int).
@@ -714,7 +921,7 @@ fn create_ring(path: &str) -> Result<*mut u8, String> {
             .cast::<u64>()
             .write_volatile(RING.to_le());
     }
-    W.ring_path.store(c_path.into_raw(), Release);
+    w.ring_path.store(c_path.as_ptr().cast_mut(), Release);
     Ok(map)
 }
 
@@ -725,7 +932,12 @@ fn create_ring(path: &str) -> Result<*mut u8, String> {
 /// handlers never run on it) and a small stack; detached. Without it the thread that fills a
 /// segment appends it.
 fn start_appender() {
-    W.appender.store(RUNNING, Release);
+    if APPENDER
+        .compare_exchange(NO_THREAD, RUNNING, AcqRel, Acquire)
+        .is_err()
+    {
+        return; // running already (or could not be started)
+    }
     // SAFETY: plain pthread calls on live locals; the attribute object is destroyed after use,
     // and this thread's signal mask is restored right after the thread is made (which inherits
     // the full mask).
@@ -745,9 +957,9 @@ fn start_appender() {
         rc == 0
     };
     if !made {
-        W.appender.store(FAILED, Release);
+        APPENDER.store(FAILED, Release);
         // Segments filled meanwhile found the thread running: append them here.
-        append_full_segments();
+        LANES.iter().for_each(append_full_segments);
     }
 }
 
@@ -756,56 +968,70 @@ extern "C" fn appender_main(_: *mut libc::c_void) -> *mut libc::c_void {
     unsafe { libc::prctl(libc::PR_SET_NAME, c"sharecheck-wr".as_ptr()) };
     crate::guard::shielded((), appender_loop);
     // Ended (tracing stopped, or a panic): any thread that fills a segment appends it.
-    W.appender.store(FAILED, Release);
-    append_full_segments();
+    APPENDER.store(FAILED, Release);
+    LANES.iter().for_each(append_full_segments);
     std::ptr::null_mut()
 }
 
 /// Appends full segments as they fill; closes the chunks that keep the oldest segment from
 /// filling once it has waited `IDLE_CHUNK_NS` while later chunks were handed out.
 fn appender_loop() {
-    let mut stalled: Option<(u64, u64)> = None; // (appended, since when)
+    let mut stalled = [None; MAX_LANES];
     loop {
-        let seen = W.wake.load(SeqCst);
-        if W.state.load(Acquire) == STOPPED {
+        let seen = WAKE.load(SeqCst);
+        if STOPPED_ALL.load(Acquire) {
             return;
         }
-        let appended = W.appended.load(Acquire);
-        let oldest_end = (appended / SEGMENT + 1) * SEGMENT;
-        let next = W.next.load(Acquire);
-        // The oldest segment may wait on chunks left open: closed once half the ring is taken,
-        // or once it waited IDLE_CHUNK_NS while later chunks were handed out.
-        let mut timeout = None;
-        if next > oldest_end && !segment_is_full(appended) {
-            let now = monotonic_ns();
-            let since = match stalled {
-                Some((at, since)) if at == appended => since,
-                _ => {
-                    stalled = Some((appended, now));
-                    now
-                }
-            };
-            let waited = now.saturating_sub(since);
-            if next - appended >= RING / 2 || waited >= IDLE_CHUNK_NS {
-                close_open_chunks_before(oldest_end);
-                stalled = None;
-                timeout = Some(IDLE_CHUNK_NS);
-            } else {
-                timeout = Some(IDLE_CHUNK_NS - waited);
+        let mut timeout: Option<u64> = None;
+        let mut work = false;
+        for (w, stalled) in LANES.iter().zip(stalled.iter_mut()) {
+            if w.state.load(Acquire) != OPEN {
+                continue;
             }
-        } else {
-            stalled = None;
+            if let Some(wait) = serve_lane(w, stalled) {
+                timeout = Some(timeout.map_or(wait, |t| t.min(wait)));
+            }
+            // A full segment nobody is appending: look again before sleeping.
+            work |= segment_is_full(w, w.appended.load(Acquire)) && !w.appending.load(Acquire);
         }
-        append_full_segments();
-        // Sleep unless there is work this thread can do (a full segment nobody is appending).
-        W.sleeping.store(true, SeqCst);
-        let idle = W.wake.load(SeqCst) == seen
-            && (!segment_is_full(W.appended.load(Acquire)) || W.appending.load(Acquire));
-        if idle {
-            futex_wait(&W.wake, seen, timeout);
+        SLEEPING.store(true, SeqCst);
+        if !work && WAKE.load(SeqCst) == seen {
+            futex_wait(&WAKE, seen, timeout);
         }
-        W.sleeping.store(false, SeqCst);
+        SLEEPING.store(false, SeqCst);
     }
+}
+
+/// One round of the writer thread on lane `w`: closes the chunks that keep the oldest segment
+/// from filling (once half the ring is taken, or once it waited `IDLE_CHUNK_NS` while later
+/// chunks were handed out), appends full segments, and says how long to sleep at most.
+fn serve_lane(w: &Lane, stalled: &mut Option<(u64, u64)>) -> Option<u64> {
+    let appended = w.appended.load(Acquire);
+    let oldest_end = (appended / SEGMENT + 1) * SEGMENT;
+    let next = w.next.load(Acquire);
+    let mut timeout = None;
+    if next > oldest_end && !segment_is_full(w, appended) {
+        let now = monotonic_ns();
+        let since = match *stalled {
+            Some((at, since)) if at == appended => since,
+            _ => {
+                *stalled = Some((appended, now));
+                now
+            }
+        };
+        let waited = now.saturating_sub(since);
+        if next - appended >= RING / 2 || waited >= IDLE_CHUNK_NS {
+            close_open_chunks_before(w, oldest_end);
+            *stalled = None;
+            timeout = Some(IDLE_CHUNK_NS);
+        } else {
+            timeout = Some(IDLE_CHUNK_NS - waited);
+        }
+    } else {
+        *stalled = None;
+    }
+    append_full_segments(w);
+    timeout
 }
 
 fn futex_wait(word: &AtomicU32, expected: u32, timeout_ns: Option<u64>) {
@@ -860,13 +1086,13 @@ fn identity(fd: libc::c_int) -> Option<(u64, u64)> {
 /// The writer's descriptor, if it still names the trace file: the program may have closed it
 /// (`closefrom`, a daemon closing every fd) and reused the number. Then the file is opened again
 /// by its path, and only if that is the same file.
-fn checked_fd() -> Option<libc::c_int> {
-    let fd = W.fd.load(Acquire);
-    let expected = (W.dev.load(Relaxed), W.ino.load(Relaxed));
+fn checked_fd(w: &Lane) -> Option<libc::c_int> {
+    let fd = w.fd.load(Acquire);
+    let expected = (w.dev.load(Relaxed), w.ino.load(Relaxed));
     if fd >= 0 && identity(fd) == Some(expected) {
         return Some(fd);
     }
-    let path = W.path.load(Acquire);
+    let path = w.path.load(Acquire);
     if path.is_null() {
         return None;
     }
@@ -877,7 +1103,7 @@ fn checked_fd() -> Option<libc::c_int> {
         return None;
     }
     if identity(reopened) == Some(expected) {
-        W.fd.store(reopened, Release);
+        w.fd.store(reopened, Release);
         Some(reopened)
     } else {
         // SAFETY: closing the descriptor just opened here.
@@ -899,38 +1125,56 @@ fn file_size_limit() -> Option<u64> {
 }
 
 fn stop(why: &str) {
-    W.state.store(STOPPED, Release);
+    STOPPED_ALL.store(true, Release);
+    for w in &LANES {
+        // A lane still closed stays closed (no file); every other one stops.
+        let _ = w.state.fetch_update(AcqRel, Acquire, |state| {
+            (state != CLOSED).then_some(STOPPED)
+        });
+    }
     crate::log::warn_once("trace-stopped", format_args!("{why}"));
 }
 
-/// Whether records are being written (the file is open and tracing did not stop).
+/// Whether records are being written (a lane is open and tracing did not stop).
 pub fn is_open() -> bool {
-    W.state.load(Acquire) == OPEN
+    LANES.iter().any(|w| w.state.load(Acquire) == OPEN)
 }
 
-/// At exit: no more records; waits (briefly) for records being copied, appends the rest of the
-/// ring to the trace and removes the ring file. If tracing had stopped (a full disk, the file
-/// size limit), or another thread is stuck appending, the ring file stays for a reader to recover.
+/// At exit: no more records; waits (briefly) for records being copied, appends the rest of each
+/// lane's ring to its trace file and removes the ring file. If tracing had stopped (a full disk,
+/// the file size limit), or another thread is stuck appending, the ring file stays for a reader
+/// to recover.
 pub fn finish() {
-    let was = W.state.swap(STOPPED, AcqRel);
-    if was == CLOSED || W.map.load(Acquire).is_null() {
-        return;
+    STOPPED_ALL.store(true, Release);
+    let was: Vec<u8> = LANES
+        .iter()
+        .map(|w| w.state.swap(STOPPED, AcqRel))
+        .collect();
+    for (w, was) in LANES.iter().zip(was) {
+        if was != CLOSED && !w.map.load(Acquire).is_null() {
+            finish_lane(w, was == OPEN);
+        }
     }
-    // Every thread's chunk: closed (its owner may be copying one last record: a short wait).
+}
+
+fn finish_lane(w: &Lane, was_open: bool) {
+    // Every chunk of the lane's threads: closed (an owner may be copying one last record: a
+    // short wait).
     let seen = SLOTS_SEEN.load(Acquire).min(SLOTS);
-    for slot in &SLOT_TABLE[..seen] {
+    let slots = SLOT_TABLE[..seen].iter();
+    for slot in slots.skip(lane_number(w)).step_by(lane_count()) {
         for _ in 0..100_000 {
             let word = slot.word.load(Acquire);
-            if word == NO_CHUNK || (word & BUSY == 0 && close_chunk(slot, word)) {
+            if word == NO_CHUNK || (word & BUSY == 0 && close_chunk(w, slot, word)) {
                 break;
             }
             std::thread::yield_now();
         }
     }
-    let end = W.next.load(Acquire);
+    let end = w.next.load(Acquire);
     // Records being copied by other threads: a short wait for their bytes to be counted.
     for _ in 0..100_000 {
-        if copied_up_to(end) {
+        if copied_up_to(w, end) {
             break;
         }
         std::thread::yield_now();
@@ -938,7 +1182,7 @@ pub fn finish() {
     // The appender's flag: its holder, if any, is between two segments.
     let mut held = false;
     for _ in 0..100_000 {
-        held = W
+        held = w
             .appending
             .compare_exchange(false, true, AcqRel, Acquire)
             .is_ok();
@@ -947,12 +1191,12 @@ pub fn finish() {
         }
         std::thread::yield_now();
     }
-    let mut ok = held && was == OPEN;
-    while ok && W.appended.load(Acquire) < end {
-        let len = (end - W.appended.load(Acquire)).min(SEGMENT);
-        ok = append_bytes(len, false).is_ok();
+    let mut ok = held && was_open;
+    while ok && w.appended.load(Acquire) < end {
+        let len = (end - w.appended.load(Acquire)).min(SEGMENT);
+        ok = append_bytes(w, len, false).is_ok();
     }
-    let ring_path = W.ring_path.load(Acquire);
+    let ring_path = w.ring_path.load(Acquire);
     if ok && !ring_path.is_null() {
         // Everything is in the trace: the ring is no longer needed.
         // SAFETY: a NUL-terminated path this module leaked.
@@ -961,13 +1205,13 @@ pub fn finish() {
 }
 
 /// Whether every byte reserved before `end` has been copied in (counted in its segment).
-fn copied_up_to(end: u64) -> bool {
-    let first = W.appended.load(Acquire) / SEGMENT;
+fn copied_up_to(w: &Lane, end: u64) -> bool {
+    let first = w.appended.load(Acquire) / SEGMENT;
     let last = end.div_ceil(SEGMENT);
     (first..last).all(|segment| {
         let lap_start = (segment / SEGMENTS) * SEGMENT;
         let want = lap_start + (end.min((segment + 1) * SEGMENT) - segment * SEGMENT);
-        W.done[(segment % SEGMENTS) as usize].load(Acquire) >= want
+        w.done[(segment % SEGMENTS) as usize].load(Acquire) >= want
     })
 }
 
@@ -975,35 +1219,52 @@ fn copied_up_to(end: u64) -> bool {
 /// descriptor without taking any lock (another thread of the parent may have held any), so the
 /// child opens its own files on its first record.
 pub fn after_fork_in_child() {
-    let map = W.map.swap(std::ptr::null_mut(), AcqRel);
-    if !map.is_null() {
-        // SAFETY: unmaps the ring this module mapped; only this (the only) thread of the child
-        // runs, and nothing references it any more.
-        unsafe { libc::munmap(map.cast(), (HEADER + RING) as usize) };
+    for w in &LANES {
+        let map = w.map.swap(std::ptr::null_mut(), AcqRel);
+        if !map.is_null() {
+            // SAFETY: unmaps the ring this module mapped; only this (the only) thread of the
+            // child runs, and nothing references it any more.
+            unsafe { libc::munmap(map.cast(), (HEADER + RING) as usize) };
+        }
+        let fd = w.fd.swap(-1, AcqRel);
+        if fd >= 0 {
+            // SAFETY: the inherited copy of our own descriptor.
+            unsafe { libc::close(fd) };
+        }
+        // The parent's paths: leaked, never freed.
+        w.path.store(std::ptr::null_mut(), Release);
+        w.ring_path.store(std::ptr::null_mut(), Release);
+        w.next.store(0, Release);
+        w.appended.store(0, Release);
+        for done in &w.done {
+            done.store(0, Release);
+        }
+        w.appending.store(false, Release);
+        w.state.store(CLOSED, Release);
     }
-    let fd = W.fd.swap(-1, AcqRel);
-    if fd >= 0 {
-        // SAFETY: the inherited copy of our own descriptor.
-        unsafe { libc::close(fd) };
-    }
-    // The parent's paths: leaked, never freed.
-    W.path.store(std::ptr::null_mut(), Release);
-    W.ring_path.store(std::ptr::null_mut(), Release);
-    W.next.store(0, Release);
-    W.appended.store(0, Release);
-    for done in &W.done {
-        done.store(0, Release);
-    }
-    W.appending.store(false, Release);
-    // The parent's chunks and writer thread are not the child's.
+    // The parent's chunks, lanes and writer thread are not the child's.
     EPOCH.fetch_add(1, AcqRel);
     let seen = SLOTS_SEEN.swap(0, AcqRel).min(SLOTS);
     for slot in &SLOT_TABLE[..seen] {
         slot.word.store(NO_CHUNK, Release);
         slot.taken.store(false, Release);
     }
-    W.appender.store(NO_THREAD, Release);
-    W.sleeping.store(false, Release);
-    W.wake.store(0, Release);
-    W.state.store(CLOSED, Release);
+    LANE_COUNT.store(0, Release);
+    APPENDER.store(NO_THREAD, Release);
+    SLEEPING.store(false, Release);
+    WAKE.store(0, Release);
+    STOPPED_ALL.store(false, Release);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lane_path;
+
+    #[test]
+    fn lane_files_keep_the_jsonl_suffix() {
+        assert_eq!(lane_path("/t/42.jsonl", 0), "/t/42.jsonl");
+        assert_eq!(lane_path("/t/42.jsonl", 3), "/t/42.lane3.jsonl");
+        assert_eq!(lane_path("/t/trace-42", 1), "/t/trace-42.lane1");
+        assert_eq!(lane_path("/t/.jsonl", 1), "/t/.jsonl.lane1");
+    }
 }
