@@ -137,8 +137,9 @@ pub struct Opened {
 // ---------------------------------------------------------------------------------------------
 // Threads' chunks.
 
-/// A thread's chunk, on its own cache line: the chunk's start in the trace plus the bytes used
-/// (`start | used`, `used < CHUNK`), [`NO_CHUNK`], or that with [`BUSY`] while the owner copies.
+/// A thread's chunk, on its own cache line: its lane, its start in the lane's trace and the bytes
+/// used (`lane << LANE_SHIFT | start | used`, `used < CHUNK`), [`NO_CHUNK`], or that with
+/// [`BUSY`] while the owner copies.
 #[repr(align(64))]
 struct Slot {
     word: AtomicU64,
@@ -147,6 +148,10 @@ struct Slot {
 
 const NO_CHUNK: u64 = u64::MAX;
 const BUSY: u64 = 1 << 63;
+/// A chunk's lane is in the word's bits 59 to 62, its offset in the bits below.
+const LANE_SHIFT: u32 = 59;
+const OFFSET_MASK: u64 = (1 << LANE_SHIFT) - 1;
+const _: () = assert!(MAX_LANES <= 1 << (63 - LANE_SHIFT));
 /// Slots: threads with a chunk of their own at once, plus one that more threads share.
 const SLOTS: usize = 4096;
 const SHARED: usize = SLOTS - 1;
@@ -236,15 +241,15 @@ pub fn thread_exit(cell: &ThreadSlot) {
     }
     let slot = &SLOT_TABLE[index];
     let word = slot.word.load(Acquire);
-    if word & BUSY == 0 && word != NO_CHUNK && LANE_COUNT.load(Acquire) != 0 {
-        close_chunk(lane_of(index).1, slot, word);
+    if word & BUSY == 0 && word != NO_CHUNK {
+        close_chunk(slot, word);
     }
     slot.taken.store(false, Release);
 }
 
 /// Closes the chunk `word` names, unless its owner is copying or it changed since (then someone
 /// else did): the unused rest becomes padding, and its bytes count as done.
-fn close_chunk(w: &Lane, slot: &Slot, word: u64) -> bool {
+fn close_chunk(slot: &Slot, word: u64) -> bool {
     if slot
         .word
         .compare_exchange(word, NO_CHUNK, AcqRel, Acquire)
@@ -252,22 +257,32 @@ fn close_chunk(w: &Lane, slot: &Slot, word: u64) -> bool {
     {
         return false;
     }
-    let used = word % CHUNK;
-    let start = word - used;
+    let (lane, start, used) = chunk_of(word);
+    let w = &LANES[lane];
     pad(w, start, used, CHUNK);
     commit(w, start, CHUNK);
     true
 }
 
+/// A slot word's chunk: its lane, its start in that lane's trace and the bytes used.
+fn chunk_of(word: u64) -> (usize, u64, u64) {
+    let offset = word & OFFSET_MASK;
+    let used = offset % CHUNK;
+    (((word & !BUSY) >> LANE_SHIFT) as usize, offset - used, used)
+}
+
 /// Closes every open chunk that starts before `limit` (their owners are idle, or will take a new
 /// chunk on their next record).
 fn close_open_chunks_before(w: &Lane, limit: u64) {
+    let lane = lane_number(w);
     let seen = SLOTS_SEEN.load(Acquire).min(SLOTS);
-    let slots = SLOT_TABLE[..seen].iter();
-    for slot in slots.skip(lane_number(w)).step_by(lane_count()) {
+    for slot in &SLOT_TABLE[..seen] {
         let word = slot.word.load(Acquire);
-        if word != NO_CHUNK && word & BUSY == 0 && word - word % CHUNK < limit {
-            close_chunk(w, slot, word);
+        if word != NO_CHUNK && word & BUSY == 0 {
+            let (in_lane, start, _) = chunk_of(word);
+            if in_lane == lane && start < limit {
+                close_chunk(slot, word);
+            }
         }
     }
 }
@@ -325,9 +340,10 @@ fn append_in_chunk(w: &Lane, slot: &Slot, record: &[u8]) -> bool {
             if !free_for(w, start / SEGMENT) {
                 return false;
             }
+            let chunk = (lane_number(w) as u64) << LANE_SHIFT | start;
             if slot
                 .word
-                .compare_exchange(NO_CHUNK, start, AcqRel, Acquire)
+                .compare_exchange(NO_CHUNK, chunk, AcqRel, Acquire)
                 .is_err()
             {
                 // Another chunk came first (a signal handler on this thread, or a thread sharing
@@ -337,10 +353,11 @@ fn append_in_chunk(w: &Lane, slot: &Slot, record: &[u8]) -> bool {
             }
             continue;
         }
-        let used = word % CHUNK;
-        let start = word - used;
-        if used + len > CHUNK {
-            close_chunk(w, slot, word);
+        let (lane, start, used) = chunk_of(word);
+        if used + len > CHUNK || lane != lane_number(w) {
+            // Full, or in another lane (a thread that opened a lane other than its own writes
+            // that lane's first record): closed, and a new chunk taken in this lane.
+            close_chunk(slot, word);
             continue;
         }
         if slot
@@ -475,7 +492,8 @@ fn free_for(w: &Lane, segment: u64) -> bool {
     if w.appended.load(Acquire) >= needed {
         return true;
     }
-    let start = monotonic_ns();
+    // The wait is bounded while nothing moves: two seconds without a segment appended.
+    let mut since = (monotonic_ns(), w.appended.load(Acquire));
     let mut spins = 0u32;
     loop {
         if w.state.load(Acquire) == STOPPED || w.map.load(Acquire).is_null() {
@@ -489,12 +507,25 @@ fn free_for(w: &Lane, segment: u64) -> bool {
             return true;
         }
         spins += 1;
-        if spins.is_multiple_of(64) && monotonic_ns().saturating_sub(start) > WAIT_NS {
-            stop(
-                "a trace record waited 2 s for another thread to finish writing one; \
-                 no more records are written",
-            );
-            return false;
+        if spins.is_multiple_of(64) {
+            let (now, appended) = (monotonic_ns(), w.appended.load(Acquire));
+            if appended != since.1 {
+                since = (now, appended); // slow, not stuck
+            } else if now.saturating_sub(since.0) > WAIT_NS {
+                let oldest = appended / SEGMENT;
+                let done = w.done[(oldest % SEGMENTS) as usize].load(Acquire);
+                stop(&format!(
+                    "a trace record waited 2 s for other threads to finish writing theirs \
+                     (lane {}: {} bytes appended, {} reserved, {} of the oldest segment's {} \
+                     bytes written); no more records are written",
+                    lane_number(w),
+                    appended,
+                    w.next.load(Acquire),
+                    done - (oldest / SEGMENTS) * SEGMENT,
+                    SEGMENT
+                ));
+                return false;
+            }
         }
         // Yield, not sleep: measured with 16 threads on 2 CPUs, a thread that stays runnable
         // lets the appending thread and the owners of open chunks run sooner (half the cost per
@@ -1160,12 +1191,15 @@ pub fn finish() {
 fn finish_lane(w: &Lane, was_open: bool) {
     // Every chunk of the lane's threads: closed (an owner may be copying one last record: a
     // short wait).
+    let lane = lane_number(w);
     let seen = SLOTS_SEEN.load(Acquire).min(SLOTS);
-    let slots = SLOT_TABLE[..seen].iter();
-    for slot in slots.skip(lane_number(w)).step_by(lane_count()) {
+    for slot in &SLOT_TABLE[..seen] {
         for _ in 0..100_000 {
             let word = slot.word.load(Acquire);
-            if word == NO_CHUNK || (word & BUSY == 0 && close_chunk(w, slot, word)) {
+            if word == NO_CHUNK
+                || chunk_of(word).0 != lane
+                || (word & BUSY == 0 && close_chunk(slot, word))
+            {
                 break;
             }
             std::thread::yield_now();
