@@ -167,16 +167,16 @@ static SLOTS_SEEN: AtomicUsize = AtomicUsize::new(0);
 /// Bumped in a forked child: a thread's cached slot of another epoch is not its own.
 static EPOCH: AtomicU32 = AtomicU32::new(0);
 
-/// A thread's claim on a slot, kept by the thread (`guard`): `epoch << 32 | index + 1`, 0 for
-/// "not asked yet".
+/// A thread's claim on a slot, kept by the thread (`guard`): `epoch << 32 | (lane + 1) << 24 |
+/// (index + 1)`, the lane 0 until known, and 0 for "not asked yet".
 pub type ThreadSlot = crate::guard::WriterSlot;
 
 /// This thread's slot (claimed on its first record; the shared one when every other is taken).
 fn own_slot(cell: &ThreadSlot) -> usize {
     let epoch = u64::from(EPOCH.load(Relaxed));
     let cached = cell.get();
-    if cached >> 32 == epoch && cached as u32 != 0 {
-        return (cached as u32 - 1) as usize;
+    if cached >> 32 == epoch && cached as u32 & 0xff_ffff != 0 {
+        return (cached as u32 & 0xff_ffff) as usize - 1;
     }
     let claimed = (0..SHARED).find(|&i| {
         !SLOT_TABLE[i].taken.load(Relaxed)
@@ -232,10 +232,10 @@ fn lane_number(w: &Lane) -> usize {
 pub fn thread_exit(cell: &ThreadSlot) {
     let cached = cell.get();
     cell.set(0);
-    if cached >> 32 != u64::from(EPOCH.load(Relaxed)) || cached as u32 == 0 {
+    if cached >> 32 != u64::from(EPOCH.load(Relaxed)) || cached as u32 & 0xff_ffff == 0 {
         return;
     }
-    let index = (cached as u32 - 1) as usize;
+    let index = (cached as u32 & 0xff_ffff) as usize - 1;
     if index >= SHARED {
         return;
     }
@@ -304,8 +304,23 @@ pub fn append(
     if !ensure_open(&LANES[0], index, open) {
         return false;
     }
-    let (k, w) = lane_of(index);
+    let k = thread_lane(slot, index);
+    let w = &LANES[k];
     (k == 0 || ensure_lane_open(w, k, index)) && append_record(w, index, record)
+}
+
+/// The lane of the thread whose slot is `index`, kept in its claim (bits 24 to 31, 0 until
+/// known) once the lane count is decided, so that a record does not divide.
+fn thread_lane(cell: &ThreadSlot, index: usize) -> usize {
+    let cached = cell.get();
+    match (cached >> 24) as u8 {
+        0 => {
+            let (k, _) = lane_of(index);
+            cell.set(cached | ((k as u64 + 1) << 24));
+            k
+        }
+        lane => usize::from(lane) - 1,
+    }
 }
 
 fn append_record(w: &Lane, index: usize, record: &[u8]) -> bool {
