@@ -5,7 +5,8 @@
 # Usage: scripts/gpu-overhead.sh [ROUNDS]        (default 5)
 #
 # Needs: the prebuilt target/release/libsharecheck.so and target/release/sharecheck (carried from
-# a machine with Rust), a python with torch ($PYTHON, default python3), one NVIDIA GPU. Runs
+# a machine with Rust), a python with torch ($PYTHON, default python3), one NVIDIA GPU (two for
+# JOB_ARGS with --ranks 2: NCCL across two GPUs, the second rank a spawned process). Runs
 # scripts/gpu/torch_job.py ROUNDS times plain and ROUNDS times traced, alternating which goes
 # first, and prints each run's time, the medians and the overhead of the traced runs in percent.
 # Fails (exit 1) if a traced run's CHECK lines differ from the plain run's, or if
