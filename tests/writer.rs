@@ -368,3 +368,37 @@ fn more_threads_than_slots_share_one_and_lose_nothing() {
     seqs.dedup();
     assert_eq!(seqs.len(), calls(&records).len(), "every record once");
 }
+
+/// Threads spread over lanes, then `kill -9`: every lane's file and ring together hold every
+/// record the threads completed, each once.
+#[test]
+fn every_lane_keeps_its_records_through_kill_9() {
+    let (s, out) = run("writer_storm_kill9", &["storm-kill9", "8", "3000"]);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{out:?}");
+    let records = records_allowing_unused_tail(&s.traces());
+    assert_eq!(can_access_calls(&records), done(&out));
+    let headers = records.iter().filter(|r| r["event"] == "process").count();
+    let files = std::fs::read_dir(s.traces())
+        .unwrap()
+        .filter(|e| {
+            !e.as_ref()
+                .unwrap()
+                .path()
+                .to_string_lossy()
+                .ends_with(".ring")
+        })
+        .count();
+    assert_eq!(
+        headers, files,
+        "each lane's file starts with the process record"
+    );
+    // The 8 threads hold slots 0 to 7: every lane is used, as many as the CPUs (at most 8).
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity fills it.
+    let cpus = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
+        libc::CPU_COUNT(&set) as usize
+    };
+    assert_eq!(files, cpus.clamp(1, 8), "one file per lane");
+}

@@ -6,6 +6,8 @@
  *   fsize LIMIT N      sets RLIMIT_FSIZE to LIMIT bytes, makes N calls, writes 100 bytes to its
  *                      own stdout file and exits 7 (the host must not get SIGXFSZ)
  *   storm THREADS N    THREADS threads make N calls each
+ *   storm-kill9 THREADS N  the same, then the process kills itself (SIGKILL): the records sit in
+ *                      every lane's file and ring
  *   many THREADS N     THREADS threads (small stacks) are alive at once: each makes N calls, waits
  *                      for all the others, then makes N more
  *   idle N             a thread makes 3 calls and then waits, idle, while the main thread makes N
@@ -132,7 +134,7 @@ int main(int argc, char **argv) {
         done(count);
         return 7;
     }
-    if (!strcmp(mode, "storm") && argc == 4) {
+    if ((!strcmp(mode, "storm") || !strcmp(mode, "storm-kill9")) && argc == 4) {
         int threads = (int)n;
         storm_calls = atol(argv[3]);
         pthread_t t[256];
@@ -140,6 +142,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, storm, NULL);
         for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
         done((long)threads * storm_calls);
+        if (!strcmp(mode, "storm-kill9")) raise(SIGKILL);
         return 0;
     }
     if (!strcmp(mode, "many") && argc == 4) {
