@@ -305,24 +305,80 @@ fn write_flag_names(w: &mut JsonOut, value: u64, names: &[(u64, &str)]) {
         }
         return;
     }
-    let mut text = String::new();
+    // Names and hex digits, joined by `|`, on the stack: a traced call allocates nothing.
+    let mut text = StackText::default();
     let mut rest = value;
     for &(bit, name) in names {
         if bit != 0 && rest & bit == bit {
             if !text.is_empty() {
-                text.push('|');
+                text.push_str("|");
             }
             text.push_str(name);
             rest &= !bit;
         }
     }
     if rest != 0 {
+        use std::fmt::Write as _;
         if !text.is_empty() {
-            text.push('|');
+            text.push_str("|");
         }
-        text.push_str(&format!("{rest:#x}"));
+        let _ = write!(text, "{rest:#x}");
     }
-    w.str(&text);
+    match text.as_str() {
+        Some(joined) => w.str(joined),
+        // Longer than the stack buffer, which no flag set of the API is: the value in hex.
+        None => {
+            let mut hex = StackText::default();
+            let _ = std::fmt::Write::write_fmt(&mut hex, format_args!("{value:#x}"));
+            w.str(hex.as_str().unwrap_or("?"));
+        }
+    }
+}
+
+/// Text built on the stack, up to 512 bytes; past that it says it overflowed.
+struct StackText {
+    buf: [u8; 512],
+    len: usize,
+    overflow: bool,
+}
+
+impl Default for StackText {
+    fn default() -> Self {
+        StackText {
+            buf: [0; 512],
+            len: 0,
+            overflow: false,
+        }
+    }
+}
+
+impl StackText {
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    fn push_str(&mut self, s: &str) {
+        match self.buf.get_mut(self.len..self.len + s.len()) {
+            Some(room) if !self.overflow => {
+                room.copy_from_slice(s.as_bytes());
+                self.len += s.len();
+            }
+            _ => self.overflow = true,
+        }
+    }
+    /// The text, unless it overflowed.
+    fn as_str(&self) -> Option<&str> {
+        if self.overflow {
+            return None;
+        }
+        std::str::from_utf8(&self.buf[..self.len]).ok()
+    }
+}
+
+impl std::fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.push_str(s);
+        Ok(())
+    }
 }
 
 macro_rules! flags {
@@ -673,6 +729,20 @@ mod tests {
             render(CUlogicalEndpointIpcHandleType(0), none),
             "\"CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_NONE\""
         );
+    }
+
+    #[test]
+    fn a_flag_text_longer_than_the_stack_buffer_is_the_value_in_hex() {
+        let long = "X".repeat(300);
+        let names = [(1u64, long.as_str()), (2, long.as_str())];
+        let mut buf = Vec::new();
+        let mut w = JsonOut::new(&mut buf);
+        write_flag_names(&mut w, 3, &names);
+        assert_eq!(String::from_utf8(buf).unwrap(), "\"0x3\"");
+        let mut buf = Vec::new();
+        let mut w = JsonOut::new(&mut buf);
+        write_flag_names(&mut w, 5, &names[..1]);
+        assert_eq!(String::from_utf8(buf).unwrap(), format!("\"{long}|0x4\""));
     }
 
     #[test]
