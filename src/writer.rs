@@ -6,7 +6,11 @@
 //!   copied in, so every completed record survives the process however it ends: at `exit` the rest
 //!   of the ring is appended and the ring file removed; after `_exit`, `exec`, `abort`, SIGSEGV or
 //!   `kill -9` a reader recovers the ring's tail. Nothing is buffered in process memory.
-//! - **Per-thread chunks.** A thread reserves [`CHUNK`] bytes of the trace at once (one atomic add
+//! - **Lanes.** A process's threads are spread over up to 8 lanes (as many as the CPUs it may run
+//!   on), each a trace file with its own ring (`PID.jsonl`, `PID.laneK.jsonl`): the kernel appends
+//!   to one file at a time. A thread's lane is its slot's number modulo the lane count; a chunk
+//!   carries its lane in its slot word, so it is always closed and counted in its own lane.
+//! - **Per-thread chunks.** A thread reserves [`CHUNK`] bytes of its lane at once (one atomic add
 //!   per chunk, not per record) and copies its records into them. Its chunk is its own: no other
 //!   thread writes the cache lines, so threads on many cores do not slow each other down. A record
 //!   that does not fit closes the chunk: the rest becomes spaces before the last record's newline
