@@ -2,16 +2,19 @@
 //! process forks. Every hook runs inside `guard::shielded`: no panic escapes into the host.
 //!
 //! - **Load** (constructor): stands aside if another copy of the shim is already active
-//!   ([`passive`]); otherwise registers the fork handler and reads its settings (the job's
-//!   fingerprint key, the options, whether to trace); nothing else, so a process that never
+//!   ([`passive`]); otherwise registers the fork handler and the thread-exit hook, reads its
+//!   settings (the job's fingerprint key, the options, whether to trace) and, when tracing, makes
+//!   the pool of record buffers; nothing else (no file, no thread), so a process that never
 //!   touches a GPU pays nothing measurable.
 //! - **Fork** (child handler): the child gets its own trace file (the writer drops the parent's
 //!   mappings and descriptor), numbering, tracked state and driver-fact caches. No lock is taken
 //!   (a thread of the parent may have held any at fork), so a fork in any state of any thread
 //!   cannot hang the child. Nothing is done before fork or in the parent: records are already
 //!   on disk as they are written.
-//! - **Exit** (destructor): an `exit` record, and the trace file trimmed to its records.
-//! - **Thread exit**: a thread's record buffer is freed by a pthread key destructor (`guard`),
+//! - **Exit** (destructor): an `exit` record; every lane's open chunks are closed and the rest of
+//!   its ring appended to its file, and the ring file removed.
+//! - **Thread exit**: a thread's record buffer goes back to the pool (or is freed) by a pthread
+//!   key destructor (`guard`),
 //!   which also closes its chunk of the trace ([`thread_exit`]).
 //! - **exec, `_exit`, fatal signals, `kill -9`**: nothing to do; every completed record is already
 //!   in the kernel's page cache (see `writer`).

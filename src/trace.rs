@@ -247,15 +247,7 @@ fn open_trace_file() -> Result<(libc::c_int, String), String> {
 fn create_exclusive(path: &str) -> std::io::Result<libc::c_int> {
     let c_path =
         CString::new(path).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-    let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: `c_path` is a NUL-terminated string that outlives the call; with O_CREAT the
-    // variadic mode argument is given, as the promoted `mode_t` (an unsigned int).
-    let fd = unsafe { libc::open(c_path.as_ptr(), flags, 0o600 as libc::c_uint) };
-    if fd < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(fd)
-    }
+    crate::writer::create_exclusive(&c_path).map_err(std::io::Error::from_raw_os_error)
 }
 
 fn hostname() -> String {

@@ -688,37 +688,47 @@ fn ensure_open(
     index: usize,
     open: impl FnOnce() -> Result<(Opened, Vec<u8>), String>,
 ) -> bool {
+    if let Err(open_already) = claim_opening(w) {
+        return open_already;
+    }
+    let opened = open().and_then(|(opened, header)| {
+        let ring_path = format!("{}{}", opened.path, ring::SUFFIX);
+        prepare_lanes(&opened.path, &header);
+        let leak = |p: String| -> Result<&'static CStr, String> {
+            let c = CString::new(p).map_err(|_| "a NUL in the trace's name".to_string())?;
+            // SAFETY: leaked here, never freed: the lane keeps the names for good.
+            Ok(unsafe { CStr::from_ptr(c.into_raw()) })
+        };
+        adopt(w, opened.fd, leak(opened.path)?, leak(ring_path)?)?;
+        Ok(header)
+    });
+    match opened {
+        Ok(header) => finish_opening(w, index, &header),
+        Err(message) => {
+            w.state.store(STOPPED, Release);
+            STOPPED_ALL.store(true, Release);
+            crate::log::error(format_args!("{message}; no trace is written"));
+            false
+        }
+    }
+}
+
+/// Whether this thread is to open lane `w` (`Ok`), or else whether the lane is open (`Err`):
+/// already, or once the thread opening it is done.
+fn claim_opening(w: &Lane) -> Result<(), bool> {
     match w.state.load(Acquire) {
-        OPEN => return true,
-        STOPPED => return false,
+        OPEN => return Err(true),
+        STOPPED => return Err(false),
         _ => {}
     }
     if w.state
         .compare_exchange(CLOSED, OPENING, AcqRel, Acquire)
         .is_ok()
     {
-        let opened = open().and_then(|(opened, header)| {
-            let ring_path = format!("{}{}", opened.path, ring::SUFFIX);
-            prepare_lanes(&opened.path, &header);
-            let leak = |p: String| -> Result<&'static CStr, String> {
-                let c = CString::new(p).map_err(|_| "a NUL in the trace's name".to_string())?;
-                // SAFETY: leaked here, never freed: the lane keeps the names for good.
-                Ok(unsafe { CStr::from_ptr(c.into_raw()) })
-            };
-            adopt(w, opened.fd, leak(opened.path)?, leak(ring_path)?)?;
-            Ok(header)
-        });
-        match opened {
-            Ok(header) => return finish_opening(w, index, &header),
-            Err(message) => {
-                w.state.store(STOPPED, Release);
-                STOPPED_ALL.store(true, Release);
-                crate::log::error(format_args!("{message}; no trace is written"));
-                return false;
-            }
-        }
+        Ok(())
+    } else {
+        Err(wait_while_opening(w))
     }
-    wait_while_opening(w)
 }
 
 /// The header goes first, before any other thread may append; then the lane is open.
@@ -802,16 +812,8 @@ fn prepare_lanes(path: &str, header: &[u8]) {
 /// Opens lane `k > 0` for the thread of slot `index` (its first record there): creates the files
 /// named when lane 0 opened, then writes the header. System calls only, unless it fails.
 fn ensure_lane_open(w: &Lane, k: usize, index: usize) -> bool {
-    match w.state.load(Acquire) {
-        OPEN => return true,
-        STOPPED => return false,
-        _ => {}
-    }
-    if w.state
-        .compare_exchange(CLOSED, OPENING, AcqRel, Acquire)
-        .is_err()
-    {
-        return wait_while_opening(w);
+    if let Err(open_already) = claim_opening(w) {
+        return open_already;
     }
     let files = LANE_FILES[k].load(Acquire);
     if files.is_null() {
@@ -827,22 +829,17 @@ fn ensure_lane_open(w: &Lane, k: usize, index: usize) -> bool {
             .map(|fd| (fd, &files.fallback, &files.ring_fallback))
             .map_err(|e| (e, &files.path)),
         Err(e) => Err((e, &files.path)),
-    };
-    match opened.map_err(|(e, path)| {
+    }
+    .map_err(|(e, path)| {
         format!(
             "cannot create trace file {}: {}",
             path.to_string_lossy(),
             std::io::Error::from_raw_os_error(e)
         )
-    }) {
-        Ok((fd, path, ring)) => match adopt(w, fd, path, ring) {
-            Ok(()) => finish_opening(w, index, &files.header),
-            Err(why) => {
-                w.state.store(STOPPED, Release);
-                stop(&format!("{why}; no more records are written"));
-                false
-            }
-        },
+    })
+    .and_then(|(fd, path, ring)| adopt(w, fd, path, ring));
+    match opened {
+        Ok(()) => finish_opening(w, index, &files.header),
         Err(why) => {
             w.state.store(STOPPED, Release);
             stop(&format!("{why}; no more records are written"));
@@ -851,8 +848,9 @@ fn ensure_lane_open(w: &Lane, k: usize, index: usize) -> bool {
     }
 }
 
-/// `open(path, O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0600)`: the descriptor, or errno.
-fn create_exclusive(path: &CStr) -> Result<libc::c_int, i32> {
+/// `open(path, O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0600)`: the descriptor, or errno. An
+/// existing file is never opened, and a symlink never followed.
+pub fn create_exclusive(path: &CStr) -> Result<libc::c_int, i32> {
     let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     // SAFETY: `path` is NUL-terminated and outlives the call; with O_CREAT the variadic mode
     // argument is given, as the promoted `mode_t` (an unsigned int).
@@ -1019,7 +1017,7 @@ extern "C" fn appender_main(_: *mut libc::c_void) -> *mut libc::c_void {
     crate::guard::shielded((), appender_loop);
     // Ended (tracing stopped, or a panic): any thread that fills a segment appends it.
     APPENDER.store(FAILED, Release);
-    LANES.iter().for_each(append_full_segments);
+    crate::guard::shielded((), || LANES.iter().for_each(append_full_segments));
     std::ptr::null_mut()
 }
 

@@ -67,6 +67,17 @@ fn records_allowing_unused_tail(dir: &Path) -> Vec<Value> {
     out
 }
 
+/// Every call record of one process is there once: no two share a sequence number.
+fn assert_each_call_once(records: &[Value]) {
+    let mut seqs: Vec<(String, u64)> = calls(records)
+        .iter()
+        .map(|r| (r["pid"].to_string(), r["seq"].as_u64().unwrap()))
+        .collect();
+    seqs.sort_unstable();
+    seqs.dedup();
+    assert_eq!(seqs.len(), calls(records).len(), "every record once");
+}
+
 fn done(out: &Output) -> usize {
     printed(out, "DONE").parse().unwrap()
 }
@@ -169,13 +180,7 @@ fn a_storm_of_64_threads_writes_every_record_whole() {
     assert!(out.status.success(), "{out:?}");
     let records = s.records();
     assert_eq!(can_access_calls(&records), 64 * 20000);
-    let mut seqs: Vec<u64> = calls(&records)
-        .iter()
-        .map(|r| r["seq"].as_u64().unwrap())
-        .collect();
-    seqs.sort_unstable();
-    seqs.dedup();
-    assert_eq!(seqs.len(), 64 * 20000, "every record once");
+    assert_each_call_once(&records);
     std::fs::remove_dir_all(s.traces()).unwrap();
 }
 
@@ -360,13 +365,7 @@ fn more_threads_than_slots_share_one_and_lose_nothing() {
     assert!(out.stderr.is_empty(), "no warning: {out:?}");
     let records = s.records();
     assert_eq!(can_access_calls(&records), 4200 * 10);
-    let mut seqs: Vec<u64> = calls(&records)
-        .iter()
-        .map(|r| r["seq"].as_u64().unwrap())
-        .collect();
-    seqs.sort_unstable();
-    seqs.dedup();
-    assert_eq!(seqs.len(), calls(&records).len(), "every record once");
+    assert_each_call_once(&records);
 }
 
 /// Threads spread over lanes, then `kill -9`: every lane's file and ring together hold every
@@ -401,4 +400,46 @@ fn every_lane_keeps_its_records_through_kill_9() {
         libc::CPU_COUNT(&set) as usize
     };
     assert_eq!(files, cpus.clamp(1, 8), "one file per lane");
+}
+
+/// Two multi-threaded processes given one trace name (no `%p`): the second finds every lane's
+/// name taken and writes `NAME.PID` for each, as for lane 0; nothing of the first is overwritten.
+#[test]
+fn lanes_whose_names_are_taken_go_to_name_dot_pid() {
+    let (_, exe) = program();
+    let s = Scratch::new("writer_lane_names");
+    let fixed = s.traces().join("run.jsonl");
+    let mut total = 0;
+    for _ in 0..2 {
+        let mut cmd = s.under_shim(exe);
+        cmd.args(["storm", "8", "3000"])
+            .current_dir(&s.dir)
+            .env(sharecheck_core::schema::env::TRACE, &fixed);
+        let out = run_with_timeout(cmd, 120);
+        assert!(out.status.success() && out.stderr.is_empty(), "{out:?}");
+        total += done(&out);
+    }
+    let records = s.records();
+    assert_eq!(can_access_calls(&records), total);
+    assert_each_call_once(&records);
+    let names: Vec<String> = std::fs::read_dir(s.traces())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let taken = names.iter().filter(|n| !n.ends_with(".jsonl")).count();
+    assert_eq!(
+        taken * 2,
+        names.len(),
+        "the second run's files are NAME.PID: {names:?}"
+    );
+}
+
+/// The shim is linked `-z nodelete`: a program that `dlopen`s and `dlclose`s it leaves it mapped,
+/// so a writer thread it started never runs unmapped code.
+#[test]
+fn a_dlclosed_shim_stays_mapped() {
+    let s = Scratch::new("dlopen_shim");
+    let exe = s.compile("dlopen_shim.c", "dlopen_shim", &["-ldl"]);
+    let out = run_ok(std::process::Command::new(&exe).arg(shim()));
+    assert_eq!(printed(&out, "MAPPED"), "1");
 }
