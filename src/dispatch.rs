@@ -97,7 +97,10 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     }
 
     let (seq, ts_ns) = if TRACED {
-        (trace::next_seq(), trace::now())
+        (
+            trace::next_seq(guard.writer_slot()),
+            trace::now_on(guard.clock()),
+        )
     } else {
         (0, 0)
     };
@@ -119,11 +122,15 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
                 answer = Some((Outcome::NotCalled, code));
                 return Outcome::NotCalled;
             }
-            let start = if timed { trace::now() } else { 0 };
+            let start = if timed {
+                trace::now_on(guard.clock())
+            } else {
+                0
+            };
             let ret = args.invoke(real);
             answer = Some((Outcome::Returned(ret), ret));
             if timed {
-                dur_ns = Some(trace::now().saturating_sub(start));
+                dur_ns = Some(trace::now_on(guard.clock()).saturating_sub(start));
             }
             Outcome::Returned(ret)
         });
@@ -199,7 +206,7 @@ fn missing<A: CallArgs>(args: A) -> c_int {
     let ret = A::ID.info().api.not_supported();
     if trace::enabled() {
         shielded((), || {
-            let seq = trace::next_seq();
+            let seq = trace::next_seq_shared();
             record(&args, Outcome::NotCalled, ret, seq, trace::now(), None, &[])
         });
     }

@@ -20,6 +20,8 @@ pub struct ThreadState {
     tid: Cell<(u32, i32)>,
     /// The thread's chunk of the trace (`writer`'s, opaque here).
     writer_slot: WriterSlot,
+    /// The thread's anchor for reading the clock from the TSC.
+    clock: crate::clock::ThreadClock,
 }
 
 impl ThreadState {
@@ -55,6 +57,7 @@ thread_local! {
             scratch: Cell::new(std::ptr::null_mut()),
             tid: Cell::new((u32::MAX, 0)),
             writer_slot: Cell::new(0),
+            clock: crate::clock::ThreadClock::new(),
         }
     };
 }
@@ -88,6 +91,20 @@ impl Guard {
         // SAFETY: see `enter`.
         let t = unsafe { &*self.0 };
         t.calls.set(t.calls.get() + 1);
+    }
+
+    /// This thread's claim on a chunk of the trace (`writer`'s).
+    #[inline]
+    pub fn writer_slot(&self) -> &WriterSlot {
+        // SAFETY: see `enter`.
+        &unsafe { &*self.0 }.writer_slot
+    }
+
+    /// This thread's anchor for the clock (`clock`'s).
+    #[inline]
+    pub fn clock(&self) -> &crate::clock::ThreadClock {
+        // SAFETY: see `enter`.
+        &unsafe { &*self.0 }.clock
     }
 
     /// The number of this thread's current covered call (calls made while it runs are not

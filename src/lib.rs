@@ -20,6 +20,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod capi;
+mod clock;
 mod dispatch;
 mod dlsym_hook;
 mod elf;

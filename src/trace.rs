@@ -5,6 +5,7 @@
 //! the process. Nothing is written, and no file is created, until the first record: a process that
 //! never touches a GPU pays nothing.
 
+use crate::clock;
 use crate::findings::{self, Finding};
 use crate::fingerprint::fingerprint;
 use sharecheck_core::ffi::Outcome;
@@ -42,12 +43,7 @@ fn decide_enabled() -> bool {
 
 static PID: AtomicU32 = AtomicU32::new(0);
 static FORK_GENERATION: AtomicU32 = AtomicU32::new(0);
-/// The record numbering, on its own cache line: every record of every thread adds to it.
-static SEQ: Line = Line(AtomicU64::new(0));
-
-#[repr(align(64))]
-struct Line(AtomicU64);
-/// Event records written (calls are every sequence number that is not an event).
+/// Event records written (calls are every record number used that is not an event's).
 static EVENTS: AtomicU64 = AtomicU64::new(0);
 
 pub fn pid() -> u32 {
@@ -67,19 +63,16 @@ pub fn tid() -> i32 {
     crate::guard::thread_id(FORK_GENERATION.load(Ordering::Relaxed))
 }
 
-pub fn next_seq() -> u64 {
-    SEQ.0.fetch_add(1, Ordering::Relaxed) + 1
+/// A call record's `seq` on the calling thread (`slot`: its claim, [`crate::guard::Guard::writer_slot`]):
+/// unique in the process, increasing along the thread's records (schema in README.md).
+#[inline]
+pub fn next_seq(slot: &crate::writer::ThreadSlot) -> u64 {
+    crate::writer::next_number(slot)
 }
 
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: writes one `timespec` to `ts`, a live local; `clock` is one of the two clocks
-    // Linux always has (REALTIME, MONOTONIC).
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+/// A `seq` for a record made outside the guard, or on a path too rare to matter.
+pub fn next_seq_shared() -> u64 {
+    crate::writer::next_number_shared()
 }
 
 /// The instant records' `"t"` counts from, on both clocks (`CLOCK_MONOTONIC`, `CLOCK_REALTIME`),
@@ -88,12 +81,14 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
 static T0_MONO: AtomicU64 = AtomicU64::new(0);
 static T0_WALL: AtomicU64 = AtomicU64::new(0);
 
-/// Reads the clock base (the constructor calls this; anything earlier reads it on first use).
-/// Two clock reads: async-signal-safe.
+/// Reads the clock base and decides whether the TSC stands in for the clock (the constructor
+/// calls this; anything earlier reads the base on first use). Clock reads and a small file read:
+/// async-signal-safe.
 pub fn init_clock() {
+    clock::decide();
     if T0_MONO.load(Ordering::Relaxed) == 0 {
-        let wall = clock_ns(libc::CLOCK_REALTIME);
-        let mono = clock_ns(libc::CLOCK_MONOTONIC);
+        let wall = clock::realtime_ns();
+        let mono = clock::monotonic_ns();
         if T0_MONO
             .compare_exchange(0, mono, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
@@ -104,9 +99,19 @@ pub fn init_clock() {
 }
 
 /// A record's `"t"`: nanoseconds since the process's clock base (one vDSO clock read).
-#[inline]
 pub fn now() -> u64 {
-    let mono = clock_ns(libc::CLOCK_MONOTONIC);
+    since_t0(clock::monotonic_ns())
+}
+
+/// A call record's `"t"` on the calling thread, inside the guard ([`crate::guard::Guard::clock`]):
+/// the same clock, from the TSC where it can stand in ([`crate::clock`]).
+#[inline]
+pub fn now_on(thread: &clock::ThreadClock) -> u64 {
+    since_t0(clock::now_ns(thread))
+}
+
+#[inline]
+fn since_t0(mono: u64) -> u64 {
     match T0_MONO.load(Ordering::Relaxed) {
         0 => {
             init_clock();
@@ -166,7 +171,7 @@ pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut Js
     if !enabled() {
         return;
     }
-    let seq = next_seq();
+    let seq = next_seq_shared();
     EVENTS.fetch_add(1, Ordering::Relaxed);
     with_scratch(|buf, tid, slot| {
         let mut w = JsonOut::with_fingerprint(buf, fingerprint);
@@ -293,10 +298,7 @@ pub fn flush() -> bool {
 /// At exit: an `exit` record with this process's totals, then the file trimmed to its records.
 pub fn finish() {
     if crate::writer::is_open() {
-        let calls = SEQ
-            .0
-            .load(Ordering::Relaxed)
-            .saturating_sub(EVENTS.load(Ordering::Relaxed));
+        let calls = crate::writer::numbers_used().saturating_sub(EVENTS.load(Ordering::Relaxed));
         let reported = findings::count();
         write_event("exit", &[], |w| {
             w.kv_u64("calls", calls);
@@ -311,7 +313,6 @@ pub fn after_fork_in_child() {
     crate::writer::after_fork_in_child();
     PID.store(0, Ordering::Relaxed);
     FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
-    SEQ.0.store(0, Ordering::Relaxed);
     EVENTS.store(0, Ordering::Relaxed);
     findings::reset_after_fork();
 }

@@ -148,6 +148,10 @@ pub struct Opened {
 struct Slot {
     word: AtomicU64,
     taken: AtomicBool,
+    /// The slot's block of record numbers: the next one and the end (written by the owner only,
+    /// read by the exit record's count; a block outlives its thread and serves the slot's next).
+    next_number: AtomicU64,
+    end_number: AtomicU64,
 }
 
 const NO_CHUNK: u64 = u64::MAX;
@@ -164,6 +168,8 @@ static SLOT_TABLE: [Slot; SLOTS] = [const {
     Slot {
         word: AtomicU64::new(NO_CHUNK),
         taken: AtomicBool::new(false),
+        next_number: AtomicU64::new(0),
+        end_number: AtomicU64::new(0),
     }
 }; SLOTS];
 /// Slots ever handed out (how far closers look).
@@ -193,6 +199,58 @@ fn own_slot(cell: &ThreadSlot) -> usize {
     SLOTS_SEEN.fetch_max(index + 1, AcqRel);
     cell.set(epoch << 32 | (index as u64 + 1));
     index
+}
+
+// ---------------------------------------------------------------------------------------------
+// Record numbers.
+
+/// Record numbers a slot takes at once.
+const NUMBER_BLOCK: u64 = 64;
+/// Record numbers handed out (in blocks and one by one). A record's number is unique in its
+/// process and increases along each thread's records; records of different threads are ordered
+/// by their time. One shared counter per record bounded 16 cores to about 12 million records a
+/// second (its cache line moving between them at every record); one per 64 records does not.
+static NUMBERS: Line<AtomicU64> = Line(AtomicU64::new(0));
+
+/// The next record number of the calling thread, from its slot's block. Only on a thread inside
+/// the shim's guard (a signal handler's call on it is then forwarded untraced, so nothing
+/// interrupts the slot's update on this thread).
+#[inline]
+pub fn next_number(cell: &ThreadSlot) -> u64 {
+    let index = own_slot(cell);
+    if index == SHARED {
+        return next_number_shared();
+    }
+    let slot = &SLOT_TABLE[index];
+    let next = slot.next_number.load(Relaxed);
+    if next != 0 && next < slot.end_number.load(Relaxed) {
+        slot.next_number.store(next + 1, Relaxed);
+        return next;
+    }
+    let first = NUMBERS.fetch_add(NUMBER_BLOCK, Relaxed) + 1;
+    slot.end_number.store(first + NUMBER_BLOCK, Relaxed);
+    slot.next_number.store(first + 1, Relaxed);
+    first
+}
+
+/// A record number from the process's counter: for records made outside the guard (events) and
+/// for threads sharing a slot.
+pub fn next_number_shared() -> u64 {
+    NUMBERS.fetch_add(1, Relaxed) + 1
+}
+
+/// Record numbers handed out and used: those handed out, less those still unused in slots'
+/// blocks (read while other threads may still take some: a snapshot).
+pub fn numbers_used() -> u64 {
+    let seen = SLOTS_SEEN.load(Acquire).min(SLOTS);
+    let unused: u64 = SLOT_TABLE[..seen]
+        .iter()
+        .map(|slot| {
+            let next = slot.next_number.load(Relaxed);
+            slot.end_number.load(Relaxed).saturating_sub(next)
+        })
+        .sum();
+    NUMBERS.load(Relaxed).saturating_sub(unused)
 }
 
 /// The lanes in use: decided once (per process) from the CPUs this process may run on.
@@ -1299,7 +1357,10 @@ pub fn after_fork_in_child() {
     for slot in &SLOT_TABLE[..seen] {
         slot.word.store(NO_CHUNK, Release);
         slot.taken.store(false, Release);
+        slot.next_number.store(0, Release);
+        slot.end_number.store(0, Release);
     }
+    NUMBERS.store(0, Release);
     LANE_COUNT.store(0, Release);
     APPENDER.store(NO_THREAD, Release);
     SLEEPING.store(false, Release);

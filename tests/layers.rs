@@ -14,6 +14,7 @@ use std::path::Path;
 
 const LAYERS: &[(&str, u8)] = &[
     ("guard", 0),
+    ("clock", 0),
     ("log", 0),
     ("fingerprint", 0),
     ("loader", 1),

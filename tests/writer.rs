@@ -174,6 +174,25 @@ fn a_file_size_limit_stops_tracing_with_one_warning_and_never_signals_the_host()
     }
 }
 
+/// The `calls` of the process's `exit` record.
+fn exit_calls(records: &[Value]) -> Option<u64> {
+    let exits: Vec<&Value> = records.iter().filter(|r| r["event"] == "exit").collect();
+    assert_eq!(exits.len(), 1, "one exit record");
+    exits[0]["calls"].as_u64()
+}
+
+/// Along each thread, `seq` increases with `t`: threads number their records from blocks of
+/// their own, and a thread's records keep its order.
+fn assert_seq_follows_each_thread(records: &[Value]) {
+    let mut last: std::collections::HashMap<String, (u64, u64)> = Default::default();
+    for r in calls(records) {
+        let at = (r["t"].as_u64().unwrap(), r["seq"].as_u64().unwrap());
+        if let Some(before) = last.insert(r["tid"].to_string(), at) {
+            assert!(before.1 < at.1, "tid {}: {before:?} then {at:?}", r["tid"]);
+        }
+    }
+}
+
 #[test]
 fn a_storm_of_64_threads_writes_every_record_whole() {
     let (s, out) = run("writer_storm", &["storm", "64", "20000"]);
@@ -181,6 +200,8 @@ fn a_storm_of_64_threads_writes_every_record_whole() {
     let records = s.records();
     assert_eq!(can_access_calls(&records), 64 * 20000);
     assert_each_call_once(&records);
+    assert_seq_follows_each_thread(&records);
+    assert_eq!(exit_calls(&records), Some(64 * 20000));
     std::fs::remove_dir_all(s.traces()).unwrap();
 }
 
@@ -277,6 +298,19 @@ fn a_plain_call_record_is_at_most_128_bytes_and_durations_are_asked_for() {
         Some("durations=1"),
         &["a", "d", "fn", "r", "seq", "t", "tid"],
     );
+}
+
+/// Threads still alive at exit hold numbers they took for records they never made: the exit
+/// record counts the calls made, not the numbers handed out.
+#[test]
+fn the_exit_record_counts_the_calls_of_threads_still_alive() {
+    let (s, out) = run("writer_live", &["live", "7", "100"]);
+    assert!(out.status.success(), "{out:?}");
+    let records = s.records();
+    assert_eq!(can_access_calls(&records), done(&out));
+    assert_eq!(exit_calls(&records), Some(done(&out) as u64));
+    assert_each_call_once(&records);
+    assert_seq_follows_each_thread(&records);
 }
 
 /// A thread that made a few calls and then idles keeps its chunk of the trace open; while the

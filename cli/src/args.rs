@@ -269,7 +269,7 @@ writes when *{suffix} exists). Default: ./{dir}
 OPTIONS:
     --format text|json      text (default): findings grouped by rule, calls per function and a
                             SUMMARY line. json: one object {{\"calls\",\"processes\",\"findings\"}}
-                            with the findings of every process sorted by (pid, seq).
+                            with the findings of every process sorted by (pid, time, seq).
     --fail-on SEVERITY      Exit 1 if a finding of SEVERITY or worse exists
                             (error, warning or info). Useful in CI.
     -h, --help              Print this help.

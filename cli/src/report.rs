@@ -22,6 +22,8 @@ pub struct Occurrence {
     pub pid: Value,
     pub tid: Value,
     pub seq: Value,
+    /// When the record's call began (the reader's `ts_ns`): orders findings of one process.
+    pub ts_ns: Option<u64>,
     /// Event name, for findings of event records only.
     pub event: Option<String>,
 }
@@ -39,8 +41,9 @@ impl Occurrence {
     fn rule(&self) -> &str {
         self.str_field("rule").unwrap_or("(no rule)")
     }
-    fn sort_key(&self) -> (Option<i64>, Option<u64>) {
-        (self.pid.as_i64(), self.seq.as_u64())
+    /// By process, then time, then `seq` (unique in a process, increasing along each thread).
+    fn sort_key(&self) -> (Option<i64>, Option<u64>, Option<u64>) {
+        (self.pid.as_i64(), self.ts_ns, self.seq.as_u64())
     }
     fn location(&self) -> String {
         let show = |v: &Value| match v {
@@ -84,7 +87,7 @@ pub struct Summary {
     pub processes: BTreeMap<i64, ProcessInfo>,
     /// Records without a pid still count as one process between them.
     pub records_without_pid: bool,
-    /// Sorted by (pid, seq), then file order.
+    /// Sorted by (pid, time, seq), then file order.
     pub findings: Vec<Occurrence>,
     pub functions: BTreeMap<String, FnStats>,
     /// Some input could not be opened or read.
@@ -167,6 +170,7 @@ impl Summary {
                 pid: field("pid"),
                 tid: field("tid"),
                 seq: field("seq"),
+                ts_ns: record.obj.get("ts_ns").and_then(Value::as_u64),
                 event: event.clone(),
             });
         }
@@ -228,6 +232,7 @@ impl Summary {
             pid: found.pid.into(),
             tid: Value::Null,
             seq: found.seq.into(),
+            ts_ns: Some(found.ts_ns),
             event: None,
         });
     }

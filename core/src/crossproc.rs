@@ -2,7 +2,8 @@
 //! of a job together (an exporter that freed memory another process still had open, ...).
 //!
 //! The records carry what matching needs: every call record has its process (`pid`, from its
-//! file's process record), its place in that process (`seq`) and its start on the wall clock
+//! file's process record), its number in that process (`seq`, unique there and increasing along each thread's
+//! records) and its start on the wall clock
 //! (`ts_ns`: the file's `t0_wall_ns` plus the record's `t`, one clock for every process on a host;
 //! the CLI's reader adds both); IPC and fabric handles appear only as keyed fingerprints (`"fp:..."`, equal for the same
 //! handle in every process of one job, useless for mapping memory), so handles are matched by
@@ -170,12 +171,13 @@ impl Timeline {
             .map(|&i| &self.calls[i])
     }
 
-    /// The calls of one process after `after` (same process) in its own order, for following
-    /// what became of memory or a handle in that process.
+    /// The calls of one process after `after` (same process) in time order (then `seq`, which
+    /// orders one thread's calls), for following what became of memory or a handle in that
+    /// process.
     pub fn later_in_process<'a>(&'a self, after: &'a Call) -> impl Iterator<Item = &'a Call> + 'a {
         self.calls
             .iter()
-            .filter(move |c| c.pid == after.pid && c.seq > after.seq)
+            .filter(move |c| c.pid == after.pid && (c.ts_ns, c.seq) > (after.ts_ns, after.seq))
     }
 }
 
@@ -185,6 +187,7 @@ pub struct ReportFinding {
     pub rule: &'static Rule,
     pub pid: i64,
     pub seq: u64,
+    pub ts_ns: u64,
     pub func: String,
     pub message: String,
 }
@@ -195,6 +198,7 @@ impl ReportFinding {
             rule,
             pid: call.pid,
             seq: call.seq,
+            ts_ns: call.ts_ns,
             func: call.func.clone(),
             message,
         }
@@ -217,7 +221,7 @@ pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[];
 /// Runs `checks` over a finished timeline.
 pub fn decide(timeline: &Timeline, checks: &[&dyn ReportCheck]) -> Vec<ReportFinding> {
     let mut found: Vec<ReportFinding> = checks.iter().flat_map(|c| c.decide(timeline)).collect();
-    found.sort_by_key(|f| (f.pid, f.seq));
+    found.sort_by_key(|f| (f.pid, f.ts_ns, f.seq));
     found
 }
 

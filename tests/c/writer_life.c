@@ -10,6 +10,8 @@
  *                      every lane's file and ring
  *   many THREADS N     THREADS threads (small stacks) are alive at once: each makes N calls, waits
  *                      for all the others, then makes N more
+ *   live THREADS N     THREADS threads make N calls each and then wait, still alive when the
+ *                      main thread, after N calls of its own, returns from main
  *   idle N             a thread makes 3 calls and then waits, idle, while the main thread makes N
  *                      (many times the ring); the idle thread ends after them
  *   wrthread N         makes N calls, then prints WRITER_THREADS <threads named sharecheck-wr> and
@@ -81,6 +83,17 @@ static void *many_thread(void *arg) {
     calls(many_calls);
     pthread_barrier_wait(&many_barrier);
     calls(many_calls);
+    return NULL;
+}
+
+static pthread_barrier_t live_barrier;
+static long live_calls;
+
+static void *live_thread(void *arg) {
+    (void)arg;
+    calls(live_calls);
+    pthread_barrier_wait(&live_barrier);
+    for (;;) pause();
     return NULL;
 }
 
@@ -157,6 +170,19 @@ int main(int argc, char **argv) {
             if (pthread_create(&t[i], &attr, many_thread, NULL) != 0) return 9;
         for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
         done((long)threads * 2 * many_calls);
+        return 0;
+    }
+    if (!strcmp(mode, "live") && argc == 4) {
+        int threads = (int)n;
+        live_calls = atol(argv[3]);
+        pthread_barrier_init(&live_barrier, NULL, (unsigned)threads + 1);
+        for (int i = 0; i < threads; i++) {
+            pthread_t t;
+            if (pthread_create(&t, NULL, live_thread, NULL) != 0) return 9;
+        }
+        pthread_barrier_wait(&live_barrier);
+        calls(live_calls);
+        done((long)(threads + 1) * live_calls);
         return 0;
     }
     if (!strcmp(mode, "idle")) {

@@ -205,10 +205,11 @@ pub fn read_records(dir: &Path) -> Vec<Value> {
     out
 }
 
-/// Call records (not events), in seq order per process.
+/// Call records (not events), in order per process: by time, then by `seq` (which increases
+/// along each thread's records).
 pub fn calls(records: &[Value]) -> Vec<&Value> {
     let mut calls: Vec<&Value> = records.iter().filter(|r| !r["fn"].is_null()).collect();
-    calls.sort_by_key(|r| (r["pid"].as_u64(), r["seq"].as_u64()));
+    calls.sort_by_key(|r| (r["pid"].as_u64(), r["t"].as_u64(), r["seq"].as_u64()));
     calls
 }
 
