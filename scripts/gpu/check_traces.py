@@ -186,7 +186,8 @@ def load_traces(trace_dir):
                 rec["api"] = "cuda" if rec["fn"].startswith("cu") else "hip"
                 proc.calls.append(rec)
     for proc in procs.values():
-        proc.calls.sort(key=lambda r: r["seq"])
+        # seq increases along each thread; time orders the threads' records between them.
+        proc.calls.sort(key=lambda r: (r["t"], r["seq"]))
     return procs, problems, raw
 
 
@@ -263,7 +264,7 @@ class Spec:
             raise ValueError("no function in %r" % text)
 
     def per_process(self, procs, role_of):
-        """[(pid, [records of the spec's functions in seq order])] for processes in scope."""
+        """[(pid, [records of the spec's functions in time order])] for processes in scope."""
         out = []
         for pid in sorted(procs):
             if self.scope != "any" and role_of[pid] != self.scope:
