@@ -16,7 +16,7 @@ use crate::device;
 use crate::entry::{exports, require};
 use crate::errors;
 use crate::handles::{self, Kind};
-use crate::ipc::{Api, OpenMode};
+use crate::ipc::{Api, OpenCodes, OpenMode};
 use crate::logical_endpoint;
 use crate::memory::{MemKind, GRANULARITY};
 use crate::procaddress;
@@ -212,10 +212,57 @@ unsafe fn ipc_open(
     }
     let ptr = state::with(|d| {
         let (owner, device) = d.current_owner()?;
-        d.open_memory(&handle.reserved, owner, device, mode, MAP_FAILED)
+        let codes = OpenCodes {
+            stale: INVALID_VALUE,
+            exporter_exited: INVALID_HANDLE,
+            other_context: INVALID_HANDLE,
+            unreachable: MAP_FAILED,
+        };
+        d.open_memory(&handle.reserved, owner, device, mode, codes)
     })?;
     // SAFETY: `pdptr` is not NULL (checked above) and, by this function's contract, writable.
     unsafe { *pdptr = ptr };
+    Ok(())
+}
+
+/// `cuStreamWaitEvent[_ptsz]`: the work is done at once, so there is nothing to wait for; the
+/// stream and event must exist and the flags be 0 or CU_EVENT_WAIT_EXTERNAL (1).
+fn stream_wait_event(stream: CUstream, event: CUevent, flags: c_uint) -> Outcome {
+    check_initialized()?;
+    if flags & !1 != 0 {
+        return Err(INVALID_VALUE);
+    }
+    state::with(|d| {
+        d.streams.check_stream(to_handle(stream))?;
+        d.streams
+            .event(to_handle(event))
+            .map(|_| ())
+            .ok_or(INVALID_HANDLE)
+    })
+}
+
+/// `cuEventElapsedTime[_v2]`: INVALID_HANDLE for an event created with DISABLE_TIMING, which
+/// every imported IPC event is (R580: 400, measured), NOT_READY for one never recorded.
+///
+/// # Safety
+/// `ms` is NULL or a writable `f32`.
+unsafe fn elapsed_time(ms: *mut f32, start: CUevent, end: CUevent) -> Outcome {
+    check_initialized()?;
+    require(ms)?;
+    state::with(|d| {
+        for e in [start, end] {
+            let e = d.streams.event(to_handle(e)).ok_or(INVALID_HANDLE)?;
+            if e.flags & EVENT_DISABLE_TIMING != 0 {
+                return Err(INVALID_HANDLE);
+            }
+            if !e.recorded {
+                return Err(NOT_READY);
+            }
+        }
+        Ok(())
+    })?;
+    // SAFETY: `ms` is not NULL (checked above) and, by this function's contract, writable.
+    unsafe { *ms = 0.0 };
     Ok(())
 }
 
@@ -842,6 +889,29 @@ exports! {
     fn cuEventSynchronize(hEvent: CUevent) {
         check_initialized()?;
         state::with(|d| d.streams.event(to_handle(hEvent)).map(|_| ()).ok_or(INVALID_HANDLE))
+    }
+
+    fn cuEventQuery(hEvent: CUevent) {
+        check_initialized()?;
+        state::with(|d| d.streams.event(to_handle(hEvent)).map(|_| ()).ok_or(INVALID_HANDLE))
+    }
+
+    fn cuStreamWaitEvent(hStream: CUstream, hEvent: CUevent, Flags: c_uint) {
+        stream_wait_event(hStream, hEvent, Flags)
+    }
+
+    fn cuStreamWaitEvent_ptsz(hStream: CUstream, hEvent: CUevent, Flags: c_uint) {
+        stream_wait_event(hStream, hEvent, Flags)
+    }
+
+    fn cuEventElapsedTime(pMilliseconds: *mut f32, hStart: CUevent, hEnd: CUevent) {
+        // SAFETY: `pMilliseconds` is NULL or a writable float (`cuEventElapsedTime`'s contract).
+        unsafe { elapsed_time(pMilliseconds, hStart, hEnd) }
+    }
+
+    fn cuEventElapsedTime_v2(pMilliseconds: *mut f32, hStart: CUevent, hEnd: CUevent) {
+        // SAFETY: as `cuEventElapsedTime`.
+        unsafe { elapsed_time(pMilliseconds, hStart, hEnd) }
     }
 
     fn cuMemCreate(handle: *mut CUmemGenericAllocationHandle, size: usize, prop: *const CUmemAllocationProp, flags: c_ulonglong) {

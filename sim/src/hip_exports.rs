@@ -18,7 +18,7 @@
 use crate::device;
 use crate::entry::{exports, guarded, hip_exports, require};
 use crate::errors;
-use crate::ipc::{Api, OpenMode};
+use crate::ipc::{Api, OpenCodes, OpenMode};
 use crate::memory::{Allocation, MemKind, RegionKind};
 use crate::procaddress;
 use crate::state::{self, Owner};
@@ -487,7 +487,16 @@ hip_exports! {
         require(devPtr)?;
         let device = current_device()?;
         let ptr = state::with(|d| {
-            d.open_memory(&handle.reserved, Owner::HipDevice(device), device, OpenMode::Refcounted, HIP_ERROR_INVALID_DEVICE_POINTER)
+            // The CLR's answers (not measured on AMD hardware): a handle that cannot be mapped is
+            // an invalid device pointer whatever the reason; a second context is refused as in
+            // CUDA's contract, with the context error.
+            let codes = OpenCodes {
+                stale: HIP_ERROR_INVALID_DEVICE_POINTER,
+                exporter_exited: HIP_ERROR_INVALID_DEVICE_POINTER,
+                other_context: INVALID_CONTEXT,
+                unreachable: HIP_ERROR_INVALID_DEVICE_POINTER,
+            };
+            d.open_memory(&handle.reserved, Owner::HipDevice(device), device, OpenMode::Refcounted, codes)
         })?;
         // SAFETY: `devPtr` is not NULL (checked above); `hipIpcOpenMemHandle` documents it as a writable `void *`.
         unsafe { *devPtr = ptr as usize as *mut c_void };

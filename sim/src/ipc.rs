@@ -1,9 +1,17 @@
 //! IPC memory and event handles across processes.
 //!
 //! A 64-byte handle carries a magic, what it is, the exporter's pid, an export id, a nonce, the
-//! offset into the allocation and what an importer needs to map it (size, device, memfd number).
-//! The export itself is a file in the state directory; the importer maps
+//! offset into the allocation, its size and device. The export itself is a file in the state
+//! directory, holding the nonce and the allocation's memfd number; the importer maps
 //! `/proc/<exporter pid>/fd/<memfd>`, so both processes see the same bytes.
+//!
+//! As R580 does (measured, LD_PRELOAD.md "CUDA IPC on R580, measured"): memory freed and
+//! allocated again at the same address is exported with the very same handle (its export id is
+//! the address, its nonce the process's), so an old handle opens the new memory; a handle of
+//! freed memory is INVALID_VALUE; a handle whose exporter exited is INVALID_HANDLE; a second
+//! context of a device that opens any handle of an exporter another context of that device
+//! already imports from is INVALID_HANDLE. With `behaviour=documented`, a re-allocation gets a new
+//! handle ("a unique handle for the new memory").
 
 use crate::config::{config, Behaviour};
 use crate::memory::{Export, MemKind};
@@ -30,7 +38,6 @@ pub struct IpcHandle {
     pub offset: u64,
     pub size: u64,
     pub device: i32,
-    pub fd: i32,
 }
 
 impl IpcHandle {
@@ -44,7 +51,6 @@ impl IpcHandle {
         b[32..40].copy_from_slice(&self.offset.to_le_bytes());
         b[40..48].copy_from_slice(&self.size.to_le_bytes());
         b[48..52].copy_from_slice(&self.device.to_le_bytes());
-        b[52..56].copy_from_slice(&self.fd.to_le_bytes());
         b
     }
 
@@ -60,7 +66,6 @@ impl IpcHandle {
             offset: u64_at(32),
             size: u64_at(40),
             device: u32_at(48) as i32,
-            fd: u32_at(52) as i32,
         };
         if &b[0..8] != MAGIC || h.kind != kind {
             return None;
@@ -75,9 +80,21 @@ impl IpcHandle {
         export_file(self.kind, self.pid, self.export_id)
     }
 
-    /// Is the export still published with this handle's nonce?
-    fn is_published(&self) -> bool {
-        state_dir::read(&self.file_name()).is_some_and(|s| s.trim() == self.nonce.to_string())
+    /// The export's published record, `(nonce, memfd number)`, if it is still there with this
+    /// handle's nonce.
+    fn published(&self) -> Option<i32> {
+        let record = state_dir::read(&self.file_name())?;
+        let mut fields = record.split_whitespace();
+        let nonce: u64 = fields.next()?.parse().ok()?;
+        let fd = fields.next().map_or(Some(-1), |f| f.parse().ok())?;
+        (nonce == self.nonce).then_some(fd)
+    }
+
+    /// Whether the exporting process is gone (no process has its pid).
+    fn exporter_exited(&self) -> bool {
+        // SAFETY: signal 0 only checks that the process exists; nothing is sent.
+        let rc = unsafe { libc::kill(self.pid as libc::pid_t, 0) };
+        rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
     }
 }
 
@@ -128,10 +145,38 @@ impl Ipc {
         }
     }
 
+    /// The export of the memory at `base`, as R580 makes it: the same for every allocation at
+    /// that address in this process.
+    fn export_at(&self, base: u64) -> Export {
+        Export {
+            id: base,
+            nonce: process_nonce(),
+        }
+    }
+
     /// Forgets the imports of a mapping that was released with its owner.
     pub fn forget_import(&mut self, base: u64) {
         self.imports.retain(|_, i| i.base != base);
     }
+}
+
+/// This process's nonce (one per process, for R580's address-keyed memory handles).
+fn process_nonce() -> u64 {
+    static NONCE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *NONCE.get_or_init(|| state_dir::nonce(0))
+}
+
+/// What an open answers where the APIs differ.
+#[derive(Clone, Copy, Debug)]
+pub struct OpenCodes {
+    /// The handle's memory was freed (R580: INVALID_VALUE).
+    pub stale: Code,
+    /// The exporting process exited (R580: INVALID_HANDLE).
+    pub exporter_exited: Code,
+    /// Another context of the device imports from the same exporter (R580: INVALID_HANDLE).
+    pub other_context: Code,
+    /// The handle's device cannot be reached from the importing one, or mapping failed.
+    pub unreachable: Code,
 }
 
 /// Which API is asking: the rules differ in places.
@@ -181,9 +226,17 @@ impl Driver {
         let export = match allocation.export {
             Some(e) => e,
             None => {
-                let export = self.ipc.new_export();
+                let export = match config().behaviour {
+                    Behaviour::R580 => self.ipc.export_at(base),
+                    Behaviour::Documented => self.ipc.new_export(),
+                };
+                let fd = allocation
+                    .memfd
+                    .as_ref()
+                    .expect("device memory has a memfd")
+                    .as_raw_fd();
                 let name = export_file(KIND_MEMORY, std::process::id(), export.id);
-                if !state_dir::write(&name, &format!("{}\n", export.nonce)) {
+                if !state_dir::write(&name, &format!("{} {fd}\n", export.nonce)) {
                     return Err(MAP_FAILED);
                 }
                 self.memory.find_mut(base).expect("found above").export = Some(export);
@@ -191,11 +244,6 @@ impl Driver {
             }
         };
         let allocation = self.memory.find(base).expect("found above");
-        let fd = allocation
-            .memfd
-            .as_ref()
-            .expect("device memory has a memfd")
-            .as_raw_fd();
         Ok(IpcHandle {
             kind: KIND_MEMORY,
             pid: std::process::id(),
@@ -204,21 +252,19 @@ impl Driver {
             offset,
             size: allocation.size,
             device: allocation.device,
-            fd,
         }
         .encode())
     }
 
     /// `cuIpcOpenMemHandle[_v2]` / `hipIpcOpenMemHandle` into `owner` on `device`; the flags
-    /// were checked by the caller. `attach_failure` is the code for a handle that cannot be
-    /// mapped (gone, or its device not reachable from `device`).
+    /// were checked by the caller. `codes` says what each API answers where they differ.
     pub fn open_memory(
         &mut self,
         bytes: &[u8; 64],
         owner: Owner,
         device: i32,
         mode: OpenMode,
-        attach_failure: Code,
+        codes: OpenCodes,
     ) -> Outcome<u64> {
         let handle = IpcHandle::decode(bytes, KIND_MEMORY).ok_or(INVALID_VALUE)?;
         if handle.pid == std::process::id() {
@@ -237,27 +283,32 @@ impl Driver {
             import.refcount += 1;
             return Ok(import.pointer);
         }
-        // "may only be opened by one context per device per other process"
-        let other_context_same_device = self.ipc.imports.iter().any(|(k, i)| {
-            k.pid == handle.pid
-                && k.export_id == handle.export_id
-                && k.owner != owner
-                && i.device == device
-        });
-        if other_context_same_device {
-            return Err(INVALID_CONTEXT);
+        if handle.exporter_exited() {
+            return Err(codes.exporter_exited);
         }
+        // "may only be opened by one context per device per other process": R580 refuses a
+        // second context of the device any handle of that exporter (measured with the first
+        // context's import still open).
+        let other_context_same_device = self
+            .ipc
+            .imports
+            .iter()
+            .any(|(k, i)| k.pid == handle.pid && k.owner != owner && i.device == device);
+        if other_context_same_device {
+            return Err(codes.other_context);
+        }
+        let fd = handle.published().ok_or(codes.stale)?;
         let reachable = handle.device == device
             || crate::device::is_valid(handle.device)
                 && crate::device::can_access_peer(device, handle.device);
-        if !reachable || !handle.is_published() {
-            return Err(attach_failure);
+        if !reachable {
+            return Err(codes.unreachable);
         }
-        let path = format!("/proc/{}/fd/{}", handle.pid, handle.fd);
+        let path = format!("/proc/{}/fd/{fd}", handle.pid);
         let base = self
             .memory
             .map_import(&path, handle.size, handle.device, owner)
-            .ok_or(attach_failure)?;
+            .ok_or(codes.unreachable)?;
         let pointer = base + handle.offset;
         self.ipc.imports.insert(
             key,
@@ -325,7 +376,6 @@ impl Driver {
             offset: 0,
             size: 0,
             device,
-            fd: -1,
         }
         .encode())
     }
@@ -343,7 +393,7 @@ impl Driver {
         if handle.pid == std::process::id() {
             return Err(INVALID_CONTEXT);
         }
-        if !handle.is_published() {
+        if handle.published().is_none() {
             return Err(gone);
         }
         Ok(self
@@ -366,7 +416,6 @@ mod tests {
             offset: 256,
             size: 4096,
             device: 1,
-            fd: 5,
         };
         let bytes = h.encode();
         assert_eq!(IpcHandle::decode(&bytes, KIND_MEMORY), Some(h));

@@ -117,6 +117,11 @@ table! {
     Cuda cuEventRecord 2000 legacy => cuEventRecord;
     Cuda cuEventRecord 7000 ptsz => cuEventRecord_ptsz;
     Cuda cuEventSynchronize 2000 legacy => cuEventSynchronize;
+    Cuda cuEventQuery 2000 legacy => cuEventQuery;
+    Cuda cuEventElapsedTime 2000 legacy => cuEventElapsedTime;
+    Cuda cuEventElapsedTime 12080 legacy => cuEventElapsedTime_v2;
+    Cuda cuStreamWaitEvent 3020 legacy => cuStreamWaitEvent;
+    Cuda cuStreamWaitEvent 7000 ptsz => cuStreamWaitEvent_ptsz;
     Cuda cuMemCreate 10020 legacy => cuMemCreate;
     Cuda cuMemRelease 10020 legacy => cuMemRelease;
     Cuda cuMemGetAllocationGranularity 10020 legacy => cuMemGetAllocationGranularity;

@@ -157,9 +157,16 @@ impl Fixture {
     /// The smoke program in `mode`, with the simulator's directory on LD_LIBRARY_PATH and a
     /// private state directory.
     fn smoke(&self, mode: &str) -> Command {
-        let mut cmd = Command::new(&self.smoke);
-        cmd.arg(mode)
-            .env("LD_LIBRARY_PATH", self.dir.path())
+        let mut cmd = self.program(&self.smoke);
+        cmd.arg(mode);
+        cmd
+    }
+
+    /// `exe` with the simulator's directory on LD_LIBRARY_PATH, a private state directory and
+    /// the simulator's defaults (two devices, peers, R580's behaviour).
+    fn program(&self, exe: &Path) -> Command {
+        let mut cmd = Command::new(exe);
+        cmd.env("LD_LIBRARY_PATH", self.dir.path())
             .env(env::SIM_STATE_DIR, self.dir.path().join("state"))
             .env_remove("LD_PRELOAD")
             .env_remove(env::SIM_DEVICES)
@@ -171,6 +178,54 @@ impl Fixture {
             .env_remove(env::SIM_CALL_LOG);
         cmd
     }
+}
+
+/// The CUDA IPC probe of the GPU scripts (`scripts/gpu/ipc_probe.c`: two processes, what the
+/// documentation leaves open or calls undefined) measures on the simulated driver exactly what it
+/// measured on R580 with two H100s (its results file), fact for fact. The two processes' lines
+/// interleave, so they are compared sorted.
+#[test]
+fn the_ipc_probe_finds_on_the_simulator_what_it_found_on_r580() {
+    let fx = Fixture::new("ipc-probe");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace");
+    let include = root.join(".deps/cuda/nvidia/cu13/include");
+    assert!(
+        include.join("cuda.h").is_file(),
+        "{} has no cuda.h: run scripts/fetch-deps.sh",
+        include.display()
+    );
+    let probe = fx.dir.path().join("ipc_probe");
+    run_checked(
+        Command::new("cc")
+            .args(["-O1", "-o"])
+            .arg(&probe)
+            .arg(root.join("scripts/gpu/ipc_probe.c"))
+            .arg("-I")
+            .arg(&include)
+            .arg("-L")
+            .arg(fx.dir.path())
+            .args(["-lcuda", "-ldl"]),
+        "cc ipc_probe.c",
+    );
+    let out = run_checked(&mut fx.program(&probe), "ipc_probe");
+    let measured = std::fs::read_to_string(
+        root.join("scripts/gpu/results/2026-11-25-2xH100-R580-ipc-probe.txt"),
+    )
+    .expect("the R580 results");
+    let facts = |text: &str| {
+        let mut lines: Vec<String> = text
+            .lines()
+            .filter(|l| l.starts_with("FACT "))
+            .map(str::to_string)
+            .collect();
+        lines.sort();
+        lines
+    };
+    let on_r580 = facts(&measured);
+    assert!(on_r580.len() > 30, "{measured}");
+    assert_eq!(facts(&String::from_utf8_lossy(&out.stdout)), on_r580);
 }
 
 #[test]

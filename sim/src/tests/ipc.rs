@@ -32,9 +32,31 @@ fn export_rules_r580() {
             SUCCESS
         );
         assert_eq!(mem_handle(managed).0, INVALID_VALUE);
-        // Freed and reallocated memory gets a new handle, even at the same address.
+        // Freed and allocated again at the same address: R580 hands out the very same handle
+        // (measured; the documentation promises "a unique handle for the new memory").
         assert_eq!(cuMemFree_v2(p), SUCCESS);
         let q = alloc(1 << 16);
+        assert_eq!(q, p, "the address comes back");
+        let (rc, again) = mem_handle(q);
+        assert_eq!(rc, SUCCESS);
+        assert_eq!(again.reserved, base.reserved);
+        // Another allocation, another handle.
+        let other = alloc(1 << 16);
+        assert_ne!(mem_handle(other).1.reserved, base.reserved);
+    }
+}
+
+#[test]
+fn reallocated_memory_gets_a_new_handle_when_documented() {
+    // SAFETY: the out-pointers are live locals; device addresses are plain values.
+    unsafe {
+        setup(documented());
+        let _c = context(0);
+        let p = alloc(1 << 16);
+        let (_, base) = mem_handle(p);
+        assert_eq!(cuMemFree_v2(p), SUCCESS);
+        let q = alloc(1 << 16);
+        assert_eq!(q, p, "the address comes back");
         let (rc, again) = mem_handle(q);
         assert_eq!(rc, SUCCESS);
         assert_ne!(again.reserved, base.reserved);
