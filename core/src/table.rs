@@ -34,16 +34,16 @@ macro_rules! check_table {
             cuStreamAttachMemAsync => ;
             cuStreamAttachMemAsync_ptsz => ;
             hipStreamAttachMemAsync => ;
-            // IPC (rules to come).
-            cuIpcGetMemHandle => ;
-            cuIpcOpenMemHandle => ;
-            cuIpcOpenMemHandle_v2 => ;
-            cuIpcCloseMemHandle => lifecycle::MEMORY_FREED;
+            // IPC (exports and opens; the rules of opened handles and events are to come).
+            cuIpcGetMemHandle => ipc::GET_CUDA;
+            cuIpcOpenMemHandle => ipc::OPEN_CUDA;
+            cuIpcOpenMemHandle_v2 => ipc::OPEN_CUDA;
+            cuIpcCloseMemHandle => ipc::CLOSE_CUDA, lifecycle::MEMORY_FREED;
             cuIpcGetEventHandle => ;
             cuIpcOpenEventHandle => ;
-            hipIpcGetMemHandle => ;
-            hipIpcOpenMemHandle => ;
-            hipIpcCloseMemHandle => lifecycle::MEMORY_FREED;
+            hipIpcGetMemHandle => ipc::GET_HIP;
+            hipIpcOpenMemHandle => ipc::OPEN_HIP;
+            hipIpcCloseMemHandle => ipc::CLOSE_HIP, lifecycle::MEMORY_FREED;
             hipIpcGetEventHandle => ;
             hipIpcOpenEventHandle => ;
             // Logical endpoints (rules to come).

@@ -207,6 +207,11 @@ unsafe fn ipc_open(
 ) -> Outcome {
     check_initialized()?;
     require(pdptr)?;
+    // R580 (measured): the legacy export refuses a handle of this process (201) before it looks
+    // at the flags; `_v2` looks at the flags first (1).
+    if mode == OpenMode::Legacy && crate::ipc::exported_here(&handle.reserved) {
+        return Err(INVALID_CONTEXT);
+    }
     if flags != IPC_MEM_LAZY_ENABLE_PEER_ACCESS {
         return Err(INVALID_VALUE);
     }

@@ -103,6 +103,11 @@ fn export_file(kind: u32, pid: u32, id: u64) -> String {
     format!("{what}-{pid}-{id}")
 }
 
+/// Whether `bytes` is a memory handle this process exported.
+pub fn exported_here(bytes: &[u8; 64]) -> bool {
+    IpcHandle::decode(bytes, KIND_MEMORY).is_some_and(|h| h.pid == std::process::id())
+}
+
 /// Removes the published export of freed memory.
 pub fn withdraw_memory_export(export: Export) {
     state_dir::remove(&export_file(KIND_MEMORY, std::process::id(), export.id));

@@ -271,6 +271,17 @@ impl Harness {
         }
     }
 
+    /// Runs a call the test expects to be clean (the driver answers success).
+    pub fn ok<A: Checked>(&self, args: A) {
+        let ran = self.call(args, sharecheck_core::codes::SUCCESS);
+        assert!(
+            ran.rules.is_empty(),
+            "correct call reported {:?}: {:?}",
+            ran.rules,
+            ran.messages
+        );
+    }
+
     /// Runs `args` through its row of the table; the driver answers `driver_ret`.
     pub fn call<A: Checked>(&self, args: A, driver_ret: c_int) -> Ran {
         let options = Options {

@@ -47,13 +47,14 @@ pub struct Reporting {
 #[derive(Default)]
 pub struct States {
     pub peer: families::peer::PeerState,
+    pub ipc: families::ipc::IpcState,
     pub reporting: Mutex<Reporting>,
 }
 
 impl States {
     /// Every family's state, for the engine's lifecycle observers.
-    pub fn families(&self) -> [&dyn FamilyState; 1] {
-        [&self.peer]
+    pub fn families(&self) -> [&dyn FamilyState; 2] {
+        [&self.peer, &self.ipc]
     }
 
     #[inline]

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod scenarios;
+
 use serde_json::Value;
 use sharecheck_core::schema::{env, libraries};
 use std::path::{Path, PathBuf};

@@ -2,6 +2,7 @@
 //! that reports it, the misuse rule whose documented code the driver does not return, the driver
 //! and what it returns instead). Reported as `info`, once per process.
 
+use super::ipc;
 use super::peer::{self, CUDA_MEMORY, CUDA_PEER, ENABLE_INVALID_CONTEXT, MEMCPY_PEER_PARAMS};
 use super::{cuda, hip, Family, Kind, KnownDivergence, Rule, Severity, Source};
 use crate::codes::*;
@@ -42,6 +43,21 @@ pub static MEMCPY_PEER_NULL_CONTEXT_ACCEPTED: Rule = Rule {
     quote: MEMCPY_PEER_PARAMS,
     documented_code: Some(INVALID_CONTEXT),
     fix: "pass the real contexts so the call does not depend on this driver's leniency",
+};
+
+pub static IPC_GET_INTERIOR_POINTER_ACCEPTED: Rule = Rule {
+    id: "divergence.cuIpcGetMemHandle.interior-pointer-accepted",
+    severity: Severity::Info,
+    kind: Kind::Divergence,
+    requirement: "A pointer inside an allocation is not the base the documentation asks for, \
+        and the documented errors include CUDA_ERROR_INVALID_VALUE (1); driver R580 \
+        (580.159.04) returns CUDA_SUCCESS and the handle of the whole allocation, byte for byte \
+        the base's: the importer maps the allocation from its start, not the pointer that was \
+        exported.",
+    source: cuda(CUDA_MEMORY, "cuIpcGetMemHandle"),
+    quote: ipc::CUDA_GET_BASE,
+    documented_code: Some(INVALID_VALUE),
+    fix: "export the base and send the offset beside the handle",
 };
 
 pub static HIP_DISABLE_UNSUPPORTED_PAIR_INVALID_DEVICE: Rule = Rule {
@@ -98,6 +114,12 @@ pub static KNOWN: &[KnownDivergence] = &[
         returns: SUCCESS,
     },
     KnownDivergence {
+        rule: &IPC_GET_INTERIOR_POINTER_ACCEPTED,
+        misuse: &ipc::cuda::GET_NOT_ALLOCATION_BASE,
+        driver: "R580 (580.159.04)",
+        returns: SUCCESS,
+    },
+    KnownDivergence {
         rule: &HIP_DISABLE_UNSUPPORTED_PAIR_INVALID_DEVICE,
         misuse: &peer::hip::DISABLE_NOT_ENABLED,
         driver: "CLR (HIP 5.2 to 6.x)",
@@ -112,6 +134,7 @@ pub static FAMILY: Family = Family {
         &ENABLE_SELF_UNSUPPORTED,
         &ENABLE_DESTROYED_PEER_CONTEXT_IS_DESTROYED,
         &MEMCPY_PEER_NULL_CONTEXT_ACCEPTED,
+        &IPC_GET_INTERIOR_POINTER_ACCEPTED,
         &HIP_DISABLE_UNSUPPORTED_PAIR_INVALID_DEVICE,
         &UNLISTED,
     ],

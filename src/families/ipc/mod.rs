@@ -1,0 +1,278 @@
+//! The IPC family: checks for `cuIpc*` and `hipIpc*`. Catalogue: `sharecheck_core::rules::ipc`.
+//!
+//! This first part holds the rules one call decides by itself (an export must name the base of
+//! its allocation, an open must ask for lazy peer access) and those that need what this process
+//! exported and opened: a handle is not opened where it was made, and a close names memory an
+//! open returned and that is still open.
+
+#[cfg(test)]
+mod tests;
+
+use crate::engine::facts::HipSession;
+use crate::engine::state::{FamilyState, Lifetime};
+use crate::engine::{hex, Check, Cx};
+use parking_lot::Mutex;
+use sharecheck_core::ffi::Outcome;
+use sharecheck_core::functions::args;
+use sharecheck_core::rules::ipc::{cuda, hip};
+use sharecheck_core::rules::Rule;
+use std::collections::{HashMap, HashSet};
+use std::ffi::c_int;
+
+pub struct GetCuda;
+pub struct OpenCuda;
+pub struct CloseCuda;
+pub struct GetHip;
+pub struct OpenHip;
+pub struct CloseHip;
+
+/// The family's checks, by the names the table uses.
+pub mod checks {
+    pub const GET_CUDA: super::GetCuda = super::GetCuda;
+    pub const OPEN_CUDA: super::OpenCuda = super::OpenCuda;
+    pub const GET_HIP: super::GetHip = super::GetHip;
+    pub const OPEN_HIP: super::OpenHip = super::OpenHip;
+    pub const CLOSE_CUDA: super::CloseCuda = super::CloseCuda;
+    pub const CLOSE_HIP: super::CloseHip = super::CloseHip;
+}
+
+/// What the family tracks: the memory handles this process exported, as keyed fingerprints (a
+/// handle is a capability: its bytes are kept nowhere), and the pointers opens returned, with
+/// their open count (0 once closed as often as opened). A forked child starts empty, as every
+/// family does: its parent's handles are another process's there, and its mappings are gone.
+/// Nothing is forgotten when memory is freed: a handle of freed memory is still this process's
+/// (R580 even hands the same handle out again for memory allocated at the same address). What is
+/// tracked only ever backs a finding the driver's answer confirms (an open or close the driver
+/// performs drops it), so an open the shim did not see costs no false alarm.
+#[derive(Default)]
+pub struct IpcState {
+    exported: Mutex<HashSet<u64>>,
+    opened: Mutex<HashMap<u64, u32>>,
+}
+
+impl FamilyState for IpcState {
+    fn forget(&self, _: Lifetime) {}
+}
+
+impl IpcState {
+    fn exported(&self, handle: &[u8; 64]) {
+        self.exported
+            .lock()
+            .insert(crate::fingerprint::fingerprint(handle));
+    }
+
+    fn was_exported(&self, handle: &[u8; 64]) -> bool {
+        let fp = crate::fingerprint::fingerprint(handle);
+        self.exported.lock().contains(&fp)
+    }
+
+    /// An open returned `ptr` (v2 and HIP count every open of the same handle; a legacy open of
+    /// an open handle fails, so each success counts one).
+    fn opened(&self, ptr: u64) {
+        *self.opened.lock().entry(ptr).or_insert(0) += 1;
+    }
+
+    /// A close of `ptr` succeeded.
+    fn closed(&self, ptr: u64) {
+        if let Some(count) = self.opened.lock().get_mut(&ptr) {
+            *count = count.saturating_sub(1);
+        }
+    }
+
+    /// How often `ptr` is open: `None` if no open returned it.
+    fn open_count(&self, ptr: u64) -> Option<u32> {
+        self.opened.lock().get(&ptr).copied()
+    }
+
+    /// The open pointer whose mapping `ptr` lies in, given the mapping's base.
+    fn open_base(&self, base: u64) -> bool {
+        self.open_count(base).is_some_and(|n| n > 0)
+    }
+}
+
+/// Before a close: `ptr` must be memory an open returned and that is still open (tracked state:
+/// dropped if the driver closes it after all). `range` is the driver's allocation range query.
+fn not_opened(
+    cx: &mut Cx,
+    rule: &'static Rule,
+    open: &str,
+    ptr: u64,
+    range: impl FnOnce() -> Option<(u64, u64)>,
+) {
+    let message = match cx.states.ipc.open_count(ptr) {
+        Some(0) => format!(
+            "{} was closed as many times as {open} returned it",
+            hex(ptr)
+        ),
+        Some(_) => return,
+        None => match range().filter(|&(base, _)| base != ptr && cx.states.ipc.open_base(base)) {
+            Some((base, _)) => format!(
+                "{} is {} byte(s) into the memory {open} returned at {}: close that pointer",
+                hex(ptr),
+                ptr - base,
+                hex(base)
+            ),
+            None => format!("{open} never returned {} in this process", hex(ptr)),
+        },
+    };
+    cx.tracked(rule, || message);
+}
+
+/// Before an open: a handle this process exported is flagged (tracked state: dropped if the
+/// driver opens it after all).
+fn same_process(cx: &mut Cx, rule: &'static Rule, handle: &[u8; 64]) {
+    if cx.states.ipc.was_exported(handle) {
+        cx.tracked(rule, || {
+            "this process exported the handle (it is opened where it was made)".into()
+        });
+    }
+}
+
+/// Flags `rule` when `ptr` lies inside an allocation rather than at its base: `range` gives the
+/// allocation `(base, size)` of a pointer, cached (`false`) or asked again (`true`), which a
+/// finding rests on.
+fn not_base(
+    cx: &mut Cx,
+    rule: &'static Rule,
+    name: &str,
+    ptr: u64,
+    mut range: impl FnMut(bool) -> Option<(u64, u64)>,
+) {
+    let inside = |r: Option<(u64, u64)>| r.filter(|&(base, size)| base != ptr && ptr - base < size);
+    if inside(range(false)).is_none() {
+        return;
+    }
+    if let Some((base, size)) = inside(range(true)) {
+        cx.flag(rule, || {
+            format!(
+                "{name} {} is {} byte(s) into its allocation [{}, {}); the handle covers the \
+                 whole allocation, and an importer maps it from {}",
+                hex(ptr),
+                ptr - base,
+                hex(base),
+                hex(base + size),
+                hex(base)
+            )
+        });
+    }
+}
+
+impl Check<args::cuIpcGetMemHandle> for GetCuda {
+    type Plan = ();
+    fn before(&self, a: &args::cuIpcGetMemHandle, cx: &mut Cx) {
+        let ptr = a.dptr.0;
+        let facts = cx.facts;
+        not_base(cx, &cuda::GET_NOT_ALLOCATION_BASE, "dptr", ptr, |fresh| {
+            facts.allocation_range(ptr, fresh)
+        });
+    }
+    fn after(&self, a: &args::cuIpcGetMemHandle, _: (), ret: c_int, cx: &mut Cx) {
+        if let Some(handle) = a.pHandle.written(Outcome::Returned(ret)) {
+            cx.states.ipc.exported(&handle.reserved);
+        }
+    }
+}
+
+/// The flags check of both exports of `cuIpcOpenMemHandle` (v1 and v2).
+fn open_flags(cx: &mut Cx, flags: u32) {
+    const LAZY_ENABLE_PEER_ACCESS: u32 = 1;
+    if flags != LAZY_ENABLE_PEER_ACCESS {
+        cx.flag(&cuda::OPEN_FLAGS, || {
+            format!("Flags is {flags:#x}; it must be CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS (0x1)")
+        });
+    }
+}
+
+impl Check<args::cuIpcOpenMemHandle> for OpenCuda {
+    type Plan = ();
+    fn before(&self, a: &args::cuIpcOpenMemHandle, cx: &mut Cx) {
+        open_flags(cx, a.Flags.0);
+        same_process(cx, &cuda::OPEN_SAME_PROCESS, &a.handle.reserved);
+    }
+    fn after(&self, a: &args::cuIpcOpenMemHandle, _: (), ret: c_int, cx: &mut Cx) {
+        if let Some(ptr) = a.pdptr.written(Outcome::Returned(ret)) {
+            cx.states.ipc.opened(ptr.0);
+        }
+    }
+}
+
+impl Check<args::cuIpcOpenMemHandle_v2> for OpenCuda {
+    type Plan = ();
+    fn before(&self, a: &args::cuIpcOpenMemHandle_v2, cx: &mut Cx) {
+        open_flags(cx, a.Flags.0);
+        same_process(cx, &cuda::OPEN_SAME_PROCESS, &a.handle.reserved);
+    }
+    fn after(&self, a: &args::cuIpcOpenMemHandle_v2, _: (), ret: c_int, cx: &mut Cx) {
+        if let Some(ptr) = a.pdptr.written(Outcome::Returned(ret)) {
+            cx.states.ipc.opened(ptr.0);
+        }
+    }
+}
+
+impl Check<args::cuIpcCloseMemHandle> for CloseCuda {
+    type Plan = ();
+    fn before(&self, a: &args::cuIpcCloseMemHandle, cx: &mut Cx) {
+        let ptr = a.dptr.0;
+        let facts = cx.facts;
+        not_opened(
+            cx,
+            &cuda::CLOSE_NOT_OPENED,
+            "cuIpcOpenMemHandle",
+            ptr,
+            || facts.allocation_range(ptr, false),
+        );
+    }
+    fn after(&self, a: &args::cuIpcCloseMemHandle, _: (), ret: c_int, cx: &mut Cx) {
+        if ret == 0 {
+            cx.states.ipc.closed(a.dptr.0);
+        }
+    }
+}
+
+impl Check<args::hipIpcGetMemHandle> for GetHip {
+    type Plan = ();
+    fn before(&self, a: &args::hipIpcGetMemHandle, cx: &mut Cx) {
+        let ptr = a.devPtr.addr();
+        let facts = cx.facts;
+        // The runtime has one answer per pointer, not a cache: asked once.
+        let range = HipSession::begin(facts).allocation_range(ptr);
+        not_base(cx, &hip::GET_NOT_ALLOCATION_BASE, "devPtr", ptr, |_| range);
+    }
+    fn after(&self, a: &args::hipIpcGetMemHandle, _: (), ret: c_int, cx: &mut Cx) {
+        if let Some(handle) = a.handle.written(Outcome::Returned(ret)) {
+            cx.states.ipc.exported(&handle.reserved);
+        }
+    }
+}
+
+impl Check<args::hipIpcOpenMemHandle> for OpenHip {
+    type Plan = ();
+    fn before(&self, a: &args::hipIpcOpenMemHandle, cx: &mut Cx) {
+        same_process(cx, &hip::OPEN_SAME_PROCESS, &a.handle.reserved);
+    }
+    fn after(&self, a: &args::hipIpcOpenMemHandle, _: (), ret: c_int, cx: &mut Cx) {
+        if let Some(ptr) = a.devPtr.written(Outcome::Returned(ret)) {
+            cx.states.ipc.opened(ptr.0 as usize as u64);
+        }
+    }
+}
+
+impl Check<args::hipIpcCloseMemHandle> for CloseHip {
+    type Plan = ();
+    fn before(&self, a: &args::hipIpcCloseMemHandle, cx: &mut Cx) {
+        let ptr = a.devPtr.addr();
+        let facts = cx.facts;
+        not_opened(
+            cx,
+            &hip::CLOSE_NOT_OPENED,
+            "hipIpcOpenMemHandle",
+            ptr,
+            || HipSession::begin(facts).allocation_range(ptr),
+        );
+    }
+    fn after(&self, a: &args::hipIpcCloseMemHandle, _: (), ret: c_int, cx: &mut Cx) {
+        if ret == 0 {
+            cx.states.ipc.closed(a.devPtr.addr());
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! Every IPC rule, through the fake driver: a negative case where exactly that rule fires (and
+//! the divergence R580 shows with it), and correct calls that stay silent. The end-to-end layer
+//! is `tests/ipc_rules.rs`, with C programs on the simulated driver.
+
+use crate::engine::fake::{FakeFacts, Harness, Ran};
+use crate::engine::Checked;
+use sharecheck_core::codes::*;
+use sharecheck_core::ffi::*;
+use sharecheck_core::functions::args;
+use sharecheck_core::options::Mode;
+use sharecheck_core::rules::{self, ipc};
+use std::ffi::c_void;
+
+/// 64 KiB of device memory on device 0.
+const MEM: u64 = 0x10_0000;
+const SIZE: u64 = 0x1_0000;
+/// Where opens of another process's handle map it (64 KiB).
+const IMPORTED: u64 = 0x40_0000;
+
+fn world() -> Harness {
+    let f = FakeFacts::devices(2);
+    f.allocate(MEM, SIZE, Some(0));
+    f.allocate(IMPORTED, SIZE, Some(0));
+    Harness::new(f)
+}
+
+/// Opens another process's handle (v2); the driver answers success and `IMPORTED`.
+fn import(h: &Harness) {
+    let mut ptr = CUdeviceptr(IMPORTED);
+    let ran = h.call(
+        args::cuIpcOpenMemHandle_v2 {
+            pdptr: Out(&mut ptr),
+            handle: CUipcMemHandle { reserved: THEIRS },
+            Flags: IpcMemFlags(1),
+        },
+        SUCCESS,
+    );
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+}
+
+fn close(ptr: u64) -> args::cuIpcCloseMemHandle {
+    args::cuIpcCloseMemHandle {
+        dptr: CUdeviceptr(ptr),
+    }
+}
+
+fn hip_close(ptr: u64) -> args::hipIpcCloseMemHandle {
+    args::hipIpcCloseMemHandle {
+        devPtr: VoidPtr(ptr as usize as *mut c_void),
+    }
+}
+
+fn get(ptr: u64) -> args::cuIpcGetMemHandle {
+    args::cuIpcGetMemHandle {
+        pHandle: Out(std::ptr::null_mut()),
+        dptr: CUdeviceptr(ptr),
+    }
+}
+
+/// A handle another process made (as far as this one knows).
+const THEIRS: [u8; 64] = [7; 64];
+/// The handle this process's exports get from the fake driver (it writes nothing: the test
+/// fills the out-parameter's memory beforehand).
+const OURS: [u8; 64] = [9; 64];
+
+fn open_handle(flags: u32, handle: [u8; 64]) -> args::cuIpcOpenMemHandle_v2 {
+    args::cuIpcOpenMemHandle_v2 {
+        pdptr: Out(std::ptr::null_mut()),
+        handle: CUipcMemHandle { reserved: handle },
+        Flags: IpcMemFlags(flags),
+    }
+}
+
+fn open(flags: u32) -> args::cuIpcOpenMemHandle_v2 {
+    open_handle(flags, THEIRS)
+}
+
+fn open_v1(flags: u32) -> args::cuIpcOpenMemHandle {
+    args::cuIpcOpenMemHandle {
+        pdptr: Out(std::ptr::null_mut()),
+        handle: CUipcMemHandle { reserved: THEIRS },
+        Flags: IpcMemFlags(flags),
+    }
+}
+
+/// Exports `MEM` with the driver answering `ret`; the handle it "wrote" is `OURS`.
+fn export(h: &Harness, ret: i32) {
+    let mut handle = CUipcMemHandle { reserved: OURS };
+    let ran = h.call(
+        args::cuIpcGetMemHandle {
+            pHandle: Out(&mut handle),
+            dptr: CUdeviceptr(MEM),
+        },
+        ret,
+    );
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+}
+
+fn hip_export(h: &Harness) {
+    let mut handle = hipIpcMemHandle_t { reserved: OURS };
+    let ran = h.call(
+        args::hipIpcGetMemHandle {
+            handle: Out(&mut handle),
+            devPtr: VoidPtr(MEM as usize as *mut c_void),
+        },
+        SUCCESS,
+    );
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+}
+
+fn hip_open(handle: [u8; 64]) -> args::hipIpcOpenMemHandle {
+    args::hipIpcOpenMemHandle {
+        devPtr: Out(std::ptr::null_mut()),
+        handle: hipIpcMemHandle_t { reserved: handle },
+        flags: HipIpcMemFlags(1),
+    }
+}
+
+fn hip_get(ptr: u64) -> args::hipIpcGetMemHandle {
+    args::hipIpcGetMemHandle {
+        handle: Out(std::ptr::null_mut()),
+        devPtr: VoidPtr(ptr as usize as *mut c_void),
+    }
+}
+
+/// Runs a call the test expects to be clean.
+fn ok<A: Checked>(h: &Harness, args: A) {
+    h.ok(args)
+}
+
+type Case = (&'static str, &'static [&'static str], fn(&Harness) -> Ran);
+
+const NEGATIVE: &[Case] = &[
+    (
+        "cuda export of an interior pointer, R580's answer",
+        &[
+            "cuIpcGetMemHandle.not-allocation-base",
+            "divergence.cuIpcGetMemHandle.interior-pointer-accepted",
+        ],
+        |h| h.call(get(MEM + 256), SUCCESS),
+    ),
+    (
+        "cuda export of an interior pointer, refused as documented",
+        &["cuIpcGetMemHandle.not-allocation-base"],
+        |h| h.call(get(MEM + 256), INVALID_VALUE),
+    ),
+    (
+        "cuda open without the lazy flag",
+        &["cuIpcOpenMemHandle.flags-not-lazy-enable-peer-access"],
+        |h| h.call(open(0), INVALID_VALUE),
+    ),
+    (
+        "cuda open v1 with an unknown flag",
+        &["cuIpcOpenMemHandle.flags-not-lazy-enable-peer-access"],
+        |h| h.call(open_v1(3), INVALID_VALUE),
+    ),
+    (
+        "cuda open of a handle this process exported",
+        &["cuIpcOpenMemHandle.same-process"],
+        |h| {
+            export(h, SUCCESS);
+            h.call(open_handle(1, OURS), INVALID_CONTEXT)
+        },
+    ),
+    (
+        "cuda open of its own handle with bad flags, R580's legacy answer",
+        &[
+            "cuIpcOpenMemHandle.flags-not-lazy-enable-peer-access",
+            "cuIpcOpenMemHandle.same-process",
+        ],
+        |h| {
+            export(h, SUCCESS);
+            h.call(open_handle(0, OURS), INVALID_CONTEXT)
+        },
+    ),
+    (
+        "hip open of a handle this process exported",
+        &["hipIpcOpenMemHandle.same-process"],
+        |h| {
+            hip_export(h);
+            h.call(hip_open(OURS), INVALID_CONTEXT)
+        },
+    ),
+    (
+        "cuda close of memory no open returned",
+        &["cuIpcCloseMemHandle.not-opened"],
+        |h| h.call(close(MEM), INVALID_VALUE),
+    ),
+    (
+        "cuda close once more than opened",
+        &["cuIpcCloseMemHandle.not-opened"],
+        |h| {
+            import(h);
+            ok(h, close(IMPORTED));
+            h.call(close(IMPORTED), INVALID_VALUE)
+        },
+    ),
+    (
+        "cuda close of a pointer inside an opened mapping",
+        &["cuIpcCloseMemHandle.not-opened"],
+        |h| {
+            import(h);
+            h.call(close(IMPORTED + 16), INVALID_VALUE)
+        },
+    ),
+    (
+        "hip close of memory no open returned",
+        &["hipIpcCloseMemHandle.not-opened"],
+        |h| h.call(hip_close(MEM), INVALID_VALUE),
+    ),
+    (
+        "hip export of an interior pointer",
+        &["hipIpcGetMemHandle.not-allocation-base"],
+        |h| h.call(hip_get(MEM + 4096), SUCCESS),
+    ),
+];
+
+#[test]
+fn each_negative_case_reports_exactly_its_rules() {
+    for (name, expected, scenario) in NEGATIVE {
+        let h = world();
+        let ran = scenario(&h);
+        assert_eq!(ran.rules, *expected, "{name}: {:?}", ran.messages);
+        assert!(ran.forwarded, "{name}: report mode forwards");
+    }
+}
+
+#[test]
+fn every_ipc_rule_and_its_divergences_have_a_negative_case() {
+    let covered = NEGATIVE.iter().flat_map(|(_, ids, _)| ids.iter().copied());
+    let missing = rules::without_case(&["ipc"], covered);
+    assert!(
+        missing.is_empty(),
+        "rules without a negative unit test: {missing:?}"
+    );
+    assert!(rules::divergences::KNOWN
+        .iter()
+        .any(|d| ipc::FAMILY.rules.iter().any(|r| std::ptr::eq(*r, d.misuse))));
+}
+
+#[test]
+fn correct_exports_and_opens_are_silent() {
+    let h = world();
+    ok(&h, get(MEM));
+    ok(&h, open(1));
+    ok(&h, open_v1(1));
+    ok(&h, hip_get(MEM));
+    ok(&h, hip_open(THEIRS));
+    // A pointer the driver does not know is its business (it answers INVALID_VALUE): no finding
+    // rests on an allocation nobody can name.
+    let ran = h.call(get(0xdead_0000), INVALID_VALUE);
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+}
+
+/// A handle counts as this process's only once the driver made it: a failed export records
+/// nothing, and an open the driver performs drops the tracked finding.
+#[test]
+fn only_handles_the_driver_made_here_count_as_this_processs() {
+    let h = world();
+    export(&h, INVALID_VALUE);
+    let ran = h.call(open_handle(1, OURS), INVALID_CONTEXT);
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+    let h = world();
+    export(&h, SUCCESS);
+    ok(&h, open_handle(1, THEIRS));
+    // The driver opened it after all (tracked state, not a certainty): nothing is reported.
+    ok(&h, open_handle(1, OURS));
+}
+
+/// v2 counts opens of the same handle: as many closes as opens are correct, one more is not.
+#[test]
+fn every_open_is_closed_once() {
+    let h = world();
+    import(&h);
+    import(&h);
+    ok(&h, close(IMPORTED));
+    ok(&h, close(IMPORTED));
+    let ran = h.call(close(IMPORTED), INVALID_VALUE);
+    assert_eq!(ran.rules, ["cuIpcCloseMemHandle.not-opened"]);
+    assert!(
+        ran.messages[0].contains("was closed as many times as cuIpcOpenMemHandle returned it"),
+        "{:?}",
+        ran.messages
+    );
+    // A close of memory the shim never saw opened, which the driver performs (an open before
+    // the shim was loaded): tracked state only, so nothing is reported.
+    ok(&h, close(MEM));
+    let ran = h.call(close(IMPORTED + 16), INVALID_VALUE);
+    assert!(
+        ran.messages[0].contains("never returned 0x400010"),
+        "a closed mapping is not an open one: {:?}",
+        ran.messages
+    );
+}
+
+#[test]
+fn an_interior_close_names_the_pointer_to_close() {
+    let h = world();
+    import(&h);
+    let ran = h.call(close(IMPORTED + 16), INVALID_VALUE);
+    assert!(
+        ran.messages[0].contains(
+            "0x400010 is 16 byte(s) into the memory cuIpcOpenMemHandle returned at 0x400000"
+        ),
+        "{:?}",
+        ran.messages
+    );
+}
+
+#[test]
+fn the_message_names_the_offset_and_the_allocation() {
+    let h = world();
+    let ran = h.call(get(MEM + 0x100), SUCCESS);
+    assert!(
+        ran.messages[0].contains("256 byte(s) into its allocation [0x100000, 0x110000)"),
+        "{:?}",
+        ran.messages
+    );
+}
+
+#[test]
+fn a_cached_range_is_asked_again_before_it_is_reported() {
+    let h = world();
+    let before = h.facts.fresh_queries.get();
+    h.call(get(MEM + 8), SUCCESS);
+    assert_eq!(h.facts.fresh_queries.get(), before + 1);
+    // A base pointer asks nothing more.
+    h.call(get(MEM), SUCCESS);
+    assert_eq!(h.facts.fresh_queries.get(), before + 1);
+}
+
+#[test]
+fn strict_mode_refuses_an_interior_export_with_the_documented_code() {
+    let mut h = world();
+    h.mode = Mode::Strict;
+    let ran = h.call(get(MEM + 8), SUCCESS);
+    assert!(!ran.forwarded);
+    assert_eq!(ran.ret, INVALID_VALUE);
+    // The HIP rule has no documented code: strict mode forwards.
+    let ran = h.call(hip_get(MEM + 8), SUCCESS);
+    assert!(ran.forwarded);
+    assert_eq!(ran.rules, ["hipIpcGetMemHandle.not-allocation-base"]);
+}

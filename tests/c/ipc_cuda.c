@@ -1,0 +1,101 @@
+/* CUDA IPC scenarios for the rule tests: `ipc_cuda SCENARIO`. Every covered call is printed as
+ * `CALL symbol result` (check.h); set-up calls that must succeed are not.
+ *   export-interior   exports a pointer 256 bytes into its allocation
+ *   open-flags        opens its own handle with Flags 0 (cuIpcOpenMemHandle_v2)
+ *   open-v1-flags     the same through the legacy cuIpcOpenMemHandle, with Flags 3
+ *   open-same-process opens its own handle, with the right flags
+ *   close-not-opened  closes memory of its own (no open returned it)
+ *   correct           a child process (forked before cuInit) exports an allocation's base; the
+ *                     parent opens it twice with CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, reads it and
+ *                     closes it twice; then the child frees it
+ *   close-twice       the same, with a third close
+ *   close-interior    the same, closing a pointer 256 bytes into the mapping before the right one */
+#include <cuda.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "check.h"
+
+/* The legacy export, which cuda.h maps to _v2. */
+#undef cuIpcOpenMemHandle
+CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
+
+#define BYTES (1 << 16)
+
+static void setup(void) {
+    CUdevice dev;
+    CUcontext ctx;
+    MUST(cuInit(0));
+    MUST(cuDeviceGet(&dev, 0));
+    MUST(cuDevicePrimaryCtxRetain(&ctx, dev));
+    MUST(cuCtxSetCurrent(ctx));
+}
+
+/* The two-process exchange of `correct`, `close-twice` and `close-interior`. */
+static int exchange(const char *how) {
+    int to_parent[2], to_child[2];
+    if (pipe(to_parent) != 0 || pipe(to_child) != 0) return 2;
+    pid_t child = fork();
+    if (child < 0) return 2;
+    CUipcMemHandle h;
+    char byte = 0;
+    if (child == 0) {
+        setup();
+        CUdeviceptr p;
+        MUST(cuMemAlloc(&p, BYTES));
+        unsigned char fill[64];
+        memset(fill, 0x5a, sizeof fill);
+        MUST(cuMemcpyHtoD(p, fill, sizeof fill));
+        CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p));
+        if (write(to_parent[1], &h, sizeof h) != (ssize_t)sizeof h) _exit(4);
+        if (read(to_child[0], &byte, 1) != 1) _exit(5);
+        CALL("cuMemFree_v2", cuMemFree(p));
+        exit(0);
+    }
+    setup();
+    if (read(to_parent[0], &h, sizeof h) != (ssize_t)sizeof h) return 4;
+    CUdeviceptr q = 0, again = 0;
+    CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&q, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&again, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    unsigned char data[64];
+    MUST(cuMemcpyDtoH(data, q, sizeof data));
+    if (!strcmp(how, "close-interior")) CALL("cuIpcCloseMemHandle", cuIpcCloseMemHandle(q + 256));
+    CALL("cuIpcCloseMemHandle", cuIpcCloseMemHandle(q));
+    CALL("cuIpcCloseMemHandle", cuIpcCloseMemHandle(again));
+    if (!strcmp(how, "close-twice")) CALL("cuIpcCloseMemHandle", cuIpcCloseMemHandle(q));
+    memset(&h, 0, sizeof h);
+    if (write(to_child[1], &byte, 1) != 1) return 5;
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 && data[0] == 0x5a ? 0 : 6;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) return 2;
+    const char *s = argv[1];
+    if (!strcmp(s, "correct") || !strcmp(s, "close-twice") || !strcmp(s, "close-interior"))
+        return exchange(s);
+    setup();
+    CUdeviceptr p, q = 0;
+    CUipcMemHandle h;
+    MUST(cuMemAlloc(&p, BYTES));
+    if (!strcmp(s, "export-interior")) {
+        CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p + 256));
+    } else if (!strcmp(s, "open-flags")) {
+        CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p));
+        CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&q, h, 0));
+    } else if (!strcmp(s, "close-not-opened")) {
+        CALL("cuIpcCloseMemHandle", cuIpcCloseMemHandle(p));
+    } else if (!strcmp(s, "open-same-process")) {
+        CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p));
+        CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&q, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    } else if (!strcmp(s, "open-v1-flags")) {
+        CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p));
+        CALL("cuIpcOpenMemHandle", cuIpcOpenMemHandle(&q, h, 3));
+    } else {
+        return 2;
+    }
+    memset(&h, 0, sizeof h);
+    CALL("cuMemFree_v2", cuMemFree(p));
+    return 0;
+}

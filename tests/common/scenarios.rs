@@ -1,0 +1,122 @@
+//! Scenario programs under the shim: a run's findings, and checking that each negative case fires
+//! exactly its rules (the rule families' end-to-end tests).
+
+use super::*;
+use serde_json::Value;
+use sharecheck_core::schema::env;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Output;
+
+/// One run of a scenario: what the program saw, what the shim recorded and printed.
+pub struct Run {
+    pub out: Output,
+    pub records: Vec<Value>,
+}
+
+impl Run {
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+
+    /// Every finding of every record, in order.
+    pub fn findings(&self) -> Vec<&Value> {
+        self.records
+            .iter()
+            .flat_map(|r| r["findings"].as_array().into_iter().flatten())
+            .collect()
+    }
+
+    pub fn rule_ids(&self) -> BTreeSet<String> {
+        self.findings()
+            .iter()
+            .map(|f| f["rule"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    pub fn count(&self, id: &str) -> usize {
+        self.findings().iter().filter(|f| f["rule"] == id).count()
+    }
+}
+
+/// Runs `program scenario` under the shim in a scratch directory of its own.
+pub fn run(parent: &Scratch, program: &Path, scenario: &str, env: &[(&str, &str)]) -> Run {
+    let name = format!(
+        "{}/{}-{scenario}-{}",
+        parent.dir.file_name().unwrap().to_string_lossy(),
+        program.file_name().unwrap().to_string_lossy(),
+        env.iter()
+            .map(|(k, v)| format!("{}{v}", k.trim_start_matches(env::PREFIX)))
+            .collect::<String>()
+            .replace(['/', ':', ',', '='], "_")
+    );
+    let scratch = Scratch::new(&name);
+    let mut cmd = scratch.under_shim(program);
+    cmd.arg(scenario);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("spawn");
+    let records = scratch.records();
+    Run { out, records }
+}
+
+/// Runs and asserts what every run must show: the program ran to the end and saw exactly the
+/// driver's answers (the calls it printed are the trace's calls, with the same results).
+pub fn run_checked(parent: &Scratch, program: &Path, scenario: &str, env: &[(&str, &str)]) -> Run {
+    let r = run(parent, program, scenario, env);
+    assert!(
+        r.out.status.success(),
+        "{scenario} {env:?} failed with {}\nstderr:\n{}",
+        r.out.status,
+        r.stderr()
+    );
+    // Set-up calls the program does not print (MUST) may be traced too: compare the functions
+    // it prints. Sorted: the threads of `correct` interleave their output and their records.
+    let mut printed = printed_calls(&r.out);
+    let mut traced: Vec<(String, i64)> = fn_ret(&r.records)
+        .into_iter()
+        .filter(|(f, _)| printed.iter().any(|(p, _)| p == f))
+        .collect();
+    printed.sort();
+    traced.sort();
+    assert_eq!(
+        traced, printed,
+        "{scenario}: the trace (left) differs from what the program saw (right)"
+    );
+    r
+}
+
+/// A negative case: the scenario, its environment, the rules it must report (exactly).
+pub type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [&'a str]);
+
+/// Runs every case and checks that each reports exactly its rules, on stderr too.
+pub fn check_cases(parent: &Scratch, program: &Path, cases: &[Case]) {
+    let mut wrong = Vec::new();
+    for (scenario, env, expected) in cases {
+        let r = run_checked(parent, program, scenario, env);
+        let expected: BTreeSet<String> = expected.iter().map(|s| s.to_string()).collect();
+        let got = r.rule_ids();
+        if got != expected {
+            wrong.push(format!(
+                "{scenario} {env:?}: expected {expected:?}, got {got:?}\n{}",
+                r.stderr()
+            ));
+        }
+        // Each finding is printed on stderr too, as `severity[ID]`.
+        for f in r.findings() {
+            let head = format!(
+                "sharecheck: {}[{}] ",
+                f["severity"].as_str().unwrap(),
+                f["rule"].as_str().unwrap()
+            );
+            if !r.stderr().contains(&head) {
+                wrong.push(format!(
+                    "{scenario}: stderr lacks {head:?}:\n{}",
+                    r.stderr()
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+}

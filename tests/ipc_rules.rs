@@ -1,0 +1,148 @@
+//! The IPC rules, each shown firing alone (negative) and correct programs shown silent (positive),
+//! on the simulated driver, which answers as R580 does unless told `documented`. Programs:
+//! tests/c/ipc_cuda.c, tests/c/ipc_hip.c.
+
+mod common;
+use common::scenarios::*;
+use common::*;
+use sharecheck_core::rules;
+use sharecheck_core::schema::env;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+const DOCUMENTED: (&str, &str) = (env::SIM_BEHAVIOUR, "documented");
+
+struct Programs {
+    scratch: Scratch,
+    cuda: PathBuf,
+    hip: PathBuf,
+}
+
+fn programs(name: &str) -> Programs {
+    static BUILT: std::sync::OnceLock<(PathBuf, PathBuf)> = std::sync::OnceLock::new();
+    let (cuda, hip) = BUILT.get_or_init(|| {
+        let scratch = Scratch::new("ipc_programs");
+        let libs = format!("-L{}", scratch.sim_libs().display());
+        let cuda = scratch.compile("ipc_cuda.c", "ipc_cuda", &[&libs, "-lcuda"]);
+        let hip = scratch.compile("ipc_hip.c", "ipc_hip", &[&libs, "-lamdhip64"]);
+        (cuda, hip)
+    });
+    Programs {
+        scratch: Scratch::new(name),
+        cuda: cuda.clone(),
+        hip: hip.clone(),
+    }
+}
+
+const CUDA_CASES: &[Case] = &[
+    (
+        "export-interior",
+        &[],
+        &[
+            "cuIpcGetMemHandle.not-allocation-base",
+            "divergence.cuIpcGetMemHandle.interior-pointer-accepted",
+        ],
+    ),
+    (
+        "export-interior",
+        &[DOCUMENTED],
+        &["cuIpcGetMemHandle.not-allocation-base"],
+    ),
+    // Its own handle with bad flags: two misuses. `_v2` answers the flags (1), the legacy
+    // export the process (201), as R580 does; either answer is explained, so no divergence.
+    (
+        "open-flags",
+        &[],
+        &[
+            "cuIpcOpenMemHandle.flags-not-lazy-enable-peer-access",
+            "cuIpcOpenMemHandle.same-process",
+        ],
+    ),
+    (
+        "open-v1-flags",
+        &[],
+        &[
+            "cuIpcOpenMemHandle.flags-not-lazy-enable-peer-access",
+            "cuIpcOpenMemHandle.same-process",
+        ],
+    ),
+    (
+        "open-same-process",
+        &[],
+        &["cuIpcOpenMemHandle.same-process"],
+    ),
+    ("close-not-opened", &[], &["cuIpcCloseMemHandle.not-opened"]),
+    // Two processes: opened twice, closed three times.
+    ("close-twice", &[], &["cuIpcCloseMemHandle.not-opened"]),
+    ("close-interior", &[], &["cuIpcCloseMemHandle.not-opened"]),
+];
+
+const HIP_CASES: &[Case] = &[
+    (
+        "export-interior",
+        &[],
+        &["hipIpcGetMemHandle.not-allocation-base"],
+    ),
+    (
+        "open-same-process",
+        &[],
+        &["hipIpcOpenMemHandle.same-process"],
+    ),
+    (
+        "close-not-opened",
+        &[],
+        &["hipIpcCloseMemHandle.not-opened"],
+    ),
+];
+
+#[test]
+fn each_cuda_misuse_fires_exactly_its_rule() {
+    let p = programs("ipc_cuda_cases");
+    check_cases(&p.scratch, &p.cuda, CUDA_CASES);
+}
+
+#[test]
+fn each_hip_misuse_fires_exactly_its_rule() {
+    let p = programs("ipc_hip_cases");
+    check_cases(&p.scratch, &p.hip, HIP_CASES);
+}
+
+/// An exporter and an importer in two processes, done right: no finding in either, and both
+/// traced.
+#[test]
+fn correct_programs_produce_no_finding() {
+    let p = programs("ipc_correct");
+    let r = run_checked(&p.scratch, &p.cuda, "correct", &[]);
+    assert!(r.findings().is_empty(), "{}", r.stderr());
+    let processes: BTreeSet<String> = r.records.iter().map(|x| x["pid"].to_string()).collect();
+    assert_eq!(
+        processes.len(),
+        2,
+        "the exporter and the importer are traced"
+    );
+    let functions: BTreeSet<&str> = calls(&r.records)
+        .iter()
+        .filter_map(|c| c["fn"].as_str())
+        .collect();
+    for f in [
+        "cuIpcGetMemHandle",
+        "cuIpcOpenMemHandle_v2",
+        "cuIpcCloseMemHandle",
+    ] {
+        assert!(functions.contains(f), "{f} is traced: {functions:?}");
+    }
+    let r = run_checked(&p.scratch, &p.hip, "export-base", &[]);
+    assert!(r.findings().is_empty(), "{}", r.stderr());
+}
+
+#[test]
+fn every_ipc_rule_has_a_negative_case() {
+    let covered = [CUDA_CASES, HIP_CASES]
+        .into_iter()
+        .flat_map(|cases| cases.iter().flat_map(|(_, _, ids)| ids.iter().copied()));
+    let missing = rules::without_case(&["ipc"], covered);
+    assert!(
+        missing.is_empty(),
+        "rules without a negative test: {missing:?}"
+    );
+}
