@@ -183,31 +183,25 @@ fn open_flags(cx: &mut Cx, flags: u32) {
     }
 }
 
-impl Check<args::cuIpcOpenMemHandle> for OpenCuda {
-    type Plan = ();
-    fn before(&self, a: &args::cuIpcOpenMemHandle, cx: &mut Cx) {
-        open_flags(cx, a.Flags.0);
-        same_process(cx, &cuda::OPEN_SAME_PROCESS, &a.handle.reserved);
-    }
-    fn after(&self, a: &args::cuIpcOpenMemHandle, _: (), ret: c_int, cx: &mut Cx) {
-        if let Some(ptr) = a.pdptr.written(Outcome::Returned(ret)) {
-            cx.states.ipc.opened(ptr.0);
+/// Both exports of `cuIpcOpenMemHandle` (the legacy one and `_v2`) are checked alike.
+macro_rules! open_cuda {
+    ($($function:ident),*) => {$(
+        impl Check<args::$function> for OpenCuda {
+            type Plan = ();
+            fn before(&self, a: &args::$function, cx: &mut Cx) {
+                open_flags(cx, a.Flags.0);
+                same_process(cx, &cuda::OPEN_SAME_PROCESS, &a.handle.reserved);
+            }
+            fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
+                if let Some(ptr) = a.pdptr.written(Outcome::Returned(ret)) {
+                    cx.states.ipc.opened(ptr.0);
+                }
+            }
         }
-    }
+    )*};
 }
 
-impl Check<args::cuIpcOpenMemHandle_v2> for OpenCuda {
-    type Plan = ();
-    fn before(&self, a: &args::cuIpcOpenMemHandle_v2, cx: &mut Cx) {
-        open_flags(cx, a.Flags.0);
-        same_process(cx, &cuda::OPEN_SAME_PROCESS, &a.handle.reserved);
-    }
-    fn after(&self, a: &args::cuIpcOpenMemHandle_v2, _: (), ret: c_int, cx: &mut Cx) {
-        if let Some(ptr) = a.pdptr.written(Outcome::Returned(ret)) {
-            cx.states.ipc.opened(ptr.0);
-        }
-    }
-}
+open_cuda!(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2);
 
 impl Check<args::cuIpcCloseMemHandle> for CloseCuda {
     type Plan = ();
