@@ -135,11 +135,58 @@ fn correct_programs_produce_no_finding() {
     assert!(r.findings().is_empty(), "{}", r.stderr());
 }
 
+/// `sharecheck report` over both processes' traces: findings of the report phase, by rule.
+fn report_phase(r: &Run) -> Vec<(String, String)> {
+    let out = std::process::Command::new(cli())
+        .args(["report", "--format", "json"])
+        .arg(&r.traces)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["phase"] == "report")
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap().to_string(),
+                f["fn"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The report phase: the exporter freed while the importer still had the memory open. No
+/// single process could tell; `sharecheck report` reads both traces and puts the finding on the
+/// exporter's free. Done right, it finds nothing.
+#[test]
+fn a_free_while_another_process_has_the_memory_open_is_found_in_the_report() {
+    let p = programs("ipc_free_early");
+    let r = run_checked(&p.scratch, &p.cuda, "free-early", &[]);
+    assert!(
+        r.findings().is_empty(),
+        "not a live finding: {}",
+        r.stderr()
+    );
+    assert_eq!(
+        report_phase(&r),
+        [(FREED_EARLY.to_string(), "cuMemFree_v2".to_string())]
+    );
+    let r = run_checked(&p.scratch, &p.cuda, "correct", &[]);
+    assert!(report_phase(&r).is_empty());
+}
+
+/// The rule the report phase finds in `free-early`.
+const FREED_EARLY: &str = "cuMemFree.ipc-memory-open-elsewhere";
+
 #[test]
 fn every_ipc_rule_has_a_negative_case() {
     let covered = [CUDA_CASES, HIP_CASES]
         .into_iter()
-        .flat_map(|cases| cases.iter().flat_map(|(_, _, ids)| ids.iter().copied()));
+        .flat_map(|cases| cases.iter().flat_map(|(_, _, ids)| ids.iter().copied()))
+        .chain([FREED_EARLY]);
     let missing = rules::without_case(&["ipc"], covered);
     assert!(
         missing.is_empty(),

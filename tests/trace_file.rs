@@ -222,7 +222,8 @@ fn ipc_handles_are_fingerprinted_alike_across_processes_and_never_written_raw() 
 /// timeline of both processes decides what neither process could alone.
 #[test]
 fn a_report_phase_check_matches_exporter_and_importer_by_fingerprint() {
-    use sharecheck_core::crossproc::{decide, example::FreedWhileOpen, ReportCheck, Timeline};
+    use sharecheck_core::crossproc::{decide, ReportCheck, Timeline};
+    use sharecheck_core::rules::ipc::report::FREED_WHILE_OPEN;
     let findings_of = |mode: &[&str]| {
         let s = Scratch::new(&format!("ipc_pair_report{}", mode.len()));
         let libs = s.sim_libs();
@@ -232,7 +233,7 @@ fn a_report_phase_check_matches_exporter_and_importer_by_fingerprint() {
             &[&format!("-L{}", libs.display()), "-lcuda"],
         );
         run_ok(s.under_shim(&exe).current_dir(&s.dir).args(mode));
-        let checks: [&dyn ReportCheck; 1] = [&FreedWhileOpen];
+        let checks: [&dyn ReportCheck; 1] = [&FREED_WHILE_OPEN];
         let mut timeline = Timeline::for_checks(&checks);
         let records = s.records();
         for r in &records {
@@ -253,7 +254,7 @@ fn a_report_phase_check_matches_exporter_and_importer_by_fingerprint() {
     );
     let (early, free) = findings_of(&["early"]);
     assert_eq!(early.len(), 1, "{early:?}");
-    assert_eq!(early[0].rule.id, "test.freed-while-open");
+    assert_eq!(early[0].rule.id, "cuMemFree.ipc-memory-open-elsewhere");
     assert_eq!(
         (early[0].pid, early[0].seq),
         (free["pid"].as_i64().unwrap(), free["seq"].as_u64().unwrap()),

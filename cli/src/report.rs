@@ -522,7 +522,7 @@ pub fn render_text(s: &Summary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sharecheck_core::crossproc::example::FreedWhileOpen;
+    use sharecheck_core::rules::ipc::report::FREED_WHILE_OPEN;
 
     /// Two processes' traces, as the shim writes them: the exporter (10) frees at `free_at`, the
     /// importer (20) closes at 300.
@@ -562,7 +562,7 @@ mod tests {
     fn report_phase_findings_are_reported_like_any_other_on_the_call_they_rest_on() {
         let dir =
             std::env::temp_dir().join(format!("sharecheck-report-phase-{}", std::process::id()));
-        let checks: [&dyn ReportCheck; 1] = [&FreedWhileOpen];
+        let checks: [&dyn ReportCheck; 1] = [&FREED_WHILE_OPEN];
         let mut diagnostics = Vec::new();
         let correct = summarize_with(&traces(&dir, 400), &mut diagnostics, &checks);
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
@@ -573,13 +573,18 @@ mod tests {
         assert_eq!((o.pid.as_i64(), o.seq.as_u64()), (Some(10), Some(2)));
         assert_eq!(o.func.as_deref(), Some("cuMemFree_v2"));
         assert_eq!(o.finding["phase"], "report");
-        assert_eq!(early.processes[&10].errors, 1, "counted for the exporter");
+        assert_eq!(early.processes[&10].warnings, 1, "counted for the exporter");
         let json: Value = serde_json::from_str(&render_json(&early)).unwrap();
-        assert_eq!(json["findings"][0]["rule"], "test.freed-while-open");
-        assert!(render_text(&early).contains("test.freed-while-open"));
-        // Production registers no report-phase check yet: the same traces report nothing.
+        let id = "cuMemFree.ipc-memory-open-elsewhere";
+        assert_eq!(json["findings"][0]["rule"], id);
+        assert!(render_text(&early).contains(id));
+        // Production registers the check: the same traces give the same finding.
         let production = summarize(&traces(&dir, 250), &mut diagnostics);
-        assert!(production.findings.is_empty());
+        assert_eq!(production.findings.len(), 1);
+        assert_eq!(production.findings[0].finding["rule"], id);
+        assert!(summarize(&traces(&dir, 400), &mut diagnostics)
+            .findings
+            .is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -215,8 +215,8 @@ pub trait ReportCheck: Sync {
     fn decide(&self, timeline: &Timeline) -> Vec<ReportFinding>;
 }
 
-/// Every report-phase check (the IPC family adds its lifetime checks here).
-pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[];
+/// Every report-phase check.
+pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[&crate::rules::ipc::report::FREED_WHILE_OPEN];
 
 /// Runs `checks` over a finished timeline.
 pub fn decide(timeline: &Timeline, checks: &[&dyn ReportCheck]) -> Vec<ReportFinding> {
@@ -225,84 +225,10 @@ pub fn decide(timeline: &Timeline, checks: &[&dyn ReportCheck]) -> Vec<ReportFin
     found
 }
 
-/// A report-phase check of the kind the IPC family will add, for testing the mechanism (not
-/// registered in [`REPORT_CHECKS`]): memory exported in one process and opened in another was
-/// freed by the exporter while the importer still had it open.
-#[doc(hidden)]
-pub mod example {
-    use super::*;
-    use crate::rules::{Kind, Severity, Source};
-
-    pub static FREED_WHILE_OPEN: Rule = Rule {
-        id: "test.freed-while-open",
-        severity: Severity::Error,
-        kind: Kind::Misuse,
-        requirement: "test rule",
-        source: Source {
-            document: "test",
-            section: "test",
-            function: "test",
-        },
-        quote: "test",
-        documented_code: None,
-        fix: "test",
-    };
-
-    pub struct FreedWhileOpen;
-
-    impl ReportCheck for FreedWhileOpen {
-        fn rules(&self) -> &'static [&'static Rule] {
-            static RULES: &[&Rule] = &[&FREED_WHILE_OPEN];
-            RULES
-        }
-        fn functions(&self) -> &'static [&'static str] {
-            &["cuMemFree", "cuIpcCloseMemHandle"]
-        }
-        fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
-            let mut found = Vec::new();
-            for fp in t.fingerprints() {
-                let calls: Vec<&Call> = t.sharing(fp).collect();
-                let Some(export) = calls
-                    .iter()
-                    .find(|c| c.func == "cuIpcGetMemHandle" && c.succeeded())
-                else {
-                    continue;
-                };
-                let Some(exported) = export.arg("dptr") else {
-                    continue;
-                };
-                let freed = t.later_in_process(export).find(|c| {
-                    c.func.starts_with("cuMemFree")
-                        && c.succeeded()
-                        && c.arg("dptr") == Some(exported)
-                });
-                for open in calls.iter().filter(|c| {
-                    c.pid != export.pid && c.func.starts_with("cuIpcOpenMemHandle") && c.succeeded()
-                }) {
-                    let mapped = open.out("pdptr");
-                    let closed = t
-                        .later_in_process(open)
-                        .find(|c| c.func == "cuIpcCloseMemHandle" && c.arg("dptr") == mapped);
-                    if let Some(free) = freed {
-                        if closed.is_none_or(|close| close.ts_ns > free.ts_ns) {
-                            found.push(ReportFinding::at(
-                                &FREED_WHILE_OPEN,
-                                free,
-                                format!("process {} still had it open", open.pid),
-                            ));
-                        }
-                    }
-                }
-            }
-            found
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::example::*;
     use super::*;
+    use crate::rules::ipc::report::{FreedWhileOpen, FREED_WHILE_OPEN};
 
     fn record(
         pid: i64,
@@ -413,9 +339,36 @@ mod tests {
         let f = &found[0];
         assert_eq!(
             (f.rule.id, f.pid, f.seq, f.func.as_str()),
-            ("test.freed-while-open", 10, 2, "cuMemFree_v2")
+            (FREED_WHILE_OPEN.rules()[0].id, 10, 2, "cuMemFree_v2")
         );
-        assert_eq!(f.message, "process 20 still had it open");
+        assert_eq!(
+            f.message,
+            "cuMemFree_v2 0x7000000 was exported (cuIpcGetMemHandle) and is still open in process \
+             20 (cuIpcOpenMemHandle, not yet closed)"
+        );
+        // Closed and freed at the same instant: not open any more.
+        assert!(decide(&job(300, 300), &checks).is_empty());
+        // Opened twice (v2 counts), closed once before the free and once after: still open.
+        let mut t = job(400, 300);
+        let twice = |seq, ts, func: &str, args: Value| record(20, seq, ts, func, args, 0);
+        t.add(&twice(
+            3,
+            210,
+            "cuIpcOpenMemHandle_v2",
+            serde_json::json!({"*pdptr":"0x9000000","handle":FP,"Flags":"CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS"}),
+        ));
+        t.add(&twice(
+            4,
+            500,
+            "cuIpcCloseMemHandle",
+            serde_json::json!({"dptr":"0x9000000"}),
+        ));
+        t.finish();
+        let found = decide(&t, &checks);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0]
+            .message
+            .ends_with("still open in process 20 (cuIpcOpenMemHandle, not yet closed)"));
         assert!(REPORT_CHECKS.iter().all(|c| !c.rules().is_empty()));
     }
 }

@@ -9,7 +9,9 @@
  *                     parent opens it twice with CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, reads it and
  *                     closes it twice; then the child frees it
  *   close-twice       the same, with a third close
- *   close-interior    the same, closing a pointer 256 bytes into the mapping before the right one */
+ *   close-interior    the same, closing a pointer 256 bytes into the mapping before the right one
+ *   free-early        the same as correct, but the child frees the memory (and exits) before the
+ *                     parent closes its mappings */
 #include <cuda.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -59,21 +61,29 @@ static int exchange(const char *how) {
     CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&again, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
     unsigned char data[64];
     MUST(cuMemcpyDtoH(data, q, sizeof data));
+    int status = 0;
+    int early = !strcmp(how, "free-early");
+    if (early) {
+        if (write(to_child[1], &byte, 1) != 1) return 5;
+        waitpid(child, &status, 0);
+    }
     if (!strcmp(how, "close-interior")) CALL("cuIpcCloseMemHandle", cuIpcCloseMemHandle(q + 256));
     CALL("cuIpcCloseMemHandle", cuIpcCloseMemHandle(q));
     CALL("cuIpcCloseMemHandle", cuIpcCloseMemHandle(again));
     if (!strcmp(how, "close-twice")) CALL("cuIpcCloseMemHandle", cuIpcCloseMemHandle(q));
     memset(&h, 0, sizeof h);
-    if (write(to_child[1], &byte, 1) != 1) return 5;
-    int status = 0;
-    waitpid(child, &status, 0);
+    if (!early) {
+        if (write(to_child[1], &byte, 1) != 1) return 5;
+        waitpid(child, &status, 0);
+    }
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 && data[0] == 0x5a ? 0 : 6;
 }
 
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
     const char *s = argv[1];
-    if (!strcmp(s, "correct") || !strcmp(s, "close-twice") || !strcmp(s, "close-interior"))
+    if (!strcmp(s, "correct") || !strcmp(s, "close-twice") || !strcmp(s, "close-interior") ||
+        !strcmp(s, "free-early"))
         return exchange(s);
     setup();
     CUdeviceptr p, q = 0;

@@ -12,6 +12,8 @@ use std::process::Output;
 pub struct Run {
     pub out: Output,
     pub records: Vec<Value>,
+    /// The directory of the run's trace files.
+    pub traces: std::path::PathBuf,
 }
 
 impl Run {
@@ -58,7 +60,11 @@ pub fn run(parent: &Scratch, program: &Path, scenario: &str, env: &[(&str, &str)
     }
     let out = cmd.output().expect("spawn");
     let records = scratch.records();
-    Run { out, records }
+    Run {
+        out,
+        records,
+        traces: scratch.traces(),
+    }
 }
 
 /// Runs and asserts what every run must show: the program ran to the end and saw exactly the

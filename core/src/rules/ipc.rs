@@ -5,7 +5,9 @@
 //!
 //! This is the family's first part: the rules one call decides by itself, the open of a handle
 //! the same process exported, and the close of memory no open returned (or closed more often
-//! than opened). Events, contexts and the rules across processes are still to come.
+//! than opened), decided as the calls are made; and the first rule across processes, decided by
+//! `sharecheck report` over every process's trace ([`report`]). Events, contexts and the other
+//! lifetimes across processes are still to come.
 
 use super::{CheckInfo, Family, Kind, Rule, Severity, Source};
 use crate::codes::*;
@@ -86,6 +88,135 @@ pub mod cuda {
         documented_code: Some(INVALID_CONTEXT),
         fix: SAME_PROCESS_FIX,
     };
+}
+
+/// Rules decided in the report phase, over the traces of every process of a job (their checks
+/// are built with the `report` feature, which the CLI and the tests use).
+pub mod report {
+    use super::*;
+    #[cfg(feature = "report")]
+    pub use check::*;
+
+    pub static FREED_WHILE_OPEN_RULE: Rule = Rule {
+        id: "cuMemFree.ipc-memory-open-elsewhere",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: "The exporter frees memory it exported only after every importer closed \
+            it: what an importer reads or writes after the free is undefined.",
+        source: cuda("cuIpcOpenMemHandle"),
+        quote: "Calling ::cuMemFree on an exported memory region before calling \
+            ::cuIpcCloseMemHandle in the importing context will result in undefined behavior.",
+        documented_code: None,
+        fix: "have every importer close its mapping (cuIpcCloseMemHandle) and tell the exporter \
+            before it frees (PyTorch keeps a reference count across processes for this)",
+    };
+
+    /// The report-phase rules and the exact symbols whose calls their findings are attached to
+    /// (the catalogue's functions).
+    pub static REPORTED_ON: &[(&Rule, &[&str])] = &[(&FREED_WHILE_OPEN_RULE, &["cuMemFree_v2"])];
+
+    #[cfg(feature = "report")]
+    mod check {
+        use super::*;
+        use crate::crossproc::{Call, ReportCheck, ReportFinding, Timeline};
+
+        /// The exporter's free of memory an importer still had open: exports and opens are matched
+        /// by the handle's fingerprint, the free by the exported pointer, the close by the pointer
+        /// the open returned; time is each record's wall clock (`ts_ns`), one clock for every
+        /// process of a host. An importer that never closed counts as open until its trace ends.
+        pub struct FreedWhileOpen;
+
+        pub static FREED_WHILE_OPEN: FreedWhileOpen = FreedWhileOpen;
+
+        impl ReportCheck for FreedWhileOpen {
+            fn rules(&self) -> &'static [&'static Rule] {
+                static RULES: &[&Rule] = &[&FREED_WHILE_OPEN_RULE];
+                RULES
+            }
+            fn functions(&self) -> &'static [&'static str] {
+                &["cuMemFree", "cuIpcCloseMemHandle"]
+            }
+            fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
+                let mut found = Vec::new();
+                for fp in t.fingerprints() {
+                    let calls: Vec<&Call> = t.sharing(fp).collect();
+                    let Some(export) = calls
+                        .iter()
+                        .find(|c| c.func == "cuIpcGetMemHandle" && c.succeeded())
+                    else {
+                        continue;
+                    };
+                    let Some(exported) = export.arg("dptr") else {
+                        continue;
+                    };
+                    let Some(free) = t.later_in_process(export).find(|c| {
+                        c.func.starts_with("cuMemFree")
+                            && c.succeeded()
+                            && c.arg("dptr") == Some(exported)
+                    }) else {
+                        continue;
+                    };
+                    // Opens of other processes before the free, by process and mapping; each
+                    // is open until as many successful closes of its pointer (v2 counts opens of
+                    // the same handle) came no later than the free.
+                    let opens: Vec<&&Call> = calls
+                        .iter()
+                        .filter(|c| {
+                            c.pid != export.pid
+                                && c.func.starts_with("cuIpcOpenMemHandle")
+                                && c.succeeded()
+                                && c.ts_ns < free.ts_ns
+                        })
+                        .collect();
+                    let mut still_open: Vec<i64> = opens
+                        .iter()
+                        .filter(|open| {
+                            let mapped = open.out("pdptr");
+                            let opened = opens
+                                .iter()
+                                .filter(|o| o.pid == open.pid && o.out("pdptr") == mapped)
+                                .count();
+                            let first = opens
+                                .iter()
+                                .find(|o| o.pid == open.pid && o.out("pdptr") == mapped)
+                                .expect("`open` itself");
+                            let closed = t
+                                .later_in_process(first)
+                                .filter(|c| {
+                                    c.func == "cuIpcCloseMemHandle"
+                                        && c.succeeded()
+                                        && c.arg("dptr") == mapped
+                                        && c.ts_ns <= free.ts_ns
+                                })
+                                .count();
+                            closed < opened
+                        })
+                        .map(|open| open.pid)
+                        .collect();
+                    // A process that opened the handle more than once is named once.
+                    still_open.sort_unstable();
+                    still_open.dedup();
+                    if !still_open.is_empty() {
+                        let pids: Vec<String> = still_open.iter().map(i64::to_string).collect();
+                        let exported = exported
+                            .as_str()
+                            .map_or_else(|| exported.to_string(), str::to_string);
+                        found.push(ReportFinding::at(
+                            &FREED_WHILE_OPEN_RULE,
+                            free,
+                            format!(
+                            "{} {exported} was exported (cuIpcGetMemHandle) and is still open in \
+                             process {} (cuIpcOpenMemHandle, not yet closed)",
+                            free.func,
+                            pids.join(", ")
+                        ),
+                        ));
+                    }
+                }
+                found
+            }
+        }
+    }
 }
 
 /// Rules of the HIP runtime API.
@@ -171,6 +302,7 @@ pub static FAMILY: Family = Family {
         &cuda::OPEN_FLAGS,
         &cuda::OPEN_SAME_PROCESS,
         &cuda::CLOSE_NOT_OPENED,
+        &report::FREED_WHILE_OPEN_RULE,
         &hip::GET_NOT_ALLOCATION_BASE,
         &hip::OPEN_SAME_PROCESS,
         &hip::CLOSE_NOT_OPENED,

@@ -219,17 +219,23 @@ pub fn known_divergence(misuse: &Rule, returns: i32) -> Option<&'static KnownDiv
         .find(|d| d.returns == returns && std::ptr::eq(d.misuse, misuse))
 }
 
-/// The functions a rule is checked on: those whose checks (in the table) can report it; for a
-/// known divergence, those of its misuse. Empty for `divergence.unlisted` (any function).
+/// The functions a rule is checked on: those whose checks (in the table) can report it, or whose
+/// calls a report-phase check attaches it to; for a known divergence, those of its misuse. Empty for `divergence.unlisted` (any function).
 pub fn functions_of(rule: &Rule) -> impl Iterator<Item = &'static FnInfo> + '_ {
     let target: &Rule = divergences::KNOWN
         .iter()
         .find(|d| std::ptr::eq(d.rule, rule))
         .map_or(rule, |d| d.misuse);
+    let reported: Vec<&str> = ipc::report::REPORTED_ON
+        .iter()
+        .filter(|(r, _)| std::ptr::eq(*r, target))
+        .flat_map(|(_, symbols)| symbols.iter().copied())
+        .collect();
     FUNCTIONS.iter().filter(move |f| {
-        crate::table::checks_of(f.id)
-            .iter()
-            .any(|c| c.rules.iter().any(|r| std::ptr::eq(*r, target)))
+        reported.contains(&f.symbol)
+            || crate::table::checks_of(f.id)
+                .iter()
+                .any(|c| c.rules.iter().any(|r| std::ptr::eq(*r, target)))
     })
 }
 

@@ -34,12 +34,18 @@ fn export_rules_r580() {
         assert_eq!(mem_handle(managed).0, INVALID_VALUE);
         // Freed and allocated again at the same address: R580 hands out the very same handle
         // (measured; the documentation promises "a unique handle for the new memory").
+        // (Whether the address comes back is the allocator's business, and other tests
+        // allocate in parallel: the handle follows the address either way. The IPC probe's test
+        // in sim/tests/cross_process.rs sees the address come back in a process of its own.)
         assert_eq!(cuMemFree_v2(p), SUCCESS);
         let q = alloc(1 << 16);
-        assert_eq!(q, p, "the address comes back");
         let (rc, again) = mem_handle(q);
         assert_eq!(rc, SUCCESS);
-        assert_eq!(again.reserved, base.reserved);
+        assert_eq!(
+            again.reserved == base.reserved,
+            q == p,
+            "{q:#x} after {p:#x}"
+        );
         // Another allocation, another handle.
         let other = alloc(1 << 16);
         assert_ne!(mem_handle(other).1.reserved, base.reserved);
@@ -56,10 +62,12 @@ fn reallocated_memory_gets_a_new_handle_when_documented() {
         let (_, base) = mem_handle(p);
         assert_eq!(cuMemFree_v2(p), SUCCESS);
         let q = alloc(1 << 16);
-        assert_eq!(q, p, "the address comes back");
         let (rc, again) = mem_handle(q);
         assert_eq!(rc, SUCCESS);
-        assert_ne!(again.reserved, base.reserved);
+        assert_ne!(
+            again.reserved, base.reserved,
+            "a new handle, at {q:#x} after {p:#x}"
+        );
     }
 }
 
