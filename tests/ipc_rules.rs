@@ -158,35 +158,53 @@ fn report_phase(r: &Run) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The report phase: the exporter freed while the importer still had the memory open. No
-/// single process could tell; `sharecheck report` reads both traces and puts the finding on the
-/// exporter's free. Done right, it finds nothing.
+/// The report phase's rules, each staged across two processes: no single process could tell, so
+/// none is a live finding; `sharecheck report` reads both traces and finds exactly the one the
+/// scenario stages, on the call that did it. The same exchange done right finds nothing.
+const REPORT_CASES: &[(&str, &str, &str)] = &[
+    (
+        "free-early",
+        "cuMemFree.ipc-memory-open-elsewhere",
+        "cuMemFree_v2",
+    ),
+    (
+        "open-after-free",
+        "cuIpcOpenMemHandle.handle-of-freed-memory",
+        "cuIpcOpenMemHandle_v2",
+    ),
+    (
+        "never-close",
+        "cuIpcOpenMemHandle.never-closed",
+        "cuIpcOpenMemHandle_v2",
+    ),
+];
+
 #[test]
-fn a_free_while_another_process_has_the_memory_open_is_found_in_the_report() {
-    let p = programs("ipc_free_early");
-    let r = run_checked(&p.scratch, &p.cuda, "free-early", &[]);
-    assert!(
-        r.findings().is_empty(),
-        "not a live finding: {}",
-        r.stderr()
-    );
-    assert_eq!(
-        report_phase(&r),
-        [(FREED_EARLY.to_string(), "cuMemFree_v2".to_string())]
-    );
+fn each_lifetime_mistake_across_processes_is_found_in_the_report() {
+    let p = programs("ipc_report_phase");
+    for (scenario, rule, function) in REPORT_CASES {
+        let r = run_checked(&p.scratch, &p.cuda, scenario, &[]);
+        assert!(
+            r.findings().is_empty(),
+            "{scenario}: not a live finding: {}",
+            r.stderr()
+        );
+        assert_eq!(
+            report_phase(&r),
+            [(rule.to_string(), function.to_string())],
+            "{scenario}"
+        );
+    }
     let r = run_checked(&p.scratch, &p.cuda, "correct", &[]);
     assert!(report_phase(&r).is_empty());
 }
-
-/// The rule the report phase finds in `free-early`.
-const FREED_EARLY: &str = "cuMemFree.ipc-memory-open-elsewhere";
 
 #[test]
 fn every_ipc_rule_has_a_negative_case() {
     let covered = [CUDA_CASES, HIP_CASES]
         .into_iter()
         .flat_map(|cases| cases.iter().flat_map(|(_, _, ids)| ids.iter().copied()))
-        .chain([FREED_EARLY]);
+        .chain(REPORT_CASES.iter().map(|(_, rule, _)| *rule));
     let missing = rules::without_case(&["ipc"], covered);
     assert!(
         missing.is_empty(),

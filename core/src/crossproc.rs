@@ -84,6 +84,8 @@ pub struct Timeline {
     calls: Vec<Call>,
     /// Fingerprint -> indices into `calls`, in time order.
     by_fingerprint: BTreeMap<String, Vec<usize>>,
+    /// Process -> when its `exit` record was written (a process that ended through `exit`).
+    exits: BTreeMap<i64, u64>,
     sorted: bool,
 }
 
@@ -99,9 +101,16 @@ impl Timeline {
         }
     }
 
-    /// Adds one trace record; event records (no `"fn"`), records without a process or time,
-    /// and calls no check reads are skipped.
+    /// Adds one trace record; event records (no `"fn"`) other than `exit`, records without a
+    /// process or time, and calls no check reads are skipped.
     pub fn add(&mut self, record: &Map<String, Value>) {
+        if record.get("event").and_then(Value::as_str) == Some("exit") {
+            let pid = record.get("pid").and_then(Value::as_i64);
+            if let (Some(pid), Some(ts_ns)) = (pid, record.get("ts_ns").and_then(Value::as_u64)) {
+                self.exits.insert(pid, ts_ns);
+            }
+            return;
+        }
         let (Some(pid), Some(seq), Some(ts_ns), Some(func)) = (
             record.get("pid").and_then(Value::as_i64),
             record.get("seq").and_then(Value::as_u64),
@@ -155,6 +164,12 @@ impl Timeline {
 
     pub fn calls(&self) -> &[Call] {
         &self.calls
+    }
+
+    /// When process `pid` wrote its `exit` record: `None` if it did not (still running, or it
+    /// ended by `_exit`, a signal or `kill -9`).
+    pub fn exited(&self, pid: i64) -> Option<u64> {
+        self.exits.get(&pid).copied()
     }
 
     /// The fingerprints seen, each once.
@@ -216,7 +231,11 @@ pub trait ReportCheck: Sync {
 }
 
 /// Every report-phase check.
-pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[&crate::rules::ipc::report::FREED_WHILE_OPEN];
+pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[
+    &crate::rules::ipc::report::FREED_WHILE_OPEN,
+    &crate::rules::ipc::report::OPENED_AFTER_FREE,
+    &crate::rules::ipc::report::NEVER_CLOSED,
+];
 
 /// Runs `checks` over a finished timeline.
 pub fn decide(timeline: &Timeline, checks: &[&dyn ReportCheck]) -> Vec<ReportFinding> {
@@ -228,7 +247,9 @@ pub fn decide(timeline: &Timeline, checks: &[&dyn ReportCheck]) -> Vec<ReportFin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::ipc::report::{FreedWhileOpen, FREED_WHILE_OPEN};
+    use crate::rules::ipc::report::{
+        FreedWhileOpen, FREED_WHILE_OPEN, NEVER_CLOSED, OPENED_AFTER_FREE,
+    };
 
     fn record(
         pid: i64,
@@ -312,6 +333,126 @@ mod tests {
         }
         t.finish();
         t
+    }
+
+    /// A timeline of `records` (`(pid, ts, func, args, ret)`; func `exit` is the process's exit
+    /// record), for every report check.
+    fn timeline(records: &[(i64, u64, &str, Value, i64)]) -> Timeline {
+        let mut t = Timeline::for_checks(REPORT_CHECKS);
+        for (seq, (pid, ts, func, args, ret)) in records.iter().enumerate() {
+            let mut r = record(*pid, seq as u64 + 1, *ts, func, args.clone(), *ret);
+            if *func == "exit" {
+                r.remove("fn");
+                r.insert("event".into(), "exit".into());
+            }
+            t.add(&r);
+        }
+        t.finish();
+        t
+    }
+
+    fn export(ts: u64) -> (i64, u64, &'static str, Value, i64) {
+        (
+            10,
+            ts,
+            "cuIpcGetMemHandle",
+            serde_json::json!({"*pHandle":FP,"dptr":"0x7000000"}),
+            0,
+        )
+    }
+    fn free(ts: u64) -> (i64, u64, &'static str, Value, i64) {
+        (
+            10,
+            ts,
+            "cuMemFree_v2",
+            serde_json::json!({"dptr":"0x7000000"}),
+            0,
+        )
+    }
+    fn open(ts: u64, ret: i64) -> (i64, u64, &'static str, Value, i64) {
+        let mapped = if ret == 0 { "0x9000000" } else { "0x0" };
+        (
+            20,
+            ts,
+            "cuIpcOpenMemHandle_v2",
+            serde_json::json!({"*pdptr":mapped,"handle":FP,"Flags":1}),
+            ret,
+        )
+    }
+    fn close(ts: u64) -> (i64, u64, &'static str, Value, i64) {
+        (
+            20,
+            ts,
+            "cuIpcCloseMemHandle",
+            serde_json::json!({"dptr":"0x9000000"}),
+            0,
+        )
+    }
+    fn exit(pid: i64, ts: u64) -> (i64, u64, &'static str, Value, i64) {
+        (pid, ts, "exit", Value::Null, 0)
+    }
+
+    fn rules_found(t: &Timeline, check: &dyn ReportCheck) -> Vec<(&'static str, i64, u64)> {
+        decide(t, &[check])
+            .iter()
+            .map(|f| (f.rule.id, f.pid, f.ts_ns))
+            .collect()
+    }
+
+    #[test]
+    fn an_open_after_the_exporter_freed_is_found_unless_the_handle_was_exported_again() {
+        let id = OPENED_AFTER_FREE.rules()[0].id;
+        let found = |records: &[(i64, u64, &str, Value, i64)]| {
+            rules_found(&timeline(records), &OPENED_AFTER_FREE)
+        };
+        // Opened (and closed) before the free: correct.
+        assert!(found(&[export(100), open(200, 0), close(300), free(400)]).is_empty());
+        // Opened after the free: the driver refused it (R580: 1), or mapped other memory.
+        assert_eq!(
+            found(&[export(100), free(200), open(300, 1)]),
+            [(id, 20, 300)]
+        );
+        let t = timeline(&[export(100), free(200), open(300, 0)]);
+        let f = decide(&t, &[&OPENED_AFTER_FREE]);
+        assert!(
+            f[0].message
+                .contains("the memory mapped is not the memory exported"),
+            "{f:?}"
+        );
+        // Exported again (new memory at the same address, the same handle on R580): the open is
+        // the new memory's.
+        assert!(found(&[export(100), free(200), export(250), open(300, 0)]).is_empty());
+    }
+
+    #[test]
+    fn an_importer_that_exits_with_a_mapping_open_is_found() {
+        let id = NEVER_CLOSED.rules()[0].id;
+        let found = |records: &[(i64, u64, &str, Value, i64)]| {
+            rules_found(&timeline(records), &NEVER_CLOSED)
+        };
+        assert_eq!(
+            found(&[export(100), open(200, 0), exit(20, 500)]),
+            [(id, 20, 200)]
+        );
+        // Closed before exit; or still running (no exit record: nothing to say yet); or the open
+        // failed (nothing to close).
+        assert!(found(&[export(100), open(200, 0), close(300), exit(20, 500)]).is_empty());
+        assert!(found(&[export(100), open(200, 0)]).is_empty());
+        assert!(found(&[export(100), open(200, 1), exit(20, 500)]).is_empty());
+        // Opened twice (v2 counts), closed once: one finding, for the one open left.
+        let t = timeline(&[
+            export(100),
+            open(200, 0),
+            open(210, 0),
+            close(300),
+            exit(20, 500),
+        ]);
+        let f = decide(&t, &[&NEVER_CLOSED]);
+        assert_eq!(f.len(), 1);
+        assert!(
+            f[0].message.contains("(1 open(s) without a close)"),
+            "{f:?}"
+        );
     }
 
     #[test]

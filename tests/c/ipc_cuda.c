@@ -11,7 +11,11 @@
  *   close-twice       the same, with a third close
  *   close-interior    the same, closing a pointer 256 bytes into the mapping before the right one
  *   free-early        the same as correct, but the child frees the memory (and exits) before the
- *                     parent closes its mappings */
+ *                     parent closes its mappings
+ *   open-after-free   the child exports and frees the memory (and stays alive); the parent then
+ *                     opens the handle
+ *   never-close       the parent opens the child's handle and exits without closing it (the
+ *                     child exits without freeing) */
 #include <cuda.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -33,11 +37,17 @@ static void setup(void) {
     MUST(cuCtxSetCurrent(ctx));
 }
 
-/* The two-process exchange of `correct`, `close-twice` and `close-interior`. */
+static int to_parent[2], to_child[2];
+
+/* Two pipes and a child, forked before cuInit (each process gets a driver of its own). */
+static pid_t fork_exporter(void) {
+    if (pipe(to_parent) != 0 || pipe(to_child) != 0) return -1;
+    return fork();
+}
+
+/* The two-process exchange of `correct`, `close-twice`, `close-interior` and `free-early`. */
 static int exchange(const char *how) {
-    int to_parent[2], to_child[2];
-    if (pipe(to_parent) != 0 || pipe(to_child) != 0) return 2;
-    pid_t child = fork();
+    pid_t child = fork_exporter();
     if (child < 0) return 2;
     CUipcMemHandle h;
     char byte = 0;
@@ -79,12 +89,43 @@ static int exchange(const char *how) {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 && data[0] == 0x5a ? 0 : 6;
 }
 
+/* `open-after-free` and `never-close`: the child exports (and, for the first, frees) and waits
+ * for the parent, which opens the handle once. */
+static int open_once(const char *how) {
+    pid_t child = fork_exporter();
+    if (child < 0) return 2;
+    CUipcMemHandle h;
+    char byte = 0;
+    int free_first = !strcmp(how, "open-after-free");
+    if (child == 0) {
+        setup();
+        CUdeviceptr p;
+        MUST(cuMemAlloc(&p, BYTES));
+        CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p));
+        if (free_first) CALL("cuMemFree_v2", cuMemFree(p));
+        if (write(to_parent[1], &h, sizeof h) != (ssize_t)sizeof h) _exit(4);
+        memset(&h, 0, sizeof h);
+        if (read(to_child[0], &byte, 1) != 1) _exit(5);
+        exit(0); /* never-close: the memory goes with the process, not freed while still open */
+    }
+    setup();
+    if (read(to_parent[0], &h, sizeof h) != (ssize_t)sizeof h) return 4;
+    CUdeviceptr q = 0;
+    CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&q, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    memset(&h, 0, sizeof h);
+    if (write(to_child[1], &byte, 1) != 1) return 5;
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 6;
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
     const char *s = argv[1];
     if (!strcmp(s, "correct") || !strcmp(s, "close-twice") || !strcmp(s, "close-interior") ||
         !strcmp(s, "free-early"))
         return exchange(s);
+    if (!strcmp(s, "open-after-free") || !strcmp(s, "never-close")) return open_once(s);
     setup();
     CUdeviceptr p, q = 0;
     CUipcMemHandle h;

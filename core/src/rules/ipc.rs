@@ -111,109 +111,262 @@ pub mod report {
             before it frees (PyTorch keeps a reference count across processes for this)",
     };
 
+    pub static OPENED_AFTER_FREE_RULE: Rule = Rule {
+        id: "cuIpcOpenMemHandle.handle-of-freed-memory",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: "A handle is opened only while the allocation it was made for is alive: \
+            once the exporter freed it, the handle names no memory, or (R580 hands out the same \
+            handle for memory allocated again at the same address) other memory.",
+        source: cuda("cuIpcGetMemHandle"),
+        quote: "If a region of memory is freed with ::cuMemFree and a subsequent call to \
+            ::cuMemAlloc returns memory with the same device address, ::cuIpcGetMemHandle will \
+            return a unique handle for the new memory.",
+        documented_code: None,
+        fix: "keep the exported memory alive until every importer has opened and closed it, and \
+            send a new handle for new memory",
+    };
+
+    pub static NEVER_CLOSED_RULE: Rule = Rule {
+        id: "cuIpcOpenMemHandle.never-closed",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: "Every successful open is closed before the importing process ends.",
+        source: cuda("cuIpcOpenMemHandle"),
+        quote: "Memory returned from ::cuIpcOpenMemHandle must be freed with \
+            ::cuIpcCloseMemHandle.",
+        documented_code: None,
+        fix: "close each opened pointer with cuIpcCloseMemHandle (once per open) when the \
+            process is done with it",
+    };
+
     /// The report-phase rules and the exact symbols whose calls their findings are attached to
     /// (the catalogue's functions).
-    pub static REPORTED_ON: &[(&Rule, &[&str])] = &[(&FREED_WHILE_OPEN_RULE, &["cuMemFree_v2"])];
+    pub static REPORTED_ON: &[(&Rule, &[&str])] = &[
+        (&FREED_WHILE_OPEN_RULE, &["cuMemFree_v2"]),
+        (
+            &OPENED_AFTER_FREE_RULE,
+            &["cuIpcOpenMemHandle", "cuIpcOpenMemHandle_v2"],
+        ),
+        (
+            &NEVER_CLOSED_RULE,
+            &["cuIpcOpenMemHandle", "cuIpcOpenMemHandle_v2"],
+        ),
+    ];
 
     #[cfg(feature = "report")]
     mod check {
         use super::*;
         use crate::crossproc::{Call, ReportCheck, ReportFinding, Timeline};
+        use serde_json::Value;
 
-        /// The exporter's free of memory an importer still had open: exports and opens are matched
-        /// by the handle's fingerprint, the free by the exported pointer, the close by the pointer
-        /// the open returned; time is each record's wall clock (`ts_ns`), one clock for every
-        /// process of a host. An importer that never closed counts as open until its trace ends.
-        pub struct FreedWhileOpen;
+        /// What the checks read besides the calls that carry a fingerprint.
+        const READS: &[&str] = &["cuMemFree", "cuIpcCloseMemHandle"];
 
-        pub static FREED_WHILE_OPEN: FreedWhileOpen = FreedWhileOpen;
+        /// A report check of one rule that decides over the calls of each handle (those sharing
+        /// one fingerprint) with `$decide`.
+        macro_rules! report_check {
+            ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $decide:ident) => {
+                $(#[$doc])*
+                pub struct $name;
+                pub static $instance: $name = $name;
 
-        impl ReportCheck for FreedWhileOpen {
-            fn rules(&self) -> &'static [&'static Rule] {
-                static RULES: &[&Rule] = &[&FREED_WHILE_OPEN_RULE];
-                RULES
-            }
-            fn functions(&self) -> &'static [&'static str] {
-                &["cuMemFree", "cuIpcCloseMemHandle"]
-            }
-            fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
-                let mut found = Vec::new();
-                for fp in t.fingerprints() {
-                    let calls: Vec<&Call> = t.sharing(fp).collect();
-                    let Some(export) = calls
-                        .iter()
-                        .find(|c| c.func == "cuIpcGetMemHandle" && c.succeeded())
-                    else {
-                        continue;
-                    };
-                    let Some(exported) = export.arg("dptr") else {
-                        continue;
-                    };
-                    let Some(free) = t.later_in_process(export).find(|c| {
-                        c.func.starts_with("cuMemFree")
-                            && c.succeeded()
-                            && c.arg("dptr") == Some(exported)
-                    }) else {
-                        continue;
-                    };
-                    // Opens of other processes before the free, by process and mapping; each
-                    // is open until as many successful closes of its pointer (v2 counts opens of
-                    // the same handle) came no later than the free.
-                    let opens: Vec<&&Call> = calls
-                        .iter()
-                        .filter(|c| {
-                            c.pid != export.pid
-                                && c.func.starts_with("cuIpcOpenMemHandle")
-                                && c.succeeded()
-                                && c.ts_ns < free.ts_ns
-                        })
-                        .collect();
-                    let mut still_open: Vec<i64> = opens
-                        .iter()
-                        .filter(|open| {
-                            let mapped = open.out("pdptr");
-                            let opened = opens
-                                .iter()
-                                .filter(|o| o.pid == open.pid && o.out("pdptr") == mapped)
-                                .count();
-                            let first = opens
-                                .iter()
-                                .find(|o| o.pid == open.pid && o.out("pdptr") == mapped)
-                                .expect("`open` itself");
-                            let closed = t
-                                .later_in_process(first)
-                                .filter(|c| {
-                                    c.func == "cuIpcCloseMemHandle"
-                                        && c.succeeded()
-                                        && c.arg("dptr") == mapped
-                                        && c.ts_ns <= free.ts_ns
-                                })
-                                .count();
-                            closed < opened
-                        })
-                        .map(|open| open.pid)
-                        .collect();
-                    // A process that opened the handle more than once is named once.
-                    still_open.sort_unstable();
-                    still_open.dedup();
-                    if !still_open.is_empty() {
-                        let pids: Vec<String> = still_open.iter().map(i64::to_string).collect();
-                        let exported = exported
-                            .as_str()
-                            .map_or_else(|| exported.to_string(), str::to_string);
-                        found.push(ReportFinding::at(
-                            &FREED_WHILE_OPEN_RULE,
-                            free,
-                            format!(
-                            "{} {exported} was exported (cuIpcGetMemHandle) and is still open in \
-                             process {} (cuIpcOpenMemHandle, not yet closed)",
-                            free.func,
-                            pids.join(", ")
-                        ),
-                        ));
+                impl ReportCheck for $name {
+                    fn rules(&self) -> &'static [&'static Rule] {
+                        static RULES: &[&Rule] = &[&$rule];
+                        RULES
+                    }
+                    fn functions(&self) -> &'static [&'static str] {
+                        READS
+                    }
+                    fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
+                        let mut found = Vec::new();
+                        for fp in t.fingerprints() {
+                            let calls: Vec<&Call> = t.sharing(fp).collect();
+                            $decide(t, &calls, &mut found);
+                        }
+                        found
                     }
                 }
-                found
+            };
+        }
+
+        fn is_open(c: &Call) -> bool {
+            c.func.starts_with("cuIpcOpenMemHandle") && c.succeeded()
+        }
+
+        /// A pointer argument as the trace writes it (`"0x..."`), for messages.
+        fn shown(v: &Value) -> String {
+            v.as_str().map_or_else(|| v.to_string(), str::to_string)
+        }
+
+        /// An export of the handle `calls` share, and the exporter's first later successful free
+        /// of the exported pointer (`None`: never freed in its trace).
+        fn exports<'t>(t: &'t Timeline, calls: &[&'t Call]) -> Vec<(&'t Call, Option<&'t Call>)> {
+            calls
+                .iter()
+                .filter(|c| c.func == "cuIpcGetMemHandle" && c.succeeded())
+                .map(|export| {
+                    let freed = export.arg("dptr").and_then(|exported| {
+                        t.later_in_process(export).find(|c| {
+                            c.func.starts_with("cuMemFree")
+                                && c.succeeded()
+                                && c.arg("dptr") == Some(exported)
+                        })
+                    });
+                    (*export, freed)
+                })
+                .collect()
+        }
+
+        /// How often the mapping `open` returned is still open at `until` (in ns of the wall
+        /// clock): the successful opens of its process that returned the same pointer, less the
+        /// successful closes of it, up to `until` (v2 counts opens of the same handle).
+        fn still_open(t: &Timeline, opens: &[&Call], open: &Call, until: u64) -> usize {
+            let mapped = open.out("pdptr");
+            let same: Vec<&&Call> = opens
+                .iter()
+                .filter(|o| o.pid == open.pid && o.out("pdptr") == mapped && o.ts_ns <= until)
+                .collect();
+            let Some(first) = same.first() else {
+                return 0;
+            };
+            let closed = t
+                .later_in_process(first)
+                .filter(|c| {
+                    c.func == "cuIpcCloseMemHandle"
+                        && c.succeeded()
+                        && c.arg("dptr") == mapped
+                        && c.ts_ns <= until
+                })
+                .count();
+            same.len().saturating_sub(closed)
+        }
+
+        report_check!(
+            /// The exporter's free of memory an importer still had open: exports and opens
+            /// are matched by the handle's fingerprint, the free by the exported pointer, the
+            /// close by the pointer the open returned; time is each record's wall clock
+            /// (`ts_ns`), one clock for every process of a host. An importer that never closed
+            /// counts as open until its trace ends.
+            FreedWhileOpen,
+            FREED_WHILE_OPEN,
+            FREED_WHILE_OPEN_RULE,
+            freed_while_open
+        );
+
+        fn freed_while_open(t: &Timeline, calls: &[&Call], found: &mut Vec<ReportFinding>) {
+            for (export, free) in exports(t, calls) {
+                let Some(free) = free else { continue };
+                let opens: Vec<&Call> = calls
+                    .iter()
+                    .copied()
+                    .filter(|c| c.pid != export.pid && is_open(c) && c.ts_ns < free.ts_ns)
+                    .collect();
+                let mut pids: Vec<i64> = opens
+                    .iter()
+                    .filter(|open| still_open(t, &opens, open, free.ts_ns) > 0)
+                    .map(|open| open.pid)
+                    .collect();
+                // A process that opened the handle more than once is named once.
+                pids.sort_unstable();
+                pids.dedup();
+                if pids.is_empty() {
+                    continue;
+                }
+                let pids: Vec<String> = pids.iter().map(i64::to_string).collect();
+                let exported = export.arg("dptr").map(shown).unwrap_or_default();
+                found.push(ReportFinding::at(
+                    &FREED_WHILE_OPEN_RULE,
+                    free,
+                    format!(
+                        "{} {exported} was exported (cuIpcGetMemHandle) and is still \
+                             open in process {} (cuIpcOpenMemHandle, not yet closed)",
+                        free.func,
+                        pids.join(", ")
+                    ),
+                ));
+            }
+        }
+
+        report_check!(
+            /// An importer's open of a handle whose allocation the exporter had freed by then
+            /// (and exported no more since: R580 hands the same handle out for new memory at the
+            /// same address, and an open after such a new export is the new memory's).
+            OpenedAfterFree,
+            OPENED_AFTER_FREE,
+            OPENED_AFTER_FREE_RULE,
+            opened_after_free
+        );
+
+        fn opened_after_free(t: &Timeline, calls: &[&Call], found: &mut Vec<ReportFinding>) {
+            let exports = exports(t, calls);
+            for open in calls
+                .iter()
+                .filter(|c| c.func.starts_with("cuIpcOpenMemHandle"))
+            {
+                // The last export of this handle before the open, by another process.
+                let Some((export, Some(free))) = exports
+                    .iter()
+                    .rev()
+                    .find(|(e, _)| e.pid != open.pid && e.ts_ns < open.ts_ns)
+                else {
+                    continue;
+                };
+                if free.ts_ns >= open.ts_ns {
+                    continue;
+                }
+                let exported = export.arg("dptr").map(shown).unwrap_or_default();
+                let answer = match open.ret {
+                    Some(0) => "the driver opened it anyway: the memory mapped is not \
+                            the memory exported"
+                        .to_string(),
+                    Some(code) => format!("the driver answered {code}"),
+                    None => "the driver's answer is not recorded".to_string(),
+                };
+                found.push(ReportFinding::at(
+                    &OPENED_AFTER_FREE_RULE,
+                    open,
+                    format!(
+                        "process {} exported {exported} (cuIpcGetMemHandle) and freed it \
+                             ({}) before this open; {answer}",
+                        export.pid, free.func
+                    ),
+                ));
+            }
+        }
+
+        report_check!(
+            /// An importer that ended through `exit` with an opened mapping it never closed.
+            NeverClosed, NEVER_CLOSED, NEVER_CLOSED_RULE, never_closed
+        );
+
+        fn never_closed(t: &Timeline, calls: &[&Call], found: &mut Vec<ReportFinding>) {
+            let opens: Vec<&Call> = calls.iter().copied().filter(|c| is_open(c)).collect();
+            let mut reported: Vec<(i64, Option<&Value>)> = Vec::new();
+            for open in &opens {
+                let Some(exit) = t.exited(open.pid) else {
+                    continue;
+                };
+                let key = (open.pid, open.out("pdptr"));
+                if reported.contains(&key) {
+                    continue;
+                }
+                let left = still_open(t, &opens, open, exit);
+                if left == 0 {
+                    continue;
+                }
+                reported.push(key);
+                let mapped = open.out("pdptr").map(shown).unwrap_or_default();
+                found.push(ReportFinding::at(
+                    &NEVER_CLOSED_RULE,
+                    open,
+                    format!(
+                        "{mapped} was still open ({left} open(s) without a close) when \
+                             process {} exited",
+                        open.pid
+                    ),
+                ));
             }
         }
     }
@@ -303,6 +456,8 @@ pub static FAMILY: Family = Family {
         &cuda::OPEN_SAME_PROCESS,
         &cuda::CLOSE_NOT_OPENED,
         &report::FREED_WHILE_OPEN_RULE,
+        &report::OPENED_AFTER_FREE_RULE,
+        &report::NEVER_CLOSED_RULE,
         &hip::GET_NOT_ALLOCATION_BASE,
         &hip::OPEN_SAME_PROCESS,
         &hip::CLOSE_NOT_OPENED,
