@@ -179,24 +179,45 @@ const REPORT_CASES: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// The same in HIP (tests/c/ipc_hip.c).
+const HIP_REPORT_CASES: &[(&str, &str, &str)] = &[
+    ("free-early", "hipFree.ipc-memory-open-elsewhere", "hipFree"),
+    (
+        "open-after-free",
+        "hipIpcOpenMemHandle.handle-of-freed-memory",
+        "hipIpcOpenMemHandle",
+    ),
+    (
+        "never-close",
+        "hipIpcOpenMemHandle.never-closed",
+        "hipIpcOpenMemHandle",
+    ),
+];
+
 #[test]
 fn each_lifetime_mistake_across_processes_is_found_in_the_report() {
     let p = programs("ipc_report_phase");
-    for (scenario, rule, function) in REPORT_CASES {
-        let r = run_checked(&p.scratch, &p.cuda, scenario, &[]);
-        assert!(
-            r.findings().is_empty(),
-            "{scenario}: not a live finding: {}",
-            r.stderr()
-        );
-        assert_eq!(
-            report_phase(&r),
-            [(rule.to_string(), function.to_string())],
-            "{scenario}"
-        );
+    for (program, cases, correct) in [
+        (&p.cuda, REPORT_CASES, "correct"),
+        (&p.hip, HIP_REPORT_CASES, "exchange"),
+    ] {
+        for (scenario, rule, function) in cases {
+            let r = run_checked(&p.scratch, program, scenario, &[]);
+            assert!(
+                r.findings().is_empty(),
+                "{scenario}: not a live finding: {}",
+                r.stderr()
+            );
+            assert_eq!(
+                report_phase(&r),
+                [(rule.to_string(), function.to_string())],
+                "{scenario}"
+            );
+        }
+        let r = run_checked(&p.scratch, program, correct, &[]);
+        assert!(r.findings().is_empty(), "{}", r.stderr());
+        assert!(report_phase(&r).is_empty(), "{correct}");
     }
-    let r = run_checked(&p.scratch, &p.cuda, "correct", &[]);
-    assert!(report_phase(&r).is_empty());
 }
 
 #[test]
@@ -204,7 +225,11 @@ fn every_ipc_rule_has_a_negative_case() {
     let covered = [CUDA_CASES, HIP_CASES]
         .into_iter()
         .flat_map(|cases| cases.iter().flat_map(|(_, _, ids)| ids.iter().copied()))
-        .chain(REPORT_CASES.iter().map(|(_, rule, _)| *rule));
+        .chain(
+            [REPORT_CASES, HIP_REPORT_CASES]
+                .into_iter()
+                .flat_map(|cases| cases.iter().map(|(_, rule, _)| *rule)),
+        );
     let missing = rules::without_case(&["ipc"], covered);
     assert!(
         missing.is_empty(),

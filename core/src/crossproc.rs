@@ -235,6 +235,9 @@ pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[
     &crate::rules::ipc::report::FREED_WHILE_OPEN,
     &crate::rules::ipc::report::OPENED_AFTER_FREE,
     &crate::rules::ipc::report::NEVER_CLOSED,
+    &crate::rules::ipc::report::HIP_FREED_WHILE_OPEN,
+    &crate::rules::ipc::report::HIP_OPENED_AFTER_FREE,
+    &crate::rules::ipc::report::HIP_NEVER_CLOSED,
 ];
 
 /// Runs `checks` over a finished timeline.

@@ -2,14 +2,67 @@
  *   export-interior   exports a pointer 4 KiB into its allocation
  *   export-base       exports the allocation's base (correct)
  *   open-same-process opens its own handle
- *   close-not-opened  closes memory of its own (no open returned it) */
+ *   close-not-opened  closes memory of its own (no open returned it)
+ * and across two processes (a child, forked before the runtime starts, exports; the parent
+ * imports), as ipc_cuda.c:
+ *   exchange          done right: the parent opens, closes, then the child frees
+ *   free-early        the child frees before the parent closes
+ *   open-after-free   the child frees before the parent opens
+ *   never-close       the parent exits with its mapping open (the child never frees) */
 #define __HIP_PLATFORM_AMD__
 #include <hip/hip_runtime_api.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "check.h"
+
+/* 1: the simulated runtime's value of hipIpcMemLazyEnablePeerAccess (0 in HIP 5.x headers). */
+#define LAZY 1
+
+static int two_processes(const char *how) {
+    int to_parent[2], to_child[2];
+    if (pipe(to_parent) != 0 || pipe(to_child) != 0) return 2;
+    pid_t child = fork();
+    if (child < 0) return 2;
+    hipIpcMemHandle_t h;
+    char byte = 0;
+    int free_early = !strcmp(how, "free-early"), after = !strcmp(how, "open-after-free");
+    int never = !strcmp(how, "never-close");
+    if (child == 0) {
+        void *p;
+        MUST(hipSetDevice(0));
+        MUST(hipMalloc(&p, 1 << 16));
+        CALL("hipIpcGetMemHandle", hipIpcGetMemHandle(&h, p));
+        if (after) CALL("hipFree", hipFree(p));
+        if (write(to_parent[1], &h, sizeof h) != (ssize_t)sizeof h) _exit(4);
+        memset(&h, 0, sizeof h);
+        if (read(to_child[0], &byte, 1) != 1) _exit(5);
+        if (!after && !never) CALL("hipFree", hipFree(p));
+        exit(0);
+    }
+    MUST(hipSetDevice(0));
+    if (read(to_parent[0], &h, sizeof h) != (ssize_t)sizeof h) return 4;
+    void *q = NULL;
+    CALL("hipIpcOpenMemHandle", hipIpcOpenMemHandle(&q, h, LAZY));
+    memset(&h, 0, sizeof h);
+    int status = 0;
+    if (free_early) {
+        if (write(to_child[1], &byte, 1) != 1) return 5;
+        waitpid(child, &status, 0);
+    }
+    if (!after && !never) CALL("hipIpcCloseMemHandle", hipIpcCloseMemHandle(q));
+    if (!free_early) {
+        if (write(to_child[1], &byte, 1) != 1) return 5;
+        waitpid(child, &status, 0);
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 6;
+}
 
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
+    if (!strcmp(argv[1], "exchange") || !strcmp(argv[1], "free-early") ||
+        !strcmp(argv[1], "open-after-free") || !strcmp(argv[1], "never-close"))
+        return two_processes(argv[1]);
     void *p;
     hipIpcMemHandle_t h;
     MUST(hipSetDevice(0));
@@ -19,8 +72,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(argv[1], "open-same-process")) {
         void *q = NULL;
         CALL("hipIpcGetMemHandle", hipIpcGetMemHandle(&h, p));
-        /* 1: the simulated runtime's value of hipIpcMemLazyEnablePeerAccess (0 in HIP 5.x headers) */
-        CALL("hipIpcOpenMemHandle", hipIpcOpenMemHandle(&q, h, 1));
+        CALL("hipIpcOpenMemHandle", hipIpcOpenMemHandle(&q, h, LAZY));
     } else if (!strcmp(argv[1], "close-not-opened")) {
         CALL("hipIpcCloseMemHandle", hipIpcCloseMemHandle(p));
     } else if (!strcmp(argv[1], "export-base")) {

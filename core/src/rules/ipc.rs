@@ -140,6 +140,45 @@ pub mod report {
             process is done with it",
     };
 
+    pub static HIP_FREED_WHILE_OPEN_RULE: Rule = Rule {
+        id: "hipFree.ipc-memory-open-elsewhere",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: FREED_WHILE_OPEN_RULE.requirement,
+        source: hip("hipIpcOpenMemHandle"),
+        quote: "Calling hipFree on an exported memory region before calling \
+            hipIpcCloseMemHandle in the importing context will result in undefined behavior.",
+        documented_code: None,
+        fix: "have every importer close its mapping (hipIpcCloseMemHandle) and tell the \
+            exporter before it frees",
+    };
+
+    pub static HIP_OPENED_AFTER_FREE_RULE: Rule = Rule {
+        id: "hipIpcOpenMemHandle.handle-of-freed-memory",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: "A handle is opened only while the allocation it was made for is alive.",
+        source: hip("hipIpcGetMemHandle"),
+        quote: "If a region of memory is freed with hipFree and a subsequent call to hipMalloc \
+            returns memory with the same device address, hipIpcGetMemHandle will return a \
+            unique handle for the new memory.",
+        documented_code: None,
+        fix: OPENED_AFTER_FREE_RULE.fix,
+    };
+
+    pub static HIP_NEVER_CLOSED_RULE: Rule = Rule {
+        id: "hipIpcOpenMemHandle.never-closed",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: NEVER_CLOSED_RULE.requirement,
+        source: hip("hipIpcOpenMemHandle"),
+        quote: "Memory returned from hipIpcOpenMemHandle must be freed with \
+            hipIpcCloseMemHandle.",
+        documented_code: None,
+        fix: "close each opened pointer with hipIpcCloseMemHandle when the process is done \
+            with it",
+    };
+
     /// The report-phase rules and the exact symbols whose calls their findings are attached to
     /// (the catalogue's functions).
     pub static REPORTED_ON: &[(&Rule, &[&str])] = &[
@@ -152,6 +191,9 @@ pub mod report {
             &NEVER_CLOSED_RULE,
             &["cuIpcOpenMemHandle", "cuIpcOpenMemHandle_v2"],
         ),
+        (&HIP_FREED_WHILE_OPEN_RULE, &["hipFree"]),
+        (&HIP_OPENED_AFTER_FREE_RULE, &["hipIpcOpenMemHandle"]),
+        (&HIP_NEVER_CLOSED_RULE, &["hipIpcOpenMemHandle"]),
     ];
 
     #[cfg(feature = "report")]
@@ -161,12 +203,53 @@ pub mod report {
         use serde_json::Value;
 
         /// What the checks read besides the calls that carry a fingerprint.
-        const READS: &[&str] = &["cuMemFree", "cuIpcCloseMemHandle"];
+        const READS: &[&str] = &[
+            "cuMemFree",
+            "cuIpcCloseMemHandle",
+            "hipFree",
+            "hipIpcCloseMemHandle",
+        ];
 
-        /// A report check of one rule that decides over the calls of each handle (those sharing
-        /// one fingerprint) with `$decide`.
+        /// How one API spells the calls of an exchange, and their pointer arguments.
+        struct Spelling {
+            export: &'static str,
+            export_ptr: &'static str,
+            /// A prefix (`cuMemFree_v2`, `hipFree`).
+            free: &'static str,
+            free_ptr: &'static str,
+            /// A prefix (both exports of `cuIpcOpenMemHandle`).
+            open: &'static str,
+            open_out: &'static str,
+            close: &'static str,
+            close_ptr: &'static str,
+        }
+
+        const CUDA: Spelling = Spelling {
+            export: "cuIpcGetMemHandle",
+            export_ptr: "dptr",
+            free: "cuMemFree",
+            free_ptr: "dptr",
+            open: "cuIpcOpenMemHandle",
+            open_out: "pdptr",
+            close: "cuIpcCloseMemHandle",
+            close_ptr: "dptr",
+        };
+
+        const HIP: Spelling = Spelling {
+            export: "hipIpcGetMemHandle",
+            export_ptr: "devPtr",
+            free: "hipFree",
+            free_ptr: "ptr",
+            open: "hipIpcOpenMemHandle",
+            open_out: "devPtr",
+            close: "hipIpcCloseMemHandle",
+            close_ptr: "devPtr",
+        };
+
+        /// A report check of one rule and one API's spelling, which decides over the calls of
+        /// each handle (those sharing one fingerprint) with `$decide`.
         macro_rules! report_check {
-            ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $decide:ident) => {
+            ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $spelling:ident, $decide:ident) => {
                 $(#[$doc])*
                 pub struct $name;
                 pub static $instance: $name = $name;
@@ -183,7 +266,7 @@ pub mod report {
                         let mut found = Vec::new();
                         for fp in t.fingerprints() {
                             let calls: Vec<&Call> = t.sharing(fp).collect();
-                            $decide(t, &calls, &mut found);
+                            $decide(t, &calls, &$spelling, &$rule, &mut found);
                         }
                         found
                     }
@@ -191,8 +274,8 @@ pub mod report {
             };
         }
 
-        fn is_open(c: &Call) -> bool {
-            c.func.starts_with("cuIpcOpenMemHandle") && c.succeeded()
+        fn is_open(s: &Spelling, c: &Call) -> bool {
+            c.func.starts_with(s.open) && c.succeeded()
         }
 
         /// A pointer argument as the trace writes it (`"0x..."`), for messages.
@@ -202,16 +285,20 @@ pub mod report {
 
         /// An export of the handle `calls` share, and the exporter's first later successful free
         /// of the exported pointer (`None`: never freed in its trace).
-        fn exports<'t>(t: &'t Timeline, calls: &[&'t Call]) -> Vec<(&'t Call, Option<&'t Call>)> {
+        fn exports<'t>(
+            t: &'t Timeline,
+            s: &Spelling,
+            calls: &[&'t Call],
+        ) -> Vec<(&'t Call, Option<&'t Call>)> {
             calls
                 .iter()
-                .filter(|c| c.func == "cuIpcGetMemHandle" && c.succeeded())
+                .filter(|c| c.func == s.export && c.succeeded())
                 .map(|export| {
-                    let freed = export.arg("dptr").and_then(|exported| {
+                    let freed = export.arg(s.export_ptr).and_then(|exported| {
                         t.later_in_process(export).find(|c| {
-                            c.func.starts_with("cuMemFree")
+                            c.func.starts_with(s.free)
                                 && c.succeeded()
-                                && c.arg("dptr") == Some(exported)
+                                && c.arg(s.free_ptr) == Some(exported)
                         })
                     });
                     (*export, freed)
@@ -222,11 +309,17 @@ pub mod report {
         /// How often the mapping `open` returned is still open at `until` (in ns of the wall
         /// clock): the successful opens of its process that returned the same pointer, less the
         /// successful closes of it, up to `until` (v2 counts opens of the same handle).
-        fn still_open(t: &Timeline, opens: &[&Call], open: &Call, until: u64) -> usize {
-            let mapped = open.out("pdptr");
+        fn still_open(
+            t: &Timeline,
+            s: &Spelling,
+            opens: &[&Call],
+            open: &Call,
+            until: u64,
+        ) -> usize {
+            let mapped = open.out(s.open_out);
             let same: Vec<&&Call> = opens
                 .iter()
-                .filter(|o| o.pid == open.pid && o.out("pdptr") == mapped && o.ts_ns <= until)
+                .filter(|o| o.pid == open.pid && o.out(s.open_out) == mapped && o.ts_ns <= until)
                 .collect();
             let Some(first) = same.first() else {
                 return 0;
@@ -234,9 +327,9 @@ pub mod report {
             let closed = t
                 .later_in_process(first)
                 .filter(|c| {
-                    c.func == "cuIpcCloseMemHandle"
+                    c.func == s.close
                         && c.succeeded()
-                        && c.arg("dptr") == mapped
+                        && c.arg(s.close_ptr) == mapped
                         && c.ts_ns <= until
                 })
                 .count();
@@ -252,20 +345,35 @@ pub mod report {
             FreedWhileOpen,
             FREED_WHILE_OPEN,
             FREED_WHILE_OPEN_RULE,
+            CUDA,
+            freed_while_open
+        );
+        report_check!(
+            /// [`FreedWhileOpen`] in HIP.
+            HipFreedWhileOpen,
+            HIP_FREED_WHILE_OPEN,
+            HIP_FREED_WHILE_OPEN_RULE,
+            HIP,
             freed_while_open
         );
 
-        fn freed_while_open(t: &Timeline, calls: &[&Call], found: &mut Vec<ReportFinding>) {
-            for (export, free) in exports(t, calls) {
+        fn freed_while_open(
+            t: &Timeline,
+            calls: &[&Call],
+            s: &Spelling,
+            rule: &'static Rule,
+            found: &mut Vec<ReportFinding>,
+        ) {
+            for (export, free) in exports(t, s, calls) {
                 let Some(free) = free else { continue };
                 let opens: Vec<&Call> = calls
                     .iter()
                     .copied()
-                    .filter(|c| c.pid != export.pid && is_open(c) && c.ts_ns < free.ts_ns)
+                    .filter(|c| c.pid != export.pid && is_open(s, c) && c.ts_ns < free.ts_ns)
                     .collect();
                 let mut pids: Vec<i64> = opens
                     .iter()
-                    .filter(|open| still_open(t, &opens, open, free.ts_ns) > 0)
+                    .filter(|open| still_open(t, s, &opens, open, free.ts_ns) > 0)
                     .map(|open| open.pid)
                     .collect();
                 // A process that opened the handle more than once is named once.
@@ -275,15 +383,17 @@ pub mod report {
                     continue;
                 }
                 let pids: Vec<String> = pids.iter().map(i64::to_string).collect();
-                let exported = export.arg("dptr").map(shown).unwrap_or_default();
+                let exported = export.arg(s.export_ptr).map(shown).unwrap_or_default();
                 found.push(ReportFinding::at(
-                    &FREED_WHILE_OPEN_RULE,
+                    rule,
                     free,
                     format!(
-                        "{} {exported} was exported (cuIpcGetMemHandle) and is still \
-                             open in process {} (cuIpcOpenMemHandle, not yet closed)",
+                        "{} {exported} was exported ({}) and is still open in process {} ({}, \
+                         not yet closed)",
                         free.func,
-                        pids.join(", ")
+                        s.export,
+                        pids.join(", "),
+                        s.open
                     ),
                 ));
             }
@@ -296,15 +406,27 @@ pub mod report {
             OpenedAfterFree,
             OPENED_AFTER_FREE,
             OPENED_AFTER_FREE_RULE,
+            CUDA,
+            opened_after_free
+        );
+        report_check!(
+            /// [`OpenedAfterFree`] in HIP.
+            HipOpenedAfterFree,
+            HIP_OPENED_AFTER_FREE,
+            HIP_OPENED_AFTER_FREE_RULE,
+            HIP,
             opened_after_free
         );
 
-        fn opened_after_free(t: &Timeline, calls: &[&Call], found: &mut Vec<ReportFinding>) {
-            let exports = exports(t, calls);
-            for open in calls
-                .iter()
-                .filter(|c| c.func.starts_with("cuIpcOpenMemHandle"))
-            {
+        fn opened_after_free(
+            t: &Timeline,
+            calls: &[&Call],
+            s: &Spelling,
+            rule: &'static Rule,
+            found: &mut Vec<ReportFinding>,
+        ) {
+            let exports = exports(t, s, calls);
+            for open in calls.iter().filter(|c| c.func.starts_with(s.open)) {
                 // The last export of this handle before the open, by another process.
                 let Some((export, Some(free))) = exports
                     .iter()
@@ -316,7 +438,7 @@ pub mod report {
                 if free.ts_ns >= open.ts_ns {
                     continue;
                 }
-                let exported = export.arg("dptr").map(shown).unwrap_or_default();
+                let exported = export.arg(s.export_ptr).map(shown).unwrap_or_default();
                 let answer = match open.ret {
                     Some(0) => "the driver opened it anyway: the memory mapped is not \
                             the memory exported"
@@ -325,12 +447,12 @@ pub mod report {
                     None => "the driver's answer is not recorded".to_string(),
                 };
                 found.push(ReportFinding::at(
-                    &OPENED_AFTER_FREE_RULE,
+                    rule,
                     open,
                     format!(
-                        "process {} exported {exported} (cuIpcGetMemHandle) and freed it \
-                             ({}) before this open; {answer}",
-                        export.pid, free.func
+                        "process {} exported {exported} ({}) and freed it ({}) before this open; \
+                         {answer}",
+                        export.pid, s.export, free.func
                     ),
                 ));
             }
@@ -338,28 +460,46 @@ pub mod report {
 
         report_check!(
             /// An importer that ended through `exit` with an opened mapping it never closed.
-            NeverClosed, NEVER_CLOSED, NEVER_CLOSED_RULE, never_closed
+            NeverClosed,
+            NEVER_CLOSED,
+            NEVER_CLOSED_RULE,
+            CUDA,
+            never_closed
+        );
+        report_check!(
+            /// [`NeverClosed`] in HIP.
+            HipNeverClosed,
+            HIP_NEVER_CLOSED,
+            HIP_NEVER_CLOSED_RULE,
+            HIP,
+            never_closed
         );
 
-        fn never_closed(t: &Timeline, calls: &[&Call], found: &mut Vec<ReportFinding>) {
-            let opens: Vec<&Call> = calls.iter().copied().filter(|c| is_open(c)).collect();
+        fn never_closed(
+            t: &Timeline,
+            calls: &[&Call],
+            s: &Spelling,
+            rule: &'static Rule,
+            found: &mut Vec<ReportFinding>,
+        ) {
+            let opens: Vec<&Call> = calls.iter().copied().filter(|c| is_open(s, c)).collect();
             let mut reported: Vec<(i64, Option<&Value>)> = Vec::new();
             for open in &opens {
                 let Some(exit) = t.exited(open.pid) else {
                     continue;
                 };
-                let key = (open.pid, open.out("pdptr"));
+                let key = (open.pid, open.out(s.open_out));
                 if reported.contains(&key) {
                     continue;
                 }
-                let left = still_open(t, &opens, open, exit);
+                let left = still_open(t, s, &opens, open, exit);
                 if left == 0 {
                     continue;
                 }
                 reported.push(key);
-                let mapped = open.out("pdptr").map(shown).unwrap_or_default();
+                let mapped = open.out(s.open_out).map(shown).unwrap_or_default();
                 found.push(ReportFinding::at(
-                    &NEVER_CLOSED_RULE,
+                    rule,
                     open,
                     format!(
                         "{mapped} was still open ({left} open(s) without a close) when \
@@ -458,6 +598,9 @@ pub static FAMILY: Family = Family {
         &report::FREED_WHILE_OPEN_RULE,
         &report::OPENED_AFTER_FREE_RULE,
         &report::NEVER_CLOSED_RULE,
+        &report::HIP_FREED_WHILE_OPEN_RULE,
+        &report::HIP_OPENED_AFTER_FREE_RULE,
+        &report::HIP_NEVER_CLOSED_RULE,
         &hip::GET_NOT_ALLOCATION_BASE,
         &hip::OPEN_SAME_PROCESS,
         &hip::CLOSE_NOT_OPENED,
