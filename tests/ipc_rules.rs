@@ -72,6 +72,11 @@ const CUDA_CASES: &[Case] = &[
         &["cuIpcOpenMemHandle.same-process"],
     ),
     ("close-not-opened", &[], &["cuIpcCloseMemHandle.not-opened"]),
+    (
+        "event-same-process",
+        &[],
+        &["cuIpcOpenEventHandle.same-process"],
+    ),
     // Two processes: opened twice, closed three times.
     ("close-twice", &[], &["cuIpcCloseMemHandle.not-opened"]),
     ("close-interior", &[], &["cuIpcCloseMemHandle.not-opened"]),
@@ -92,6 +97,11 @@ const HIP_CASES: &[Case] = &[
         "close-not-opened",
         &[],
         &["hipIpcCloseMemHandle.not-opened"],
+    ),
+    (
+        "event-same-process",
+        &[],
+        &["hipIpcOpenEventHandle.same-process"],
     ),
 ];
 

@@ -34,18 +34,18 @@ macro_rules! check_table {
             cuStreamAttachMemAsync => ;
             cuStreamAttachMemAsync_ptsz => ;
             hipStreamAttachMemAsync => ;
-            // IPC (exports and opens; the rules of opened handles and events are to come).
+            // IPC.
             cuIpcGetMemHandle => ipc::GET_CUDA;
             cuIpcOpenMemHandle => ipc::OPEN_CUDA;
             cuIpcOpenMemHandle_v2 => ipc::OPEN_CUDA;
             cuIpcCloseMemHandle => ipc::CLOSE_CUDA, lifecycle::MEMORY_FREED;
-            cuIpcGetEventHandle => ;
-            cuIpcOpenEventHandle => ;
+            cuIpcGetEventHandle => ipc::GET_EVENT;
+            cuIpcOpenEventHandle => ipc::OPEN_EVENT_CUDA;
             hipIpcGetMemHandle => ipc::GET_HIP;
             hipIpcOpenMemHandle => ipc::OPEN_HIP;
             hipIpcCloseMemHandle => ipc::CLOSE_HIP, lifecycle::MEMORY_FREED;
-            hipIpcGetEventHandle => ;
-            hipIpcOpenEventHandle => ;
+            hipIpcGetEventHandle => ipc::GET_EVENT;
+            hipIpcOpenEventHandle => ipc::OPEN_EVENT_HIP;
             // Logical endpoints (rules to come).
             cuLogicalEndpointIdReserve => ;
             cuLogicalEndpointIdRelease => ;

@@ -4,6 +4,7 @@
  *   open-flags        opens its own handle with Flags 0 (cuIpcOpenMemHandle_v2)
  *   open-v1-flags     the same through the legacy cuIpcOpenMemHandle, with Flags 3
  *   open-same-process opens its own handle, with the right flags
+ *   event-same-process opens the handle of its own interprocess event
  *   close-not-opened  closes memory of its own (no open returned it)
  *   correct           a child process (forked before cuInit) exports an allocation's base; the
  *                     parent opens it twice with CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, reads it and
@@ -135,6 +136,14 @@ int main(int argc, char **argv) {
     } else if (!strcmp(s, "open-flags")) {
         CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p));
         CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&q, h, 0));
+    } else if (!strcmp(s, "event-same-process")) {
+        CUevent ev, opened;
+        CUipcEventHandle eh;
+        MUST(cuEventCreate(&ev, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+        CALL("cuIpcGetEventHandle", cuIpcGetEventHandle(&eh, ev));
+        CALL("cuIpcOpenEventHandle", cuIpcOpenEventHandle(&opened, eh));
+        memset(&eh, 0, sizeof eh);
+        MUST(cuEventDestroy(ev));
     } else if (!strcmp(s, "close-not-opened")) {
         CALL("cuIpcCloseMemHandle", cuIpcCloseMemHandle(p));
     } else if (!strcmp(s, "open-same-process")) {

@@ -3,6 +3,7 @@
  *   export-base       exports the allocation's base (correct)
  *   open-same-process opens its own handle
  *   close-not-opened  closes memory of its own (no open returned it)
+ *   event-same-process opens the handle of its own interprocess event
  * and across two processes (a child, forked before the runtime starts, exports; the parent
  * imports), as ipc_cuda.c:
  *   exchange          done right: the parent opens, closes, then the child frees
@@ -73,6 +74,14 @@ int main(int argc, char **argv) {
         void *q = NULL;
         CALL("hipIpcGetMemHandle", hipIpcGetMemHandle(&h, p));
         CALL("hipIpcOpenMemHandle", hipIpcOpenMemHandle(&q, h, LAZY));
+    } else if (!strcmp(argv[1], "event-same-process")) {
+        hipEvent_t ev, opened;
+        hipIpcEventHandle_t eh;
+        MUST(hipEventCreateWithFlags(&ev, hipEventInterprocess | hipEventDisableTiming));
+        CALL("hipIpcGetEventHandle", hipIpcGetEventHandle(&eh, ev));
+        CALL("hipIpcOpenEventHandle", hipIpcOpenEventHandle(&opened, eh));
+        memset(&eh, 0, sizeof eh);
+        MUST(hipEventDestroy(ev));
     } else if (!strcmp(argv[1], "close-not-opened")) {
         CALL("hipIpcCloseMemHandle", hipIpcCloseMemHandle(p));
     } else if (!strcmp(argv[1], "export-base")) {

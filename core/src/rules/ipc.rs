@@ -19,6 +19,11 @@ const fn cuda(function: &'static str) -> Source {
     super::cuda(CUDA_MEMORY, function)
 }
 
+/// The CUDA driver API's section of the event IPC functions.
+const fn cuda_event(function: &'static str) -> Source {
+    super::cuda("Event Management", function)
+}
+
 const fn hip(function: &'static str) -> Source {
     Source {
         document: "HIP Runtime API",
@@ -28,6 +33,10 @@ const fn hip(function: &'static str) -> Source {
 }
 
 const SAME_PROCESS: &str = "A handle is opened in another process than the one that exported it.";
+const EVENT_SAME_PROCESS: &str =
+    "An event handle is opened in another process than the one that exported it.";
+const EVENT_SAME_PROCESS_FIX: &str = "use the event itself in the process that created it; open \
+    its handle only in the processes it was sent to";
 const SAME_PROCESS_FIX: &str = "use the allocation's own pointer in the process that made it; \
     open handles only in the processes it was sent to";
 
@@ -75,6 +84,18 @@ pub mod cuda {
             by 1. When the reference count reaches 0, this API unmaps the memory.",
         documented_code: Some(INVALID_VALUE),
         fix: "close exactly the pointer cuIpcOpenMemHandle returned, once per successful open",
+    };
+
+    pub static OPEN_EVENT_SAME_PROCESS: Rule = Rule {
+        id: "cuIpcOpenEventHandle.same-process",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: EVENT_SAME_PROCESS,
+        source: cuda_event("cuIpcOpenEventHandle"),
+        quote: "Opens an interprocess event handle exported from another process with \
+            ::cuIpcGetEventHandle.",
+        documented_code: Some(INVALID_CONTEXT),
+        fix: EVENT_SAME_PROCESS_FIX,
     };
 
     pub static OPEN_SAME_PROCESS: Rule = Rule {
@@ -543,6 +564,19 @@ pub mod hip {
         fix: "close exactly the pointer hipIpcOpenMemHandle returned, once per successful open",
     };
 
+    pub static OPEN_EVENT_SAME_PROCESS: Rule = Rule {
+        id: "hipIpcOpenEventHandle.same-process",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: EVENT_SAME_PROCESS,
+        source: hip("hipIpcOpenEventHandle"),
+        quote: "Opens an interprocess event handle exported from another process with \
+            cudaIpcGetEventHandle. If the function is called within the same process where \
+            handle is returned by hipIpcGetEventHandle, it will return hipErrorInvalidContext.",
+        documented_code: Some(INVALID_CONTEXT),
+        fix: EVENT_SAME_PROCESS_FIX,
+    };
+
     pub static OPEN_SAME_PROCESS: Rule = Rule {
         id: "hipIpcOpenMemHandle.same-process",
         severity: Severity::Error,
@@ -576,6 +610,18 @@ pub mod checks {
         name: "ipc.open.hip",
         rules: &[&hip::OPEN_SAME_PROCESS],
     };
+    pub static GET_EVENT: CheckInfo = CheckInfo {
+        name: "ipc.get-event",
+        rules: &[],
+    };
+    pub static OPEN_EVENT_CUDA: CheckInfo = CheckInfo {
+        name: "ipc.open-event.cuda",
+        rules: &[&cuda::OPEN_EVENT_SAME_PROCESS],
+    };
+    pub static OPEN_EVENT_HIP: CheckInfo = CheckInfo {
+        name: "ipc.open-event.hip",
+        rules: &[&hip::OPEN_EVENT_SAME_PROCESS],
+    };
     pub static CLOSE_CUDA: CheckInfo = CheckInfo {
         name: "ipc.close.cuda",
         rules: &[&cuda::CLOSE_NOT_OPENED],
@@ -595,6 +641,7 @@ pub static FAMILY: Family = Family {
         &cuda::OPEN_FLAGS,
         &cuda::OPEN_SAME_PROCESS,
         &cuda::CLOSE_NOT_OPENED,
+        &cuda::OPEN_EVENT_SAME_PROCESS,
         &report::FREED_WHILE_OPEN_RULE,
         &report::OPENED_AFTER_FREE_RULE,
         &report::NEVER_CLOSED_RULE,
@@ -604,5 +651,6 @@ pub static FAMILY: Family = Family {
         &hip::GET_NOT_ALLOCATION_BASE,
         &hip::OPEN_SAME_PROCESS,
         &hip::CLOSE_NOT_OPENED,
+        &hip::OPEN_EVENT_SAME_PROCESS,
     ],
 };

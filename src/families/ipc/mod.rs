@@ -25,6 +25,9 @@ pub struct CloseCuda;
 pub struct GetHip;
 pub struct OpenHip;
 pub struct CloseHip;
+pub struct GetEvent;
+pub struct OpenEventCuda;
+pub struct OpenEventHip;
 
 /// The family's checks, by the names the table uses.
 pub mod checks {
@@ -34,6 +37,9 @@ pub mod checks {
     pub const OPEN_HIP: super::OpenHip = super::OpenHip;
     pub const CLOSE_CUDA: super::CloseCuda = super::CloseCuda;
     pub const CLOSE_HIP: super::CloseHip = super::CloseHip;
+    pub const GET_EVENT: super::GetEvent = super::GetEvent;
+    pub const OPEN_EVENT_CUDA: super::OpenEventCuda = super::OpenEventCuda;
+    pub const OPEN_EVENT_HIP: super::OpenEventHip = super::OpenEventHip;
 }
 
 /// What the family tracks: the memory handles this process exported, as keyed fingerprints (a
@@ -47,6 +53,7 @@ pub mod checks {
 #[derive(Default)]
 pub struct IpcState {
     exported: Mutex<HashSet<u64>>,
+    exported_events: Mutex<HashSet<u64>>,
     opened: Mutex<HashMap<u64, u32>>,
 }
 
@@ -64,6 +71,17 @@ impl IpcState {
     fn was_exported(&self, handle: &[u8; 64]) -> bool {
         let fp = crate::fingerprint::fingerprint(handle);
         self.exported.lock().contains(&fp)
+    }
+
+    fn exported_event(&self, handle: &[u8; 64]) {
+        self.exported_events
+            .lock()
+            .insert(crate::fingerprint::fingerprint(handle));
+    }
+
+    fn was_exported_event(&self, handle: &[u8; 64]) -> bool {
+        let fp = crate::fingerprint::fingerprint(handle);
+        self.exported_events.lock().contains(&fp)
     }
 
     /// An open returned `ptr` (v2 and HIP count every open of the same handle; a legacy open of
@@ -118,13 +136,47 @@ fn not_opened(
     cx.tracked(rule, || message);
 }
 
-/// Before an open: a handle this process exported is flagged (tracked state: dropped if the
-/// driver opens it after all).
-fn same_process(cx: &mut Cx, rule: &'static Rule, handle: &[u8; 64]) {
-    if cx.states.ipc.was_exported(handle) {
+/// Before an open: a handle this process exported (`exported`: of memory, or of an event) is
+/// flagged (tracked state: dropped if the driver opens it after all).
+fn same_process(cx: &mut Cx, rule: &'static Rule, exported: bool) {
+    if exported {
         cx.tracked(rule, || {
             "this process exported the handle (it is opened where it was made)".into()
         });
+    }
+}
+
+/// Both APIs' event exports record the handle (after the call; nothing is decided before).
+macro_rules! get_event {
+    ($($function:ident . $out:ident),*) => {$(
+        impl Check<args::$function> for GetEvent {
+            type Plan = ();
+            const BEFORE: bool = false;
+            fn before(&self, _: &args::$function, _: &mut Cx) {}
+            fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
+                if let Some(handle) = a.$out.written(Outcome::Returned(ret)) {
+                    cx.states.ipc.exported_event(&handle.reserved);
+                }
+            }
+        }
+    )*};
+}
+
+get_event!(cuIpcGetEventHandle.pHandle, hipIpcGetEventHandle.handle);
+
+impl Check<args::cuIpcOpenEventHandle> for OpenEventCuda {
+    type Plan = ();
+    fn before(&self, a: &args::cuIpcOpenEventHandle, cx: &mut Cx) {
+        let exported = cx.states.ipc.was_exported_event(&a.handle.reserved);
+        same_process(cx, &cuda::OPEN_EVENT_SAME_PROCESS, exported);
+    }
+}
+
+impl Check<args::hipIpcOpenEventHandle> for OpenEventHip {
+    type Plan = ();
+    fn before(&self, a: &args::hipIpcOpenEventHandle, cx: &mut Cx) {
+        let exported = cx.states.ipc.was_exported_event(&a.handle.reserved);
+        same_process(cx, &hip::OPEN_EVENT_SAME_PROCESS, exported);
     }
 }
 
@@ -190,7 +242,8 @@ macro_rules! open_cuda {
             type Plan = ();
             fn before(&self, a: &args::$function, cx: &mut Cx) {
                 open_flags(cx, a.Flags.0);
-                same_process(cx, &cuda::OPEN_SAME_PROCESS, &a.handle.reserved);
+                let exported = cx.states.ipc.was_exported(&a.handle.reserved);
+                same_process(cx, &cuda::OPEN_SAME_PROCESS, exported);
             }
             fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
                 if let Some(ptr) = a.pdptr.written(Outcome::Returned(ret)) {
@@ -242,7 +295,8 @@ impl Check<args::hipIpcGetMemHandle> for GetHip {
 impl Check<args::hipIpcOpenMemHandle> for OpenHip {
     type Plan = ();
     fn before(&self, a: &args::hipIpcOpenMemHandle, cx: &mut Cx) {
-        same_process(cx, &hip::OPEN_SAME_PROCESS, &a.handle.reserved);
+        let exported = cx.states.ipc.was_exported(&a.handle.reserved);
+        same_process(cx, &hip::OPEN_SAME_PROCESS, exported);
     }
     fn after(&self, a: &args::hipIpcOpenMemHandle, _: (), ret: c_int, cx: &mut Cx) {
         if let Some(ptr) = a.devPtr.written(Outcome::Returned(ret)) {

@@ -128,6 +128,33 @@ fn ok<A: Checked>(h: &Harness, args: A) {
     h.ok(args)
 }
 
+fn export_event(h: &Harness) {
+    let mut handle = CUipcEventHandle { reserved: OURS };
+    h.ok(args::cuIpcGetEventHandle {
+        pHandle: Out(&mut handle),
+        event: CUevent(0xe0 as *mut c_void),
+    });
+    let mut handle = hipIpcEventHandle_t { reserved: OURS };
+    h.ok(args::hipIpcGetEventHandle {
+        handle: Out(&mut handle),
+        event: hipEvent_t(0xe1 as *mut c_void),
+    });
+}
+
+fn open_event(handle: [u8; 64]) -> args::cuIpcOpenEventHandle {
+    args::cuIpcOpenEventHandle {
+        phEvent: Out(std::ptr::null_mut()),
+        handle: CUipcEventHandle { reserved: handle },
+    }
+}
+
+fn hip_open_event(handle: [u8; 64]) -> args::hipIpcOpenEventHandle {
+    args::hipIpcOpenEventHandle {
+        event: Out(std::ptr::null_mut()),
+        handle: hipIpcEventHandle_t { reserved: handle },
+    }
+}
+
 type Case = (&'static str, &'static [&'static str], fn(&Harness) -> Ran);
 
 const NEGATIVE: &[Case] = &[
@@ -209,6 +236,22 @@ const NEGATIVE: &[Case] = &[
         |h| h.call(hip_close(MEM), INVALID_VALUE),
     ),
     (
+        "cuda open of an event handle this process exported",
+        &["cuIpcOpenEventHandle.same-process"],
+        |h| {
+            export_event(h);
+            h.call(open_event(OURS), INVALID_CONTEXT)
+        },
+    ),
+    (
+        "hip open of an event handle this process exported",
+        &["hipIpcOpenEventHandle.same-process"],
+        |h| {
+            export_event(h);
+            h.call(hip_open_event(OURS), INVALID_CONTEXT)
+        },
+    ),
+    (
         "hip export of an interior pointer",
         &["hipIpcGetMemHandle.not-allocation-base"],
         |h| h.call(hip_get(MEM + 4096), SUCCESS),
@@ -251,6 +294,15 @@ fn correct_exports_and_opens_are_silent() {
     ok(&h, open_v1(1));
     ok(&h, hip_get(MEM));
     ok(&h, hip_open(THEIRS));
+    // Another process's event handles.
+    export_event(&h);
+    ok(&h, open_event(THEIRS));
+    ok(&h, hip_open_event(THEIRS));
+    // A memory export is not an event's: the same bytes opened as an event are not flagged.
+    let h = world();
+    export(&h, SUCCESS);
+    let ran = h.call(open_event(OURS), INVALID_VALUE);
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
     // A pointer the driver does not know is its business (it answers INVALID_VALUE): no finding
     // rests on an allocation nobody can name.
     let ran = h.call(get(0xdead_0000), INVALID_VALUE);
