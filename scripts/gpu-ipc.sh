@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The IPC rules on a real GPU: every CUDA scenario of tests/ipc_rules.rs (tests/c/ipc_cuda.c:
+# one process, or an exporter and an importer in two), run plain and under `sharecheck run`, then
+# `sharecheck report` over the run's traces. A scenario passes when the program saw exactly the
+# same results under the shim as plain (every CALL line and the exit status) and the findings, live
+# and report-phase, are exactly the ones it stages.
+#
+# Usage: scripts/gpu-ipc.sh [OUTDIR]        (default OUTDIR: ./gpu-ipc-out)
+#
+# Needs gcc, python3, the NVIDIA driver's libcuda and CUDA headers (/usr/local/cuda/include, or
+# $CUDA_INCLUDE), and the prebuilt target/release/sharecheck and libsharecheck.so. One GPU is
+# enough: both processes use device 0. Writes OUTDIR/report.txt (also printed) and exits 1 if any
+# scenario fails. Makes no multicast object; asks for 64 KiB of device memory at a time.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+out="${1:-gpu-ipc-out}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+cli="$PWD/target/release/sharecheck"
+[ -x "$cli" ] || { echo "gpu-ipc: $cli is missing: cargo build --release --workspace" >&2; exit 1; }
+include="${CUDA_INCLUDE:-/usr/local/cuda/include}"
+exe="$out/ipc_cuda"
+gcc -O1 -o "$exe" tests/c/ipc_cuda.c -I"$include" -Itests/c -lcuda
+
+# scenario | expected findings (sorted, comma-separated `rule@function`; `-` for none)
+cases=(
+    "export-interior|cuIpcGetMemHandle.not-allocation-base@cuIpcGetMemHandle,divergence.cuIpcGetMemHandle.interior-pointer-accepted@cuIpcGetMemHandle"
+    "open-flags|cuIpcOpenMemHandle.flags-not-lazy-enable-peer-access@cuIpcOpenMemHandle_v2,cuIpcOpenMemHandle.same-process@cuIpcOpenMemHandle_v2"
+    "open-v1-flags|cuIpcOpenMemHandle.flags-not-lazy-enable-peer-access@cuIpcOpenMemHandle,cuIpcOpenMemHandle.same-process@cuIpcOpenMemHandle"
+    "open-same-process|cuIpcOpenMemHandle.same-process@cuIpcOpenMemHandle_v2"
+    "event-same-process|cuIpcOpenEventHandle.same-process@cuIpcOpenEventHandle"
+    "close-not-opened|cuIpcCloseMemHandle.not-opened@cuIpcCloseMemHandle"
+    "close-twice|cuIpcCloseMemHandle.not-opened@cuIpcCloseMemHandle"
+    "close-interior|cuIpcCloseMemHandle.not-opened@cuIpcCloseMemHandle"
+    "free-early|cuMemFree.ipc-memory-open-elsewhere@cuMemFree_v2"
+    "open-after-free|cuIpcOpenMemHandle.handle-of-freed-memory@cuIpcOpenMemHandle_v2"
+    "never-close|cuIpcOpenMemHandle.never-closed@cuIpcOpenMemHandle_v2"
+    "correct|-"
+)
+
+report="$out/report.txt"
+gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
+{
+    echo "## IPC rules on a real GPU: $gpu, $(date -u '+%F %H:%M UTC')"
+    echo
+    echo "scripts/gpu-ipc.sh: tests/c/ipc_cuda.c (gcc, the real libcuda), each scenario plain and under"
+    echo "\`sharecheck run\`, then \`sharecheck report --format json\` over its traces. Shim: $(sha256sum target/release/libsharecheck.so | cut -c1-16)."
+    echo
+} > "$report"
+failed=0
+for case in "${cases[@]}"; do
+    scenario="${case%%|*}"
+    expected="${case#*|}"
+    dir="$out/$scenario"
+    rm -rf "$dir" && mkdir -p "$dir/traces"
+    set +e
+    "$exe" "$scenario" > "$dir/plain.out" 2>&1
+    plain_rc=$?
+    "$cli" run --trace "$dir/traces/%p.jsonl" -- "$exe" "$scenario" > "$dir/shim.out" 2> "$dir/shim.err"
+    shim_rc=$?
+    "$cli" report --format json "$dir/traces" > "$dir/report.json" 2> "$dir/report.err"
+    set -e
+    plain_calls="$(grep '^CALL ' "$dir/plain.out" | sort | tr '\n' ' ')"
+    shim_calls="$(grep '^CALL ' "$dir/shim.out" | sort | tr '\n' ' ')"
+    got="$(python3 - "$dir/report.json" <<'EOF'
+import json, sys
+findings = json.load(open(sys.argv[1]))["findings"]
+print(",".join(sorted("%s@%s" % (f["rule"], f["fn"]) for f in findings)) or "-")
+EOF
+)"
+    verdict=ok
+    if [ "$plain_calls" != "$shim_calls" ] || [ "$plain_rc" != "$shim_rc" ]; then
+        verdict="FAILED: the program saw other results under the shim"
+    elif [ "$got" != "$expected" ]; then
+        verdict="FAILED: expected $expected"
+    fi
+    [ "$verdict" = ok ] || failed=$((failed + 1))
+    {
+        echo "- $scenario: $verdict"
+        echo "  calls (exit $plain_rc plain, $shim_rc shim): $shim_calls"
+        echo "  findings: $got"
+    } >> "$report"
+done
+echo >> "$report"
+echo "GPU IPC: $(( ${#cases[@]} - failed )) passed, $failed failed" >> "$report"
+cat "$report"
+[ "$failed" -eq 0 ]
