@@ -34,6 +34,7 @@ cases=(
     "close-not-opened|cuIpcCloseMemHandle.not-opened@cuIpcCloseMemHandle"
     "close-twice|cuIpcCloseMemHandle.not-opened@cuIpcCloseMemHandle"
     "close-interior|cuIpcCloseMemHandle.not-opened@cuIpcCloseMemHandle"
+    "open-v1-again|cuIpcOpenMemHandle.already-open-legacy@cuIpcOpenMemHandle"
     "free-early|cuMemFree.ipc-memory-open-elsewhere@cuMemFree_v2"
     "open-after-free|cuIpcOpenMemHandle.handle-of-freed-memory@cuIpcOpenMemHandle_v2"
     "never-close|cuIpcOpenMemHandle.never-closed@cuIpcOpenMemHandle_v2"

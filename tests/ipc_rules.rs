@@ -80,6 +80,12 @@ const CUDA_CASES: &[Case] = &[
     // Two processes: opened twice, closed three times.
     ("close-twice", &[], &["cuIpcCloseMemHandle.not-opened"]),
     ("close-interior", &[], &["cuIpcCloseMemHandle.not-opened"]),
+    // Opened twice with _v2 (counted, silent), then with the legacy export: 208, explained.
+    (
+        "open-v1-again",
+        &[],
+        &["cuIpcOpenMemHandle.already-open-legacy"],
+    ),
 ];
 
 const HIP_CASES: &[Case] = &[

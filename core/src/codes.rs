@@ -7,6 +7,8 @@ pub const INVALID_VALUE: i32 = 1;
 pub const INVALID_DEVICE: i32 = 101;
 pub const INVALID_CONTEXT: i32 = 201;
 pub const PEER_ACCESS_UNSUPPORTED: i32 = 217;
+/// `CUDA_ERROR_ALREADY_MAPPED` / `hipErrorAlreadyMapped`.
+pub const ALREADY_MAPPED: i32 = 208;
 pub const INVALID_HANDLE: i32 = 400;
 pub const NOT_READY: i32 = 600;
 pub const PEER_ACCESS_ALREADY_ENABLED: i32 = 704;

@@ -40,7 +40,6 @@ pub const OUT_OF_MEMORY: Code = 2;
 pub const NOT_INITIALIZED: Code = 3;
 pub const NO_DEVICE: Code = 100;
 pub const MAP_FAILED: Code = 205;
-pub const ALREADY_MAPPED: Code = 208;
 pub const NOT_FOUND: Code = 500;
 pub const NOT_PERMITTED: Code = 800;
 pub const UNKNOWN: Code = 999;

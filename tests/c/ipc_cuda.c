@@ -11,6 +11,7 @@
  *                     closes it twice; then the child frees it
  *   close-twice       the same, with a third close
  *   close-interior    the same, closing a pointer 256 bytes into the mapping before the right one
+ *   open-v1-again     the same, and the legacy cuIpcOpenMemHandle on the handle already open
  *   free-early        the same as correct, but the child frees the memory (and exits) before the
  *                     parent closes its mappings
  *   open-after-free   the child exports and frees the memory (and stays alive); the parent then
@@ -46,7 +47,8 @@ static pid_t fork_exporter(void) {
     return fork();
 }
 
-/* The two-process exchange of `correct`, `close-twice`, `close-interior` and `free-early`. */
+/* The two-process exchange of `correct`, `close-twice`, `close-interior`, `open-v1-again` and
+ * `free-early`. */
 static int exchange(const char *how) {
     pid_t child = fork_exporter();
     if (child < 0) return 2;
@@ -70,6 +72,10 @@ static int exchange(const char *how) {
     CUdeviceptr q = 0, again = 0;
     CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&q, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
     CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&again, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    if (!strcmp(how, "open-v1-again")) {
+        CUdeviceptr legacy = 0;
+        CALL("cuIpcOpenMemHandle", cuIpcOpenMemHandle(&legacy, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    }
     unsigned char data[64];
     MUST(cuMemcpyDtoH(data, q, sizeof data));
     int status = 0;
@@ -124,7 +130,7 @@ int main(int argc, char **argv) {
     if (argc != 2) return 2;
     const char *s = argv[1];
     if (!strcmp(s, "correct") || !strcmp(s, "close-twice") || !strcmp(s, "close-interior") ||
-        !strcmp(s, "free-early"))
+        !strcmp(s, "open-v1-again") || !strcmp(s, "free-early"))
         return exchange(s);
     if (!strcmp(s, "open-after-free") || !strcmp(s, "never-close")) return open_once(s);
     setup();

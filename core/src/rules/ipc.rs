@@ -86,6 +86,24 @@ pub mod cuda {
         fix: "close exactly the pointer cuIpcOpenMemHandle returned, once per successful open",
     };
 
+    pub static OPENED_AGAIN: Rule = Rule {
+        id: "cuIpcOpenMemHandle.already-open-legacy",
+        severity: Severity::Info,
+        kind: Kind::Misuse,
+        requirement: "A handle opened again in the same context is counted, and needs as many \
+            closes as opens; but the legacy cuIpcOpenMemHandle does not count: on a handle \
+            already open, R580 answers it CUDA_ERROR_ALREADY_MAPPED (208). Reported when that \
+            is why the call failed (the count of cuIpcOpenMemHandle_v2 is kept silently and \
+            named when closes do not match).",
+        source: cuda("cuIpcOpenMemHandle"),
+        quote: "If the memory handle has already been opened by the current context, the \
+            reference count on the handle is incremented by 1 and the existing device pointer \
+            is returned.",
+        documented_code: None,
+        fix: "close the pointer once per successful open; with the legacy export, reuse the \
+            pointer the first open returned",
+    };
+
     pub static OPEN_EVENT_SAME_PROCESS: Rule = Rule {
         id: "cuIpcOpenEventHandle.same-process",
         severity: Severity::Error,
@@ -600,7 +618,11 @@ pub mod checks {
     };
     pub static OPEN_CUDA: CheckInfo = CheckInfo {
         name: "ipc.open.cuda",
-        rules: &[&cuda::OPEN_FLAGS, &cuda::OPEN_SAME_PROCESS],
+        rules: &[
+            &cuda::OPEN_FLAGS,
+            &cuda::OPEN_SAME_PROCESS,
+            &cuda::OPENED_AGAIN,
+        ],
     };
     pub static GET_HIP: CheckInfo = CheckInfo {
         name: "ipc.get.hip",
@@ -641,6 +663,7 @@ pub static FAMILY: Family = Family {
         &cuda::OPEN_FLAGS,
         &cuda::OPEN_SAME_PROCESS,
         &cuda::CLOSE_NOT_OPENED,
+        &cuda::OPENED_AGAIN,
         &cuda::OPEN_EVENT_SAME_PROCESS,
         &report::FREED_WHILE_OPEN_RULE,
         &report::OPENED_AFTER_FREE_RULE,

@@ -55,6 +55,8 @@ pub struct IpcState {
     exported: Mutex<HashSet<u64>>,
     exported_events: Mutex<HashSet<u64>>,
     opened: Mutex<HashMap<u64, u32>>,
+    /// The pointer each opened handle (by fingerprint) was mapped at.
+    mapped: Mutex<HashMap<u64, u64>>,
 }
 
 impl FamilyState for IpcState {
@@ -88,6 +90,21 @@ impl IpcState {
     /// an open handle fails, so each success counts one).
     fn opened(&self, ptr: u64) {
         *self.opened.lock().entry(ptr).or_insert(0) += 1;
+    }
+
+    /// An open of `handle` returned `ptr`.
+    fn mapped(&self, handle: &[u8; 64], ptr: u64) {
+        self.mapped
+            .lock()
+            .insert(crate::fingerprint::fingerprint(handle), ptr);
+        self.opened(ptr);
+    }
+
+    /// Where `handle` is open in this process, and how often: `None` if it is not.
+    fn open_at(&self, handle: &[u8; 64]) -> Option<(u64, u32)> {
+        let fp = crate::fingerprint::fingerprint(handle);
+        let ptr = *self.mapped.lock().get(&fp)?;
+        self.open_count(ptr).filter(|&n| n > 0).map(|n| (ptr, n))
     }
 
     /// A close of `ptr` succeeded.
@@ -235,23 +252,42 @@ fn open_flags(cx: &mut Cx, flags: u32) {
     }
 }
 
-/// Both exports of `cuIpcOpenMemHandle` (the legacy one and `_v2`) are checked alike.
+/// Both exports of `cuIpcOpenMemHandle` (the legacy one and `_v2`) are checked alike. The plan is
+/// where the handle was already open in this process, and how often.
 macro_rules! open_cuda {
     ($($function:ident),*) => {$(
         impl Check<args::$function> for OpenCuda {
-            type Plan = ();
-            fn before(&self, a: &args::$function, cx: &mut Cx) {
+            type Plan = Option<(u64, u32)>;
+            fn before(&self, a: &args::$function, cx: &mut Cx) -> Self::Plan {
                 open_flags(cx, a.Flags.0);
                 let exported = cx.states.ipc.was_exported(&a.handle.reserved);
                 same_process(cx, &cuda::OPEN_SAME_PROCESS, exported);
+                cx.states.ipc.open_at(&a.handle.reserved)
             }
-            fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
+            fn after(&self, a: &args::$function, before: Self::Plan, ret: c_int, cx: &mut Cx) {
                 if let Some(ptr) = a.pdptr.written(Outcome::Returned(ret)) {
-                    cx.states.ipc.opened(ptr.0);
+                    cx.states.ipc.mapped(&a.handle.reserved, ptr.0);
                 }
+                opened_again(cx, before, ret);
             }
         }
     )*};
+}
+
+/// After an open of a handle already open here (`before`: where, and how often) that the driver
+/// refused as already mapped (the legacy export does not count opens): why it failed.
+fn opened_again(cx: &mut Cx, before: Option<(u64, u32)>, ret: c_int) {
+    use sharecheck_core::codes::ALREADY_MAPPED;
+    if let (Some((ptr, count)), ALREADY_MAPPED) = (before, ret) {
+        cx.shown(&cuda::OPENED_AGAIN, || {
+            format!(
+                "the handle is already open here at {} ({count} open(s)); the legacy \
+                 cuIpcOpenMemHandle does not count opens and answered CUDA_ERROR_ALREADY_MAPPED \
+                 (208): use that pointer, or cuIpcOpenMemHandle_v2",
+                hex(ptr)
+            )
+        });
+    }
 }
 
 open_cuda!(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2);

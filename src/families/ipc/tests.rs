@@ -236,6 +236,14 @@ const NEGATIVE: &[Case] = &[
         |h| h.call(hip_close(MEM), INVALID_VALUE),
     ),
     (
+        "legacy open of a handle already open",
+        &["cuIpcOpenMemHandle.already-open-legacy"],
+        |h| {
+            import(h);
+            h.call(open_v1(1), ALREADY_MAPPED)
+        },
+    ),
+    (
         "cuda open of an event handle this process exported",
         &["cuIpcOpenEventHandle.same-process"],
         |h| {
@@ -348,6 +356,25 @@ fn every_open_is_closed_once() {
         "a closed mapping is not an open one: {:?}",
         ran.messages
     );
+}
+
+/// `_v2` counts a second open of the same handle silently (correct use); the legacy export's
+/// refusal of it is explained; a handle not open here explains nothing.
+#[test]
+fn a_handle_opened_again_is_counted_and_the_legacy_refusal_explained() {
+    let h = world();
+    import(&h);
+    import(&h);
+    let ran = h.call(open_v1(1), ALREADY_MAPPED);
+    assert_eq!(ran.rules, ["cuIpcOpenMemHandle.already-open-legacy"]);
+    assert!(
+        ran.messages[0].contains("already open here at 0x400000 (2 open(s))"),
+        "{:?}",
+        ran.messages
+    );
+    let h = world();
+    let ran = h.call(open_v1(1), ALREADY_MAPPED);
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
 }
 
 #[test]
