@@ -151,15 +151,20 @@ fn correct_programs_produce_no_finding() {
     assert!(r.findings().is_empty(), "{}", r.stderr());
 }
 
-/// `sharecheck report` over both processes' traces: findings of the report phase, by rule.
-fn report_phase(r: &Run) -> Vec<(String, String)> {
+/// `sharecheck report --format json` over both processes' traces.
+fn report_json(r: &Run) -> serde_json::Value {
     let out = std::process::Command::new(cli())
         .args(["report", "--format", "json"])
         .arg(&r.traces)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The report's findings of the report phase, by rule.
+fn report_phase(r: &Run) -> Vec<(String, String)> {
+    let summary = report_json(r);
     summary["findings"]
         .as_array()
         .unwrap()
@@ -233,6 +238,31 @@ fn each_lifetime_mistake_across_processes_is_found_in_the_report() {
         let r = run_checked(&p.scratch, program, correct, &[]);
         assert!(r.findings().is_empty(), "{}", r.stderr());
         assert!(report_phase(&r).is_empty(), "{correct}");
+        // The exchange, as the report shows it: export, open(s), close(s), free, across both
+        // processes, in time order.
+        let view = report_json(&r);
+        let steps: Vec<&str> = view["ipc"][0]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["fn"].as_str().unwrap())
+            .collect();
+        let pids: BTreeSet<i64> = view["ipc"][0]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["pid"].as_i64().unwrap())
+            .collect();
+        assert_eq!(pids.len(), 2, "{view}");
+        assert!(
+            steps.first().unwrap().ends_with("IpcGetMemHandle"),
+            "{steps:?}"
+        );
+        assert!(steps.last().unwrap().contains("Free"), "{steps:?}");
+        assert!(
+            steps.iter().any(|f| f.contains("IpcCloseMemHandle")),
+            "{steps:?}"
+        );
     }
 }
 

@@ -267,9 +267,11 @@ TRACE is a trace file or a directory (every *{suffix} in it, and *{suffix}.PID: 
 writes when *{suffix} exists). Default: ./{dir}
 
 OPTIONS:
-    --format text|json      text (default): findings grouped by rule, calls per function and a
-                            SUMMARY line. json: one object {{\"calls\",\"processes\",\"findings\"}}
-                            with the findings of every process sorted by (pid, time, seq).
+    --format text|json      text (default): findings grouped by rule, calls per function, each
+                            exported IPC handle's exchange (IPC HANDLES) and a SUMMARY line.
+                            json: one object {{\"calls\",\"processes\",\"findings\"}} with the
+                            findings of every process sorted by (pid, time, seq), and \"ipc\":
+                            [{{\"handle\",\"steps\"}}] when a memory handle was exported.
     --fail-on SEVERITY      Exit 1 if a finding of SEVERITY or worse exists
                             (error, warning or info). Useful in CI.
     -h, --help              Print this help.

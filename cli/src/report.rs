@@ -353,8 +353,68 @@ pub fn render_json(s: &Summary) -> String {
         }
         render_finding_json(o, &mut out);
     }
-    out.push_str("]}\n");
+    out.push(']');
+    let handles = s.timeline.handles();
+    if !handles.is_empty() {
+        // Each exported memory handle's exchange across processes (only when there is one).
+        let views: Vec<Value> = handles
+            .iter()
+            .map(|v| {
+                let steps: Vec<Value> = v
+                    .steps
+                    .iter()
+                    .map(|c| {
+                        serde_json::json!({"pid": c.pid, "fn": c.func, "ts_ns": c.ts_ns,
+                            "ptr": step_pointer(c), "r": c.ret})
+                    })
+                    .collect();
+                serde_json::json!({"handle": v.handle, "steps": steps})
+            })
+            .collect();
+        out.push_str(",\"ipc\":");
+        out.push_str(&Value::Array(views).to_string());
+    }
+    out.push_str("}\n");
     out
+}
+
+/// The pointer a step of an IPC exchange names: exported, returned by an open, closed or freed.
+fn step_pointer(c: &crossproc::Call) -> Value {
+    ["pdptr", "devPtr"]
+        .iter()
+        .find_map(|k| c.out(k))
+        .or_else(|| ["dptr", "devPtr", "ptr"].iter().find_map(|k| c.arg(k)))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// The IPC HANDLES section: each exported memory handle's exchange, in time order.
+fn render_handles_text(s: &Summary, out: &mut String) {
+    let handles = s.timeline.handles();
+    if handles.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nIPC HANDLES ({}: export, opens, closes and frees, in time order)",
+        plural(handles.len() as u64, "handle", "handles")
+    );
+    for v in &handles {
+        let _ = writeln!(out, "    {}", v.handle);
+        let start = v.steps.first().map_or(0, |c| c.ts_ns);
+        for c in &v.steps {
+            let ptr = step_pointer(c);
+            let ptr = ptr.as_str().map_or_else(|| ptr.to_string(), str::to_string);
+            let ret = c.ret.map_or_else(|| "?".to_string(), |r| r.to_string());
+            let _ = writeln!(
+                out,
+                "        {:>+14.3} us  pid {:<8} {} {ptr} -> {ret}",
+                (c.ts_ns - start) as f64 / 1e3,
+                c.pid,
+                c.func
+            );
+        }
+    }
 }
 
 fn plural(n: impl Into<u64>, one: &str, many: &str) -> String {
@@ -509,6 +569,8 @@ pub fn render_text(s: &Summary) -> String {
         }
     }
 
+    render_handles_text(s, &mut out);
+
     let _ = writeln!(
         out,
         "\nSUMMARY: {} errors, {} warnings, {} infos",
@@ -578,6 +640,46 @@ mod tests {
         let id = "cuMemFree.ipc-memory-open-elsewhere";
         assert_eq!(json["findings"][0]["rule"], id);
         assert!(render_text(&early).contains(id));
+        // Each exported handle's exchange, in time order, in both formats.
+        let view: Value = serde_json::from_str(&render_json(&early)).unwrap();
+        let steps: Vec<(i64, &str, &str)> = view["ipc"][0]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["pid"].as_i64().unwrap(),
+                    s["fn"].as_str().unwrap(),
+                    s["ptr"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                (10, "cuIpcGetMemHandle", "0x7000000"),
+                (20, "cuIpcOpenMemHandle_v2", "0x9000000"),
+                (10, "cuMemFree_v2", "0x7000000"),
+                (20, "cuIpcCloseMemHandle", "0x9000000"),
+            ]
+        );
+        assert_eq!(view["ipc"][0]["handle"], "fp:00112233aabbccdd");
+        let text = render_text(&early);
+        let section = &text[text.find("IPC HANDLES (1 handle").expect("the section")..];
+        let order: Vec<usize> = [
+            "cuIpcGetMemHandle",
+            "cuIpcOpenMemHandle_v2",
+            "cuMemFree_v2",
+            "cuIpcCloseMemHandle",
+        ]
+        .iter()
+        .map(|f| section.find(f).unwrap())
+        .collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{section}");
+        assert!(
+            section.contains("+0.150 us  pid 10       cuMemFree_v2 0x7000000 -> 0"),
+            "{section}"
+        );
         // Production registers the check: the same traces give the same finding.
         let production = summarize(&traces(&dir, 250), &mut diagnostics);
         assert_eq!(production.findings.len(), 1);

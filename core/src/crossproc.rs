@@ -196,6 +196,60 @@ impl Timeline {
     }
 }
 
+/// One IPC handle's story across processes: the calls that made, opened, closed and freed what
+/// it names, in time order ([`Timeline::handles`]).
+#[derive(Debug)]
+pub struct HandleView<'a> {
+    /// The handle's fingerprint.
+    pub handle: &'a str,
+    pub steps: Vec<&'a Call>,
+}
+
+/// The pointer a call of an IPC exchange names: what an export exported, what an open returned.
+fn exchange_pointer(c: &Call) -> Option<&Value> {
+    if c.func.contains("IpcGetMemHandle") {
+        c.arg("dptr").or_else(|| c.arg("devPtr"))
+    } else if c.func.contains("IpcOpenMemHandle") {
+        c.out("pdptr").or_else(|| c.out("devPtr"))
+    } else {
+        None
+    }
+}
+
+/// Whether `c` closes (an importer) or frees (the exporter) `ptr`.
+fn ends_pointer(c: &Call, ptr: &Value) -> bool {
+    let named = |k: &str| c.arg(k) == Some(ptr);
+    (c.func.contains("IpcCloseMemHandle") && (named("dptr") || named("devPtr")))
+        || (c.func.starts_with("cuMemFree") && named("dptr"))
+        || (c.func.starts_with("hipFree") && named("ptr"))
+}
+
+impl Timeline {
+    /// Every memory handle that was exported, with its exchange: the export, every open of it
+    /// (successful or not) in any process, and the closes and frees of the pointers they name in
+    /// the same processes afterwards. In order of the export.
+    pub fn handles(&self) -> Vec<HandleView<'_>> {
+        let mut views: Vec<HandleView> = Vec::new();
+        for fp in self.fingerprints() {
+            let calls: Vec<&Call> = self.sharing(fp).collect();
+            if !calls.iter().any(|c| c.func.contains("IpcGetMemHandle")) {
+                continue;
+            }
+            let mut steps: Vec<&Call> = calls.clone();
+            for c in &calls {
+                if let Some(ptr) = exchange_pointer(c) {
+                    steps.extend(self.later_in_process(c).filter(|l| ends_pointer(l, ptr)));
+                }
+            }
+            steps.sort_by_key(|c| (c.ts_ns, c.pid, c.seq));
+            steps.dedup_by(|a, b| std::ptr::eq(*a, *b));
+            views.push(HandleView { handle: fp, steps });
+        }
+        views.sort_by_key(|v| v.steps.first().map(|c| (c.ts_ns, c.pid, c.seq)));
+        views
+    }
+}
+
 /// A finding a report-phase check decided, attached to the call that shows it.
 #[derive(Debug, Clone)]
 pub struct ReportFinding {
