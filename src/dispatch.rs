@@ -81,6 +81,8 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     if A::OBSERVE_ONLY && !TRACED {
         return observe(args);
     }
+    // The call's time, read now and converted after the call, which hides the read's latency.
+    let stamp = if TRACED { crate::clock::stamp() } else { 0 };
     let Some(guard) = Guard::enter() else {
         // Re-entered (the shim's own lookups, or a driver calling a wrapped symbol): forward only.
         return match loader::real_function(A::ID) {
@@ -96,13 +98,10 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
         return args.invoke(real);
     }
 
-    let (seq, ts_ns) = if TRACED {
-        (
-            trace::next_seq(guard.writer_slot()),
-            trace::now_on(guard.clock()),
-        )
+    let seq = if TRACED {
+        trace::next_seq(guard.writer_slot())
     } else {
-        (0, 0)
+        0
     };
     // `durations=1`: a second clock read, after the driver returned.
     let timed = TRACED && engine::options().durations;
@@ -141,11 +140,17 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
         let ret = args.invoke(real);
         (Outcome::Returned(ret), ret)
     });
+    let ts_ns = if TRACED {
+        trace::at_stamp(guard.clock(), stamp)
+    } else {
+        0
+    };
     match ran {
         true if !cx.is_clean() => {
             let seq_shown = if TRACED { seq } else { guard.call_number() };
             shielded((), move || {
                 settle_and_record(
+                    &guard,
                     args,
                     cx,
                     outcome,
@@ -157,8 +162,8 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
                 )
             })
         }
-        _ if TRACED => shielded((), move || {
-            record(&args, outcome, ret, seq, ts_ns, dur_ns, &[])
+        _ if TRACED => shielded((), || {
+            record(Some(&guard), &args, outcome, ret, seq, ts_ns, dur_ns, &[])
         }),
         _ => {}
     }
@@ -207,7 +212,16 @@ fn missing<A: CallArgs>(args: A) -> c_int {
     if trace::enabled() {
         shielded((), || {
             let seq = trace::next_seq_shared();
-            record(&args, Outcome::NotCalled, ret, seq, trace::now(), None, &[])
+            record(
+                None,
+                &args,
+                Outcome::NotCalled,
+                ret,
+                seq,
+                trace::now(),
+                None,
+                &[],
+            )
         });
     }
     ret
@@ -218,6 +232,7 @@ fn missing<A: CallArgs>(args: A) -> c_int {
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
 fn settle_and_record<A: CallArgs>(
+    guard: &Guard,
     args: A,
     cx: Cx,
     outcome: Outcome,
@@ -244,12 +259,23 @@ fn settle_and_record<A: CallArgs>(
         )
     };
     if traced {
-        record(&args, outcome, ret, seq, ts_ns, dur_ns, &recorded);
+        record(
+            Some(guard),
+            &args,
+            outcome,
+            ret,
+            seq,
+            ts_ns,
+            dur_ns,
+            &recorded,
+        );
     }
     engine::halt_if_asked(&recorded);
 }
 
+#[allow(clippy::too_many_arguments)]
 fn record<A: CallArgs>(
+    guard: Option<&Guard>,
     args: &A,
     outcome: Outcome,
     ret: c_int,
@@ -259,6 +285,7 @@ fn record<A: CallArgs>(
     findings: &[Finding],
 ) {
     trace::write_call(
+        guard,
         args,
         &trace::CallRecord {
             info: A::ID.info(),

@@ -18,11 +18,16 @@ pub struct ThreadState {
     /// The kernel thread id, with the fork generation it was read in (a forked child's thread
     /// has another id than the parent's that forked).
     tid: Cell<(u32, i32)>,
+    /// The records' `,"tid":T` member for that id, and its length (made when the id is read).
+    tid_member: Cell<([u8; TID_MEMBER], u8)>,
     /// The thread's chunk of the trace (`writer`'s, opaque here).
     writer_slot: WriterSlot,
     /// The thread's anchor for reading the clock from the TSC.
     clock: crate::clock::ThreadClock,
 }
+
+/// Bytes of room for `,"tid":T` (7 and at most 11 for an `i32`).
+const TID_MEMBER: usize = 24;
 
 impl ThreadState {
     fn tid(&self, generation: u32) -> i32 {
@@ -33,7 +38,52 @@ impl ThreadState {
         // SAFETY: gettid has no preconditions and cannot fail.
         let tid = unsafe { libc::gettid() };
         self.tid.set((generation, tid));
+        let mut member = [0u8; TID_MEMBER];
+        let text = format_tid_member(tid);
+        member[..text.len()].copy_from_slice(text.as_bytes());
+        self.tid_member.set((member, text.len() as u8));
         tid
+    }
+}
+
+/// `,"tid":T` without allocating (a thread's first record may come from a signal handler).
+fn format_tid_member(tid: i32) -> TidText {
+    let mut text = TidText::default();
+    text.push(b",\"tid\":");
+    if tid < 0 {
+        text.push(b"-");
+    }
+    let mut digits = [0u8; 10];
+    let mut n = tid.unsigned_abs();
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    text.push(&digits[at..]);
+    text
+}
+
+#[derive(Default)]
+struct TidText {
+    bytes: [u8; TID_MEMBER],
+    len: usize,
+}
+
+impl TidText {
+    fn push(&mut self, b: &[u8]) {
+        self.bytes[self.len..self.len + b.len()].copy_from_slice(b);
+        self.len += b.len();
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
 }
 
@@ -56,6 +106,7 @@ thread_local! {
             shard: Cell::new(0),
             scratch: Cell::new(std::ptr::null_mut()),
             tid: Cell::new((u32::MAX, 0)),
+            tid_member: Cell::new(([0; TID_MEMBER], 0)),
             writer_slot: Cell::new(0),
             clock: crate::clock::ThreadClock::new(),
         }
@@ -262,13 +313,37 @@ pub fn on_thread_exit(hook: fn(&WriterSlot)) {
     THREAD_EXIT.store(hook as usize, std::sync::atomic::Ordering::Release);
 }
 
-/// Runs `f` with this thread's record buffer (a fresh one when it is in use or cannot be kept),
-/// its id and its writer word.
-pub fn with_scratch<R>(generation: u32, f: impl FnOnce(&mut Vec<u8>, i32, &WriterSlot) -> R) -> R {
+/// What a record is written with: the thread's record buffer, its id (and `,"tid":T` member, see
+/// [`sharecheck_core::json::JsonOut::begin_call_record`]) and its writer word.
+pub struct Scratch<'a> {
+    pub buf: &'a mut Vec<u8>,
+    pub tid: i32,
+    pub tid_member: &'a [u8],
+    pub slot: &'a WriterSlot,
+}
+
+/// Runs `f` with this thread's [`Scratch`] (a fresh buffer when the thread's is in use or cannot
+/// be kept).
+pub fn with_scratch<R>(generation: u32, f: impl FnOnce(Scratch) -> R) -> R {
     let state = THREAD.with(|t| t as *const ThreadState);
     // SAFETY: the thread-local lives as long as this thread and is only used on it.
-    let t = unsafe { &*state };
+    scratch_of(unsafe { &*state }, generation, f)
+}
+
+impl Guard {
+    /// [`with_scratch`] on the guard's thread, without looking its state up again.
+    #[inline]
+    pub fn with_scratch<R>(&self, generation: u32, f: impl FnOnce(Scratch) -> R) -> R {
+        // SAFETY: see `enter`.
+        scratch_of(unsafe { &*self.0 }, generation, f)
+    }
+}
+
+#[inline]
+fn scratch_of<R>(t: &ThreadState, generation: u32, f: impl FnOnce(Scratch) -> R) -> R {
     let tid = t.tid(generation);
+    let (member, member_len) = t.tid_member.get();
+    let tid_member = &member[..usize::from(member_len)];
     let mut buffer = t.scratch.replace(std::ptr::null_mut());
     if buffer.is_null() {
         let fresh = take_scratch();
@@ -278,16 +353,26 @@ pub fn with_scratch<R>(generation: u32, f: impl FnOnce(&mut Vec<u8>, i32, &Write
                 buffer = fresh
             }
             _ => {
-                // SAFETY: `fresh` is ours alone (taken above, registered nowhere).
-                let result = f(unsafe { &mut *fresh }, tid, &t.writer_slot);
+                let result = f(Scratch {
+                    // SAFETY: `fresh` is ours alone (taken above, registered nowhere).
+                    buf: unsafe { &mut *fresh },
+                    tid,
+                    tid_member,
+                    slot: &t.writer_slot,
+                });
                 give_back_scratch(fresh);
                 return result;
             }
         }
     }
-    // SAFETY: `buffer` is this thread's leaked buffer, taken out of the slot above, so no other
-    // use of it can exist until it is put back.
-    let result = f(unsafe { &mut *buffer }, tid, &t.writer_slot);
+    let result = f(Scratch {
+        // SAFETY: `buffer` is this thread's leaked buffer, taken out of the slot above, so no
+        // other use of it can exist until it is put back.
+        buf: unsafe { &mut *buffer },
+        tid,
+        tid_member,
+        slot: &t.writer_slot,
+    });
     t.scratch.set(buffer);
     result
 }
@@ -357,6 +442,17 @@ mod tests {
     fn shielded_work_that_panics_gives_the_fallback() {
         assert_eq!(shielded(7, || 1), 1);
         assert_eq!(shielded(7, || -> i32 { panic!("internal") }), 7);
+    }
+
+    #[test]
+    fn the_tid_member_is_written_as_json_writes_it() {
+        for tid in [0, 7, 27223, i32::MAX, -1, i32::MIN] {
+            let text = format_tid_member(tid);
+            assert_eq!(
+                std::str::from_utf8(text.as_bytes()).unwrap(),
+                format!(",\"tid\":{tid}")
+            );
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@
 use crate::clock;
 use crate::findings::{self, Finding};
 use crate::fingerprint::fingerprint;
+use crate::guard::{Guard, Scratch};
 use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::{CallArgs, FnInfo};
 use sharecheck_core::json::JsonOut;
@@ -110,6 +111,13 @@ pub fn now_on(thread: &clock::ThreadClock) -> u64 {
     since_t0(clock::now_ns(thread))
 }
 
+/// A record's `"t"` in two steps: [`clock::stamp`] where the time belongs, this where it is
+/// written (the calling thread's clock, inside the guard, as [`now_on`]).
+#[inline]
+pub fn at_stamp(thread: &clock::ThreadClock, stamp: u64) -> u64 {
+    since_t0(clock::ns_at(thread, stamp))
+}
+
 #[inline]
 fn since_t0(mono: u64) -> u64 {
     match T0_MONO.load(Ordering::Relaxed) {
@@ -139,16 +147,15 @@ pub struct CallRecord<'a> {
 
 /// Writes one call record (if tracing is on):
 /// `{"seq":N,"t":NS,"tid":T,"fn":"name","a":{ARGS},"r":RET}`, then `"d"`, `"forwarded":false`
-/// and `"findings"` only when there is something to say (schema in README.md).
-pub fn write_call<A: CallArgs>(args: &A, record: &CallRecord) {
+/// and `"findings"` only when there is something to say (schema in README.md). `guard`: the
+/// calling thread's, when it is inside the shim.
+pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRecord) {
     if !enabled() {
         return;
     }
-    with_scratch(|buf, tid, slot| {
-        let mut w = JsonOut::with_fingerprint(buf, fingerprint);
-        w.begin_record(record.seq, record.t, tid as i64);
-        w.kv_ident("fn", record.info.symbol);
-        w.key_begin_object("a");
+    let write = |s: Scratch| {
+        let mut w = JsonOut::with_fingerprint(s.buf, fingerprint);
+        w.begin_call_record(record.seq, record.t, s.tid_member, record.info.record_head);
         args.encode(&mut w, record.outcome);
         w.end_object();
         w.kv_i64("r", record.ret as i64);
@@ -161,8 +168,16 @@ pub fn write_call<A: CallArgs>(args: &A, record: &CallRecord) {
         }
         findings::encode_list(&mut w, record.findings);
         w.end_record();
-        append(buf, slot);
-    });
+        append(s.buf, s.slot);
+    };
+    let generation = FORK_GENERATION.load(Ordering::Relaxed);
+    match guard {
+        Some(guard) => guard.with_scratch(generation, |s| {
+            s.buf.clear();
+            write(s)
+        }),
+        None => with_scratch(write),
+    }
 }
 
 /// Writes an event record (`"event"` in place of `"fn"`): findings not tied to one call,
@@ -173,25 +188,25 @@ pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut Js
     }
     let seq = next_seq_shared();
     EVENTS.fetch_add(1, Ordering::Relaxed);
-    with_scratch(|buf, tid, slot| {
-        let mut w = JsonOut::with_fingerprint(buf, fingerprint);
-        w.begin_record(seq, now(), tid as i64);
+    with_scratch(|s| {
+        let mut w = JsonOut::with_fingerprint(s.buf, fingerprint);
+        w.begin_record(seq, now(), s.tid as i64);
         w.kv_str("event", event);
         extra(&mut w);
         findings::encode_list(&mut w, findings);
         w.end_record();
-        append(buf, slot);
+        append(s.buf, s.slot);
     });
 }
 
-/// Formats a record in this thread's scratch buffer. The buffer lives in the thread's shim state
-/// (no thread-local destructor, whose registration takes the loader lock) and is freed by a
-/// pthread key destructor when the thread exits. `f` gets the buffer and the thread's id.
+/// Runs `f` with this thread's [`Scratch`], its buffer empty. The buffer lives in the thread's
+/// shim state (no thread-local destructor, whose registration takes the loader lock) and is freed
+/// by a pthread key destructor when the thread exits.
 #[inline]
-fn with_scratch(f: impl FnOnce(&mut Vec<u8>, i32, &crate::writer::ThreadSlot)) {
-    crate::guard::with_scratch(FORK_GENERATION.load(Ordering::Relaxed), |buf, tid, slot| {
-        buf.clear();
-        f(buf, tid, slot)
+fn with_scratch(f: impl FnOnce(Scratch)) {
+    crate::guard::with_scratch(FORK_GENERATION.load(Ordering::Relaxed), |s| {
+        s.buf.clear();
+        f(s)
     })
 }
 

@@ -156,6 +156,9 @@ pub struct FnInfo {
     pub api: Api,
     /// The exact exported ELF symbol.
     pub symbol: &'static str,
+    /// What a call record says after its envelope, up to its arguments:
+    /// `,"fn":"SYMBOL","a":{` (see [`crate::json::JsonOut::begin_call_record`]).
+    pub record_head: &'static str,
     /// The name `cuGetProcAddress`/`hipGetProcAddress` is asked for.
     pub base: &'static str,
     /// CUDA version that introduced this ABI (0 for HIP).
@@ -229,6 +232,7 @@ macro_rules! define_table {
                 id: FnId::$sym,
                 api: api_of!($api),
                 symbol: stringify!($sym),
+                record_head: concat!(",\"fn\":\"", stringify!($sym), "\",\"a\":{"),
                 base: stringify!($base),
                 since: $since,
                 variant: variant_of!($variant),

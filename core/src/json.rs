@@ -172,7 +172,7 @@ impl Cursor {
     }
 }
 
-/// Copies `src` to `dst`; up to 32 bytes with at most four (overlapping) loads and stores, no
+/// Copies `src` to `dst`; up to 64 bytes with at most four (overlapping) loads and stores, no
 /// call to `memcpy` (whose call costs more than such a copy). A constant length folds to one
 /// path.
 ///
@@ -184,11 +184,17 @@ unsafe fn copy_short(src: &[u8], dst: *mut u8) {
     let s = src.as_ptr();
     // SAFETY: every load is within `src` (offsets `0..len`, the tail ones ending at `len`) and
     // every store within `dst[..len]` (the caller's guarantee), each at most `len` bytes wide
-    // where it is used: 16-byte pieces only when len >= 16, 8 when >= 8, 4 when >= 4.
+    // where it is used: 32-byte pieces only when len > 32, 16-byte ones when len >= 16, 8 when
+    // >= 8, 4 when >= 4.
     unsafe {
         if len >= 16 {
-            if len > 32 {
+            if len > 64 {
                 std::ptr::copy_nonoverlapping(s, dst, len);
+            } else if len > 32 {
+                let head = s.cast::<[u8; 32]>().read_unaligned();
+                let tail = s.add(len - 32).cast::<[u8; 32]>().read_unaligned();
+                dst.cast::<[u8; 32]>().write_unaligned(head);
+                dst.add(len - 32).cast::<[u8; 32]>().write_unaligned(tail);
             } else {
                 let head = s.cast::<[u8; 16]>().read_unaligned();
                 let tail = s.add(len - 16).cast::<[u8; 16]>().read_unaligned();
@@ -662,6 +668,33 @@ impl<'a> JsonOut<'a> {
         }
     }
 
+    /// Starts a call record, `{"seq":N,"t":N,"tid":T,"fn":"NAME","a":{`, in one step:
+    /// [`Self::begin_record`] and then `"fn"` and the arguments' object, from the pieces that do
+    /// not change between a thread's records of one function: `tid_member` (`,"tid":T`, at most
+    /// 32 bytes) and `head` ([`crate::functions::FnInfo::record_head`]). The arguments follow,
+    /// then [`Self::end_object`] and the rest of the record.
+    #[inline(always)]
+    pub fn begin_call_record(&mut self, seq: u64, t: u64, tid_member: &[u8], head: &'static str) {
+        debug_assert!(tid_member.len() <= 32 && tid_member.starts_with(b",\"tid\":"));
+        debug_assert!(head.starts_with(",\"fn\":\"") && head.ends_with("\",\"a\":{"));
+        let comma = self.take_comma();
+        let mut c = self.cursor(2 + 6 + DEC_MAX + 5 + DEC_MAX + 32 + head.len());
+        // SAFETY: room: a comma, `{"seq":` (7), digits, `,"t":` (5), digits, the tid member (at
+        // most 32) and the head.
+        unsafe {
+            c.comma(comma);
+            c.bytes(b"{\"seq\":");
+            c.dec(seq);
+            c.bytes(b",\"t\":");
+            c.dec(t);
+            c.bytes(tid_member);
+            c.bytes(head.as_bytes());
+            self.commit(c);
+        }
+        // Inside the arguments' object, before its first member.
+        self.need_comma = false;
+    }
+
     /// Ends the object of a JSON Lines record: `}` and the newline (the writer's state is then
     /// that of a new line).
     #[inline(always)]
@@ -1133,6 +1166,48 @@ mod tests {
             });
             let line = format!("{{\"seq\":{seq},\"t\":{t},\"tid\":{tid}");
             assert_eq!(s, format!("{line},\"fn\":\"f\"}}\n{line}}}\n"));
+        }
+    }
+
+    #[test]
+    fn a_call_record_begun_in_one_step_matches_its_separate_steps() {
+        let head = crate::functions::FnId::cuMemcpyPeerAsync.info().record_head;
+        for (seq, t, tid) in [
+            (0, 0, 0),
+            (1214, 10165227, 27223),
+            (u64::MAX, u64::MAX, i64::from(i32::MIN)),
+        ] {
+            let tid_member = format!(",\"tid\":{tid}");
+            let fused = render(|w| {
+                w.begin_call_record(seq, t, tid_member.as_bytes(), head);
+                w.kv_u64("ByteCount", 4);
+                w.end_object();
+                w.end_record();
+            });
+            let separate = render(|w| {
+                w.begin_record(seq, t, tid);
+                w.kv_ident("fn", "cuMemcpyPeerAsync");
+                w.key_begin_object("a");
+                w.kv_u64("ByteCount", 4);
+                w.end_object();
+                w.end_record();
+            });
+            assert_eq!(fused, separate);
+        }
+    }
+
+    #[test]
+    fn short_copies_of_every_length_up_to_80_are_exact() {
+        let src: Vec<u8> = (0..80u8).map(|b| b + 1).collect();
+        for len in 0..=80 {
+            let mut dst = vec![0u8; 96];
+            // SAFETY: `dst` holds 96 bytes, more than `len`; the two do not overlap.
+            unsafe { copy_short(&src[..len], dst.as_mut_ptr()) };
+            assert_eq!(&dst[..len], &src[..len], "len {len}");
+            assert!(
+                dst[len..].iter().all(|&b| b == 0),
+                "len {len} wrote past its end"
+            );
         }
     }
 
