@@ -38,6 +38,14 @@ cases=(
     "free-early|cuMemFree.ipc-memory-open-elsewhere@cuMemFree_v2"
     "open-after-free|cuIpcOpenMemHandle.handle-of-freed-memory@cuIpcOpenMemHandle_v2"
     "never-close|cuIpcOpenMemHandle.never-closed@cuIpcOpenMemHandle_v2"
+    "export-managed|cuIpcGetMemHandle.memory-not-exportable@cuIpcGetMemHandle"
+    "export-pool|cuIpcGetMemHandle.memory-not-exportable@cuIpcGetMemHandle"
+    "export-host|cuIpcGetMemHandle.memory-not-exportable@cuIpcGetMemHandle"
+    "event-not-interprocess|cuIpcGetEventHandle.event-not-interprocess@cuIpcGetEventHandle"
+    "exporter-exits|cuIpcGetMemHandle.exporter-exited-while-open@cuIpcGetMemHandle"
+    "event-never-destroyed|cuIpcOpenEventHandle.never-destroyed@cuIpcOpenEventHandle"
+    "event-destroyed-early|cuEventDestroy.ipc-event-open-elsewhere@cuEventDestroy_v2"
+    "event-exchange|-"
     "correct|-"
 )
 

@@ -77,6 +77,26 @@ const CUDA_CASES: &[Case] = &[
         &[],
         &["cuIpcOpenEventHandle.same-process"],
     ),
+    (
+        "export-managed",
+        &[],
+        &["cuIpcGetMemHandle.memory-not-exportable"],
+    ),
+    (
+        "export-pool",
+        &[],
+        &["cuIpcGetMemHandle.memory-not-exportable"],
+    ),
+    (
+        "export-host",
+        &[],
+        &["cuIpcGetMemHandle.memory-not-exportable"],
+    ),
+    (
+        "event-not-interprocess",
+        &[],
+        &["cuIpcGetEventHandle.event-not-interprocess"],
+    ),
     // Two processes: opened twice, closed three times.
     ("close-twice", &[], &["cuIpcCloseMemHandle.not-opened"]),
     ("close-interior", &[], &["cuIpcCloseMemHandle.not-opened"]),
@@ -108,6 +128,16 @@ const HIP_CASES: &[Case] = &[
         "event-same-process",
         &[],
         &["hipIpcOpenEventHandle.same-process"],
+    ),
+    (
+        "export-managed",
+        &[],
+        &["hipIpcGetMemHandle.memory-not-exportable"],
+    ),
+    (
+        "event-not-interprocess",
+        &[],
+        &["hipIpcGetEventHandle.event-not-interprocess"],
     ),
 ];
 
@@ -198,6 +228,21 @@ const REPORT_CASES: &[(&str, &str, &str)] = &[
         "cuIpcOpenMemHandle.never-closed",
         "cuIpcOpenMemHandle_v2",
     ),
+    (
+        "exporter-exits",
+        "cuIpcGetMemHandle.exporter-exited-while-open",
+        "cuIpcGetMemHandle",
+    ),
+    (
+        "event-never-destroyed",
+        "cuIpcOpenEventHandle.never-destroyed",
+        "cuIpcOpenEventHandle",
+    ),
+    (
+        "event-destroyed-early",
+        "cuEventDestroy.ipc-event-open-elsewhere",
+        "cuEventDestroy_v2",
+    ),
 ];
 
 /// The same in HIP (tests/c/ipc_hip.c).
@@ -212,6 +257,21 @@ const HIP_REPORT_CASES: &[(&str, &str, &str)] = &[
         "never-close",
         "hipIpcOpenMemHandle.never-closed",
         "hipIpcOpenMemHandle",
+    ),
+    (
+        "exporter-exits",
+        "hipIpcGetMemHandle.exporter-exited-while-open",
+        "hipIpcGetMemHandle",
+    ),
+    (
+        "event-never-destroyed",
+        "hipIpcOpenEventHandle.never-destroyed",
+        "hipIpcOpenEventHandle",
+    ),
+    (
+        "event-destroyed-early",
+        "hipEventDestroy.ipc-event-open-elsewhere",
+        "hipEventDestroy",
     ),
 ];
 
@@ -281,4 +341,43 @@ fn every_ipc_rule_has_a_negative_case() {
         missing.is_empty(),
         "rules without a negative test: {missing:?}"
     );
+}
+
+/// An event handle exchanged right (the importer destroys its copy before the exporter destroys
+/// the event): no finding, live or in the report, and the report's view shows the exchange.
+#[test]
+fn a_correct_event_exchange_finds_nothing() {
+    let p = programs("ipc_event_exchange");
+    for (program, expected) in [
+        (
+            &p.cuda,
+            [
+                "cuIpcGetEventHandle",
+                "cuIpcOpenEventHandle",
+                "cuEventDestroy_v2",
+                "cuEventDestroy_v2",
+            ],
+        ),
+        (
+            &p.hip,
+            [
+                "hipIpcGetEventHandle",
+                "hipIpcOpenEventHandle",
+                "hipEventDestroy",
+                "hipEventDestroy",
+            ],
+        ),
+    ] {
+        let r = run_checked(&p.scratch, program, "event-exchange", &[]);
+        assert!(r.findings().is_empty(), "{}", r.stderr());
+        assert!(report_phase(&r).is_empty());
+        let view = report_json(&r);
+        let steps: Vec<&str> = view["ipc"][0]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["fn"].as_str().unwrap())
+            .collect();
+        assert_eq!(steps, expected, "{view}");
+    }
 }

@@ -378,17 +378,22 @@ pub fn render_json(s: &Summary) -> String {
     out
 }
 
-/// The pointer a step of an IPC exchange names: exported, returned by an open, closed or freed.
+/// The pointer (or event) a step of an IPC exchange names: exported, returned by an open,
+/// closed, freed or destroyed.
 fn step_pointer(c: &crossproc::Call) -> Value {
-    ["pdptr", "devPtr"]
+    ["pdptr", "devPtr", "phEvent", "event"]
         .iter()
         .find_map(|k| c.out(k))
-        .or_else(|| ["dptr", "devPtr", "ptr"].iter().find_map(|k| c.arg(k)))
+        .or_else(|| {
+            ["dptr", "devPtr", "ptr", "event", "hEvent"]
+                .iter()
+                .find_map(|k| c.arg(k))
+        })
         .cloned()
         .unwrap_or(Value::Null)
 }
 
-/// The IPC HANDLES section: each exported memory handle's exchange, in time order.
+/// The IPC HANDLES section: each exported memory or event handle's exchange, in time order.
 fn render_handles_text(s: &Summary, out: &mut String) {
     let handles = s.timeline.handles();
     if handles.is_empty() {
@@ -396,7 +401,7 @@ fn render_handles_text(s: &Summary, out: &mut String) {
     }
     let _ = writeln!(
         out,
-        "\nIPC HANDLES ({}: export, opens, closes and frees, in time order)",
+        "\nIPC HANDLES ({}: export, opens, closes, frees and destroys, in time order)",
         plural(handles.len() as u64, "handle", "handles")
     );
     for v in &handles {

@@ -205,34 +205,44 @@ pub struct HandleView<'a> {
     pub steps: Vec<&'a Call>,
 }
 
-/// The pointer a call of an IPC exchange names: what an export exported, what an open returned.
+/// The pointer (or event) a call of an IPC exchange names: what an export exported, what an
+/// open returned.
 fn exchange_pointer(c: &Call) -> Option<&Value> {
     if c.func.contains("IpcGetMemHandle") {
         c.arg("dptr").or_else(|| c.arg("devPtr"))
     } else if c.func.contains("IpcOpenMemHandle") {
         c.out("pdptr").or_else(|| c.out("devPtr"))
+    } else if c.func.contains("IpcGetEventHandle") {
+        c.arg("event")
+    } else if c.func.contains("IpcOpenEventHandle") {
+        c.out("phEvent").or_else(|| c.out("event"))
     } else {
         None
     }
 }
 
-/// Whether `c` closes (an importer) or frees (the exporter) `ptr`.
+/// Whether `c` closes (an importer) or frees (the exporter) `ptr`, or destroys the event `ptr`.
 fn ends_pointer(c: &Call, ptr: &Value) -> bool {
     let named = |k: &str| c.arg(k) == Some(ptr);
     (c.func.contains("IpcCloseMemHandle") && (named("dptr") || named("devPtr")))
         || (c.func.starts_with("cuMemFree") && named("dptr"))
         || (c.func.starts_with("hipFree") && named("ptr"))
+        || (c.func.starts_with("cuEventDestroy") && named("hEvent"))
+        || (c.func.starts_with("hipEventDestroy") && named("event"))
 }
 
 impl Timeline {
-    /// Every memory handle that was exported, with its exchange: the export, every open of it
-    /// (successful or not) in any process, and the closes and frees of the pointers they name in
-    /// the same processes afterwards. In order of the export.
+    /// Every memory or event handle that was exported, with its exchange: the export, every open
+    /// of it (successful or not) in any process, and the closes, frees and destroys of the
+    /// pointers and events they name in the same processes afterwards. In order of the export.
     pub fn handles(&self) -> Vec<HandleView<'_>> {
         let mut views: Vec<HandleView> = Vec::new();
         for fp in self.fingerprints() {
             let calls: Vec<&Call> = self.sharing(fp).collect();
-            if !calls.iter().any(|c| c.func.contains("IpcGetMemHandle")) {
+            if !calls
+                .iter()
+                .any(|c| c.func.contains("IpcGetMemHandle") || c.func.contains("IpcGetEventHandle"))
+            {
                 continue;
             }
             let mut steps: Vec<&Call> = calls.clone();
@@ -292,6 +302,12 @@ pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[
     &crate::rules::ipc::report::HIP_FREED_WHILE_OPEN,
     &crate::rules::ipc::report::HIP_OPENED_AFTER_FREE,
     &crate::rules::ipc::report::HIP_NEVER_CLOSED,
+    &crate::rules::ipc::report::EXPORTER_EXITED,
+    &crate::rules::ipc::report::HIP_EXPORTER_EXITED,
+    &crate::rules::ipc::report::EVENT_NEVER_DESTROYED,
+    &crate::rules::ipc::report::HIP_EVENT_NEVER_DESTROYED,
+    &crate::rules::ipc::report::EVENT_DESTROYED_WHILE_OPEN,
+    &crate::rules::ipc::report::HIP_EVENT_DESTROYED_WHILE_OPEN,
 ];
 
 /// Runs `checks` over a finished timeline.

@@ -39,12 +39,12 @@ macro_rules! check_table {
             cuIpcOpenMemHandle => ipc::OPEN_CUDA;
             cuIpcOpenMemHandle_v2 => ipc::OPEN_CUDA;
             cuIpcCloseMemHandle => ipc::CLOSE_CUDA, lifecycle::MEMORY_FREED;
-            cuIpcGetEventHandle => ipc::GET_EVENT;
+            cuIpcGetEventHandle => ipc::GET_EVENT_CUDA;
             cuIpcOpenEventHandle => ipc::OPEN_EVENT_CUDA;
             hipIpcGetMemHandle => ipc::GET_HIP;
             hipIpcOpenMemHandle => ipc::OPEN_HIP;
             hipIpcCloseMemHandle => ipc::CLOSE_HIP, lifecycle::MEMORY_FREED;
-            hipIpcGetEventHandle => ipc::GET_EVENT;
+            hipIpcGetEventHandle => ipc::GET_EVENT_HIP;
             hipIpcOpenEventHandle => ipc::OPEN_EVENT_HIP;
             // Logical endpoints (rules to come).
             cuLogicalEndpointIdReserve => ;
@@ -77,12 +77,12 @@ macro_rules! check_table {
             hipMalloc => ;
             hipMallocManaged => ;
             hipFree => lifecycle::MEMORY_FREED;
-            // Observed events and streams (nobody yet).
-            cuEventCreate => ;
-            cuEventDestroy_v2 => ;
+            // Observed events (the flags IPC exports need) and streams (nobody yet).
+            cuEventCreate => ipc::EVENT_CREATED;
+            cuEventDestroy_v2 => ipc::EVENT_CREATED;
             cuStreamCreate => ;
-            hipEventCreateWithFlags => ;
-            hipEventDestroy => ;
+            hipEventCreateWithFlags => ipc::EVENT_CREATED;
+            hipEventDestroy => ipc::EVENT_CREATED;
             hipStreamCreate => ;
             hipStreamDestroy => ;
         }

@@ -8,7 +8,9 @@
 //! cached (and forgotten when the shim sees the context, stream or memory end: any observed free
 //! forgets every pointer), and checks ask again, uncached, before a finding rests on them.
 
-use super::facts::{Facts, ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ATTRIBUTE_UNIFIED_ADDRESSING};
+use super::facts::{
+    Facts, MemoryKind, ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ATTRIBUTE_UNIFIED_ADDRESSING,
+};
 use super::state::Lifetime;
 use crate::loader::{self, NamedSlot};
 use sharecheck_core::codes::{NOT_READY, SUCCESS};
@@ -21,6 +23,9 @@ const POINTER_ATTRIBUTE_MEMORY_TYPE: c_int = 2;
 const POINTER_ATTRIBUTE_IS_MANAGED: c_int = 8;
 const POINTER_ATTRIBUTE_DEVICE_ORDINAL: c_int = 9;
 const MEMORYTYPE_DEVICE: c_int = 2;
+const MEMORYTYPE_HOST: c_int = 1;
+const POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: c_int = 10;
+const POINTER_ATTRIBUTE_MEMPOOL_HANDLE: c_int = 17;
 
 static CU_CTX_GET_CURRENT: NamedSlot = NamedSlot::new(Api::Cuda, c"cuCtxGetCurrent");
 static CU_CTX_GET_DEVICE: NamedSlot = NamedSlot::new(Api::Cuda, c"cuCtxGetDevice");
@@ -357,6 +362,46 @@ impl DriverFacts {
         Some((memory_type == MEMORYTYPE_DEVICE && managed == 0 && ordinal >= 0).then_some(ordinal))
     }
 
+    /// The four attributes that say what kind of memory `ptr` is to legacy IPC, in one call
+    /// where the driver has `cuPointerGetAttributes` (which answers zeros for a pointer it does
+    /// not know: memory type 0, so `None`).
+    fn query_memory_kind(&self, ptr: u64) -> Option<MemoryKind> {
+        let mut attributes = [
+            POINTER_ATTRIBUTE_MEMORY_TYPE,
+            POINTER_ATTRIBUTE_IS_MANAGED,
+            POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
+            POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
+        ];
+        // Zeroed: the booleans may be written as a single byte.
+        let (mut memory_type, mut managed, mut capable): (c_uint, c_int, c_int) = (0, 0, 0);
+        let mut pool: *mut c_void = std::ptr::null_mut();
+        let mut data: [*mut c_void; 4] = [
+            (&mut memory_type as *mut c_uint).cast(),
+            (&mut managed as *mut c_int).cast(),
+            (&mut capable as *mut c_int).cast(),
+            (&mut pool as *mut *mut c_void).cast(),
+        ];
+        let code = query!(
+            CU_POINTER_GET_ATTRIBUTES,
+            fn(c_uint, *mut c_int, *mut *mut c_void, u64),
+            4,
+            attributes.as_mut_ptr(),
+            data.as_mut_ptr(),
+            ptr
+        )?;
+        if code != SUCCESS {
+            return None;
+        }
+        Some(match memory_type as c_int {
+            0 => return None,
+            _ if managed != 0 => MemoryKind::Managed,
+            _ if !pool.is_null() => MemoryKind::Pool,
+            MEMORYTYPE_HOST => MemoryKind::Host,
+            _ if capable != 0 => MemoryKind::Device,
+            _ => MemoryKind::Other,
+        })
+    }
+
     fn pointer_attribute(&self, ptr: u64, attribute: c_int) -> Option<c_int> {
         // Zeroed: boolean attributes may be written as a single byte.
         let mut value: c_int = 0;
@@ -379,6 +424,10 @@ impl Facts for DriverFacts {
     #[inline]
     fn forget(&self, gone: Lifetime) {
         self.forget_cached(gone);
+    }
+
+    fn memory_kind(&self, ptr: u64) -> Option<MemoryKind> {
+        self.query_memory_kind(ptr)
     }
 
     fn current_context(&self) -> Option<Option<CUcontext>> {

@@ -12,6 +12,23 @@ use std::ffi::{c_int, c_void};
 pub const ATTRIBUTE_UNIFIED_ADDRESSING: c_int = 41;
 pub const ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
 
+/// What kind of memory a pointer is: only [`MemoryKind::Device`] memory can be exported with
+/// `cuIpcGetMemHandle` (the driver's `CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryKind {
+    /// `cuMemAlloc` (or `cuMemAllocPitch`) memory: exportable.
+    Device,
+    /// `cuMemAllocManaged` memory.
+    Managed,
+    /// Stream-ordered memory of a memory pool (`cuMemAllocAsync`, `cuMemAllocFromPoolAsync`).
+    Pool,
+    /// Page-locked host memory (`cuMemAllocHost`, `cuMemHostAlloc`, `cuMemHostRegister`).
+    Host,
+    /// Device memory the driver says legacy IPC cannot export: `cuMemCreate` memory mapped with
+    /// `cuMemMap`, or a mapping opened from another process's handle.
+    Other,
+}
+
 /// Driver facts. CUDA queries answer directly; HIP queries go through a [`HipSession`], which
 /// keeps the thread's last error as the program left it.
 pub trait Facts {
@@ -33,6 +50,9 @@ pub trait Facts {
     /// The device whose memory `ptr` is, for plain device memory only (managed and host memory
     /// are reachable from every device). May be cached, as `allocation_range`.
     fn device_memory_owner(&self, ptr: u64, fresh: bool) -> Option<i32>;
+    /// What kind of memory `ptr` is, as legacy IPC sees it (asked afresh, never cached); `None`
+    /// when the driver cannot say or does not know the pointer.
+    fn memory_kind(&self, ptr: u64) -> Option<MemoryKind>;
     /// The context of a stream that is not a special handle, or the driver's error code.
     fn stream_context(&self, stream: CUstream, fresh: bool) -> Option<Result<CUcontext, c_int>>;
     /// Whether work on a stream (0: the current context's legacy stream) is still in flight.
@@ -123,6 +143,12 @@ impl<'a> HipSession<'a> {
     }
     pub fn device_memory_owner(&mut self, ptr: u64) -> Option<i32> {
         self.run(|f| f.hip_device_memory_owner(ptr)).flatten()
+    }
+    /// Whether the runtime knows `ptr` as plain device memory (`Some(false)`: managed or host
+    /// memory; `None`: it cannot say, or does not know the pointer).
+    pub fn is_plain_device_memory(&mut self, ptr: u64) -> Option<bool> {
+        self.run(|f| f.hip_device_memory_owner(ptr))
+            .map(|owner| owner.is_some())
     }
     pub fn stream_device(&mut self, stream: *mut c_void) -> Option<i32> {
         self.run(|f| f.hip_stream_device(stream))

@@ -1,10 +1,10 @@
 //! A table-backed [`Facts`] for unit tests, and a harness that runs one call's checks against it
 //! as the shim would: before-steps, the driver's answer (given by the test), after-steps, settle.
 
-use super::facts::Facts;
+use super::facts::{Facts, MemoryKind};
 use super::state::States;
 use super::{settle, Checked, Cx};
-use sharecheck_core::codes::{INVALID_CONTEXT, INVALID_HANDLE, SUCCESS};
+use sharecheck_core::codes::{INVALID_CONTEXT, INVALID_HANDLE, INVALID_VALUE, SUCCESS};
 use sharecheck_core::ffi::{CUcontext, CUstream, Outcome};
 use sharecheck_core::options::{Mode, Options};
 use std::cell::{Cell, RefCell};
@@ -47,6 +47,9 @@ pub struct FakeFacts {
     pub destroyed: RefCell<HashSet<u64>>,
     /// Every context asked for its device.
     pub asked_device_of: RefCell<Vec<u64>>,
+    /// The kind of memory of allocations (by base) other than what their device says: device
+    /// memory is `Device`, memory of no device `Managed`.
+    pub kinds: RefCell<HashMap<u64, MemoryKind>>,
 }
 
 impl FakeFacts {
@@ -156,6 +159,15 @@ impl Facts for FakeFacts {
         Some(self.peers.borrow().contains(&(dev, peer)))
     }
 
+    fn memory_kind(&self, ptr: u64) -> Option<MemoryKind> {
+        let a = self.allocation(ptr)?;
+        Some(match self.kinds.borrow().get(&a.base) {
+            Some(&kind) => kind,
+            None if a.device.is_some() => MemoryKind::Device,
+            None => MemoryKind::Managed,
+        })
+    }
+
     fn allocation_range(&self, ptr: u64, fresh: bool) -> Option<(u64, u64)> {
         if fresh {
             self.fresh_queries.set(self.fresh_queries.get() + 1);
@@ -226,7 +238,12 @@ impl Facts for FakeFacts {
     }
 
     fn hip_device_memory_owner(&self, ptr: u64) -> Option<(c_int, Option<i32>)> {
-        Some((self.hip()?, self.device_memory_owner(ptr, false)))
+        self.hip()?;
+        // hipPointerGetAttributes fails on a pointer the runtime does not know.
+        match self.allocation(ptr) {
+            Some(a) => Some((SUCCESS, a.device)),
+            None => Some((INVALID_VALUE, None)),
+        }
     }
 
     fn hip_stream_device(&self, stream: *mut c_void) -> Option<(c_int, i32)> {

@@ -6,6 +6,10 @@
  *   open-same-process opens its own handle, with the right flags
  *   event-same-process opens the handle of its own interprocess event
  *   close-not-opened  closes memory of its own (no open returned it)
+ *   export-managed    exports managed memory (cuMemAllocManaged)
+ *   export-pool       exports stream-ordered pool memory (cuMemAllocAsync)
+ *   export-host       exports page-locked host memory (cuMemAllocHost)
+ *   event-not-interprocess exports an event created with CU_EVENT_DISABLE_TIMING only
  *   correct           a child process (forked before cuInit) exports an allocation's base; the
  *                     parent opens it twice with CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, reads it and
  *                     closes it twice; then the child frees it
@@ -17,7 +21,14 @@
  *   open-after-free   the child exports and frees the memory (and stays alive); the parent then
  *                     opens the handle
  *   never-close       the parent opens the child's handle and exits without closing it (the
- *                     child exits without freeing) */
+ *                     child outlives it and exits without freeing)
+ *   exporter-exits    the parent opens the child's handle; the child exits (without freeing)
+ *                     while it is open, and the parent closes it after
+ *   event-exchange    the child exports an interprocess event; the parent opens it and
+ *                     destroys its copy, then the child destroys the event (correct)
+ *   event-never-destroyed  the same, but the parent exits holding its copy
+ *   event-destroyed-early  the same, but the child destroys the event while the parent holds
+ *                     its copy */
 #include <cuda.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -96,15 +107,20 @@ static int exchange(const char *how) {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 && data[0] == 0x5a ? 0 : 6;
 }
 
-/* `open-after-free` and `never-close`: the child exports (and, for the first, frees) and waits
- * for the parent, which opens the handle once. */
+/* `open-after-free`, `never-close` and `exporter-exits`: the child exports (and, for the first,
+ * frees) and waits for the parent, which opens the handle once. In `never-close` the parent
+ * exits with its mapping open and the child outlives it (it waits for the pipe's end); in
+ * `exporter-exits` the child exits (without freeing) while the parent's mapping is open, and
+ * the parent closes it after. */
 static int open_once(const char *how) {
     pid_t child = fork_exporter();
     if (child < 0) return 2;
     CUipcMemHandle h;
     char byte = 0;
     int free_first = !strcmp(how, "open-after-free");
+    int never = !strcmp(how, "never-close");
     if (child == 0) {
+        close(to_child[1]);
         setup();
         CUdeviceptr p;
         MUST(cuMemAlloc(&p, BYTES));
@@ -112,27 +128,76 @@ static int open_once(const char *how) {
         if (free_first) CALL("cuMemFree_v2", cuMemFree(p));
         if (write(to_parent[1], &h, sizeof h) != (ssize_t)sizeof h) _exit(4);
         memset(&h, 0, sizeof h);
-        if (read(to_child[0], &byte, 1) != 1) _exit(5);
-        exit(0); /* never-close: the memory goes with the process, not freed while still open */
+        /* never-close: the parent's exit ends the pipe (read returns 0). */
+        if (read(to_child[0], &byte, 1) != (never ? 0 : 1)) _exit(5);
+        exit(0); /* the memory goes with the process, not freed by cuMemFree */
     }
     setup();
     if (read(to_parent[0], &h, sizeof h) != (ssize_t)sizeof h) return 4;
     CUdeviceptr q = 0;
     CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&q, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
     memset(&h, 0, sizeof h);
+    if (never) return 0;
     if (write(to_child[1], &byte, 1) != 1) return 5;
     int status = 0;
     waitpid(child, &status, 0);
+    if (!strcmp(how, "exporter-exits")) CALL("cuIpcCloseMemHandle", cuIpcCloseMemHandle(q));
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 6;
+}
+
+/* `event-exchange`, `event-never-destroyed` and `event-destroyed-early`: the child creates an
+ * interprocess event and exports it; the parent opens it. In `event-exchange` the parent
+ * destroys its copy, then the child its event; in `event-never-destroyed` the parent exits
+ * holding its copy (the child outlives it); in `event-destroyed-early` the child destroys its
+ * event while the parent holds the copy, which the parent destroys after. */
+static int event_exchange(const char *how) {
+    pid_t child = fork_exporter();
+    if (child < 0) return 2;
+    CUipcEventHandle h;
+    char byte = 0;
+    int never = !strcmp(how, "event-never-destroyed"), early = !strcmp(how, "event-destroyed-early");
+    if (child == 0) {
+        close(to_child[1]);
+        setup();
+        CUevent ev;
+        CALL("cuEventCreate", cuEventCreate(&ev, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+        CALL("cuIpcGetEventHandle", cuIpcGetEventHandle(&h, ev));
+        if (write(to_parent[1], &h, sizeof h) != (ssize_t)sizeof h) _exit(4);
+        memset(&h, 0, sizeof h);
+        if (read(to_child[0], &byte, 1) != (never ? 0 : 1)) _exit(5);
+        CALL("cuEventDestroy_v2", cuEventDestroy(ev));
+        if (early && write(to_parent[1], &byte, 1) != 1) _exit(6);
+        exit(0);
+    }
+    setup();
+    if (read(to_parent[0], &h, sizeof h) != (ssize_t)sizeof h) return 4;
+    CUevent copy;
+    CALL("cuIpcOpenEventHandle", cuIpcOpenEventHandle(&copy, h));
+    memset(&h, 0, sizeof h);
+    if (never) return 0;
+    if (!early) CALL("cuEventDestroy_v2", cuEventDestroy(copy));
+    if (write(to_child[1], &byte, 1) != 1) return 5;
+    if (early) {
+        if (read(to_parent[0], &byte, 1) != 1) return 6;
+        CALL("cuEventDestroy_v2", cuEventDestroy(copy));
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 7;
 }
 
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
     const char *s = argv[1];
+    if (!strncmp(s, "event-exchange", 14) || !strcmp(s, "event-never-destroyed") ||
+        !strcmp(s, "event-destroyed-early"))
+        return event_exchange(s);
     if (!strcmp(s, "correct") || !strcmp(s, "close-twice") || !strcmp(s, "close-interior") ||
         !strcmp(s, "open-v1-again") || !strcmp(s, "free-early"))
         return exchange(s);
-    if (!strcmp(s, "open-after-free") || !strcmp(s, "never-close")) return open_once(s);
+    if (!strcmp(s, "open-after-free") || !strcmp(s, "never-close") ||
+        !strcmp(s, "exporter-exits"))
+        return open_once(s);
     setup();
     CUdeviceptr p, q = 0;
     CUipcMemHandle h;
@@ -152,6 +217,27 @@ int main(int argc, char **argv) {
         MUST(cuEventDestroy(ev));
     } else if (!strcmp(s, "close-not-opened")) {
         CALL("cuIpcCloseMemHandle", cuIpcCloseMemHandle(p));
+    } else if (!strcmp(s, "export-managed")) {
+        CUdeviceptr m;
+        MUST(cuMemAllocManaged(&m, BYTES, CU_MEM_ATTACH_GLOBAL));
+        CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, m));
+        CALL("cuMemFree_v2", cuMemFree(m));
+    } else if (!strcmp(s, "export-pool")) {
+        CUdeviceptr m;
+        MUST(cuMemAllocAsync(&m, BYTES, 0));
+        CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, m));
+        MUST(cuMemFreeAsync(m, 0));
+    } else if (!strcmp(s, "export-host")) {
+        void *m;
+        MUST(cuMemAllocHost(&m, BYTES));
+        CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, (CUdeviceptr)m));
+        MUST(cuMemFreeHost(m));
+    } else if (!strcmp(s, "event-not-interprocess")) {
+        CUevent ev;
+        CUipcEventHandle eh;
+        MUST(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+        CALL("cuIpcGetEventHandle", cuIpcGetEventHandle(&eh, ev));
+        MUST(cuEventDestroy(ev));
     } else if (!strcmp(s, "open-same-process")) {
         CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p));
         CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&q, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));

@@ -60,6 +60,38 @@ pub mod cuda {
             to the importer beside the handle; the importer adds it to the pointer it opens",
     };
 
+    pub static GET_NOT_EXPORTABLE: Rule = Rule {
+        id: "cuIpcGetMemHandle.memory-not-exportable",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "dptr must be device memory allocated with cuMemAlloc (or \
+            cuMemAllocPitch): managed, stream-ordered pool, page-locked host and cuMemCreate \
+            memory cannot be exported with cuIpcGetMemHandle. Decided from the allocation (the \
+            driver's pointer attributes), not from the answer.",
+        source: cuda("cuIpcGetMemHandle"),
+        quote: CUDA_GET_BASE,
+        documented_code: Some(INVALID_VALUE),
+        fix: "allocate memory meant for cuIpcGetMemHandle with cuMemAlloc; share pool memory \
+            with cuMemPoolExportToShareableHandle and cuMemPoolExportPointer, cuMemCreate memory \
+            with cuMemExportToShareableHandle, host memory through shared host memory (shm) \
+            registered with cuMemHostRegister in each process",
+    };
+
+    pub static GET_EVENT_NOT_INTERPROCESS: Rule = Rule {
+        id: "cuIpcGetEventHandle.event-not-interprocess",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "The event must have been created with CU_EVENT_INTERPROCESS and \
+            CU_EVENT_DISABLE_TIMING (decided from the flags cuEventCreate was given; R580 \
+            answers CUDA_ERROR_INVALID_HANDLE, 400).",
+        source: cuda_event("cuIpcGetEventHandle"),
+        quote: "The event must have been created with the ::CU_EVENT_INTERPROCESS and \
+            ::CU_EVENT_DISABLE_TIMING flags set.",
+        documented_code: Some(INVALID_HANDLE),
+        fix: "create the event with CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING \
+            (cudaEventInterprocess | cudaEventDisableTiming in the runtime)",
+    };
+
     pub static OPEN_FLAGS: Rule = Rule {
         id: "cuIpcOpenMemHandle.flags-not-lazy-enable-peer-access",
         severity: Severity::Error,
@@ -150,6 +182,86 @@ pub mod report {
             before it frees (PyTorch keeps a reference count across processes for this)",
     };
 
+    pub static EXPORTER_EXITED_RULE: Rule = Rule {
+        id: "cuIpcGetMemHandle.exporter-exited-while-open",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: "The exporter stays alive until every importer closed what it exported: \
+            its exit frees the memory as cuMemFree would, and what an importer reads or writes \
+            after it is undefined.",
+        source: cuda("cuIpcOpenMemHandle"),
+        quote: "Calling ::cuMemFree on an exported memory region before calling \
+            ::cuIpcCloseMemHandle in the importing context will result in undefined behavior.",
+        documented_code: None,
+        fix: "have every importer close its mapping and tell the exporter before the exporter \
+            exits (or frees)",
+    };
+
+    pub static HIP_EXPORTER_EXITED_RULE: Rule = Rule {
+        id: "hipIpcGetMemHandle.exporter-exited-while-open",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: EXPORTER_EXITED_RULE.requirement,
+        source: hip("hipIpcOpenMemHandle"),
+        quote: "Calling hipFree on an exported memory region before calling \
+            hipIpcCloseMemHandle in the importing context will result in undefined behavior.",
+        documented_code: None,
+        fix: EXPORTER_EXITED_RULE.fix,
+    };
+
+    pub static EVENT_NEVER_DESTROYED_RULE: Rule = Rule {
+        id: "cuIpcOpenEventHandle.never-destroyed",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: "An event opened from another process's handle is destroyed with \
+            cuEventDestroy before the importing process ends.",
+        source: cuda_event("cuIpcOpenEventHandle"),
+        quote: "This event must be freed with ::cuEventDestroy.",
+        documented_code: None,
+        fix: "destroy the imported event (cuEventDestroy, cudaEventDestroy) when the process is \
+            done with it",
+    };
+
+    pub static HIP_EVENT_NEVER_DESTROYED_RULE: Rule = Rule {
+        id: "hipIpcOpenEventHandle.never-destroyed",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: "An event opened from another process's handle is destroyed with \
+            hipEventDestroy before the importing process ends.",
+        source: hip("hipIpcOpenEventHandle"),
+        quote: "This event need be freed with hipEventDestroy.",
+        documented_code: None,
+        fix: "destroy the imported event (hipEventDestroy) when the process is done with it",
+    };
+
+    pub static EVENT_DESTROYED_WHILE_OPEN_RULE: Rule = Rule {
+        id: "cuEventDestroy.ipc-event-open-elsewhere",
+        severity: Severity::Info,
+        kind: Kind::Misuse,
+        requirement: "An importer does not use its copy of an event after the exporter \
+            destroyed the event. Said where the exporter destroys an event another process \
+            still holds (the shim does not see the copy's uses, so this explains rather than \
+            accuses).",
+        source: cuda_event("cuIpcOpenEventHandle"),
+        quote: "Performing operations on the imported event after the exported event has been \
+            freed with ::cuEventDestroy will result in undefined behavior.",
+        documented_code: None,
+        fix: "have importers destroy their copies (or stop using them) before the exporter \
+            destroys the event",
+    };
+
+    pub static HIP_EVENT_DESTROYED_WHILE_OPEN_RULE: Rule = Rule {
+        id: "hipEventDestroy.ipc-event-open-elsewhere",
+        severity: Severity::Info,
+        kind: Kind::Misuse,
+        requirement: EVENT_DESTROYED_WHILE_OPEN_RULE.requirement,
+        source: hip("hipIpcOpenEventHandle"),
+        quote: "Operations on the imported event after the exported event has been freed with \
+            hipEventDestroy will result in undefined behavior.",
+        documented_code: None,
+        fix: EVENT_DESTROYED_WHILE_OPEN_RULE.fix,
+    };
+
     pub static OPENED_AFTER_FREE_RULE: Rule = Rule {
         id: "cuIpcOpenMemHandle.handle-of-freed-memory",
         severity: Severity::Warning,
@@ -222,6 +334,12 @@ pub mod report {
     /// (the catalogue's functions).
     pub static REPORTED_ON: &[(&Rule, &[&str])] = &[
         (&FREED_WHILE_OPEN_RULE, &["cuMemFree_v2"]),
+        (&EXPORTER_EXITED_RULE, &["cuIpcGetMemHandle"]),
+        (&EVENT_NEVER_DESTROYED_RULE, &["cuIpcOpenEventHandle"]),
+        (&HIP_EVENT_NEVER_DESTROYED_RULE, &["hipIpcOpenEventHandle"]),
+        (&EVENT_DESTROYED_WHILE_OPEN_RULE, &["cuEventDestroy_v2"]),
+        (&HIP_EVENT_DESTROYED_WHILE_OPEN_RULE, &["hipEventDestroy"]),
+        (&HIP_EXPORTER_EXITED_RULE, &["hipIpcGetMemHandle"]),
         (
             &OPENED_AFTER_FREE_RULE,
             &["cuIpcOpenMemHandle", "cuIpcOpenMemHandle_v2"],
@@ -498,6 +616,251 @@ pub mod report {
         }
 
         report_check!(
+            /// The exporter's exit (its `exit` record) while an importer still had what it
+            /// exported open, and had not freed it before: reported on the export.
+            ExporterExited,
+            EXPORTER_EXITED,
+            EXPORTER_EXITED_RULE,
+            CUDA,
+            exporter_exited
+        );
+        report_check!(
+            /// [`ExporterExited`] in HIP.
+            HipExporterExited,
+            HIP_EXPORTER_EXITED,
+            HIP_EXPORTER_EXITED_RULE,
+            HIP,
+            exporter_exited
+        );
+
+        fn exporter_exited(
+            t: &Timeline,
+            calls: &[&Call],
+            s: &Spelling,
+            rule: &'static Rule,
+            found: &mut Vec<ReportFinding>,
+        ) {
+            for (export, free) in exports(t, s, calls) {
+                // A free before the exit is the free's finding ([`freed_while_open`]).
+                let (None, Some(exit)) = (free, t.exited(export.pid)) else {
+                    continue;
+                };
+                let opens: Vec<&Call> = calls
+                    .iter()
+                    .copied()
+                    .filter(|c| c.pid != export.pid && is_open(s, c) && c.ts_ns < exit)
+                    .collect();
+                let mut pids: Vec<i64> = opens
+                    .iter()
+                    .filter(|open| {
+                        still_open(t, s, &opens, open, exit) > 0
+                            && t.exited(open.pid).is_none_or(|gone| gone > exit)
+                    })
+                    .map(|open| open.pid)
+                    .collect();
+                pids.sort_unstable();
+                pids.dedup();
+                if pids.is_empty() {
+                    continue;
+                }
+                let pids: Vec<String> = pids.iter().map(i64::to_string).collect();
+                let exported = export.arg(s.export_ptr).map(shown).unwrap_or_default();
+                found.push(ReportFinding::at(
+                    rule,
+                    export,
+                    format!(
+                        "process {} exited (its memory freed with it) while {exported}, \
+                         exported here, was still open in process {} ({}, not yet closed)",
+                        export.pid,
+                        pids.join(", "),
+                        s.open
+                    ),
+                ));
+            }
+        }
+
+        /// How one API spells the calls of an event handle's exchange.
+        struct EventSpelling {
+            export: &'static str,
+            export_event: &'static str,
+            open: &'static str,
+            open_out: &'static str,
+            /// A prefix (`cuEventDestroy_v2`, `hipEventDestroy`).
+            destroy: &'static str,
+            destroy_event: &'static str,
+        }
+
+        const CUDA_EVENT: EventSpelling = EventSpelling {
+            export: "cuIpcGetEventHandle",
+            export_event: "event",
+            open: "cuIpcOpenEventHandle",
+            open_out: "phEvent",
+            destroy: "cuEventDestroy",
+            destroy_event: "hEvent",
+        };
+
+        const HIP_EVENT: EventSpelling = EventSpelling {
+            export: "hipIpcGetEventHandle",
+            export_event: "event",
+            open: "hipIpcOpenEventHandle",
+            open_out: "event",
+            destroy: "hipEventDestroy",
+            destroy_event: "event",
+        };
+
+        /// What the event checks read besides the calls that carry a fingerprint.
+        const EVENT_READS: &[&str] = &["cuEventDestroy", "hipEventDestroy"];
+
+        /// A report check of one event rule and one API's spelling (as [`report_check`]).
+        macro_rules! event_check {
+            ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $spelling:ident, $decide:ident) => {
+                $(#[$doc])*
+                pub struct $name;
+                pub static $instance: $name = $name;
+
+                impl ReportCheck for $name {
+                    fn rules(&self) -> &'static [&'static Rule] {
+                        static RULES: &[&Rule] = &[&$rule];
+                        RULES
+                    }
+                    fn functions(&self) -> &'static [&'static str] {
+                        EVENT_READS
+                    }
+                    fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
+                        let mut found = Vec::new();
+                        for fp in t.fingerprints() {
+                            let calls: Vec<&Call> = t.sharing(fp).collect();
+                            $decide(t, &calls, &$spelling, &$rule, &mut found);
+                        }
+                        found
+                    }
+                }
+            };
+        }
+
+        /// The first successful destroy of `event` in the process of `after`, after it.
+        fn destroyed<'t>(
+            t: &'t Timeline,
+            s: &EventSpelling,
+            after: &'t Call,
+            event: Option<&Value>,
+        ) -> Option<&'t Call> {
+            let event = event?;
+            t.later_in_process(after).find(|c| {
+                c.func.starts_with(s.destroy)
+                    && c.succeeded()
+                    && c.arg(s.destroy_event) == Some(event)
+            })
+        }
+
+        event_check!(
+            /// An importer that ended through `exit` holding an event it opened and never
+            /// destroyed.
+            EventNeverDestroyed,
+            EVENT_NEVER_DESTROYED,
+            EVENT_NEVER_DESTROYED_RULE,
+            CUDA_EVENT,
+            event_never_destroyed
+        );
+        event_check!(
+            /// [`EventNeverDestroyed`] in HIP.
+            HipEventNeverDestroyed,
+            HIP_EVENT_NEVER_DESTROYED,
+            HIP_EVENT_NEVER_DESTROYED_RULE,
+            HIP_EVENT,
+            event_never_destroyed
+        );
+
+        fn event_never_destroyed(
+            t: &Timeline,
+            calls: &[&Call],
+            s: &EventSpelling,
+            rule: &'static Rule,
+            found: &mut Vec<ReportFinding>,
+        ) {
+            for open in calls.iter().filter(|c| c.func == s.open && c.succeeded()) {
+                let Some(exit) = t.exited(open.pid) else {
+                    continue;
+                };
+                let event = open.out(s.open_out);
+                if destroyed(t, s, open, event).is_some_and(|d| d.ts_ns <= exit) {
+                    continue;
+                }
+                let event = event.map(shown).unwrap_or_default();
+                found.push(ReportFinding::at(
+                    rule,
+                    open,
+                    format!(
+                        "event {event}, opened here, was never destroyed before process {} \
+                         exited",
+                        open.pid
+                    ),
+                ));
+            }
+        }
+
+        event_check!(
+            /// The exporter's destroy of an event another process still held its copy of.
+            EventDestroyedWhileOpen,
+            EVENT_DESTROYED_WHILE_OPEN,
+            EVENT_DESTROYED_WHILE_OPEN_RULE,
+            CUDA_EVENT,
+            event_destroyed_while_open
+        );
+        event_check!(
+            /// [`EventDestroyedWhileOpen`] in HIP.
+            HipEventDestroyedWhileOpen,
+            HIP_EVENT_DESTROYED_WHILE_OPEN,
+            HIP_EVENT_DESTROYED_WHILE_OPEN_RULE,
+            HIP_EVENT,
+            event_destroyed_while_open
+        );
+
+        fn event_destroyed_while_open(
+            t: &Timeline,
+            calls: &[&Call],
+            s: &EventSpelling,
+            rule: &'static Rule,
+            found: &mut Vec<ReportFinding>,
+        ) {
+            for export in calls.iter().filter(|c| c.func == s.export && c.succeeded()) {
+                let Some(gone) = destroyed(t, s, export, export.arg(s.export_event)) else {
+                    continue;
+                };
+                let mut pids: Vec<i64> = calls
+                    .iter()
+                    .filter(|open| {
+                        open.pid != export.pid
+                            && open.func == s.open
+                            && open.succeeded()
+                            && open.ts_ns < gone.ts_ns
+                            && destroyed(t, s, open, open.out(s.open_out))
+                                .is_none_or(|d| d.ts_ns > gone.ts_ns)
+                            && t.exited(open.pid).is_none_or(|e| e > gone.ts_ns)
+                    })
+                    .map(|open| open.pid)
+                    .collect();
+                pids.sort_unstable();
+                pids.dedup();
+                if pids.is_empty() {
+                    continue;
+                }
+                let pids: Vec<String> = pids.iter().map(i64::to_string).collect();
+                found.push(ReportFinding::at(
+                    rule,
+                    gone,
+                    format!(
+                        "the event was exported ({}) and process {} still holds its copy ({}, \
+                         not yet destroyed): any operation on that copy from now on is undefined",
+                        s.export,
+                        pids.join(", "),
+                        s.open
+                    ),
+                ));
+            }
+        }
+
+        report_check!(
             /// An importer that ended through `exit` with an opened mapping it never closed.
             NeverClosed,
             NEVER_CLOSED,
@@ -569,6 +932,34 @@ pub mod hip {
             to the importer beside the handle",
     };
 
+    pub static GET_NOT_EXPORTABLE: Rule = Rule {
+        id: "hipIpcGetMemHandle.memory-not-exportable",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "devPtr must be device memory allocated with hipMalloc: managed and host \
+            memory cannot be exported. Decided from the allocation (hipPointerGetAttributes), \
+            not from the answer: some HIP versions hand out a handle that no importer can use.",
+        source: hip("hipIpcGetMemHandle"),
+        quote: "Takes a pointer to the base of an existing device memory allocation created \
+            with hipMalloc and exports it for use in another process.",
+        documented_code: None,
+        fix: "allocate memory meant for hipIpcGetMemHandle with hipMalloc",
+    };
+
+    pub static GET_EVENT_NOT_INTERPROCESS: Rule = Rule {
+        id: "hipIpcGetEventHandle.event-not-interprocess",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "The event must have been created with hipEventInterprocess and \
+            hipEventDisableTiming (decided from the flags hipEventCreateWithFlags was given).",
+        source: hip("hipIpcGetEventHandle"),
+        quote: "event - Event allocated with cudaEventInterprocess and \
+            cudaEventDisableTiming flags",
+        documented_code: None,
+        fix: "create the event with hipEventCreateWithFlags(&e, hipEventInterprocess | \
+            hipEventDisableTiming)",
+    };
+
     pub static CLOSE_NOT_OPENED: Rule = Rule {
         id: "hipIpcCloseMemHandle.not-opened",
         severity: Severity::Error,
@@ -614,7 +1005,7 @@ pub mod checks {
 
     pub static GET_CUDA: CheckInfo = CheckInfo {
         name: "ipc.get.cuda",
-        rules: &[&cuda::GET_NOT_ALLOCATION_BASE],
+        rules: &[&cuda::GET_NOT_ALLOCATION_BASE, &cuda::GET_NOT_EXPORTABLE],
     };
     pub static OPEN_CUDA: CheckInfo = CheckInfo {
         name: "ipc.open.cuda",
@@ -626,14 +1017,23 @@ pub mod checks {
     };
     pub static GET_HIP: CheckInfo = CheckInfo {
         name: "ipc.get.hip",
-        rules: &[&hip::GET_NOT_ALLOCATION_BASE],
+        rules: &[&hip::GET_NOT_ALLOCATION_BASE, &hip::GET_NOT_EXPORTABLE],
     };
     pub static OPEN_HIP: CheckInfo = CheckInfo {
         name: "ipc.open.hip",
         rules: &[&hip::OPEN_SAME_PROCESS],
     };
-    pub static GET_EVENT: CheckInfo = CheckInfo {
-        name: "ipc.get-event",
+    pub static GET_EVENT_CUDA: CheckInfo = CheckInfo {
+        name: "ipc.get-event.cuda",
+        rules: &[&cuda::GET_EVENT_NOT_INTERPROCESS],
+    };
+    pub static GET_EVENT_HIP: CheckInfo = CheckInfo {
+        name: "ipc.get-event.hip",
+        rules: &[&hip::GET_EVENT_NOT_INTERPROCESS],
+    };
+    /// Event creation: the flags each event was made with (for the event rules).
+    pub static EVENT_CREATED: CheckInfo = CheckInfo {
+        name: "ipc.event-created",
         rules: &[],
     };
     pub static OPEN_EVENT_CUDA: CheckInfo = CheckInfo {
@@ -660,6 +1060,8 @@ pub static FAMILY: Family = Family {
     title: "IPC memory and event handles",
     rules: &[
         &cuda::GET_NOT_ALLOCATION_BASE,
+        &cuda::GET_NOT_EXPORTABLE,
+        &cuda::GET_EVENT_NOT_INTERPROCESS,
         &cuda::OPEN_FLAGS,
         &cuda::OPEN_SAME_PROCESS,
         &cuda::CLOSE_NOT_OPENED,
@@ -671,7 +1073,15 @@ pub static FAMILY: Family = Family {
         &report::HIP_FREED_WHILE_OPEN_RULE,
         &report::HIP_OPENED_AFTER_FREE_RULE,
         &report::HIP_NEVER_CLOSED_RULE,
+        &report::EXPORTER_EXITED_RULE,
+        &report::HIP_EXPORTER_EXITED_RULE,
+        &report::EVENT_NEVER_DESTROYED_RULE,
+        &report::HIP_EVENT_NEVER_DESTROYED_RULE,
+        &report::EVENT_DESTROYED_WHILE_OPEN_RULE,
+        &report::HIP_EVENT_DESTROYED_WHILE_OPEN_RULE,
         &hip::GET_NOT_ALLOCATION_BASE,
+        &hip::GET_NOT_EXPORTABLE,
+        &hip::GET_EVENT_NOT_INTERPROCESS,
         &hip::OPEN_SAME_PROCESS,
         &hip::CLOSE_NOT_OPENED,
         &hip::OPEN_EVENT_SAME_PROCESS,

@@ -8,7 +8,7 @@
 #[cfg(test)]
 mod tests;
 
-use crate::engine::facts::HipSession;
+use crate::engine::facts::{HipSession, MemoryKind};
 use crate::engine::state::{FamilyState, Lifetime};
 use crate::engine::{hex, Check, Cx};
 use parking_lot::Mutex;
@@ -25,7 +25,9 @@ pub struct CloseCuda;
 pub struct GetHip;
 pub struct OpenHip;
 pub struct CloseHip;
-pub struct GetEvent;
+pub struct GetEventCuda;
+pub struct GetEventHip;
+pub struct EventCreated;
 pub struct OpenEventCuda;
 pub struct OpenEventHip;
 
@@ -37,7 +39,9 @@ pub mod checks {
     pub const OPEN_HIP: super::OpenHip = super::OpenHip;
     pub const CLOSE_CUDA: super::CloseCuda = super::CloseCuda;
     pub const CLOSE_HIP: super::CloseHip = super::CloseHip;
-    pub const GET_EVENT: super::GetEvent = super::GetEvent;
+    pub const GET_EVENT_CUDA: super::GetEventCuda = super::GetEventCuda;
+    pub const GET_EVENT_HIP: super::GetEventHip = super::GetEventHip;
+    pub const EVENT_CREATED: super::EventCreated = super::EventCreated;
     pub const OPEN_EVENT_CUDA: super::OpenEventCuda = super::OpenEventCuda;
     pub const OPEN_EVENT_HIP: super::OpenEventHip = super::OpenEventHip;
 }
@@ -57,6 +61,8 @@ pub struct IpcState {
     opened: Mutex<HashMap<u64, u32>>,
     /// The pointer each opened handle (by fingerprint) was mapped at.
     mapped: Mutex<HashMap<u64, u64>>,
+    /// The flags of each live event this process created (the shim saw the creation).
+    events: Mutex<HashMap<u64, u32>>,
 }
 
 impl FamilyState for IpcState {
@@ -114,6 +120,20 @@ impl IpcState {
         }
     }
 
+    /// An event was created with `flags` (`None`: it was destroyed).
+    fn event(&self, event: u64, flags: Option<u32>) {
+        let mut events = self.events.lock();
+        match flags {
+            Some(flags) => events.insert(event, flags),
+            None => events.remove(&event),
+        };
+    }
+
+    /// The flags a live event was created with, if the shim saw its creation.
+    fn event_flags(&self, event: u64) -> Option<u32> {
+        self.events.lock().get(&event).copied()
+    }
+
     /// How often `ptr` is open: `None` if no open returned it.
     fn open_count(&self, ptr: u64) -> Option<u32> {
         self.opened.lock().get(&ptr).copied()
@@ -163,13 +183,34 @@ fn same_process(cx: &mut Cx, rule: &'static Rule, exported: bool) {
     }
 }
 
-/// Both APIs' event exports record the handle (after the call; nothing is decided before).
+/// Both APIs' interprocess and disable-timing event flags (the same bits).
+const EVENT_INTERPROCESS: u32 = 0x4;
+const EVENT_DISABLE_TIMING: u32 = 0x2;
+
+/// Both APIs' event exports: the event must have been created with both IPC flags (decided from
+/// the flags the shim saw it created with; tracked state, dropped if the driver exports it after
+/// all); a handle made is recorded.
 macro_rules! get_event {
-    ($($function:ident . $out:ident),*) => {$(
-        impl Check<args::$function> for GetEvent {
+    ($($check:ident $function:ident . $out:ident, $rule:expr, $flags:literal);*) => {$(
+        impl Check<args::$function> for $check {
             type Plan = ();
-            const BEFORE: bool = false;
-            fn before(&self, _: &args::$function, _: &mut Cx) {}
+            fn before(&self, a: &args::$function, cx: &mut Cx) {
+                let event = a.event.addr();
+                let Some(flags) = cx.states.ipc.event_flags(event) else {
+                    return;
+                };
+                let missing = (EVENT_INTERPROCESS | EVENT_DISABLE_TIMING) & !flags;
+                if missing != 0 {
+                    cx.tracked($rule, || {
+                        format!(
+                            "event {} was created with flags {flags:#x}; an exported event needs \
+                             {} (0x6)",
+                            hex(event),
+                            $flags
+                        )
+                    });
+                }
+            }
             fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
                 if let Some(handle) = a.$out.written(Outcome::Returned(ret)) {
                     cx.states.ipc.exported_event(&handle.reserved);
@@ -179,7 +220,46 @@ macro_rules! get_event {
     )*};
 }
 
-get_event!(cuIpcGetEventHandle.pHandle, hipIpcGetEventHandle.handle);
+get_event!(
+    GetEventCuda cuIpcGetEventHandle.pHandle, &cuda::GET_EVENT_NOT_INTERPROCESS,
+        "CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING";
+    GetEventHip hipIpcGetEventHandle.handle, &hip::GET_EVENT_NOT_INTERPROCESS,
+        "hipEventInterprocess | hipEventDisableTiming"
+);
+
+/// Event creation and destruction, observed (nothing decided): the flags of each live event.
+macro_rules! event_created {
+    ($($function:ident ($out:ident, $flags:ident)),*) => {$(
+        impl Check<args::$function> for EventCreated {
+            type Plan = ();
+            const BEFORE: bool = false;
+            fn before(&self, _: &args::$function, _: &mut Cx) {}
+            fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
+                if let Some(event) = a.$out.written(Outcome::Returned(ret)) {
+                    cx.states.ipc.event(event.addr(), Some(a.$flags.0));
+                }
+            }
+        }
+    )*};
+    ($($function:ident ($event:ident)),*; destroy) => {$(
+        impl Check<args::$function> for EventCreated {
+            type Plan = ();
+            const BEFORE: bool = false;
+            fn before(&self, _: &args::$function, _: &mut Cx) {}
+            fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
+                if ret == 0 {
+                    cx.states.ipc.event(a.$event.addr(), None);
+                }
+            }
+        }
+    )*};
+}
+
+event_created!(
+    cuEventCreate(phEvent, Flags),
+    hipEventCreateWithFlags(event, flags)
+);
+event_created!(cuEventDestroy_v2(hEvent), hipEventDestroy(event); destroy);
 
 impl Check<args::cuIpcOpenEventHandle> for OpenEventCuda {
     type Plan = ();
@@ -226,10 +306,40 @@ fn not_base(
     }
 }
 
+/// Flags the CUDA export of memory legacy IPC cannot export (decided from the driver's pointer
+/// attributes, asked afresh); `true` when it did.
+fn not_exportable(cx: &mut Cx, ptr: u64) -> bool {
+    let what = match cx.facts.memory_kind(ptr) {
+        None | Some(MemoryKind::Device) => return false,
+        Some(MemoryKind::Managed) => "managed memory (cuMemAllocManaged)",
+        Some(MemoryKind::Pool) => {
+            "stream-ordered memory of a memory pool (cuMemAllocAsync); share it with \
+             cuMemPoolExportPointer"
+        }
+        Some(MemoryKind::Host) => "page-locked host memory",
+        Some(MemoryKind::Other) => {
+            "device memory the driver says legacy IPC cannot export \
+             (CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE is 0): cuMemCreate memory, or a \
+             mapping opened from another process's handle"
+        }
+    };
+    cx.flag(&cuda::GET_NOT_EXPORTABLE, || {
+        format!(
+            "dptr {} is {what}; only cuMemAlloc memory can be exported with cuIpcGetMemHandle \
+             (R580 answers CUDA_ERROR_INVALID_VALUE)",
+            hex(ptr)
+        )
+    });
+    true
+}
+
 impl Check<args::cuIpcGetMemHandle> for GetCuda {
     type Plan = ();
     fn before(&self, a: &args::cuIpcGetMemHandle, cx: &mut Cx) {
         let ptr = a.dptr.0;
+        if not_exportable(cx, ptr) {
+            return;
+        }
         let facts = cx.facts;
         not_base(cx, &cuda::GET_NOT_ALLOCATION_BASE, "dptr", ptr, |fresh| {
             facts.allocation_range(ptr, fresh)
@@ -318,7 +428,20 @@ impl Check<args::hipIpcGetMemHandle> for GetHip {
         let ptr = a.devPtr.addr();
         let facts = cx.facts;
         // The runtime has one answer per pointer, not a cache: asked once.
-        let range = HipSession::begin(facts).allocation_range(ptr);
+        let (plain, range) = {
+            let mut hip = HipSession::begin(facts);
+            (hip.is_plain_device_memory(ptr), hip.allocation_range(ptr))
+        };
+        if plain == Some(false) {
+            cx.flag(&hip::GET_NOT_EXPORTABLE, || {
+                format!(
+                    "devPtr {} is managed or host memory (hipPointerGetAttributes), not \
+                     hipMalloc memory",
+                    hex(ptr)
+                )
+            });
+            return;
+        }
         not_base(cx, &hip::GET_NOT_ALLOCATION_BASE, "devPtr", ptr, |_| range);
     }
     fn after(&self, a: &args::hipIpcGetMemHandle, _: (), ret: c_int, cx: &mut Cx) {

@@ -2,6 +2,7 @@
 //! the divergence R580 shows with it), and correct calls that stay silent. The end-to-end layer
 //! is `tests/ipc_rules.rs`, with C programs on the simulated driver.
 
+use crate::engine::facts::MemoryKind;
 use crate::engine::fake::{FakeFacts, Harness, Ran};
 use crate::engine::Checked;
 use sharecheck_core::codes::*;
@@ -17,11 +18,58 @@ const SIZE: u64 = 0x1_0000;
 /// Where opens of another process's handle map it (64 KiB).
 const IMPORTED: u64 = 0x40_0000;
 
+/// Memory legacy IPC cannot export: managed (no device), pool, host and cuMemCreate memory.
+const MANAGED: u64 = 0x20_0000;
+const POOL: u64 = 0x30_0000;
+const HOST: u64 = 0x50_0000;
+const VMM: u64 = 0x60_0000;
+
 fn world() -> Harness {
     let f = FakeFacts::devices(2);
     f.allocate(MEM, SIZE, Some(0));
     f.allocate(IMPORTED, SIZE, Some(0));
+    f.allocate(MANAGED, SIZE, None);
+    for (base, kind) in [
+        (POOL, MemoryKind::Pool),
+        (HOST, MemoryKind::Host),
+        (VMM, MemoryKind::Other),
+    ] {
+        f.allocate(base, SIZE, Some(0));
+        f.kinds.borrow_mut().insert(base, kind);
+    }
     Harness::new(f)
+}
+
+/// Events the fake driver creates: `EVENT` for CUDA, `HIP_EVENT` for HIP.
+const EVENT: u64 = 0xe0;
+const HIP_EVENT: u64 = 0xe1;
+
+/// Creates `EVENT` and `HIP_EVENT` with `flags` (the driver answers success).
+fn create_events(h: &Harness, flags: u32) {
+    let mut event = CUevent(EVENT as usize as *mut c_void);
+    h.ok(args::cuEventCreate {
+        phEvent: Out(&mut event),
+        Flags: EventFlags(flags),
+    });
+    let mut event = hipEvent_t(HIP_EVENT as usize as *mut c_void);
+    h.ok(args::hipEventCreateWithFlags {
+        event: Out(&mut event),
+        flags: HipEventFlags(flags),
+    });
+}
+
+fn get_event(event: u64) -> args::cuIpcGetEventHandle {
+    args::cuIpcGetEventHandle {
+        pHandle: Out(std::ptr::null_mut()),
+        event: CUevent(event as usize as *mut c_void),
+    }
+}
+
+fn hip_get_event(event: u64) -> args::hipIpcGetEventHandle {
+    args::hipIpcGetEventHandle {
+        handle: Out(std::ptr::null_mut()),
+        event: hipEvent_t(event as usize as *mut c_void),
+    }
 }
 
 /// Opens another process's handle (v2); the driver answers success and `IMPORTED`.
@@ -264,6 +312,55 @@ const NEGATIVE: &[Case] = &[
         &["hipIpcGetMemHandle.not-allocation-base"],
         |h| h.call(hip_get(MEM + 4096), SUCCESS),
     ),
+    (
+        "cuda export of managed memory",
+        &["cuIpcGetMemHandle.memory-not-exportable"],
+        |h| h.call(get(MANAGED), INVALID_VALUE),
+    ),
+    (
+        "cuda export of pool memory, inside the allocation",
+        &["cuIpcGetMemHandle.memory-not-exportable"],
+        |h| h.call(get(POOL + 64), INVALID_VALUE),
+    ),
+    (
+        "cuda export of host memory",
+        &["cuIpcGetMemHandle.memory-not-exportable"],
+        |h| h.call(get(HOST), INVALID_VALUE),
+    ),
+    (
+        "cuda export of cuMemCreate memory",
+        &["cuIpcGetMemHandle.memory-not-exportable"],
+        |h| h.call(get(VMM), INVALID_VALUE),
+    ),
+    (
+        "hip export of managed memory, which the runtime exported anyway",
+        &["hipIpcGetMemHandle.memory-not-exportable"],
+        |h| h.call(hip_get(MANAGED), SUCCESS),
+    ),
+    (
+        "cuda export of an event created without the IPC flags",
+        &["cuIpcGetEventHandle.event-not-interprocess"],
+        |h| {
+            create_events(h, 0);
+            h.call(get_event(EVENT), INVALID_HANDLE)
+        },
+    ),
+    (
+        "cuda export of an event created with disable-timing only",
+        &["cuIpcGetEventHandle.event-not-interprocess"],
+        |h| {
+            create_events(h, 2);
+            h.call(get_event(EVENT), INVALID_HANDLE)
+        },
+    ),
+    (
+        "hip export of an event created without the IPC flags",
+        &["hipIpcGetEventHandle.event-not-interprocess"],
+        |h| {
+            create_events(h, 1);
+            h.call(hip_get_event(HIP_EVENT), 9) // hipErrorInvalidConfiguration
+        },
+    ),
 ];
 
 #[test]
@@ -315,6 +412,73 @@ fn correct_exports_and_opens_are_silent() {
     // rests on an allocation nobody can name.
     let ran = h.call(get(0xdead_0000), INVALID_VALUE);
     assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+    let ran = h.call(hip_get(0xdead_0000), INVALID_VALUE);
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+}
+
+/// Events made for IPC export silently; so do events whose creation the shim did not see, and a
+/// new event at the address of a destroyed one is judged by its own flags.
+#[test]
+fn events_made_for_ipc_and_unseen_events_export_silently() {
+    let h = world();
+    create_events(&h, 6);
+    ok(&h, get_event(EVENT));
+    ok(&h, hip_get_event(HIP_EVENT));
+    // Created before the shim was there: nothing is known, nothing is said.
+    let ran = h.call(get_event(0xe9), INVALID_HANDLE);
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+    // Destroyed, then made again at the same address with the IPC flags.
+    let h = world();
+    create_events(&h, 0);
+    h.ok(args::cuEventDestroy_v2 {
+        hEvent: CUevent(EVENT as usize as *mut c_void),
+    });
+    h.ok(args::hipEventDestroy {
+        event: hipEvent_t(HIP_EVENT as usize as *mut c_void),
+    });
+    let ran = h.call(get_event(EVENT), INVALID_HANDLE);
+    assert!(ran.rules.is_empty(), "destroyed: {:?}", ran.messages);
+    create_events(&h, 6 | 1);
+    ok(&h, get_event(EVENT));
+    ok(&h, hip_get_event(HIP_EVENT));
+    // A failed creation records nothing.
+    let h = world();
+    let mut event = CUevent(EVENT as usize as *mut c_void);
+    let ran = h.call(
+        args::cuEventCreate {
+            phEvent: Out(&mut event),
+            Flags: EventFlags(4),
+        },
+        INVALID_VALUE,
+    );
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+    let ran = h.call(get_event(EVENT), INVALID_HANDLE);
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+}
+
+/// Every kind of memory but cuMemAlloc's is refused by the export rule; cuMemAlloc memory at its
+/// base is not, and an interior pointer of memory that cannot be exported at all names only
+/// that.
+#[test]
+fn only_cumemalloc_memory_is_exportable() {
+    let h = world();
+    for ptr in [MANAGED, POOL, HOST, VMM] {
+        let ran = h.call(get(ptr + 16), INVALID_VALUE);
+        assert_eq!(
+            ran.rules,
+            ["cuIpcGetMemHandle.memory-not-exportable"],
+            "{ptr:#x}: {:?}",
+            ran.messages
+        );
+    }
+    let ran = h.call(get(POOL), INVALID_VALUE);
+    assert!(
+        ran.messages[0].contains("cuMemPoolExportPointer"),
+        "{:?}",
+        ran.messages
+    );
+    ok(&h, get(MEM));
+    ok(&h, hip_get(MEM));
 }
 
 /// A handle counts as this process's only once the driver made it: a failed export records
