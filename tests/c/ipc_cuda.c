@@ -21,7 +21,7 @@
  *   open-after-free   the child exports and frees the memory (and stays alive); the parent then
  *                     opens the handle
  *   never-close       the parent opens the child's handle and exits without closing it (the
- *                     child outlives it and exits without freeing)
+ *                     child outlives it and frees the memory after)
  *   exporter-exits    the parent opens the child's handle; the child exits (without freeing)
  *                     while it is open, and the parent closes it after
  *   event-exchange    the child exports an interprocess event; the parent opens it and
@@ -130,7 +130,9 @@ static int open_once(const char *how) {
         memset(&h, 0, sizeof h);
         /* never-close: the parent's exit ends the pipe (read returns 0). */
         if (read(to_child[0], &byte, 1) != (never ? 0 : 1)) _exit(5);
-        exit(0); /* the memory goes with the process, not freed by cuMemFree */
+        /* never-close: freed once the importer is gone (its exit unmapped it). */
+        if (never) CALL("cuMemFree_v2", cuMemFree(p));
+        exit(0); /* exporter-exits: the memory goes with the process */
     }
     setup();
     if (read(to_parent[0], &h, sizeof h) != (ssize_t)sizeof h) return 4;

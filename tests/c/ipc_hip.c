@@ -11,8 +11,8 @@
  *   exchange          done right: the parent opens, closes, then the child frees
  *   free-early        the child frees before the parent closes
  *   open-after-free   the child frees before the parent opens
- *   never-close       the parent exits with its mapping open (the child outlives it and never
- *                     frees)
+ *   never-close       the parent exits with its mapping open (the child outlives it and frees
+ *                     the memory after)
  *   exporter-exits    the child exits (without freeing) while the parent's mapping is open;
  *                     the parent closes it after
  *   event-exchange, event-never-destroyed, event-destroyed-early: an interprocess event's
@@ -47,7 +47,8 @@ static int two_processes(const char *how) {
         memset(&h, 0, sizeof h);
         /* never-close: the parent's exit ends the pipe (read returns 0). */
         if (read(to_child[0], &byte, 1) != (never ? 0 : 1)) _exit(5);
-        if (!after && !never && !exits) CALL("hipFree", hipFree(p));
+        /* never-close: freed once the importer is gone (its exit unmapped it). */
+        if (!after && !exits) CALL("hipFree", hipFree(p));
         exit(0);
     }
     MUST(hipSetDevice(0));

@@ -528,9 +528,14 @@ pub mod report {
                     .copied()
                     .filter(|c| c.pid != export.pid && is_open(s, c) && c.ts_ns < free.ts_ns)
                     .collect();
+                // An importer that exited before the free has no mapping left (its exit unmapped
+                // it; leaving it open is its own finding).
                 let mut pids: Vec<i64> = opens
                     .iter()
-                    .filter(|open| still_open(t, s, &opens, open, free.ts_ns) > 0)
+                    .filter(|open| {
+                        still_open(t, s, &opens, open, free.ts_ns) > 0
+                            && t.exited(open.pid).is_none_or(|gone| gone > free.ts_ns)
+                    })
                     .map(|open| open.pid)
                     .collect();
                 // A process that opened the handle more than once is named once.
