@@ -42,6 +42,7 @@ cases=(
     "export-pool|cuIpcGetMemHandle.memory-not-exportable@cuIpcGetMemHandle"
     "export-host|cuIpcGetMemHandle.memory-not-exportable@cuIpcGetMemHandle"
     "event-not-interprocess|cuIpcGetEventHandle.event-not-interprocess@cuIpcGetEventHandle"
+    "open-second-context|cuIpcOpenMemHandle.second-context-same-device@cuIpcOpenMemHandle_v2"
     "exporter-exits|cuIpcGetMemHandle.exporter-exited-while-open@cuIpcGetMemHandle"
     "event-never-destroyed|cuIpcOpenEventHandle.never-destroyed@cuIpcOpenEventHandle"
     "event-destroyed-early|cuEventDestroy.ipc-event-open-elsewhere@cuEventDestroy_v2"

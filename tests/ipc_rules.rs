@@ -98,6 +98,11 @@ const CUDA_CASES: &[Case] = &[
         &["cuIpcGetEventHandle.event-not-interprocess"],
     ),
     // Two processes: opened twice, closed three times.
+    (
+        "open-second-context",
+        &[],
+        &["cuIpcOpenMemHandle.second-context-same-device"],
+    ),
     ("close-twice", &[], &["cuIpcCloseMemHandle.not-opened"]),
     ("close-interior", &[], &["cuIpcCloseMemHandle.not-opened"]),
     // Opened twice with _v2 (counted, silent), then with the legacy export: 208, explained.

@@ -24,6 +24,8 @@
  *                     child outlives it and frees the memory after)
  *   exporter-exits    the parent opens the child's handle; the child exits (without freeing)
  *                     while it is open, and the parent closes it after
+ *   open-second-context the parent opens the child's handle in its primary context, then again
+ *                     in a second context of the same device (cuCtxCreate), and closes the first
  *   event-exchange    the child exports an interprocess event; the parent opens it and
  *                     destroys its copy, then the child destroys the event (correct)
  *   event-never-destroyed  the same, but the parent exits holding its copy
@@ -138,6 +140,16 @@ static int open_once(const char *how) {
     if (read(to_parent[0], &h, sizeof h) != (ssize_t)sizeof h) return 4;
     CUdeviceptr q = 0;
     CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&q, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    if (!strcmp(how, "open-second-context")) {
+        CUcontext primary, second;
+        CUdeviceptr q2 = 0;
+        MUST(cuCtxGetCurrent(&primary));
+        MUST(cuCtxCreate(&second, NULL, 0, 0));
+        CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&q2, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+        MUST(cuCtxSetCurrent(primary));
+        MUST(cuCtxDestroy(second));
+        CALL("cuIpcCloseMemHandle", cuIpcCloseMemHandle(q));
+    }
     memset(&h, 0, sizeof h);
     if (never) return 0;
     if (write(to_child[1], &byte, 1) != 1) return 5;
@@ -198,7 +210,7 @@ int main(int argc, char **argv) {
         !strcmp(s, "open-v1-again") || !strcmp(s, "free-early"))
         return exchange(s);
     if (!strcmp(s, "open-after-free") || !strcmp(s, "never-close") ||
-        !strcmp(s, "exporter-exits"))
+        !strcmp(s, "exporter-exits") || !strcmp(s, "open-second-context"))
         return open_once(s);
     setup();
     CUdeviceptr p, q = 0;

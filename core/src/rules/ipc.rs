@@ -92,6 +92,23 @@ pub mod cuda {
             (cudaEventInterprocess | cudaEventDisableTiming in the runtime)",
     };
 
+    pub static OPEN_SECOND_CONTEXT: Rule = Rule {
+        id: "cuIpcOpenMemHandle.second-context-same-device",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "The handles of one exporting process are opened in one context per device: \
+            another context of the same device cannot open them (R580 answers \
+            CUDA_ERROR_INVALID_HANDLE, 400, for that handle and for the exporter's others). \
+            Decided where this process has the same handle open in another context of the \
+            device.",
+        source: cuda("cuIpcOpenMemHandle"),
+        quote: "::CUipcMemHandles from each ::CUdevice in a given process may only be opened by \
+            one ::CUcontext per ::CUdevice per other process.",
+        documented_code: Some(INVALID_HANDLE),
+        fix: "open the exporter's handles in one context per device (the device's primary \
+            context, as the runtime does) and share the pointer it returns",
+    };
+
     pub static OPEN_FLAGS: Rule = Rule {
         id: "cuIpcOpenMemHandle.flags-not-lazy-enable-peer-access",
         severity: Severity::Error,
@@ -1017,6 +1034,7 @@ pub mod checks {
         rules: &[
             &cuda::OPEN_FLAGS,
             &cuda::OPEN_SAME_PROCESS,
+            &cuda::OPEN_SECOND_CONTEXT,
             &cuda::OPENED_AGAIN,
         ],
     };
@@ -1069,6 +1087,7 @@ pub static FAMILY: Family = Family {
         &cuda::GET_EVENT_NOT_INTERPROCESS,
         &cuda::OPEN_FLAGS,
         &cuda::OPEN_SAME_PROCESS,
+        &cuda::OPEN_SECOND_CONTEXT,
         &cuda::CLOSE_NOT_OPENED,
         &cuda::OPENED_AGAIN,
         &cuda::OPEN_EVENT_SAME_PROCESS,

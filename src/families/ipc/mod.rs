@@ -12,7 +12,7 @@ use crate::engine::facts::{HipSession, MemoryKind};
 use crate::engine::state::{FamilyState, Lifetime};
 use crate::engine::{hex, Check, Cx};
 use parking_lot::Mutex;
-use sharecheck_core::ffi::Outcome;
+use sharecheck_core::ffi::{CUcontext, Outcome};
 use sharecheck_core::functions::args;
 use sharecheck_core::rules::ipc::{cuda, hip};
 use sharecheck_core::rules::Rule;
@@ -59,8 +59,9 @@ pub struct IpcState {
     exported: Mutex<HashSet<u64>>,
     exported_events: Mutex<HashSet<u64>>,
     opened: Mutex<HashMap<u64, u32>>,
-    /// The pointer each opened handle (by fingerprint) was mapped at.
-    mapped: Mutex<HashMap<u64, u64>>,
+    /// The pointer each opened handle (by fingerprint) was mapped at, and the context current
+    /// then (0: unknown).
+    mapped: Mutex<HashMap<u64, (u64, u64)>>,
     /// The flags of each live event this process created (the shim saw the creation).
     events: Mutex<HashMap<u64, u32>>,
 }
@@ -98,19 +99,26 @@ impl IpcState {
         *self.opened.lock().entry(ptr).or_insert(0) += 1;
     }
 
-    /// An open of `handle` returned `ptr`.
-    fn mapped(&self, handle: &[u8; 64], ptr: u64) {
+    /// An open of `handle` in context `ctx` (0: unknown) returned `ptr`.
+    fn mapped(&self, handle: &[u8; 64], ptr: u64, ctx: u64) {
         self.mapped
             .lock()
-            .insert(crate::fingerprint::fingerprint(handle), ptr);
+            .insert(crate::fingerprint::fingerprint(handle), (ptr, ctx));
         self.opened(ptr);
     }
 
     /// Where `handle` is open in this process, and how often: `None` if it is not.
     fn open_at(&self, handle: &[u8; 64]) -> Option<(u64, u32)> {
+        self.open_in(handle).map(|(ptr, n, _)| (ptr, n))
+    }
+
+    /// [`Self::open_at`], with the context it was opened in (0: unknown).
+    fn open_in(&self, handle: &[u8; 64]) -> Option<(u64, u32, u64)> {
         let fp = crate::fingerprint::fingerprint(handle);
-        let ptr = *self.mapped.lock().get(&fp)?;
-        self.open_count(ptr).filter(|&n| n > 0).map(|n| (ptr, n))
+        let (ptr, ctx) = *self.mapped.lock().get(&fp)?;
+        self.open_count(ptr)
+            .filter(|&n| n > 0)
+            .map(|n| (ptr, n, ctx))
     }
 
     /// A close of `ptr` succeeded.
@@ -372,16 +380,53 @@ macro_rules! open_cuda {
                 open_flags(cx, a.Flags.0);
                 let exported = cx.states.ipc.was_exported(&a.handle.reserved);
                 same_process(cx, &cuda::OPEN_SAME_PROCESS, exported);
+                second_context(cx, &a.handle.reserved);
                 cx.states.ipc.open_at(&a.handle.reserved)
             }
             fn after(&self, a: &args::$function, before: Self::Plan, ret: c_int, cx: &mut Cx) {
                 if let Some(ptr) = a.pdptr.written(Outcome::Returned(ret)) {
-                    cx.states.ipc.mapped(&a.handle.reserved, ptr.0);
+                    let ctx = current_context(cx).unwrap_or(0);
+                    cx.states.ipc.mapped(&a.handle.reserved, ptr.0, ctx);
                 }
                 opened_again(cx, before, ret);
             }
         }
     )*};
+}
+
+/// The current context's address, when the driver can say and one is current.
+fn current_context(cx: &Cx) -> Option<u64> {
+    cx.facts.current_context().flatten().map(|c| c.addr())
+}
+
+/// Before an open: a handle this process has open in another context of the same device
+/// (tracked state: dropped if the driver opens it after all).
+fn second_context(cx: &mut Cx, handle: &[u8; 64]) {
+    let Some((ptr, _, first)) = cx.states.ipc.open_in(handle) else {
+        return;
+    };
+    let Some(here) = current_context(cx).filter(|&c| first != 0 && c != first) else {
+        return;
+    };
+    let device = |ctx: u64| {
+        cx.facts
+            .context_device(CUcontext(ctx as usize as *mut std::ffi::c_void), true)
+            .and_then(Result::ok)
+    };
+    let (Some(dev), Some(first_dev)) = (device(here), device(first)) else {
+        return;
+    };
+    if dev == first_dev {
+        cx.tracked(&cuda::OPEN_SECOND_CONTEXT, || {
+            format!(
+                "the handle is open in this process in context {} of device {dev} (at {}); \
+                 context {} of the same device cannot open that process's handles",
+                hex(first),
+                hex(ptr),
+                hex(here)
+            )
+        });
+    }
 }
 
 /// After an open of a handle already open here (`before`: where, and how often) that the driver

@@ -313,6 +313,18 @@ const NEGATIVE: &[Case] = &[
         |h| h.call(hip_get(MEM + 4096), SUCCESS),
     ),
     (
+        "cuda open of a handle open in another context of the same device",
+        &["cuIpcOpenMemHandle.second-context-same-device"],
+        |h| {
+            let first = h.facts.context(0xc1, 0);
+            h.facts.make_current(Some(first));
+            import(h);
+            let second = h.facts.context(0xc2, 0);
+            h.facts.make_current(Some(second));
+            h.call(open(1), INVALID_HANDLE)
+        },
+    ),
+    (
         "cuda export of managed memory",
         &["cuIpcGetMemHandle.memory-not-exportable"],
         |h| h.call(get(MANAGED), INVALID_VALUE),
@@ -588,4 +600,25 @@ fn strict_mode_refuses_an_interior_export_with_the_documented_code() {
     let ran = h.call(hip_get(MEM + 8), SUCCESS);
     assert!(ran.forwarded);
     assert_eq!(ran.rules, ["hipIpcGetMemHandle.not-allocation-base"]);
+}
+
+/// One context per device per exporter: the same handle opened again in the context that opened
+/// it, or in a context of another device, or after every open was closed, is correct.
+#[test]
+fn another_device_or_a_closed_handle_may_open_in_another_context() {
+    let h = world();
+    let first = h.facts.context(0xc1, 0);
+    h.facts.make_current(Some(first));
+    import(&h);
+    import(&h);
+    let other_device = h.facts.context(0xc3, 1);
+    h.facts.make_current(Some(other_device));
+    ok(&h, open(1));
+    // Every open in the first context closed: a second context of device 0 may open it.
+    h.facts.make_current(Some(first));
+    ok(&h, close(IMPORTED));
+    ok(&h, close(IMPORTED));
+    let second = h.facts.context(0xc2, 0);
+    h.facts.make_current(Some(second));
+    ok(&h, open(1));
 }
