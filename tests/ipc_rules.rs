@@ -103,6 +103,11 @@ const CUDA_CASES: &[Case] = &[
         &[],
         &["cuIpcOpenMemHandle.second-context-same-device"],
     ),
+    (
+        "destroy-context-open",
+        &[],
+        &["cuCtxDestroy.ipc-memory-still-open"],
+    ),
     ("close-twice", &[], &["cuIpcCloseMemHandle.not-opened"]),
     ("close-interior", &[], &["cuIpcCloseMemHandle.not-opened"]),
     // Opened twice with _v2 (counted, silent), then with the legacy export: 208, explained.

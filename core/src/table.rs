@@ -60,7 +60,7 @@ macro_rules! check_table {
             cuLogicalEndpointQuery => ;
             cuLogicalEndpointGetLimits => ;
             // Lifecycle: what ends tracked state.
-            cuCtxDestroy_v2 => lifecycle::CONTEXT_DESTROYED;
+            cuCtxDestroy_v2 => ipc::CONTEXT_DESTROYED, lifecycle::CONTEXT_DESTROYED;
             cuDevicePrimaryCtxRelease_v2 => lifecycle::PRIMARY_RELEASED;
             cuDevicePrimaryCtxReset_v2 => lifecycle::PRIMARY_RESET;
             cuStreamDestroy_v2 => lifecycle::STREAM_DESTROYED;

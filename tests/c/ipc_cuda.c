@@ -26,6 +26,9 @@
  *                     while it is open, and the parent closes it after
  *   open-second-context the parent opens the child's handle in its primary context, then again
  *                     in a second context of the same device (cuCtxCreate), and closes the first
+ *   destroy-context-open the parent opens and closes the child's handle in its primary context,
+ *                     then opens it in a context of its own and destroys that context with the
+ *                     mapping open
  *   event-exchange    the child exports an interprocess event; the parent opens it and
  *                     destroys its copy, then the child destroys the event (correct)
  *   event-never-destroyed  the same, but the parent exits holding its copy
@@ -140,6 +143,17 @@ static int open_once(const char *how) {
     if (read(to_parent[0], &h, sizeof h) != (ssize_t)sizeof h) return 4;
     CUdeviceptr q = 0;
     CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&q, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    if (!strcmp(how, "destroy-context-open")) {
+        /* The import in a context of its own, destroyed with the mapping open. */
+        CUcontext primary, own;
+        CUdeviceptr q2 = 0;
+        MUST(cuCtxGetCurrent(&primary));
+        CALL("cuIpcCloseMemHandle", cuIpcCloseMemHandle(q));
+        MUST(cuCtxCreate(&own, NULL, 0, 0));
+        CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&q2, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+        CALL("cuCtxDestroy_v2", cuCtxDestroy(own));
+        MUST(cuCtxSetCurrent(primary));
+    }
     if (!strcmp(how, "open-second-context")) {
         CUcontext primary, second;
         CUdeviceptr q2 = 0;
@@ -210,7 +224,8 @@ int main(int argc, char **argv) {
         !strcmp(s, "open-v1-again") || !strcmp(s, "free-early"))
         return exchange(s);
     if (!strcmp(s, "open-after-free") || !strcmp(s, "never-close") ||
-        !strcmp(s, "exporter-exits") || !strcmp(s, "open-second-context"))
+        !strcmp(s, "exporter-exits") || !strcmp(s, "open-second-context") ||
+        !strcmp(s, "destroy-context-open"))
         return open_once(s);
     setup();
     CUdeviceptr p, q = 0;

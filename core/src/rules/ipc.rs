@@ -109,6 +109,21 @@ pub mod cuda {
             context, as the runtime does) and share the pointer it returns",
     };
 
+    pub static CONTEXT_DESTROYED_WHILE_OPEN: Rule = Rule {
+        id: "cuCtxDestroy.ipc-memory-still-open",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: "Memory a context opened with cuIpcOpenMemHandle is closed before the \
+            context is destroyed: destroying it unmaps the memory without the close the \
+            documentation requires (the exporter cannot tell).",
+        source: cuda("cuIpcOpenMemHandle"),
+        quote: "Memory returned from ::cuIpcOpenMemHandle must be freed with \
+            ::cuIpcCloseMemHandle.",
+        documented_code: None,
+        fix: "close each pointer cuIpcOpenMemHandle returned in a context (once per open) \
+            before destroying the context",
+    };
+
     pub static OPEN_FLAGS: Rule = Rule {
         id: "cuIpcOpenMemHandle.flags-not-lazy-enable-peer-access",
         severity: Severity::Error,
@@ -1067,6 +1082,10 @@ pub mod checks {
         name: "ipc.open-event.hip",
         rules: &[&hip::OPEN_EVENT_SAME_PROCESS],
     };
+    pub static CONTEXT_DESTROYED: CheckInfo = CheckInfo {
+        name: "ipc.context-destroyed",
+        rules: &[&cuda::CONTEXT_DESTROYED_WHILE_OPEN],
+    };
     pub static CLOSE_CUDA: CheckInfo = CheckInfo {
         name: "ipc.close.cuda",
         rules: &[&cuda::CLOSE_NOT_OPENED],
@@ -1089,6 +1108,7 @@ pub static FAMILY: Family = Family {
         &cuda::OPEN_SAME_PROCESS,
         &cuda::OPEN_SECOND_CONTEXT,
         &cuda::CLOSE_NOT_OPENED,
+        &cuda::CONTEXT_DESTROYED_WHILE_OPEN,
         &cuda::OPENED_AGAIN,
         &cuda::OPEN_EVENT_SAME_PROCESS,
         &report::FREED_WHILE_OPEN_RULE,

@@ -28,6 +28,7 @@ pub struct CloseHip;
 pub struct GetEventCuda;
 pub struct GetEventHip;
 pub struct EventCreated;
+pub struct ContextDestroyed;
 pub struct OpenEventCuda;
 pub struct OpenEventHip;
 
@@ -42,6 +43,7 @@ pub mod checks {
     pub const GET_EVENT_CUDA: super::GetEventCuda = super::GetEventCuda;
     pub const GET_EVENT_HIP: super::GetEventHip = super::GetEventHip;
     pub const EVENT_CREATED: super::EventCreated = super::EventCreated;
+    pub const CONTEXT_DESTROYED: super::ContextDestroyed = super::ContextDestroyed;
     pub const OPEN_EVENT_CUDA: super::OpenEventCuda = super::OpenEventCuda;
     pub const OPEN_EVENT_HIP: super::OpenEventHip = super::OpenEventHip;
 }
@@ -126,6 +128,25 @@ impl IpcState {
         if let Some(count) = self.opened.lock().get_mut(&ptr) {
             *count = count.saturating_sub(1);
         }
+    }
+
+    /// The context `ctx` was destroyed: the pointers opened in it that were still open, with
+    /// their open counts (forgotten: the context took the mappings with it).
+    fn context_destroyed(&self, ctx: u64) -> Vec<(u64, u32)> {
+        let mut mapped = self.mapped.lock();
+        let mut opened = self.opened.lock();
+        let mut left = Vec::new();
+        mapped.retain(|_, &mut (ptr, in_ctx)| {
+            if in_ctx != ctx {
+                return true;
+            }
+            if let Some(n) = opened.remove(&ptr).filter(|&n| n > 0) {
+                left.push((ptr, n));
+            }
+            false
+        });
+        left.sort_unstable();
+        left
     }
 
     /// An event was created with `flags` (`None`: it was destroyed).
@@ -392,6 +413,34 @@ macro_rules! open_cuda {
             }
         }
     )*};
+}
+
+/// A context destroyed with mappings opened in it still open (after the destroy succeeded).
+impl Check<args::cuCtxDestroy_v2> for ContextDestroyed {
+    type Plan = ();
+    const BEFORE: bool = false;
+    fn before(&self, _: &args::cuCtxDestroy_v2, _: &mut Cx) {}
+    fn after(&self, a: &args::cuCtxDestroy_v2, _: (), ret: c_int, cx: &mut Cx) {
+        if ret != 0 {
+            return;
+        }
+        let left = cx.states.ipc.context_destroyed(a.ctx.addr());
+        if left.is_empty() {
+            return;
+        }
+        cx.shown(&cuda::CONTEXT_DESTROYED_WHILE_OPEN, || {
+            let open: Vec<String> = left
+                .iter()
+                .map(|&(ptr, n)| format!("{} ({n} open(s))", hex(ptr)))
+                .collect();
+            format!(
+                "context {} was destroyed with memory cuIpcOpenMemHandle opened in it still \
+                 open: {}",
+                hex(a.ctx.addr()),
+                open.join(", ")
+            )
+        });
+    }
 }
 
 /// The current context's address, when the driver can say and one is current.

@@ -325,6 +325,16 @@ const NEGATIVE: &[Case] = &[
         },
     ),
     (
+        "cuda context destroyed with memory opened in it still open",
+        &["cuCtxDestroy.ipc-memory-still-open"],
+        |h| {
+            let ctx = h.facts.context(0xc1, 0);
+            h.facts.make_current(Some(ctx));
+            import(h);
+            h.call(args::cuCtxDestroy_v2 { ctx }, SUCCESS)
+        },
+    ),
+    (
         "cuda export of managed memory",
         &["cuIpcGetMemHandle.memory-not-exportable"],
         |h| h.call(get(MANAGED), INVALID_VALUE),
@@ -621,4 +631,32 @@ fn another_device_or_a_closed_handle_may_open_in_another_context() {
     let second = h.facts.context(0xc2, 0);
     h.facts.make_current(Some(second));
     ok(&h, open(1));
+}
+
+/// A context destroyed after its mappings were closed, or whose destroy fails, or another
+/// context's destroy, says nothing; the destroyed context's mappings are forgotten.
+#[test]
+fn contexts_destroyed_after_their_closes_are_silent() {
+    let h = world();
+    let ctx = h.facts.context(0xc1, 0);
+    h.facts.make_current(Some(ctx));
+    import(&h);
+    let other = h.facts.context(0xc2, 1);
+    ok(&h, args::cuCtxDestroy_v2 { ctx: other });
+    let ran = h.call(args::cuCtxDestroy_v2 { ctx }, INVALID_CONTEXT);
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+    ok(&h, close(IMPORTED));
+    ok(&h, args::cuCtxDestroy_v2 { ctx });
+    // Destroyed with the mapping open: reported once, then forgotten.
+    let h = world();
+    h.facts.make_current(Some(ctx));
+    import(&h);
+    import(&h);
+    let ran = h.call(args::cuCtxDestroy_v2 { ctx }, SUCCESS);
+    assert!(
+        ran.messages[0].contains("(2 open(s))"),
+        "{:?}",
+        ran.messages
+    );
+    ok(&h, args::cuCtxDestroy_v2 { ctx });
 }
