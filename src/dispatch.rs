@@ -163,7 +163,11 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
             })
         }
         _ if TRACED => shielded((), || {
-            record(Some(&guard), &args, outcome, ret, seq, ts_ns, dur_ns, &[])
+            let extra = Extra {
+                dur_ns,
+                ctx: cx.record_context,
+            };
+            record(Some(&guard), &args, outcome, ret, seq, ts_ns, extra, &[])
         }),
         _ => {}
     }
@@ -219,7 +223,7 @@ fn missing<A: CallArgs>(args: A) -> c_int {
                 ret,
                 seq,
                 trace::now(),
-                None,
+                Extra::default(),
                 &[],
             )
         });
@@ -242,6 +246,10 @@ fn settle_and_record<A: CallArgs>(
     dur_ns: Option<u64>,
     traced: bool,
 ) {
+    let extra = Extra {
+        dur_ns,
+        ctx: cx.record_context,
+    };
     let found = engine::settle(A::ID.info(), cx, outcome);
     let recorded = if found.is_empty() {
         found
@@ -266,11 +274,20 @@ fn settle_and_record<A: CallArgs>(
             ret,
             seq,
             ts_ns,
-            dur_ns,
+            extra,
             &recorded,
         );
     }
     engine::halt_if_asked(&recorded);
+}
+
+/// What a call record says besides its call and findings, when there is something to say.
+#[derive(Clone, Copy, Default)]
+struct Extra {
+    /// The driver call's duration (`durations=1`).
+    dur_ns: Option<u64>,
+    /// The context a check recorded ([`Cx::record_context`]).
+    ctx: Option<u64>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -281,7 +298,7 @@ fn record<A: CallArgs>(
     ret: c_int,
     seq: u64,
     ts_ns: u64,
-    dur_ns: Option<u64>,
+    extra: Extra,
     findings: &[Finding],
 ) {
     trace::write_call(
@@ -293,7 +310,8 @@ fn record<A: CallArgs>(
             ret,
             seq,
             t: ts_ns,
-            dur_ns,
+            dur_ns: extra.dur_ns,
+            ctx: extra.ctx,
             findings,
         },
     );

@@ -142,12 +142,14 @@ pub struct CallRecord<'a> {
     pub t: u64,
     /// The driver call's duration, when asked for (`durations=1`).
     pub dur_ns: Option<u64>,
+    /// The context the call acted in, where a check recorded it (`Cx::record_context`).
+    pub ctx: Option<u64>,
     pub findings: &'a [Finding],
 }
 
 /// Writes one call record (if tracing is on):
-/// `{"seq":N,"t":NS,"tid":T,"fn":"name","a":{ARGS},"r":RET}`, then `"d"`, `"forwarded":false`
-/// and `"findings"` only when there is something to say (schema in README.md). `guard`: the
+/// `{"seq":N,"t":NS,"tid":T,"fn":"name","a":{ARGS},"r":RET}`, then `"d"`, `"ctx"`,
+/// `"forwarded":false` and `"findings"` only when there is something to say (schema in README.md). `guard`: the
 /// calling thread's, when it is inside the shim.
 pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRecord) {
     if !enabled() {
@@ -161,6 +163,9 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
         w.kv_i64("r", record.ret as i64);
         if let Some(dur) = record.dur_ns {
             w.kv_u64("d", dur);
+        }
+        if let Some(ctx) = record.ctx {
+            w.kv_hex("ctx", ctx);
         }
         if record.outcome == Outcome::NotCalled {
             w.key("forwarded");

@@ -391,3 +391,36 @@ fn a_correct_event_exchange_finds_nothing() {
         assert_eq!(steps, expected, "{view}");
     }
 }
+
+/// A context destroyed with a mapping open is found live, and the report then knows the mapping
+/// went with it: the open's record names its context, so neither the importer's exit nor the
+/// exporter's (which follows) is reported as leaving it open.
+#[test]
+fn a_mapping_ends_with_the_context_it_was_opened_in() {
+    let p = programs("ipc_context_destroyed");
+    let r = run_checked(&p.scratch, &p.cuda, "destroy-context-open", &[]);
+    let live: Vec<&str> = r
+        .findings()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        live,
+        ["cuCtxDestroy.ipc-memory-still-open"],
+        "{}",
+        r.stderr()
+    );
+    assert!(report_phase(&r).is_empty(), "{:?}", report_phase(&r));
+    let opens: Vec<&serde_json::Value> = calls(&r.records)
+        .into_iter()
+        .filter(|c| c["fn"] == "cuIpcOpenMemHandle_v2" && c["r"] == 0)
+        .collect();
+    assert_eq!(opens.len(), 2);
+    assert!(
+        opens
+            .iter()
+            .all(|o| o["ctx"].as_str().is_some_and(|c| c.starts_with("0x"))),
+        "{opens:?}"
+    );
+    assert_ne!(opens[0]["ctx"], opens[1]["ctx"], "two contexts");
+}

@@ -29,6 +29,8 @@ pub struct Call {
     pub args: Map<String, Value>,
     /// `None` when the record has no numeric `ret`.
     pub ret: Option<i64>,
+    /// The context the call acted in, where the record says (`"ctx"`: an IPC open's).
+    pub ctx: Option<Value>,
 }
 
 impl Call {
@@ -140,6 +142,7 @@ impl Timeline {
             func: func.to_string(),
             args,
             ret: record.get("r").and_then(Value::as_i64),
+            ctx: record.get("ctx").cloned(),
         });
         self.sorted = false;
     }

@@ -61,6 +61,9 @@ pub struct Cx<'a> {
     /// Findings so far: predicted ones (`Certain`, `Tracked`), then those the answer showed
     /// (`Driver`).
     found: Vec<Pending>,
+    /// The context a check says the call acted in, written in its trace record (`"ctx"`) for
+    /// the report phase: an IPC open's (the mapping lives and dies with it).
+    pub record_context: Option<u64>,
 }
 
 impl<'a> Cx<'a> {
@@ -77,6 +80,7 @@ impl<'a> Cx<'a> {
             shard,
             options,
             found: Vec::new(),
+            record_context: None,
         }
     }
 

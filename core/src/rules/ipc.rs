@@ -395,6 +395,7 @@ pub mod report {
         const READS: &[&str] = &[
             "cuMemFree",
             "cuIpcCloseMemHandle",
+            "cuCtxDestroy",
             "hipFree",
             "hipIpcCloseMemHandle",
         ];
@@ -496,8 +497,9 @@ pub mod report {
         }
 
         /// How often the mapping `open` returned is still open at `until` (in ns of the wall
-        /// clock): the successful opens of its process that returned the same pointer, less the
-        /// successful closes of it, up to `until` (v2 counts opens of the same handle).
+        /// clock): the successful opens of its process and context (the record's `"ctx"`) that
+        /// returned the same pointer, less the successful closes of it, up to `until` (v2 counts
+        /// opens of the same handle); none once that context was destroyed.
         fn still_open(
             t: &Timeline,
             s: &Spelling,
@@ -508,11 +510,28 @@ pub mod report {
             let mapped = open.out(s.open_out);
             let same: Vec<&&Call> = opens
                 .iter()
-                .filter(|o| o.pid == open.pid && o.out(s.open_out) == mapped && o.ts_ns <= until)
+                .filter(|o| {
+                    o.pid == open.pid
+                        && o.out(s.open_out) == mapped
+                        && o.ctx == open.ctx
+                        && o.ts_ns <= until
+                })
                 .collect();
             let Some(first) = same.first() else {
                 return 0;
             };
+            // The context the mapping was opened in, destroyed since: the mapping went with it.
+            let context_gone = open.ctx.as_ref().is_some_and(|ctx| {
+                t.later_in_process(first).any(|c| {
+                    c.func.starts_with("cuCtxDestroy")
+                        && c.succeeded()
+                        && c.arg("ctx") == Some(ctx)
+                        && c.ts_ns <= until
+                })
+            });
+            if context_gone {
+                return 0;
+            }
             let closed = t
                 .later_in_process(first)
                 .filter(|c| {

@@ -406,8 +406,9 @@ macro_rules! open_cuda {
             }
             fn after(&self, a: &args::$function, before: Self::Plan, ret: c_int, cx: &mut Cx) {
                 if let Some(ptr) = a.pdptr.written(Outcome::Returned(ret)) {
-                    let ctx = current_context(cx).unwrap_or(0);
-                    cx.states.ipc.mapped(&a.handle.reserved, ptr.0, ctx);
+                    let ctx = current_context(cx);
+                    cx.record_context = ctx;
+                    cx.states.ipc.mapped(&a.handle.reserved, ptr.0, ctx.unwrap_or(0));
                 }
                 opened_again(cx, before, ret);
             }
