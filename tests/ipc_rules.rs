@@ -244,6 +244,11 @@ const REPORT_CASES: &[(&str, &str, &str)] = &[
         "cuIpcGetMemHandle",
     ),
     (
+        "exporter-destroys-context",
+        "cuCtxDestroy.ipc-memory-open-elsewhere",
+        "cuCtxDestroy_v2",
+    ),
+    (
         "event-never-destroyed",
         "cuIpcOpenEventHandle.never-destroyed",
         "cuIpcOpenEventHandle",

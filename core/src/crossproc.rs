@@ -307,6 +307,7 @@ pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[
     &crate::rules::ipc::report::HIP_NEVER_CLOSED,
     &crate::rules::ipc::report::EXPORTER_EXITED,
     &crate::rules::ipc::report::HIP_EXPORTER_EXITED,
+    &crate::rules::ipc::report::CONTEXT_DESTROYED_WHILE_OPEN,
     &crate::rules::ipc::report::EVENT_NEVER_DESTROYED,
     &crate::rules::ipc::report::HIP_EVENT_NEVER_DESTROYED,
     &crate::rules::ipc::report::EVENT_DESTROYED_WHILE_OPEN,

@@ -19,6 +19,7 @@ use sharecheck_core::functions::{Api, FnId};
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, AtomicU8, Ordering::*};
 
+const POINTER_ATTRIBUTE_CONTEXT: c_int = 1;
 const POINTER_ATTRIBUTE_MEMORY_TYPE: c_int = 2;
 const POINTER_ATTRIBUTE_IS_MANAGED: c_int = 8;
 const POINTER_ATTRIBUTE_DEVICE_ORDINAL: c_int = 9;
@@ -428,6 +429,18 @@ impl Facts for DriverFacts {
 
     fn memory_kind(&self, ptr: u64) -> Option<MemoryKind> {
         self.query_memory_kind(ptr)
+    }
+
+    fn allocation_context(&self, ptr: u64) -> Option<u64> {
+        let mut ctx: *mut c_void = std::ptr::null_mut();
+        let code = query!(
+            CU_POINTER_GET_ATTRIBUTE,
+            fn(*mut c_void, c_int, u64),
+            (&mut ctx as *mut *mut c_void).cast(),
+            POINTER_ATTRIBUTE_CONTEXT,
+            ptr
+        )?;
+        (code == SUCCESS && !ctx.is_null()).then_some(ctx as usize as u64)
     }
 
     fn current_context(&self) -> Option<Option<CUcontext>> {

@@ -53,6 +53,9 @@ pub trait Facts {
     /// What kind of memory `ptr` is, as legacy IPC sees it (asked afresh, never cached); `None`
     /// when the driver cannot say or does not know the pointer.
     fn memory_kind(&self, ptr: u64) -> Option<MemoryKind>;
+    /// The context `ptr`'s memory was allocated in (`CU_POINTER_ATTRIBUTE_CONTEXT`, asked
+    /// afresh).
+    fn allocation_context(&self, ptr: u64) -> Option<u64>;
     /// The context of a stream that is not a special handle, or the driver's error code.
     fn stream_context(&self, stream: CUstream, fresh: bool) -> Option<Result<CUcontext, c_int>>;
     /// Whether work on a stream (0: the current context's legacy stream) is still in flight.

@@ -159,6 +159,10 @@ impl Facts for FakeFacts {
         Some(self.peers.borrow().contains(&(dev, peer)))
     }
 
+    fn allocation_context(&self, _ptr: u64) -> Option<u64> {
+        None
+    }
+
     fn memory_kind(&self, ptr: u64) -> Option<MemoryKind> {
         let a = self.allocation(ptr)?;
         Some(match self.kinds.borrow().get(&a.base) {

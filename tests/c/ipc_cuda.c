@@ -26,6 +26,8 @@
  *                     while it is open, and the parent closes it after
  *   open-second-context the parent opens the child's handle in its primary context, then again
  *                     in a second context of the same device (cuCtxCreate), and closes the first
+ *   exporter-destroys-context the child exports memory of a context of its own and destroys
+ *                     that context while the parent has the memory open
  *   destroy-context-open the parent opens and closes the child's handle in its primary context,
  *                     then opens it in a context of its own and destroys that context with the
  *                     mapping open
@@ -214,9 +216,48 @@ static int event_exchange(const char *how) {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 7;
 }
 
+/* `exporter-destroys-context`: the child allocates and exports in a context of its own, and
+ * destroys that context while the parent has the memory open; the parent closes after. */
+static int exporter_destroys_context(void) {
+    pid_t child = fork_exporter();
+    if (child < 0) return 2;
+    CUipcMemHandle h;
+    char byte = 0;
+    if (child == 0) {
+        CUdevice dev;
+        CUcontext own;
+        CUdeviceptr p;
+        MUST(cuInit(0));
+        MUST(cuDeviceGet(&dev, 0));
+        MUST(cuCtxCreate(&own, NULL, 0, dev));
+        MUST(cuMemAlloc(&p, BYTES));
+        CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p));
+        if (write(to_parent[1], &h, sizeof h) != (ssize_t)sizeof h) _exit(4);
+        memset(&h, 0, sizeof h);
+        if (read(to_child[0], &byte, 1) != 1) _exit(5);
+        CALL("cuCtxDestroy_v2", cuCtxDestroy(own));
+        if (write(to_parent[1], &byte, 1) != 1) _exit(6);
+        if (read(to_child[0], &byte, 1) != 1) _exit(7);
+        exit(0);
+    }
+    setup();
+    if (read(to_parent[0], &h, sizeof h) != (ssize_t)sizeof h) return 4;
+    CUdeviceptr q = 0;
+    CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&q, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    memset(&h, 0, sizeof h);
+    if (write(to_child[1], &byte, 1) != 1) return 5;
+    if (read(to_parent[0], &byte, 1) != 1) return 6;
+    CALL("cuIpcCloseMemHandle", cuIpcCloseMemHandle(q));
+    if (write(to_child[1], &byte, 1) != 1) return 7;
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 8;
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
     const char *s = argv[1];
+    if (!strcmp(s, "exporter-destroys-context")) return exporter_destroys_context();
     if (!strncmp(s, "event-exchange", 14) || !strcmp(s, "event-never-destroyed") ||
         !strcmp(s, "event-destroyed-early"))
         return event_exchange(s);

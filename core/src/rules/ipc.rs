@@ -241,6 +241,21 @@ pub mod report {
         fix: EXPORTER_EXITED_RULE.fix,
     };
 
+    pub static CONTEXT_DESTROYED_WHILE_OPEN_RULE: Rule = Rule {
+        id: "cuCtxDestroy.ipc-memory-open-elsewhere",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: "The exporter destroys the context of memory it exported only after every \
+            importer closed it: the destroy frees the memory as cuMemFree would, and what an \
+            importer reads or writes after it is undefined.",
+        source: cuda("cuIpcOpenMemHandle"),
+        quote: "Calling ::cuMemFree on an exported memory region before calling \
+            ::cuIpcCloseMemHandle in the importing context will result in undefined behavior.",
+        documented_code: None,
+        fix: "have every importer close its mapping and tell the exporter before the exporter \
+            destroys the context the memory was allocated in",
+    };
+
     pub static EVENT_NEVER_DESTROYED_RULE: Rule = Rule {
         id: "cuIpcOpenEventHandle.never-destroyed",
         severity: Severity::Warning,
@@ -367,6 +382,7 @@ pub mod report {
     pub static REPORTED_ON: &[(&Rule, &[&str])] = &[
         (&FREED_WHILE_OPEN_RULE, &["cuMemFree_v2"]),
         (&EXPORTER_EXITED_RULE, &["cuIpcGetMemHandle"]),
+        (&CONTEXT_DESTROYED_WHILE_OPEN_RULE, &["cuCtxDestroy_v2"]),
         (&EVENT_NEVER_DESTROYED_RULE, &["cuIpcOpenEventHandle"]),
         (&HIP_EVENT_NEVER_DESTROYED_RULE, &["hipIpcOpenEventHandle"]),
         (&EVENT_DESTROYED_WHILE_OPEN_RULE, &["cuEventDestroy_v2"]),
@@ -689,6 +705,71 @@ pub mod report {
             exporter_exited
         );
 
+        report_check!(
+            /// The exporter's destroy of the context its exported memory was allocated in (the
+            /// export's record names it) while an importer still had the memory open, and had
+            /// not freed it before.
+            ContextDestroyedWhileOpen,
+            CONTEXT_DESTROYED_WHILE_OPEN,
+            CONTEXT_DESTROYED_WHILE_OPEN_RULE,
+            CUDA,
+            context_destroyed_while_open
+        );
+
+        fn context_destroyed_while_open(
+            t: &Timeline,
+            calls: &[&Call],
+            s: &Spelling,
+            rule: &'static Rule,
+            found: &mut Vec<ReportFinding>,
+        ) {
+            for (export, free) in exports(t, s, calls) {
+                let Some(ctx) = export.ctx.as_ref() else {
+                    continue;
+                };
+                let Some(destroy) = t.later_in_process(export).find(|c| {
+                    c.func.starts_with("cuCtxDestroy") && c.succeeded() && c.arg("ctx") == Some(ctx)
+                }) else {
+                    continue;
+                };
+                // A free before the destroy is the free's finding.
+                if free.is_some_and(|f| f.ts_ns < destroy.ts_ns) {
+                    continue;
+                }
+                let opens: Vec<&Call> = calls
+                    .iter()
+                    .copied()
+                    .filter(|c| c.pid != export.pid && is_open(s, c) && c.ts_ns < destroy.ts_ns)
+                    .collect();
+                let mut pids: Vec<i64> = opens
+                    .iter()
+                    .filter(|open| {
+                        still_open(t, s, &opens, open, destroy.ts_ns) > 0
+                            && t.exited(open.pid).is_none_or(|gone| gone > destroy.ts_ns)
+                    })
+                    .map(|open| open.pid)
+                    .collect();
+                pids.sort_unstable();
+                pids.dedup();
+                if pids.is_empty() {
+                    continue;
+                }
+                let pids: Vec<String> = pids.iter().map(i64::to_string).collect();
+                let exported = export.arg(s.export_ptr).map(shown).unwrap_or_default();
+                found.push(ReportFinding::at(
+                    rule,
+                    destroy,
+                    format!(
+                        "this context held {exported}, exported ({}) and still open in process \
+                         {} ({}, not yet closed): the destroy freed it",
+                        s.export,
+                        pids.join(", "),
+                        s.open
+                    ),
+                ));
+            }
+        }
+
         fn exporter_exited(
             t: &Timeline,
             calls: &[&Call],
@@ -701,6 +782,17 @@ pub mod report {
                 let (None, Some(exit)) = (free, t.exited(export.pid)) else {
                     continue;
                 };
+                // So is a destroy of the memory's context ([`context_destroyed_while_open`]).
+                let destroyed = export.ctx.as_ref().is_some_and(|ctx| {
+                    t.later_in_process(export).any(|c| {
+                        c.func.starts_with("cuCtxDestroy")
+                            && c.succeeded()
+                            && c.arg("ctx") == Some(ctx)
+                    })
+                });
+                if destroyed {
+                    continue;
+                }
                 let opens: Vec<&Call> = calls
                     .iter()
                     .copied()
@@ -1138,6 +1230,7 @@ pub static FAMILY: Family = Family {
         &report::HIP_NEVER_CLOSED_RULE,
         &report::EXPORTER_EXITED_RULE,
         &report::HIP_EXPORTER_EXITED_RULE,
+        &report::CONTEXT_DESTROYED_WHILE_OPEN_RULE,
         &report::EVENT_NEVER_DESTROYED_RULE,
         &report::HIP_EVENT_NEVER_DESTROYED_RULE,
         &report::EVENT_DESTROYED_WHILE_OPEN_RULE,

@@ -377,6 +377,8 @@ impl Check<args::cuIpcGetMemHandle> for GetCuda {
     fn after(&self, a: &args::cuIpcGetMemHandle, _: (), ret: c_int, cx: &mut Cx) {
         if let Some(handle) = a.pHandle.written(Outcome::Returned(ret)) {
             cx.states.ipc.exported(&handle.reserved);
+            // The memory's context, for the report: destroying it frees the memory.
+            cx.record_context = cx.facts.allocation_context(a.dptr.0);
         }
     }
 }
