@@ -46,6 +46,7 @@ cases=(
     # The context destroyed with its mapping open (live); the report knows the mapping went with
     # it (the open's record names its context), so the exporter's exit after is not flagged.
     "destroy-context-open|cuCtxDestroy.ipc-memory-still-open@cuCtxDestroy_v2"
+    "second-context-other-allocation|cuIpcOpenMemHandle.second-context-same-exporter@cuIpcOpenMemHandle_v2"
     "exporter-destroys-context|cuCtxDestroy.ipc-memory-open-elsewhere@cuCtxDestroy_v2"
     "exporter-exits|cuIpcGetMemHandle.exporter-exited-while-open@cuIpcGetMemHandle"
     "event-never-destroyed|cuIpcOpenEventHandle.never-destroyed@cuIpcOpenEventHandle"

@@ -166,6 +166,7 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
             let extra = Extra {
                 dur_ns,
                 ctx: cx.record_context,
+                dev: cx.record_device,
             };
             record(Some(&guard), &args, outcome, ret, seq, ts_ns, extra, &[])
         }),
@@ -249,6 +250,7 @@ fn settle_and_record<A: CallArgs>(
     let extra = Extra {
         dur_ns,
         ctx: cx.record_context,
+        dev: cx.record_device,
     };
     let found = engine::settle(A::ID.info(), cx, outcome);
     let recorded = if found.is_empty() {
@@ -286,8 +288,9 @@ fn settle_and_record<A: CallArgs>(
 struct Extra {
     /// The driver call's duration (`durations=1`).
     dur_ns: Option<u64>,
-    /// The context a check recorded ([`Cx::record_context`]).
+    /// The context a check recorded, and its device ([`Cx::record_context`]).
     ctx: Option<u64>,
+    dev: Option<i32>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -312,6 +315,7 @@ fn record<A: CallArgs>(
             t: ts_ns,
             dur_ns: extra.dur_ns,
             ctx: extra.ctx,
+            dev: extra.dev,
             findings,
         },
     );

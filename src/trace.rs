@@ -142,13 +142,15 @@ pub struct CallRecord<'a> {
     pub t: u64,
     /// The driver call's duration, when asked for (`durations=1`).
     pub dur_ns: Option<u64>,
-    /// The context the call acted in, where a check recorded it (`Cx::record_context`).
+    /// The context the call acted in, and its device, where a check recorded them
+    /// (`Cx::record_context`).
     pub ctx: Option<u64>,
+    pub dev: Option<i32>,
     pub findings: &'a [Finding],
 }
 
 /// Writes one call record (if tracing is on):
-/// `{"seq":N,"t":NS,"tid":T,"fn":"name","a":{ARGS},"r":RET}`, then `"d"`, `"ctx"`,
+/// `{"seq":N,"t":NS,"tid":T,"fn":"name","a":{ARGS},"r":RET}`, then `"d"`, `"ctx"`, `"dev"`,
 /// `"forwarded":false` and `"findings"` only when there is something to say (schema in README.md). `guard`: the
 /// calling thread's, when it is inside the shim.
 pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRecord) {
@@ -166,6 +168,9 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
         }
         if let Some(ctx) = record.ctx {
             w.kv_hex("ctx", ctx);
+        }
+        if let Some(dev) = record.dev {
+            w.kv_i64("dev", i64::from(dev));
         }
         if record.outcome == Outcome::NotCalled {
             w.key("forwarded");

@@ -249,6 +249,11 @@ const REPORT_CASES: &[(&str, &str, &str)] = &[
         "cuCtxDestroy_v2",
     ),
     (
+        "second-context-other-allocation",
+        "cuIpcOpenMemHandle.second-context-same-exporter",
+        "cuIpcOpenMemHandle_v2",
+    ),
+    (
         "event-never-destroyed",
         "cuIpcOpenEventHandle.never-destroyed",
         "cuIpcOpenEventHandle",

@@ -29,8 +29,10 @@ pub struct Call {
     pub args: Map<String, Value>,
     /// `None` when the record has no numeric `ret`.
     pub ret: Option<i64>,
-    /// The context the call acted in, where the record says (`"ctx"`: an IPC open's).
+    /// The context the call acted in, and its device, where the record says (`"ctx"`, `"dev"`:
+    /// an IPC open's, the context of the memory an IPC export exported).
     pub ctx: Option<Value>,
+    pub dev: Option<i64>,
 }
 
 impl Call {
@@ -143,6 +145,7 @@ impl Timeline {
             args,
             ret: record.get("r").and_then(Value::as_i64),
             ctx: record.get("ctx").cloned(),
+            dev: record.get("dev").and_then(Value::as_i64),
         });
         self.sorted = false;
     }
@@ -308,6 +311,7 @@ pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[
     &crate::rules::ipc::report::EXPORTER_EXITED,
     &crate::rules::ipc::report::HIP_EXPORTER_EXITED,
     &crate::rules::ipc::report::CONTEXT_DESTROYED_WHILE_OPEN,
+    &crate::rules::ipc::report::SECOND_CONTEXT,
     &crate::rules::ipc::report::EVENT_NEVER_DESTROYED,
     &crate::rules::ipc::report::HIP_EVENT_NEVER_DESTROYED,
     &crate::rules::ipc::report::EVENT_DESTROYED_WHILE_OPEN,

@@ -61,9 +61,11 @@ pub struct Cx<'a> {
     /// Findings so far: predicted ones (`Certain`, `Tracked`), then those the answer showed
     /// (`Driver`).
     found: Vec<Pending>,
-    /// The context a check says the call acted in, written in its trace record (`"ctx"`) for
-    /// the report phase: an IPC open's (the mapping lives and dies with it).
+    /// The context a check says the call acted in, and its device, written in its trace record
+    /// (`"ctx"`, `"dev"`) for the report phase: an IPC open's (the mapping lives and dies with
+    /// it), the context of the memory an IPC export exported.
     pub record_context: Option<u64>,
+    pub record_device: Option<i32>,
 }
 
 impl<'a> Cx<'a> {
@@ -81,6 +83,7 @@ impl<'a> Cx<'a> {
             options,
             found: Vec::new(),
             record_context: None,
+            record_device: None,
         }
     }
 

@@ -26,6 +26,8 @@
  *                     while it is open, and the parent closes it after
  *   open-second-context the parent opens the child's handle in its primary context, then again
  *                     in a second context of the same device (cuCtxCreate), and closes the first
+ *   second-context-other-allocation the child exports two allocations; the parent opens the
+ *                     first in its primary context and the second in another context of device 0
  *   exporter-destroys-context the child exports memory of a context of its own and destroys
  *                     that context while the parent has the memory open
  *   destroy-context-open the parent opens and closes the child's handle in its primary context,
@@ -254,9 +256,48 @@ static int exporter_destroys_context(void) {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 8;
 }
 
+/* `second-context-other-allocation`: the child exports two allocations; the parent opens the
+ * first in its primary context, then the second in a second context of the same device. */
+static int second_context_other_allocation(void) {
+    pid_t child = fork_exporter();
+    if (child < 0) return 2;
+    CUipcMemHandle h[2];
+    char byte = 0;
+    if (child == 0) {
+        setup();
+        CUdeviceptr p[2];
+        for (int i = 0; i < 2; i++) {
+            MUST(cuMemAlloc(&p[i], BYTES));
+            CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h[i], p[i]));
+        }
+        if (write(to_parent[1], h, sizeof h) != (ssize_t)sizeof h) _exit(4);
+        memset(h, 0, sizeof h);
+        if (read(to_child[0], &byte, 1) != 1) _exit(5);
+        for (int i = 0; i < 2; i++) CALL("cuMemFree_v2", cuMemFree(p[i]));
+        exit(0);
+    }
+    setup();
+    if (read(to_parent[0], h, sizeof h) != (ssize_t)sizeof h) return 4;
+    CUcontext primary, second;
+    CUdeviceptr q = 0, q2 = 0;
+    MUST(cuCtxGetCurrent(&primary));
+    CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&q, h[0], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    MUST(cuCtxCreate(&second, NULL, 0, 0));
+    CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&q2, h[1], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    memset(h, 0, sizeof h);
+    MUST(cuCtxSetCurrent(primary));
+    MUST(cuCtxDestroy(second));
+    CALL("cuIpcCloseMemHandle", cuIpcCloseMemHandle(q));
+    if (write(to_child[1], &byte, 1) != 1) return 5;
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 8;
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
     const char *s = argv[1];
+    if (!strcmp(s, "second-context-other-allocation")) return second_context_other_allocation();
     if (!strcmp(s, "exporter-destroys-context")) return exporter_destroys_context();
     if (!strncmp(s, "event-exchange", 14) || !strcmp(s, "event-never-destroyed") ||
         !strcmp(s, "event-destroyed-early"))

@@ -256,6 +256,23 @@ pub mod report {
             destroys the context the memory was allocated in",
     };
 
+    pub static SECOND_CONTEXT_RULE: Rule = Rule {
+        id: "cuIpcOpenMemHandle.second-context-same-exporter",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "The handles of one exporting process are opened in one context per device: \
+            another context of the same device cannot open any of them while the first has one \
+            open (R580 answers CUDA_ERROR_INVALID_HANDLE, 400). Decided over both processes' \
+            traces, for handles of different allocations of one exporter (the same handle is \
+            found as it is opened: cuIpcOpenMemHandle.second-context-same-device).",
+        source: cuda("cuIpcOpenMemHandle"),
+        quote: "::CUipcMemHandles from each ::CUdevice in a given process may only be opened by \
+            one ::CUcontext per ::CUdevice per other process.",
+        documented_code: None,
+        fix: "open every handle of that exporter in one context per device (the device's \
+            primary context, as the runtime does) and share the pointers it returns",
+    };
+
     pub static EVENT_NEVER_DESTROYED_RULE: Rule = Rule {
         id: "cuIpcOpenEventHandle.never-destroyed",
         severity: Severity::Warning,
@@ -383,6 +400,10 @@ pub mod report {
         (&FREED_WHILE_OPEN_RULE, &["cuMemFree_v2"]),
         (&EXPORTER_EXITED_RULE, &["cuIpcGetMemHandle"]),
         (&CONTEXT_DESTROYED_WHILE_OPEN_RULE, &["cuCtxDestroy_v2"]),
+        (
+            &SECOND_CONTEXT_RULE,
+            &["cuIpcOpenMemHandle", "cuIpcOpenMemHandle_v2"],
+        ),
         (&EVENT_NEVER_DESTROYED_RULE, &["cuIpcOpenEventHandle"]),
         (&HIP_EVENT_NEVER_DESTROYED_RULE, &["hipIpcOpenEventHandle"]),
         (&EVENT_DESTROYED_WHILE_OPEN_RULE, &["cuEventDestroy_v2"]),
@@ -767,6 +788,82 @@ pub mod report {
                         s.open
                     ),
                 ));
+            }
+        }
+
+        /// An open in a context of a device while another context of that device of the same
+        /// process has a handle of the same exporter (another allocation's) open: the opens'
+        /// records name their context and device, the exporter is the process whose export
+        /// shares the handle's fingerprint.
+        pub struct SecondContext;
+        pub static SECOND_CONTEXT: SecondContext = SecondContext;
+
+        impl ReportCheck for SecondContext {
+            fn rules(&self) -> &'static [&'static Rule] {
+                static RULES: &[&Rule] = &[&SECOND_CONTEXT_RULE];
+                RULES
+            }
+            fn functions(&self) -> &'static [&'static str] {
+                READS
+            }
+            fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
+                let s = &CUDA;
+                let exporter = |open: &Call| -> Option<i64> {
+                    let fps = open.fingerprints();
+                    let fp = fps.first()?;
+                    t.sharing(fp)
+                        .find(|c| {
+                            c.func == s.export
+                                && c.succeeded()
+                                && c.pid != open.pid
+                                && c.ts_ns < open.ts_ns
+                        })
+                        .map(|c| c.pid)
+                };
+                let opens: Vec<&Call> = t
+                    .calls()
+                    .iter()
+                    .filter(|c| c.func.starts_with(s.open) && c.ctx.is_some() && c.dev.is_some())
+                    .collect();
+                let held: Vec<&Call> = opens.iter().copied().filter(|c| c.succeeded()).collect();
+                let mut found = Vec::new();
+                for open in &opens {
+                    let Some(from) = exporter(open) else {
+                        continue;
+                    };
+                    let first = held.iter().find(|h| {
+                        h.pid == open.pid
+                            && h.ts_ns < open.ts_ns
+                            && h.dev == open.dev
+                            && h.ctx != open.ctx
+                            && h.fingerprints() != open.fingerprints()
+                            && exporter(h) == Some(from)
+                            && still_open(t, s, &held, h, open.ts_ns) > 0
+                    });
+                    let Some(first) = first else {
+                        continue;
+                    };
+                    let ctx = |c: &Call| c.ctx.as_ref().map(shown).unwrap_or_default();
+                    let answer = match open.ret {
+                        Some(0) => "the driver opened it anyway".to_string(),
+                        Some(code) => format!("the driver answered {code}"),
+                        None => "the driver's answer is not recorded".to_string(),
+                    };
+                    found.push(ReportFinding::at(
+                        &SECOND_CONTEXT_RULE,
+                        open,
+                        format!(
+                            "context {} of device {} has a handle of process {from} open \
+                             (another allocation's, opened at {}); this open is in context {} \
+                             of the same device: {answer}",
+                            ctx(first),
+                            open.dev.unwrap_or(-1),
+                            first.out(s.open_out).map(shown).unwrap_or_default(),
+                            ctx(open)
+                        ),
+                    ));
+                }
+                found
             }
         }
 
@@ -1231,6 +1328,7 @@ pub static FAMILY: Family = Family {
         &report::EXPORTER_EXITED_RULE,
         &report::HIP_EXPORTER_EXITED_RULE,
         &report::CONTEXT_DESTROYED_WHILE_OPEN_RULE,
+        &report::SECOND_CONTEXT_RULE,
         &report::EVENT_NEVER_DESTROYED_RULE,
         &report::HIP_EVENT_NEVER_DESTROYED_RULE,
         &report::EVENT_DESTROYED_WHILE_OPEN_RULE,

@@ -400,6 +400,13 @@ macro_rules! open_cuda {
         impl Check<args::$function> for OpenCuda {
             type Plan = Option<(u64, u32)>;
             fn before(&self, a: &args::$function, cx: &mut Cx) -> Self::Plan {
+                // Where the open maps, for its record (the report's context rules).
+                cx.record_context = current_context(cx);
+                cx.record_device = cx.record_context.and_then(|ctx| {
+                    cx.facts
+                        .context_device(CUcontext(ctx as usize as *mut std::ffi::c_void), false)
+                        .and_then(Result::ok)
+                });
                 open_flags(cx, a.Flags.0);
                 let exported = cx.states.ipc.was_exported(&a.handle.reserved);
                 same_process(cx, &cuda::OPEN_SAME_PROCESS, exported);
@@ -408,9 +415,8 @@ macro_rules! open_cuda {
             }
             fn after(&self, a: &args::$function, before: Self::Plan, ret: c_int, cx: &mut Cx) {
                 if let Some(ptr) = a.pdptr.written(Outcome::Returned(ret)) {
-                    let ctx = current_context(cx);
-                    cx.record_context = ctx;
-                    cx.states.ipc.mapped(&a.handle.reserved, ptr.0, ctx.unwrap_or(0));
+                    let ctx = cx.record_context.unwrap_or(0);
+                    cx.states.ipc.mapped(&a.handle.reserved, ptr.0, ctx);
                 }
                 opened_again(cx, before, ret);
             }
