@@ -163,12 +163,8 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
             })
         }
         _ if TRACED => shielded((), || {
-            let extra = Extra {
-                dur_ns,
-                ctx: cx.record_context,
-                dev: cx.record_device,
-            };
-            record(Some(&guard), &args, outcome, ret, seq, ts_ns, extra, &[])
+            let extra = Extra::of(dur_ns, &mut cx);
+            record(Some(&guard), &args, outcome, ret, seq, ts_ns, &extra, &[])
         }),
         _ => {}
     }
@@ -224,7 +220,7 @@ fn missing<A: CallArgs>(args: A) -> c_int {
                 ret,
                 seq,
                 trace::now(),
-                Extra::default(),
+                &Extra::default(),
                 &[],
             )
         });
@@ -247,11 +243,8 @@ fn settle_and_record<A: CallArgs>(
     dur_ns: Option<u64>,
     traced: bool,
 ) {
-    let extra = Extra {
-        dur_ns,
-        ctx: cx.record_context,
-        dev: cx.record_device,
-    };
+    let mut cx = cx;
+    let extra = Extra::of(dur_ns, &mut cx);
     let found = engine::settle(A::ID.info(), cx, outcome);
     let recorded = if found.is_empty() {
         found
@@ -276,7 +269,7 @@ fn settle_and_record<A: CallArgs>(
             ret,
             seq,
             ts_ns,
-            extra,
+            &extra,
             &recorded,
         );
     }
@@ -284,13 +277,30 @@ fn settle_and_record<A: CallArgs>(
 }
 
 /// What a call record says besides its call and findings, when there is something to say.
-#[derive(Clone, Copy, Default)]
+#[derive(Default)]
 struct Extra {
     /// The driver call's duration (`durations=1`).
     dur_ns: Option<u64>,
-    /// The context a check recorded, and its device ([`Cx::record_context`]).
+    /// The context a check recorded, its device, the device's UUID and those it cannot access
+    /// ([`Cx::record_context`]).
     ctx: Option<u64>,
     dev: Option<i32>,
+    uuid: Option<[u8; 16]>,
+    unreachable: Vec<[u8; 16]>,
+}
+
+impl Extra {
+    /// The duration, and what the checks recorded in `cx` (taken out of it).
+    #[inline]
+    fn of(dur_ns: Option<u64>, cx: &mut Cx) -> Extra {
+        Extra {
+            dur_ns,
+            ctx: cx.record_context,
+            dev: cx.record_device,
+            uuid: cx.record_uuid,
+            unreachable: std::mem::take(&mut cx.record_unreachable),
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -301,7 +311,7 @@ fn record<A: CallArgs>(
     ret: c_int,
     seq: u64,
     ts_ns: u64,
-    extra: Extra,
+    extra: &Extra,
     findings: &[Finding],
 ) {
     trace::write_call(
@@ -316,6 +326,8 @@ fn record<A: CallArgs>(
             dur_ns: extra.dur_ns,
             ctx: extra.ctx,
             dev: extra.dev,
+            uuid: extra.uuid,
+            unreachable: &extra.unreachable,
             findings,
         },
     );

@@ -146,6 +146,9 @@ pub struct CallRecord<'a> {
     /// (`Cx::record_context`).
     pub ctx: Option<u64>,
     pub dev: Option<i32>,
+    /// That device's UUID, and those of the devices it cannot access.
+    pub uuid: Option<[u8; 16]>,
+    pub unreachable: &'a [[u8; 16]],
     pub findings: &'a [Finding],
 }
 
@@ -172,6 +175,17 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
         if let Some(dev) = record.dev {
             w.kv_i64("dev", i64::from(dev));
         }
+        if let Some(uuid) = record.uuid {
+            w.kv_str("uuid", &uuid_text(&uuid));
+        }
+        if !record.unreachable.is_empty() {
+            w.key("unreachable");
+            w.begin_array();
+            for uuid in record.unreachable {
+                w.str(&uuid_text(uuid));
+            }
+            w.end_array();
+        }
         if record.outcome == Outcome::NotCalled {
             w.key("forwarded");
             w.bool(false);
@@ -188,6 +202,19 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
         }),
         None => with_scratch(write),
     }
+}
+
+/// A device UUID as `nvidia-smi` writes it: `GPU-` and 32 hex digits in groups of 8-4-4-4-12.
+pub fn uuid_text(uuid: &[u8; 16]) -> String {
+    let hex: String = uuid.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "GPU-{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
 }
 
 /// Writes an event record (`"event"` in place of `"fn"`): findings not tied to one call,

@@ -355,7 +355,10 @@ fn every_ipc_rule_has_a_negative_case() {
             [REPORT_CASES, HIP_REPORT_CASES]
                 .into_iter()
                 .flat_map(|cases| cases.iter().map(|(_, rule, _)| *rule)),
-        );
+        )
+        // Staged with a simulator setting of its own:
+        // an_importer_that_cannot_reach_the_exporters_device_is_found_in_the_report.
+        .chain(["cuIpcOpenMemHandle.device-cannot-access-exporter"]);
     let missing = rules::without_case(&["ipc"], covered);
     assert!(
         missing.is_empty(),
@@ -433,4 +436,34 @@ fn a_mapping_ends_with_the_context_it_was_opened_in() {
         "{opens:?}"
     );
     assert_ne!(opens[0]["ctx"], opens[1]["ctx"], "two contexts");
+}
+
+/// An importer whose device cannot access the exporter's: decided in the report by device UUID
+/// (the export's record names the memory's device, the open's the devices its own cannot
+/// access); the same exchange where the devices can peer finds nothing.
+#[test]
+fn an_importer_that_cannot_reach_the_exporters_device_is_found_in_the_report() {
+    let p = programs("ipc_unreachable");
+    let none = (env::SIM_PEERS, "none");
+    let r = run_checked(&p.scratch, &p.cuda, "open-unreachable", &[none]);
+    assert!(r.findings().is_empty(), "not live: {}", r.stderr());
+    assert_eq!(
+        report_phase(&r),
+        [(
+            "cuIpcOpenMemHandle.device-cannot-access-exporter".to_string(),
+            "cuIpcOpenMemHandle_v2".to_string()
+        )]
+    );
+    let export = calls(&r.records)
+        .into_iter()
+        .find(|c| c["fn"] == "cuIpcGetMemHandle")
+        .unwrap()
+        .clone();
+    assert_eq!(export["dev"], 1, "{export}");
+    assert!(export["uuid"]
+        .as_str()
+        .is_some_and(|u| u.starts_with("GPU-")));
+    let r = run_checked(&p.scratch, &p.cuda, "open-unreachable", &[]);
+    assert!(r.findings().is_empty(), "{}", r.stderr());
+    assert!(report_phase(&r).is_empty(), "{:?}", report_phase(&r));
 }

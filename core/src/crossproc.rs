@@ -33,6 +33,10 @@ pub struct Call {
     /// an IPC open's, the context of the memory an IPC export exported).
     pub ctx: Option<Value>,
     pub dev: Option<i64>,
+    /// That device's UUID, and the UUIDs of the devices it cannot access (`"uuid"`,
+    /// `"unreachable"`).
+    pub uuid: Option<String>,
+    pub unreachable: Vec<String>,
 }
 
 impl Call {
@@ -146,6 +150,20 @@ impl Timeline {
             ret: record.get("r").and_then(Value::as_i64),
             ctx: record.get("ctx").cloned(),
             dev: record.get("dev").and_then(Value::as_i64),
+            uuid: record
+                .get("uuid")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            unreachable: record
+                .get("unreachable")
+                .and_then(Value::as_array)
+                .map(|list| {
+                    list.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
         });
         self.sorted = false;
     }
@@ -312,6 +330,7 @@ pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[
     &crate::rules::ipc::report::HIP_EXPORTER_EXITED,
     &crate::rules::ipc::report::CONTEXT_DESTROYED_WHILE_OPEN,
     &crate::rules::ipc::report::SECOND_CONTEXT,
+    &crate::rules::ipc::report::UNREACHABLE,
     &crate::rules::ipc::report::EVENT_NEVER_DESTROYED,
     &crate::rules::ipc::report::HIP_EVENT_NEVER_DESTROYED,
     &crate::rules::ipc::report::EVENT_DESTROYED_WHILE_OPEN,

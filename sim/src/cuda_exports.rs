@@ -418,6 +418,14 @@ exports! {
         Ok(())
     }
 
+    fn cuDeviceGetUuid(uuid: *mut [u8; 16], dev: CUdevice) {
+        device_uuid(uuid, dev)
+    }
+
+    fn cuDeviceGetUuid_v2(uuid: *mut [u8; 16], dev: CUdevice) {
+        device_uuid(uuid, dev)
+    }
+
     fn cuDeviceCanAccessPeer(canAccessPeer: *mut c_int, dev: CUdevice, peerDev: CUdevice) {
         check_initialized()?;
         require(canAccessPeer)?;
@@ -1347,5 +1355,20 @@ unsafe fn write_pointer_attribute(
             Value::Bool(v) => *data.cast::<u8>() = u8::from(v),
         }
     }
+    Ok(())
+}
+
+/// `cuDeviceGetUuid[_v2]`: a UUID of the simulated device, the same in every process (`SIM`, the
+/// ordinal, then zeros), as a real device's is.
+fn device_uuid(uuid: *mut [u8; 16], dev: CUdevice) -> Outcome {
+    check_initialized()?;
+    require(uuid)?;
+    device::check(dev)?;
+    let mut bytes = [0u8; 16];
+    bytes[..3].copy_from_slice(b"SIM");
+    bytes[3] = dev as u8;
+    // SAFETY: `uuid` is not NULL (checked above); `cuDeviceGetUuid` documents it as a writable
+    // `CUuuid` (16 bytes).
+    unsafe { *uuid = bytes };
     Ok(())
 }

@@ -66,6 +66,8 @@ table! {
     Cuda cuDeviceGet 2000 legacy => cuDeviceGet;
     Cuda cuDeviceGetAttribute 2000 legacy => cuDeviceGetAttribute;
     Cuda cuDeviceGetName 2000 legacy => cuDeviceGetName;
+    Cuda cuDeviceGetUuid 9020 legacy => cuDeviceGetUuid;
+    Cuda cuDeviceGetUuid 11040 legacy => cuDeviceGetUuid_v2;
     Cuda cuDevicePrimaryCtxRetain 7000 legacy => cuDevicePrimaryCtxRetain;
     Cuda cuDevicePrimaryCtxRelease 11000 legacy => cuDevicePrimaryCtxRelease_v2;
     Cuda cuDevicePrimaryCtxReset 11000 legacy => cuDevicePrimaryCtxReset_v2;

@@ -33,6 +33,8 @@ static CU_CTX_GET_DEVICE: NamedSlot = NamedSlot::new(Api::Cuda, c"cuCtxGetDevice
 static CU_CTX_GET_DEVICE_V2: NamedSlot = NamedSlot::new(Api::Cuda, c"cuCtxGetDevice_v2");
 static CU_DEVICE_GET_COUNT: NamedSlot = NamedSlot::new(Api::Cuda, c"cuDeviceGetCount");
 static CU_DEVICE_GET_ATTRIBUTE: NamedSlot = NamedSlot::new(Api::Cuda, c"cuDeviceGetAttribute");
+static CU_DEVICE_GET_UUID_V2: NamedSlot = NamedSlot::new(Api::Cuda, c"cuDeviceGetUuid_v2");
+static CU_DEVICE_GET_UUID: NamedSlot = NamedSlot::new(Api::Cuda, c"cuDeviceGetUuid");
 static CU_MEM_GET_ADDRESS_RANGE: NamedSlot = NamedSlot::new(Api::Cuda, c"cuMemGetAddressRange_v2");
 static CU_POINTER_GET_ATTRIBUTE: NamedSlot = NamedSlot::new(Api::Cuda, c"cuPointerGetAttribute");
 static CU_POINTER_GET_ATTRIBUTES: NamedSlot = NamedSlot::new(Api::Cuda, c"cuPointerGetAttributes");
@@ -429,6 +431,18 @@ impl Facts for DriverFacts {
 
     fn memory_kind(&self, ptr: u64) -> Option<MemoryKind> {
         self.query_memory_kind(ptr)
+    }
+
+    fn device_uuid(&self, dev: i32) -> Option<[u8; 16]> {
+        let mut uuid = [0u8; 16];
+        let code = query!(
+            CU_DEVICE_GET_UUID_V2,
+            fn(*mut [u8; 16], c_int),
+            &mut uuid,
+            dev
+        )
+        .or_else(|| query!(CU_DEVICE_GET_UUID, fn(*mut [u8; 16], c_int), &mut uuid, dev))?;
+        (code == SUCCESS).then_some(uuid)
     }
 
     fn allocation_context(&self, ptr: u64) -> Option<u64> {

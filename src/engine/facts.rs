@@ -56,6 +56,8 @@ pub trait Facts {
     /// The context `ptr`'s memory was allocated in (`CU_POINTER_ATTRIBUTE_CONTEXT`, asked
     /// afresh).
     fn allocation_context(&self, ptr: u64) -> Option<u64>;
+    /// A device's UUID (`cuDeviceGetUuid`), which names it alike in every process.
+    fn device_uuid(&self, dev: i32) -> Option<[u8; 16]>;
     /// The context of a stream that is not a special handle, or the driver's error code.
     fn stream_context(&self, stream: CUstream, fresh: bool) -> Option<Result<CUcontext, c_int>>;
     /// Whether work on a stream (0: the current context's legacy stream) is still in flight.

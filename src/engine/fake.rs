@@ -163,6 +163,10 @@ impl Facts for FakeFacts {
         None
     }
 
+    fn device_uuid(&self, dev: i32) -> Option<[u8; 16]> {
+        Some([dev as u8; 16])
+    }
+
     fn memory_kind(&self, ptr: u64) -> Option<MemoryKind> {
         let a = self.allocation(ptr)?;
         Some(match self.kinds.borrow().get(&a.base) {

@@ -66,6 +66,11 @@ pub struct Cx<'a> {
     /// it), the context of the memory an IPC export exported.
     pub record_context: Option<u64>,
     pub record_device: Option<i32>,
+    /// That device's UUID, and the UUIDs of the devices it cannot access
+    /// (`cuDeviceCanAccessPeer` 0): where an IPC export's memory and an open's mapping are,
+    /// named alike in every process (`"uuid"`, `"unreachable"`).
+    pub record_uuid: Option<[u8; 16]>,
+    pub record_unreachable: Vec<[u8; 16]>,
 }
 
 impl<'a> Cx<'a> {
@@ -84,6 +89,8 @@ impl<'a> Cx<'a> {
             found: Vec::new(),
             record_context: None,
             record_device: None,
+            record_uuid: None,
+            record_unreachable: Vec::new(),
         }
     }
 

@@ -26,6 +26,7 @@
  *                     while it is open, and the parent closes it after
  *   open-second-context the parent opens the child's handle in its primary context, then again
  *                     in a second context of the same device (cuCtxCreate), and closes the first
+ *   open-unreachable  the child exports memory of device 1; the parent opens it on device 0
  *   second-context-other-allocation the child exports two allocations; the parent opens the
  *                     first in its primary context and the second in another context of device 0
  *   exporter-destroys-context the child exports memory of a context of its own and destroys
@@ -50,14 +51,16 @@ CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, u
 
 #define BYTES (1 << 16)
 
-static void setup(void) {
+static void setup_on(int ordinal) {
     CUdevice dev;
     CUcontext ctx;
     MUST(cuInit(0));
-    MUST(cuDeviceGet(&dev, 0));
+    MUST(cuDeviceGet(&dev, ordinal));
     MUST(cuDevicePrimaryCtxRetain(&ctx, dev));
     MUST(cuCtxSetCurrent(ctx));
 }
+
+static void setup(void) { setup_on(0); }
 
 static int to_parent[2], to_child[2];
 
@@ -294,9 +297,41 @@ static int second_context_other_allocation(void) {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 8;
 }
 
+/* `open-unreachable`: the child exports memory of device 1; the parent opens it in device 0's
+ * primary context (on a machine, or a simulator, where device 0 cannot access device 1). */
+static int open_unreachable(void) {
+    pid_t child = fork_exporter();
+    if (child < 0) return 2;
+    CUipcMemHandle h;
+    char byte = 0;
+    if (child == 0) {
+        setup_on(1);
+        CUdeviceptr p;
+        MUST(cuMemAlloc(&p, BYTES));
+        CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p));
+        if (write(to_parent[1], &h, sizeof h) != (ssize_t)sizeof h) _exit(4);
+        memset(&h, 0, sizeof h);
+        if (read(to_child[0], &byte, 1) != 1) _exit(5);
+        CALL("cuMemFree_v2", cuMemFree(p));
+        exit(0);
+    }
+    setup();
+    if (read(to_parent[0], &h, sizeof h) != (ssize_t)sizeof h) return 4;
+    CUdeviceptr q = 0;
+    CUresult r = cuIpcOpenMemHandle_v2(&q, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    CALL("cuIpcOpenMemHandle_v2", r);
+    memset(&h, 0, sizeof h);
+    if (r == CUDA_SUCCESS) CALL("cuIpcCloseMemHandle", cuIpcCloseMemHandle(q));
+    if (write(to_child[1], &byte, 1) != 1) return 5;
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 8;
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
     const char *s = argv[1];
+    if (!strcmp(s, "open-unreachable")) return open_unreachable();
     if (!strcmp(s, "second-context-other-allocation")) return second_context_other_allocation();
     if (!strcmp(s, "exporter-destroys-context")) return exporter_destroys_context();
     if (!strncmp(s, "event-exchange", 14) || !strcmp(s, "event-never-destroyed") ||

@@ -273,6 +273,20 @@ pub mod report {
             primary context, as the runtime does) and share the pointers it returns",
     };
 
+    pub static UNREACHABLE_RULE: Rule = Rule {
+        id: "cuIpcOpenMemHandle.device-cannot-access-exporter",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "The importing context's device can access the device of the exported \
+            memory (cuDeviceCanAccessPeer says 1), or is that device. Decided over both \
+            processes' traces, by device UUID (ordinals differ between processes).",
+        source: cuda("cuIpcOpenMemHandle"),
+        quote: "::cuDeviceCanAccessPeer can determine if a mapping is possible.",
+        documented_code: None,
+        fix: "open the handle in a context of a device that can access the exporter's (or of \
+            that device), or stage the data through memory both can reach",
+    };
+
     pub static EVENT_NEVER_DESTROYED_RULE: Rule = Rule {
         id: "cuIpcOpenEventHandle.never-destroyed",
         severity: Severity::Warning,
@@ -402,6 +416,10 @@ pub mod report {
         (&CONTEXT_DESTROYED_WHILE_OPEN_RULE, &["cuCtxDestroy_v2"]),
         (
             &SECOND_CONTEXT_RULE,
+            &["cuIpcOpenMemHandle", "cuIpcOpenMemHandle_v2"],
+        ),
+        (
+            &UNREACHABLE_RULE,
             &["cuIpcOpenMemHandle", "cuIpcOpenMemHandle_v2"],
         ),
         (&EVENT_NEVER_DESTROYED_RULE, &["cuIpcOpenEventHandle"]),
@@ -867,6 +885,56 @@ pub mod report {
             }
         }
 
+        report_check!(
+            /// An open in a device that cannot access the exported memory's device: the export's
+            /// record names the memory's device by UUID, the open's the UUIDs its device cannot
+            /// access.
+            Unreachable,
+            UNREACHABLE,
+            UNREACHABLE_RULE,
+            CUDA,
+            unreachable
+        );
+
+        fn unreachable(
+            t: &Timeline,
+            calls: &[&Call],
+            s: &Spelling,
+            rule: &'static Rule,
+            found: &mut Vec<ReportFinding>,
+        ) {
+            for (export, _) in exports(t, s, calls) {
+                let Some(there) = export.uuid.as_ref() else {
+                    continue;
+                };
+                for open in calls.iter().filter(|c| {
+                    c.pid != export.pid
+                        && c.func.starts_with(s.open)
+                        && c.ts_ns > export.ts_ns
+                        && c.uuid.as_ref() != Some(there)
+                        && c.unreachable.contains(there)
+                }) {
+                    let answer = match open.ret {
+                        Some(0) => "the driver opened it anyway".to_string(),
+                        Some(code) => format!("the driver answered {code}"),
+                        None => "the driver's answer is not recorded".to_string(),
+                    };
+                    found.push(ReportFinding::at(
+                        rule,
+                        open,
+                        format!(
+                            "device {} ({}) of this process cannot access device {there}, where \
+                             process {} exported the memory (cuDeviceCanAccessPeer says 0): \
+                             {answer}",
+                            open.dev.unwrap_or(-1),
+                            open.uuid.as_deref().unwrap_or("?"),
+                            export.pid
+                        ),
+                    ));
+                }
+            }
+        }
+
         fn exporter_exited(
             t: &Timeline,
             calls: &[&Call],
@@ -1329,6 +1397,7 @@ pub static FAMILY: Family = Family {
         &report::HIP_EXPORTER_EXITED_RULE,
         &report::CONTEXT_DESTROYED_WHILE_OPEN_RULE,
         &report::SECOND_CONTEXT_RULE,
+        &report::UNREACHABLE_RULE,
         &report::EVENT_NEVER_DESTROYED_RULE,
         &report::HIP_EVENT_NEVER_DESTROYED_RULE,
         &report::EVENT_DESTROYED_WHILE_OPEN_RULE,

@@ -377,8 +377,10 @@ impl Check<args::cuIpcGetMemHandle> for GetCuda {
     fn after(&self, a: &args::cuIpcGetMemHandle, _: (), ret: c_int, cx: &mut Cx) {
         if let Some(handle) = a.pHandle.written(Outcome::Returned(ret)) {
             cx.states.ipc.exported(&handle.reserved);
-            // The memory's context, for the report: destroying it frees the memory.
+            // The memory's context and device, for the report: destroying the context frees
+            // the memory; an importer's device must reach the device.
             cx.record_context = cx.facts.allocation_context(a.dptr.0);
+            record_device_of(cx, false);
         }
     }
 }
@@ -400,13 +402,9 @@ macro_rules! open_cuda {
         impl Check<args::$function> for OpenCuda {
             type Plan = Option<(u64, u32)>;
             fn before(&self, a: &args::$function, cx: &mut Cx) -> Self::Plan {
-                // Where the open maps, for its record (the report's context rules).
+                // Where the open maps, for its record (the report's context and device rules).
                 cx.record_context = current_context(cx);
-                cx.record_device = cx.record_context.and_then(|ctx| {
-                    cx.facts
-                        .context_device(CUcontext(ctx as usize as *mut std::ffi::c_void), false)
-                        .and_then(Result::ok)
-                });
+                record_device_of(cx, true);
                 open_flags(cx, a.Flags.0);
                 let exported = cx.states.ipc.was_exported(&a.handle.reserved);
                 same_process(cx, &cuda::OPEN_SAME_PROCESS, exported);
@@ -449,6 +447,30 @@ impl Check<args::cuCtxDestroy_v2> for ContextDestroyed {
                 open.join(", ")
             )
         });
+    }
+}
+
+/// Records the device of `cx.record_context` and its UUID, and, with `reach`, the UUIDs of the
+/// devices it cannot access (`cuDeviceCanAccessPeer` 0).
+fn record_device_of(cx: &mut Cx, reach: bool) {
+    let Some(ctx) = cx.record_context else {
+        return;
+    };
+    let facts = cx.facts;
+    let Some(dev) = facts
+        .context_device(CUcontext(ctx as usize as *mut std::ffi::c_void), false)
+        .and_then(Result::ok)
+    else {
+        return;
+    };
+    cx.record_device = Some(dev);
+    cx.record_uuid = facts.device_uuid(dev);
+    if reach {
+        let count = facts.device_count().unwrap_or(0);
+        cx.record_unreachable = (0..count)
+            .filter(|&d| d != dev && facts.can_access_peer(dev, d) == Some(false))
+            .filter_map(|d| facts.device_uuid(d))
+            .collect();
     }
 }
 
