@@ -55,6 +55,13 @@ cases=(
     "correct|-"
 )
 
+# With two devices or more: the exporter on device 1, the importer on device 0 (tests/c/ipc_cuda.c
+# `open-unreachable`). Where the devices can access each other, as on NVLink pairs, the open works
+# and nothing is reported: the device rule is decided by UUID from both records.
+if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')" -ge 2 ]; then
+    cases+=("open-unreachable|-")
+fi
+
 report="$out/report.txt"
 gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
 {
