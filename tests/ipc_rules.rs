@@ -130,6 +130,14 @@ const HIP_CASES: &[Case] = &[
         &["hipIpcOpenMemHandle.same-process"],
     ),
     (
+        "open-flags",
+        &[],
+        &[
+            "hipIpcOpenMemHandle.flags-not-lazy-enable-peer-access",
+            "hipIpcOpenMemHandle.same-process",
+        ],
+    ),
+    (
         "close-not-opened",
         &[],
         &["hipIpcCloseMemHandle.not-opened"],

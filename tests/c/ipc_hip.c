@@ -1,6 +1,7 @@
 /* HIP IPC scenarios for the rule tests: `ipc_hip SCENARIO` (see ipc_cuda.c).
  *   export-interior   exports a pointer 4 KiB into its allocation
  *   export-base       exports the allocation's base (correct)
+ *   open-flags        opens its own handle with flags 3 (no HIP version's lazy flag)
  *   open-same-process opens its own handle
  *   close-not-opened  closes memory of its own (no open returned it)
  *   event-same-process opens the handle of its own interprocess event
@@ -126,6 +127,10 @@ int main(int argc, char **argv) {
     MUST(hipMalloc(&p, 1 << 16));
     if (!strcmp(argv[1], "export-interior")) {
         CALL("hipIpcGetMemHandle", hipIpcGetMemHandle(&h, (char *)p + 4096));
+    } else if (!strcmp(argv[1], "open-flags")) {
+        void *q = NULL;
+        CALL("hipIpcGetMemHandle", hipIpcGetMemHandle(&h, p));
+        CALL("hipIpcOpenMemHandle", hipIpcOpenMemHandle(&q, h, 3));
     } else if (!strcmp(argv[1], "open-same-process")) {
         void *q = NULL;
         CALL("hipIpcGetMemHandle", hipIpcGetMemHandle(&h, p));

@@ -1273,6 +1273,21 @@ pub mod hip {
             hipEventDisableTiming)",
     };
 
+    pub static OPEN_FLAGS: Rule = Rule {
+        id: "hipIpcOpenMemHandle.flags-not-lazy-enable-peer-access",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "flags must be hipIpcMemLazyEnablePeerAccess. Its value is 0 in the HIP \
+            headers before ROCm 6 and 0x1 from ROCm 6 (the runtime compares flags with its own \
+            header's value), so only a value that is neither is certain misuse.",
+        source: hip("hipIpcOpenMemHandle"),
+        quote: "flags - Flags for this operation. Must be specified as \
+            hipIpcMemLazyEnablePeerAccess",
+        documented_code: Some(INVALID_VALUE),
+        fix: "pass hipIpcMemLazyEnablePeerAccess from the headers of the HIP version the \
+            program runs with",
+    };
+
     pub static CLOSE_NOT_OPENED: Rule = Rule {
         id: "hipIpcCloseMemHandle.not-opened",
         severity: Severity::Error,
@@ -1335,7 +1350,7 @@ pub mod checks {
     };
     pub static OPEN_HIP: CheckInfo = CheckInfo {
         name: "ipc.open.hip",
-        rules: &[&hip::OPEN_SAME_PROCESS],
+        rules: &[&hip::OPEN_FLAGS, &hip::OPEN_SAME_PROCESS],
     };
     pub static GET_EVENT_CUDA: CheckInfo = CheckInfo {
         name: "ipc.get-event.cuda",
@@ -1405,6 +1420,7 @@ pub static FAMILY: Family = Family {
         &hip::GET_NOT_ALLOCATION_BASE,
         &hip::GET_NOT_EXPORTABLE,
         &hip::GET_EVENT_NOT_INTERPROCESS,
+        &hip::OPEN_FLAGS,
         &hip::OPEN_SAME_PROCESS,
         &hip::CLOSE_NOT_OPENED,
         &hip::OPEN_EVENT_SAME_PROCESS,

@@ -579,6 +579,16 @@ impl Check<args::hipIpcGetMemHandle> for GetHip {
 impl Check<args::hipIpcOpenMemHandle> for OpenHip {
     type Plan = ();
     fn before(&self, a: &args::hipIpcOpenMemHandle, cx: &mut Cx) {
+        // hipIpcMemLazyEnablePeerAccess: 0 before ROCm 6, 0x1 from it.
+        let flags = a.flags.0;
+        if flags > 1 {
+            cx.flag(&hip::OPEN_FLAGS, || {
+                format!(
+                    "flags is {flags:#x}; hipIpcMemLazyEnablePeerAccess is 0 before ROCm 6 and \
+                     0x1 from it"
+                )
+            });
+        }
         let exported = cx.states.ipc.was_exported(&a.handle.reserved);
         same_process(cx, &hip::OPEN_SAME_PROCESS, exported);
     }

@@ -335,6 +335,15 @@ const NEGATIVE: &[Case] = &[
         },
     ),
     (
+        "hip open with flags no HIP version defines",
+        &["hipIpcOpenMemHandle.flags-not-lazy-enable-peer-access"],
+        |h| {
+            let mut open = hip_open(THEIRS);
+            open.flags = HipIpcMemFlags(3);
+            h.call(open, INVALID_VALUE)
+        },
+    ),
+    (
         "cuda export of managed memory",
         &["cuIpcGetMemHandle.memory-not-exportable"],
         |h| h.call(get(MANAGED), INVALID_VALUE),
@@ -659,4 +668,15 @@ fn contexts_destroyed_after_their_closes_are_silent() {
         ran.messages
     );
     ok(&h, args::cuCtxDestroy_v2 { ctx });
+}
+
+/// Both values hipIpcMemLazyEnablePeerAccess has had (0 before ROCm 6, 0x1 from it) are correct.
+#[test]
+fn either_hip_lazy_flag_value_is_silent() {
+    let h = world();
+    for flags in [0, 1] {
+        let mut open = hip_open(THEIRS);
+        open.flags = HipIpcMemFlags(flags);
+        ok(&h, open);
+    }
 }
