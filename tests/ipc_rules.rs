@@ -366,7 +366,10 @@ fn every_ipc_rule_has_a_negative_case() {
         )
         // Staged with a simulator setting of its own:
         // an_importer_that_cannot_reach_the_exporters_device_is_found_in_the_report.
-        .chain(["cuIpcOpenMemHandle.device-cannot-access-exporter"]);
+        .chain([
+            "cuIpcOpenMemHandle.device-cannot-access-exporter",
+            "hipIpcOpenMemHandle.device-cannot-access-exporter",
+        ]);
     let missing = rules::without_case(&["ipc"], covered);
     assert!(
         missing.is_empty(),
@@ -453,25 +456,38 @@ fn a_mapping_ends_with_the_context_it_was_opened_in() {
 fn an_importer_that_cannot_reach_the_exporters_device_is_found_in_the_report() {
     let p = programs("ipc_unreachable");
     let none = (env::SIM_PEERS, "none");
-    let r = run_checked(&p.scratch, &p.cuda, "open-unreachable", &[none]);
-    assert!(r.findings().is_empty(), "not live: {}", r.stderr());
-    assert_eq!(
-        report_phase(&r),
-        [(
-            "cuIpcOpenMemHandle.device-cannot-access-exporter".to_string(),
-            "cuIpcOpenMemHandle_v2".to_string()
-        )]
-    );
-    let export = calls(&r.records)
-        .into_iter()
-        .find(|c| c["fn"] == "cuIpcGetMemHandle")
-        .unwrap()
-        .clone();
-    assert_eq!(export["dev"], 1, "{export}");
-    assert!(export["uuid"]
-        .as_str()
-        .is_some_and(|u| u.starts_with("GPU-")));
-    let r = run_checked(&p.scratch, &p.cuda, "open-unreachable", &[]);
-    assert!(r.findings().is_empty(), "{}", r.stderr());
-    assert!(report_phase(&r).is_empty(), "{:?}", report_phase(&r));
+    for (program, rule, open, export_fn) in [
+        (
+            &p.cuda,
+            "cuIpcOpenMemHandle.device-cannot-access-exporter",
+            "cuIpcOpenMemHandle_v2",
+            "cuIpcGetMemHandle",
+        ),
+        (
+            &p.hip,
+            "hipIpcOpenMemHandle.device-cannot-access-exporter",
+            "hipIpcOpenMemHandle",
+            "hipIpcGetMemHandle",
+        ),
+    ] {
+        let r = run_checked(&p.scratch, program, "open-unreachable", &[none]);
+        assert!(r.findings().is_empty(), "not live: {}", r.stderr());
+        assert_eq!(
+            report_phase(&r),
+            [(rule.to_string(), open.to_string())],
+            "{rule}"
+        );
+        let export = calls(&r.records)
+            .into_iter()
+            .find(|c| c["fn"] == export_fn)
+            .unwrap()
+            .clone();
+        assert_eq!(export["dev"], 1, "{export}");
+        assert!(export["uuid"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("GPU-")));
+        let r = run_checked(&p.scratch, program, "open-unreachable", &[]);
+        assert!(r.findings().is_empty(), "{}", r.stderr());
+        assert!(report_phase(&r).is_empty(), "{:?}", report_phase(&r));
+    }
 }

@@ -331,6 +331,7 @@ pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[
     &crate::rules::ipc::report::CONTEXT_DESTROYED_WHILE_OPEN,
     &crate::rules::ipc::report::SECOND_CONTEXT,
     &crate::rules::ipc::report::UNREACHABLE,
+    &crate::rules::ipc::report::HIP_UNREACHABLE,
     &crate::rules::ipc::report::EVENT_NEVER_DESTROYED,
     &crate::rules::ipc::report::HIP_EVENT_NEVER_DESTROYED,
     &crate::rules::ipc::report::EVENT_DESTROYED_WHILE_OPEN,

@@ -1358,17 +1358,13 @@ unsafe fn write_pointer_attribute(
     Ok(())
 }
 
-/// `cuDeviceGetUuid[_v2]`: a UUID of the simulated device, the same in every process (`SIM`, the
-/// ordinal, then zeros), as a real device's is.
+/// `cuDeviceGetUuid[_v2]` ([`device::uuid`]).
 fn device_uuid(uuid: *mut [u8; 16], dev: CUdevice) -> Outcome {
     check_initialized()?;
     require(uuid)?;
     device::check(dev)?;
-    let mut bytes = [0u8; 16];
-    bytes[..3].copy_from_slice(b"SIM");
-    bytes[3] = dev as u8;
     // SAFETY: `uuid` is not NULL (checked above); `cuDeviceGetUuid` documents it as a writable
     // `CUuuid` (16 bytes).
-    unsafe { *uuid = bytes };
+    unsafe { *uuid = device::uuid(dev) };
     Ok(())
 }

@@ -92,3 +92,12 @@ pub fn flag(device: i32, attr: i32) -> bool {
 pub fn can_access_peer(device: i32, peer: i32) -> bool {
     device != peer && config().peers.allows(device, peer)
 }
+
+/// A simulated device's UUID, the same in every process as a real device's is: `SIM`, the
+/// ordinal, then zeros (`cuDeviceGetUuid`, `hipDeviceGetUuid`).
+pub fn uuid(dev: i32) -> [u8; 16] {
+    let mut bytes = [0u8; 16];
+    bytes[..3].copy_from_slice(b"SIM");
+    bytes[3] = dev as u8;
+    bytes
+}

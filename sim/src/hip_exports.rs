@@ -444,6 +444,15 @@ hip_exports! {
         unsafe { procaddress::hip_get_proc_address(symbol, pfn, flags, symbolStatus) }
     }
 
+    fn hipDeviceGetUuid(uuid: *mut [u8; 16], device: c_int) {
+        require(uuid)?;
+        device::check(device)?;
+        // SAFETY: `uuid` is not NULL (checked above); `hipDeviceGetUuid` documents it as a
+        // writable `hipUUID` (16 bytes).
+        unsafe { *uuid = crate::device::uuid(device) };
+        Ok(())
+    }
+
     fn hipDeviceCanAccessPeer(canAccessPeer: *mut c_int, deviceId: c_int, peerDeviceId: c_int) {
         require(canAccessPeer)?;
         device::check(deviceId)?;

@@ -196,6 +196,7 @@ table! {
     Hip hipGetErrorString 0 legacy => hipGetErrorString;
     Hip hipGetProcAddress 0 legacy => hipGetProcAddress;
     Hip hipDeviceCanAccessPeer 0 legacy => hipDeviceCanAccessPeer;
+    Hip hipDeviceGetUuid 0 legacy => hipDeviceGetUuid;
     Hip hipDeviceEnablePeerAccess 0 legacy => hipDeviceEnablePeerAccess;
     Hip hipDeviceDisablePeerAccess 0 legacy => hipDeviceDisablePeerAccess;
     Hip hipMemcpyPeer 0 legacy => hipMemcpyPeer;

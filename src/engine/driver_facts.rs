@@ -45,6 +45,7 @@ static CU_PRIMARY_CTX_GET_STATE: NamedSlot =
 
 static HIP_GET_DEVICE: NamedSlot = NamedSlot::new(Api::Hip, c"hipGetDevice");
 static HIP_GET_DEVICE_COUNT: NamedSlot = NamedSlot::new(Api::Hip, c"hipGetDeviceCount");
+static HIP_DEVICE_GET_UUID: NamedSlot = NamedSlot::new(Api::Hip, c"hipDeviceGetUuid");
 static HIP_MEM_GET_ADDRESS_RANGE: NamedSlot = NamedSlot::new(Api::Hip, c"hipMemGetAddressRange");
 static HIP_POINTER_GET_ATTRIBUTES: NamedSlot = NamedSlot::new(Api::Hip, c"hipPointerGetAttributes");
 static HIP_STREAM_GET_DEVICE: NamedSlot = NamedSlot::new(Api::Hip, c"hipStreamGetDevice");
@@ -659,6 +660,17 @@ impl Facts for DriverFacts {
     fn hip_device_count(&self) -> Option<(c_int, i32)> {
         let mut count: c_int = 0;
         query!(HIP_GET_DEVICE_COUNT, fn(*mut c_int), &mut count).map(|code| (code, count))
+    }
+
+    fn hip_device_uuid(&self, dev: i32) -> Option<(c_int, [u8; 16])> {
+        let mut uuid = [0u8; 16];
+        query!(
+            HIP_DEVICE_GET_UUID,
+            fn(*mut [u8; 16], c_int),
+            &mut uuid,
+            dev
+        )
+        .map(|code| (code, uuid))
     }
 
     fn hip_can_access_peer(&self, dev: i32, peer: i32) -> Option<(c_int, bool)> {

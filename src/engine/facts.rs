@@ -74,6 +74,7 @@ pub trait Facts {
     fn hip_current_device(&self) -> Option<(c_int, i32)>;
     fn hip_device_count(&self) -> Option<(c_int, i32)>;
     fn hip_can_access_peer(&self, dev: i32, peer: i32) -> Option<(c_int, bool)>;
+    fn hip_device_uuid(&self, dev: i32) -> Option<(c_int, [u8; 16])>;
     fn hip_allocation_range(&self, ptr: u64) -> Option<(c_int, (u64, u64))>;
     fn hip_device_memory_owner(&self, ptr: u64) -> Option<(c_int, Option<i32>)>;
     fn hip_stream_device(&self, stream: *mut c_void) -> Option<(c_int, i32)>;
@@ -142,6 +143,9 @@ impl<'a> HipSession<'a> {
     }
     pub fn can_access_peer(&mut self, dev: i32, peer: i32) -> Option<bool> {
         self.run(|f| f.hip_can_access_peer(dev, peer))
+    }
+    pub fn device_uuid(&mut self, dev: i32) -> Option<[u8; 16]> {
+        self.run(|f| f.hip_device_uuid(dev))
     }
     pub fn allocation_range(&mut self, ptr: u64) -> Option<(u64, u64)> {
         self.run(|f| f.hip_allocation_range(ptr))

@@ -245,6 +245,10 @@ impl Facts for FakeFacts {
         }
     }
 
+    fn hip_device_uuid(&self, dev: i32) -> Option<(c_int, [u8; 16])> {
+        Some((self.hip()?, [dev as u8; 16]))
+    }
+
     fn hip_device_memory_owner(&self, ptr: u64) -> Option<(c_int, Option<i32>)> {
         self.hip()?;
         // hipPointerGetAttributes fails on a pointer the runtime does not know.

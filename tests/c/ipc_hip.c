@@ -16,6 +16,7 @@
  *                     the memory after)
  *   exporter-exits    the child exits (without freeing) while the parent's mapping is open;
  *                     the parent closes it after
+ *   open-unreachable  the child exports memory of device 1; the parent opens it on device 0
  *   event-exchange, event-never-destroyed, event-destroyed-early: an interprocess event's
  *                     handle exchanged, as in ipc_cuda.c */
 #define __HIP_PLATFORM_AMD__
@@ -71,6 +72,38 @@ static int two_processes(const char *how) {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 6;
 }
 
+/* `open-unreachable`: the child exports memory of device 1; the parent opens it on device 0. */
+static int open_unreachable(void) {
+    int to_parent[2], to_child[2];
+    if (pipe(to_parent) != 0 || pipe(to_child) != 0) return 2;
+    pid_t child = fork();
+    if (child < 0) return 2;
+    hipIpcMemHandle_t h;
+    char byte = 0;
+    if (child == 0) {
+        void *p;
+        MUST(hipSetDevice(1));
+        MUST(hipMalloc(&p, 1 << 16));
+        CALL("hipIpcGetMemHandle", hipIpcGetMemHandle(&h, p));
+        if (write(to_parent[1], &h, sizeof h) != (ssize_t)sizeof h) _exit(4);
+        memset(&h, 0, sizeof h);
+        if (read(to_child[0], &byte, 1) != 1) _exit(5);
+        CALL("hipFree", hipFree(p));
+        exit(0);
+    }
+    MUST(hipSetDevice(0));
+    if (read(to_parent[0], &h, sizeof h) != (ssize_t)sizeof h) return 4;
+    void *q = NULL;
+    hipError_t r = hipIpcOpenMemHandle(&q, h, LAZY);
+    CALL("hipIpcOpenMemHandle", r);
+    memset(&h, 0, sizeof h);
+    if (r == hipSuccess) CALL("hipIpcCloseMemHandle", hipIpcCloseMemHandle(q));
+    if (write(to_child[1], &byte, 1) != 1) return 5;
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 8;
+}
+
 /* `event-exchange`, `event-never-destroyed` and `event-destroyed-early`, as ipc_cuda.c. */
 static int event_exchange(const char *how) {
     int to_parent[2], to_child[2];
@@ -112,6 +145,7 @@ static int event_exchange(const char *how) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 2 && !strcmp(argv[1], "open-unreachable")) return open_unreachable();
     if (argc == 2 && (!strcmp(argv[1], "event-exchange") ||
                       !strcmp(argv[1], "event-never-destroyed") ||
                       !strcmp(argv[1], "event-destroyed-early")))

@@ -287,6 +287,19 @@ pub mod report {
             that device), or stage the data through memory both can reach",
     };
 
+    pub static HIP_UNREACHABLE_RULE: Rule = Rule {
+        id: "hipIpcOpenMemHandle.device-cannot-access-exporter",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "The importing device can access the device of the exported memory \
+            (hipDeviceCanAccessPeer says 1), or is that device. Decided over both processes' \
+            traces, by device UUID.",
+        source: hip("hipIpcOpenMemHandle"),
+        quote: "hipDeviceCanAccessPeer can determine if a mapping is possible.",
+        documented_code: None,
+        fix: UNREACHABLE_RULE.fix,
+    };
+
     pub static EVENT_NEVER_DESTROYED_RULE: Rule = Rule {
         id: "cuIpcOpenEventHandle.never-destroyed",
         severity: Severity::Warning,
@@ -422,6 +435,7 @@ pub mod report {
             &UNREACHABLE_RULE,
             &["cuIpcOpenMemHandle", "cuIpcOpenMemHandle_v2"],
         ),
+        (&HIP_UNREACHABLE_RULE, &["hipIpcOpenMemHandle"]),
         (&EVENT_NEVER_DESTROYED_RULE, &["cuIpcOpenEventHandle"]),
         (&HIP_EVENT_NEVER_DESTROYED_RULE, &["hipIpcOpenEventHandle"]),
         (&EVENT_DESTROYED_WHILE_OPEN_RULE, &["cuEventDestroy_v2"]),
@@ -896,6 +910,15 @@ pub mod report {
             unreachable
         );
 
+        report_check!(
+            /// [`Unreachable`] in HIP.
+            HipUnreachable,
+            HIP_UNREACHABLE,
+            HIP_UNREACHABLE_RULE,
+            HIP,
+            unreachable
+        );
+
         fn unreachable(
             t: &Timeline,
             calls: &[&Call],
@@ -924,8 +947,7 @@ pub mod report {
                         open,
                         format!(
                             "device {} ({}) of this process cannot access device {there}, where \
-                             process {} exported the memory (cuDeviceCanAccessPeer says 0): \
-                             {answer}",
+                             process {} exported the memory (the peer query says 0): {answer}",
                             open.dev.unwrap_or(-1),
                             open.uuid.as_deref().unwrap_or("?"),
                             export.pid
@@ -1413,6 +1435,7 @@ pub static FAMILY: Family = Family {
         &report::CONTEXT_DESTROYED_WHILE_OPEN_RULE,
         &report::SECOND_CONTEXT_RULE,
         &report::UNREACHABLE_RULE,
+        &report::HIP_UNREACHABLE_RULE,
         &report::EVENT_NEVER_DESTROYED_RULE,
         &report::HIP_EVENT_NEVER_DESTROYED_RULE,
         &report::EVENT_DESTROYED_WHILE_OPEN_RULE,

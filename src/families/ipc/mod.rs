@@ -474,6 +474,25 @@ fn record_device_of(cx: &mut Cx, reach: bool) {
     }
 }
 
+/// Records the current HIP device, its UUID and those of the devices it cannot access.
+fn hip_record_device(cx: &mut Cx) {
+    let facts = cx.facts;
+    let mut hip = HipSession::begin(facts);
+    let Some(dev) = hip.current_device() else {
+        return;
+    };
+    cx.record_device = Some(dev);
+    cx.record_uuid = hip.device_uuid(dev);
+    let count = hip.device_count().unwrap_or(0);
+    let mut unreachable = Vec::new();
+    for d in (0..count).filter(|&d| d != dev) {
+        if hip.can_access_peer(dev, d) == Some(false) {
+            unreachable.extend(hip.device_uuid(d));
+        }
+    }
+    cx.record_unreachable = unreachable;
+}
+
 /// The current context's address, when the driver can say and one is current.
 fn current_context(cx: &Cx) -> Option<u64> {
     cx.facts.current_context().flatten().map(|c| c.addr())
@@ -572,6 +591,11 @@ impl Check<args::hipIpcGetMemHandle> for GetHip {
     fn after(&self, a: &args::hipIpcGetMemHandle, _: (), ret: c_int, cx: &mut Cx) {
         if let Some(handle) = a.handle.written(Outcome::Returned(ret)) {
             cx.states.ipc.exported(&handle.reserved);
+            // The memory's device, for the report (an importer's device must reach it).
+            let facts = cx.facts;
+            let mut hip = HipSession::begin(facts);
+            cx.record_device = hip.device_memory_owner(a.devPtr.addr());
+            cx.record_uuid = cx.record_device.and_then(|dev| hip.device_uuid(dev));
         }
     }
 }
@@ -579,6 +603,8 @@ impl Check<args::hipIpcGetMemHandle> for GetHip {
 impl Check<args::hipIpcOpenMemHandle> for OpenHip {
     type Plan = ();
     fn before(&self, a: &args::hipIpcOpenMemHandle, cx: &mut Cx) {
+        // Where the open maps, for its record (the report's device rule).
+        hip_record_device(cx);
         // hipIpcMemLazyEnablePeerAccess: 0 before ROCm 6, 0x1 from it.
         let flags = a.flags.0;
         if flags > 1 {
