@@ -281,12 +281,8 @@ fn settle_and_record<A: CallArgs>(
 struct Extra {
     /// The driver call's duration (`durations=1`).
     dur_ns: Option<u64>,
-    /// The context a check recorded, its device, the device's UUID and those it cannot access
-    /// ([`Cx::record_context`]).
-    ctx: Option<u64>,
-    dev: Option<i32>,
-    uuid: Option<[u8; 16]>,
-    unreachable: Vec<[u8; 16]>,
+    /// Where the checks say the call acted ([`Cx::place`]).
+    place: Option<Box<engine::Place>>,
 }
 
 impl Extra {
@@ -295,10 +291,7 @@ impl Extra {
     fn of(dur_ns: Option<u64>, cx: &mut Cx) -> Extra {
         Extra {
             dur_ns,
-            ctx: cx.record_context,
-            dev: cx.record_device,
-            uuid: cx.record_uuid,
-            unreachable: std::mem::take(&mut cx.record_unreachable),
+            place: cx.place.take(),
         }
     }
 }
@@ -324,10 +317,7 @@ fn record<A: CallArgs>(
             seq,
             t: ts_ns,
             dur_ns: extra.dur_ns,
-            ctx: extra.ctx,
-            dev: extra.dev,
-            uuid: extra.uuid,
-            unreachable: &extra.unreachable,
+            place: extra.place.as_deref(),
             findings,
         },
     );

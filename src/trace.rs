@@ -142,13 +142,8 @@ pub struct CallRecord<'a> {
     pub t: u64,
     /// The driver call's duration, when asked for (`durations=1`).
     pub dur_ns: Option<u64>,
-    /// The context the call acted in, and its device, where a check recorded them
-    /// (`Cx::record_context`).
-    pub ctx: Option<u64>,
-    pub dev: Option<i32>,
-    /// That device's UUID, and those of the devices it cannot access.
-    pub uuid: Option<[u8; 16]>,
-    pub unreachable: &'a [[u8; 16]],
+    /// Where the checks say the call acted (`Cx::place`).
+    pub place: Option<&'a crate::engine::Place>,
     pub findings: &'a [Finding],
 }
 
@@ -169,22 +164,8 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
         if let Some(dur) = record.dur_ns {
             w.kv_u64("d", dur);
         }
-        if let Some(ctx) = record.ctx {
-            w.kv_hex("ctx", ctx);
-        }
-        if let Some(dev) = record.dev {
-            w.kv_i64("dev", i64::from(dev));
-        }
-        if let Some(uuid) = record.uuid {
-            w.kv_str("uuid", &uuid_text(&uuid));
-        }
-        if !record.unreachable.is_empty() {
-            w.key("unreachable");
-            w.begin_array();
-            for uuid in record.unreachable {
-                w.str(&uuid_text(uuid));
-            }
-            w.end_array();
+        if let Some(place) = record.place {
+            encode_place(&mut w, place);
         }
         if record.outcome == Outcome::NotCalled {
             w.key("forwarded");
@@ -201,6 +182,28 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
             write(s)
         }),
         None => with_scratch(write),
+    }
+}
+
+/// A record's `"ctx"`, `"dev"`, `"uuid"` and `"unreachable"` (what it knows of them).
+#[cold]
+fn encode_place(w: &mut JsonOut, place: &crate::engine::Place) {
+    if let Some(ctx) = place.context {
+        w.kv_hex("ctx", ctx);
+    }
+    if let Some(dev) = place.device {
+        w.kv_i64("dev", i64::from(dev));
+    }
+    if let Some(uuid) = place.uuid {
+        w.kv_str("uuid", &uuid_text(&uuid));
+    }
+    if !place.unreachable.is_empty() {
+        w.key("unreachable");
+        w.begin_array();
+        for uuid in &place.unreachable {
+            w.str(&uuid_text(uuid));
+        }
+        w.end_array();
     }
 }
 

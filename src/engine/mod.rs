@@ -61,19 +61,29 @@ pub struct Cx<'a> {
     /// Findings so far: predicted ones (`Certain`, `Tracked`), then those the answer showed
     /// (`Driver`).
     found: Vec<Pending>,
-    /// The context a check says the call acted in, and its device, written in its trace record
-    /// (`"ctx"`, `"dev"`) for the report phase: an IPC open's (the mapping lives and dies with
-    /// it), the context of the memory an IPC export exported.
-    pub record_context: Option<u64>,
-    pub record_device: Option<i32>,
-    /// That device's UUID, and the UUIDs of the devices it cannot access
-    /// (`cuDeviceCanAccessPeer` 0): where an IPC export's memory and an open's mapping are,
-    /// named alike in every process (`"uuid"`, `"unreachable"`).
-    pub record_uuid: Option<[u8; 16]>,
-    pub record_unreachable: Vec<[u8; 16]>,
+    /// Where a check says the call acted, written in its trace record for the report phase
+    /// (rare: IPC exports and opens; one word, `None`, on every other call).
+    pub place: Option<Box<Place>>,
+}
+
+/// Where a call acted, as its trace record says (`"ctx"`, `"dev"`, `"uuid"`, `"unreachable"`):
+/// an IPC open's context (the mapping lives and dies with it), the context of the memory an IPC
+/// export exported; that context's device, the device's UUID (which names it alike in every
+/// process) and the UUIDs of the devices it cannot access (`cuDeviceCanAccessPeer` 0).
+#[derive(Debug, Default)]
+pub struct Place {
+    pub context: Option<u64>,
+    pub device: Option<i32>,
+    pub uuid: Option<[u8; 16]>,
+    pub unreachable: Vec<[u8; 16]>,
 }
 
 impl<'a> Cx<'a> {
+    /// The call's [`Place`], made on first use.
+    pub fn place(&mut self) -> &mut Place {
+        self.place.get_or_insert_with(Box::default)
+    }
+
     #[inline]
     pub fn new(
         facts: &'a dyn Facts,
@@ -87,10 +97,7 @@ impl<'a> Cx<'a> {
             shard,
             options,
             found: Vec::new(),
-            record_context: None,
-            record_device: None,
-            record_uuid: None,
-            record_unreachable: Vec::new(),
+            place: None,
         }
     }
 

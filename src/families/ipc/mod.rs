@@ -379,7 +379,7 @@ impl Check<args::cuIpcGetMemHandle> for GetCuda {
             cx.states.ipc.exported(&handle.reserved);
             // The memory's context and device, for the report: destroying the context frees
             // the memory; an importer's device must reach the device.
-            cx.record_context = cx.facts.allocation_context(a.dptr.0);
+            cx.place().context = cx.facts.allocation_context(a.dptr.0);
             record_device_of(cx, false);
         }
     }
@@ -403,7 +403,7 @@ macro_rules! open_cuda {
             type Plan = Option<(u64, u32)>;
             fn before(&self, a: &args::$function, cx: &mut Cx) -> Self::Plan {
                 // Where the open maps, for its record (the report's context and device rules).
-                cx.record_context = current_context(cx);
+                cx.place().context = current_context(cx);
                 record_device_of(cx, true);
                 open_flags(cx, a.Flags.0);
                 let exported = cx.states.ipc.was_exported(&a.handle.reserved);
@@ -413,7 +413,7 @@ macro_rules! open_cuda {
             }
             fn after(&self, a: &args::$function, before: Self::Plan, ret: c_int, cx: &mut Cx) {
                 if let Some(ptr) = a.pdptr.written(Outcome::Returned(ret)) {
-                    let ctx = cx.record_context.unwrap_or(0);
+                    let ctx = cx.place().context.unwrap_or(0);
                     cx.states.ipc.mapped(&a.handle.reserved, ptr.0, ctx);
                 }
                 opened_again(cx, before, ret);
@@ -450,10 +450,10 @@ impl Check<args::cuCtxDestroy_v2> for ContextDestroyed {
     }
 }
 
-/// Records the device of `cx.record_context` and its UUID, and, with `reach`, the UUIDs of the
+/// Records the device of the place's context and its UUID, and, with `reach`, the UUIDs of the
 /// devices it cannot access (`cuDeviceCanAccessPeer` 0).
 fn record_device_of(cx: &mut Cx, reach: bool) {
-    let Some(ctx) = cx.record_context else {
+    let Some(ctx) = cx.place().context else {
         return;
     };
     let facts = cx.facts;
@@ -463,11 +463,12 @@ fn record_device_of(cx: &mut Cx, reach: bool) {
     else {
         return;
     };
-    cx.record_device = Some(dev);
-    cx.record_uuid = facts.device_uuid(dev);
+    let place = cx.place();
+    place.device = Some(dev);
+    place.uuid = facts.device_uuid(dev);
     if reach {
         let count = facts.device_count().unwrap_or(0);
-        cx.record_unreachable = (0..count)
+        place.unreachable = (0..count)
             .filter(|&d| d != dev && facts.can_access_peer(dev, d) == Some(false))
             .filter_map(|d| facts.device_uuid(d))
             .collect();
@@ -481,8 +482,9 @@ fn hip_record_device(cx: &mut Cx) {
     let Some(dev) = hip.current_device() else {
         return;
     };
-    cx.record_device = Some(dev);
-    cx.record_uuid = hip.device_uuid(dev);
+    let place = cx.place();
+    place.device = Some(dev);
+    place.uuid = hip.device_uuid(dev);
     let count = hip.device_count().unwrap_or(0);
     let mut unreachable = Vec::new();
     for d in (0..count).filter(|&d| d != dev) {
@@ -490,7 +492,7 @@ fn hip_record_device(cx: &mut Cx) {
             unreachable.extend(hip.device_uuid(d));
         }
     }
-    cx.record_unreachable = unreachable;
+    place.unreachable = unreachable;
 }
 
 /// The current context's address, when the driver can say and one is current.
@@ -594,8 +596,11 @@ impl Check<args::hipIpcGetMemHandle> for GetHip {
             // The memory's device, for the report (an importer's device must reach it).
             let facts = cx.facts;
             let mut hip = HipSession::begin(facts);
-            cx.record_device = hip.device_memory_owner(a.devPtr.addr());
-            cx.record_uuid = cx.record_device.and_then(|dev| hip.device_uuid(dev));
+            let device = hip.device_memory_owner(a.devPtr.addr());
+            let uuid = device.and_then(|dev| hip.device_uuid(dev));
+            let place = cx.place();
+            place.device = device;
+            place.uuid = uuid;
         }
     }
 }
