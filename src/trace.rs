@@ -143,7 +143,7 @@ pub struct CallRecord<'a> {
     /// The driver call's duration, when asked for (`durations=1`).
     pub dur_ns: Option<u64>,
     /// Where the checks say the call acted (`Cx::place`).
-    pub place: Option<&'a crate::engine::Place>,
+    pub place: Option<&'a Place>,
     pub findings: &'a [Finding],
 }
 
@@ -185,9 +185,21 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
     }
 }
 
+/// Where a call acted, as its trace record says (`"ctx"`, `"dev"`, `"uuid"`, `"unreachable"`):
+/// an IPC open's context (the mapping lives and dies with it), the context of the memory an IPC
+/// export exported; that context's device, the device's UUID (which names it alike in every
+/// process) and the UUIDs of the devices it cannot access (`cuDeviceCanAccessPeer` 0).
+#[derive(Debug, Default)]
+pub struct Place {
+    pub context: Option<u64>,
+    pub device: Option<i32>,
+    pub uuid: Option<[u8; 16]>,
+    pub unreachable: Vec<[u8; 16]>,
+}
+
 /// A record's `"ctx"`, `"dev"`, `"uuid"` and `"unreachable"` (what it knows of them).
 #[cold]
-fn encode_place(w: &mut JsonOut, place: &crate::engine::Place) {
+fn encode_place(w: &mut JsonOut, place: &Place) {
     if let Some(ctx) = place.context {
         w.kv_hex("ctx", ctx);
     }

@@ -66,17 +66,8 @@ pub struct Cx<'a> {
     pub place: Option<Box<Place>>,
 }
 
-/// Where a call acted, as its trace record says (`"ctx"`, `"dev"`, `"uuid"`, `"unreachable"`):
-/// an IPC open's context (the mapping lives and dies with it), the context of the memory an IPC
-/// export exported; that context's device, the device's UUID (which names it alike in every
-/// process) and the UUIDs of the devices it cannot access (`cuDeviceCanAccessPeer` 0).
-#[derive(Debug, Default)]
-pub struct Place {
-    pub context: Option<u64>,
-    pub device: Option<i32>,
-    pub uuid: Option<[u8; 16]>,
-    pub unreachable: Vec<[u8; 16]>,
-}
+/// Where a call acted ([`crate::trace::Place`]).
+pub use crate::trace::Place;
 
 impl<'a> Cx<'a> {
     /// The call's [`Place`], made on first use.
