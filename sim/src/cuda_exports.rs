@@ -85,9 +85,19 @@ unsafe fn memcpy_dtoh(dst: *mut c_void, src: u64, n: usize) -> Outcome {
     })
 }
 
-fn attach(stream: CUstream, dptr: u64, length: usize, flags: c_uint) -> Outcome {
+/// `cuStreamAttachMemAsync` (`ptsz`: through the `_ptsz` export, where stream 0 is the
+/// calling thread's per-thread stream).
+fn attach(stream: CUstream, dptr: u64, length: usize, flags: c_uint, ptsz: bool) -> Outcome {
     check_initialized()?;
-    state::with(|d| d.attach_cuda(to_handle(stream), dptr, length as u64, flags))
+    if flags == 0 && crate::config::config().behaviour == crate::config::Behaviour::R580 {
+        // Measured: R580 never returns from flags 0; the process dies of SIGSEGV inside the
+        // call (LD_PRELOAD.md, "cuStreamAttachMemAsync on R580, measured"). A program that
+        // handles the signal and returns gets the documented answer.
+        // SAFETY: raising a signal in this thread has no memory-safety precondition.
+        unsafe { libc::raise(libc::SIGSEGV) };
+        return Err(INVALID_VALUE);
+    }
+    state::with(|d| d.attach_cuda(to_handle(stream), dptr, length as u64, flags, ptsz))
 }
 
 fn stream_synchronize(stream: CUstream) -> Outcome {
@@ -857,11 +867,11 @@ exports! {
     }
 
     fn cuStreamAttachMemAsync(hStream: CUstream, dptr: CUdeviceptr, length: usize, flags: c_uint) {
-        attach(hStream, dptr, length, flags)
+        attach(hStream, dptr, length, flags, false)
     }
 
     fn cuStreamAttachMemAsync_ptsz(hStream: CUstream, dptr: CUdeviceptr, length: usize, flags: c_uint) {
-        attach(hStream, dptr, length, flags)
+        attach(hStream, dptr, length, flags, true)
     }
 
     fn cuEventCreate(phEvent: *mut CUevent, Flags: c_uint) {

@@ -5,7 +5,7 @@ use crate::memory::{Export, MemKind};
 use crate::state::{Driver, Owner};
 use crate::types::{
     attribute, Outcome, CONTEXT_IS_DESTROYED, INVALID_HANDLE, INVALID_VALUE, MEM_ATTACH_GLOBAL,
-    MEM_ATTACH_HOST, MEM_ATTACH_SINGLE, NOT_READY, STREAM_PER_THREAD,
+    MEM_ATTACH_HOST, MEM_ATTACH_SINGLE, NOT_READY, STREAM_LEGACY, STREAM_PER_THREAD,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -223,16 +223,31 @@ impl Driver {
         }
     }
 
-    /// `cuStreamAttachMemAsync[_ptsz]`, with the results R580 gave (api-facts §5.1 [observed]):
-    /// length 0 or the whole size attaches; a partial length, SINGLE on the NULL stream, flags
-    /// other than exactly GLOBAL/HOST/SINGLE, and non-managed device memory are INVALID_VALUE.
-    pub fn attach_cuda(&mut self, stream: u64, dptr: u64, length: u64, flags: u32) -> Outcome {
+    /// `cuStreamAttachMemAsync[_ptsz]` (`ptsz`: the `_ptsz` export, where 0 is the per-thread
+    /// stream), with the results R580 gave (LD_PRELOAD.md, "cuStreamAttachMemAsync on R580,
+    /// measured"): length 0 or the whole size at the allocation's start attaches; a partial
+    /// length, an interior pointer, flags other than exactly GLOBAL/HOST/SINGLE, and memory that
+    /// is neither managed nor pageable (with the attribute) are INVALID_VALUE. SINGLE is refused
+    /// on stream 0 of the legacy export only: R580 accepts it on CU_STREAM_LEGACY, which the
+    /// documentation calls the NULL stream too (`documented` behaviour refuses both), and on the
+    /// per-thread stream, a specific stream in either spelling.
+    pub fn attach_cuda(
+        &mut self,
+        stream: u64,
+        dptr: u64,
+        length: u64,
+        flags: u32,
+        ptsz: bool,
+    ) -> Outcome {
         self.streams.check_stream(stream)?;
         if ![MEM_ATTACH_GLOBAL, MEM_ATTACH_HOST, MEM_ATTACH_SINGLE].contains(&flags) {
             return Err(INVALID_VALUE);
         }
-        // The special handles are no specific stream: "illegal to attach singly to the NULL stream".
-        if flags == MEM_ATTACH_SINGLE && is_special(stream) {
+        // "illegal to attach singly to the NULL stream".
+        let null_stream = (stream == 0 && !ptsz)
+            || (stream == STREAM_LEGACY
+                && crate::config::config().behaviour == crate::config::Behaviour::Documented);
+        if flags == MEM_ATTACH_SINGLE && null_stream {
             return Err(INVALID_VALUE);
         }
         let device = match self.streams.stream(stream) {
@@ -296,7 +311,8 @@ impl Driver {
         match self.memory.find_mut(dptr) {
             Some(a) => match a.kind {
                 MemKind::Managed { .. } => {
-                    let whole = length == 0 || (length == a.size && dptr == a.base);
+                    // R580 refuses an interior pointer whatever the length.
+                    let whole = (length == 0 || length == a.size) && dptr == a.base;
                     if !whole {
                         return Err(INVALID_VALUE);
                     }

@@ -228,6 +228,49 @@ fn the_ipc_probe_finds_on_the_simulator_what_it_found_on_r580() {
     assert_eq!(facts(&String::from_utf8_lossy(&out.stdout)), on_r580);
 }
 
+/// The stream-attach probe (`scripts/gpu/attach_probe.c`) measures on the simulated driver what
+/// it measured on R580 with an H200 (its results file), fact for fact: the driver version aside,
+/// and flags 0 included (the probe's own child dies of SIGSEGV inside the call on both).
+#[test]
+fn the_attach_probe_finds_on_the_simulator_what_it_found_on_r580() {
+    let fx = Fixture::new("attach-probe");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace");
+    let include = root.join(".deps/cuda/nvidia/cu13/include");
+    let probe = fx.dir.path().join("attach_probe");
+    run_checked(
+        Command::new("cc")
+            .args(["-O1", "-o"])
+            .arg(&probe)
+            .arg(root.join("scripts/gpu/attach_probe.c"))
+            .arg("-I")
+            .arg(&include)
+            .arg("-L")
+            .arg(fx.dir.path())
+            .args(["-lcuda", "-ldl"]),
+        "cc attach_probe.c",
+    );
+    let out = run_checked(&mut fx.program(&probe), "attach_probe");
+    let measured = std::fs::read_to_string(
+        root.join("scripts/gpu/results/2026-11-26-H200-R580-attach-probe.txt"),
+    )
+    .expect("the R580 results");
+    let facts = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with("FACT "))
+            // The driver version differs by design (the simulator answers 13.3).
+            .map(|l| match l.find(" driver=") {
+                Some(at) if l.starts_with("FACT device ") => l[..at].to_string(),
+                _ => l.to_string(),
+            })
+            .collect()
+    };
+    let on_r580 = facts(&measured);
+    assert!(on_r580.len() > 15, "{measured}");
+    assert_eq!(facts(&String::from_utf8_lossy(&out.stdout)), on_r580);
+}
+
 #[test]
 fn library_is_linked_symbolic() {
     let lib = built_library();
