@@ -31,9 +31,9 @@ macro_rules! check_table {
             hipMemcpyPeer => peer::COPY_HIP;
             hipMemcpyPeerAsync => peer::COPY_HIP, peer::COPY_STREAM_HIP;
             // Stream attach (rules to come).
-            cuStreamAttachMemAsync => ;
-            cuStreamAttachMemAsync_ptsz => ;
-            hipStreamAttachMemAsync => ;
+            cuStreamAttachMemAsync => attach::ATTACH_CUDA;
+            cuStreamAttachMemAsync_ptsz => attach::ATTACH_CUDA;
+            hipStreamAttachMemAsync => attach::ATTACH_HIP;
             // IPC.
             cuIpcGetMemHandle => ipc::GET_CUDA;
             cuIpcOpenMemHandle => ipc::OPEN_CUDA;

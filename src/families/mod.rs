@@ -5,6 +5,7 @@
 //! `engine::state::FamilyState`, registered in `engine::state::States`), a catalogue file in
 //! `core/src/rules/`, and rows in the table.
 
+pub mod attach;
 pub mod ipc;
 pub mod lifecycle;
 pub mod peer;

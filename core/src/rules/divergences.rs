@@ -2,6 +2,7 @@
 //! that reports it, the misuse rule whose documented code the driver does not return, the driver
 //! and what it returns instead). Reported as `info`, once per process.
 
+use super::attach;
 use super::ipc;
 use super::peer::{self, CUDA_MEMORY, CUDA_PEER, ENABLE_INVALID_CONTEXT, MEMCPY_PEER_PARAMS};
 use super::{cuda, hip, Family, Kind, KnownDivergence, Rule, Severity, Source};
@@ -58,6 +59,20 @@ pub static IPC_GET_INTERIOR_POINTER_ACCEPTED: Rule = Rule {
     quote: ipc::CUDA_GET_BASE,
     documented_code: Some(INVALID_VALUE),
     fix: "export the base and send the offset beside the handle",
+};
+
+pub static ATTACH_SINGLE_ON_LEGACY_STREAM_ACCEPTED: Rule = Rule {
+    id: "divergence.cuStreamAttachMemAsync.single-on-legacy-stream-accepted",
+    severity: Severity::Info,
+    kind: Kind::Divergence,
+    requirement: "CU_STREAM_LEGACY is the NULL stream, on which attaching singly is documented \
+        to return an error (R580 answers 1 for stream 0); driver R580 (580.159.04) returns \
+        CUDA_SUCCESS for CU_STREAM_LEGACY: the program is told nothing, and the memory is \
+        associated with no specific stream.",
+    source: cuda("Stream Management", "cuStreamAttachMemAsync"),
+    quote: attach::CUDA_SINGLE_NULL,
+    documented_code: Some(INVALID_VALUE),
+    fix: "attach singly to a stream the program created",
 };
 
 pub static HIP_DISABLE_UNSUPPORTED_PAIR_INVALID_DEVICE: Rule = Rule {
@@ -120,6 +135,12 @@ pub static KNOWN: &[KnownDivergence] = &[
         returns: SUCCESS,
     },
     KnownDivergence {
+        rule: &ATTACH_SINGLE_ON_LEGACY_STREAM_ACCEPTED,
+        misuse: &attach::cuda::SINGLE_ON_NULL_STREAM,
+        driver: "R580 (580.159.04)",
+        returns: SUCCESS,
+    },
+    KnownDivergence {
         rule: &HIP_DISABLE_UNSUPPORTED_PAIR_INVALID_DEVICE,
         misuse: &peer::hip::DISABLE_NOT_ENABLED,
         driver: "CLR (HIP 5.2 to 6.x)",
@@ -135,6 +156,7 @@ pub static FAMILY: Family = Family {
         &ENABLE_DESTROYED_PEER_CONTEXT_IS_DESTROYED,
         &MEMCPY_PEER_NULL_CONTEXT_ACCEPTED,
         &IPC_GET_INTERIOR_POINTER_ACCEPTED,
+        &ATTACH_SINGLE_ON_LEGACY_STREAM_ACCEPTED,
         &HIP_DISABLE_UNSUPPORTED_PAIR_INVALID_DEVICE,
         &UNLISTED,
     ],

@@ -9,6 +9,7 @@
 //! divergence is data ([`KnownDivergence`], [`divergences::KNOWN`]). `sharecheck rules` prints the
 //! catalogue, and RULES.md is that output, kept equal by a test.
 
+pub mod attach;
 pub mod divergences;
 pub mod ipc;
 pub mod lifecycle;
@@ -173,7 +174,12 @@ pub struct KnownDivergence {
 }
 
 /// Every family, in catalogue order.
-pub static FAMILIES: &[&Family] = &[&peer::FAMILY, &ipc::FAMILY, &divergences::FAMILY];
+pub static FAMILIES: &[&Family] = &[
+    &peer::FAMILY,
+    &ipc::FAMILY,
+    &attach::FAMILY,
+    &divergences::FAMILY,
+];
 
 /// Every rule, in catalogue order.
 pub fn all() -> impl Iterator<Item = &'static Rule> {
@@ -380,6 +386,7 @@ mod tests {
         let files = [
             (include_str!("peer.rs"), &peer::FAMILY),
             (include_str!("ipc.rs"), &ipc::FAMILY),
+            (include_str!("attach.rs"), &attach::FAMILY),
             (include_str!("divergences.rs"), &divergences::FAMILY),
         ];
         assert_eq!(

@@ -1,0 +1,160 @@
+//! The stream-attach family: `cuStreamAttachMemAsync` in both exports (`_ptsz`: stream 0 is the
+//! calling thread's per-thread stream there) and `hipStreamAttachMemAsync`. Contract: CUDA Driver
+//! API "Stream Management" (`shared/contracts/cuda-stream-attach-mem-async.txt`); HIP's carries
+//! the same sentences. What R580 answers is in LD_PRELOAD.md, "cuStreamAttachMemAsync on R580,
+//! measured".
+//!
+//! This is the family's first part: the rules one call decides from its arguments and the
+//! driver's facts (the stream, the flags, the kind and extent of the memory). The stream-order
+//! rules (attaches not ordered, access from other streams, a destroyed stream) are to come.
+
+use super::{cuda, CheckInfo, Family, Kind, Rule, Severity};
+use crate::codes::*;
+
+const CUDA_STREAM: &str = "Stream Management";
+
+pub(crate) const CUDA_SINGLE_NULL: &str = "It is illegal to attach singly to the NULL stream, \
+    because the NULL stream is a virtual global stream and not a specific stream. An error will \
+    be returned in this case.";
+const CUDA_FLAGS: &str = "The stream association is specified using flags which must be one of \
+    ::CUmemAttach_flags.";
+const CUDA_LENGTH: &str = "For managed allocations, length must be either zero or the entire \
+    allocation's size. Both indicate that the entire allocation's stream association is being \
+    changed. Currently, it is not possible to change stream association for a portion of a \
+    managed allocation.";
+const CUDA_MEMORY: &str = "dptr must point to one of the following types of memories: managed \
+    memory declared using the __managed__ keyword or allocated with ::cuMemAllocManaged; a valid \
+    host-accessible region of system-allocated pageable memory.";
+
+/// HIP's section of `hipStreamAttachMemAsync` (`hip_runtime_api.h`, "Managed Memory").
+const fn hip_managed(function: &'static str) -> super::Source {
+    super::Source {
+        document: "HIP Runtime API",
+        section: "Managed Memory",
+        function,
+    }
+}
+
+/// Rules of the CUDA driver API.
+pub mod cuda {
+    use super::*;
+
+    pub static SINGLE_ON_NULL_STREAM: Rule = Rule {
+        id: "cuStreamAttachMemAsync.single-on-null-stream",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "CU_MEM_ATTACH_SINGLE needs a specific stream: not the NULL stream, which is \
+            0 through the legacy export and CU_STREAM_LEGACY through either (0 through the _ptsz \
+            export, and CU_STREAM_PER_THREAD, are the thread's own stream: allowed).",
+        source: cuda(CUDA_STREAM, "cuStreamAttachMemAsync"),
+        quote: CUDA_SINGLE_NULL,
+        documented_code: Some(INVALID_VALUE),
+        fix: "attach singly to a stream the program created (or to the per-thread stream), or \
+            attach with CU_MEM_ATTACH_GLOBAL",
+    };
+
+    pub static FLAGS_NOT_ONE: Rule = Rule {
+        id: "cuStreamAttachMemAsync.flags-not-one-attach-flag",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "flags is exactly one of CU_MEM_ATTACH_GLOBAL, CU_MEM_ATTACH_HOST and \
+            CU_MEM_ATTACH_SINGLE: not a combination, not 0 (R580 answers 1 to combinations and \
+            unknown bits, and kills the process with SIGSEGV on 0).",
+        source: cuda(CUDA_STREAM, "cuStreamAttachMemAsync"),
+        quote: CUDA_FLAGS,
+        documented_code: Some(INVALID_VALUE),
+        fix: "pass exactly one of CU_MEM_ATTACH_GLOBAL, CU_MEM_ATTACH_HOST, CU_MEM_ATTACH_SINGLE",
+    };
+
+    pub static PARTIAL_LENGTH: Rule = Rule {
+        id: "cuStreamAttachMemAsync.partial-length",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "For managed memory, length is 0 or the whole allocation's size: the \
+            association of a part of an allocation cannot be changed (R580: 1).",
+        source: cuda(CUDA_STREAM, "cuStreamAttachMemAsync"),
+        quote: CUDA_LENGTH,
+        documented_code: Some(INVALID_VALUE),
+        fix: "pass 0 (or the allocation's size); to give parts of the data their own streams, \
+            allocate them separately",
+    };
+
+    pub static NOT_ALLOCATION_START: Rule = Rule {
+        id: "cuStreamAttachMemAsync.not-allocation-start",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "For managed memory, dptr is the allocation's start: an attach covers the \
+            whole allocation, so a pointer inside it asks to change a portion, which cannot be \
+            done (R580 answers 1 whatever the length).",
+        source: cuda(CUDA_STREAM, "cuStreamAttachMemAsync"),
+        quote: CUDA_LENGTH,
+        documented_code: Some(INVALID_VALUE),
+        fix: "pass the allocation's start (cuMemGetAddressRange gives it) with length 0",
+    };
+
+    pub static MEMORY_NOT_MANAGED: Rule = Rule {
+        id: "cuStreamAttachMemAsync.memory-not-managed",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "dptr is managed memory or system-allocated pageable memory: not device \
+            memory (cuMemAlloc, pool, cuMemCreate) and not page-locked host memory (R580: 1). \
+            Decided from the driver's pointer attributes.",
+        source: cuda(CUDA_STREAM, "cuStreamAttachMemAsync"),
+        quote: CUDA_MEMORY,
+        documented_code: Some(INVALID_VALUE),
+        fix: "attach only managed memory (cuMemAllocManaged, __managed__); other memory has no \
+            stream association to change",
+    };
+}
+
+/// Rules of the HIP runtime API.
+pub mod hip {
+    use super::*;
+
+    pub static FLAGS_NOT_ONE: Rule = Rule {
+        id: "hipStreamAttachMemAsync.flags-not-one-attach-flag",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "flags is exactly one of hipMemAttachGlobal, hipMemAttachHost and \
+            hipMemAttachSingle.",
+        source: hip_managed("hipStreamAttachMemAsync"),
+        quote: "flags - must be one of hipMemAttachGlobal, hipMemAttachHost or \
+            hipMemAttachSingle",
+        documented_code: Some(INVALID_VALUE),
+        fix: "pass exactly one of hipMemAttachGlobal, hipMemAttachHost, hipMemAttachSingle",
+    };
+}
+
+/// The family's checks, by the names the table uses.
+pub mod checks {
+    use super::*;
+
+    pub static ATTACH_CUDA: CheckInfo = CheckInfo {
+        name: "attach.cuda",
+        rules: &[
+            &cuda::SINGLE_ON_NULL_STREAM,
+            &cuda::FLAGS_NOT_ONE,
+            &cuda::MEMORY_NOT_MANAGED,
+            &cuda::NOT_ALLOCATION_START,
+            &cuda::PARTIAL_LENGTH,
+        ],
+    };
+    pub static ATTACH_HIP: CheckInfo = CheckInfo {
+        name: "attach.hip",
+        rules: &[&hip::FLAGS_NOT_ONE],
+    };
+}
+
+/// The family: every rule it defines, in catalogue order.
+pub static FAMILY: Family = Family {
+    name: "attach",
+    title: "Stream attach of managed memory",
+    rules: &[
+        &cuda::SINGLE_ON_NULL_STREAM,
+        &cuda::FLAGS_NOT_ONE,
+        &cuda::MEMORY_NOT_MANAGED,
+        &cuda::NOT_ALLOCATION_START,
+        &cuda::PARTIAL_LENGTH,
+        &hip::FLAGS_NOT_ONE,
+    ],
+};

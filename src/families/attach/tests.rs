@@ -1,0 +1,162 @@
+//! Every stream-attach rule through the fake driver: a negative case where exactly that rule
+//! fires (and the divergence R580 shows with it), and correct calls that stay silent. The
+//! end-to-end layer is `tests/attach_rules.rs`, with a C program on the simulated driver.
+
+use crate::engine::facts::MemoryKind;
+use crate::engine::fake::{FakeFacts, Harness, Ran};
+use sharecheck_core::codes::*;
+use sharecheck_core::ffi::*;
+use sharecheck_core::functions::args;
+use sharecheck_core::rules::{self, attach};
+use std::ffi::c_void;
+
+const MANAGED: u64 = 0x10_0000;
+const DEVICE: u64 = 0x20_0000;
+const HOST: u64 = 0x30_0000;
+const SIZE: u64 = 0x1_0000;
+/// A stream the program created.
+const STREAM: u64 = 0x5000;
+
+fn world() -> Harness {
+    let f = FakeFacts::devices(1);
+    // Memory of no device is managed to the fake driver.
+    f.allocate(MANAGED, SIZE, None);
+    f.allocate(DEVICE, SIZE, Some(0));
+    f.allocate(HOST, SIZE, Some(0));
+    f.kinds.borrow_mut().insert(HOST, MemoryKind::Host);
+    Harness::new(f)
+}
+
+fn stream(s: u64) -> CUstream {
+    CUstream(s as usize as *mut c_void)
+}
+
+fn attach(s: u64, dptr: u64, length: u64, flags: u32) -> args::cuStreamAttachMemAsync {
+    args::cuStreamAttachMemAsync {
+        hStream: stream(s),
+        dptr: CUdeviceptr(dptr),
+        length: Size(length as usize),
+        flags: AttachFlags(flags),
+    }
+}
+
+fn attach_ptsz(s: u64, dptr: u64, length: u64, flags: u32) -> args::cuStreamAttachMemAsync_ptsz {
+    args::cuStreamAttachMemAsync_ptsz {
+        hStream: stream(s),
+        dptr: CUdeviceptr(dptr),
+        length: Size(length as usize),
+        flags: AttachFlags(flags),
+    }
+}
+
+fn hip_attach(flags: u32) -> args::hipStreamAttachMemAsync {
+    args::hipStreamAttachMemAsync {
+        stream: hipStream_t(STREAM as usize as *mut c_void),
+        dev_ptr: VoidPtr(MANAGED as usize as *mut c_void),
+        length: Size(0),
+        flags: HipAttachFlags(flags),
+    }
+}
+
+const SINGLE: u32 = 4;
+const GLOBAL: u32 = 1;
+
+type Case = (&'static str, &'static [&'static str], fn(&Harness) -> Ran);
+
+const NEGATIVE: &[Case] = &[
+    (
+        "SINGLE on stream 0 through the legacy export",
+        &["cuStreamAttachMemAsync.single-on-null-stream"],
+        |h| h.call(attach(0, MANAGED, 0, SINGLE), INVALID_VALUE),
+    ),
+    (
+        "SINGLE on CU_STREAM_LEGACY, R580's answer",
+        &[
+            "cuStreamAttachMemAsync.single-on-null-stream",
+            "divergence.cuStreamAttachMemAsync.single-on-legacy-stream-accepted",
+        ],
+        |h| h.call(attach(1, MANAGED, 0, SINGLE), SUCCESS),
+    ),
+    (
+        "SINGLE on CU_STREAM_LEGACY through _ptsz, refused as documented",
+        &["cuStreamAttachMemAsync.single-on-null-stream"],
+        |h| h.call(attach_ptsz(1, MANAGED, 0, SINGLE), INVALID_VALUE),
+    ),
+    (
+        "flags GLOBAL | HOST",
+        &["cuStreamAttachMemAsync.flags-not-one-attach-flag"],
+        |h| h.call(attach(STREAM, MANAGED, 0, 3), INVALID_VALUE),
+    ),
+    (
+        "flags 0",
+        &["cuStreamAttachMemAsync.flags-not-one-attach-flag"],
+        |h| h.call(attach(STREAM, MANAGED, 0, 0), INVALID_VALUE),
+    ),
+    (
+        "device memory",
+        &["cuStreamAttachMemAsync.memory-not-managed"],
+        |h| h.call(attach(STREAM, DEVICE, 0, GLOBAL), INVALID_VALUE),
+    ),
+    (
+        "page-locked host memory",
+        &["cuStreamAttachMemAsync.memory-not-managed"],
+        |h| h.call(attach(STREAM, HOST, 0, GLOBAL), INVALID_VALUE),
+    ),
+    (
+        "a pointer inside a managed allocation, length 0",
+        &["cuStreamAttachMemAsync.not-allocation-start"],
+        |h| h.call(attach(STREAM, MANAGED + 4096, 0, GLOBAL), INVALID_VALUE),
+    ),
+    (
+        "half of a managed allocation",
+        &["cuStreamAttachMemAsync.partial-length"],
+        |h| h.call(attach(STREAM, MANAGED, SIZE / 2, GLOBAL), INVALID_VALUE),
+    ),
+    (
+        "hip flags GLOBAL | HOST",
+        &["hipStreamAttachMemAsync.flags-not-one-attach-flag"],
+        |h| h.call(hip_attach(3), INVALID_VALUE),
+    ),
+];
+
+#[test]
+fn each_negative_case_reports_exactly_its_rules() {
+    for (name, expected, scenario) in NEGATIVE {
+        let h = world();
+        let ran = scenario(&h);
+        assert_eq!(ran.rules, *expected, "{name}: {:?}", ran.messages);
+    }
+}
+
+#[test]
+fn every_attach_rule_and_its_divergence_have_a_negative_case() {
+    let covered = NEGATIVE.iter().flat_map(|(_, ids, _)| ids.iter().copied());
+    let missing = rules::without_case(&["attach"], covered);
+    assert!(
+        missing.is_empty(),
+        "rules without a negative unit test: {missing:?}"
+    );
+    assert!(rules::divergences::KNOWN.iter().any(|d| attach::FAMILY
+        .rules
+        .iter()
+        .any(|r| std::ptr::eq(*r, d.misuse))));
+}
+
+/// SINGLE on a specific stream (one the program made, the per-thread stream in either spelling),
+/// each flag alone, length 0 or the whole allocation, and memory the driver does not know (it may
+/// be pageable memory) are all correct.
+#[test]
+fn correct_attaches_are_silent() {
+    let h = world();
+    h.ok(attach(STREAM, MANAGED, 0, SINGLE));
+    h.ok(attach(2, MANAGED, 0, SINGLE));
+    h.ok(attach_ptsz(0, MANAGED, 0, SINGLE));
+    h.ok(attach_ptsz(2, MANAGED, 0, SINGLE));
+    for flags in [1, 2, 4] {
+        h.ok(attach(STREAM, MANAGED, 0, flags));
+        h.ok(attach(STREAM, MANAGED, SIZE, flags));
+        h.ok(hip_attach(flags));
+    }
+    h.ok(attach(0, MANAGED, 0, GLOBAL));
+    h.ok(attach(STREAM, 0x7f00_0000_0000, 4096, GLOBAL));
+}
