@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The stream-attach rules on a real GPU: every scenario of tests/attach_rules.rs
+# (tests/c/attach_cuda.c), run plain and under `sharecheck run`, then `sharecheck report` over the
+# run's traces. A scenario passes when the program saw exactly the same results under the shim as
+# plain (every CALL line and the exit status) and the findings are exactly the ones it stages.
+#
+# Usage: scripts/gpu-attach.sh [OUTDIR]     (default OUTDIR: ./gpu-attach-out)
+#
+# Needs gcc, python3, the NVIDIA driver's libcuda and CUDA headers (/usr/local/cuda/include, or
+# $CUDA_INCLUDE), and the prebuilt target/release/sharecheck and libsharecheck.so. One GPU is
+# enough. Writes OUTDIR/report.txt (also printed) and exits 1 if any scenario fails. Makes no
+# multicast object; asks for 64 KiB of managed and of device memory at a time.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+out="${1:-gpu-attach-out}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+cli="$PWD/target/release/sharecheck"
+[ -x "$cli" ] || { echo "gpu-attach: $cli is missing: cargo build --release --workspace" >&2; exit 1; }
+include="${CUDA_INCLUDE:-/usr/local/cuda/include}"
+exe="$out/attach_cuda"
+gcc -O1 -o "$exe" tests/c/attach_cuda.c -I"$include" -Itests/c -lcuda
+
+# scenario | expected findings (sorted, comma-separated `rule@function`; `-` for none)
+cases=(
+    "single-null|cuStreamAttachMemAsync.single-on-null-stream@cuStreamAttachMemAsync"
+    "single-legacy|cuStreamAttachMemAsync.single-on-null-stream@cuStreamAttachMemAsync,divergence.cuStreamAttachMemAsync.single-on-legacy-stream-accepted@cuStreamAttachMemAsync"
+    "flags-combined|cuStreamAttachMemAsync.flags-not-one-attach-flag@cuStreamAttachMemAsync"
+    "device-memory|cuStreamAttachMemAsync.memory-not-managed@cuStreamAttachMemAsync"
+    "interior|cuStreamAttachMemAsync.not-allocation-start@cuStreamAttachMemAsync"
+    "partial|cuStreamAttachMemAsync.partial-length@cuStreamAttachMemAsync"
+    "correct|-"
+)
+
+report="$out/report.txt"
+gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
+{
+    echo "## Stream-attach rules on a real GPU: $gpu, $(date -u '+%F %H:%M UTC')"
+    echo
+    echo "scripts/gpu-attach.sh: tests/c/attach_cuda.c (gcc, the real libcuda), each scenario plain and under"
+    echo "\`sharecheck run\`, then \`sharecheck report --format json\` over its traces. Shim: $(sha256sum target/release/libsharecheck.so | cut -c1-16)."
+    echo
+} > "$report"
+failed=0
+for case in "${cases[@]}"; do
+    scenario="${case%%|*}"
+    expected="${case#*|}"
+    dir="$out/$scenario"
+    rm -rf "$dir" && mkdir -p "$dir/traces"
+    set +e
+    "$exe" "$scenario" > "$dir/plain.out" 2>&1
+    plain_rc=$?
+    "$cli" run --trace "$dir/traces/%p.jsonl" -- "$exe" "$scenario" > "$dir/shim.out" 2> "$dir/shim.err"
+    shim_rc=$?
+    "$cli" report --format json "$dir/traces" > "$dir/report.json" 2> "$dir/report.err"
+    set -e
+    plain_calls="$(grep '^CALL ' "$dir/plain.out" | sort | tr '\n' ' ')"
+    shim_calls="$(grep '^CALL ' "$dir/shim.out" | sort | tr '\n' ' ')"
+    got="$(python3 - "$dir/report.json" <<'EOF'
+import json, sys
+findings = json.load(open(sys.argv[1]))["findings"]
+print(",".join(sorted("%s@%s" % (f["rule"], f["fn"]) for f in findings)) or "-")
+EOF
+)"
+    verdict=ok
+    if [ "$plain_calls" != "$shim_calls" ] || [ "$plain_rc" != "$shim_rc" ]; then
+        verdict="FAILED: the program saw other results under the shim"
+    elif [ "$got" != "$expected" ]; then
+        verdict="FAILED: expected $expected"
+    fi
+    [ "$verdict" = ok ] || failed=$((failed + 1))
+    {
+        echo "- $scenario: $verdict"
+        echo "  calls (exit $plain_rc plain, $shim_rc shim): $shim_calls"
+        echo "  findings: $got"
+    } >> "$report"
+done
+echo >> "$report"
+echo "GPU ATTACH: $(( ${#cases[@]} - failed )) passed, $failed failed" >> "$report"
+cat "$report"
+[ "$failed" -eq 0 ]
