@@ -121,6 +121,12 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
                 answer = Some((Outcome::NotCalled, code));
                 return Outcome::NotCalled;
             }
+            // Misuse a known driver does not return from: reported now, while it can be.
+            let early = engine::before_call_findings(cx);
+            if !early.is_empty() {
+                let seq_shown = if TRACED { seq } else { guard.call_number() };
+                report_before_call(&args, early, seq_shown);
+            }
             let start = if timed {
                 trace::now_on(guard.clock())
             } else {
@@ -226,6 +232,33 @@ fn missing<A: CallArgs>(args: A) -> c_int {
         });
     }
     ret
+}
+
+/// Findings reported before the call is forwarded (a known driver does not return from it): on
+/// stderr, and in the trace as a `before-call` event naming the call's function and number
+/// (`call_fn`, `call_seq`).
+#[cold]
+#[inline(never)]
+fn report_before_call<A: CallArgs>(args: &A, found: Vec<Finding>, seq_shown: u64) {
+    shielded((), || {
+        let at = At {
+            pid: trace::pid(),
+            tid: trace::tid(),
+            seq: seq_shown,
+        };
+        let recorded = engine::report(
+            engine::states(),
+            found,
+            || describe_call(args, Outcome::NotCalled),
+            at,
+        );
+        if !recorded.is_empty() {
+            trace::write_event("before-call", &recorded, |w| {
+                w.kv_ident("call_fn", A::ID.info().symbol);
+                w.kv_u64("call_seq", seq_shown);
+            });
+        }
+    });
 }
 
 /// A call with findings: settle them against the driver's answer, report, record, maybe halt.

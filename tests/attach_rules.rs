@@ -88,3 +88,52 @@ fn every_cuda_attach_rule_has_a_case() {
         .collect();
     assert!(missing.is_empty(), "rules without a case: {missing:?}");
 }
+
+/// Flags 0: R580 never returns (SIGSEGV inside the call), and the simulator does the same. The
+/// finding is reported before the call is forwarded: it is on stderr, and `sharecheck report`
+/// finds it in the trace the dead process left (a `before-call` event).
+#[test]
+fn a_call_the_driver_does_not_return_from_is_reported_before_it() {
+    use std::os::unix::process::ExitStatusExt;
+    let scratch = Scratch::new("attach_flags_zero");
+    let exe = program(&scratch);
+    // The process dies: its trace is read by `sharecheck report` (the ring's tail included).
+    let dead = Scratch::new("attach_flags_zero_run");
+    let out = dead.under_shim(&exe).arg("flags-zero").output().unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "{:?}", out.status);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cuStreamAttachMemAsync.flags-not-one-attach-flag"),
+        "{stderr}"
+    );
+    let out = std::process::Command::new(cli())
+        .args(["report", "--format", "json"])
+        .arg(dead.traces())
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rules: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rules,
+        ["cuStreamAttachMemAsync.flags-not-one-attach-flag"],
+        "{report}"
+    );
+    // On the call it was made for, though the call never returned.
+    assert_eq!(
+        report["findings"][0]["fn"], "cuStreamAttachMemAsync",
+        "{report}"
+    );
+    // With the documented answer (1), the call returns: reported once, before it.
+    let r = run_checked(&scratch, &exe, "flags-zero", &[DOCUMENTED]);
+    assert_eq!(
+        r.count("cuStreamAttachMemAsync.flags-not-one-attach-flag"),
+        1,
+        "{}",
+        r.stderr()
+    );
+}

@@ -163,13 +163,19 @@ impl Summary {
             }
         }
         let field = |k: &str| record.obj.get(k).cloned().unwrap_or(Value::Null);
+        // A `before-call` event's findings belong to the call it names (reported before the call
+        // was forwarded: a known driver does not return from it).
+        let (found_in, found_seq) = match record.obj.get("call_fn").and_then(Value::as_str) {
+            Some(call) => (Some(call.to_string()), field("call_seq")),
+            None => (func.clone(), field("seq")),
+        };
         for f in record.findings() {
             self.findings.push(Occurrence {
                 finding: f.clone(),
-                func: func.clone(),
+                func: found_in.clone(),
                 pid: field("pid"),
                 tid: field("tid"),
-                seq: field("seq"),
+                seq: found_seq.clone(),
                 ts_ns: record.obj.get("ts_ns").and_then(Value::as_u64),
                 event: event.clone(),
             });

@@ -216,6 +216,34 @@ sharecheck_core::check_table!(define_checked);
 
 /// Compares the driver's answer with the prediction and returns this call's findings, before
 /// muting and limits.
+/// Before the call is forwarded: the certain misuse of rules a known driver does not return from
+/// ([`sharecheck_core::rules::attach::REPORTED_BEFORE_CALL`]), taken out of `cx` (they are
+/// reported now, not settled after the call). Empty on every other call.
+pub fn before_call_findings(cx: &mut Cx) -> Vec<Finding> {
+    use sharecheck_core::rules::attach::REPORTED_BEFORE_CALL;
+    if cx.found.is_empty() {
+        return Vec::new();
+    }
+    let early = |p: &Pending| {
+        p.basis == Basis::Certain
+            && REPORTED_BEFORE_CALL
+                .iter()
+                .any(|r| std::ptr::eq(*r, p.rule))
+    };
+    if !cx.found.iter().any(early) {
+        return Vec::new();
+    }
+    let (now, later): (Vec<Pending>, Vec<Pending>) =
+        std::mem::take(&mut cx.found).into_iter().partition(early);
+    cx.found = later;
+    now.into_iter()
+        .map(|p| Finding {
+            rule: p.rule,
+            message: p.message,
+        })
+        .collect()
+}
+
 pub fn settle(info: &FnInfo, cx: Cx, outcome: Outcome) -> Vec<Finding> {
     let expected_any = cx.documented_codes(true);
     let Cx { states, found, .. } = cx;

@@ -3,6 +3,7 @@
  *   single-null        CU_MEM_ATTACH_SINGLE on stream 0 through the legacy export
  *   single-legacy      CU_MEM_ATTACH_SINGLE on CU_STREAM_LEGACY
  *   flags-combined     flags CU_MEM_ATTACH_GLOBAL | CU_MEM_ATTACH_HOST
+ *   flags-zero         flags 0 (R580, and the simulator, kill the process with SIGSEGV in it)
  *   device-memory      cuMemAlloc memory
  *   interior           a pointer 4 KiB into a managed allocation, length 0
  *   partial            half of a managed allocation
@@ -41,6 +42,8 @@ int main(int argc, char **argv) {
         ATTACH(CU_STREAM_LEGACY, m, 0, CU_MEM_ATTACH_SINGLE);
     } else if (!strcmp(s, "flags-combined")) {
         ATTACH(own, m, 0, CU_MEM_ATTACH_GLOBAL | CU_MEM_ATTACH_HOST);
+    } else if (!strcmp(s, "flags-zero")) {
+        ATTACH(own, m, 0, 0);
     } else if (!strcmp(s, "device-memory")) {
         CUdeviceptr d;
         MUST(cuMemAlloc(&d, BYTES));
