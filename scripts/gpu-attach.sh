@@ -59,8 +59,8 @@ for case in "${cases[@]}"; do
     shim_rc=$?
     "$cli" report --format json "$dir/traces" > "$dir/report.json" 2> "$dir/report.err"
     set -e
-    plain_calls="$(grep '^CALL ' "$dir/plain.out" | sort | tr '\n' ' ')"
-    shim_calls="$(grep '^CALL ' "$dir/shim.out" | sort | tr '\n' ' ')"
+    plain_calls="$(grep '^CALL ' "$dir/plain.out" | sort | tr '\n' ' ' || true)"
+    shim_calls="$(grep '^CALL ' "$dir/shim.out" | sort | tr '\n' ' ' || true)"
     got="$(python3 - "$dir/report.json" <<'EOF'
 import json, sys
 findings = json.load(open(sys.argv[1]))["findings"]
