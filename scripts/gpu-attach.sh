@@ -34,6 +34,7 @@ cases=(
     "device-memory|cuStreamAttachMemAsync.memory-not-managed@cuStreamAttachMemAsync"
     "interior|cuStreamAttachMemAsync.not-allocation-start@cuStreamAttachMemAsync"
     "partial|cuStreamAttachMemAsync.partial-length@cuStreamAttachMemAsync"
+    "destroyed-attached|cuStreamDestroy.attached-memory-reverts@cuStreamDestroy_v2"
     "correct|-"
 )
 

@@ -46,6 +46,11 @@ const CASES: &[Case] = &[
         &["cuStreamAttachMemAsync.not-allocation-start"],
     ),
     ("partial", &[], &["cuStreamAttachMemAsync.partial-length"]),
+    (
+        "destroyed-attached",
+        &[],
+        &["cuStreamDestroy.attached-memory-reverts"],
+    ),
 ];
 
 fn program(scratch: &Scratch) -> std::path::PathBuf {

@@ -63,12 +63,12 @@ macro_rules! check_table {
             cuCtxDestroy_v2 => ipc::CONTEXT_DESTROYED, lifecycle::CONTEXT_DESTROYED;
             cuDevicePrimaryCtxRelease_v2 => lifecycle::PRIMARY_RELEASED;
             cuDevicePrimaryCtxReset_v2 => lifecycle::PRIMARY_RESET;
-            cuStreamDestroy_v2 => lifecycle::STREAM_DESTROYED;
+            cuStreamDestroy_v2 => attach::STREAM_DESTROYED, lifecycle::STREAM_DESTROYED;
             hipDeviceReset => lifecycle::HIP_DEVICE_RESET;
             // Observed memory: frees end what the driver-fact caches hold.
             cuMemAlloc_v2 => ;
             cuMemAllocManaged => ;
-            cuMemFree_v2 => lifecycle::MEMORY_FREED;
+            cuMemFree_v2 => attach::MEMORY_FREED, lifecycle::MEMORY_FREED;
             cuMemFreeHost => lifecycle::MEMORY_FREED;
             cuMemFreeAsync => lifecycle::MEMORY_FREED;
             cuMemFreeAsync_ptsz => lifecycle::MEMORY_FREED;

@@ -48,13 +48,14 @@ pub struct Reporting {
 pub struct States {
     pub peer: families::peer::PeerState,
     pub ipc: families::ipc::IpcState,
+    pub attach: families::attach::AttachState,
     pub reporting: Mutex<Reporting>,
 }
 
 impl States {
     /// Every family's state, for the engine's lifecycle observers.
-    pub fn families(&self) -> [&dyn FamilyState; 2] {
-        [&self.peer, &self.ipc]
+    pub fn families(&self) -> [&dyn FamilyState; 3] {
+        [&self.peer, &self.ipc, &self.attach]
     }
 
     #[inline]

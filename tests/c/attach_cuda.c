@@ -7,6 +7,7 @@
  *   device-memory      cuMemAlloc memory
  *   interior           a pointer 4 KiB into a managed allocation, length 0
  *   partial            half of a managed allocation
+ *   destroyed-attached memory attached SINGLE to a stream, which is then destroyed
  *   correct            SINGLE on a stream of its own, on the per-thread stream (both spellings)
  *                      and through _ptsz on stream 0; each flag; length 0 and the whole size */
 #include <cuda.h>
@@ -53,6 +54,12 @@ int main(int argc, char **argv) {
         ATTACH(own, m + 4096, 0, CU_MEM_ATTACH_GLOBAL);
     } else if (!strcmp(s, "partial")) {
         ATTACH(own, m, BYTES / 2, CU_MEM_ATTACH_GLOBAL);
+    } else if (!strcmp(s, "destroyed-attached")) {
+        CUstream other;
+        MUST(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+        ATTACH(other, m, 0, CU_MEM_ATTACH_SINGLE);
+        MUST(cuStreamSynchronize(other));
+        CALL("cuStreamDestroy_v2", cuStreamDestroy(other));
     } else if (!strcmp(s, "correct")) {
         ATTACH(own, m, 0, CU_MEM_ATTACH_SINGLE);
         ATTACH(CU_STREAM_PER_THREAD, m, 0, CU_MEM_ATTACH_SINGLE);
@@ -65,6 +72,6 @@ int main(int argc, char **argv) {
     }
     MUST(cuCtxSynchronize());
     MUST(cuMemFree(m));
-    MUST(cuStreamDestroy(own));
+    CALL("cuStreamDestroy_v2", cuStreamDestroy(own));
     return 0;
 }

@@ -107,6 +107,27 @@ pub mod cuda {
     };
 }
 
+/// Rules of the CUDA driver API decided on other calls than the attach.
+pub mod lifetime {
+    use super::*;
+
+    pub static STREAM_DESTROYED_WITH_ATTACHED_MEMORY: Rule = Rule {
+        id: "cuStreamDestroy.attached-memory-reverts",
+        severity: Severity::Info,
+        kind: Kind::Misuse,
+        requirement: "Memory attached singly to a stream that is destroyed loses that \
+            association: once the stream's work completed, it reverts to its allocation's \
+            default (as cuMemAllocManaged was given). Said where the shim saw the attach.",
+        source: cuda(CUDA_STREAM, "cuStreamAttachMemAsync"),
+        quote: "If hStream is destroyed while data is associated with it, the association is \
+            removed and the association reverts to the default visibility of the allocation as \
+            specified at ::cuMemAllocManaged.",
+        documented_code: None,
+        fix: "attach the memory to another stream (or GLOBAL) before destroying the stream, if \
+            the program relies on its association",
+    };
+}
+
 /// Rules of the HIP runtime API.
 pub mod hip {
     use super::*;
@@ -144,6 +165,15 @@ pub mod checks {
             &cuda::PARTIAL_LENGTH,
         ],
     };
+    pub static STREAM_DESTROYED: CheckInfo = CheckInfo {
+        name: "attach.stream-destroyed",
+        rules: &[&lifetime::STREAM_DESTROYED_WITH_ATTACHED_MEMORY],
+    };
+    /// A free ends what the family tracks of the memory.
+    pub static MEMORY_FREED: CheckInfo = CheckInfo {
+        name: "attach.memory-freed",
+        rules: &[],
+    };
     pub static ATTACH_HIP: CheckInfo = CheckInfo {
         name: "attach.hip",
         rules: &[&hip::FLAGS_NOT_ONE],
@@ -160,6 +190,7 @@ pub static FAMILY: Family = Family {
         &cuda::MEMORY_NOT_MANAGED,
         &cuda::NOT_ALLOCATION_START,
         &cuda::PARTIAL_LENGTH,
+        &lifetime::STREAM_DESTROYED_WITH_ATTACHED_MEMORY,
         &hip::FLAGS_NOT_ONE,
     ],
 };

@@ -10,18 +10,69 @@
 mod tests;
 
 use crate::engine::facts::MemoryKind;
+use crate::engine::state::{FamilyState, Lifetime};
 use crate::engine::{hex, Check, Cx};
+use parking_lot::Mutex;
 use sharecheck_core::functions::args;
-use sharecheck_core::rules::attach::{cuda, hip};
+use sharecheck_core::rules::attach::{cuda, hip, lifetime};
+use std::collections::HashMap;
 use std::ffi::c_int;
 
 pub struct AttachCuda;
 pub struct AttachHip;
+pub struct StreamDestroyed;
+pub struct MemoryFreed;
 
 /// The family's checks, by the names the table uses.
 pub mod checks {
     pub const ATTACH_CUDA: super::AttachCuda = super::AttachCuda;
     pub const ATTACH_HIP: super::AttachHip = super::AttachHip;
+    pub const STREAM_DESTROYED: super::StreamDestroyed = super::StreamDestroyed;
+    pub const MEMORY_FREED: super::MemoryFreed = super::MemoryFreed;
+}
+
+/// What the family tracks: the managed memory each stream has attached singly (the driver
+/// accepted the attach), by the allocation's start. A later attach of the memory anywhere
+/// replaces its association; its free, or the stream's destroy, ends it. A forked child starts
+/// empty, as every family does.
+#[derive(Default)]
+pub struct AttachState {
+    single: Mutex<HashMap<u64, u64>>,
+}
+
+impl FamilyState for AttachState {
+    fn forget(&self, _: Lifetime) {}
+}
+
+impl AttachState {
+    /// `dptr` was attached with `flags` to `stream` (a specific stream when SINGLE).
+    fn attached(&self, dptr: u64, stream: u64, flags: u32) {
+        let mut single = self.single.lock();
+        if flags == ATTACH_SINGLE {
+            single.insert(dptr, stream);
+        } else {
+            single.remove(&dptr);
+        }
+    }
+
+    /// The memory attached singly to `stream`, which is gone now (forgotten).
+    fn stream_destroyed(&self, stream: u64) -> Vec<u64> {
+        let mut single = self.single.lock();
+        let mut gone: Vec<u64> = single
+            .iter()
+            .filter(|(_, &s)| s == stream)
+            .map(|(&d, _)| d)
+            .collect();
+        gone.sort_unstable();
+        for d in &gone {
+            single.remove(d);
+        }
+        gone
+    }
+
+    fn freed(&self, dptr: u64) {
+        self.single.lock().remove(&dptr);
+    }
 }
 
 const ATTACH_GLOBAL: u32 = 0x1;
@@ -119,9 +170,63 @@ macro_rules! attach_cuda_check {
                     $ptsz,
                 );
             }
-            fn after(&self, _: &args::$function, _: (), _: c_int, _: &mut Cx) {}
+            fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
+                if ret == 0 {
+                    cx.states.attach.attached(a.dptr.0, a.hStream.addr(), a.flags.0);
+                }
+            }
         }
     )*};
+}
+
+/// A destroyed stream's singly attached memory reverts to its allocation's default: said once
+/// the destroy succeeded, for memory the driver still knows as managed at that start.
+impl Check<args::cuStreamDestroy_v2> for StreamDestroyed {
+    type Plan = ();
+    const BEFORE: bool = false;
+    fn before(&self, _: &args::cuStreamDestroy_v2, _: &mut Cx) {}
+    fn after(&self, a: &args::cuStreamDestroy_v2, _: (), ret: c_int, cx: &mut Cx) {
+        if ret != 0 {
+            return;
+        }
+        let stream = a.hStream.addr();
+        let facts = cx.facts;
+        let attached: Vec<u64> = cx
+            .states
+            .attach
+            .stream_destroyed(stream)
+            .into_iter()
+            .filter(|&d| {
+                facts.memory_kind(d) == Some(MemoryKind::Managed)
+                    && facts
+                        .allocation_range(d, true)
+                        .is_some_and(|(base, _)| base == d)
+            })
+            .collect();
+        if attached.is_empty() {
+            return;
+        }
+        cx.shown(&lifetime::STREAM_DESTROYED_WITH_ATTACHED_MEMORY, || {
+            let list: Vec<String> = attached.iter().map(|&d| hex(d)).collect();
+            format!(
+                "stream {} was destroyed with managed memory attached singly to it ({}): the \
+                 association reverts to each allocation's default once the stream's work is done",
+                hex(stream),
+                list.join(", ")
+            )
+        });
+    }
+}
+
+impl Check<args::cuMemFree_v2> for MemoryFreed {
+    type Plan = ();
+    const BEFORE: bool = false;
+    fn before(&self, _: &args::cuMemFree_v2, _: &mut Cx) {}
+    fn after(&self, a: &args::cuMemFree_v2, _: (), ret: c_int, cx: &mut Cx) {
+        if ret == 0 {
+            cx.states.attach.freed(a.dptr.0);
+        }
+    }
 }
 
 attach_cuda_check!(cuStreamAttachMemAsync: false, cuStreamAttachMemAsync_ptsz: true);

@@ -58,6 +58,16 @@ fn hip_attach(flags: u32) -> args::hipStreamAttachMemAsync {
     }
 }
 
+fn destroy(s: u64) -> args::cuStreamDestroy_v2 {
+    args::cuStreamDestroy_v2 { hStream: stream(s) }
+}
+
+fn free(dptr: u64) -> args::cuMemFree_v2 {
+    args::cuMemFree_v2 {
+        dptr: CUdeviceptr(dptr),
+    }
+}
+
 const SINGLE: u32 = 4;
 const GLOBAL: u32 = 1;
 
@@ -113,6 +123,14 @@ const NEGATIVE: &[Case] = &[
         |h| h.call(attach(STREAM, MANAGED, SIZE / 2, GLOBAL), INVALID_VALUE),
     ),
     (
+        "a stream destroyed with memory attached singly to it",
+        &["cuStreamDestroy.attached-memory-reverts"],
+        |h| {
+            h.ok(attach(STREAM, MANAGED, 0, SINGLE));
+            h.call(destroy(STREAM), SUCCESS)
+        },
+    ),
+    (
         "hip flags GLOBAL | HOST",
         &["hipStreamAttachMemAsync.flags-not-one-attach-flag"],
         |h| h.call(hip_attach(3), INVALID_VALUE),
@@ -159,4 +177,28 @@ fn correct_attaches_are_silent() {
     }
     h.ok(attach(0, MANAGED, 0, GLOBAL));
     h.ok(attach(STREAM, 0x7f00_0000_0000, 4096, GLOBAL));
+}
+
+/// A stream destroyed with nothing attached singly to it, or whose memory was attached elsewhere
+/// since, or freed, or a destroy that failed, says nothing.
+#[test]
+fn a_stream_destroyed_without_memory_attached_to_it_is_silent() {
+    let h = world();
+    h.ok(attach(STREAM, MANAGED, 0, GLOBAL));
+    h.ok(destroy(STREAM));
+    let h = world();
+    h.ok(attach(STREAM, MANAGED, 0, SINGLE));
+    h.ok(attach(0x6000, MANAGED, 0, SINGLE));
+    h.ok(destroy(STREAM));
+    let h = world();
+    h.ok(attach(STREAM, MANAGED, 0, SINGLE));
+    h.ok(free(MANAGED));
+    h.ok(destroy(STREAM));
+    let h = world();
+    h.ok(attach(STREAM, MANAGED, 0, SINGLE));
+    let ran = h.call(destroy(STREAM), INVALID_HANDLE);
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+    // The failed destroy left the association: a later destroy that works says it.
+    let ran = h.call(destroy(STREAM), SUCCESS);
+    assert_eq!(ran.rules, ["cuStreamDestroy.attached-memory-reverts"]);
 }
