@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The stream-attach rules on a real GPU: every scenario of tests/attach_rules.rs
-# (tests/c/attach_cuda.c), run plain and under `sharecheck run`, then `sharecheck report` over the
+# (tests/c/attach_cuda.c), and the runtime's cudaStreamAttachMemAsync built with and without
+# `--default-stream per-thread` (scripts/gpu/attach_runtime.cu, when nvcc is there), run plain and
+# under `sharecheck run`, then `sharecheck report` over the
 # run's traces. A scenario passes when the program saw exactly the same results under the shim as
 # plain (every CALL line and the exit status) and the findings are exactly the ones it stages.
 #
@@ -38,6 +40,20 @@ cases=(
     "correct|-"
 )
 
+# The runtime's spellings (scripts/gpu/attach_runtime.cu, built with nvcc twice): SINGLE on stream
+# 0 is the NULL stream without --default-stream per-thread (a misuse), the thread's own stream with
+# it (correct).
+nvcc="${NVCC:-nvcc}"
+runtime_cases=()
+if command -v "$nvcc" > /dev/null; then
+    "$nvcc" -o "$out/attach_runtime_legacy" scripts/gpu/attach_runtime.cu
+    "$nvcc" --default-stream per-thread -o "$out/attach_runtime_ptsz" scripts/gpu/attach_runtime.cu
+    runtime_cases=(
+        "runtime-legacy|cuStreamAttachMemAsync.single-on-null-stream@cuStreamAttachMemAsync"
+        "runtime-ptsz|-"
+    )
+fi
+
 report="$out/report.txt"
 gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
 {
@@ -48,15 +64,21 @@ gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/n
     echo
 } > "$report"
 failed=0
-for case in "${cases[@]}"; do
+for case in "${cases[@]}" "${runtime_cases[@]}"; do
     scenario="${case%%|*}"
     expected="${case#*|}"
     dir="$out/$scenario"
     rm -rf "$dir" && mkdir -p "$dir/traces"
+    # A runtime case is its own program (no scenario argument).
+    cmd=("$exe" "$scenario")
+    case "$scenario" in
+        runtime-legacy) cmd=("$out/attach_runtime_legacy") ;;
+        runtime-ptsz) cmd=("$out/attach_runtime_ptsz") ;;
+    esac
     set +e
-    "$exe" "$scenario" > "$dir/plain.out" 2>&1
+    "${cmd[@]}" > "$dir/plain.out" 2>&1
     plain_rc=$?
-    "$cli" run --trace "$dir/traces/%p.jsonl" -- "$exe" "$scenario" > "$dir/shim.out" 2> "$dir/shim.err"
+    "$cli" run --trace "$dir/traces/%p.jsonl" -- "${cmd[@]}" > "$dir/shim.out" 2> "$dir/shim.err"
     shim_rc=$?
     "$cli" report --format json "$dir/traces" > "$dir/report.json" 2> "$dir/report.err"
     set -e
@@ -82,6 +104,6 @@ EOF
     } >> "$report"
 done
 echo >> "$report"
-echo "GPU ATTACH: $(( ${#cases[@]} - failed )) passed, $failed failed" >> "$report"
+echo "GPU ATTACH: $(( ${#cases[@]} + ${#runtime_cases[@]} - failed )) passed, $failed failed" >> "$report"
 cat "$report"
 [ "$failed" -eq 0 ]
