@@ -23,7 +23,7 @@ cli="$PWD/target/release/sharecheck"
 [ -x "$cli" ] || { echo "gpu-attach: $cli is missing: cargo build --release --workspace" >&2; exit 1; }
 include="${CUDA_INCLUDE:-/usr/local/cuda/include}"
 exe="$out/attach_cuda"
-gcc -O1 -o "$exe" tests/c/attach_cuda.c -I"$include" -Itests/c -lcuda
+gcc -O1 -o "$exe" tests/c/attach_cuda.c -I"$include" -Itests/c -lcuda -ldl
 
 # scenario | expected findings (sorted, comma-separated `rule@function`; `-` for none)
 cases=(
@@ -37,6 +37,8 @@ cases=(
     "interior|cuStreamAttachMemAsync.not-allocation-start@cuStreamAttachMemAsync"
     "partial|cuStreamAttachMemAsync.partial-length@cuStreamAttachMemAsync"
     "destroyed-attached|cuStreamDestroy.attached-memory-reverts@cuStreamDestroy_v2"
+    "procaddress-legacy|cuStreamAttachMemAsync.single-on-null-stream@cuStreamAttachMemAsync"
+    "procaddress-ptsz|-"
     "correct|-"
 )
 

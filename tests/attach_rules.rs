@@ -51,11 +51,17 @@ const CASES: &[Case] = &[
         &[],
         &["cuStreamDestroy.attached-memory-reverts"],
     ),
+    // Through cuGetProcAddress, as the runtime resolves it: the legacy stream's function.
+    (
+        "procaddress-legacy",
+        &[],
+        &["cuStreamAttachMemAsync.single-on-null-stream"],
+    ),
 ];
 
 fn program(scratch: &Scratch) -> std::path::PathBuf {
     let libs = format!("-L{}", scratch.sim_libs().display());
-    scratch.compile("attach_cuda.c", "attach_cuda", &[&libs, "-lcuda"])
+    scratch.compile("attach_cuda.c", "attach_cuda", &[&libs, "-lcuda", "-ldl"])
 }
 
 #[test]
@@ -71,6 +77,9 @@ fn each_misuse_fires_exactly_its_rule() {
 fn a_correct_program_produces_no_finding() {
     let scratch = Scratch::new("attach_correct");
     let exe = program(&scratch);
+    // The per-thread flavour: stream 0 is the thread's own stream there.
+    let r = run_checked(&scratch, &exe, "procaddress-ptsz", &[]);
+    assert!(r.findings().is_empty(), "{}", r.stderr());
     let r = run_checked(&scratch, &exe, "correct", &[]);
     assert!(r.findings().is_empty(), "{}", r.stderr());
     assert_eq!(

@@ -8,9 +8,13 @@
  *   interior           a pointer 4 KiB into a managed allocation, length 0
  *   partial            half of a managed allocation
  *   destroyed-attached memory attached SINGLE to a stream, which is then destroyed
+ *   procaddress-legacy SINGLE on stream 0 through the function cuGetProcAddress gives for the
+ *                      legacy stream (the NULL stream: a misuse)
+ *   procaddress-ptsz   the same for the per-thread default stream (stream 0 is the thread's own)
  *   correct            SINGLE on a stream of its own, on the per-thread stream (both spellings)
  *                      and through _ptsz on stream 0; each flag; length 0 and the whole size */
 #include <cuda.h>
+#include <dlfcn.h>
 #include <string.h>
 #include "check.h"
 
@@ -60,6 +64,20 @@ int main(int argc, char **argv) {
         ATTACH(other, m, 0, CU_MEM_ATTACH_SINGLE);
         MUST(cuStreamSynchronize(other));
         CALL("cuStreamDestroy_v2", cuStreamDestroy(other));
+    } else if (!strcmp(s, "procaddress-legacy") || !strcmp(s, "procaddress-ptsz")) {
+        /* As the runtime does it: the function cuGetProcAddress gives for the stream flavour. */
+        typedef CUresult (*resolve_t)(const char *, void **, int, cuuint64_t,
+                                      CUdriverProcAddressQueryResult *);
+        typedef CUresult (*attach_t)(CUstream, CUdeviceptr, size_t, unsigned);
+        resolve_t resolve = (resolve_t)dlsym(RTLD_DEFAULT, "cuGetProcAddress_v2");
+        int ptsz = !strcmp(s, "procaddress-ptsz");
+        void *f = NULL;
+        MUST(resolve("cuStreamAttachMemAsync", &f, ptsz ? 7000 : 6000,
+                     ptsz ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+                          : CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+                     NULL));
+        CALL(ptsz ? "cuStreamAttachMemAsync_ptsz" : "cuStreamAttachMemAsync",
+             ((attach_t)f)(0, m, 0, CU_MEM_ATTACH_SINGLE));
     } else if (!strcmp(s, "correct")) {
         ATTACH(own, m, 0, CU_MEM_ATTACH_SINGLE);
         ATTACH(CU_STREAM_PER_THREAD, m, 0, CU_MEM_ATTACH_SINGLE);
