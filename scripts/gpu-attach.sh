@@ -36,6 +36,8 @@ cases=(
     "device-memory|cuStreamAttachMemAsync.memory-not-managed@cuStreamAttachMemAsync"
     "interior|cuStreamAttachMemAsync.not-allocation-start@cuStreamAttachMemAsync"
     "partial|cuStreamAttachMemAsync.partial-length@cuStreamAttachMemAsync"
+    "pageable|cuStreamAttachMemAsync.pageable-without-access@cuStreamAttachMemAsync"
+    "pageable-length-zero|cuStreamAttachMemAsync.pageable-length-zero@cuStreamAttachMemAsync,cuStreamAttachMemAsync.pageable-without-access@cuStreamAttachMemAsync"
     "destroyed-attached|cuStreamDestroy.attached-memory-reverts@cuStreamDestroy_v2"
     "procaddress-legacy|cuStreamAttachMemAsync.single-on-null-stream@cuStreamAttachMemAsync"
     "procaddress-ptsz|-"

@@ -46,6 +46,20 @@ const CASES: &[Case] = &[
         &["cuStreamAttachMemAsync.not-allocation-start"],
     ),
     ("partial", &[], &["cuStreamAttachMemAsync.partial-length"]),
+    // The simulated device, as an H200, reports no pageable memory access.
+    (
+        "pageable",
+        &[],
+        &["cuStreamAttachMemAsync.pageable-without-access"],
+    ),
+    (
+        "pageable-length-zero",
+        &[],
+        &[
+            "cuStreamAttachMemAsync.pageable-length-zero",
+            "cuStreamAttachMemAsync.pageable-without-access",
+        ],
+    ),
     (
         "destroyed-attached",
         &[],

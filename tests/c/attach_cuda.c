@@ -7,6 +7,8 @@
  *   device-memory      cuMemAlloc memory
  *   interior           a pointer 4 KiB into a managed allocation, length 0
  *   partial            half of a managed allocation
+ *   pageable           malloc memory with its length (the device reports no pageable access)
+ *   pageable-length-zero  the same with length 0
  *   destroyed-attached memory attached SINGLE to a stream, which is then destroyed
  *   procaddress-legacy SINGLE on stream 0 through the function cuGetProcAddress gives for the
  *                      legacy stream (the NULL stream: a misuse)
@@ -15,6 +17,7 @@
  *                      and through _ptsz on stream 0; each flag; length 0 and the whole size */
 #include <cuda.h>
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <string.h>
 #include "check.h"
 
@@ -58,6 +61,12 @@ int main(int argc, char **argv) {
         ATTACH(own, m + 4096, 0, CU_MEM_ATTACH_GLOBAL);
     } else if (!strcmp(s, "partial")) {
         ATTACH(own, m, BYTES / 2, CU_MEM_ATTACH_GLOBAL);
+    } else if (!strcmp(s, "pageable") || !strcmp(s, "pageable-length-zero")) {
+        char *buf = malloc(BYTES);
+        memset(buf, 1, BYTES);
+        ATTACH(own, (CUdeviceptr)buf, strcmp(s, "pageable") ? 0 : BYTES, CU_MEM_ATTACH_GLOBAL);
+        MUST(cuStreamSynchronize(own));
+        free(buf);
     } else if (!strcmp(s, "destroyed-attached")) {
         CUstream other;
         MUST(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));

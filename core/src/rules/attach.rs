@@ -22,6 +22,10 @@ const CUDA_LENGTH: &str = "For managed allocations, length must be either zero o
     allocation's size. Both indicate that the entire allocation's stream association is being \
     changed. Currently, it is not possible to change stream association for a portion of a \
     managed allocation.";
+const CUDA_PAGEABLE_ACCESS: &str = "a valid host-accessible region of system-allocated pageable \
+    memory. This type of memory may only be specified if the device associated with the stream \
+    reports a non-zero value for the device attribute \
+    ::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS.";
 const CUDA_MEMORY: &str = "dptr must point to one of the following types of memories: managed \
     memory declared using the __managed__ keyword or allocated with ::cuMemAllocManaged; a valid \
     host-accessible region of system-allocated pageable memory.";
@@ -90,6 +94,31 @@ pub mod cuda {
         quote: CUDA_LENGTH,
         documented_code: Some(INVALID_VALUE),
         fix: "pass the allocation's start (cuMemGetAddressRange gives it) with length 0",
+    };
+
+    pub static PAGEABLE_LENGTH_ZERO: Rule = Rule {
+        id: "cuStreamAttachMemAsync.pageable-length-zero",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "For system-allocated pageable memory, length is not 0: the region is \
+            named by dptr and length (R580: 1).",
+        source: cuda(CUDA_STREAM, "cuStreamAttachMemAsync"),
+        quote: "For pageable host allocations, length must be non-zero.",
+        documented_code: Some(INVALID_VALUE),
+        fix: "pass the length of the region to attach",
+    };
+
+    pub static PAGEABLE_WITHOUT_ACCESS: Rule = Rule {
+        id: "cuStreamAttachMemAsync.pageable-without-access",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "System-allocated pageable memory is attached only on a stream whose device \
+            reports CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS (R580 on an H200 without it: 1). \
+            Decided for memory the driver does not know that is mapped in the process.",
+        source: cuda(CUDA_STREAM, "cuStreamAttachMemAsync"),
+        quote: CUDA_PAGEABLE_ACCESS,
+        documented_code: Some(INVALID_VALUE),
+        fix: "allocate the data with cuMemAllocManaged on devices without pageable memory access",
     };
 
     pub static MEMORY_NOT_MANAGED: Rule = Rule {
@@ -163,6 +192,8 @@ pub mod checks {
             &cuda::MEMORY_NOT_MANAGED,
             &cuda::NOT_ALLOCATION_START,
             &cuda::PARTIAL_LENGTH,
+            &cuda::PAGEABLE_LENGTH_ZERO,
+            &cuda::PAGEABLE_WITHOUT_ACCESS,
         ],
     };
     pub static STREAM_DESTROYED: CheckInfo = CheckInfo {
@@ -190,6 +221,8 @@ pub static FAMILY: Family = Family {
         &cuda::MEMORY_NOT_MANAGED,
         &cuda::NOT_ALLOCATION_START,
         &cuda::PARTIAL_LENGTH,
+        &cuda::PAGEABLE_LENGTH_ZERO,
+        &cuda::PAGEABLE_WITHOUT_ACCESS,
         &lifetime::STREAM_DESTROYED_WITH_ATTACHED_MEMORY,
         &hip::FLAGS_NOT_ONE,
     ],

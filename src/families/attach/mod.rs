@@ -107,15 +107,53 @@ fn attach_cuda(cx: &mut Cx, stream: u64, dptr: u64, length: u64, flags: u32, pts
         });
     }
     flags_not_one(cx, &cuda::FLAGS_NOT_ONE, flags);
-    memory(cx, dptr, length);
+    memory(cx, stream, dptr, length);
+}
+
+/// `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS`.
+const ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: c_int = 88;
+
+/// Whether the page holding `ptr` is mapped in this process (`mincore`: asks the kernel, reads
+/// nothing through the pointer).
+fn host_mapped(ptr: u64) -> bool {
+    // SAFETY: sysconf has no preconditions.
+    let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        p if p > 0 => p as u64,
+        _ => return false,
+    };
+    let start = ptr & !(page - 1);
+    if start == 0 {
+        return false;
+    }
+    let mut resident = 0u8;
+    // SAFETY: mincore reads no memory at `start`; it writes one byte (one page) into `resident`.
+    unsafe {
+        libc::mincore(
+            start as usize as *mut libc::c_void,
+            page as usize,
+            &mut resident,
+        ) == 0
+    }
+}
+
+/// The device of the stream an attach is enqueued in: the current context's for the special
+/// handles (and 0), the stream's context's otherwise.
+fn stream_device(cx: &Cx, stream: u64) -> Option<i32> {
+    let facts = cx.facts;
+    if stream <= 2 {
+        return facts.current_device();
+    }
+    let handle = sharecheck_core::ffi::CUstream(stream as usize as *mut std::ffi::c_void);
+    let ctx = facts.stream_context(handle, false)?.ok()?;
+    facts.context_device(ctx, false)?.ok()
 }
 
 /// The memory of a CUDA attach: managed, at its allocation's start, with length 0 or its size
 /// (decided from the driver's pointer attributes and the allocation's range, asked afresh).
 /// Memory the driver does not know may be system-allocated pageable memory: nothing is decided.
-fn memory(cx: &mut Cx, dptr: u64, length: u64) {
+fn memory(cx: &mut Cx, stream: u64, dptr: u64, length: u64) {
     let what = match cx.facts.memory_kind(dptr) {
-        None => return,
+        None => return pageable(cx, stream, dptr, length),
         Some(MemoryKind::Managed) => None,
         Some(MemoryKind::Device) => Some("device memory (cuMemAlloc)"),
         Some(MemoryKind::Pool) => Some("stream-ordered pool memory (cuMemAllocAsync)"),
@@ -151,6 +189,34 @@ fn memory(cx: &mut Cx, dptr: u64, length: u64) {
                 "length is {length}; the managed allocation at {} is {size} bytes: pass 0 or \
                  {size}",
                 hex(base)
+            )
+        });
+    }
+}
+
+/// Memory the driver does not know, mapped in the process: system-allocated pageable memory,
+/// which needs a length and a device with pageable memory access.
+fn pageable(cx: &mut Cx, stream: u64, dptr: u64, length: u64) {
+    if !host_mapped(dptr) {
+        return;
+    }
+    if length == 0 {
+        cx.flag(&cuda::PAGEABLE_LENGTH_ZERO, || {
+            format!(
+                "dptr {} is pageable host memory (the driver does not know it) and length is 0",
+                hex(dptr)
+            )
+        });
+    }
+    let Some(dev) = stream_device(cx, stream) else {
+        return;
+    };
+    if cx.facts.attribute(dev, ATTRIBUTE_PAGEABLE_MEMORY_ACCESS) == Some(0) {
+        cx.flag(&cuda::PAGEABLE_WITHOUT_ACCESS, || {
+            format!(
+                "dptr {} is pageable host memory and the stream's device {dev} reports \
+                 CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS 0",
+                hex(dptr)
             )
         });
     }

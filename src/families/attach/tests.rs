@@ -68,6 +68,24 @@ fn free(dptr: u64) -> args::cuMemFree_v2 {
     }
 }
 
+/// Host memory the fake driver does not know: pageable memory of this process.
+static PAGEABLE: [u8; 8192] = [1; 8192];
+
+fn pageable() -> u64 {
+    PAGEABLE.as_ptr() as usize as u64
+}
+
+/// A world with a current context on device 0 that reports pageable memory access `access`.
+fn pageable_world(access: Option<i32>) -> Harness {
+    let h = world();
+    let ctx = h.facts.context(0xc1, 0);
+    h.facts.make_current(Some(ctx));
+    if let Some(a) = access {
+        h.facts.attributes.borrow_mut().insert((0, 88), a);
+    }
+    h
+}
+
 const SINGLE: u32 = 4;
 const GLOBAL: u32 = 1;
 
@@ -129,6 +147,16 @@ const NEGATIVE: &[Case] = &[
             h.ok(attach(STREAM, MANAGED, 0, SINGLE));
             h.call(destroy(STREAM), SUCCESS)
         },
+    ),
+    (
+        "pageable memory with length 0",
+        &["cuStreamAttachMemAsync.pageable-length-zero"],
+        |_| pageable_world(None).call(attach(0, pageable(), 0, GLOBAL), INVALID_VALUE),
+    ),
+    (
+        "pageable memory on a device without pageable memory access",
+        &["cuStreamAttachMemAsync.pageable-without-access"],
+        |_| pageable_world(Some(0)).call(attach(0, pageable(), 4096, GLOBAL), INVALID_VALUE),
     ),
     (
         "hip flags GLOBAL | HOST",
@@ -201,4 +229,10 @@ fn a_stream_destroyed_without_memory_attached_to_it_is_silent() {
     // The failed destroy left the association: a later destroy that works says it.
     let ran = h.call(destroy(STREAM), SUCCESS);
     assert_eq!(ran.rules, ["cuStreamDestroy.attached-memory-reverts"]);
+}
+
+/// Pageable memory with a length, on a device that reports pageable memory access, is correct.
+#[test]
+fn pageable_memory_with_access_and_a_length_is_silent() {
+    pageable_world(Some(1)).ok(attach(0, pageable(), 4096, GLOBAL));
 }
