@@ -217,10 +217,10 @@ sharecheck_core::check_table!(define_checked);
 /// Compares the driver's answer with the prediction and returns this call's findings, before
 /// muting and limits.
 /// Before the call is forwarded: the certain misuse of rules a known driver does not return from
-/// ([`sharecheck_core::rules::attach::REPORTED_BEFORE_CALL`]), taken out of `cx` (they are
+/// ([`sharecheck_core::rules::REPORTED_BEFORE_CALL`]), taken out of `cx` (they are
 /// reported now, not settled after the call). Empty on every other call.
 pub fn before_call_findings(cx: &mut Cx) -> Vec<Finding> {
-    use sharecheck_core::rules::attach::REPORTED_BEFORE_CALL;
+    use sharecheck_core::rules::REPORTED_BEFORE_CALL;
     if cx.found.is_empty() {
         return Vec::new();
     }

@@ -175,11 +175,6 @@ pub mod hip {
     };
 }
 
-/// Misuse reported before the call is forwarded, as well as settled after it: a known driver
-/// does not return from the call (R580 dies of SIGSEGV inside `cuStreamAttachMemAsync` with flags
-/// 0), so a finding made after it would never be seen.
-pub static REPORTED_BEFORE_CALL: &[&Rule] = &[&cuda::FLAGS_NOT_ONE];
-
 /// The family's checks, by the names the table uses.
 pub mod checks {
     use super::*;

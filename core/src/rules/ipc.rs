@@ -506,9 +506,13 @@ pub mod report {
         };
 
         /// A report check of one rule and one API's spelling, which decides over the calls of
-        /// each handle (those sharing one fingerprint) with `$decide`.
+        /// each handle (those sharing one fingerprint) with `$decide`, reading the calls of
+        /// `$reads` besides (`READS` when not named).
         macro_rules! report_check {
             ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $spelling:ident, $decide:ident) => {
+                report_check!($(#[$doc])* $name, $instance, $rule, $spelling, $decide, READS);
+            };
+            ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $spelling:ident, $decide:ident, $reads:ident) => {
                 $(#[$doc])*
                 pub struct $name;
                 pub static $instance: $name = $name;
@@ -519,7 +523,7 @@ pub mod report {
                         RULES
                     }
                     fn functions(&self) -> &'static [&'static str] {
-                        READS
+                        $reads
                     }
                     fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
                         let mut found = Vec::new();
@@ -613,6 +617,35 @@ pub mod report {
             same.len().saturating_sub(closed)
         }
 
+        /// The processes other than the exporter's that have what `export` exported open at
+        /// `at` (ns of the wall clock), each named once: opened before, not closed since, its
+        /// context not destroyed, and the process not exited (an exit unmaps what it had open;
+        /// leaving it open is that process's own finding).
+        fn open_elsewhere(
+            t: &Timeline,
+            s: &Spelling,
+            calls: &[&Call],
+            export: &Call,
+            at: u64,
+        ) -> Vec<String> {
+            let opens: Vec<&Call> = calls
+                .iter()
+                .copied()
+                .filter(|c| c.pid != export.pid && is_open(s, c) && c.ts_ns < at)
+                .collect();
+            let mut pids: Vec<i64> = opens
+                .iter()
+                .filter(|open| {
+                    still_open(t, s, &opens, open, at) > 0
+                        && t.exited(open.pid).is_none_or(|gone| gone > at)
+                })
+                .map(|open| open.pid)
+                .collect();
+            pids.sort_unstable();
+            pids.dedup();
+            pids.iter().map(i64::to_string).collect()
+        }
+
         report_check!(
             /// The exporter's free of memory an importer still had open: exports and opens
             /// are matched by the handle's fingerprint, the free by the exported pointer, the
@@ -643,28 +676,10 @@ pub mod report {
         ) {
             for (export, free) in exports(t, s, calls) {
                 let Some(free) = free else { continue };
-                let opens: Vec<&Call> = calls
-                    .iter()
-                    .copied()
-                    .filter(|c| c.pid != export.pid && is_open(s, c) && c.ts_ns < free.ts_ns)
-                    .collect();
-                // An importer that exited before the free has no mapping left (its exit unmapped
-                // it; leaving it open is its own finding).
-                let mut pids: Vec<i64> = opens
-                    .iter()
-                    .filter(|open| {
-                        still_open(t, s, &opens, open, free.ts_ns) > 0
-                            && t.exited(open.pid).is_none_or(|gone| gone > free.ts_ns)
-                    })
-                    .map(|open| open.pid)
-                    .collect();
-                // A process that opened the handle more than once is named once.
-                pids.sort_unstable();
-                pids.dedup();
+                let pids = open_elsewhere(t, s, calls, export, free.ts_ns);
                 if pids.is_empty() {
                     continue;
                 }
-                let pids: Vec<String> = pids.iter().map(i64::to_string).collect();
                 let exported = export.arg(s.export_ptr).map(shown).unwrap_or_default();
                 found.push(ReportFinding::at(
                     rule,
@@ -789,25 +804,10 @@ pub mod report {
                 if free.is_some_and(|f| f.ts_ns < destroy.ts_ns) {
                     continue;
                 }
-                let opens: Vec<&Call> = calls
-                    .iter()
-                    .copied()
-                    .filter(|c| c.pid != export.pid && is_open(s, c) && c.ts_ns < destroy.ts_ns)
-                    .collect();
-                let mut pids: Vec<i64> = opens
-                    .iter()
-                    .filter(|open| {
-                        still_open(t, s, &opens, open, destroy.ts_ns) > 0
-                            && t.exited(open.pid).is_none_or(|gone| gone > destroy.ts_ns)
-                    })
-                    .map(|open| open.pid)
-                    .collect();
-                pids.sort_unstable();
-                pids.dedup();
+                let pids = open_elsewhere(t, s, calls, export, destroy.ts_ns);
                 if pids.is_empty() {
                     continue;
                 }
-                let pids: Vec<String> = pids.iter().map(i64::to_string).collect();
                 let exported = export.arg(s.export_ptr).map(shown).unwrap_or_default();
                 found.push(ReportFinding::at(
                     rule,
@@ -980,25 +980,10 @@ pub mod report {
                 if destroyed {
                     continue;
                 }
-                let opens: Vec<&Call> = calls
-                    .iter()
-                    .copied()
-                    .filter(|c| c.pid != export.pid && is_open(s, c) && c.ts_ns < exit)
-                    .collect();
-                let mut pids: Vec<i64> = opens
-                    .iter()
-                    .filter(|open| {
-                        still_open(t, s, &opens, open, exit) > 0
-                            && t.exited(open.pid).is_none_or(|gone| gone > exit)
-                    })
-                    .map(|open| open.pid)
-                    .collect();
-                pids.sort_unstable();
-                pids.dedup();
+                let pids = open_elsewhere(t, s, calls, export, exit);
                 if pids.is_empty() {
                     continue;
                 }
-                let pids: Vec<String> = pids.iter().map(i64::to_string).collect();
                 let exported = export.arg(s.export_ptr).map(shown).unwrap_or_default();
                 found.push(ReportFinding::at(
                     rule,
@@ -1046,33 +1031,6 @@ pub mod report {
         /// What the event checks read besides the calls that carry a fingerprint.
         const EVENT_READS: &[&str] = &["cuEventDestroy", "hipEventDestroy"];
 
-        /// A report check of one event rule and one API's spelling (as [`report_check`]).
-        macro_rules! event_check {
-            ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $spelling:ident, $decide:ident) => {
-                $(#[$doc])*
-                pub struct $name;
-                pub static $instance: $name = $name;
-
-                impl ReportCheck for $name {
-                    fn rules(&self) -> &'static [&'static Rule] {
-                        static RULES: &[&Rule] = &[&$rule];
-                        RULES
-                    }
-                    fn functions(&self) -> &'static [&'static str] {
-                        EVENT_READS
-                    }
-                    fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
-                        let mut found = Vec::new();
-                        for fp in t.fingerprints() {
-                            let calls: Vec<&Call> = t.sharing(fp).collect();
-                            $decide(t, &calls, &$spelling, &$rule, &mut found);
-                        }
-                        found
-                    }
-                }
-            };
-        }
-
         /// The first successful destroy of `event` in the process of `after`, after it.
         fn destroyed<'t>(
             t: &'t Timeline,
@@ -1088,22 +1046,24 @@ pub mod report {
             })
         }
 
-        event_check!(
+        report_check!(
             /// An importer that ended through `exit` holding an event it opened and never
             /// destroyed.
             EventNeverDestroyed,
             EVENT_NEVER_DESTROYED,
             EVENT_NEVER_DESTROYED_RULE,
             CUDA_EVENT,
-            event_never_destroyed
+            event_never_destroyed,
+            EVENT_READS
         );
-        event_check!(
+        report_check!(
             /// [`EventNeverDestroyed`] in HIP.
             HipEventNeverDestroyed,
             HIP_EVENT_NEVER_DESTROYED,
             HIP_EVENT_NEVER_DESTROYED_RULE,
             HIP_EVENT,
-            event_never_destroyed
+            event_never_destroyed,
+            EVENT_READS
         );
 
         fn event_never_destroyed(
@@ -1134,21 +1094,23 @@ pub mod report {
             }
         }
 
-        event_check!(
+        report_check!(
             /// The exporter's destroy of an event another process still held its copy of.
             EventDestroyedWhileOpen,
             EVENT_DESTROYED_WHILE_OPEN,
             EVENT_DESTROYED_WHILE_OPEN_RULE,
             CUDA_EVENT,
-            event_destroyed_while_open
+            event_destroyed_while_open,
+            EVENT_READS
         );
-        event_check!(
+        report_check!(
             /// [`EventDestroyedWhileOpen`] in HIP.
             HipEventDestroyedWhileOpen,
             HIP_EVENT_DESTROYED_WHILE_OPEN,
             HIP_EVENT_DESTROYED_WHILE_OPEN_RULE,
             HIP_EVENT,
-            event_destroyed_while_open
+            event_destroyed_while_open,
+            EVENT_READS
         );
 
         fn event_destroyed_while_open(

@@ -173,6 +173,11 @@ pub struct KnownDivergence {
     pub returns: i32,
 }
 
+/// Misuse reported before the call is forwarded rather than settled after it, in any family: a
+/// known driver does not return from the call (R580 dies of SIGSEGV inside
+/// `cuStreamAttachMemAsync` with flags 0), so a finding made after it would never be seen.
+pub static REPORTED_BEFORE_CALL: &[&Rule] = &[&attach::cuda::FLAGS_NOT_ONE];
+
 /// Every family, in catalogue order.
 pub static FAMILIES: &[&Family] = &[
     &peer::FAMILY,
