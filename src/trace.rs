@@ -1,18 +1,21 @@
 //! The trace file: one JSON object per line, one line per call (schema in README.md).
 //!
-//! Records are formatted into the thread's scratch buffer (no allocation once warm) and appended
-//! whole to the file by [`crate::writer`], which keeps every completed record through any end of
-//! the process. Nothing is written, and no file is created, until the first record: a process that
-//! never touches a GPU pays nothing.
+//! A plain call (no findings, nothing more to say) is recorded compact: its values in a few
+//! dozen bytes, which the writer thread formats as its JSON line ([`sharecheck_core::ring`]).
+//! Every other record is formatted here, into the thread's scratch buffer (no allocation once
+//! warm). Either is appended whole by [`crate::writer`], which keeps every completed record
+//! through any end of the process. Nothing is written, and no file is created, until the first
+//! record: a process that never touches a GPU pays nothing.
 
 use crate::clock;
 use crate::findings::{self, Finding};
 use crate::fingerprint::fingerprint;
 use crate::guard::{Guard, Scratch};
 use sharecheck_core::ffi::Outcome;
-use sharecheck_core::functions::{CallArgs, FnInfo};
+use sharecheck_core::functions::{CallArgs, FnInfo, MAX_ARGS};
 use sharecheck_core::json::JsonOut;
 use sharecheck_core::pattern;
+use sharecheck_core::ring::{self, FRAME};
 use sharecheck_core::schema::{self, env};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -155,7 +158,20 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
     if !enabled() {
         return;
     }
+    let generation = FORK_GENERATION.load(Ordering::Relaxed);
+    // Compact unless the appender falls behind (then it would hold this thread up).
+    if let (true, Some(guard), None, None, Outcome::Returned(_), []) = (
+        A::COMPACT && !crate::writer::behind(),
+        guard,
+        record.dur_ns,
+        record.place,
+        record.outcome,
+        record.findings,
+    ) {
+        return write_compact(guard, generation, args, record);
+    }
     let write = |s: Scratch| {
+        s.buf.extend_from_slice(&[0; FRAME]);
         let mut w = JsonOut::with_fingerprint(s.buf, fingerprint);
         w.begin_call_record(record.seq, record.t, s.tid_member, record.info.record_head);
         args.encode(&mut w, record.outcome);
@@ -173,9 +189,8 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
         }
         findings::encode_list(&mut w, record.findings);
         w.end_record();
-        append(s.buf, s.slot);
+        append(frame_json(s.buf), s.slot);
     };
-    let generation = FORK_GENERATION.load(Ordering::Relaxed);
     match guard {
         Some(guard) => guard.with_scratch(generation, |s| {
             s.buf.clear();
@@ -183,6 +198,56 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
         }),
         None => with_scratch(write),
     }
+}
+
+/// A plain call's compact record ([`ring::CALL`]): its values, each argument's snapshot taken
+/// now (an out-parameter read, a capability fingerprinted), written straight into the ring. The
+/// thread's scratch is still taken: its first use registers what closes the thread's chunk at
+/// its exit.
+#[inline(always)]
+fn write_compact<A: CallArgs>(guard: &Guard, generation: u32, args: &A, record: &CallRecord) {
+    let mut words = [0u64; MAX_ARGS];
+    let mut tags = [0u8; MAX_ARGS];
+    args.snap(record.outcome, fingerprint, &mut words, &mut tags);
+    let n = record.info.params.len();
+    guard.with_scratch(generation, |s| {
+        let call = Compact(ring::Call {
+            function: record.info.id as u16,
+            ret: record.ret,
+            seq: record.seq,
+            t: record.t,
+            tid: s.tid,
+            words: &words[..n],
+            tags: &tags[..n],
+        });
+        append(&call, s.slot);
+    });
+}
+
+/// A compact call record, made in its place in the ring.
+struct Compact<'a>(ring::Call<'a>);
+
+impl crate::writer::Record for Compact<'_> {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        ring::call_len(self.0.words.len())
+    }
+    #[inline(always)]
+    fn kind(&self) -> u8 {
+        ring::CALL
+    }
+    #[inline(always)]
+    fn write_to(&self, out: &mut [u8]) {
+        ring::put_call(out, &self.0);
+    }
+}
+
+/// A JSON record made in `buf` after [`FRAME`] bytes left for it: framed ([`ring::JSON`]).
+fn frame_json(buf: &mut [u8]) -> &[u8] {
+    let len = buf.len() as u32;
+    buf[0] = ring::JSON;
+    buf[1..FRAME].copy_from_slice(&len.to_le_bytes());
+    buf
 }
 
 /// Where a call acted, as its trace record says (`"ctx"`, `"dev"`, `"uuid"`, `"unreachable"`):
@@ -241,13 +306,14 @@ pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut Js
     let seq = next_seq_shared();
     EVENTS.fetch_add(1, Ordering::Relaxed);
     with_scratch(|s| {
+        s.buf.extend_from_slice(&[0; FRAME]);
         let mut w = JsonOut::with_fingerprint(s.buf, fingerprint);
         w.begin_record(seq, now(), s.tid as i64);
         w.kv_str("event", event);
         extra(&mut w);
         findings::encode_list(&mut w, findings);
         w.end_record();
-        append(s.buf, s.slot);
+        append(frame_json(s.buf), s.slot);
     });
 }
 
@@ -262,7 +328,7 @@ fn with_scratch(f: impl FnOnce(Scratch)) {
     })
 }
 
-fn append(record: &[u8], slot: &crate::writer::ThreadSlot) {
+fn append<R: crate::writer::Record + ?Sized>(record: &R, slot: &crate::writer::ThreadSlot) {
     crate::writer::append(record, slot, || {
         let (fd, path) = open_trace_file()?;
         let mut header = Vec::new();
@@ -274,8 +340,10 @@ fn append(record: &[u8], slot: &crate::writer::ThreadSlot) {
 // ---------------------------------------------------------------------------------------------
 // The file.
 
-/// The first record of every file: who wrote it, and what its records' `"t"` counts from.
+/// The first record of every file: who wrote it, and what its records' `"t"` counts from
+/// (framed: [`frame_json`]).
 fn process_record(buf: &mut Vec<u8>) {
+    buf.extend_from_slice(&[0; FRAME]);
     let mut w = JsonOut::new(buf);
     w.begin_object();
     w.kv_u64("v", schema::VERSION);
@@ -296,6 +364,7 @@ fn process_record(buf: &mut Vec<u8>) {
     w.kv_u64("t0_mono_ns", T0_MONO.load(Ordering::Acquire));
     w.end_object();
     buf.push(b'\n');
+    frame_json(buf);
 }
 
 fn open_trace_file() -> Result<(libc::c_int, String), String> {

@@ -1,6 +1,6 @@
 //! Where trace records go: a ring mapped from a file, which threads copy whole records into
-//! without a lock, appended to the trace file one segment at a time (layout and recovery:
-//! [`sharecheck_core::ring`]).
+//! without a lock, converted to JSON Lines and appended to the trace file one segment at a time
+//! (layout, record format and recovery: [`sharecheck_core::ring`]).
 //!
 //! - **Lossless.** The ring's pages belong to the kernel's page cache as soon as a record is
 //!   copied in, so every completed record survives the process however it ends: at `exit` the rest
@@ -13,14 +13,16 @@
 //! - **Per-thread chunks.** A thread reserves [`CHUNK`] bytes of its lane at once (one atomic add
 //!   per chunk, not per record) and copies its records into them. Its chunk is its own: no other
 //!   thread writes the cache lines, so threads on many cores do not slow each other down. A record
-//!   that does not fit closes the chunk: the rest becomes spaces before the last record's newline
-//!   (trailing whitespace that every JSON reader ignores). A chunk left open by an idle thread is
+//!   that does not fit closes the chunk: the rest stays zero (readers go on at the next chunk).
+//!   A record's kind byte is written after the rest of it. A chunk left open by an idle thread is
 //!   closed the same way by whoever needs its segment (the appender after 10 ms, or a thread
 //!   waiting for ring space), under a compare-and-swap that the owner's copy also takes, and at
 //!   thread exit and process exit.
-//! - **Off the caller's path.** Full 64 KiB segments are appended to the trace with `pwrite`, in
-//!   order, by a writer thread the shim starts when it opens the trace (all signals blocked; it
-//!   never takes the loader lock). The thread that fills a segment only wakes it (a futex). Without
+//! - **Off the caller's path.** Full 64 KiB segments are converted to JSON Lines (a plain call is
+//!   recorded compact, [`sharecheck_core::ring::CALL`]: its line is formatted here) and appended to
+//!   the trace with `pwrite`, in order, by a writer thread the shim starts when it opens the trace
+//!   (all signals blocked; it never takes the loader lock). The thread that fills a segment only
+//!   wakes it (a futex). Without
 //!   that thread (it could not be started), the thread that fills a segment appends it. A thread
 //!   whose chunk falls in a segment the previous lap still holds helps append, and waits at most
 //!   two seconds (then tracing stops with a warning).
@@ -33,7 +35,7 @@
 //! - **Fork.** The child drops the parent's mapping, descriptors and chunks without taking any
 //!   lock, and opens its own files (and starts its own writer thread) on its first record.
 
-use sharecheck_core::ring::{self, HEADER, RING, SEGMENT, SEGMENTS};
+use sharecheck_core::ring::{self, CHUNK, HEADER, RING, SEGMENT, SEGMENTS};
 use std::ffi::{CStr, CString};
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 use std::sync::atomic::{
@@ -53,10 +55,8 @@ const IDLE_CHUNK_NS: u64 = 10_000_000;
 /// Full segments that wake the writer thread.
 const WAKE_BATCH: u64 = 4;
 
-/// Bytes a thread reserves at once. Every reservation is a multiple of it, so a chunk never
-/// crosses a segment.
-pub const CHUNK: u64 = 4096;
-const _: () = assert!(SEGMENT.is_multiple_of(CHUNK) && CHUNK.is_power_of_two());
+/// The JSON Lines a segment converts to are written out from a buffer of this many bytes.
+const OUT_BUFFER: usize = 2 * SEGMENT as usize;
 
 /// One lane of the trace: a file of its own (the process's trace for lane 0, `NAME.laneK.jsonl`
 /// for lane K) with its ring. Threads are spread over the lanes, so that threads on many cores
@@ -80,8 +80,17 @@ struct Lane {
     /// Bytes copied in, per ring segment, over every lap: segment `g` (counted from the trace's
     /// start) is full when `done[g % SEGMENTS] == (g / SEGMENTS + 1) * SEGMENT`.
     done: [Line<AtomicU64>; SEGMENTS as usize],
-    /// Held by the thread appending segments.
+    /// Held by the thread appending segments, which alone uses the fields below.
     appending: AtomicBool,
+    /// The trace file's length: JSON Lines written.
+    file_len: AtomicU64,
+    /// The trace's disk space reserved ahead, up to this offset ([`reserve`]).
+    reserved: AtomicU64,
+    /// The converter's state between segments ([`ring::Converter`]).
+    carry: AtomicU64,
+    /// The buffer JSON Lines are converted into (a leaked `Vec` of `OUT_BUFFER` bytes, made when
+    /// the first lane opens; kept by a forked child).
+    out: AtomicPtr<Vec<u8>>,
 }
 
 /// Bumped when a segment fills: the writer thread sleeps on it (a futex word).
@@ -90,6 +99,19 @@ static WAKE: Line<AtomicU32> = Line(AtomicU32::new(0));
 static APPENDER: AtomicU8 = AtomicU8::new(NO_THREAD);
 /// Whether the writer thread sleeps (only then does a filled segment wake it).
 static SLEEPING: AtomicBool = AtomicBool::new(false);
+/// Set while the appender falls behind: more than half a lane's ring waits to be appended (or a
+/// record waited for space), until less than a quarter does. Threads then format their records
+/// themselves rather than leave it to the appender ([`behind`]).
+static BEHIND: Line<AtomicBool> = Line(AtomicBool::new(false));
+
+/// Whether the appender falls behind: a record is then better formatted by its own thread (the
+/// appender only copies it), so that a thread making calls as fast as it can is not held up by
+/// the formatting of its own records on one other CPU.
+#[inline]
+pub fn behind() -> bool {
+    BEHIND.load(Relaxed)
+}
+
 /// Set when tracing stopped (a full disk, the size limit, a stuck append): no lane opens or
 /// writes any more.
 static STOPPED_ALL: AtomicBool = AtomicBool::new(false);
@@ -128,6 +150,10 @@ const CLOSED_LANE: Lane = Lane {
     appended: Line(AtomicU64::new(0)),
     done: [const { Line(AtomicU64::new(0)) }; SEGMENTS as usize],
     appending: AtomicBool::new(false),
+    file_len: AtomicU64::new(0),
+    reserved: AtomicU64::new(0),
+    carry: AtomicU64::new(0),
+    out: AtomicPtr::new(std::ptr::null_mut()),
 };
 static LANES: [Lane; MAX_LANES] = [CLOSED_LANE; MAX_LANES];
 
@@ -319,10 +345,9 @@ fn close_chunk(slot: &Slot, word: u64) -> bool {
     {
         return false;
     }
-    let (lane, start, used) = chunk_of(word);
-    let w = &LANES[lane];
-    pad(w, start, used, CHUNK);
-    commit(w, start, CHUNK);
+    let (lane, start, _) = chunk_of(word);
+    // The rest of the chunk stays zero: readers go on at the next chunk.
+    commit(&LANES[lane], start, CHUNK);
     true
 }
 
@@ -349,13 +374,14 @@ fn close_open_chunks_before(w: &Lane, limit: u64) {
     }
 }
 
-/// Appends one whole record (ending in `\n`) to the lane of the calling thread. The process's
+/// Appends one whole framed record (`sharecheck_core::ring`: its kind byte first) to the lane of
+/// the calling thread. The process's
 /// first record opens lane 0 with `open`, which creates the trace file and gives the first record
 /// (who wrote the file); the names of the other lanes' files are made then too, so that a
 /// thread's first record in another lane only creates files (no allocation). `slot` is the
 /// calling thread's claim on a chunk. Returns whether the record is in.
-pub fn append(
-    record: &[u8],
+pub fn append<R: Record + ?Sized>(
+    record: &R,
     slot: &ThreadSlot,
     open: impl FnOnce() -> Result<(Opened, Vec<u8>), String>,
 ) -> bool {
@@ -385,17 +411,56 @@ fn thread_lane(cell: &ThreadSlot, index: usize) -> usize {
     }
 }
 
-fn append_record(w: &Lane, index: usize, record: &[u8]) -> bool {
+/// A framed record ([`sharecheck_core::ring`]) to copy into the ring: whole bytes, or made in
+/// place (a compact call record, written straight into its chunk).
+pub trait Record {
+    /// Its length, frame included.
+    fn len(&self) -> usize;
+    /// Its kind (the frame's first byte).
+    fn kind(&self) -> u8;
+    /// Writes it into `out` (exactly `len` bytes), its first byte 0: the kind byte is written
+    /// last, by the writer.
+    fn write_to(&self, out: &mut [u8]);
+}
+
+impl Record for [u8] {
+    fn len(&self) -> usize {
+        <[u8]>::len(self)
+    }
+    fn kind(&self) -> u8 {
+        self.first().copied().unwrap_or(0)
+    }
+    fn write_to(&self, out: &mut [u8]) {
+        out[0] = 0;
+        out[1..].copy_from_slice(&self[1..]);
+    }
+}
+
+fn append_record<R: Record + ?Sized>(w: &Lane, index: usize, record: &R) -> bool {
     let len = record.len() as u64;
     if len > 0 && len < CHUNK {
         append_in_chunk(w, &SLOT_TABLE[index], record)
     } else {
         // A record too long for a chunk: its own reservation.
-        reserve_and_copy(w, record)
+        with_bytes(record, |bytes| reserve_and_copy(w, bytes))
     }
 }
 
-fn append_in_chunk(w: &Lane, slot: &Slot, record: &[u8]) -> bool {
+/// A record's bytes: itself, or made on the stack (records made in place are short).
+fn with_bytes<R: Record + ?Sized>(record: &R, f: impl FnOnce(&[u8]) -> bool) -> bool {
+    let mut made = [0u8; 512];
+    match made.get_mut(..record.len()) {
+        Some(out) => {
+            record.write_to(out);
+            out[0] = record.kind();
+            f(out)
+        }
+        // Longer than any record made in place: only whole bytes are.
+        None => false,
+    }
+}
+
+fn append_in_chunk<R: Record + ?Sized>(w: &Lane, slot: &Slot, record: &R) -> bool {
     let len = record.len() as u64;
     let shared = std::ptr::eq(slot, &SLOT_TABLE[SHARED]);
     let mut busy_seen = 0u32;
@@ -410,13 +475,14 @@ fn append_in_chunk(w: &Lane, slot: &Slot, record: &[u8]) -> bool {
                 std::hint::spin_loop();
                 continue;
             }
-            return reserve_and_copy(w, record);
+            return with_bytes(record, |bytes| reserve_and_copy(w, bytes));
         }
         if word == NO_CHUNK {
             let start = w.next.fetch_add(CHUNK, AcqRel);
             if !free_for(w, start / SEGMENT) {
                 return false;
             }
+            zero_chunks(w, start, CHUNK);
             let chunk = (lane_number(w) as u64) << LANE_SHIFT | start;
             if slot
                 .word
@@ -424,8 +490,7 @@ fn append_in_chunk(w: &Lane, slot: &Slot, record: &[u8]) -> bool {
                 .is_err()
             {
                 // Another chunk came first (a signal handler on this thread, or a thread sharing
-                // the slot): this one is padding.
-                pad(w, start, 0, CHUNK);
+                // the slot): this one stays empty.
                 commit(w, start, CHUNK);
             }
             continue;
@@ -444,7 +509,7 @@ fn append_in_chunk(w: &Lane, slot: &Slot, record: &[u8]) -> bool {
         {
             continue; // closed by another thread meanwhile
         }
-        write_ring(w, start + used, record);
+        write_record(w, start + used, record);
         if used + len == CHUNK {
             slot.word.store(NO_CHUNK, Release);
             commit(w, start, CHUNK);
@@ -462,6 +527,20 @@ fn ring_at(w: &Lane, at: u64) -> *mut u8 {
     unsafe { w.map.load(Acquire).add((HEADER + at % RING) as usize) }
 }
 
+/// Zeroes `len` bytes of the ring from trace offset `at` (whole chunks in one segment, just
+/// reserved and free) when they hold a previous lap's records: space a chunk's records do not
+/// fill must read as zero, to the appender and to a reader after a crash. The taker does it, so
+/// the chunk's cache lines are its own when its records are copied in (zeroed by the appender
+/// on another CPU, each line moved between the CPUs at every record). Chunks not taken yet hold
+/// the previous lap's records, which the trace already has: a reader of the ring after a crash
+/// drops them by `seq` ([`sharecheck_core::ring`]).
+fn zero_chunks(w: &Lane, at: u64, len: u64) {
+    if at >= RING {
+        // SAFETY: the caller's reservation, within one segment (contiguous in the ring).
+        unsafe { std::ptr::write_bytes(ring_at(w, at), 0, len as usize) };
+    }
+}
+
 /// Copies `bytes` to the ring at trace offset `at` (within one segment).
 fn write_ring(w: &Lane, at: u64, bytes: &[u8]) {
     // SAFETY: the caller reserved `bytes.len()` bytes at `at`, within one segment (so contiguous
@@ -469,24 +548,16 @@ fn write_ring(w: &Lane, at: u64, bytes: &[u8]) {
     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ring_at(w, at), bytes.len()) };
 }
 
-/// Fills `start + from .. start + to` (one chunk or reservation, in one segment) with padding:
-/// spaces and a final newline; when records precede it (`from > 0`), the last one's newline then
-/// becomes a space, so the padding is trailing whitespace of that record's line. In this order a
-/// reader of the ring after a crash sees whole lines at every step.
-fn pad(w: &Lane, start: u64, from: u64, to: u64) {
-    if from >= to {
-        return;
-    }
-    // SAFETY: the bytes `start .. start + to` are this caller's (a reservation or a chunk it
-    // closed), in one segment whose slot is free.
-    unsafe {
-        let base = ring_at(w, start);
-        std::ptr::write_bytes(base.add(from as usize), b' ', (to - from - 1) as usize);
-        base.add(to as usize - 1).write(b'\n');
-        if from > 0 && base.add(from as usize - 1).read() == b'\n' {
-            base.add(from as usize - 1).write(b' ');
-        }
-    }
+/// Writes a record (within one segment) to the ring at trace offset `at`: the kind byte last, so
+/// that a reader after a crash finds kind 0 (nothing) where a copy was cut short.
+fn write_record<R: Record + ?Sized>(w: &Lane, at: u64, record: &R) {
+    // SAFETY: the caller reserved `record.len()` bytes at `at`, within one segment (so contiguous
+    // in the ring), whose slot the previous lap appended: no other thread writes them.
+    let out = unsafe { std::slice::from_raw_parts_mut(ring_at(w, at), record.len()) };
+    record.write_to(out);
+    std::sync::atomic::compiler_fence(Release);
+    // SAFETY: as above: the byte at `at` is the caller's.
+    unsafe { ring_at(w, at).write_volatile(record.kind()) };
 }
 
 /// Counts `len` bytes from `start` (in one segment) as done; the thread that completes a segment
@@ -543,15 +614,16 @@ fn reserve_and_copy(w: &Lane, record: &[u8]) -> bool {
     while at < start + total {
         let segment = at / SEGMENT;
         let end = ((segment + 1) * SEGMENT).min(start + total);
-        // Still committed when the copy is skipped, so that the segment fills and is appended.
+        // Still committed when the copy is skipped, so that the segment fills and is appended
+        // (a reader ends the record's line where its bytes stop).
         if whole && free_for(w, segment) {
+            zero_chunks(w, at, end - at);
             let (from, to) = (at - start, end - start);
-            if from < len {
-                write_ring(w, at, &record[from as usize..to.min(len) as usize]);
-            }
-            if to > len {
-                // Padding in this piece: from the record's end, or from the piece's start.
-                pad(w, at, len.max(from) - from, to - from);
+            let piece = &record[from.min(len) as usize..to.min(len) as usize];
+            match from {
+                0 => write_record(w, at, piece),
+                _ if !piece.is_empty() => write_ring(w, at, piece),
+                _ => {}
             }
         } else {
             whole = false;
@@ -569,6 +641,7 @@ fn free_for(w: &Lane, segment: u64) -> bool {
     if w.appended.load(Acquire) >= needed {
         return true;
     }
+    BEHIND.store(true, Relaxed);
     // The wait is bounded while nothing moves: two seconds without a segment appended.
     let mut since = (monotonic_ns(), w.appended.load(Acquire));
     let mut spins = 0u32;
@@ -624,6 +697,15 @@ fn append_full_segments(w: &Lane) {
             if !append_segment(w) {
                 break;
             }
+            let backlog = w
+                .next
+                .load(Relaxed)
+                .saturating_sub(w.appended.load(Relaxed));
+            if backlog > RING / 2 {
+                BEHIND.store(true, Relaxed);
+            } else if backlog < RING / 4 && BEHIND.load(Relaxed) {
+                BEHIND.store(false, Relaxed);
+            }
         }
         w.appending.store(false, Release);
         // A segment that filled after the last look, while the flag was still held, is this
@@ -645,7 +727,7 @@ fn append_segment(w: &Lane) -> bool {
     if w.state.load(Acquire) == STOPPED {
         return false;
     }
-    match append_bytes(w, SEGMENT, true) {
+    match append_bytes(w, SEGMENT) {
         Ok(()) => true,
         Err(why) => {
             stop(&why);
@@ -654,38 +736,100 @@ fn append_segment(w: &Lane) -> bool {
     }
 }
 
-/// Appends `len` bytes of the ring from `appended` on to the trace, records it in the ring's
-/// header and, with `clear`, zeroes them in the ring so that a reader after a crash finds zeros
-/// rather than this lap's records in space not written again yet.
-fn append_bytes(w: &Lane, len: u64, clear: bool) -> Result<(), String> {
+/// Converts `len` bytes of the ring from `appended` on to JSON Lines and appends them to the
+/// trace, and records that in the ring's header. The bytes stay: the thread that takes a chunk
+/// of the next lap zeroes it ([`zero_chunks`]), in its own cache. On failure the trace keeps only whole segments' lines (it is cut back), and the ring
+/// still holds the segment for a reader to recover.
+fn append_bytes(w: &Lane, len: u64) -> Result<(), String> {
     let at = w.appended.load(Acquire);
     let map = w.map.load(Acquire);
-    if map.is_null() {
+    let out = w.out.load(Acquire);
+    if map.is_null() || out.is_null() {
         return Err("the trace's ring is gone".into());
     }
     let slot = ((at / SEGMENT) % SEGMENTS) * SEGMENT;
-    write_at(w, at, map, slot, len)?;
-    // SAFETY: the header's first page is mapped; APPENDED_AT is an 8-aligned offset in it. Only
-    // the appender writes it; readers read it only after the process ended. The cleared bytes
-    // are the slot just appended, which no record may use before `appended` passes it.
+    // SAFETY: the ring slot is mapped (`slot + len <= RING`), and its records are complete (the
+    // segment is full, or every chunk is closed at exit); `out` is the lane's buffer, used only
+    // by the holder of `appending`, as this caller is.
+    let (bytes, out) = unsafe {
+        (
+            std::slice::from_raw_parts(map.add((HEADER + slot) as usize), len as usize),
+            &mut *out,
+        )
+    };
+    let start_len = w.file_len.load(Acquire);
+    let mut converter = ring::Converter {
+        carry: w.carry.load(Acquire),
+    };
+    out.clear();
+    let mut sink = FileSink { w, out };
+    let converted = converter
+        .convert(bytes, &mut sink)
+        .and_then(|()| sink.flush());
+    if let Err(why) = converted {
+        cut_back(w, start_len);
+        return Err(why);
+    }
+    w.carry.store(converter.carry, Release);
+    // SAFETY: the header's first page is mapped; the fields are 8-aligned offsets in it. Only
+    // the appender writes them; readers read them only after the process ended.
     unsafe {
-        map.add(ring::APPENDED_AT)
-            .cast::<u64>()
-            .write_volatile((at + len).to_le());
-        if clear {
-            std::ptr::write_bytes(map.add((HEADER + slot) as usize), 0, len as usize);
-        }
+        let field = |at: usize| map.add(at).cast::<u64>();
+        field(ring::FILE_AT).write_volatile(w.file_len.load(Acquire).to_le());
+        field(ring::CARRY_AT).write_volatile(converter.carry.to_le());
+        field(ring::APPENDED_AT).write_volatile((at + len).to_le());
     }
     w.appended.store(at + len, Release);
     Ok(())
 }
 
-/// `pwrite`s `len` bytes of the ring slot at `slot` to the trace at `at`.
-fn write_at(w: &Lane, at: u64, map: *mut u8, slot: u64, len: u64) -> Result<(), String> {
+/// Where a segment's JSON Lines go: the lane's buffer, written to the trace when it runs short
+/// of room.
+struct FileSink<'a> {
+    w: &'a Lane,
+    out: &'a mut Vec<u8>,
+}
+
+impl ring::Sink for FileSink<'_> {
+    fn room(&mut self, n: usize) -> Result<&mut Vec<u8>, String> {
+        if self.out.len() + n > self.out.capacity() {
+            self.flush()?;
+        }
+        Ok(self.out)
+    }
+}
+
+impl FileSink<'_> {
+    fn flush(&mut self) -> Result<(), String> {
+        if !self.out.is_empty() {
+            write_out(self.w, self.out)?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+}
+
+/// Cuts the trace back to `len` bytes after a failed append (shrinking never raises SIGXFSZ),
+/// so that it ends with whole lines.
+fn cut_back(w: &Lane, len: u64) {
+    if w.file_len.load(Acquire) == len {
+        return;
+    }
+    if let Some(fd) = checked_fd(w) {
+        // SAFETY: plain system call on our own descriptor.
+        unsafe { libc::ftruncate(fd, len as libc::off_t) };
+    }
+    w.file_len.store(len, Release);
+}
+
+/// `pwrite`s `bytes` at the trace's end.
+fn write_out(w: &Lane, bytes: &[u8]) -> Result<(), String> {
     let fd = checked_fd(w).ok_or(
         "the trace file was closed by the program and cannot be reopened as the same file; \
          no more records are written",
     )?;
+    let at = w.file_len.load(Acquire);
+    let len = bytes.len() as u64;
     if let Some(limit) = file_size_limit() {
         if at + len > limit {
             return Err(format!(
@@ -694,15 +838,59 @@ fn write_at(w: &Lane, at: u64, map: *mut u8, slot: u64, len: u64) -> Result<(), 
             ));
         }
     }
+    if at + len > w.reserved.load(Relaxed) {
+        reserve(w, fd, at + len, file_size_limit());
+    }
     // pwrite is a cancellation point: a host thread cancelled here would unwind out of the shim.
     let mut cancel_state = 0;
     // SAFETY: sets this thread's cancel state; the old one is restored below.
     unsafe { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut cancel_state) };
-    let result = pwrite_all(fd, at, map, slot, len);
+    let result = pwrite_all(fd, at, bytes);
     // SAFETY: restores the state saved above.
     unsafe { pthread_setcancelstate(cancel_state, std::ptr::null_mut()) };
-    result
+    if let Ok(written) = &result {
+        w.file_len.store(at + written, Release);
+    }
+    result.map(|_| ())
 }
+
+/// Reserves the trace's disk space ahead of its end (`fallocate`, `FALLOC_FL_KEEP_SIZE`: the
+/// file's size stays that of its records) in steps of `RESERVE_STEP`, never past `limit`
+/// (`RLIMIT_FSIZE`). Writing into reserved space costs the kernel less than growing the file
+/// page by page: measured on this project's VM (ext4), 0.21 ns a byte against 0.35, about 15 ns a
+/// record. A file system without `fallocate` (or a full disk) just does without it. The space
+/// past the records is given back at exit ([`give_back_reserve`]); after a crash at most
+/// `RESERVE_STEP` bytes stay allocated past the file's end until it is deleted.
+fn reserve(w: &Lane, fd: libc::c_int, end: u64, limit: Option<u64>) {
+    let from = w.reserved.load(Relaxed).max(w.file_len.load(Relaxed));
+    let to = (end + RESERVE_STEP).next_multiple_of(RESERVE_STEP);
+    let to = limit.map_or(to, |limit| to.min(limit));
+    if to > from {
+        // SAFETY: plain system call on our own descriptor; a failure only means no reservation.
+        unsafe {
+            libc::fallocate(
+                fd,
+                libc::FALLOC_FL_KEEP_SIZE,
+                from as libc::off_t,
+                (to - from) as libc::off_t,
+            )
+        };
+    }
+    w.reserved.store(to.max(end), Relaxed);
+}
+
+/// Gives back the space [`reserve`] took past the trace's records (a truncation to the file's
+/// own size drops the blocks past its end; never a growth, so never SIGXFSZ).
+fn give_back_reserve(w: &Lane) {
+    if w.reserved.swap(0, Relaxed) > w.file_len.load(Relaxed) {
+        if let Some(fd) = checked_fd(w) {
+            // SAFETY: plain system call on our own descriptor, to the file's own length.
+            unsafe { libc::ftruncate(fd, w.file_len.load(Relaxed) as libc::off_t) };
+        }
+    }
+}
+
+const RESERVE_STEP: u64 = 4 << 20;
 
 /// glibc's `PTHREAD_CANCEL_DISABLE` (`<pthread.h>`; the libc crate does not declare it).
 const PTHREAD_CANCEL_DISABLE: libc::c_int = 1;
@@ -711,17 +899,17 @@ extern "C" {
     fn pthread_setcancelstate(state: libc::c_int, old: *mut libc::c_int) -> libc::c_int;
 }
 
-fn pwrite_all(fd: libc::c_int, at: u64, map: *mut u8, slot: u64, len: u64) -> Result<(), String> {
-    let mut written = 0u64;
-    while written < len {
-        // SAFETY: reads `len - written` bytes of the mapped ring slot (`slot + len <= RING`) and
-        // writes them to our own descriptor.
+fn pwrite_all(fd: libc::c_int, at: u64, bytes: &[u8]) -> Result<u64, String> {
+    let mut written = 0usize;
+    while written < bytes.len() {
+        let rest = &bytes[written..];
+        // SAFETY: reads `rest`, a live slice, and writes it to our own descriptor.
         let n = unsafe {
             libc::pwrite(
                 fd,
-                map.add((HEADER + slot + written) as usize).cast(),
-                (len - written) as usize,
-                (at + written) as libc::off_t,
+                rest.as_ptr().cast(),
+                rest.len(),
+                (at + written as u64) as libc::off_t,
             )
         };
         if n < 0 {
@@ -736,9 +924,9 @@ fn pwrite_all(fd: libc::c_int, at: u64, map: *mut u8, slot: u64, len: u64) -> Re
         if n == 0 {
             return Err("cannot write the trace file; no more records are written".into());
         }
-        written += n as u64;
+        written += n as usize;
     }
-    Ok(())
+    Ok(written as u64)
 }
 
 fn ensure_open(
@@ -843,6 +1031,19 @@ pub fn lane_path(path: &str, lane: usize) -> String {
 }
 
 fn prepare_lanes(path: &str, header: &[u8]) {
+    // Every lane's conversion buffer, once per process tree (a forked child keeps its copy).
+    for w in LANES.iter().take(lane_count()) {
+        if w.out.load(Acquire).is_null() {
+            let out = Box::into_raw(Box::new(Vec::with_capacity(OUT_BUFFER)));
+            if w.out
+                .compare_exchange(std::ptr::null_mut(), out, AcqRel, Acquire)
+                .is_err()
+            {
+                // SAFETY: made just above and published nowhere.
+                drop(unsafe { Box::from_raw(out) });
+            }
+        }
+    }
     // SAFETY: getpid has no preconditions and cannot fail.
     let pid = unsafe { libc::getpid() };
     for (k, files) in LANE_FILES.iter().enumerate().take(lane_count()).skip(1) {
@@ -1026,6 +1227,9 @@ fn create_ring(w: &Lane, c_path: &'static CStr) -> Result<*mut u8, String> {
         map.add(ring::RING_SIZE_AT)
             .cast::<u64>()
             .write_volatile(RING.to_le());
+        map.add(ring::TABLE_AT)
+            .cast::<u64>()
+            .write_volatile(ring::table_id().to_le());
     }
     w.ring_path.store(c_path.as_ptr().cast_mut(), Release);
     Ok(map)
@@ -1303,7 +1507,10 @@ fn finish_lane(w: &Lane, was_open: bool) {
     let mut ok = held && was_open;
     while ok && w.appended.load(Acquire) < end {
         let len = (end - w.appended.load(Acquire)).min(SEGMENT);
-        ok = append_bytes(w, len, false).is_ok();
+        ok = append_bytes(w, len).is_ok();
+    }
+    if held {
+        give_back_reserve(w);
     }
     let ring_path = w.ring_path.load(Acquire);
     if ok && !ring_path.is_null() {
@@ -1345,6 +1552,9 @@ pub fn after_fork_in_child() {
         w.ring_path.store(std::ptr::null_mut(), Release);
         w.next.store(0, Release);
         w.appended.store(0, Release);
+        w.file_len.store(0, Release);
+        w.reserved.store(0, Release);
+        w.carry.store(0, Release);
         for done in &w.done {
             done.store(0, Release);
         }
@@ -1364,6 +1574,7 @@ pub fn after_fork_in_child() {
     LANE_COUNT.store(0, Release);
     APPENDER.store(NO_THREAD, Release);
     SLEEPING.store(false, Release);
+    BEHIND.store(false, Release);
     WAKE.store(0, Release);
     STOPPED_ALL.store(false, Release);
 }

@@ -146,6 +146,7 @@ USAGE:
     {run}
     sharecheck report [--format text|json] [--fail-on error|warning|info] [TRACE...]
     sharecheck rules [--format text|json]
+    sharecheck cat [TRACE...]
     sharecheck help [COMMAND]
     sharecheck --version
 
@@ -154,10 +155,12 @@ COMMANDS:
               a one-line summary of the traces it wrote.
     report    Merge the trace files of one or more runs and print the findings.
     rules     Print the catalogue of rules sharecheck checks (RULES.md is its text output).
+    cat       Print the records of trace files as JSON Lines, with what a process that crashed
+              left in its ring file (for jq and other readers).
     help      Print this text, or the help of one command.
 
-Run `sharecheck help run`, `sharecheck help report` or `sharecheck help rules` for the options
-of each command.
+Run `sharecheck help run`, `sharecheck help report`, `sharecheck help rules` or
+`sharecheck help cat` for the options of each command.
 ",
         run = run_synopsis(19)
     )
@@ -332,6 +335,38 @@ pub fn run_short() -> &'static str {
 pub const REPORT_SHORT: &str =
     "sharecheck report [--format text|json] [--fail-on error|warning|info] [TRACE...]";
 pub const RULES_SHORT: &str = "sharecheck rules [--format text|json]";
+pub const CAT_SHORT: &str = "sharecheck cat [TRACE...]";
+
+static CAT_USAGE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "\
+sharecheck cat: print the records of trace files as JSON Lines
+
+USAGE:
+    sharecheck cat [TRACE...]
+
+TRACE is a trace file or a directory (every *{suffix} in it, and *{suffix}.PID). Default:
+./{dir}. Each file's records are printed in the file's order, one per line, exactly as written,
+followed by the records its ring file (FILE{ring}) still holds when its process ended without
+exit handlers (_exit, exec, a fatal signal, kill -9): those are not in the file itself. A record
+cut short and space never filled are left out (with a warning on stderr).
+
+OPTIONS:
+    -h, --help    Print this help.
+
+EXIT STATUS:
+    0 success; 2 usage error or unreadable input (a TRACE that cannot be opened).
+",
+        suffix = schema::TRACE_SUFFIX,
+        dir = schema::DEFAULT_TRACE_DIR,
+        ring = sharecheck_core::ring::SUFFIX,
+    )
+});
+
+/// `sharecheck help cat`.
+pub fn cat_usage() -> &'static str {
+    &CAT_USAGE
+}
 pub const TOP_SHORT: &str = "sharecheck run|report|rules|help [...]  (see `sharecheck --help`)";
 
 #[derive(Debug, PartialEq, Eq)]
@@ -339,6 +374,8 @@ pub enum Command {
     Run(RunArgs),
     Report(ReportArgs),
     Rules(RulesArgs),
+    /// `sharecheck cat TRACE...`.
+    Cat(Vec<PathBuf>),
     /// Help text to print on stdout.
     Help(&'static str),
     Version,
@@ -466,26 +503,32 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, UsageE
         "run" => parse_run(args),
         "report" => parse_report(args),
         "rules" => parse_rules(args),
+        "cat" => parse_cat(args),
         "help" | "--help" | "-h" => match args.next() {
             None => Ok(Command::Help(top_usage())),
             Some(cmd) => match cmd.to_string_lossy().as_ref() {
                 "run" => Ok(Command::Help(run_usage())),
                 "report" => Ok(Command::Help(report_usage())),
                 "rules" => Ok(Command::Help(RULES_USAGE)),
+                "cat" => Ok(Command::Help(cat_usage())),
                 "help" => Ok(Command::Help(top_usage())),
                 other => Err(usage_err(
-                    format!("no help for unknown command `{other}` (commands: run, report, rules)"),
+                    format!(
+                        "no help for unknown command `{other}` (commands: run, report, rules, cat)"
+                    ),
                     TOP_SHORT,
                 )),
             },
         },
         "--version" | "-V" | "version" => Ok(Command::Version),
         other if other.starts_with('-') => Err(usage_err(
-            format!("unknown option `{other}`; options go after the command (run, report, rules)"),
+            format!(
+                "unknown option `{other}`; options go after the command (run, report, rules, cat)"
+            ),
             TOP_SHORT,
         )),
         other => Err(usage_err(
-            format!("unknown command `{other}` (commands: run, report, rules, help)"),
+            format!("unknown command `{other}` (commands: run, report, rules, cat, help)"),
             TOP_SHORT,
         )),
     }
@@ -593,6 +636,32 @@ fn flag_error(flag: &str, value: &str, error: FlagError) -> String {
         FlagError::Rejected(r) => format!("`{}` given to `{flag}` {}", r.item, r.why),
         FlagError::UnknownKey => format!("`{flag}` names no option key"),
     }
+}
+
+fn parse_cat(args: impl Iterator<Item = OsString>) -> Result<Command, UsageError> {
+    let mut args = args.peekable();
+    let mut traces = Vec::new();
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            traces.extend(args.by_ref().map(PathBuf::from));
+            break;
+        }
+        let (name, _) = split_eq(&arg);
+        match name.as_str() {
+            "--help" | "-h" => return Ok(Command::Help(cat_usage())),
+            _ if name.starts_with('-') && name != "-" => {
+                return Err(usage_err(
+                    format!(
+                        "unknown option `{name}` for `cat` (it takes none); to read a file whose \
+                         name starts with `-`, put it after `--`"
+                    ),
+                    CAT_SHORT,
+                ))
+            }
+            _ => traces.push(PathBuf::from(arg)),
+        }
+    }
+    Ok(Command::Cat(traces))
 }
 
 fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageError> {
@@ -823,6 +892,20 @@ mod tests {
             assert!(err.message.contains(why), "{args:?}: {}", err.message);
             assert_eq!(err.usage, run_short());
         }
+    }
+
+    #[test]
+    fn cat_takes_traces_and_no_options() {
+        assert_eq!(p(&["cat"]).unwrap(), Command::Cat(vec![]));
+        assert_eq!(
+            p(&["cat", "a.jsonl", "--", "-b"]).unwrap(),
+            Command::Cat(vec![PathBuf::from("a.jsonl"), PathBuf::from("-b")])
+        );
+        let e = p(&["cat", "--format", "json"]).unwrap_err();
+        assert!(e.message.contains("takes none"), "{}", e.message);
+        assert_eq!(e.usage, CAT_SHORT);
+        assert_eq!(p(&["cat", "-h"]).unwrap(), Command::Help(cat_usage()));
+        assert_eq!(p(&["help", "cat"]).unwrap(), Command::Help(cat_usage()));
     }
 
     #[test]

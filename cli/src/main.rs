@@ -21,6 +21,7 @@ fn main() {
         Ok(Command::Run(a)) => run::run(a),
         Ok(Command::Report(a)) => report::run(a),
         Ok(Command::Rules(a)) => rules::run(a),
+        Ok(Command::Cat(traces)) => report::cat(traces),
         Ok(Command::Help(text)) => {
             let _ = std::io::stdout().write_all(text.as_bytes());
             0

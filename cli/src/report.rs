@@ -245,20 +245,62 @@ impl Summary {
 }
 
 /// Runs `sharecheck report`; returns the exit status.
-pub fn run(args: ReportArgs) -> i32 {
-    let mut traces = args.traces;
+/// The TRACE arguments, or the default directory when none is given (`None`, said on stderr,
+/// when that does not exist either).
+fn traces_or_default(mut traces: Vec<PathBuf>, command: &str) -> Option<Vec<PathBuf>> {
     if traces.is_empty() {
         let default = PathBuf::from(sharecheck_core::schema::DEFAULT_TRACE_DIR);
         if !default.is_dir() {
             eprintln!(
                 "sharecheck: no TRACE given and ./{} does not exist; \
-                 name the trace files or directories to read (sharecheck report TRACE...)",
+                 name the trace files or directories to read (sharecheck {command} TRACE...)",
                 sharecheck_core::schema::DEFAULT_TRACE_DIR
             );
-            return EXIT_USAGE;
+            return None;
         }
         traces.push(default);
     }
+    Some(traces)
+}
+
+/// `sharecheck cat`: every file's records as JSON Lines (see `trace::cat_file`).
+pub fn cat(traces: Vec<PathBuf>) -> i32 {
+    let Some(traces) = traces_or_default(traces, "cat") else {
+        return EXIT_USAGE;
+    };
+    let inputs = trace::collect_inputs(&traces);
+    let mut diagnostics = inputs.diagnostics;
+    let mut status = if inputs.unreadable { EXIT_USAGE } else { 0 };
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    for path in &inputs.files {
+        if let Err(e) = trace::cat_file(path, &mut stdout, &mut diagnostics) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                return status;
+            }
+            eprintln!(
+                "sharecheck: cannot read or print {}: {}",
+                path.display(),
+                trace::io_reason(&e)
+            );
+            status = EXIT_USAGE;
+        }
+    }
+    if let Err(e) = stdout.flush() {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("sharecheck: cannot print: {}", trace::io_reason(&e));
+            status = EXIT_USAGE;
+        }
+    }
+    for d in &diagnostics {
+        eprintln!("{d}");
+    }
+    status
+}
+
+pub fn run(args: ReportArgs) -> i32 {
+    let Some(traces) = traces_or_default(args.traces, "report") else {
+        return EXIT_USAGE;
+    };
     let inputs = trace::collect_inputs(&traces);
     let mut diagnostics = inputs.diagnostics;
     let summary = summarize(&inputs.files, &mut diagnostics);

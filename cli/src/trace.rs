@@ -266,6 +266,55 @@ fn recovered_tail(
     }
 }
 
+/// Writes the records of the trace file `path` to `out`, one JSON line each, exactly as written:
+/// the file's, then those its ring still holds (a record both hold is written once). Space never
+/// filled and a record cut short (not a JSON object) are left out, with a warning. Returns the
+/// records written.
+pub fn cat_file(
+    path: &Path,
+    out: &mut impl io::Write,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> io::Result<u64> {
+    let bytes = std::fs::read(path)?;
+    let tail = recovered_tail(path, bytes.len() as u64, diagnostics).unwrap_or_default();
+    let mut seen = std::collections::HashSet::new();
+    let mut written = 0u64;
+    let mut cut = 0u64;
+    for (from_ring, data) in [(false, &bytes[..]), (true, &tail[..])] {
+        for line in data.split(|&b| b == b'\n') {
+            for piece in line.split(|&b| b == 0) {
+                if piece.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(piece) else {
+                    cut += 1;
+                    continue;
+                };
+                if let Some(seq) = obj.get("seq").and_then(Value::as_u64) {
+                    if !seen.insert(seq) && from_ring {
+                        continue;
+                    }
+                }
+                out.write_all(piece)?;
+                out.write_all(b"\n")?;
+                written += 1;
+            }
+        }
+    }
+    if cut > 0 {
+        diagnostics.push(Diagnostic {
+            level: Level::Warning,
+            path: path.to_path_buf(),
+            line: None,
+            message: format!(
+                "{cut} line(s) are not whole records (cut short when the process ended while \
+                 writing them); left them out"
+            ),
+        });
+    }
+    Ok(written)
+}
+
 fn read_file(
     path: &Path,
     diagnostics: &mut Vec<Diagnostic>,

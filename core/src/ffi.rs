@@ -8,7 +8,7 @@
 #![allow(non_camel_case_types)]
 
 use crate::codes;
-use crate::json::JsonOut;
+use crate::json::{Fingerprinter, JsonOut};
 use std::ffi::{c_int, c_uint, c_ulonglong, c_void};
 
 pub type CUresult = c_int;
@@ -39,6 +39,14 @@ impl Outcome {
 }
 
 /// An argument type of an interposed function.
+///
+/// A compact trace record ([`crate::ring`]) holds an argument as a snapshot: one 64-bit word and
+/// a tag byte, taken when the call is recorded ([`Self::snap`]: an out-parameter's value is read
+/// then, exactly where [`Self::encode_named`] would read it, and a capability is fingerprinted
+/// then) and written as JSON later, by whoever appends the record to the trace
+/// ([`Self::encode_snap`], which writes exactly what [`Self::encode_named`] writes). Types whose
+/// JSON needs more than a word (a structure read through a pointer) are not `COMPACT`: calls with
+/// them are recorded as JSON at once.
 pub trait ArgValue: Copy + 'static {
     /// The C spelling of this type, as the vendor header writes it (checked by the ABI test).
     fn c_type() -> String;
@@ -49,6 +57,20 @@ pub trait ArgValue: Copy + 'static {
     fn encode_named(&self, w: &mut JsonOut, name: &'static str, outcome: Outcome) {
         w.key(name);
         self.encode(w, outcome);
+    }
+    /// Whether a snapshot holds everything [`Self::encode_named`] writes.
+    const COMPACT: bool = false;
+    /// The snapshot: a word and a tag (only for `COMPACT` types).
+    #[inline(always)]
+    fn snap(&self, _outcome: Outcome, _fingerprint: Fingerprinter) -> (u64, u8) {
+        (0, 0)
+    }
+    /// Writes `"name":value` from a snapshot, as [`Self::encode_named`] wrote it when the
+    /// snapshot was taken. Any word and tag are accepted (a damaged record writes wrong values,
+    /// never fails).
+    fn encode_snap(_word: u64, _tag: u8, w: &mut JsonOut, name: &'static str) {
+        w.key(name);
+        w.null();
     }
 }
 
@@ -62,6 +84,73 @@ pub trait Pointee: Copy + 'static {
         w.key_deref(name);
         self.encode_value(w);
     }
+    /// Whether a word holds what [`Self::encode_deref`] writes (see [`ArgValue::snap`]).
+    const COMPACT: bool = false;
+    /// The value as one word (a capability: its fingerprint).
+    #[inline(always)]
+    fn to_word(&self, _fingerprint: Fingerprinter) -> u64 {
+        0
+    }
+    /// Writes `"*name":value` from [`Self::to_word`]'s word.
+    fn encode_deref_word(_word: u64, w: &mut JsonOut, name: &'static str) {
+        w.key_deref(name);
+        w.null();
+    }
+}
+
+/// The bits of a value of at most 8 bytes (an integer or a pointer), as a word.
+#[inline(always)]
+fn word_of<T: Copy>(value: &T) -> u64 {
+    const { assert!(std::mem::size_of::<T>() <= 8) };
+    let mut word = 0u64;
+    // SAFETY: copies the value's `size_of::<T>() <= 8` bytes into a local word.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            (value as *const T).cast::<u8>(),
+            (&mut word as *mut u64).cast::<u8>(),
+            std::mem::size_of::<T>(),
+        )
+    };
+    word
+}
+
+/// A value back from [`word_of`]'s word. Only for the types of [`plain_snapshot!`]: integers and
+/// raw pointers (never dereferenced), for which every bit pattern is a value.
+#[inline(always)]
+fn from_word<T: Copy>(word: u64) -> T {
+    const { assert!(std::mem::size_of::<T>() <= 8) };
+    // SAFETY: `T` is an integer or pointer newtype of at most 8 bytes (the macro's callers), so
+    // the word's first bytes are a valid `T`.
+    unsafe { std::ptr::read_unaligned((&word as *const u64).cast::<T>()) }
+}
+
+/// `ArgValue`'s snapshot items for a type that is its own bits (an integer or a pointer, at most
+/// 8 bytes): the word is the value, and it is written as the value is.
+macro_rules! plain_snapshot {
+    () => {
+        const COMPACT: bool = true;
+        #[inline(always)]
+        fn snap(&self, _: Outcome, _: Fingerprinter) -> (u64, u8) {
+            (word_of(self), 0)
+        }
+        fn encode_snap(word: u64, _: u8, w: &mut JsonOut, name: &'static str) {
+            from_word::<Self>(word).encode_named(w, name, Outcome::NotCalled)
+        }
+    };
+}
+
+/// `Pointee`'s word items for a type that is its own bits.
+macro_rules! plain_word {
+    () => {
+        const COMPACT: bool = true;
+        #[inline(always)]
+        fn to_word(&self, _: Fingerprinter) -> u64 {
+            word_of(self)
+        }
+        fn encode_deref_word(word: u64, w: &mut JsonOut, name: &'static str) {
+            from_word::<Self>(word).encode_deref(w, name)
+        }
+    };
 }
 
 macro_rules! opaque_handle {
@@ -88,6 +177,7 @@ macro_rules! opaque_handle {
             fn encode_deref(&self, w: &mut JsonOut, name: &'static str) {
                 w.kv_deref_hex(name, self.addr());
             }
+            plain_word!();
         }
         impl ArgValue for $name {
             fn c_type() -> String {
@@ -100,6 +190,7 @@ macro_rules! opaque_handle {
             fn encode_named(&self, w: &mut JsonOut, name: &'static str, _: Outcome) {
                 w.kv_hex(name, self.addr());
             }
+            plain_snapshot!();
         }
     };
 }
@@ -134,8 +225,10 @@ macro_rules! stream_handle {
             fn encode_deref(&self, w: &mut JsonOut, name: &'static str) {
                 w.kv_deref_hex(name, self.addr());
             }
+            plain_word!();
         }
         impl ArgValue for $name {
+            plain_snapshot!();
             fn c_type() -> String {
                 $c.into()
             }
@@ -174,6 +267,7 @@ impl ConstVoidPtr {
     }
 }
 impl ArgValue for ConstVoidPtr {
+    plain_snapshot!();
     fn c_type() -> String {
         "const void *".into()
     }
@@ -203,8 +297,10 @@ macro_rules! number {
             fn encode_deref(&self, w: &mut JsonOut, name: &'static str) {
                 number!(@deref w, name, self.0, $write);
             }
+            plain_word!();
         }
         impl ArgValue for $name {
+            plain_snapshot!();
             fn c_type() -> String {
                 $c.into()
             }
@@ -391,6 +487,7 @@ macro_rules! flags {
             pub const NAMES: &'static [(u64, &'static str)] = &[$(($bit, $flag)),*];
         }
         impl ArgValue for $name {
+            plain_snapshot!();
             fn c_type() -> String {
                 $c.into()
             }
@@ -485,6 +582,16 @@ macro_rules! capability_handle {
                 // A capability: only its keyed fingerprint is ever written.
                 w.fingerprint_of(&self.reserved);
             }
+            // The word is the fingerprint: the bytes are never kept.
+            const COMPACT: bool = true;
+            #[inline]
+            fn to_word(&self, fingerprint: Fingerprinter) -> u64 {
+                fingerprint(&self.reserved)
+            }
+            fn encode_deref_word(word: u64, w: &mut JsonOut, name: &'static str) {
+                w.key_deref(name);
+                w.fingerprint_value(word);
+            }
         }
         impl ArgValue for $name {
             fn c_type() -> String {
@@ -492,6 +599,15 @@ macro_rules! capability_handle {
             }
             fn encode(&self, w: &mut JsonOut, _: Outcome) {
                 self.encode_value(w);
+            }
+            const COMPACT: bool = true;
+            #[inline]
+            fn snap(&self, _: Outcome, fingerprint: Fingerprinter) -> (u64, u8) {
+                (fingerprint(&self.reserved), 0)
+            }
+            fn encode_snap(word: u64, _: u8, w: &mut JsonOut, name: &'static str) {
+                w.key(name);
+                w.fingerprint_value(word);
             }
         }
     };
@@ -563,6 +679,25 @@ impl<T: Pointee> ArgValue for Out<T> {
             None => w.kv_hex(name, self.addr()),
         }
     }
+    const COMPACT: bool = T::COMPACT;
+    /// Tag 1: the value the driver wrote (its word); tag 0: the pointer.
+    #[inline(always)]
+    fn snap(&self, outcome: Outcome, fingerprint: Fingerprinter) -> (u64, u8) {
+        match self.written(outcome) {
+            Some(value) => (value.to_word(fingerprint), 1),
+            None => (self.addr(), 0),
+        }
+    }
+    fn encode_snap(word: u64, tag: u8, w: &mut JsonOut, name: &'static str) {
+        match (tag, word) {
+            (1, _) => T::encode_deref_word(word, w, name),
+            (_, 0) => {
+                w.key(name);
+                w.null();
+            }
+            _ => w.kv_hex(name, word),
+        }
+    }
 }
 
 impl Pointee for VoidPtrOut {
@@ -576,6 +711,7 @@ impl Pointee for VoidPtrOut {
     fn encode_deref(&self, w: &mut JsonOut, name: &'static str) {
         w.kv_deref_hex(name, self.0 as usize as u64);
     }
+    plain_word!();
 }
 
 /// A `void *` written by the driver through a `void **` (HIP's `devPtr` out-parameters).
@@ -670,6 +806,7 @@ impl ArgValue for LogicalEndpointPropPtr {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogicalEndpointHandlePtr(pub *mut c_void);
 impl ArgValue for LogicalEndpointHandlePtr {
+    plain_snapshot!();
     fn c_type() -> String {
         "void *".into()
     }
@@ -683,6 +820,7 @@ impl ArgValue for LogicalEndpointHandlePtr {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogicalEndpointHandleConstPtr(pub *const c_void);
 impl ArgValue for LogicalEndpointHandleConstPtr {
+    plain_snapshot!();
     fn c_type() -> String {
         "const void *".into()
     }

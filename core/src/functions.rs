@@ -8,7 +8,7 @@
 //! Adding a function is adding a line.
 
 use crate::ffi::{ArgValue, Outcome};
-use crate::json::JsonOut;
+use crate::json::{Fingerprinter, JsonOut};
 
 /// Calls `$callback!` with the full declaration list.
 ///
@@ -186,7 +186,21 @@ pub trait CallArgs: Copy + 'static {
     const CHECKED: bool = crate::table::is_checked(Self::ID);
     /// Writes the members of the record's `"args"` object.
     fn encode(&self, w: &mut JsonOut, outcome: Outcome);
+    /// Whether a compact record can hold every argument ([`crate::ffi::ArgValue::COMPACT`]).
+    const COMPACT: bool;
+    /// Every argument's snapshot, in declaration order, into `words` and `tags` (see
+    /// [`crate::ffi::ArgValue::snap`]); only for `COMPACT` functions.
+    fn snap(
+        &self,
+        outcome: Outcome,
+        fingerprint: Fingerprinter,
+        words: &mut [u64; MAX_ARGS],
+        tags: &mut [u8; MAX_ARGS],
+    );
 }
+
+/// Arguments of an interposed function, at most.
+pub const MAX_ARGS: usize = 8;
 
 macro_rules! variant_of {
     (legacy) => {
@@ -259,7 +273,7 @@ macro_rules! define_table {
         /// Typed argument structs, one per symbol, named after it.
         #[allow(non_camel_case_types, non_snake_case)]
         pub mod args {
-            use super::{CallArgs, FnId, JsonOut, Outcome};
+            use super::{CallArgs, FnId, Fingerprinter, JsonOut, Outcome, MAX_ARGS};
             #[allow(unused_imports)]
             use crate::ffi::*;
             $(
@@ -271,8 +285,47 @@ macro_rules! define_table {
                         $( self.$arg.encode_named(w, stringify!($arg), outcome); )*
                         let _ = (w, outcome);
                     }
+                    const COMPACT: bool = true $( && <$ty as ArgValue>::COMPACT )*;
+                    #[inline(always)]
+                    #[allow(unused_assignments, unused_mut, unused_variables)]
+                    fn snap(
+                        &self,
+                        outcome: Outcome,
+                        fingerprint: Fingerprinter,
+                        words: &mut [u64; MAX_ARGS],
+                        tags: &mut [u8; MAX_ARGS],
+                    ) {
+                        let mut i = 0;
+                        $(
+                            (words[i], tags[i]) = self.$arg.snap(outcome, fingerprint);
+                            i += 1;
+                        )*
+                    }
                 }
             )*
+        }
+
+        /// Writes the members of a compact record's `"a"` object from its snapshots (see
+        /// [`CallArgs::snap`]), as [`CallArgs::encode`] wrote them; false (nothing written) for
+        /// a function that is not compact or snapshots of another count.
+        #[allow(unused_assignments, unused_mut, unused_variables)]
+        pub fn encode_snapped(id: FnId, words: &[u64], tags: &[u8], w: &mut JsonOut) -> bool {
+            match id {
+                $( FnId::$sym => {
+                    if !<args::$sym as CallArgs>::COMPACT
+                        || words.len() != id.info().params.len()
+                        || tags.len() != words.len()
+                    {
+                        return false;
+                    }
+                    let mut i = 0;
+                    $(
+                        <$ty as ArgValue>::encode_snap(words[i], tags[i], w, stringify!($arg));
+                        i += 1;
+                    )*
+                    true
+                } )*
+            }
         }
     };
 }
@@ -282,7 +335,7 @@ mod table {
     use crate::ffi::*;
     interposed_functions!(define_table);
 }
-pub use table::{args, lookup_symbol, FnId, FUNCTIONS};
+pub use table::{args, encode_snapped, lookup_symbol, FnId, FUNCTIONS};
 
 impl FnId {
     pub fn info(self) -> &'static FnInfo {

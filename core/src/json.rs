@@ -579,6 +579,12 @@ impl<'a> JsonOut<'a> {
     /// fingerprints easy to compare by eye).
     pub fn fingerprint_of(&mut self, bytes: &[u8]) {
         let fp = (self.fingerprint)(bytes);
+        self.fingerprint_value(fp);
+    }
+
+    /// A fingerprint computed before (a compact trace record holds it, never the bytes),
+    /// written as [`Self::fingerprint_of`] writes one.
+    pub fn fingerprint_value(&mut self, fp: u64) {
         let comma = self.take_comma();
         let mut c = self.cursor(4 + 1 + 16 + 1);
         // SAFETY: room: a comma, `"fp:`, 16 digits, `"`.
@@ -692,6 +698,28 @@ impl<'a> JsonOut<'a> {
             self.commit(c);
         }
         // Inside the arguments' object, before its first member.
+        self.need_comma = false;
+    }
+
+    /// [`Self::begin_call_record`] with the thread id as a number (`"tid"` then is `tid`).
+    #[inline]
+    pub fn begin_call_record_of(&mut self, seq: u64, t: u64, tid: i64, head: &'static str) {
+        debug_assert!(head.starts_with(",\"fn\":\"") && head.ends_with("\",\"a\":{"));
+        let comma = self.take_comma();
+        let mut c = self.cursor(2 + 6 + DEC_MAX + 5 + DEC_MAX + 7 + DEC_MAX + head.len());
+        // SAFETY: room: a comma, `{"seq":` (7), digits, `,"t":` (5), digits, `,"tid":` (7),
+        // sign and digits, the head.
+        unsafe {
+            c.comma(comma);
+            c.bytes(b"{\"seq\":");
+            c.dec(seq);
+            c.bytes(b",\"t\":");
+            c.dec(t);
+            c.bytes(b",\"tid\":");
+            c.dec_signed(tid);
+            c.bytes(head.as_bytes());
+            self.commit(c);
+        }
         self.need_comma = false;
     }
 

@@ -1,117 +1,657 @@
-//! The trace's staging ring: its layout, shared by the shim's writer and every reader.
+//! The trace's staging ring: its layout and record format, shared by the shim's writer and every
+//! reader.
 //!
 //! Records are not copied straight into the trace file. A process copies them into a ring of
 //! `RING` bytes mapped from a file next to its trace (`TRACE` + [`SUFFIX`]), and each full segment
-//! of `SEGMENT` bytes is appended to the trace with one `pwrite`, in order. The ring's pages are
-//! reused, so the kernel provides a page once per ring instead of once per 4 KiB of trace
-//! (measured: 4.2 us a new page of a shared file mapping against 1 us a page for `pwrite`, on this
-//! project's VM). At a clean exit the rest of the ring is appended and the ring file removed.
+//! of `SEGMENT` bytes is converted to JSON Lines and appended to the trace, in order, by a writer
+//! thread. The ring's pages are reused, so the kernel provides a page once per ring instead of
+//! once per 4 KiB of trace (measured: 4.2 us a new page of a shared file mapping against 1 us a
+//! page for `pwrite`, on this project's VM). At a clean exit the rest of the ring is appended and
+//! the ring file removed.
+//!
+//! **Records in the ring** are framed: a kind byte, the record's length in bytes (u32, little
+//! endian, the frame included), then its body. The kind byte is written last, so a record whose
+//! copy was cut short (the process died during it) has kind 0. Two kinds:
+//! - [`JSON`]: the body is the record's JSON line, newline included (records with findings,
+//!   events, the process record: whatever is not a plain call).
+//! - [`CALL`]: a plain call, compact: the function, its return value, `seq`, `t`, `tid` and one
+//!   snapshot per argument ([`crate::ffi::ArgValue::snap`]: a word and a tag). The writer thread
+//!   writes its JSON line ([`Converter`]), byte for byte the line the JSON kind would hold, so the
+//!   calling thread does not spend its time formatting.
+//!
+//! Threads take the ring `CHUNK` bytes at a time and pack records into their chunk; the unused
+//! end of a chunk stays zero. A reader at a zero kind byte goes on at the next chunk.
 //!
 //! The ring file's pages belong to the kernel's page cache, so a process that ends without exit
 //! handlers (`_exit`, `exec`, a fatal signal, `kill -9`) leaves its last records there. A reader
-//! then [`recover`]s them: the bytes of the ring from the trace file's length on, in order. Every
-//! byte of the ring at or past the trace's length is either of the current lap or zero (a segment
-//! is cleared after it is appended, and reused only after), so the recovered bytes continue the
-//! trace exactly; zero bytes (space never filled) and a record cut short are skipped as in any
-//! trace. A reader drops a recovered record whose `seq` the trace already holds, which can only
-//! happen when the process died between appending a segment and clearing it.
+//! then [`recover`]s them: the ring's records from the header's `appended` position on, in
+//! order, converted as the writer would have. A chunk taken in the current lap was zeroed by the
+//! thread that took it, so after its records it reads as zero; a chunk not taken yet still holds
+//! the previous lap's records, which the trace already has. A reader drops a recovered record
+//! whose `seq` the trace already holds: those, and the records of a segment the process appended
+//! just before it died, before recording that it did.
 //!
-//! File layout: a header page (`HEADER` bytes: [`MAGIC`], then the ring size and the trace bytes
-//! appended so far as little-endian u64 at 8 and 16), then the ring.
+//! File layout: a header page (`HEADER` bytes: [`MAGIC`], then little-endian u64 fields: the ring
+//! size at 8, the ring bytes appended so far at 16, the trace file's length then at 24, the state
+//! of a JSON record cut by the last segment's end at 32 ([`Converter`]) and the function table
+//! the compact records refer to at 40 ([`table_id`])), then the ring.
+
+use crate::functions::{encode_snapped, FUNCTIONS};
+use crate::json::JsonOut;
 
 /// How a ring file's name ends: `TRACE.ring`.
 pub const SUFFIX: &str = ".ring";
 /// The first 8 bytes of a ring file.
-pub const MAGIC: &[u8; 8] = b"SCRING01";
+pub const MAGIC: &[u8; 8] = b"SCRING02";
 /// Bytes before the ring.
 pub const HEADER: u64 = 4096;
 /// Bytes appended to the trace at once.
 pub const SEGMENT: u64 = 64 << 10;
 /// Segments in the ring.
-pub const SEGMENTS: u64 = 16;
+pub const SEGMENTS: u64 = 64;
 /// The ring's size.
 pub const RING: u64 = SEGMENT * SEGMENTS;
-/// Offsets in the header of the ring size and of the trace bytes appended.
+/// Bytes a thread reserves at once. Every reservation is a multiple of it, so a chunk never
+/// crosses a segment.
+pub const CHUNK: u64 = 4096;
+const _: () = assert!(SEGMENT % CHUNK == 0 && CHUNK.is_power_of_two());
+/// Offsets of the header's fields.
 pub const RING_SIZE_AT: usize = 8;
 pub const APPENDED_AT: usize = 16;
+pub const FILE_AT: usize = 24;
+pub const CARRY_AT: usize = 32;
+pub const TABLE_AT: usize = 40;
 
-/// The bytes of records the trace file (of `trace_len` bytes) lacks, from the ring file's bytes:
-/// in order, continuing the trace exactly where it ends (possibly in the middle of a record).
-/// Zero bytes are left in (readers skip them). An error names what is wrong with the ring file.
+/// Record kinds (the frame's first byte).
+pub const JSON: u8 = 1;
+pub const CALL: u8 = 2;
+/// The frame: kind and length.
+pub const FRAME: usize = 5;
+/// A compact call record: the frame, then the function (u16), the return value (i32), `seq`
+/// and `t` (u64), `tid` (i32), then a word (u64) per argument and a tag (u8) per argument.
+pub const CALL_HEAD: usize = FRAME + 2 + 4 + 8 + 8 + 4;
+
+/// A compact call record's length with `args` arguments.
+pub const fn call_len(args: usize) -> usize {
+    CALL_HEAD + 9 * args
+}
+
+/// The JSON line of a compact call record is at most this long (checked by a test on every
+/// function; a writer leaves this much room before converting one).
+pub const CALL_JSON_MAX: usize = 2048;
+
+/// A compact call record, to be written into `out` (at least [`call_len`] bytes) by [`put_call`].
+pub struct Call<'a> {
+    pub function: u16,
+    pub ret: i32,
+    pub seq: u64,
+    pub t: u64,
+    pub tid: i32,
+    pub words: &'a [u64],
+    pub tags: &'a [u8],
+}
+
+/// Writes `call` framed into `out[..call_len]` with its kind byte 0 (the writer sets it last),
+/// and returns the length.
+#[inline(always)]
+pub fn put_call(out: &mut [u8], call: &Call) -> usize {
+    let n = call.words.len();
+    let len = call_len(n);
+    let out = &mut out[..len];
+    out[0] = 0;
+    out[1..5].copy_from_slice(&(len as u32).to_le_bytes());
+    out[5..7].copy_from_slice(&call.function.to_le_bytes());
+    out[7..11].copy_from_slice(&call.ret.to_le_bytes());
+    out[11..19].copy_from_slice(&call.seq.to_le_bytes());
+    out[19..27].copy_from_slice(&call.t.to_le_bytes());
+    out[27..31].copy_from_slice(&call.tid.to_le_bytes());
+    for (k, word) in call.words.iter().enumerate() {
+        out[CALL_HEAD + 8 * k..CALL_HEAD + 8 * k + 8].copy_from_slice(&word.to_le_bytes());
+    }
+    out[CALL_HEAD + 8 * n..len].copy_from_slice(call.tags);
+    len
+}
+
+/// Identifies the function table compact records refer to (the order of functions and their
+/// parameters): a reader of another table does not decode them.
+pub fn table_id() -> u64 {
+    // FNV-1a over every symbol and parameter name, in order.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes.iter().chain(std::iter::once(&0u8)) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for f in FUNCTIONS {
+        eat(f.symbol.as_bytes());
+        for p in f.params {
+            eat(p.name.as_bytes());
+        }
+    }
+    h
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or_default())
+}
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default())
+}
+
+/// Where JSON Lines go as the ring is converted: room for `n` more bytes in a buffer (the writer
+/// writes the buffer out when it is short of room; a reader's buffer grows).
+pub trait Sink {
+    fn room(&mut self, n: usize) -> Result<&mut Vec<u8>, String>;
+}
+
+impl Sink for Vec<u8> {
+    fn room(&mut self, _: usize) -> Result<&mut Vec<u8>, String> {
+        Ok(self)
+    }
+}
+
+/// Converts the ring's records to JSON Lines, segment after segment, in order. Its state is that
+/// of a JSON record cut by a segment's end: the bytes of it still to pass (or, high bit set, to
+/// skip: the record was found damaged).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Converter {
+    pub carry: u64,
+}
+
+const SKIP: u64 = 1 << 63;
+
+impl Converter {
+    /// Converts `bytes`, ring bytes that start at a chunk boundary and continue where the last
+    /// call left off, into `sink`. Damaged bytes (a record cut short by a crash, zero space) are
+    /// skipped to the next chunk; a JSON record found damaged ends its line where it breaks, for
+    /// readers to skip as a cut record.
+    pub fn convert(&mut self, bytes: &[u8], sink: &mut impl Sink) -> Result<(), String> {
+        let mut i = 0usize;
+        if self.carry != 0 {
+            // The rest of a JSON record the last bytes cut.
+            let broken = self.carry & SKIP != 0;
+            let left = (self.carry & !SKIP) as usize;
+            let take = left.min(bytes.len());
+            let broken = broken || !pass(&bytes[..take], true, sink)?;
+            let rest = (left - take) as u64;
+            self.carry = match (rest, broken) {
+                (0, _) => 0,
+                (rest, true) => SKIP | rest,
+                (rest, false) => rest,
+            };
+            i = take;
+        }
+        while i < bytes.len() {
+            let chunk_end = ((i / CHUNK as usize) + 1) * CHUNK as usize;
+            let kind = bytes[i];
+            if kind == 0 || i + FRAME > bytes.len() {
+                i = chunk_end;
+                continue;
+            }
+            let len = u32_at(bytes, i + 1) as usize;
+            match kind {
+                JSON if len > FRAME => {
+                    let end = i + len;
+                    let body = &bytes[i + FRAME..end.min(bytes.len())];
+                    // A record within its chunk is whole once its kind byte is there (written
+                    // last); only a longer one's later pieces may be missing.
+                    let whole = if len <= CHUNK as usize {
+                        for piece in body.chunks(SEGMENT as usize) {
+                            sink.room(piece.len())?.extend_from_slice(piece);
+                        }
+                        true
+                    } else {
+                        pass(body, false, sink)?
+                    };
+                    if end > bytes.len() {
+                        let left = (end - bytes.len()) as u64;
+                        self.carry = if whole { left } else { SKIP | left };
+                        return Ok(());
+                    }
+                    i = end;
+                }
+                CALL if len >= CALL_HEAD && i + len <= chunk_end.min(bytes.len()) => {
+                    if call_line(&bytes[i..i + len], sink)? {
+                        i += len;
+                    } else {
+                        i = chunk_end;
+                    }
+                }
+                _ => i = chunk_end,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Passes a JSON record's bytes through (`started`: the record's first bytes were passed
+/// before); at a zero byte (bytes never copied) the line is ended there and false returned.
+fn pass(body: &[u8], started: bool, sink: &mut impl Sink) -> Result<bool, String> {
+    let (good, whole) = match body.iter().position(|&b| b == 0) {
+        Some(at) => (&body[..at], false),
+        None => (body, true),
+    };
+    for piece in good.chunks(SEGMENT as usize) {
+        sink.room(piece.len())?.extend_from_slice(piece);
+    }
+    if !whole && (started || !good.is_empty()) {
+        sink.room(1)?.push(b'\n');
+    }
+    Ok(whole)
+}
+
+/// Writes a compact call record's JSON line; false (nothing written) for one that is not a valid
+/// record of this table.
+fn call_line(rec: &[u8], sink: &mut impl Sink) -> Result<bool, String> {
+    let function = u16::from_le_bytes([rec[5], rec[6]]) as usize;
+    let Some(info) = FUNCTIONS.get(function) else {
+        return Ok(false);
+    };
+    let n = info.params.len();
+    if rec.len() != call_len(n) {
+        return Ok(false);
+    }
+    let ret = u32_at(rec, 7) as i32;
+    let seq = u64_at(rec, 11);
+    let t = u64_at(rec, 19);
+    let tid = u32_at(rec, 27) as i32;
+    let mut words = [0u64; crate::functions::MAX_ARGS];
+    for (k, word) in words.iter_mut().enumerate().take(n) {
+        *word = u64_at(rec, CALL_HEAD + 8 * k);
+    }
+    let tags = &rec[CALL_HEAD + 8 * n..];
+    let buf = sink.room(CALL_JSON_MAX)?;
+    let mark = buf.len();
+    let mut w = JsonOut::new(buf);
+    w.begin_call_record_of(seq, t, i64::from(tid), info.record_head);
+    if !encode_snapped(info.id, &words[..n], tags, &mut w) {
+        buf.truncate(mark);
+        return Ok(false);
+    }
+    w.end_object();
+    w.kv_i64("r", i64::from(ret));
+    w.end_record();
+    Ok(true)
+}
+
+/// The records the trace file (of `trace_len` bytes) lacks, from the ring file's bytes, as JSON
+/// Lines: in order, continuing the trace where its appended part ends. An error names what is
+/// wrong with the ring file.
 pub fn recover(trace_len: u64, ring_file: &[u8]) -> Result<Vec<u8>, String> {
-    if ring_file.len() < HEADER as usize || &ring_file[..8] != MAGIC {
+    if ring_file.len() < HEADER as usize || ring_file[..6] != MAGIC[..6] {
         return Err("not a sharecheck ring file (no header)".into());
     }
-    let field = |at: usize| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&ring_file[at..at + 8]);
-        u64::from_le_bytes(b)
-    };
-    let ring = field(RING_SIZE_AT);
-    let appended = field(APPENDED_AT);
+    if &ring_file[..8] != MAGIC {
+        return Err(format!(
+            "a ring file of another format ({}), written by another version of the shim",
+            String::from_utf8_lossy(&ring_file[..8])
+        ));
+    }
+    let ring = u64_at(ring_file, RING_SIZE_AT);
+    let appended = u64_at(ring_file, APPENDED_AT);
+    let file = u64_at(ring_file, FILE_AT);
     if ring == 0 || ring % SEGMENT != 0 || ring_file.len() as u64 != HEADER + ring {
         return Err(format!(
             "a ring file of {} bytes says its ring is {ring} bytes",
             ring_file.len()
         ));
     }
-    if trace_len < appended {
+    if trace_len < file {
         return Err(format!(
-            "the trace holds {trace_len} bytes but its ring says {appended} were appended"
+            "the trace holds {trace_len} bytes but its ring says {file} were written"
         ));
     }
+    if u64_at(ring_file, TABLE_AT) != table_id() {
+        return Err(
+            "the ring's records were written by a shim with other functions than this \
+             sharecheck knows (another version)"
+                .into(),
+        );
+    }
     let data = &ring_file[HEADER as usize..];
-    let mut out = Vec::with_capacity(ring as usize);
-    // From the trace's end on, one ring's worth (the ring cannot hold more).
-    let start = trace_len % ring;
-    out.extend_from_slice(&data[start as usize..]);
-    out.extend_from_slice(&data[..start as usize]);
-    // Trailing space never filled.
-    let used = out.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-    out.truncate(used);
+    // From the appended position on, one ring's worth (the ring cannot hold more).
+    let start = (appended % ring) as usize;
+    let mut stream = Vec::with_capacity(ring as usize);
+    stream.extend_from_slice(&data[start..]);
+    stream.extend_from_slice(&data[..start]);
+    let mut out = Vec::new();
+    let mut converter = Converter {
+        carry: u64_at(ring_file, CARRY_AT),
+    };
+    converter.convert(&stream, &mut out)?;
     Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ffi::*;
+    use crate::functions::{args, CallArgs, MAX_ARGS};
+    use std::ffi::c_void;
 
-    fn ring_file(appended: u64, fill: impl Fn(&mut [u8])) -> Vec<u8> {
+    fn fp(bytes: &[u8]) -> u64 {
+        bytes
+            .iter()
+            .fold(7u64, |h, &b| h.wrapping_mul(31).wrapping_add(u64::from(b)))
+    }
+
+    /// The JSON line `write_call` formats for a plain call.
+    fn json_line<A: CallArgs>(a: &A, outcome: Outcome, seq: u64, t: u64, tid: i32) -> Vec<u8> {
+        let Outcome::Returned(ret) = outcome else {
+            unreachable!()
+        };
+        let mut buf = Vec::new();
+        let mut w = JsonOut::with_fingerprint(&mut buf, fp);
+        let member = format!(",\"tid\":{tid}");
+        w.begin_call_record(seq, t, member.as_bytes(), A::ID.info().record_head);
+        a.encode(&mut w, outcome);
+        w.end_object();
+        w.kv_i64("r", i64::from(ret));
+        w.end_record();
+        buf
+    }
+
+    /// The same call's compact record, framed and finished as the writer copies it.
+    fn compact<A: CallArgs>(a: &A, outcome: Outcome, seq: u64, t: u64, tid: i32) -> Vec<u8> {
+        let Outcome::Returned(ret) = outcome else {
+            unreachable!()
+        };
+        let (mut words, mut tags) = ([0u64; MAX_ARGS], [0u8; MAX_ARGS]);
+        a.snap(outcome, fp, &mut words, &mut tags);
+        let n = A::ID.info().params.len();
+        let mut out = vec![0u8; call_len(MAX_ARGS)];
+        let len = put_call(
+            &mut out,
+            &Call {
+                function: A::ID as u16,
+                ret,
+                seq,
+                t,
+                tid,
+                words: &words[..n],
+                tags: &tags[..n],
+            },
+        );
+        out.truncate(len);
+        out[0] = CALL;
+        out
+    }
+
+    fn converted(bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        Converter::default().convert(bytes, &mut out).unwrap();
+        out
+    }
+
+    fn json_record(line: &[u8]) -> Vec<u8> {
+        let mut r = vec![JSON];
+        r.extend_from_slice(&((FRAME + line.len()) as u32).to_le_bytes());
+        r.extend_from_slice(line);
+        r
+    }
+
+    /// Every kind of argument the compact record holds: the writer's line is the one the calling
+    /// thread would have formatted, byte for byte.
+    #[test]
+    fn a_compact_call_converts_to_the_line_json_formatting_writes() {
+        let mut can = Int(1);
+        let mut handle = CUipcMemHandle {
+            reserved: [0x41; 64],
+        };
+        let mut event = CUevent(0x7f00_1234 as *mut c_void);
+        let null: *mut Int = std::ptr::null_mut();
+        let cases: Vec<(Vec<u8>, Vec<u8>)> = vec![
+            {
+                let a = args::cuDeviceCanAccessPeer {
+                    canAccessPeer: Out(&mut can),
+                    dev: CUdevice(0),
+                    peerDev: CUdevice(1),
+                };
+                let o = Outcome::Returned(0);
+                (json_line(&a, o, 1, 2, 3), compact(&a, o, 1, 2, 3))
+            },
+            {
+                // Failed: the out-parameter is the pointer, not read.
+                let a = args::cuDeviceCanAccessPeer {
+                    canAccessPeer: Out(&mut can),
+                    dev: CUdevice(-7),
+                    peerDev: CUdevice(i32::MAX),
+                };
+                let o = Outcome::Returned(101);
+                (json_line(&a, o, 9, 0, -1), compact(&a, o, 9, 0, -1))
+            },
+            {
+                let a = args::cuDeviceCanAccessPeer {
+                    canAccessPeer: Out(null),
+                    dev: CUdevice(0),
+                    peerDev: CUdevice(0),
+                };
+                let o = Outcome::Returned(0);
+                (
+                    json_line(&a, o, u64::MAX, u64::MAX, i32::MIN),
+                    compact(&a, o, u64::MAX, u64::MAX, i32::MIN),
+                )
+            },
+            {
+                let a = args::cuMemcpyPeerAsync {
+                    dstDevice: CUdeviceptr(0x7f00_0000_0000),
+                    dstContext: CUcontext(0x55 as *mut c_void),
+                    srcDevice: CUdeviceptr(u64::MAX),
+                    srcContext: CUcontext(std::ptr::null_mut()),
+                    ByteCount: Size(usize::MAX),
+                    hStream: CUstream(1 as *mut c_void),
+                };
+                let o = Outcome::Returned(0);
+                (json_line(&a, o, 5, 6, 7), compact(&a, o, 5, 6, 7))
+            },
+            {
+                let a = args::cuIpcGetMemHandle {
+                    pHandle: Out(&mut handle),
+                    dptr: CUdeviceptr(0x1000),
+                };
+                let o = Outcome::Returned(0);
+                (json_line(&a, o, 5, 6, 7), compact(&a, o, 5, 6, 7))
+            },
+            {
+                let a = args::cuIpcOpenMemHandle_v2 {
+                    pdptr: Out(std::ptr::null_mut()),
+                    handle: CUipcMemHandle {
+                        reserved: [0x42; 64],
+                    },
+                    Flags: IpcMemFlags(1),
+                };
+                let o = Outcome::Returned(1);
+                (json_line(&a, o, 5, 6, 7), compact(&a, o, 5, 6, 7))
+            },
+            {
+                let a = args::cuIpcOpenEventHandle {
+                    phEvent: Out(&mut event),
+                    handle: CUipcEventHandle { reserved: [0; 64] },
+                };
+                let o = Outcome::Returned(0);
+                (json_line(&a, o, 5, 6, 7), compact(&a, o, 5, 6, 7))
+            },
+            {
+                let a = args::cuStreamAttachMemAsync {
+                    hStream: CUstream(2 as *mut c_void),
+                    dptr: CUdeviceptr(0x2000),
+                    length: Size(0),
+                    flags: AttachFlags(0x4 | 0x10),
+                };
+                let o = Outcome::Returned(0);
+                (json_line(&a, o, 5, 6, 7), compact(&a, o, 5, 6, 7))
+            },
+        ];
+        for (line, record) in cases {
+            let line = String::from_utf8(line).unwrap();
+            assert_eq!(String::from_utf8(converted(&record)).unwrap(), line);
+            assert!(
+                !line.contains("4141"),
+                "a capability's bytes are never written"
+            );
+        }
+    }
+
+    #[test]
+    fn every_compact_function_has_a_snapshot_per_argument_and_a_bounded_line() {
+        for f in FUNCTIONS {
+            assert!(f.params.len() <= MAX_ARGS, "{}", f.symbol);
+            // The longest values every argument can have: the line stays within the bound.
+            let words = vec![u64::MAX; f.params.len()];
+            let mut out = Vec::new();
+            let mut w = JsonOut::new(&mut out);
+            for tag in [0u8, 1] {
+                let tags = vec![tag; f.params.len()];
+                w.begin_call_record_of(u64::MAX, u64::MAX, i64::from(i32::MIN), f.record_head);
+                if encode_snapped(f.id, &words, &tags, &mut w) {
+                    w.end_object();
+                    w.kv_i64("r", i64::from(i32::MIN));
+                    w.end_record();
+                }
+            }
+            for line in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                assert!(
+                    line.len() < CALL_JSON_MAX,
+                    "{}: {} bytes",
+                    f.symbol,
+                    line.len()
+                );
+            }
+        }
+        // A structure read through a pointer is not compact: such calls are formatted at once.
+        const { assert!(!<args::cuLogicalEndpointCreate as CallArgs>::COMPACT) };
+        const { assert!(<args::cuDeviceCanAccessPeer as CallArgs>::COMPACT) };
+    }
+
+    #[test]
+    fn records_in_chunks_zero_space_and_a_cut_copy_are_read_as_the_writer_left_them() {
+        let mut can = Int(1);
+        let a = args::cuDeviceCanAccessPeer {
+            canAccessPeer: Out(&mut can),
+            dev: CUdevice(0),
+            peerDev: CUdevice(1),
+        };
+        let o = Outcome::Returned(0);
+        let mut ring = vec![0u8; 3 * CHUNK as usize];
+        // Chunk 0: a call, a JSON event, then zeros.
+        let call = compact(&a, o, 1, 10, 5);
+        let event = json_record(b"{\"seq\":2,\"event\":\"x\"}\n");
+        ring[..call.len()].copy_from_slice(&call);
+        ring[call.len()..call.len() + event.len()].copy_from_slice(&event);
+        // Chunk 1: a call whose kind byte was never written (the copy was cut), then a call the
+        // same thread never wrote after it.
+        let cut = compact(&a, o, 3, 30, 5);
+        let c1 = CHUNK as usize;
+        ring[c1 + 1..c1 + cut.len()].copy_from_slice(&cut[1..]);
+        // Chunk 2: a call.
+        let last = compact(&a, o, 4, 40, 6);
+        let c2 = 2 * CHUNK as usize;
+        ring[c2..c2 + last.len()].copy_from_slice(&last);
+        let text = String::from_utf8(converted(&ring)).unwrap();
+        let seqs: Vec<&str> = text.lines().map(|l| l.split(',').next().unwrap()).collect();
+        assert_eq!(seqs, ["{\"seq\":1", "{\"seq\":2", "{\"seq\":4"], "{text}");
+        assert!(text.ends_with("\"r\":0}\n"));
+    }
+
+    #[test]
+    fn a_json_record_across_segments_is_carried_and_a_damaged_one_ends_its_line() {
+        let line = format!(
+            "{{\"seq\":1,\"pad\":\"{}\"}}\n",
+            "x".repeat(3 * CHUNK as usize)
+        );
+        let record = json_record(line.as_bytes());
+        let mut ring = vec![0u8; 2 * SEGMENT as usize];
+        let at = SEGMENT as usize - CHUNK as usize;
+        ring[at..at + record.len()].copy_from_slice(&record);
+        let mut c = Converter::default();
+        let mut out = Vec::new();
+        c.convert(&ring[..SEGMENT as usize], &mut out).unwrap();
+        assert!(c.carry > 0 && c.carry & SKIP == 0);
+        c.convert(&ring[SEGMENT as usize..], &mut out).unwrap();
+        assert_eq!(c, Converter::default());
+        assert_eq!(String::from_utf8(out).unwrap(), line);
+
+        // Its second piece never copied (tracing stopped): the line ends where the bytes stop,
+        // and nothing of the rest is read as records.
+        ring[SEGMENT as usize..].fill(0);
+        let mut c = Converter::default();
+        let mut out = Vec::new();
+        c.convert(&ring[..SEGMENT as usize], &mut out).unwrap();
+        c.convert(&ring[SEGMENT as usize..], &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().count(), 1);
+        assert!(text.ends_with("xx\n") && !text.ends_with("}\n"));
+    }
+
+    #[test]
+    fn garbage_never_panics_the_converter() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut ring = vec![0u8; 4 * CHUNK as usize];
+        for round in 0..200 {
+            for b in ring.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Mostly small bytes, so kinds and short lengths come up often.
+                *b = if round % 2 == 0 {
+                    (x % 4) as u8
+                } else {
+                    x as u8
+                };
+            }
+            let mut c = Converter::default();
+            let mut out = Vec::new();
+            c.convert(&ring, &mut out).unwrap();
+            c.convert(&ring, &mut out).unwrap();
+        }
+    }
+
+    fn ring_file(appended: u64, file: u64, fill: impl Fn(&mut [u8])) -> Vec<u8> {
         let mut f = vec![0u8; (HEADER + RING) as usize];
         f[..8].copy_from_slice(MAGIC);
         f[RING_SIZE_AT..RING_SIZE_AT + 8].copy_from_slice(&RING.to_le_bytes());
         f[APPENDED_AT..APPENDED_AT + 8].copy_from_slice(&appended.to_le_bytes());
+        f[FILE_AT..FILE_AT + 8].copy_from_slice(&file.to_le_bytes());
+        f[TABLE_AT..TABLE_AT + 8].copy_from_slice(&table_id().to_le_bytes());
         fill(&mut f[HEADER as usize..]);
         f
     }
 
     #[test]
-    fn the_unappended_tail_continues_the_trace_across_the_ring_end() {
-        // Two segments appended (laps ago the ring wrapped): the trace is 2 rings + 1 segment
-        // long, and its continuation starts at the second segment of the ring and wraps.
-        let trace_len = 2 * RING + SEGMENT;
-        let f = ring_file(trace_len, |d| {
-            d[SEGMENT as usize..SEGMENT as usize + 3].copy_from_slice(b"abc");
-            d[(RING - 2) as usize..].copy_from_slice(b"de");
-            d[..2].copy_from_slice(b"fg");
+    fn the_unappended_records_continue_the_trace_across_the_ring_end() {
+        // Laps ago the ring wrapped: 2 rings and 15 segments appended, so the rest starts at the
+        // last segment of the ring and wraps to its start.
+        let appended = 2 * RING + RING - SEGMENT;
+        let f = ring_file(appended, 1000, |d| {
+            let start = (RING - SEGMENT) as usize;
+            let a = json_record(b"{\"seq\":7}\n");
+            d[start..start + a.len()].copy_from_slice(&a);
+            let b = json_record(b"{\"seq\":8}\n");
+            d[..b.len()].copy_from_slice(&b);
         });
-        let got = recover(trace_len, &f).unwrap();
-        assert!(got.starts_with(b"abc"));
-        assert!(got.ends_with(b"defg"), "wraps around, trailing zeros cut");
-        assert_eq!(got.len() as u64, RING - SEGMENT + 2);
+        let got = recover(1000, &f).unwrap();
+        assert_eq!(got, b"{\"seq\":7}\n{\"seq\":8}\n");
+        // A longer trace (the process died after writing, before recording it): read the same.
+        assert_eq!(recover(5000, &f).unwrap(), got);
     }
 
     #[test]
     fn an_empty_ring_recovers_nothing_and_bad_files_are_named() {
-        assert!(recover(0, &ring_file(0, |_| {})).unwrap().is_empty());
+        assert!(recover(0, &ring_file(0, 0, |_| {})).unwrap().is_empty());
         assert!(recover(0, b"short")
             .unwrap_err()
             .contains("not a sharecheck ring"));
-        let mut f = ring_file(0, |_| {});
+        let mut f = ring_file(0, 0, |_| {});
         f.truncate(f.len() - 1);
         assert!(recover(0, &f).unwrap_err().contains("says its ring is"));
-        assert!(recover(5, &ring_file(SEGMENT, |_| {}))
+        assert!(recover(5, &ring_file(SEGMENT, 9, |_| {}))
             .unwrap_err()
-            .contains("were appended"));
+            .contains("were written"));
+        let mut old = ring_file(0, 0, |_| {});
+        old[..8].copy_from_slice(b"SCRING01");
+        assert!(recover(0, &old).unwrap_err().contains("another format"));
+        let mut other = ring_file(0, 0, |_| {});
+        other[TABLE_AT] ^= 1;
+        assert!(recover(0, &other).unwrap_err().contains("other functions"));
     }
 }

@@ -1,53 +1,28 @@
-"""Reading a sharecheck trace file as `sharecheck report` does: the file, then what its ring file
-(FILE.ring) still holds when the process ended without exit handlers (layout:
-core/src/ring.rs). Used by check_traces.py and gpu-rules.sh."""
-import json
+"""Reading a sharecheck trace file as `sharecheck report` does: the file, then the records its ring
+file (FILE.ring) still holds when the process ended without exit handlers. The ring holds compact
+binary records (layout: core/src/ring.rs), so this asks `sharecheck cat` for them: the CLI at
+$SHARECHECK_CLI, else target/release/sharecheck of this checkout. Used by check_traces.py and
+gpu-rules.sh."""
 import os
-import struct
+import subprocess
 
 RING_SUFFIX = ".ring"
-MAGIC = b"SCRING01"
-HEADER = 4096
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def recovered_tail(path, trace_len):
-    """The bytes past the trace file's end that its ring holds (b"" without a ring)."""
-    try:
-        with open(path + RING_SUFFIX, "rb") as f:
-            data = f.read()
-    except OSError:
-        return b""
-    if len(data) < HEADER or data[:8] != MAGIC:
-        return b""
-    ring, appended = struct.unpack_from("<QQ", data, 8)
-    if ring == 0 or len(data) != HEADER + ring or trace_len < appended:
-        return b""
-    body = data[HEADER:]
-    start = trace_len % ring
-    return (body[start:] + body[:start]).rstrip(b"\0")
+def cli():
+    return os.environ.get("SHARECHECK_CLI") or os.path.join(ROOT, "target", "release", "sharecheck")
 
 
 def read_lines(path):
-    """The trace's lines (file and ring tail), without NUL gaps, cut records' pieces and records
-    the ring repeats; each line is one JSON text (a cut record may still fail to parse)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    data += recovered_tail(path, len(data))
-    lines, seqs = [], set()
-    for piece in data.split(b"\0"):
-        for raw in piece.split(b"\n"):
-            line = raw.decode("utf-8", "replace")
-            if not line.strip():
-                continue
-            try:
-                seq = json.loads(line).get("seq")
-            except ValueError:
-                seq = None
-            if seq is not None and seq in seqs:
-                continue
-            seqs.add(seq)
-            lines.append(line)
-    return lines
+    """The trace's records, one JSON text per line: the file's, then its ring's (a record both
+    hold once). Space never filled and records cut short are left out."""
+    done = subprocess.run([cli(), "cat", "--", path], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, check=False)
+    if done.returncode != 0:
+        raise RuntimeError("sharecheck cat %s failed (%d): %s"
+                           % (path, done.returncode, done.stderr.decode(errors="replace")))
+    return [l for l in done.stdout.decode("utf-8", "replace").splitlines() if l.strip()]
 
 
 def is_trace(name):
