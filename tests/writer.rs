@@ -256,6 +256,15 @@ fn a_plain_call_record_is_at_most_128_bytes_and_durations_are_asked_for() {
             .map(|e| e.unwrap().path())
             .collect();
         assert_eq!(files.len(), 1);
+        // The space reserved ahead of the records (4 MiB at a time) is given back at exit.
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(&files[0]).unwrap();
+        assert!(
+            meta.blocks() * 512 < meta.len() + (1 << 20),
+            "{} bytes allocated to a trace of {}",
+            meta.blocks() * 512,
+            meta.len()
+        );
         let text = std::fs::read_to_string(&files[0]).unwrap();
         let lines: Vec<&str> = text
             .lines()
