@@ -331,6 +331,19 @@ pub fn with_scratch<R>(generation: u32, f: impl FnOnce(Scratch) -> R) -> R {
 }
 
 impl Guard {
+    /// What a record made without the scratch buffer needs: the thread's id and writer word.
+    /// The thread's scratch is set up on its first record all the same (its pthread key's
+    /// destructor is what closes the thread's chunk at exit).
+    #[inline]
+    pub fn record_identity(&self, generation: u32) -> (i32, &WriterSlot) {
+        // SAFETY: see `enter`.
+        let t = unsafe { &*self.0 };
+        if t.scratch.get().is_null() {
+            scratch_of(t, generation, |_| ());
+        }
+        (t.tid(generation), &t.writer_slot)
+    }
+
     /// [`with_scratch`] on the guard's thread, without looking its state up again.
     #[inline]
     pub fn with_scratch<R>(&self, generation: u32, f: impl FnOnce(Scratch) -> R) -> R {

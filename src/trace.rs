@@ -201,27 +201,24 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
 }
 
 /// A plain call's compact record ([`ring::CALL`]): its values, each argument's snapshot taken
-/// now (an out-parameter read, a capability fingerprinted), written straight into the ring. The
-/// thread's scratch is still taken: its first use registers what closes the thread's chunk at
-/// its exit.
+/// now (an out-parameter read, a capability fingerprinted), written straight into the ring.
 #[inline(always)]
 fn write_compact<A: CallArgs>(guard: &Guard, generation: u32, args: &A, record: &CallRecord) {
     let mut words = [0u64; MAX_ARGS];
     let mut tags = [0u8; MAX_ARGS];
     args.snap(record.outcome, fingerprint, &mut words, &mut tags);
     let n = record.info.params.len();
-    guard.with_scratch(generation, |s| {
-        let call = Compact(ring::Call {
-            function: record.info.id as u16,
-            ret: record.ret,
-            seq: record.seq,
-            t: record.t,
-            tid: s.tid,
-            words: &words[..n],
-            tags: &tags[..n],
-        });
-        append(&call, s.slot);
+    let (tid, slot) = guard.record_identity(generation);
+    let call = Compact(ring::Call {
+        function: record.info.id as u16,
+        ret: record.ret,
+        seq: record.seq,
+        t: record.t,
+        tid,
+        words: &words[..n],
+        tags: &tags[..n],
     });
+    append(&call, slot);
 }
 
 /// A compact call record, made in its place in the ring.

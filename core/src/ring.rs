@@ -95,20 +95,33 @@ pub struct Call<'a> {
 /// and returns the length.
 #[inline(always)]
 pub fn put_call(out: &mut [u8], call: &Call) -> usize {
-    let n = call.words.len();
+    let n = call
+        .words
+        .len()
+        .min(call.tags.len())
+        .min(crate::functions::MAX_ARGS);
     let len = call_len(n);
     let out = &mut out[..len];
-    out[0] = 0;
-    out[1..5].copy_from_slice(&(len as u32).to_le_bytes());
-    out[5..7].copy_from_slice(&call.function.to_le_bytes());
-    out[7..11].copy_from_slice(&call.ret.to_le_bytes());
-    out[11..19].copy_from_slice(&call.seq.to_le_bytes());
-    out[19..27].copy_from_slice(&call.t.to_le_bytes());
-    out[27..31].copy_from_slice(&call.tid.to_le_bytes());
-    for (k, word) in call.words.iter().enumerate() {
-        out[CALL_HEAD + 8 * k..CALL_HEAD + 8 * k + 8].copy_from_slice(&word.to_le_bytes());
+    let p = out.as_mut_ptr();
+    // SAFETY: `out` holds `len` bytes: the head (`CALL_HEAD`), `n` words and `n` tags, each
+    // store within it (unaligned stores of plain integers).
+    unsafe {
+        p.write(0);
+        p.add(1).cast::<u32>().write_unaligned((len as u32).to_le());
+        p.add(5)
+            .cast::<u16>()
+            .write_unaligned(call.function.to_le());
+        p.add(7).cast::<i32>().write_unaligned(call.ret.to_le());
+        p.add(11).cast::<u64>().write_unaligned(call.seq.to_le());
+        p.add(19).cast::<u64>().write_unaligned(call.t.to_le());
+        p.add(27).cast::<i32>().write_unaligned(call.tid.to_le());
+        for k in 0..n {
+            p.add(CALL_HEAD + 8 * k)
+                .cast::<u64>()
+                .write_unaligned(call.words[k].to_le());
+            p.add(CALL_HEAD + 8 * n + k).write(call.tags[k]);
+        }
     }
-    out[CALL_HEAD + 8 * n..len].copy_from_slice(call.tags);
     len
 }
 
