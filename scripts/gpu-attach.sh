@@ -107,7 +107,50 @@ EOF
         echo "  findings: $got"
     } >> "$report"
 done
+# A correct multi-stream managed-memory program (scripts/gpu/attach_tasks.cu: 8 tasks, each
+# attaching its buffer SINGLE to its own stream every round, 4000 attaches), plain and traced in
+# alternation: the same output, no finding, and its time side by side.
+tasks_cases=0
+if command -v "$nvcc" > /dev/null; then
+    tasks_cases=1
+    "$nvcc" -O2 -o "$out/attach_tasks" scripts/gpu/attach_tasks.cu
+    dir="$out/tasks"
+    rm -rf "$dir" && mkdir -p "$dir"
+    plain_s=() traced_s=() verdict=ok
+    for round in 1 2 3 4 5; do
+        for mode in plain traced; do
+            run_out="$dir/$mode-$round.out"
+            set +e
+            if [ "$mode" = plain ]; then
+                "$out/attach_tasks" > "$run_out" 2>&1
+            else
+                mkdir -p "$dir/traces-$round"
+                "$cli" run --trace "$dir/traces-$round/%p.jsonl" -- "$out/attach_tasks" > "$run_out" 2> "$dir/$mode-$round.err"
+            fi
+            rc=$?
+            set -e
+            [ "$rc" -eq 0 ] || verdict="FAILED: $mode run $round exited $rc"
+            secs="$(sed -n 's/^SECONDS //p' "$run_out")"
+            if [ "$mode" = plain ]; then plain_s+=("$secs"); else traced_s+=("$secs"); fi
+        done
+        if ! diff <(grep -v '^SECONDS' "$dir/plain-$round.out") <(grep -v '^SECONDS' "$dir/traced-$round.out") > /dev/null; then
+            verdict="FAILED: the program printed other results under the shim (round $round)"
+        fi
+        "$cli" report --format json "$dir/traces-$round" > "$dir/report-$round.json" 2> "$dir/report-$round.err" || true
+        found="$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["findings"]))' "$dir/report-$round.json" 2>/dev/null || echo "?")"
+        [ "$found" = 0 ] || verdict="FAILED: $found finding(s) on a correct program (round $round)"
+    done
+    median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
+    mp="$(median "${plain_s[@]}")" mt="$(median "${traced_s[@]}")"
+    [ "$verdict" = ok ] || failed=$((failed + 1))
+    {
+        echo "- tasks (8 streams, $(sed -n 's/^ATTACHES //p' "$dir/plain-1.out") attaches a run): $verdict"
+        echo "  seconds plain: ${plain_s[*]}; traced: ${traced_s[*]}"
+        echo "  median plain $mp s, traced $mt s ($(python3 -c "import sys; p,t=float(sys.argv[1]),float(sys.argv[2]); print('%+.2f%%' % ((t/p-1)*100))" "$mp" "$mt"))"
+    } >> "$report"
+fi
+
 echo >> "$report"
-echo "GPU ATTACH: $(( ${#cases[@]} + ${#runtime_cases[@]} - failed )) passed, $failed failed" >> "$report"
+echo "GPU ATTACH: $(( ${#cases[@]} + ${#runtime_cases[@]} + tasks_cases - failed )) passed, $failed failed" >> "$report"
 cat "$report"
 [ "$failed" -eq 0 ]
