@@ -1,6 +1,7 @@
 //! The stream-attach rules, each shown firing alone (negative) and a correct program shown silent
-//! (positive), on the simulated driver, which answers as R580 does unless told `documented`.
-//! Program: tests/c/attach_cuda.c.
+//! (positive), on the simulated driver, which answers as R580 does unless told `documented`, and
+//! on the simulated HIP runtime, which answers as the CLR does. Programs: tests/c/attach_cuda.c,
+//! tests/c/attach_hip.c.
 
 mod common;
 use common::scenarios::*;
@@ -73,6 +74,43 @@ const CASES: &[Case] = &[
     ),
 ];
 
+/// HIP's cases: the CLR checks the flags, and accepts (and ignores) a correct attach.
+const HIP_CASES: &[Case] = &[
+    (
+        "flags-combined",
+        &[],
+        &["hipStreamAttachMemAsync.flags-not-one-attach-flag"],
+    ),
+    (
+        "correct",
+        &[],
+        &["divergence.hipStreamAttachMemAsync.accepted-and-ignored"],
+    ),
+];
+
+fn hip_program(scratch: &Scratch) -> std::path::PathBuf {
+    let libs = format!("-L{}", scratch.sim_libs().display());
+    scratch.compile("attach_hip.c", "attach_hip", &[&libs, "-lamdhip64"])
+}
+
+/// HIP: each misuse fires exactly its rule, and three correct attaches draw only the runtime's
+/// divergence, once, with every call traced.
+#[test]
+fn hip_cases_fire_exactly_their_rules() {
+    let scratch = Scratch::new("attach_hip_cases");
+    let exe = hip_program(&scratch);
+    check_cases(&scratch, &exe, HIP_CASES);
+    let r = run_checked(&scratch, &exe, "correct", &[]);
+    assert_eq!(r.findings().len(), 1, "{}", r.stderr());
+    assert_eq!(
+        calls(&r.records)
+            .iter()
+            .filter(|c| c["fn"] == "hipStreamAttachMemAsync" && c["r"] == 0)
+            .count(),
+        3
+    );
+}
+
 fn program(scratch: &Scratch) -> std::path::PathBuf {
     let libs = format!("-L{}", scratch.sim_libs().display());
     scratch.compile("attach_cuda.c", "attach_cuda", &[&libs, "-lcuda", "-ldl"])
@@ -108,12 +146,12 @@ fn a_correct_program_produces_no_finding() {
 }
 
 #[test]
-fn every_cuda_attach_rule_has_a_case() {
-    let covered = CASES.iter().flat_map(|(_, _, ids)| ids.iter().copied());
-    let missing: Vec<&str> = rules::without_case(&["attach"], covered)
-        .into_iter()
-        .filter(|id| !id.starts_with("hip"))
-        .collect();
+fn every_attach_rule_has_a_case() {
+    let covered = CASES
+        .iter()
+        .chain(HIP_CASES)
+        .flat_map(|(_, _, ids)| ids.iter().copied());
+    let missing: Vec<&str> = rules::without_case(&["attach"], covered);
     assert!(missing.is_empty(), "rules without a case: {missing:?}");
 }
 

@@ -292,9 +292,10 @@ impl Driver {
                     if length != 0 && length != a.size {
                         return Err(INVALID_VALUE);
                     }
-                    a.attachment = (flags, stream);
                 }
-                // The CLR only validates other known memory and returns success.
+                // The CLR validates and returns success without associating anything ("Unclear
+                // what should be done for this interface in AMD HMM", hip_memory.cpp): the
+                // memory keeps its attachment.
                 Ok(())
             }
         }

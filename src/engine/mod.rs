@@ -108,6 +108,20 @@ impl<'a> Cx<'a> {
         self.push(rule, message, Basis::Driver);
     }
 
+    /// After the call: [`Self::shown`], once per process (for what a driver always does, such as
+    /// ignoring a call it accepts).
+    pub fn shown_once(&mut self, rule: &'static Rule, message: impl FnOnce() -> String) {
+        if self
+            .states
+            .reporting
+            .lock()
+            .once
+            .insert(rule.id.to_string())
+        {
+            self.shown(rule, message);
+        }
+    }
+
     /// A muted rule with a documented code still takes part in deciding the call (strict mode's
     /// refusal, a divergence the driver's answer shows), but its message is never built: `report`
     /// drops it. One without a documented code decides nothing, so it costs nothing at all.

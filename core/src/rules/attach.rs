@@ -173,6 +173,30 @@ pub mod hip {
         documented_code: Some(INVALID_VALUE),
         fix: "pass exactly one of hipMemAttachGlobal, hipMemAttachHost, hipMemAttachSingle",
     };
+
+    /// The CLR (libamdhip64, every version read: `hip_memory.cpp`) validates the arguments and
+    /// returns hipSuccess without associating anything ("Unclear what should be done for this
+    /// interface in AMD HMM, since it's generic SVM alloc"); HIP 5.x's header lists the call as
+    /// a nop. A divergence of its own kind, said once per process on the first attach accepted.
+    pub static ATTACH_IGNORED: Rule = Rule {
+        id: "divergence.hipStreamAttachMemAsync.accepted-and-ignored",
+        severity: Severity::Info,
+        kind: Kind::Divergence,
+        requirement: "An attach changes the memory's stream association; HIP's AMD runtime (the \
+            CLR, libamdhip64) checks the arguments and returns hipSuccess without changing \
+            anything: SINGLE and HOST promise nothing there, and every stream and the host keep \
+            the access they had.",
+        source: crate::rules::Source {
+            document: "HIP Runtime API",
+            section: "Stream Management",
+            function: "hipStreamAttachMemAsync",
+        },
+        quote: "The following Stream APIs are not (yet) supported in HIP: \
+            hipStreamAttachMemAsync is a nop",
+        documented_code: None,
+        fix: "on AMD GPUs order access to managed memory with stream synchronization or events; \
+            do not rely on an attach to keep other streams or the host away",
+    };
 }
 
 /// The family's checks, by the names the table uses.
@@ -202,7 +226,7 @@ pub mod checks {
     };
     pub static ATTACH_HIP: CheckInfo = CheckInfo {
         name: "attach.hip",
-        rules: &[&hip::FLAGS_NOT_ONE],
+        rules: &[&hip::FLAGS_NOT_ONE, &hip::ATTACH_IGNORED],
     };
 }
 
@@ -220,5 +244,6 @@ pub static FAMILY: Family = Family {
         &cuda::PAGEABLE_WITHOUT_ACCESS,
         &lifetime::STREAM_DESTROYED_WITH_ATTACHED_MEMORY,
         &hip::FLAGS_NOT_ONE,
+        &hip::ATTACH_IGNORED,
     ],
 };

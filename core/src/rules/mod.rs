@@ -368,12 +368,22 @@ mod tests {
                 }
             }
         }
+        // A divergence is an answer the driver gives for a misuse (known), one outside the
+        // documented codes (unlisted), or what a driver does with a call it accepts, which a
+        // check reports itself (HIP's runtime ignoring an attach).
+        let reported_by_a_check = |rule: &Rule| {
+            FUNCTIONS.iter().any(|f| {
+                crate::table::checks_of(f.id)
+                    .iter()
+                    .any(|c| c.rules.iter().any(|r| std::ptr::eq(*r, rule)))
+            })
+        };
         for rule in all().filter(|r| r.kind == Kind::Divergence) {
             let known = divergences::KNOWN
                 .iter()
                 .any(|d| std::ptr::eq(d.rule, rule));
             assert!(
-                known || std::ptr::eq(rule, &divergences::UNLISTED),
+                known || std::ptr::eq(rule, &divergences::UNLISTED) || reported_by_a_check(rule),
                 "{}",
                 rule.id
             );

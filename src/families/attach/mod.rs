@@ -302,5 +302,13 @@ impl Check<args::hipStreamAttachMemAsync> for AttachHip {
     fn before(&self, a: &args::hipStreamAttachMemAsync, cx: &mut Cx) {
         flags_not_one(cx, &hip::FLAGS_NOT_ONE, a.flags.0);
     }
-    fn after(&self, _: &args::hipStreamAttachMemAsync, _: (), _: c_int, _: &mut Cx) {}
+    fn after(&self, _: &args::hipStreamAttachMemAsync, _: (), ret: c_int, cx: &mut Cx) {
+        if ret == 0 {
+            cx.shown_once(&hip::ATTACH_IGNORED, || {
+                "HIP's AMD runtime accepted the attach and ignores it: the memory keeps the \
+                 association it had (reported once per process)"
+                    .to_string()
+            });
+        }
+    }
 }

@@ -163,6 +163,11 @@ const NEGATIVE: &[Case] = &[
         &["hipStreamAttachMemAsync.flags-not-one-attach-flag"],
         |h| h.call(hip_attach(3), INVALID_VALUE),
     ),
+    (
+        "a hip attach the runtime accepted (and, the CLR, ignores)",
+        &["divergence.hipStreamAttachMemAsync.accepted-and-ignored"],
+        |h| h.call(hip_attach(4), SUCCESS),
+    ),
 ];
 
 #[test]
@@ -201,7 +206,6 @@ fn correct_attaches_are_silent() {
     for flags in [1, 2, 4] {
         h.ok(attach(STREAM, MANAGED, 0, flags));
         h.ok(attach(STREAM, MANAGED, SIZE, flags));
-        h.ok(hip_attach(flags));
     }
     h.ok(attach(0, MANAGED, 0, GLOBAL));
     h.ok(attach(STREAM, 0x7f00_0000_0000, 4096, GLOBAL));
@@ -235,4 +239,21 @@ fn a_stream_destroyed_without_memory_attached_to_it_is_silent() {
 #[test]
 fn pageable_memory_with_access_and_a_length_is_silent() {
     pageable_world(Some(1)).ok(attach(0, pageable(), 4096, GLOBAL));
+}
+
+/// A correct HIP attach draws the runtime's divergence once per process and nothing else; one the
+/// runtime refused draws nothing of it.
+#[test]
+fn correct_hip_attaches_draw_only_the_runtime_s_divergence_once() {
+    let h = world();
+    let ran = h.call(hip_attach(1), INVALID_VALUE);
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+    let ran = h.call(hip_attach(4), SUCCESS);
+    assert_eq!(
+        ran.rules,
+        ["divergence.hipStreamAttachMemAsync.accepted-and-ignored"]
+    );
+    for flags in [1, 2, 4] {
+        h.ok(hip_attach(flags));
+    }
 }

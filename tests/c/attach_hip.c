@@ -1,0 +1,33 @@
+/* HIP stream-attach scenarios for the rule tests: `attach_hip SCENARIO`.
+ *   flags-combined   hipMemAttachGlobal | hipMemAttachHost (refused)
+ *   correct          SINGLE on a stream of its own, then each flag: the runtime accepts them all
+ *                    (and HIP's AMD runtime ignores them: its divergence, once per process)
+ * 64 KiB of managed memory. */
+#define __HIP_PLATFORM_AMD__
+#include <hip/hip_runtime_api.h>
+#include <string.h>
+#include "check.h"
+
+int main(int argc, char **argv) {
+    if (argc != 2) return 2;
+    const char *s = argv[1];
+    void *m = NULL;
+    hipStream_t stream;
+    MUST(hipSetDevice(0));
+    MUST(hipMallocManaged(&m, 1 << 16, hipMemAttachGlobal));
+    MUST(hipStreamCreate(&stream));
+    if (!strcmp(s, "flags-combined")) {
+        CALL("hipStreamAttachMemAsync",
+             hipStreamAttachMemAsync(stream, m, 0, hipMemAttachGlobal | hipMemAttachHost));
+    } else if (!strcmp(s, "correct")) {
+        CALL("hipStreamAttachMemAsync", hipStreamAttachMemAsync(stream, m, 0, hipMemAttachSingle));
+        CALL("hipStreamAttachMemAsync", hipStreamAttachMemAsync(stream, m, 0, hipMemAttachGlobal));
+        CALL("hipStreamAttachMemAsync", hipStreamAttachMemAsync(stream, m, 1 << 16, hipMemAttachHost));
+    } else {
+        return 2;
+    }
+    MUST(hipStreamSynchronize(stream));
+    MUST(hipStreamDestroy(stream));
+    MUST(hipFree(m));
+    return 0;
+}
