@@ -10,6 +10,8 @@ use sharecheck_core::rules;
 use sharecheck_core::schema::env;
 
 const DOCUMENTED: (&str, &str) = (env::SIM_BEHAVIOUR, "documented");
+/// Device 0 reports CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS 0.
+const NO_CONCURRENT_MANAGED_ACCESS: (&str, &str) = (env::SIM_ATTRS, "0:89=0");
 
 const CASES: &[Case] = &[
     (
@@ -66,6 +68,21 @@ const CASES: &[Case] = &[
         &[],
         &["cuStreamDestroy.attached-memory-reverts"],
     ),
+    // Stream work on a device without concurrent managed access (a Jetson, WSL: an H200 reports
+    // 1, where the same program is correct).
+    (
+        "single-other-stream",
+        &[NO_CONCURRENT_MANAGED_ACCESS],
+        &["attach.single-memory-used-by-another-stream"],
+    ),
+    ("single-other-stream", &[], &[]),
+    (
+        "host-on-device",
+        &[NO_CONCURRENT_MANAGED_ACCESS],
+        &["attach.host-memory-used-on-device"],
+    ),
+    ("host-on-device", &[], &[]),
+    ("stream-work", &[NO_CONCURRENT_MANAGED_ACCESS], &[]),
     // Through cuGetProcAddress, as the runtime resolves it: the legacy stream's function.
     (
         "procaddress-legacy",

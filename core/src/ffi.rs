@@ -379,6 +379,18 @@ number!(
     hex
 );
 number!(
+    /// The byte value of `cuMemsetD8Async`.
+    UChar(u8),
+    "unsigned char",
+    unsigned
+);
+number!(
+    /// An `unsigned int` value (`cuMemsetD32Async`'s word).
+    Uint(c_uint),
+    "unsigned int",
+    unsigned
+);
+number!(
     /// Flags documented as reserved: "must be 0".
     ReservedFlags(c_uint),
     "unsigned int",

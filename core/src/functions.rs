@@ -72,6 +72,19 @@ macro_rules! interposed_functions {
             // Observed: interposed only while a check in the table runs on them; otherwise every
             // lookup hands out the driver's own function.
             // Memory: what frees or unmaps memory ends what the shim knows of it.
+            // Observed asynchronous copies and memsets: a stream's use of managed memory.
+            cuda cuMemcpyAsync [cuMemcpyAsync 4000 legacy observed] (dst: CUdeviceptr, src: CUdeviceptr, ByteCount: Size, hStream: CUstream);
+            cuda cuMemcpyAsync_ptsz [cuMemcpyAsync 7000 ptsz observed] (dst: CUdeviceptr, src: CUdeviceptr, ByteCount: Size, hStream: CUstream);
+            cuda cuMemcpyDtoDAsync_v2 [cuMemcpyDtoDAsync 3020 legacy observed] (dstDevice: CUdeviceptr, srcDevice: CUdeviceptr, ByteCount: Size, hStream: CUstream);
+            cuda cuMemcpyDtoDAsync_v2_ptsz [cuMemcpyDtoDAsync 7000 ptsz observed] (dstDevice: CUdeviceptr, srcDevice: CUdeviceptr, ByteCount: Size, hStream: CUstream);
+            cuda cuMemcpyHtoDAsync_v2 [cuMemcpyHtoDAsync 3020 legacy observed] (dstDevice: CUdeviceptr, srcHost: ConstVoidPtr, ByteCount: Size, hStream: CUstream);
+            cuda cuMemcpyHtoDAsync_v2_ptsz [cuMemcpyHtoDAsync 7000 ptsz observed] (dstDevice: CUdeviceptr, srcHost: ConstVoidPtr, ByteCount: Size, hStream: CUstream);
+            cuda cuMemcpyDtoHAsync_v2 [cuMemcpyDtoHAsync 3020 legacy observed] (dstHost: VoidPtr, srcDevice: CUdeviceptr, ByteCount: Size, hStream: CUstream);
+            cuda cuMemcpyDtoHAsync_v2_ptsz [cuMemcpyDtoHAsync 7000 ptsz observed] (dstHost: VoidPtr, srcDevice: CUdeviceptr, ByteCount: Size, hStream: CUstream);
+            cuda cuMemsetD8Async [cuMemsetD8Async 3020 legacy observed] (dstDevice: CUdeviceptr, uc: UChar, N: Size, hStream: CUstream);
+            cuda cuMemsetD8Async_ptsz [cuMemsetD8Async 7000 ptsz observed] (dstDevice: CUdeviceptr, uc: UChar, N: Size, hStream: CUstream);
+            cuda cuMemsetD32Async [cuMemsetD32Async 3020 legacy observed] (dstDevice: CUdeviceptr, ui: Uint, N: Size, hStream: CUstream);
+            cuda cuMemsetD32Async_ptsz [cuMemsetD32Async 7000 ptsz observed] (dstDevice: CUdeviceptr, ui: Uint, N: Size, hStream: CUstream);
             cuda cuMemAlloc_v2 [cuMemAlloc 3020 legacy observed] (dptr: Out<CUdeviceptr>, bytesize: Size);
             cuda cuMemAllocManaged [cuMemAllocManaged 6000 legacy observed] (dptr: Out<CUdeviceptr>, bytesize: Size, flags: AttachFlags);
             cuda cuMemFree_v2 [cuMemFree 3020 legacy observed] (dptr: CUdeviceptr);

@@ -65,6 +65,19 @@ macro_rules! check_table {
             cuDevicePrimaryCtxReset_v2 => lifecycle::PRIMARY_RESET;
             cuStreamDestroy_v2 => attach::STREAM_DESTROYED, lifecycle::STREAM_DESTROYED;
             hipDeviceReset => lifecycle::HIP_DEVICE_RESET;
+            // Observed stream work on memory: what an attach promised about other streams.
+            cuMemcpyAsync => attach::ACCESS_CUDA;
+            cuMemcpyAsync_ptsz => attach::ACCESS_CUDA;
+            cuMemcpyDtoDAsync_v2 => attach::ACCESS_CUDA;
+            cuMemcpyDtoDAsync_v2_ptsz => attach::ACCESS_CUDA;
+            cuMemcpyHtoDAsync_v2 => attach::ACCESS_CUDA;
+            cuMemcpyHtoDAsync_v2_ptsz => attach::ACCESS_CUDA;
+            cuMemcpyDtoHAsync_v2 => attach::ACCESS_CUDA;
+            cuMemcpyDtoHAsync_v2_ptsz => attach::ACCESS_CUDA;
+            cuMemsetD8Async => attach::ACCESS_CUDA;
+            cuMemsetD8Async_ptsz => attach::ACCESS_CUDA;
+            cuMemsetD32Async => attach::ACCESS_CUDA;
+            cuMemsetD32Async_ptsz => attach::ACCESS_CUDA;
             // Observed memory: frees end what the driver-fact caches hold.
             cuMemAlloc_v2 => ;
             cuMemAllocManaged => ;

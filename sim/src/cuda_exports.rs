@@ -85,6 +85,35 @@ unsafe fn memcpy_dtoh(dst: *mut c_void, src: u64, n: usize) -> Outcome {
     })
 }
 
+/// An asynchronous copy or memset on `stream` (`cuMemcpy*Async`, `cuMemsetD*Async`, either
+/// export): the stream is checked, the work done at once, and the stream left pending until the
+/// program waits for it.
+fn on_stream(stream: CUstream, work: impl FnOnce(&mut state::Driver) -> Outcome) -> Outcome {
+    check_initialized()?;
+    state::with(|d| {
+        d.current_context()?;
+        let stream = to_handle(stream);
+        d.streams.check_stream(stream)?;
+        work(d)?;
+        d.mark_pending(stream);
+        Ok(())
+    })
+}
+
+/// `cuMemsetD8Async` and `cuMemsetD32Async`: `n` elements of `value`'s `width` bytes.
+fn memset_async(dst: u64, value: u32, width: usize, n: usize, stream: CUstream) -> Outcome {
+    on_stream(stream, |d| {
+        let bytes: Vec<u8> = (0..n)
+            .flat_map(|_| value.to_le_bytes().into_iter().take(width))
+            .collect();
+        // SAFETY: `bytes` is a live buffer of exactly the bytes copied.
+        unsafe {
+            d.memory
+                .copy_to_device(dst, bytes.as_ptr(), bytes.len() as u64)
+        }
+    })
+}
+
 /// `cuStreamAttachMemAsync` (`ptsz`: through the `_ptsz` export, where stream 0 is the
 /// calling thread's per-thread stream).
 fn attach(stream: CUstream, dptr: u64, length: usize, flags: c_uint, ptsz: bool) -> Outcome {
@@ -864,6 +893,58 @@ exports! {
 
     fn cuStreamQuery_ptsz(hStream: CUstream) {
         stream_query(hStream)
+    }
+
+    fn cuMemcpyAsync(dst: CUdeviceptr, src: CUdeviceptr, ByteCount: usize, hStream: CUstream) {
+        on_stream(hStream, |d| d.memory.copy_device(dst, src, ByteCount as u64))
+    }
+
+    fn cuMemcpyAsync_ptsz(dst: CUdeviceptr, src: CUdeviceptr, ByteCount: usize, hStream: CUstream) {
+        on_stream(hStream, |d| d.memory.copy_device(dst, src, ByteCount as u64))
+    }
+
+    fn cuMemcpyDtoDAsync_v2(dstDevice: CUdeviceptr, srcDevice: CUdeviceptr, ByteCount: usize, hStream: CUstream) {
+        on_stream(hStream, |d| d.memory.copy_device(dstDevice, srcDevice, ByteCount as u64))
+    }
+
+    fn cuMemcpyDtoDAsync_v2_ptsz(dstDevice: CUdeviceptr, srcDevice: CUdeviceptr, ByteCount: usize, hStream: CUstream) {
+        on_stream(hStream, |d| d.memory.copy_device(dstDevice, srcDevice, ByteCount as u64))
+    }
+
+    fn cuMemcpyHtoDAsync_v2(dstDevice: CUdeviceptr, srcHost: *const c_void, ByteCount: usize, hStream: CUstream) {
+        // SAFETY: `srcHost` is NULL or readable for `ByteCount` bytes (the call's contract).
+        on_stream(hStream, |d| unsafe { d.memory.copy_to_device(dstDevice, srcHost.cast(), ByteCount as u64) })
+    }
+
+    fn cuMemcpyHtoDAsync_v2_ptsz(dstDevice: CUdeviceptr, srcHost: *const c_void, ByteCount: usize, hStream: CUstream) {
+        // SAFETY: `srcHost` is NULL or readable for `ByteCount` bytes (the call's contract).
+        on_stream(hStream, |d| unsafe { d.memory.copy_to_device(dstDevice, srcHost.cast(), ByteCount as u64) })
+    }
+
+    fn cuMemcpyDtoHAsync_v2(dstHost: *mut c_void, srcDevice: CUdeviceptr, ByteCount: usize, hStream: CUstream) {
+        // SAFETY: `dstHost` is NULL or writable for `ByteCount` bytes (the call's contract).
+        on_stream(hStream, |d| unsafe { d.memory.copy_from_device(dstHost.cast(), srcDevice, ByteCount as u64) })
+    }
+
+    fn cuMemcpyDtoHAsync_v2_ptsz(dstHost: *mut c_void, srcDevice: CUdeviceptr, ByteCount: usize, hStream: CUstream) {
+        // SAFETY: `dstHost` is NULL or writable for `ByteCount` bytes (the call's contract).
+        on_stream(hStream, |d| unsafe { d.memory.copy_from_device(dstHost.cast(), srcDevice, ByteCount as u64) })
+    }
+
+    fn cuMemsetD8Async(dstDevice: CUdeviceptr, uc: u8, N: usize, hStream: CUstream) {
+        memset_async(dstDevice, u32::from(uc), 1, N, hStream)
+    }
+
+    fn cuMemsetD8Async_ptsz(dstDevice: CUdeviceptr, uc: u8, N: usize, hStream: CUstream) {
+        memset_async(dstDevice, u32::from(uc), 1, N, hStream)
+    }
+
+    fn cuMemsetD32Async(dstDevice: CUdeviceptr, ui: c_uint, N: usize, hStream: CUstream) {
+        memset_async(dstDevice, ui, 4, N, hStream)
+    }
+
+    fn cuMemsetD32Async_ptsz(dstDevice: CUdeviceptr, ui: c_uint, N: usize, hStream: CUstream) {
+        memset_async(dstDevice, ui, 4, N, hStream)
     }
 
     fn cuStreamAttachMemAsync(hStream: CUstream, dptr: CUdeviceptr, length: usize, flags: c_uint) {

@@ -14,7 +14,12 @@
  *                      legacy stream (the NULL stream: a misuse)
  *   procaddress-ptsz   the same for the per-thread default stream (stream 0 is the thread's own)
  *   correct            SINGLE on a stream of its own, on the per-thread stream (both spellings)
- *                      and through _ptsz on stream 0; each flag; length 0 and the whole size */
+ *                      and through _ptsz on stream 0; each flag; length 0 and the whole size
+ * Stream work (for a device without concurrent managed access, SHARECHECK_SIM_ATTRS=0:89=0):
+ *   single-other-stream  memory attached SINGLE to one stream, set by a memset on another
+ *   host-on-device       memory attached HOST, written by a host-to-device copy on a stream
+ *   stream-work          memory attached SINGLE to a stream, set, copied and read back on it
+ *                        (and on the per-thread stream once attached to it): correct */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -24,6 +29,7 @@
 #undef cuStreamAttachMemAsync
 CUresult CUDAAPI cuStreamAttachMemAsync(CUstream hStream, CUdeviceptr dptr, size_t length, unsigned int flags);
 CUresult CUDAAPI cuStreamAttachMemAsync_ptsz(CUstream hStream, CUdeviceptr dptr, size_t length, unsigned int flags);
+CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream);
 
 #define BYTES (1 << 16)
 #define ATTACH(stream, ptr, length, flags) \
@@ -87,6 +93,35 @@ int main(int argc, char **argv) {
                      NULL));
         CALL(ptsz ? "cuStreamAttachMemAsync_ptsz" : "cuStreamAttachMemAsync",
              ((attach_t)f)(0, m, 0, CU_MEM_ATTACH_SINGLE));
+    } else if (!strcmp(s, "single-other-stream")) {
+        CUstream other;
+        MUST(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+        ATTACH(own, m, 0, CU_MEM_ATTACH_SINGLE);
+        CALL("cuMemsetD8Async", cuMemsetD8Async(m, 7, 64, other));
+        MUST(cuStreamSynchronize(other));
+        CALL("cuStreamDestroy_v2", cuStreamDestroy(other));
+    } else if (!strcmp(s, "host-on-device")) {
+        char buf[64] = {1};
+        ATTACH(own, m, 0, CU_MEM_ATTACH_HOST);
+        CALL("cuMemcpyHtoDAsync_v2", cuMemcpyHtoDAsync(m, buf, sizeof buf, own));
+        MUST(cuStreamSynchronize(own));
+    } else if (!strcmp(s, "stream-work")) {
+        char buf[64];
+        ATTACH(own, m, 0, CU_MEM_ATTACH_SINGLE);
+        CALL("cuMemsetD32Async", cuMemsetD32Async(m, 0x01020304, 16, own));
+        CALL("cuMemcpyDtoDAsync_v2", cuMemcpyDtoDAsync(m + 1024, m, 64, own));
+        CALL("cuMemcpyDtoHAsync_v2", cuMemcpyDtoHAsync(buf, m + 1024, sizeof buf, own));
+        MUST(cuStreamSynchronize(own));
+        if (buf[0] != 4 || buf[3] != 1) return 4;
+        /* The memory belongs to the per-thread stream from now on: work there, in both spellings. */
+        ATTACH(CU_STREAM_PER_THREAD, m, 0, CU_MEM_ATTACH_SINGLE);
+        CALL("cuMemcpyAsync", cuMemcpyAsync(m + 2048, m, 64, CU_STREAM_PER_THREAD));
+        CALL("cuMemsetD8Async_ptsz", cuMemsetD8Async_ptsz(m, 0, 64, 0));
+        MUST(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+        /* Attached to the host and back to GLOBAL: then any stream may use it. */
+        ATTACH(own, m, 0, CU_MEM_ATTACH_GLOBAL);
+        CALL("cuMemsetD8Async", cuMemsetD8Async(m, 0, 64, 0));
+        MUST(cuCtxSynchronize());
     } else if (!strcmp(s, "correct")) {
         ATTACH(own, m, 0, CU_MEM_ATTACH_SINGLE);
         ATTACH(CU_STREAM_PER_THREAD, m, 0, CU_MEM_ATTACH_SINGLE);

@@ -4,9 +4,10 @@
 //! the same sentences. What R580 answers is in LD_PRELOAD.md, "cuStreamAttachMemAsync on R580,
 //! measured".
 //!
-//! This is the family's first part: the rules one call decides from its arguments and the
-//! driver's facts (the stream, the flags, the kind and extent of the memory). The stream-order
-//! rules (attaches not ordered, access from other streams, a destroyed stream) are to come.
+//! The rules one call decides from its arguments and the driver's facts (the stream, the flags,
+//! the kind and extent of the memory); what a destroyed stream does to its attachments; and, on
+//! devices without concurrent managed access, stream work (asynchronous copies and memsets, which
+//! the shim observes) on memory an attach promised to another stream or to the host.
 
 use super::{cuda, CheckInfo, Family, Kind, Rule, Severity};
 use crate::codes::*;
@@ -26,6 +27,13 @@ const CUDA_PAGEABLE_ACCESS: &str = "a valid host-accessible region of system-all
     memory. This type of memory may only be specified if the device associated with the stream \
     reports a non-zero value for the device attribute \
     ::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS.";
+const CUDA_SINGLE_GUARANTEE: &str = "If the ::CU_MEM_ATTACH_SINGLE flag is specified and hStream \
+    is associated with a device that has a zero value for the device attribute \
+    ::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, the program makes a guarantee that it will \
+    only access the memory on the device from hStream.";
+const CUDA_HOST_GUARANTEE: &str = "If the ::CU_MEM_ATTACH_HOST flag is specified, the program \
+    makes a guarantee that it won't access the memory on the device from any stream on a device \
+    that has a zero value for the device attribute ::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS.";
 const CUDA_MEMORY: &str = "dptr must point to one of the following types of memories: managed \
     memory declared using the __managed__ keyword or allocated with ::cuMemAllocManaged; a valid \
     host-accessible region of system-allocated pageable memory.";
@@ -55,6 +63,35 @@ pub mod cuda {
         documented_code: Some(INVALID_VALUE),
         fix: "attach singly to a stream the program created (or to the per-thread stream), or \
             attach with CU_MEM_ATTACH_GLOBAL",
+    };
+
+    pub static SINGLE_ACCESSED_FROM_ANOTHER_STREAM: Rule = Rule {
+        id: "attach.single-memory-used-by-another-stream",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "Managed memory attached CU_MEM_ATTACH_SINGLE to a stream of a device \
+            without concurrent managed access (CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS 0) \
+            is used on the device by that stream alone: a copy or memset on another stream \
+            breaks the program's guarantee (undefined results; nothing checks it).",
+        source: cuda(CUDA_STREAM, "cuStreamAttachMemAsync"),
+        quote: CUDA_SINGLE_GUARANTEE,
+        documented_code: None,
+        fix: "enqueue the work on the stream the memory is attached to, or attach it to this \
+            stream (or GLOBAL) first, ordered after the other stream's work",
+    };
+
+    pub static HOST_ACCESSED_ON_DEVICE: Rule = Rule {
+        id: "attach.host-memory-used-on-device",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "Managed memory attached CU_MEM_ATTACH_HOST is not used on a device without \
+            concurrent managed access (CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS 0), from any \
+            stream: a copy or memset on such a device breaks the program's guarantee.",
+        source: cuda(CUDA_STREAM, "cuStreamAttachMemAsync"),
+        quote: CUDA_HOST_GUARANTEE,
+        documented_code: None,
+        fix: "attach the memory to the stream (SINGLE) or GLOBAL before the device uses it, \
+            ordered before the work",
     };
 
     pub static FLAGS_NOT_ONE: Rule = Rule {
@@ -215,6 +252,14 @@ pub mod checks {
             &cuda::PAGEABLE_WITHOUT_ACCESS,
         ],
     };
+    /// Stream work on memory (asynchronous copies and memsets): what attaches promised.
+    pub static ACCESS_CUDA: CheckInfo = CheckInfo {
+        name: "attach.access.cuda",
+        rules: &[
+            &cuda::SINGLE_ACCESSED_FROM_ANOTHER_STREAM,
+            &cuda::HOST_ACCESSED_ON_DEVICE,
+        ],
+    };
     pub static STREAM_DESTROYED: CheckInfo = CheckInfo {
         name: "attach.stream-destroyed",
         rules: &[&lifetime::STREAM_DESTROYED_WITH_ATTACHED_MEMORY],
@@ -242,6 +287,8 @@ pub static FAMILY: Family = Family {
         &cuda::PARTIAL_LENGTH,
         &cuda::PAGEABLE_LENGTH_ZERO,
         &cuda::PAGEABLE_WITHOUT_ACCESS,
+        &cuda::SINGLE_ACCESSED_FROM_ANOTHER_STREAM,
+        &cuda::HOST_ACCESSED_ON_DEVICE,
         &lifetime::STREAM_DESTROYED_WITH_ATTACHED_MEMORY,
         &hip::FLAGS_NOT_ONE,
         &hip::ATTACH_IGNORED,

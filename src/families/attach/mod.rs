@@ -1,10 +1,14 @@
 //! The stream-attach family: checks for `cuStreamAttachMemAsync` (both exports) and
 //! `hipStreamAttachMemAsync`. Catalogue: `sharecheck_core::rules::attach`.
 //!
-//! This first part decides from one call's arguments and the driver's facts: `SINGLE` on the NULL
-//! stream (whose spelling depends on the export), flags that are not exactly one attach flag, and
-//! for CUDA the memory: not managed (device or page-locked memory), a pointer inside a managed
-//! allocation, a length that is neither 0 nor the allocation's size. Nothing is tracked yet.
+//! From one call's arguments and the driver's facts: `SINGLE` on the NULL stream (whose spelling
+//! depends on the export), flags that are not exactly one attach flag, and for CUDA the memory:
+//! not managed (device or page-locked memory), a pointer inside a managed allocation, a length
+//! that is neither 0 nor the allocation's size, pageable memory. Tracked: what each accepted
+//! attach promised, until the memory is attached again, freed, or its stream destroyed; a
+//! destroyed stream's memory reverts (info), and on a device without concurrent managed access
+//! an asynchronous copy or memset (observed) on memory attached `SINGLE` to another stream, or
+//! attached `HOST`, breaks the promise.
 
 #[cfg(test)]
 mod tests;
@@ -15,10 +19,13 @@ use crate::engine::{hex, Check, Cx};
 use parking_lot::Mutex;
 use sharecheck_core::functions::args;
 use sharecheck_core::rules::attach::{cuda, hip, lifetime};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::ffi::c_int;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::Relaxed;
 
 pub struct AttachCuda;
+pub struct AccessCuda;
 pub struct AttachHip;
 pub struct StreamDestroyed;
 pub struct MemoryFreed;
@@ -26,18 +33,57 @@ pub struct MemoryFreed;
 /// The family's checks, by the names the table uses.
 pub mod checks {
     pub const ATTACH_CUDA: super::AttachCuda = super::AttachCuda;
+    pub const ACCESS_CUDA: super::AccessCuda = super::AccessCuda;
     pub const ATTACH_HIP: super::AttachHip = super::AttachHip;
     pub const STREAM_DESTROYED: super::StreamDestroyed = super::StreamDestroyed;
     pub const MEMORY_FREED: super::MemoryFreed = super::MemoryFreed;
 }
 
-/// What the family tracks: the managed memory each stream has attached singly (the driver
-/// accepted the attach), by the allocation's start. A later attach of the memory anywhere
-/// replaces its association; its free, or the stream's destroy, ends it. A forked child starts
-/// empty, as every family does.
+/// Which stream an attach or a copy names: the legacy NULL stream, a thread's per-thread stream
+/// (`CU_STREAM_PER_THREAD`, or 0 through a `_ptsz` export: the calling thread's), or a stream
+/// the program made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StreamKey {
+    Legacy,
+    PerThread(i32),
+    Made(u64),
+}
+
+impl StreamKey {
+    fn of(stream: u64, ptsz: bool) -> StreamKey {
+        match stream {
+            0 if !ptsz => StreamKey::Legacy,
+            STREAM_LEGACY => StreamKey::Legacy,
+            0 | STREAM_PER_THREAD => StreamKey::PerThread(crate::trace::tid()),
+            handle => StreamKey::Made(handle),
+        }
+    }
+}
+
+/// An accepted attach of managed memory that promised something.
+#[derive(Clone, Copy, Debug)]
+struct Attached {
+    /// The attach's stream, as passed (a destroy names it so).
+    stream: u64,
+    key: StreamKey,
+    flags: u32,
+    /// The allocation's size, when the driver knew it.
+    size: Option<u64>,
+    /// `SINGLE`: whether the stream's device reports no concurrent managed access (the promise
+    /// then holds on the device).
+    exclusive: bool,
+}
+
+/// What the family tracks: the attaches the driver accepted that promise something (`SINGLE`,
+/// `HOST`), by the allocation's start. A later attach of the memory replaces its association;
+/// its free, or (for `SINGLE`) the stream's destroy, ends it. A forked child starts empty, as
+/// every family does.
 #[derive(Default)]
 pub struct AttachState {
-    single: Mutex<HashMap<u64, u64>>,
+    attached: Mutex<BTreeMap<u64, Attached>>,
+    /// How many attachments can concern stream work (`SINGLE` on a device without concurrent
+    /// managed access, and `HOST`): when none, a copy is not looked at.
+    watched: AtomicUsize,
 }
 
 impl FamilyState for AttachState {
@@ -45,41 +91,73 @@ impl FamilyState for AttachState {
 }
 
 impl AttachState {
-    /// `dptr` was attached with `flags` to `stream` (a specific stream when SINGLE).
-    fn attached(&self, dptr: u64, stream: u64, flags: u32) {
-        let mut single = self.single.lock();
-        if flags == ATTACH_SINGLE {
-            single.insert(dptr, stream);
+    /// `dptr` was attached with `flags` to `stream`.
+    fn attached(&self, dptr: u64, entry: Attached) {
+        let mut attached = self.attached.lock();
+        let old = if entry.flags == ATTACH_SINGLE || entry.flags == ATTACH_HOST {
+            attached.insert(dptr, entry)
         } else {
-            single.remove(&dptr);
+            attached.remove(&dptr)
+        };
+        self.count(old, -1);
+        if entry.flags != ATTACH_GLOBAL {
+            self.count(Some(entry), 1);
+        }
+    }
+
+    fn count(&self, entry: Option<Attached>, by: isize) {
+        if entry.is_some_and(watched) {
+            if by > 0 {
+                self.watched.fetch_add(1, Relaxed);
+            } else {
+                self.watched.fetch_sub(1, Relaxed);
+            }
         }
     }
 
     /// The memory attached singly to `stream`, which is gone now (forgotten).
     fn stream_destroyed(&self, stream: u64) -> Vec<u64> {
-        let mut single = self.single.lock();
-        let mut gone: Vec<u64> = single
+        let mut attached = self.attached.lock();
+        let gone: Vec<u64> = attached
             .iter()
-            .filter(|(_, &s)| s == stream)
+            .filter(|(_, a)| a.flags == ATTACH_SINGLE && a.stream == stream)
             .map(|(&d, _)| d)
             .collect();
-        gone.sort_unstable();
         for d in &gone {
-            single.remove(d);
+            self.count(attached.remove(d), -1);
         }
         gone
     }
 
     fn freed(&self, dptr: u64) {
-        self.single.lock().remove(&dptr);
+        let old = self.attached.lock().remove(&dptr);
+        self.count(old, -1);
     }
+
+    /// The attachment of the allocation holding `ptr`, if one can concern stream work.
+    fn watching(&self, ptr: u64) -> Option<(u64, Attached)> {
+        if self.watched.load(Relaxed) == 0 || ptr == 0 {
+            return None;
+        }
+        let attached = self.attached.lock();
+        let (&base, &a) = attached.range(..=ptr).next_back()?;
+        (watched(a) && a.size.is_some_and(|size| ptr - base < size)).then_some((base, a))
+    }
+}
+
+/// Whether an attachment can concern stream work.
+fn watched(a: Attached) -> bool {
+    (a.flags == ATTACH_SINGLE && a.exclusive) || a.flags == ATTACH_HOST
 }
 
 const ATTACH_GLOBAL: u32 = 0x1;
 const ATTACH_HOST: u32 = 0x2;
 const ATTACH_SINGLE: u32 = 0x4;
-/// `CU_STREAM_LEGACY`.
+/// `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`.
 const STREAM_LEGACY: u64 = 0x1;
+const STREAM_PER_THREAD: u64 = 0x2;
+/// `CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS`.
+const ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: c_int = 89;
 
 /// Flags that are not exactly one attach flag.
 fn flags_not_one(cx: &mut Cx, rule: &'static sharecheck_core::rules::Rule, flags: u32) {
@@ -238,12 +316,136 @@ macro_rules! attach_cuda_check {
             }
             fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
                 if ret == 0 {
-                    cx.states.attach.attached(a.dptr.0, a.hStream.addr(), a.flags.0);
+                    accepted(cx, a.hStream.addr(), a.dptr.0, a.flags.0, $ptsz);
                 }
             }
         }
     )*};
 }
+
+/// An attach the driver accepted: what it promised, tracked.
+fn accepted(cx: &mut Cx, stream: u64, dptr: u64, flags: u32, ptsz: bool) {
+    let key = StreamKey::of(stream, ptsz);
+    let exclusive = flags == ATTACH_SINGLE
+        && matches!(key, StreamKey::Made(_) | StreamKey::PerThread(_))
+        && stream_device(cx, stream).is_some_and(|dev| {
+            cx.facts.attribute(dev, ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) == Some(0)
+        });
+    let size = cx
+        .facts
+        .allocation_range(dptr, false)
+        .and_then(|(base, size)| (base == dptr).then_some(size));
+    cx.states.attach.attached(
+        dptr,
+        Attached {
+            stream,
+            key,
+            flags,
+            size,
+            exclusive,
+        },
+    );
+}
+
+/// Stream work on memory (an asynchronous copy or memset on `stream`, `ptsz`: through a `_ptsz`
+/// export) that an attach promised elsewhere: memory attached `SINGLE` to another stream of a
+/// device without concurrent managed access, or attached `HOST` when the stream's device has
+/// none. `pointers`: the memory the work touches.
+fn access(cx: &mut Cx, stream: u64, ptsz: bool, pointers: &[u64]) {
+    let state = &cx.states.attach;
+    let found: Vec<(u64, u64, Attached)> = pointers
+        .iter()
+        .filter_map(|&p| state.watching(p).map(|(base, a)| (p, base, a)))
+        .collect();
+    if found.is_empty() {
+        return;
+    }
+    let key = StreamKey::of(stream, ptsz);
+    // Decided from tracked attaches, but not withdrawn when the driver succeeds (`Cx::tracked`):
+    // the driver checks nothing here ("No error checking is performed"), it always succeeds.
+    for (ptr, base, a) in found {
+        if a.flags == ATTACH_SINGLE && a.key != key {
+            cx.flag(&cuda::SINGLE_ACCESSED_FROM_ANOTHER_STREAM, || {
+                format!(
+                    "{} is in managed memory at {} attached CU_MEM_ATTACH_SINGLE to stream {} \
+                     of a device without concurrent managed access; this work is on stream {}",
+                    hex(ptr),
+                    hex(base),
+                    hex(a.stream),
+                    hex(stream)
+                )
+            });
+        } else if a.flags == ATTACH_HOST {
+            let Some(dev) = stream_device(cx, stream) else {
+                continue;
+            };
+            if cx.facts.attribute(dev, ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) == Some(0) {
+                cx.flag(&cuda::HOST_ACCESSED_ON_DEVICE, || {
+                    format!(
+                        "{} is in managed memory at {} attached CU_MEM_ATTACH_HOST; this work \
+                         is on stream {} of device {dev}, which reports \
+                         CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS 0",
+                        hex(ptr),
+                        hex(base),
+                        hex(stream)
+                    )
+                });
+            }
+        }
+    }
+}
+
+/// The address an argument of stream work names.
+trait Address {
+    fn address(&self) -> u64;
+}
+
+impl Address for sharecheck_core::ffi::CUdeviceptr {
+    fn address(&self) -> u64 {
+        self.0
+    }
+}
+
+impl Address for sharecheck_core::ffi::ConstVoidPtr {
+    fn address(&self) -> u64 {
+        self.addr()
+    }
+}
+
+impl Address for sharecheck_core::ffi::VoidPtr {
+    fn address(&self) -> u64 {
+        self.addr()
+    }
+}
+
+macro_rules! access_check {
+    ($($function:ident ($($ptr:ident),*): $ptsz:literal),* $(,)?) => {$(
+        impl Check<args::$function> for AccessCuda {
+            type Plan = ();
+            #[inline]
+            fn before(&self, a: &args::$function, cx: &mut Cx) {
+                if cx.states.attach.watched.load(Relaxed) != 0 {
+                    access(cx, a.hStream.addr(), $ptsz, &[$(Address::address(&a.$ptr)),*]);
+                }
+            }
+        }
+    )*};
+}
+
+access_check!(
+    cuMemcpyAsync(dst, src): false,
+    cuMemcpyAsync_ptsz(dst, src): true,
+    cuMemcpyDtoDAsync_v2(dstDevice, srcDevice): false,
+    cuMemcpyDtoDAsync_v2_ptsz(dstDevice, srcDevice): true,
+    cuMemcpyHtoDAsync_v2(dstDevice, srcHost): false,
+    cuMemcpyHtoDAsync_v2_ptsz(dstDevice, srcHost): true,
+    cuMemcpyDtoHAsync_v2(dstHost, srcDevice): false,
+    cuMemcpyDtoHAsync_v2_ptsz(dstHost, srcDevice): true,
+    cuMemsetD8Async(dstDevice): false,
+    cuMemsetD8Async_ptsz(dstDevice): true,
+    cuMemsetD32Async(dstDevice): false,
+    cuMemsetD32Async_ptsz(dstDevice): true,
+);
 
 /// A destroyed stream's singly attached memory reverts to its allocation's default: said once
 /// the destroy succeeded, for memory the driver still knows as managed at that start.

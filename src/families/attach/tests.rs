@@ -88,6 +88,48 @@ fn pageable_world(access: Option<i32>) -> Harness {
 
 const SINGLE: u32 = 4;
 const GLOBAL: u32 = 1;
+const HOST_FLAG: u32 = 2;
+/// Another stream the program made.
+const OTHER: u64 = 0x6000;
+
+/// Device 0, current, reporting concurrent managed access `access` (89), with two streams of the
+/// program on it.
+fn cma_world(access: i32) -> Harness {
+    let h = world();
+    let ctx = h.facts.context(0xc1, 0);
+    h.facts.make_current(Some(ctx));
+    h.facts.stream(STREAM, 0xc1);
+    h.facts.stream(OTHER, 0xc1);
+    h.facts.attributes.borrow_mut().insert((0, 89), access);
+    h
+}
+
+fn memset(dptr: u64, s: u64) -> args::cuMemsetD8Async {
+    args::cuMemsetD8Async {
+        dstDevice: CUdeviceptr(dptr),
+        uc: UChar(0),
+        N: Size(16),
+        hStream: stream(s),
+    }
+}
+
+fn htod(dptr: u64, s: u64) -> args::cuMemcpyHtoDAsync_v2 {
+    args::cuMemcpyHtoDAsync_v2 {
+        dstDevice: CUdeviceptr(dptr),
+        srcHost: ConstVoidPtr(PAGEABLE.as_ptr().cast()),
+        ByteCount: Size(16),
+        hStream: stream(s),
+    }
+}
+
+fn dtoh_ptsz(dptr: u64, s: u64) -> args::cuMemcpyDtoHAsync_v2_ptsz {
+    args::cuMemcpyDtoHAsync_v2_ptsz {
+        dstHost: VoidPtr(std::ptr::null_mut()),
+        srcDevice: CUdeviceptr(dptr),
+        ByteCount: Size(16),
+        hStream: stream(s),
+    }
+}
 
 type Case = (&'static str, &'static [&'static str], fn(&Harness) -> Ran);
 
@@ -162,6 +204,25 @@ const NEGATIVE: &[Case] = &[
         "hip flags GLOBAL | HOST",
         &["hipStreamAttachMemAsync.flags-not-one-attach-flag"],
         |h| h.call(hip_attach(3), INVALID_VALUE),
+    ),
+    (
+        "a memset on another stream, of memory attached SINGLE on a device without concurrent \
+         managed access",
+        &["attach.single-memory-used-by-another-stream"],
+        |_| {
+            let h = cma_world(0);
+            h.ok(attach(STREAM, MANAGED, 0, SINGLE));
+            h.call(memset(MANAGED + 64, OTHER), SUCCESS)
+        },
+    ),
+    (
+        "a copy to memory attached HOST, on a device without concurrent managed access",
+        &["attach.host-memory-used-on-device"],
+        |_| {
+            let h = cma_world(0);
+            h.ok(attach(STREAM, MANAGED, 0, HOST_FLAG));
+            h.call(htod(MANAGED, STREAM), SUCCESS)
+        },
     ),
     (
         "a hip attach the runtime accepted (and, the CLR, ignores)",
@@ -256,4 +317,41 @@ fn correct_hip_attaches_draw_only_the_runtime_s_divergence_once() {
     for flags in [1, 2, 4] {
         h.ok(hip_attach(flags));
     }
+}
+
+/// Stream work on attached memory is correct on the attached stream, on a device with concurrent
+/// managed access (every current Linux GPU), after the memory was attached GLOBAL again or freed,
+/// and on memory no attach concerns; the per-thread stream is one stream in both spellings.
+#[test]
+fn stream_work_the_attaches_allow_is_silent() {
+    let h = cma_world(0);
+    h.ok(attach(STREAM, MANAGED, 0, SINGLE));
+    h.ok(memset(MANAGED, STREAM));
+    h.ok(htod(MANAGED + 8, STREAM));
+    h.ok(memset(DEVICE, OTHER));
+    h.ok(attach(OTHER, MANAGED, 0, GLOBAL));
+    h.ok(memset(MANAGED, STREAM));
+    h.ok(attach(STREAM, MANAGED, 0, SINGLE));
+    h.ok(free(MANAGED));
+    h.ok(memset(MANAGED, OTHER));
+
+    let h = cma_world(0);
+    h.ok(attach(2, MANAGED, 0, SINGLE));
+    h.ok(dtoh_ptsz(MANAGED, 0));
+    h.ok(dtoh_ptsz(MANAGED, 2));
+
+    let h = cma_world(1);
+    h.ok(attach(STREAM, MANAGED, 0, SINGLE));
+    h.ok(memset(MANAGED, OTHER));
+    h.ok(attach(STREAM, MANAGED, 0, HOST_FLAG));
+    h.ok(htod(MANAGED, OTHER));
+}
+
+/// The per-thread stream of one thread is not another thread's, nor the legacy NULL stream.
+#[test]
+fn another_thread_s_per_thread_stream_is_another_stream() {
+    let h = cma_world(0);
+    h.ok(attach(2, MANAGED, 0, SINGLE));
+    let ran = h.call(memset(MANAGED, 0), SUCCESS);
+    assert_eq!(ran.rules, ["attach.single-memory-used-by-another-stream"]);
 }
