@@ -42,7 +42,12 @@ cases=(
     "procaddress-legacy|cuStreamAttachMemAsync.single-on-null-stream@cuStreamAttachMemAsync"
     "procaddress-ptsz|-"
     "correct|-"
+    # A 1 GiB memset keeps the first stream busy while the second attach is made.
+    "unordered|cuStreamAttachMemAsync.attaches-not-ordered@cuStreamAttachMemAsync"
+    "ordered-sync|-"
+    "ordered-event|-"
 )
+export ATTACH_BUSY_BYTES=$((1 << 30))
 
 # The runtime's spellings (scripts/gpu/attach_runtime.cu, built with nvcc twice): SINGLE on stream
 # 0 is the NULL stream without --default-stream per-thread (a misuse), the thread's own stream with
@@ -105,6 +110,8 @@ EOF
         echo "- $scenario: $verdict"
         echo "  calls (exit $plain_rc plain, $shim_rc shim): $shim_calls"
         echo "  findings: $got"
+        facts="$(grep '^FACT ' "$dir/plain.out" | cut -d' ' -f2- | tr '\n' ';' || true)"
+        [ -z "$facts" ] || echo "  measured (cuStreamQuery, plain run): $facts"
     } >> "$report"
 done
 # A correct multi-stream managed-memory program (scripts/gpu/attach_tasks.cu: 8 tasks, each

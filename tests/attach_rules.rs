@@ -83,6 +83,16 @@ const CASES: &[Case] = &[
     ),
     ("host-on-device", &[], &[]),
     ("stream-work", &[NO_CONCURRENT_MANAGED_ACCESS], &[]),
+    // Attaching again elsewhere while the first stream is busy, with nothing ordering the two;
+    // ordered by a synchronization or an event wait (the waiting stream has work pending, as
+    // R580 answers): silent.
+    (
+        "unordered",
+        &[],
+        &["cuStreamAttachMemAsync.attaches-not-ordered"],
+    ),
+    ("ordered-sync", &[], &[]),
+    ("ordered-event", &[], &[]),
     // Through cuGetProcAddress, as the runtime resolves it: the legacy stream's function.
     (
         "procaddress-legacy",

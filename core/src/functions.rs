@@ -100,6 +100,7 @@ macro_rules! interposed_functions {
             cuda cuEventCreate [cuEventCreate 2000 legacy observed] (phEvent: Out<CUevent>, Flags: EventFlags);
             cuda cuEventDestroy_v2 [cuEventDestroy 4000 legacy observed] (hEvent: CUevent);
             cuda cuStreamCreate [cuStreamCreate 2000 legacy observed] (phStream: Out<CUstream>, Flags: StreamFlags);
+            cuda cuStreamCreateWithPriority [cuStreamCreateWithPriority 5050 legacy observed] (phStream: Out<CUstream>, flags: StreamFlags, priority: Int);
             hip hipEventCreateWithFlags [hipEventCreateWithFlags 0 legacy observed] (event: Out<hipEvent_t>, flags: HipEventFlags);
             hip hipEventDestroy [hipEventDestroy 0 legacy observed] (event: hipEvent_t);
             hip hipStreamCreate [hipStreamCreate 0 legacy observed] (stream: Out<hipStream_t>);

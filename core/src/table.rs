@@ -90,10 +90,11 @@ macro_rules! check_table {
             hipMalloc => ;
             hipMallocManaged => ;
             hipFree => lifecycle::MEMORY_FREED;
-            // Observed events (the flags IPC exports need) and streams (nobody yet).
+            // Observed events (the flags IPC exports need) and streams (the attach family's ordering).
             cuEventCreate => ipc::EVENT_CREATED;
             cuEventDestroy_v2 => ipc::EVENT_CREATED;
-            cuStreamCreate => ;
+            cuStreamCreate => attach::STREAM_CREATED;
+            cuStreamCreateWithPriority => attach::STREAM_CREATED;
             hipEventCreateWithFlags => ipc::EVENT_CREATED;
             hipEventDestroy => ipc::EVENT_CREATED;
             hipStreamCreate => ;

@@ -142,12 +142,15 @@ fn stream_query(stream: CUstream) -> Outcome {
 fn event_record(event: CUevent, stream: CUstream) -> Outcome {
     check_initialized()?;
     state::with(|d| {
-        d.streams.check_stream(to_handle(stream))?;
+        let stream = to_handle(stream);
+        d.streams.check_stream(stream)?;
+        let pending = d.query_stream(stream) == Err(NOT_READY);
         let e = d
             .streams
             .event_mut(to_handle(event))
             .ok_or(INVALID_HANDLE)?;
         e.recorded = true;
+        e.after = pending.then_some(stream);
         Ok(())
     })
 }
@@ -277,11 +280,19 @@ fn stream_wait_event(stream: CUstream, event: CUevent, flags: c_uint) -> Outcome
         return Err(INVALID_VALUE);
     }
     state::with(|d| {
-        d.streams.check_stream(to_handle(stream))?;
-        d.streams
+        let stream = to_handle(stream);
+        d.streams.check_stream(stream)?;
+        let after = d
+            .streams
             .event(to_handle(event))
-            .map(|_| ())
-            .ok_or(INVALID_HANDLE)
+            .ok_or(INVALID_HANDLE)?
+            .after;
+        // Waiting for an event whose work is still pending: this stream has work pending too
+        // (R580: cuStreamQuery 600 until then).
+        if after.is_some_and(|first| d.query_stream(first) == Err(NOT_READY)) {
+            d.mark_pending(stream);
+        }
+        Ok(())
     })
 }
 

@@ -27,6 +27,9 @@ pub struct Event {
     pub device: i32,
     pub flags: u32,
     pub recorded: bool,
+    /// The stream it was last recorded on while that stream had work pending: the event
+    /// completes with that work, and a stream that waits for it has work pending until then.
+    pub after: Option<u64>,
     /// Set once the event was exported for IPC (the same handle on every export).
     pub export: Option<Export>,
 }
@@ -111,6 +114,7 @@ impl Streams {
                 device,
                 flags,
                 recorded: false,
+                after: None,
                 export: None,
             },
         );

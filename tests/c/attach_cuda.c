@@ -19,7 +19,14 @@
  *   single-other-stream  memory attached SINGLE to one stream, set by a memset on another
  *   host-on-device       memory attached HOST, written by a host-to-device copy on a stream
  *   stream-work          memory attached SINGLE to a stream, set, copied and read back on it
- *                        (and on the per-thread stream once attached to it): correct */
+ *                        (and on the per-thread stream once attached to it): correct
+ * Ordering of attaches (a memset of ATTACH_BUSY_BYTES, default 1 MiB, keeps the first stream
+ * busy; prints `FACT name cuStreamQuery-result` lines, measured, not compared):
+ *   unordered            attached to one stream, then to another (non-blocking, idle) while
+ *                        the first is still busy
+ *   ordered-sync         the same with the first stream synchronized before the second attach
+ *   ordered-event        the same with the second stream waiting for an event recorded on the
+ *                        first after its work */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -122,6 +129,34 @@ int main(int argc, char **argv) {
         ATTACH(own, m, 0, CU_MEM_ATTACH_GLOBAL);
         CALL("cuMemsetD8Async", cuMemsetD8Async(m, 0, 64, 0));
         MUST(cuCtxSynchronize());
+    } else if (!strcmp(s, "unordered") || !strcmp(s, "ordered-sync") ||
+               !strcmp(s, "ordered-event")) {
+        const char *env = getenv("ATTACH_BUSY_BYTES");
+        size_t busy = env ? (size_t)strtoull(env, NULL, 10) : (1 << 20);
+        CUstream other;
+        CUdeviceptr big;
+        CUevent done;
+        MUST(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+        MUST(cuMemAlloc(&big, busy));
+        MUST(cuEventCreate(&done, CU_EVENT_DISABLE_TIMING));
+        ATTACH(own, m, 0, CU_MEM_ATTACH_SINGLE);
+        CALL("cuMemsetD8Async", cuMemsetD8Async(big, 1, busy, own));
+        printf("FACT first-stream-after-work %d\n", (int)cuStreamQuery(own));
+        if (!strcmp(s, "ordered-sync")) MUST(cuStreamSynchronize(own));
+        if (!strcmp(s, "ordered-event")) {
+            MUST(cuEventRecord(done, own));
+            MUST(cuStreamWaitEvent(other, done, 0));
+            printf("FACT second-stream-after-wait %d\n", (int)cuStreamQuery(other));
+        }
+        ATTACH(other, m, 0, CU_MEM_ATTACH_SINGLE);
+        printf("FACT first-stream-after-second-attach %d\n", (int)cuStreamQuery(own));
+        MUST(cuCtxSynchronize());
+        /* Back to GLOBAL, ordered (everything synchronized): nothing stays attached to `other`. */
+        ATTACH(other, m, 0, CU_MEM_ATTACH_GLOBAL);
+        MUST(cuStreamSynchronize(other));
+        MUST(cuEventDestroy(done));
+        MUST(cuMemFree(big));
+        CALL("cuStreamDestroy_v2", cuStreamDestroy(other));
     } else if (!strcmp(s, "correct")) {
         ATTACH(own, m, 0, CU_MEM_ATTACH_SINGLE);
         ATTACH(CU_STREAM_PER_THREAD, m, 0, CU_MEM_ATTACH_SINGLE);

@@ -34,6 +34,9 @@ const CUDA_SINGLE_GUARANTEE: &str = "If the ::CU_MEM_ATTACH_SINGLE flag is speci
 const CUDA_HOST_GUARANTEE: &str = "If the ::CU_MEM_ATTACH_HOST flag is specified, the program \
     makes a guarantee that it won't access the memory on the device from any stream on a device \
     that has a zero value for the device attribute ::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS.";
+const CUDA_ORDER: &str = "It is a program's responsibility to order calls to \
+    ::cuStreamAttachMemAsync via events, synchronization or other means to ensure legal access to \
+    memory at all times.";
 const CUDA_MEMORY: &str = "dptr must point to one of the following types of memories: managed \
     memory declared using the __managed__ keyword or allocated with ::cuMemAllocManaged; a valid \
     host-accessible region of system-allocated pageable memory.";
@@ -63,6 +66,22 @@ pub mod cuda {
         documented_code: Some(INVALID_VALUE),
         fix: "attach singly to a stream the program created (or to the per-thread stream), or \
             attach with CU_MEM_ATTACH_GLOBAL",
+    };
+
+    pub static ATTACHES_NOT_ORDERED: Rule = Rule {
+        id: "cuStreamAttachMemAsync.attaches-not-ordered",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: "Two attaches of one allocation to different streams are ordered by the \
+            program. Decided only where nothing can order them: the second goes to a \
+            non-blocking stream with no work pending (no event wait either), while the first \
+            attach's stream still has work pending, so the first attach may take effect after \
+            the second and undo it.",
+        source: cuda(CUDA_STREAM, "cuStreamAttachMemAsync"),
+        quote: CUDA_ORDER,
+        documented_code: None,
+        fix: "record an event on the first stream after its work and make the second stream wait \
+            for it (cuStreamWaitEvent), or synchronize the first stream, before attaching again",
     };
 
     pub static SINGLE_ACCESSED_FROM_ANOTHER_STREAM: Rule = Rule {
@@ -250,7 +269,13 @@ pub mod checks {
             &cuda::PARTIAL_LENGTH,
             &cuda::PAGEABLE_LENGTH_ZERO,
             &cuda::PAGEABLE_WITHOUT_ACCESS,
+            &cuda::ATTACHES_NOT_ORDERED,
         ],
+    };
+    /// A stream's creation flags (whether it is non-blocking) decide what can order work on it.
+    pub static STREAM_CREATED: CheckInfo = CheckInfo {
+        name: "attach.stream-created",
+        rules: &[],
     };
     /// Stream work on memory (asynchronous copies and memsets): what attaches promised.
     pub static ACCESS_CUDA: CheckInfo = CheckInfo {
@@ -287,6 +312,7 @@ pub static FAMILY: Family = Family {
         &cuda::PARTIAL_LENGTH,
         &cuda::PAGEABLE_LENGTH_ZERO,
         &cuda::PAGEABLE_WITHOUT_ACCESS,
+        &cuda::ATTACHES_NOT_ORDERED,
         &cuda::SINGLE_ACCESSED_FROM_ANOTHER_STREAM,
         &cuda::HOST_ACCESSED_ON_DEVICE,
         &lifetime::STREAM_DESTROYED_WITH_ATTACHED_MEMORY,

@@ -26,6 +26,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 pub struct AttachCuda;
 pub struct AccessCuda;
+pub struct StreamCreated;
 pub struct AttachHip;
 pub struct StreamDestroyed;
 pub struct MemoryFreed;
@@ -34,6 +35,7 @@ pub struct MemoryFreed;
 pub mod checks {
     pub const ATTACH_CUDA: super::AttachCuda = super::AttachCuda;
     pub const ACCESS_CUDA: super::AccessCuda = super::AccessCuda;
+    pub const STREAM_CREATED: super::StreamCreated = super::StreamCreated;
     pub const ATTACH_HIP: super::AttachHip = super::AttachHip;
     pub const STREAM_DESTROYED: super::StreamDestroyed = super::StreamDestroyed;
     pub const MEMORY_FREED: super::MemoryFreed = super::MemoryFreed;
@@ -43,7 +45,7 @@ pub mod checks {
 /// (`CU_STREAM_PER_THREAD`, or 0 through a `_ptsz` export: the calling thread's), or a stream
 /// the program made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum StreamKey {
+pub enum StreamKey {
     Legacy,
     PerThread(i32),
     Made(u64),
@@ -62,7 +64,7 @@ impl StreamKey {
 
 /// An accepted attach of managed memory that promised something.
 #[derive(Clone, Copy, Debug)]
-struct Attached {
+pub struct Attached {
     /// The attach's stream, as passed (a destroy names it so).
     stream: u64,
     key: StreamKey,
@@ -74,13 +76,13 @@ struct Attached {
     exclusive: bool,
 }
 
-/// What the family tracks: the attaches the driver accepted that promise something (`SINGLE`,
-/// `HOST`), by the allocation's start. A later attach of the memory replaces its association;
-/// its free, or (for `SINGLE`) the stream's destroy, ends it. A forked child starts empty, as
-/// every family does.
+/// What the family tracks: the last attach the driver accepted of each allocation, by its start
+/// (a later attach replaces it; its free, or for `SINGLE` the stream's destroy, ends it), and the
+/// streams created non-blocking. A forked child starts empty, as every family does.
 #[derive(Default)]
 pub struct AttachState {
     attached: Mutex<BTreeMap<u64, Attached>>,
+    non_blocking: Mutex<std::collections::HashSet<u64>>,
     /// How many attachments can concern stream work (`SINGLE` on a device without concurrent
     /// managed access, and `HOST`): when none, a copy is not looked at.
     watched: AtomicUsize,
@@ -93,16 +95,28 @@ impl FamilyState for AttachState {
 impl AttachState {
     /// `dptr` was attached with `flags` to `stream`.
     fn attached(&self, dptr: u64, entry: Attached) {
-        let mut attached = self.attached.lock();
-        let old = if entry.flags == ATTACH_SINGLE || entry.flags == ATTACH_HOST {
-            attached.insert(dptr, entry)
-        } else {
-            attached.remove(&dptr)
-        };
+        let old = self.attached.lock().insert(dptr, entry);
         self.count(old, -1);
-        if entry.flags != ATTACH_GLOBAL {
-            self.count(Some(entry), 1);
+        self.count(Some(entry), 1);
+    }
+
+    /// The last accepted attach of the allocation that starts at `dptr`.
+    fn last_attach(&self, dptr: u64) -> Option<Attached> {
+        self.attached.lock().get(&dptr).copied()
+    }
+
+    /// A stream was created (`non_blocking`: with CU_STREAM_NON_BLOCKING), or destroyed (false).
+    fn stream_flags(&self, stream: u64, non_blocking: bool) {
+        let mut set = self.non_blocking.lock();
+        if non_blocking {
+            set.insert(stream);
+        } else {
+            set.remove(&stream);
         }
+    }
+
+    fn is_non_blocking(&self, stream: u64) -> bool {
+        self.non_blocking.lock().contains(&stream)
     }
 
     fn count(&self, entry: Option<Attached>, by: isize) {
@@ -303,8 +317,8 @@ fn pageable(cx: &mut Cx, stream: u64, dptr: u64, length: u64) {
 macro_rules! attach_cuda_check {
     ($($function:ident: $ptsz:literal),*) => {$(
         impl Check<args::$function> for AttachCuda {
-            type Plan = ();
-            fn before(&self, a: &args::$function, cx: &mut Cx) {
+            type Plan = Option<Attached>;
+            fn before(&self, a: &args::$function, cx: &mut Cx) -> Option<Attached> {
                 attach_cuda(
                     cx,
                     a.hStream.addr(),
@@ -313,15 +327,78 @@ macro_rules! attach_cuda_check {
                     a.flags.0,
                     $ptsz,
                 );
+                unordered_candidate(cx, a.hStream.addr(), a.dptr.0, $ptsz)
             }
-            fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
+            fn after(&self, a: &args::$function, first: Option<Attached>, ret: c_int, cx: &mut Cx) {
                 if ret == 0 {
+                    if let Some(first) = first {
+                        unordered(cx, a.hStream.addr(), a.dptr.0, first);
+                    }
                     accepted(cx, a.hStream.addr(), a.dptr.0, a.flags.0, $ptsz);
                 }
             }
         }
     )*};
 }
+
+/// Before an attach of `dptr` to `stream`: the allocation's last attach, when it went to another
+/// stream and nothing can order this attach after it: this stream was created non-blocking (no
+/// implicit order with the NULL stream) and has nothing pending (no work, no event wait).
+fn unordered_candidate(cx: &mut Cx, stream: u64, dptr: u64, ptsz: bool) -> Option<Attached> {
+    let first = cx.states.attach.last_attach(dptr)?;
+    let key = StreamKey::of(stream, ptsz);
+    if first.key == key
+        || !matches!(key, StreamKey::Made(_))
+        || !cx.states.attach.is_non_blocking(stream)
+    {
+        return None;
+    }
+    (cx.facts.stream_busy(stream) == Some(false)).then_some(first)
+}
+
+/// After the attach was accepted: if the first attach's stream still has work pending, its
+/// attach may take effect after this one and undo it.
+fn unordered(cx: &mut Cx, stream: u64, dptr: u64, first: Attached) {
+    let query = match first.key {
+        StreamKey::Made(handle) => handle,
+        StreamKey::Legacy => first.stream,
+        // The calling thread's own per-thread stream; another thread's cannot be asked.
+        StreamKey::PerThread(tid) if tid == crate::trace::tid() => STREAM_PER_THREAD,
+        StreamKey::PerThread(_) => return,
+    };
+    if cx.facts.stream_busy(query) != Some(true) {
+        return;
+    }
+    cx.shown(&cuda::ATTACHES_NOT_ORDERED, || {
+        format!(
+            "{} was attached to stream {} before, which still has work pending; this attach to \
+             stream {} (non-blocking, nothing pending) is not ordered after it: the first may \
+             take effect last",
+            hex(dptr),
+            hex(first.stream),
+            hex(stream)
+        )
+    });
+}
+
+/// A stream created non-blocking cannot be ordered by the NULL stream's work: what the ordering
+/// rule needs to know.
+macro_rules! stream_created_check {
+    ($($function:ident: $flags:ident),*) => {$(
+        impl Check<args::$function> for StreamCreated {
+            type Plan = ();
+            const BEFORE: bool = false;
+            fn before(&self, _: &args::$function, _: &mut Cx) {}
+            fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
+                if let Some(stream) = a.phStream.written(sharecheck_core::ffi::Outcome::Returned(ret)) {
+                    cx.states.attach.stream_flags(stream.addr(), a.$flags.0 & 0x1 != 0);
+                }
+            }
+        }
+    )*};
+}
+
+stream_created_check!(cuStreamCreate: Flags, cuStreamCreateWithPriority: flags);
 
 /// An attach the driver accepted: what it promised, tracked.
 fn accepted(cx: &mut Cx, stream: u64, dptr: u64, flags: u32, ptsz: bool) {
@@ -458,6 +535,7 @@ impl Check<args::cuStreamDestroy_v2> for StreamDestroyed {
             return;
         }
         let stream = a.hStream.addr();
+        cx.states.attach.stream_flags(stream, false);
         let facts = cx.facts;
         let attached: Vec<u64> = cx
             .states

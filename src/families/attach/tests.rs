@@ -104,6 +104,25 @@ fn cma_world(access: i32) -> Harness {
     h
 }
 
+/// `cuStreamCreate` of `s` with `flags` (1: non-blocking), the out-parameter already written as
+/// the driver would.
+fn create(h: &Harness, s: u64, flags: u32) {
+    let mut handle = stream(s);
+    h.ok(args::cuStreamCreate {
+        phStream: Out(&mut handle),
+        Flags: StreamFlags(flags),
+    });
+}
+
+/// Memory attached to STREAM, which is busy, and OTHER created with `flags`.
+fn ordering_world(flags: u32) -> Harness {
+    let h = world();
+    create(&h, OTHER, flags);
+    h.ok(attach(STREAM, MANAGED, 0, SINGLE));
+    h.facts.busy_streams.borrow_mut().insert(STREAM);
+    h
+}
+
 fn memset(dptr: u64, s: u64) -> args::cuMemsetD8Async {
     args::cuMemsetD8Async {
         dstDevice: CUdeviceptr(dptr),
@@ -223,6 +242,11 @@ const NEGATIVE: &[Case] = &[
             h.ok(attach(STREAM, MANAGED, 0, HOST_FLAG));
             h.call(htod(MANAGED, STREAM), SUCCESS)
         },
+    ),
+    (
+        "an attach to a non-blocking idle stream while the first attach's stream is busy",
+        &["cuStreamAttachMemAsync.attaches-not-ordered"],
+        |_| ordering_world(1).call(attach(OTHER, MANAGED, 0, SINGLE), SUCCESS),
     ),
     (
         "a hip attach the runtime accepted (and, the CLR, ignores)",
@@ -354,4 +378,39 @@ fn another_thread_s_per_thread_stream_is_another_stream() {
     h.ok(attach(2, MANAGED, 0, SINGLE));
     let ran = h.call(memset(MANAGED, 0), SUCCESS);
     assert_eq!(ran.rules, ["attach.single-memory-used-by-another-stream"]);
+}
+
+/// Attaches something may order are not reported: the first stream is idle (synchronized), the
+/// second has work pending (an event wait), the second is a blocking stream (the NULL stream's
+/// work may order it) or one the shim did not see created, it is the same stream, or the driver
+/// refused the second attach.
+#[test]
+fn attaches_that_may_be_ordered_are_silent() {
+    let h = ordering_world(1);
+    h.facts.busy_streams.borrow_mut().remove(&STREAM);
+    h.ok(attach(OTHER, MANAGED, 0, SINGLE));
+
+    let h = ordering_world(1);
+    h.facts.busy_streams.borrow_mut().insert(OTHER);
+    h.ok(attach(OTHER, MANAGED, 0, SINGLE));
+
+    let h = ordering_world(0);
+    h.ok(attach(OTHER, MANAGED, 0, SINGLE));
+
+    let h = world();
+    h.ok(attach(STREAM, MANAGED, 0, SINGLE));
+    h.facts.busy_streams.borrow_mut().insert(STREAM);
+    h.ok(attach(OTHER, MANAGED, 0, SINGLE));
+
+    let h = ordering_world(1);
+    h.ok(attach(STREAM, MANAGED, 0, GLOBAL));
+
+    let h = ordering_world(1);
+    let ran = h.call(attach(OTHER, MANAGED, 0, SINGLE), INVALID_VALUE);
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+
+    // A destroyed non-blocking stream's handle, reused by a stream the shim did not see made.
+    let h = ordering_world(1);
+    h.ok(destroy(OTHER));
+    h.ok(attach(OTHER, MANAGED, 0, SINGLE));
 }
