@@ -109,6 +109,14 @@ const HIP_CASES: &[Case] = &[
         &["hipStreamAttachMemAsync.flags-not-one-attach-flag"],
     ),
     (
+        "device-memory",
+        &[],
+        &[
+            "hipStreamAttachMemAsync.memory-not-managed",
+            "divergence.hipStreamAttachMemAsync.accepted-and-ignored",
+        ],
+    ),
+    (
         "correct",
         &[],
         &["divergence.hipStreamAttachMemAsync.accepted-and-ignored"],

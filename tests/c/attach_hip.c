@@ -1,5 +1,6 @@
 /* HIP stream-attach scenarios for the rule tests: `attach_hip SCENARIO`.
  *   flags-combined   hipMemAttachGlobal | hipMemAttachHost (refused)
+ *   device-memory    hipMalloc memory (the CLR accepts it, and ignores it)
  *   correct          SINGLE on a stream of its own, then each flag: the runtime accepts them all
  *                    (and HIP's AMD runtime ignores them: its divergence, once per process)
  * 64 KiB of managed memory. */
@@ -19,6 +20,12 @@ int main(int argc, char **argv) {
     if (!strcmp(s, "flags-combined")) {
         CALL("hipStreamAttachMemAsync",
              hipStreamAttachMemAsync(stream, m, 0, hipMemAttachGlobal | hipMemAttachHost));
+    } else if (!strcmp(s, "device-memory")) {
+        void *d = NULL;
+        MUST(hipMalloc(&d, 1 << 16));
+        CALL("hipStreamAttachMemAsync", hipStreamAttachMemAsync(stream, d, 0, hipMemAttachGlobal));
+        MUST(hipStreamSynchronize(stream));
+        MUST(hipFree(d));
     } else if (!strcmp(s, "correct")) {
         CALL("hipStreamAttachMemAsync", hipStreamAttachMemAsync(stream, m, 0, hipMemAttachSingle));
         CALL("hipStreamAttachMemAsync", hipStreamAttachMemAsync(stream, m, 0, hipMemAttachGlobal));

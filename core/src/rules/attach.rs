@@ -230,6 +230,21 @@ pub mod hip {
         fix: "pass exactly one of hipMemAttachGlobal, hipMemAttachHost, hipMemAttachSingle",
     };
 
+    pub static MEMORY_NOT_MANAGED: Rule = Rule {
+        id: "hipStreamAttachMemAsync.memory-not-managed",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "dev_ptr is managed memory or system-allocated host memory, not device \
+            memory from hipMalloc (decided from hipPointerGetAttributes).",
+        source: hip_managed("hipStreamAttachMemAsync"),
+        quote: "dev_ptr - pointer to memory (must be a pointer to managed memory or to a valid \
+            host-accessible region of system-allocated memory)",
+        // The header names no code for it, and the CLR accepts device memory (and ignores it).
+        documented_code: None,
+        fix: "attach memory from hipMallocManaged (device memory has no stream association to \
+            change)",
+    };
+
     /// The CLR (libamdhip64, every version read: `hip_memory.cpp`) validates the arguments and
     /// returns hipSuccess without associating anything ("Unclear what should be done for this
     /// interface in AMD HMM, since it's generic SVM alloc"); HIP 5.x's header lists the call as
@@ -242,13 +257,10 @@ pub mod hip {
             CLR, libamdhip64) checks the arguments and returns hipSuccess without changing \
             anything: SINGLE and HOST promise nothing there, and every stream and the host keep \
             the access they had.",
-        source: crate::rules::Source {
-            document: "HIP Runtime API",
-            section: "Stream Management",
-            function: "hipStreamAttachMemAsync",
-        },
-        quote: "The following Stream APIs are not (yet) supported in HIP: \
-            hipStreamAttachMemAsync is a nop",
+        source: hip_managed("hipStreamAttachMemAsync"),
+        // ROCm 6's reference (HIP 5.x's header: "hipStreamAttachMemAsync is a nop").
+        quote: "This API is under development. Currently it is a no-operation (NOP) function on \
+            AMD GPUs and returns hipSuccess.",
         documented_code: None,
         fix: "on AMD GPUs order access to managed memory with stream synchronization or events; \
             do not rely on an attach to keep other streams or the host away",
@@ -296,7 +308,11 @@ pub mod checks {
     };
     pub static ATTACH_HIP: CheckInfo = CheckInfo {
         name: "attach.hip",
-        rules: &[&hip::FLAGS_NOT_ONE, &hip::ATTACH_IGNORED],
+        rules: &[
+            &hip::FLAGS_NOT_ONE,
+            &hip::MEMORY_NOT_MANAGED,
+            &hip::ATTACH_IGNORED,
+        ],
     };
 }
 
@@ -317,6 +333,7 @@ pub static FAMILY: Family = Family {
         &cuda::HOST_ACCESSED_ON_DEVICE,
         &lifetime::STREAM_DESTROYED_WITH_ATTACHED_MEMORY,
         &hip::FLAGS_NOT_ONE,
+        &hip::MEMORY_NOT_MANAGED,
         &hip::ATTACH_IGNORED,
     ],
 };

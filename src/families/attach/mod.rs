@@ -13,7 +13,7 @@
 #[cfg(test)]
 mod tests;
 
-use crate::engine::facts::MemoryKind;
+use crate::engine::facts::{HipSession, MemoryKind};
 use crate::engine::state::{FamilyState, Lifetime};
 use crate::engine::{hex, Check, Cx};
 use parking_lot::Mutex;
@@ -581,6 +581,16 @@ impl Check<args::hipStreamAttachMemAsync> for AttachHip {
     type Plan = ();
     fn before(&self, a: &args::hipStreamAttachMemAsync, cx: &mut Cx) {
         flags_not_one(cx, &hip::FLAGS_NOT_ONE, a.flags.0);
+        let ptr = a.dev_ptr.addr();
+        if ptr != 0 && HipSession::begin(cx.facts).is_plain_device_memory(ptr) == Some(true) {
+            cx.flag(&hip::MEMORY_NOT_MANAGED, || {
+                format!(
+                    "dev_ptr {} is device memory (hipMalloc; hipPointerGetAttributes), not \
+                     managed or system-allocated memory",
+                    hex(ptr)
+                )
+            });
+        }
     }
     fn after(&self, _: &args::hipStreamAttachMemAsync, _: (), ret: c_int, cx: &mut Cx) {
         if ret == 0 {

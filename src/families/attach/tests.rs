@@ -249,6 +249,15 @@ const NEGATIVE: &[Case] = &[
         |_| ordering_world(1).call(attach(OTHER, MANAGED, 0, SINGLE), SUCCESS),
     ),
     (
+        "hip device memory (hipMalloc)",
+        &["hipStreamAttachMemAsync.memory-not-managed"],
+        |h| {
+            let mut a = hip_attach(1);
+            a.dev_ptr = VoidPtr(DEVICE as usize as *mut c_void);
+            h.call(a, INVALID_VALUE)
+        },
+    ),
+    (
         "a hip attach the runtime accepted (and, the CLR, ignores)",
         &["divergence.hipStreamAttachMemAsync.accepted-and-ignored"],
         |h| h.call(hip_attach(4), SUCCESS),
