@@ -46,17 +46,17 @@ macro_rules! check_table {
             hipIpcCloseMemHandle => ipc::CLOSE_HIP, lifecycle::MEMORY_FREED;
             hipIpcGetEventHandle => ipc::GET_EVENT_HIP;
             hipIpcOpenEventHandle => ipc::OPEN_EVENT_HIP;
-            // Logical endpoints (rules to come).
-            cuLogicalEndpointIdReserve => ;
-            cuLogicalEndpointIdRelease => ;
-            cuLogicalEndpointCreate => ;
+            // Logical endpoints: the life of ids (the rest to come).
+            cuLogicalEndpointIdReserve => endpoint::RESERVE;
+            cuLogicalEndpointIdRelease => endpoint::RELEASE;
+            cuLogicalEndpointCreate => endpoint::CREATE;
             cuLogicalEndpointAddDevice => ;
-            cuLogicalEndpointDestroy => ;
+            cuLogicalEndpointDestroy => endpoint::DESTROY;
             cuLogicalEndpointBindAddr => ;
             cuLogicalEndpointBindMem => ;
             cuLogicalEndpointUnbind => ;
             cuLogicalEndpointExport => ;
-            cuLogicalEndpointImport => ;
+            cuLogicalEndpointImport => endpoint::IMPORT;
             cuLogicalEndpointQuery => ;
             cuLogicalEndpointGetLimits => ;
             // Lifecycle: what ends tracked state.

@@ -49,13 +49,14 @@ pub struct States {
     pub peer: families::peer::PeerState,
     pub ipc: families::ipc::IpcState,
     pub attach: families::attach::AttachState,
+    pub endpoint: families::endpoint::EndpointState,
     pub reporting: Mutex<Reporting>,
 }
 
 impl States {
     /// Every family's state, for the engine's lifecycle observers.
-    pub fn families(&self) -> [&dyn FamilyState; 3] {
-        [&self.peer, &self.ipc, &self.attach]
+    pub fn families(&self) -> [&dyn FamilyState; 4] {
+        [&self.peer, &self.ipc, &self.attach, &self.endpoint]
     }
 
     #[inline]

@@ -6,6 +6,7 @@
 //! `core/src/rules/`, and rows in the table.
 
 pub mod attach;
+pub mod endpoint;
 pub mod ipc;
 pub mod lifecycle;
 pub mod peer;

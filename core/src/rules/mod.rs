@@ -11,6 +11,7 @@
 
 pub mod attach;
 pub mod divergences;
+pub mod endpoint;
 pub mod ipc;
 pub mod lifecycle;
 pub mod peer;
@@ -183,6 +184,7 @@ pub static FAMILIES: &[&Family] = &[
     &peer::FAMILY,
     &ipc::FAMILY,
     &attach::FAMILY,
+    &endpoint::FAMILY,
     &divergences::FAMILY,
 ];
 
@@ -402,6 +404,7 @@ mod tests {
             (include_str!("peer.rs"), &peer::FAMILY),
             (include_str!("ipc.rs"), &ipc::FAMILY),
             (include_str!("attach.rs"), &attach::FAMILY),
+            (include_str!("endpoint.rs"), &endpoint::FAMILY),
             (include_str!("divergences.rs"), &divergences::FAMILY),
         ];
         assert_eq!(
