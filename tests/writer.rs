@@ -329,7 +329,8 @@ fn the_exit_record_counts_the_calls_of_threads_still_alive() {
 /// would otherwise hold up every later one and stop tracing after 2 s), and its records are kept.
 #[test]
 fn an_idle_threads_chunk_never_holds_up_the_trace() {
-    let (s, out) = run("writer_idle", &["idle", "60000"]);
+    // 200000 compact records are about 12 MB: three laps of the 4 MiB ring.
+    let (s, out) = run("writer_idle", &["idle", "200000"]);
     assert!(out.status.success(), "{out:?}");
     assert!(out.stderr.is_empty(), "no warning: {out:?}");
     let records = s.records();
@@ -345,7 +346,7 @@ fn an_idle_threads_chunk_never_holds_up_the_trace() {
     counts.sort_unstable();
     assert_eq!(
         counts,
-        [3, 60000],
+        [3, 200000],
         "the idle thread's calls and the main thread's"
     );
 }

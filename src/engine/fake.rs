@@ -336,3 +336,32 @@ impl Harness {
         }
     }
 }
+
+/// A negative unit case of a family's tests: its name, exactly the rules it must report, and the
+/// scenario (run in a fresh world; what its last call gave).
+pub type Case = (&'static str, &'static [&'static str], fn(&Harness) -> Ran);
+
+/// The negative cases of `families`: each, in a fresh `world()`, reports exactly its rules and is
+/// forwarded (report mode); and every rule of the families has a case (or is in `elsewhere`:
+/// staged by other tests).
+pub fn check_negative_cases<'a>(
+    world: fn() -> Harness,
+    cases: &[Case],
+    families: &[&str],
+    elsewhere: impl IntoIterator<Item = &'a str>,
+) {
+    for (name, expected, scenario) in cases {
+        let ran = scenario(&world());
+        assert_eq!(ran.rules, *expected, "{name}: {:?}", ran.messages);
+        assert!(ran.forwarded, "{name}: report mode forwards");
+    }
+    let covered = cases
+        .iter()
+        .flat_map(|(_, ids, _)| ids.iter().copied())
+        .chain(elsewhere);
+    let missing = sharecheck_core::rules::without_case(families, covered);
+    assert!(
+        missing.is_empty(),
+        "rules without a negative unit test: {missing:?}"
+    );
+}

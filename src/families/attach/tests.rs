@@ -3,7 +3,7 @@
 //! end-to-end layer is `tests/attach_rules.rs`, with a C program on the simulated driver.
 
 use crate::engine::facts::MemoryKind;
-use crate::engine::fake::{FakeFacts, Harness, Ran};
+use crate::engine::fake::{check_negative_cases, Case, FakeFacts, Harness};
 use sharecheck_core::codes::*;
 use sharecheck_core::ffi::*;
 use sharecheck_core::functions::args;
@@ -150,8 +150,6 @@ fn dtoh_ptsz(dptr: u64, s: u64) -> args::cuMemcpyDtoHAsync_v2_ptsz {
     }
 }
 
-type Case = (&'static str, &'static [&'static str], fn(&Harness) -> Ran);
-
 const NEGATIVE: &[Case] = &[
     (
         "SINGLE on stream 0 through the legacy export",
@@ -265,22 +263,8 @@ const NEGATIVE: &[Case] = &[
 ];
 
 #[test]
-fn each_negative_case_reports_exactly_its_rules() {
-    for (name, expected, scenario) in NEGATIVE {
-        let h = world();
-        let ran = scenario(&h);
-        assert_eq!(ran.rules, *expected, "{name}: {:?}", ran.messages);
-    }
-}
-
-#[test]
-fn every_attach_rule_and_its_divergence_have_a_negative_case() {
-    let covered = NEGATIVE.iter().flat_map(|(_, ids, _)| ids.iter().copied());
-    let missing = rules::without_case(&["attach"], covered);
-    assert!(
-        missing.is_empty(),
-        "rules without a negative unit test: {missing:?}"
-    );
+fn each_negative_case_reports_exactly_its_rules_and_every_attach_rule_has_one() {
+    check_negative_cases(world, NEGATIVE, &["attach"], []);
     assert!(rules::divergences::KNOWN.iter().any(|d| attach::FAMILY
         .rules
         .iter()

@@ -2,11 +2,10 @@
 //! fires, and correct calls that stay silent. The end-to-end layer is `tests/endpoint_rules.rs`,
 //! with a C program on the simulated driver.
 
-use crate::engine::fake::{FakeFacts, Harness, Ran};
+use crate::engine::fake::{check_negative_cases, Case, FakeFacts, Harness};
 use sharecheck_core::codes::*;
 use sharecheck_core::ffi::*;
 use sharecheck_core::functions::args;
-use sharecheck_core::rules;
 use std::ffi::c_void;
 
 fn world() -> Harness {
@@ -59,8 +58,6 @@ fn destroy(id: u32) -> args::cuLogicalEndpointDestroy {
     }
 }
 
-type Case = (&'static str, &'static [&'static str], fn(&Harness) -> Ran);
-
 const NEGATIVE: &[Case] = &[
     (
         "release of a range never reserved",
@@ -101,22 +98,8 @@ const NEGATIVE: &[Case] = &[
 ];
 
 #[test]
-fn each_negative_case_reports_exactly_its_rules() {
-    for (name, expected, scenario) in NEGATIVE {
-        let h = world();
-        let ran = scenario(&h);
-        assert_eq!(ran.rules, *expected, "{name}: {:?}", ran.messages);
-    }
-}
-
-#[test]
-fn every_endpoint_rule_has_a_negative_case() {
-    let covered = NEGATIVE.iter().flat_map(|(_, ids, _)| ids.iter().copied());
-    let missing = rules::without_case(&["endpoint"], covered);
-    assert!(
-        missing.is_empty(),
-        "rules without a negative unit test: {missing:?}"
-    );
+fn each_negative_case_reports_exactly_its_rules_and_every_endpoint_rule_has_one() {
+    check_negative_cases(world, NEGATIVE, &["endpoint"], []);
 }
 
 /// The life of ids done right: reserved ranges (two, adjacent, released as one and in parts),

@@ -3,7 +3,7 @@
 //! is `tests/ipc_rules.rs`, with C programs on the simulated driver.
 
 use crate::engine::facts::MemoryKind;
-use crate::engine::fake::{FakeFacts, Harness, Ran};
+use crate::engine::fake::{check_negative_cases, Case, FakeFacts, Harness};
 use crate::engine::Checked;
 use sharecheck_core::codes::*;
 use sharecheck_core::ffi::*;
@@ -203,8 +203,6 @@ fn hip_open_event(handle: [u8; 64]) -> args::hipIpcOpenEventHandle {
     }
 }
 
-type Case = (&'static str, &'static [&'static str], fn(&Harness) -> Ran);
-
 const NEGATIVE: &[Case] = &[
     (
         "cuda export of an interior pointer, R580's answer",
@@ -395,28 +393,10 @@ const NEGATIVE: &[Case] = &[
 ];
 
 #[test]
-fn each_negative_case_reports_exactly_its_rules() {
-    for (name, expected, scenario) in NEGATIVE {
-        let h = world();
-        let ran = scenario(&h);
-        assert_eq!(ran.rules, *expected, "{name}: {:?}", ran.messages);
-        assert!(ran.forwarded, "{name}: report mode forwards");
-    }
-}
-
-#[test]
-fn every_ipc_rule_and_its_divergences_have_a_negative_case() {
+fn each_negative_case_reports_exactly_its_rules_and_every_ipc_rule_has_one() {
     // The report phase's rules are staged across processes (tests/ipc_rules.rs).
     let report_phase = ipc::report::REPORTED_ON.iter().map(|(r, _)| r.id);
-    let covered = NEGATIVE
-        .iter()
-        .flat_map(|(_, ids, _)| ids.iter().copied())
-        .chain(report_phase);
-    let missing = rules::without_case(&["ipc"], covered);
-    assert!(
-        missing.is_empty(),
-        "rules without a negative unit test: {missing:?}"
-    );
+    check_negative_cases(world, NEGATIVE, &["ipc"], report_phase);
     assert!(rules::divergences::KNOWN
         .iter()
         .any(|d| ipc::FAMILY.rules.iter().any(|r| std::ptr::eq(*r, d.misuse))));
