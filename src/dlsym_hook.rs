@@ -61,6 +61,8 @@ extern "C" fn route(
     let found = crate::guard::shielded(0, || {
         let found = if handle == libc::RTLD_NEXT {
             next_definition_after(caller, name)
+        } else if handle == libc::RTLD_DEFAULT {
+            default_definition(name)
         } else {
             real_dlsym(handle, name)
         };
@@ -69,6 +71,25 @@ extern "C" fn route(
     // SAFETY: as above.
     unsafe { *slot = found };
     1
+}
+
+/// `dlsym(RTLD_DEFAULT, name)` as it would answer without the shim: the shim's own export is
+/// first in the global scope (preloaded), so when glibc finds it, the definition that counts is
+/// the next one in that scope (`RTLD_NEXT` asked from the shim's code): the driver's where the
+/// program made it global, nothing where the driver was opened `RTLD_LOCAL` or lacks the function
+/// (the 13.3 logical endpoints on a 13.0 driver). A program probing for a function this way
+/// falls back exactly as it would without the shim.
+fn default_definition(name: &CStr) -> *mut c_void {
+    let found = real_dlsym(libc::RTLD_DEFAULT, name);
+    let own = |address: usize| {
+        let here = object_of(default_definition as *const () as usize).map(|o| o.load_bias);
+        here.is_some() && object_of(address).map(|o| o.load_bias) == here
+    };
+    if !found.is_null() && own(found as usize) {
+        real_dlsym(libc::RTLD_NEXT, name)
+    } else {
+        found
+    }
 }
 
 /// The wrapper for `found` when it is a driver's definition of a covered name; else `found`.

@@ -437,6 +437,37 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
     }
 }
 
+/// Reads a `T` the program passed by pointer without trusting the pointer: through
+/// `process_vm_readv` on this process, which fails with `EFAULT` where a plain read would fault.
+/// `None` for NULL, unreadable memory, or a kernel or sandbox that refuses the call. The calling
+/// thread's `errno` is left as it was. For inputs the driver reads (a create's properties), taken
+/// before the call so that findings can explain a call the driver refuses.
+pub fn peek<T: Copy>(ptr: *const T) -> Option<T> {
+    if ptr.is_null() {
+        return None;
+    }
+    let mut value = std::mem::MaybeUninit::<T>::uninit();
+    let size = std::mem::size_of::<T>();
+    let local = libc::iovec {
+        iov_base: value.as_mut_ptr().cast(),
+        iov_len: size,
+    };
+    let remote = libc::iovec {
+        iov_base: ptr as *mut libc::c_void,
+        iov_len: size,
+    };
+    // SAFETY: errno is the calling thread's own int.
+    let errno = unsafe { *libc::__errno_location() };
+    // SAFETY: `local` covers `value`, which the kernel writes; `remote` is only read by the
+    // kernel, which checks it.
+    let read = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+    // SAFETY: the kernel wrote all `size` bytes of `value`; `T: Copy` has no invariants beyond
+    // its bytes for the plain C structures this is used on.
+    (read == size as isize).then(|| unsafe { value.assume_init() })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -155,3 +155,42 @@ fn an_empty_or_self_pointing_driver_path_is_refused_and_the_driver_found_as_usua
         assert!(lines[0].contains(says), "{}", lines[0]);
     }
 }
+
+/// A program that looks for the 13.3 functions every way (dlsym of RTLD_DEFAULT and of the
+/// driver's handle, cuGetProcAddress_v2 at 13000 and 13030) and falls back where they are
+/// missing sees exactly the same answers under the shim as without it, on a driver that lacks
+/// them. scripts/gpu-endpoint.sh runs the same program on R580.
+#[test]
+fn every_lookup_of_a_missing_function_answers_as_the_driver_does() {
+    let s = Scratch::new("endpoint_probe");
+    let stub = s.compile(
+        "stub_cuda.c",
+        libraries::CUDA.soname(),
+        &["-shared", "-fPIC"],
+    );
+    let exe = s.compile("endpoint_probe.c", "endpoint_probe", &["-ldl"]);
+    let plain = run_ok(
+        std::process::Command::new(&exe)
+            .env("LD_LIBRARY_PATH", &s.dir)
+            .env_remove("LD_PRELOAD"),
+    );
+    let mut cmd = s.under_shim(&exe);
+    cmd.env("LD_LIBRARY_PATH", &s.dir)
+        .env(env::CUDA_LIBRARY, &stub);
+    let shimmed = run_ok(&mut cmd);
+    let (plain, shimmed) = (
+        String::from_utf8_lossy(&plain.stdout).into_owned(),
+        String::from_utf8_lossy(&shimmed.stdout).into_owned(),
+    );
+    assert!(plain.contains("PROBE fallback"), "{plain}");
+    assert_eq!(
+        plain.matches("DLSYM").count(),
+        24,
+        "every name, both ways:\n{plain}"
+    );
+    assert!(!plain.contains(" found"), "the stub has none:\n{plain}");
+    assert_eq!(
+        shimmed, plain,
+        "under the shim (left) and without it (right)"
+    );
+}

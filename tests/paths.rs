@@ -110,6 +110,10 @@ fn dlopen_and_dlsym_get_the_shims_wrappers_for_covered_names_only() {
         libraries::CUDA.soname()
     );
     assert_eq!(printed(&out, "EXACT cuMemAlloc_v2"), "1");
+    // RTLD_DEFAULT as without the shim: nothing while the driver is RTLD_LOCAL ...
+    assert_eq!(printed(&out, "OBJECT local-default:cuMemcpyPeer"), "?");
+    assert_eq!(printed(&out, "OBJECT local-default:cuMemAlloc_v2"), "?");
+    // ... the wrapper of a covered name once the driver is global.
     assert_eq!(
         printed(&out, "OBJECT default:cuMemcpyPeer"),
         libraries::SHIM

@@ -18,3 +18,5 @@ pub const CONTEXT_IS_DESTROYED: i32 = 709;
 pub const TOO_MANY_PEERS: i32 = 711;
 /// `CUDA_ERROR_NOT_SUPPORTED` / `hipErrorNotSupported`: what a missing driver function returns.
 pub const NOT_SUPPORTED: i32 = 801;
+/// `CUDA_ERROR_NOT_PERMITTED`.
+pub const NOT_PERMITTED: i32 = 800;

@@ -336,6 +336,9 @@ pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[
     &crate::rules::ipc::report::HIP_EVENT_NEVER_DESTROYED,
     &crate::rules::ipc::report::EVENT_DESTROYED_WHILE_OPEN,
     &crate::rules::ipc::report::HIP_EVENT_DESTROYED_WHILE_OPEN,
+    &crate::rules::endpoint::report::NEVER_DESTROYED,
+    &crate::rules::endpoint::report::NEVER_RELEASED,
+    &crate::rules::endpoint::report::BIND_IMPORTED_UNICAST,
 ];
 
 /// Runs `checks` over a finished timeline.

@@ -578,6 +578,19 @@ flags!(
     ]
 );
 
+flags!(
+    /// `CUmemAllocationHandleType` (a mask in `requestedHandleTypes`, one value as an argument).
+    MemHandleTypes(c_uint),
+    "CUmemAllocationHandleType",
+    [
+        (0x0, "CU_MEM_HANDLE_TYPE_NONE"),
+        (0x1, "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR"),
+        (0x2, "CU_MEM_HANDLE_TYPE_WIN32"),
+        (0x4, "CU_MEM_HANDLE_TYPE_WIN32_KMT"),
+        (0x8, "CU_MEM_HANDLE_TYPE_FABRIC")
+    ]
+);
+
 macro_rules! capability_handle {
     ($(#[$doc:meta])* $name:ident, $c:literal) => {
         $(#[$doc])*
@@ -812,32 +825,150 @@ impl ArgValue for LogicalEndpointPropPtr {
     }
 }
 
-/// The opaque `void *handle` / `const void *handle` of logical endpoint export and import: its
-/// size depends on the handle type, so only the address is written, never the bytes.
-#[repr(transparent)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LogicalEndpointHandlePtr(pub *mut c_void);
-impl ArgValue for LogicalEndpointHandlePtr {
-    plain_snapshot!();
-    fn c_type() -> String {
-        "void *".into()
-    }
-    fn encode(&self, w: &mut JsonOut, _: Outcome) {
-        w.hex(self.0 as usize as u64);
+/// Bytes of a `CUlogicalEndpointFabricHandle` (`CU_IPC_HANDLE_SIZE`), the one handle type of
+/// CUDA 13.3 and 13.4 (`CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_NONE` has no handle).
+pub const LOGICAL_ENDPOINT_FABRIC_HANDLE_SIZE: usize = 64;
+
+/// The handle bytes behind a logical endpoint handle pointer, once a call succeeded: export wrote
+/// them, import read them; a failed call may have done neither.
+fn endpoint_handle(
+    ptr: *const c_void,
+    outcome: Outcome,
+) -> Option<[u8; LOGICAL_ENDPOINT_FABRIC_HANDLE_SIZE]> {
+    if outcome.succeeded() && !ptr.is_null() {
+        // SAFETY: the driver succeeded, so it wrote (export) or read (import) the handle there:
+        // the FABRIC handle's 64 bytes, the only handle type a call can succeed with.
+        Some(unsafe {
+            ptr.cast::<[u8; LOGICAL_ENDPOINT_FABRIC_HANDLE_SIZE]>()
+                .read_unaligned()
+        })
+    } else {
+        None
     }
 }
 
-/// As [`LogicalEndpointHandlePtr`], for the `const void *` of import.
+/// A logical endpoint handle pointer in a record: `"*handle":"fp:..."` (a capability: only its
+/// keyed fingerprint, never its bytes) once the call succeeded, else the address.
+macro_rules! endpoint_handle_ptr {
+    ($(#[$doc:meta])* $name:ident($ptr:ty), $c:literal) => {
+        $(#[$doc])*
+        #[repr(transparent)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub struct $name(pub $ptr);
+        impl $name {
+            /// The handle's bytes, once the call succeeded (for its fingerprint only).
+            pub fn bytes(self, outcome: Outcome) -> Option<[u8; LOGICAL_ENDPOINT_FABRIC_HANDLE_SIZE]> {
+                endpoint_handle(self.0 as *const c_void, outcome)
+            }
+        }
+        impl ArgValue for $name {
+            fn c_type() -> String {
+                $c.into()
+            }
+            fn encode(&self, w: &mut JsonOut, outcome: Outcome) {
+                match self.bytes(outcome) {
+                    Some(bytes) => w.fingerprint_of(&bytes),
+                    None => w.hex(self.0 as usize as u64),
+                }
+            }
+            #[inline]
+            fn encode_named(&self, w: &mut JsonOut, name: &'static str, outcome: Outcome) {
+                match self.bytes(outcome) {
+                    Some(bytes) => {
+                        w.key_deref(name);
+                        w.fingerprint_of(&bytes);
+                    }
+                    None => w.kv_hex(name, self.0 as usize as u64),
+                }
+            }
+            const COMPACT: bool = true;
+            /// Tag 1: the handle's fingerprint; tag 0: the pointer.
+            #[inline]
+            fn snap(&self, outcome: Outcome, fingerprint: Fingerprinter) -> (u64, u8) {
+                match self.bytes(outcome) {
+                    Some(bytes) => (fingerprint(&bytes), 1),
+                    None => (self.0 as usize as u64, 0),
+                }
+            }
+            fn encode_snap(word: u64, tag: u8, w: &mut JsonOut, name: &'static str) {
+                if tag == 1 {
+                    w.key_deref(name);
+                    w.fingerprint_value(word);
+                } else {
+                    w.kv_hex(name, word);
+                }
+            }
+        }
+    };
+}
+
+endpoint_handle_ptr!(
+    /// The `void *handle` export writes the handle through.
+    LogicalEndpointHandlePtr(*mut c_void),
+    "void *"
+);
+endpoint_handle_ptr!(
+    /// The `const void *handle` import reads the handle from.
+    LogicalEndpointHandleConstPtr(*const c_void),
+    "const void *"
+);
+
+/// `CUmemLocationType` values.
+pub const CU_MEM_LOCATION_TYPE_DEVICE: c_uint = 1;
+pub const CU_MEM_LOCATION_TYPE_HOST_NUMA: c_uint = 3;
+/// `CU_MEM_HANDLE_TYPE_FABRIC`.
+pub const CU_MEM_HANDLE_TYPE_FABRIC: c_uint = 8;
+
+/// The first 16 bytes of `CUmemAllocationProp` (32 bytes): type, requested handle types and
+/// location, the fields the checks read.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CUmemAllocationPropHead {
+    pub type_: c_uint,
+    pub requested_handle_types: c_uint,
+    pub location_type: c_uint,
+    pub location_id: c_int,
+}
+
+/// `const CUmemAllocationProp *` of `cuMemCreate`: decoded when the call succeeded.
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LogicalEndpointHandleConstPtr(pub *const c_void);
-impl ArgValue for LogicalEndpointHandleConstPtr {
-    plain_snapshot!();
-    fn c_type() -> String {
-        "const void *".into()
+pub struct MemAllocationPropPtr(pub *const CUmemAllocationPropHead);
+
+impl MemAllocationPropPtr {
+    /// The leading fields, if the driver accepted this pointer (a call that succeeded read it).
+    pub fn read(self, outcome: Outcome) -> Option<CUmemAllocationPropHead> {
+        if outcome.succeeded() && !self.0.is_null() {
+            // SAFETY: the driver read this documented input structure (32 bytes) and succeeded;
+            // its first 16 bytes are read here.
+            Some(unsafe { self.0.read_unaligned() })
+        } else {
+            None
+        }
     }
-    fn encode(&self, w: &mut JsonOut, _: Outcome) {
-        w.hex(self.0 as usize as u64);
+}
+
+impl ArgValue for MemAllocationPropPtr {
+    fn c_type() -> String {
+        "const CUmemAllocationProp *".into()
+    }
+    fn encode(&self, w: &mut JsonOut, outcome: Outcome) {
+        let Some(p) = self.read(outcome) else {
+            w.hex(self.0 as usize as u64);
+            return;
+        };
+        w.begin_object();
+        w.kv_u64("type", p.type_ as u64);
+        w.key("requestedHandleTypes");
+        write_flag_names(w, p.requested_handle_types as u64, MemHandleTypes::NAMES);
+        w.key("location.type");
+        match p.location_type {
+            CU_MEM_LOCATION_TYPE_DEVICE => w.str("CU_MEM_LOCATION_TYPE_DEVICE"),
+            CU_MEM_LOCATION_TYPE_HOST_NUMA => w.str("CU_MEM_LOCATION_TYPE_HOST_NUMA"),
+            other => w.u64(other as u64),
+        }
+        w.kv_i64("location.id", p.location_id as i64);
+        w.end_object();
     }
 }
 

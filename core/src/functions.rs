@@ -92,6 +92,10 @@ macro_rules! interposed_functions {
             cuda cuMemFreeAsync [cuMemFreeAsync 11020 legacy observed] (dptr: CUdeviceptr, hStream: CUstream);
             cuda cuMemFreeAsync_ptsz [cuMemFreeAsync 11020 ptsz observed] (dptr: CUdeviceptr, hStream: CUstream);
             cuda cuMemRelease [cuMemRelease 10020 legacy observed] (handle: CUmemGenericAllocationHandle);
+            // VMM memory: what a logical endpoint bind's memory is (its size, location and handle types).
+            cuda cuMemCreate [cuMemCreate 10020 legacy observed] (handle: Out<CUmemGenericAllocationHandle>, size: Size, prop: MemAllocationPropPtr, flags: ReservedFlags64);
+            cuda cuMemMap [cuMemMap 10020 legacy observed] (ptr: CUdeviceptr, size: Size, offset: Size, handle: CUmemGenericAllocationHandle, flags: ReservedFlags64);
+            cuda cuMemImportFromShareableHandle [cuMemImportFromShareableHandle 10020 legacy observed] (handle: Out<CUmemGenericAllocationHandle>, osHandle: VoidPtr, shHandleType: MemHandleTypes);
             cuda cuMemUnmap [cuMemUnmap 10020 legacy observed] (ptr: CUdeviceptr, size: Size);
             hip hipMalloc [hipMalloc 0 legacy observed] (ptr: Out<VoidPtrOut>, size: Size);
             hip hipMallocManaged [hipMallocManaged 0 legacy observed] (dev_ptr: Out<VoidPtrOut>, size: Size, flags: HipAttachFlags);

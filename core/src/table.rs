@@ -46,18 +46,18 @@ macro_rules! check_table {
             hipIpcCloseMemHandle => ipc::CLOSE_HIP, lifecycle::MEMORY_FREED;
             hipIpcGetEventHandle => ipc::GET_EVENT_HIP;
             hipIpcOpenEventHandle => ipc::OPEN_EVENT_HIP;
-            // Logical endpoints: the life of ids (the rest to come).
+            // Logical endpoints.
             cuLogicalEndpointIdReserve => endpoint::RESERVE;
             cuLogicalEndpointIdRelease => endpoint::RELEASE;
             cuLogicalEndpointCreate => endpoint::CREATE;
-            cuLogicalEndpointAddDevice => ;
+            cuLogicalEndpointAddDevice => endpoint::ADD_DEVICE;
             cuLogicalEndpointDestroy => endpoint::DESTROY;
-            cuLogicalEndpointBindAddr => ;
-            cuLogicalEndpointBindMem => ;
-            cuLogicalEndpointUnbind => ;
-            cuLogicalEndpointExport => ;
+            cuLogicalEndpointBindAddr => endpoint::BIND_ADDR;
+            cuLogicalEndpointBindMem => endpoint::BIND_MEM;
+            cuLogicalEndpointUnbind => endpoint::UNBIND;
+            cuLogicalEndpointExport => endpoint::EXPORT;
             cuLogicalEndpointImport => endpoint::IMPORT;
-            cuLogicalEndpointQuery => ;
+            cuLogicalEndpointQuery => endpoint::QUERY;
             cuLogicalEndpointGetLimits => ;
             // Lifecycle: what ends tracked state.
             cuCtxDestroy_v2 => ipc::CONTEXT_DESTROYED, lifecycle::CONTEXT_DESTROYED;
@@ -85,8 +85,12 @@ macro_rules! check_table {
             cuMemFreeHost => lifecycle::MEMORY_FREED;
             cuMemFreeAsync => lifecycle::MEMORY_FREED;
             cuMemFreeAsync_ptsz => lifecycle::MEMORY_FREED;
-            cuMemRelease => lifecycle::MEMORY_FREED;
-            cuMemUnmap => lifecycle::MEMORY_FREED;
+            cuMemRelease => endpoint::MEMORY, lifecycle::MEMORY_FREED;
+            cuMemUnmap => endpoint::MEMORY, lifecycle::MEMORY_FREED;
+            // Observed VMM memory: what a logical endpoint bind's memory is.
+            cuMemCreate => endpoint::MEMORY;
+            cuMemMap => endpoint::MEMORY;
+            cuMemImportFromShareableHandle => endpoint::MEMORY;
             hipMalloc => ;
             hipMallocManaged => ;
             hipFree => lifecycle::MEMORY_FREED;

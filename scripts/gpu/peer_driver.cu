@@ -241,8 +241,8 @@ int main() {
     // R580: INVALID_VALUE (version above the driver's).
     if (!has_endpoints) check("gpa_endpoint_at_13030_invalid_value", rc == 1);
 
-    // dlsym in the global scope: without the shim nothing defines it (on a 13.0 driver); with the
-    // shim preloaded it is the shim's export, which answers NOT_SUPPORTED without a real one.
+    // dlsym in the global scope: on a 13.0 driver nothing defines it, with or without the shim
+    // (the shim does not hand out its own export of a function the driver lacks).
     void *sym = dlsym(RTLD_DEFAULT, "cuLogicalEndpointIdReserve");
     if (sym == NULL) {
         printf("DLSYM cuLogicalEndpointIdReserve absent\n");

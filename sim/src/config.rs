@@ -14,6 +14,10 @@ pub const SIM_ATTRS: &str = "SHARECHECK_SIM_ATTRS";
 /// CUDA_ERROR_TOO_MANY_PEERS (711): a number from 0, or `unlimited` (the default). Only the
 /// simulator reads it.
 pub const SIM_MAX_PEERS: &str = "SHARECHECK_SIM_MAX_PEERS";
+/// The fabric (IMEX) channel of this process, a number from 0 (the default): a logical endpoint
+/// exported on one channel cannot be imported on another (CUDA_ERROR_NOT_PERMITTED, the
+/// importer "does not have access permissions"). Only the simulator reads it.
+pub const SIM_FABRIC_CHANNEL: &str = "SHARECHECK_SIM_FABRIC_CHANNEL";
 
 pub const DEFAULT_DEVICES: i32 = 2;
 pub const MAX_DEVICES: i32 = 64;
@@ -58,6 +62,8 @@ pub struct Config {
     pub attributes: HashMap<(i32, i32), i32>,
     /// The most peer grants (current context -> peer) one CUDA context may hold; `None`: no limit.
     pub max_peers: Option<u32>,
+    /// [`SIM_FABRIC_CHANNEL`].
+    pub fabric_channel: u32,
     pub(crate) state_dir: Option<PathBuf>,
     pub call_log: Option<PathBuf>,
 }
@@ -71,6 +77,7 @@ impl Default for Config {
             driver_version: DEFAULT_DRIVER_VERSION,
             attributes: HashMap::new(),
             max_peers: None,
+            fabric_channel: 0,
             state_dir: None,
             call_log: None,
         }
@@ -147,6 +154,17 @@ impl Config {
                         "unlimited",
                     ),
                 },
+            }
+        }
+        if let Some(v) = get(SIM_FABRIC_CHANNEL) {
+            match v.trim().parse::<u32>() {
+                Ok(channel) => config.fabric_channel = channel,
+                Err(_) => bad(
+                    SIM_FABRIC_CHANNEL,
+                    &v,
+                    "expected a channel number from 0".into(),
+                    "0",
+                ),
             }
         }
         config.state_dir = get(env::SIM_STATE_DIR)

@@ -337,10 +337,16 @@ unsafe fn allocation_prop(prop: *const CUmemAllocationProp) -> Outcome<CUmemAllo
     require(prop)?;
     // SAFETY: `prop` is not NULL (checked above) and, by this function's contract, readable.
     let prop = unsafe { prop.read_unaligned() };
-    if prop.type_ != MEM_ALLOCATION_TYPE_PINNED || prop.location.type_ != MEM_LOCATION_TYPE_DEVICE {
+    if prop.type_ != MEM_ALLOCATION_TYPE_PINNED {
         return Err(INVALID_VALUE);
     }
-    device::check(prop.location.id)?;
+    match prop.location.type_ {
+        MEM_LOCATION_TYPE_DEVICE => device::check(prop.location.id)?,
+        // Host NUMA memory: any node a simulated device names as its closest
+        // (CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID), as a machine's nodes are.
+        MEM_LOCATION_TYPE_HOST_NUMA if device::is_numa_node(prop.location.id) => {}
+        _ => return Err(INVALID_VALUE),
+    }
     Ok(prop)
 }
 
@@ -1037,14 +1043,19 @@ exports! {
         if flags != 0 {
             return Err(INVALID_VALUE);
         }
-        let (device, types) = (prop.location.id, prop.requested_handle_types);
+        let types = prop.requested_handle_types;
+        // Host NUMA memory belongs to no device (-1).
+        let (device, numa) = match prop.location.type_ {
+            MEM_LOCATION_TYPE_HOST_NUMA => (-1, Some(prop.location.id)),
+            _ => (prop.location.id, None),
+        };
         if types & (MEM_HANDLE_TYPE_WIN32 | MEM_HANDLE_TYPE_WIN32_KMT) != 0 {
             return Err(NOT_SUPPORTED);
         }
         if types & !(MEM_HANDLE_TYPE_POSIX_FD | MEM_HANDLE_TYPE_FABRIC) != 0 {
             return Err(INVALID_VALUE);
         }
-        let created = state::with(|d| d.memory.create_physical(size as u64, device, types))?;
+        let created = state::with(|d| d.memory.create_physical(size as u64, device, numa, types))?;
         // SAFETY: `handle` is not NULL (checked above); `cuMemCreate` documents it as a writable
         // `CUmemGenericAllocationHandle`.
         unsafe { *handle = created };
@@ -1082,6 +1093,16 @@ exports! {
         // SAFETY: `ptr` is not NULL (checked above); `cuMemAddressReserve` documents it as a writable `CUdeviceptr`.
         unsafe { *ptr = value };
         Ok(())
+    }
+
+    /// The simulator hands out no shareable handles for VMM memory (it has no
+    /// cuMemExportToShareableHandle), so no handle can be imported: NOT_SUPPORTED, as a driver
+    /// answers for a handle type the system does not support.
+    fn cuMemImportFromShareableHandle(handle: *mut CUmemGenericAllocationHandle, osHandle: *mut c_void, shHandleType: c_uint) {
+        check_initialized()?;
+        require(handle)?;
+        let _ = (osHandle, shHandleType);
+        Err(NOT_SUPPORTED)
     }
 
     fn cuMemAddressFree(ptr: CUdeviceptr, size: usize) {

@@ -27,7 +27,7 @@ const DEFAULT_ATTRIBUTES: &[(i32, i32)] = &[
     (attribute::IPC_EVENT_SUPPORTED, 1),
     (128, 1), // HANDLE_TYPE_FABRIC_SUPPORTED
     // MULTICAST_SUPPORTED (132) stays 0: the simulator does not advertise multicast.
-    (134, 0), // HOST_NUMA_ID
+    (HOST_NUMA_ID, 0),
     (attribute::LOGICAL_ENDPOINT_UNICAST_SUPPORTED, 1),
     // LOGICAL_ENDPOINT_MULTICAST_SUPPORTED (154) stays 0 unless overridden (`d:154=1`).
     (attribute::LOGICAL_ENDPOINT_COUNTED_OPS_SUPPORTED, 1),
@@ -82,6 +82,14 @@ pub fn attribute(device: i32, attr: i32) -> Result<i32, Code> {
 /// An attribute that the model consults; an attribute the version does not know reads as 0.
 pub fn flag(device: i32, attr: i32) -> bool {
     attribute(device, attr).is_ok_and(|v| v != 0)
+}
+
+/// `CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID` of a device (-1: no NUMA).
+pub const HOST_NUMA_ID: i32 = 134;
+
+/// Whether `node` is a host NUMA node: one a device names as its closest.
+pub fn is_numa_node(node: i32) -> bool {
+    node >= 0 && (0..count()).any(|d| attribute(d, HOST_NUMA_ID) == Ok(node))
 }
 
 /// `cuDeviceCanAccessPeer` for two valid ordinals: the configured matrix; a device is never its

@@ -3,9 +3,24 @@
 //!
 //! Multicast endpoints are accepted only where a device reports attribute 154, which is off
 //! unless `SHARECHECK_SIM_ATTRS` turns it on; the simulator models membership and nothing more.
+//!
+//! Where the document is silent the simulator chooses, and says so here:
+//! - A FABRIC handle type on a unicast endpoint whose owner reports
+//!   `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED` = 0 is NOT_SUPPORTED (13.4's
+//!   `LOGICAL_ENDPOINT_SUPPORTED_HANDLE_TYPES` attribute has no published number yet).
+//! - Every other refusal is INVALID_VALUE, including a bind of an imported unicast endpoint (the
+//!   document says it cannot be bound, not with which code), a bind that overlaps a binding on
+//!   the same device (the document does not say what an overlap does), and an add after a bind.
+//! - "Externally shareable memory" is memory created with `CU_MEM_HANDLE_TYPE_FABRIC`; memory of
+//!   a pool (`cuMemAllocAsync`) is not externally shareable.
+//! - A size of 0 (create, bind, unbind) is INVALID_VALUE.
+//! - A multicast team is one team across processes: once an endpoint is exported, the devices
+//!   added by the exporter and by every importer are kept in a file beside the export
+//!   (`le-PID-ID.team`), so an importer's add completes the exporter's team. Adds of different
+//!   processes are not serialized (the last writer wins a race), which the tests never race.
 
 use crate::device;
-use crate::memory::{Export, GRANULARITY};
+use crate::memory::{Export, MemKind, GRANULARITY};
 use crate::state::Driver;
 use crate::state_dir;
 use crate::types::{
@@ -13,6 +28,9 @@ use crate::types::{
     MEM_HANDLE_TYPE_FABRIC, NOT_PERMITTED, NOT_SUPPORTED, OUT_OF_MEMORY,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED`.
+const FABRIC_SUPPORTED: i32 = 128;
 
 /// `bindAlignment` of `cuLogicalEndpointGetLimits`.
 pub const BIND_ALIGNMENT: u64 = GRANULARITY;
@@ -35,8 +53,12 @@ struct Endpoint {
     ipc_handle_types: u32,
     flags: u32,
     members: Vec<i32>,
+    /// Once exported or imported: the state file that holds the team of every process.
+    team_file: Option<String>,
     /// `cuLogicalEndpointQuery` saw it ready: binds are allowed from then on.
     queried: bool,
+    /// Memory was bound to it (devices can no longer be added).
+    bound_ever: bool,
     imported: bool,
     /// Per device: bind offset -> size.
     bindings: HashMap<i32, BTreeMap<u64, u64>>,
@@ -52,17 +74,44 @@ impl Endpoint {
             ipc_handle_types: prop.ipc_handle_types,
             flags: prop.flags,
             members: Vec::new(),
+            team_file: None,
             queried: false,
+            bound_ever: false,
             imported,
             bindings: HashMap::new(),
             export: None,
         }
     }
 
+    /// The devices added, by this process and (once shared) by every other.
+    fn team(&self) -> Vec<i32> {
+        let mut team = self.members.clone();
+        if let Some(shared) = self.team_file.as_deref().and_then(state_dir::read) {
+            for dev in shared.split_whitespace().filter_map(|d| d.parse().ok()) {
+                if !team.contains(&dev) {
+                    team.push(dev);
+                }
+            }
+        }
+        team
+    }
+
+    fn add_member(&mut self, dev: i32) {
+        self.members.push(dev);
+        self.publish_team();
+    }
+
+    fn publish_team(&self) {
+        if let Some(file) = &self.team_file {
+            let list: Vec<String> = self.team().iter().map(i32::to_string).collect();
+            state_dir::write(file, &format!("{}\n", list.join(" ")));
+        }
+    }
+
     fn ready(&self) -> bool {
         match self.shape {
             Shape::Unicast { .. } => true,
-            Shape::Multicast { team } => self.members.len() as u32 == team,
+            Shape::Multicast { team } => self.team().len() as u32 == team,
         }
     }
 }
@@ -89,9 +138,11 @@ fn validate(prop: &CUlogicalEndpointProp) -> Outcome<Shape> {
             if !device::is_valid(owner) {
                 return Err(INVALID_VALUE);
             }
+            let fabric = prop.ipc_handle_types & le::IPC_HANDLE_TYPE_FABRIC != 0;
             if !device::flag(owner, attribute::LOGICAL_ENDPOINT_UNICAST_SUPPORTED)
                 || counted
                     && !device::flag(owner, attribute::LOGICAL_ENDPOINT_COUNTED_OPS_SUPPORTED)
+                || fabric && !device::flag(owner, FABRIC_SUPPORTED)
             {
                 return Err(NOT_SUPPORTED);
             }
@@ -135,6 +186,10 @@ fn id_range(base: u32, count: u32) -> Outcome<std::ops::Range<u32>> {
 
 fn export_file(pid: u32, id: u64) -> String {
     format!("le-{pid}-{id}")
+}
+
+fn team_file(export: &str) -> String {
+    format!("{export}.team")
 }
 
 impl Endpoints {
@@ -201,15 +256,16 @@ impl Endpoints {
             return Err(INVALID_VALUE);
         };
         if !device::is_valid(dev)
-            || endpoint.members.contains(&dev)
-            || endpoint.members.len() as u32 >= team
+            || endpoint.team().contains(&dev)
+            || endpoint.team().len() as u32 >= team
+            || endpoint.bound_ever
         {
             return Err(INVALID_VALUE);
         }
         if !device::flag(dev, attribute::LOGICAL_ENDPOINT_MULTICAST_SUPPORTED) {
             return Err(NOT_SUPPORTED);
         }
-        endpoint.members.push(dev);
+        endpoint.add_member(dev);
         Ok(())
     }
 
@@ -234,7 +290,9 @@ impl Endpoints {
     pub fn destroy(&mut self, id: u32) -> Outcome {
         let endpoint = self.endpoints.remove(&id).ok_or(INVALID_VALUE)?;
         if let Some(export) = endpoint.export {
-            state_dir::remove(&export_file(std::process::id(), export.id));
+            let file = export_file(std::process::id(), export.id);
+            state_dir::remove(&file);
+            state_dir::remove(&team_file(&file));
         }
         Ok(())
     }
@@ -249,9 +307,9 @@ impl Endpoints {
             return Err(INVALID_VALUE);
         }
         match endpoint.shape {
-            Shape::Unicast { .. } if endpoint.imported => return Err(NOT_PERMITTED),
+            Shape::Unicast { .. } if endpoint.imported => return Err(INVALID_VALUE),
             Shape::Unicast { owner } if owner != dev => return Err(INVALID_VALUE),
-            Shape::Multicast { .. } if !endpoint.members.contains(&dev) => {
+            Shape::Multicast { .. } if !endpoint.team().contains(&dev) => {
                 return Err(INVALID_VALUE)
             }
             _ => {}
@@ -277,6 +335,7 @@ impl Endpoints {
 
     fn record_bind(&mut self, id: u32, dev: i32, offset: u64, size: u64) {
         let endpoint = self.endpoints.get_mut(&id).expect("checked by check_bind");
+        endpoint.bound_ever = true;
         endpoint
             .bindings
             .entry(dev)
@@ -329,14 +388,17 @@ impl Endpoints {
                     id: next_export,
                     nonce: state_dir::nonce(next_export),
                 };
+                let channel = crate::config::config().fabric_channel;
                 if !state_dir::write(
                     &export_file(std::process::id(), e.id),
-                    &format!("{}\n", e.nonce),
+                    &format!("{} {channel}\n", e.nonce),
                 ) {
                     return Err(OUT_OF_MEMORY);
                 }
                 self.next_export = next_export;
                 endpoint.export = Some(e);
+                endpoint.team_file = Some(team_file(&export_file(std::process::id(), e.id)));
+                endpoint.publish_team();
                 e
             }
         };
@@ -374,10 +436,19 @@ impl Endpoints {
             return Err(INVALID_VALUE);
         }
         let (pid, export_id, nonce) = (u32_at(8), u64_at(16), u64_at(24));
-        let published = state_dir::read(&export_file(pid, export_id))
-            .is_some_and(|s| s.trim() == nonce.to_string());
-        if !published {
-            return Err(INVALID_VALUE);
+        // The export file: "nonce channel".
+        let published = state_dir::read(&export_file(pid, export_id)).and_then(|s| {
+            let mut words = s.split_whitespace();
+            let matches = words.next() == Some(nonce.to_string().as_str());
+            let channel = words.next().and_then(|c| c.parse::<u32>().ok());
+            matches.then_some(channel).flatten()
+        });
+        match published {
+            None => return Err(INVALID_VALUE),
+            Some(channel) if channel != crate::config::config().fabric_channel => {
+                return Err(NOT_PERMITTED)
+            }
+            Some(_) => {}
         }
         let prop = CUlogicalEndpointProp {
             type_: u32_at(32),
@@ -388,14 +459,29 @@ impl Endpoints {
         };
         // "If the current process cannot support the logical endpoint ... CUDA_ERROR_NOT_SUPPORTED"
         let shape = validate(&prop).map_err(|_| NOT_SUPPORTED)?;
-        self.endpoints.insert(id, Endpoint::new(shape, &prop, true));
+        let mut endpoint = Endpoint::new(shape, &prop, true);
+        endpoint.team_file = Some(team_file(&export_file(pid, export_id)));
+        self.endpoints.insert(id, endpoint);
         Ok(())
     }
 }
 
+/// Memory bound on `dev` must be `dev`'s own, or host memory of `dev`'s closest NUMA node.
+fn check_location(dev: i32, device: i32, numa: Option<i32>) -> Outcome {
+    let fits = match numa {
+        Some(node) => device::attribute(dev, device::HOST_NUMA_ID) == Ok(node),
+        None => device == dev,
+    };
+    if fits {
+        Ok(())
+    } else {
+        Err(INVALID_VALUE)
+    }
+}
+
 impl Driver {
-    /// `cuLogicalEndpointBindAddr`: `ptr` must lie in a VMM mapping of a `cuMemCreate` allocation
-    /// made on `dev`.
+    /// `cuLogicalEndpointBindAddr`: `ptr` must lie in a VMM mapping of a `cuMemCreate`
+    /// allocation, or in memory of a pool (`cuMemAllocAsync`), of `dev` (or its NUMA node).
     pub fn bind_address(
         &mut self,
         id: u32,
@@ -409,12 +495,25 @@ impl Driver {
         if !aligned(&[ptr]) {
             return Err(INVALID_VALUE);
         }
-        let mapping = self.memory.virtual_mapping(ptr).ok_or(INVALID_VALUE)?;
-        let room = mapping.size - (ptr - mapping.start);
-        if mapping.physical.device != dev || size > room {
+        let (room, device, numa, shareable) = match self.memory.virtual_mapping(ptr) {
+            Some(m) => (
+                m.size - (ptr - m.start),
+                m.physical.device,
+                m.physical.numa,
+                m.physical.handle_types & MEM_HANDLE_TYPE_FABRIC != 0,
+            ),
+            None => match self.memory.find(ptr) {
+                Some(a) if a.kind == MemKind::Pool => {
+                    (a.base + a.size - ptr, a.device, None, false)
+                }
+                _ => return Err(INVALID_VALUE),
+            },
+        };
+        if size > room {
             return Err(INVALID_VALUE);
         }
-        if shareable_only && mapping.physical.handle_types & MEM_HANDLE_TYPE_FABRIC == 0 {
+        check_location(dev, device, numa)?;
+        if shareable_only && !shareable {
             return Err(INVALID_VALUE);
         }
         self.endpoints.record_bind(id, dev, offset, size);
@@ -441,9 +540,10 @@ impl Driver {
         let fits = mem_offset
             .checked_add(size)
             .is_some_and(|end| end <= physical.size);
-        if physical.device != dev || !fits {
+        if !fits {
             return Err(INVALID_VALUE);
         }
+        check_location(dev, physical.device, physical.numa)?;
         if shareable_only && physical.handle_types & MEM_HANDLE_TYPE_FABRIC == 0 {
             return Err(INVALID_VALUE);
         }

@@ -130,7 +130,10 @@ impl Drop for Allocation {
 pub struct Physical {
     memfd: OwnedFd,
     pub size: u64,
+    /// The device it was created on; -1 for host NUMA memory.
     pub device: i32,
+    /// The host NUMA node of host NUMA memory.
+    pub numa: Option<i32>,
     pub handle_types: u32,
     released: bool,
     mappings: u32,
@@ -386,7 +389,13 @@ impl Memory {
     // ---- Virtual memory management -------------------------------------------------------
 
     /// `cuMemCreate`: returns the generic allocation handle.
-    pub fn create_physical(&mut self, size: u64, device: i32, handle_types: u32) -> Outcome<u64> {
+    pub fn create_physical(
+        &mut self,
+        size: u64,
+        device: i32,
+        numa: Option<i32>,
+        handle_types: u32,
+    ) -> Outcome<u64> {
         if size == 0 || size % GRANULARITY != 0 {
             return Err(INVALID_VALUE);
         }
@@ -399,6 +408,7 @@ impl Memory {
                 memfd,
                 size,
                 device,
+                numa,
                 handle_types,
                 released: false,
                 mappings: 0,

@@ -131,6 +131,7 @@ table! {
     Cuda cuMemAddressFree 10020 legacy => cuMemAddressFree;
     Cuda cuMemMap 10020 legacy => cuMemMap;
     Cuda cuMemUnmap 10020 legacy => cuMemUnmap;
+    Cuda cuMemImportFromShareableHandle 10020 legacy => cuMemImportFromShareableHandle;
     Cuda cuMemSetAccess 10020 legacy => cuMemSetAccess;
     Cuda cuGetErrorName 6000 legacy => cuGetErrorName;
     Cuda cuGetErrorString 6000 legacy => cuGetErrorString;

@@ -131,6 +131,8 @@ pub const PITCH_ELEMENT_SIZES: [c_uint; 3] = [4, 8, 16];
 pub const MEM_ALLOCATION_TYPE_PINNED: c_uint = 1;
 /// `CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE`.
 pub const MEM_LOCATION_TYPE_DEVICE: c_uint = 1;
+/// `CU_MEM_LOCATION_TYPE_HOST_NUMA`: `id` is a host NUMA node.
+pub const MEM_LOCATION_TYPE_HOST_NUMA: c_uint = 3;
 /// `CUmemAllocationHandleType` bits.
 pub const MEM_HANDLE_TYPE_POSIX_FD: c_uint = 1;
 pub const MEM_HANDLE_TYPE_WIN32: c_uint = 2;

@@ -14,7 +14,7 @@ use super::facts::{
 use super::state::Lifetime;
 use crate::loader::{self, NamedSlot};
 use sharecheck_core::codes::{NOT_READY, SUCCESS};
-use sharecheck_core::ffi::{CUcontext, CUstream};
+use sharecheck_core::ffi::{CUcontext, CUlogicalEndpointProp, CUstream};
 use sharecheck_core::functions::{Api, FnId};
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, AtomicU8, Ordering::*};
@@ -567,6 +567,18 @@ impl Facts for DriverFacts {
             }
             can != 0
         })
+    }
+
+    fn endpoint_limits(&self, prop: &CUlogicalEndpointProp) -> Option<(u64, u64)> {
+        let address = loader::real_function(FnId::cuLogicalEndpointGetLimits)?;
+        // SAFETY: the driver's cuLogicalEndpointGetLimits(cuuint64_t *, cuuint64_t *,
+        // const CUlogicalEndpointProp *).
+        let f: unsafe extern "C" fn(*mut u64, *mut u64, *const CUlogicalEndpointProp) -> c_int =
+            unsafe { std::mem::transmute(address) };
+        let (mut alignment, mut max) = (0u64, 0u64);
+        // SAFETY: two live local words, and a copy of the properties the shim holds.
+        let code = unsafe { f(&mut alignment, &mut max, prop) };
+        (code == SUCCESS && alignment > 0).then_some((alignment, max))
     }
 
     fn allocation_range(&self, ptr: u64, fresh: bool) -> Option<(u64, u64)> {

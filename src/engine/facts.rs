@@ -5,7 +5,7 @@
 //! Every answer is `None` when it cannot be had (driver not initialised, function missing in this
 //! driver version, ...): a check then says nothing. Queries have no effect the program could see.
 
-use sharecheck_core::ffi::{CUcontext, CUstream};
+use sharecheck_core::ffi::{CUcontext, CUlogicalEndpointProp, CUstream};
 use std::ffi::{c_int, c_void};
 
 /// CUDA device attributes the checks read (cuda.h).
@@ -63,6 +63,9 @@ pub trait Facts {
     /// Whether work on a stream (0: the current context's legacy stream) is still in flight.
     fn stream_busy(&self, stream: u64) -> Option<bool>;
     fn primary_context_active(&self, dev: i32) -> Option<bool>;
+    /// `(bindAlignment, maxSize)` of the driver's own `cuLogicalEndpointGetLimits` for `prop`;
+    /// `None` where the driver lacks it or refuses the properties.
+    fn endpoint_limits(&self, prop: &CUlogicalEndpointProp) -> Option<(u64, u64)>;
 
     // HIP runtime: raw answers, `None` when the function is missing, else the hipError_t code and
     // the value. Call through [`HipSession`].

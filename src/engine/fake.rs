@@ -5,7 +5,7 @@ use super::facts::{Facts, MemoryKind};
 use super::state::States;
 use super::{settle, Checked, Cx};
 use sharecheck_core::codes::{INVALID_CONTEXT, INVALID_HANDLE, INVALID_VALUE, SUCCESS};
-use sharecheck_core::ffi::{CUcontext, CUstream, Outcome};
+use sharecheck_core::ffi::{CUcontext, CUlogicalEndpointProp, CUstream, Outcome};
 use sharecheck_core::options::{Mode, Options};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
@@ -50,6 +50,8 @@ pub struct FakeFacts {
     /// The kind of memory of allocations (by base) other than what their device says: device
     /// memory is `Device`, memory of no device `Managed`.
     pub kinds: RefCell<HashMap<u64, MemoryKind>>,
+    /// `cuLogicalEndpointGetLimits`' answer for every property set (`None`: refused).
+    pub endpoint_limits: Cell<Option<(u64, u64)>>,
 }
 
 impl FakeFacts {
@@ -181,6 +183,10 @@ impl Facts for FakeFacts {
             self.fresh_queries.set(self.fresh_queries.get() + 1);
         }
         self.allocation(ptr).map(|a| (a.base, a.size))
+    }
+
+    fn endpoint_limits(&self, _: &CUlogicalEndpointProp) -> Option<(u64, u64)> {
+        self.endpoint_limits.get()
     }
 
     fn device_memory_owner(&self, ptr: u64, fresh: bool) -> Option<i32> {

@@ -22,7 +22,12 @@ int main(void) {
     Dl_info info;
     printf("EXACT cuMemAlloc_v2 %d\n", dladdr(mem_alloc, &info) && info.dli_saddr == mem_alloc &&
                                             info.dli_sname && strcmp(info.dli_sname, "cuMemAlloc_v2") == 0);
-    /* RTLD_DEFAULT: the shim's own export wins (it is preloaded), so it is returned as is. */
+    /* RTLD_DEFAULT answers as without the shim: the driver was opened RTLD_LOCAL, so nothing in
+       the global scope defines these names (the shim's own exports are not handed out). */
+    printf("OBJECT local-default:cuMemcpyPeer %s\n", object_of(dlsym(RTLD_DEFAULT, "cuMemcpyPeer")));
+    printf("OBJECT local-default:cuMemAlloc_v2 %s\n", object_of(dlsym(RTLD_DEFAULT, "cuMemAlloc_v2")));
+    /* Made global, the driver defines them: a covered name gives the shim's wrapper. */
+    if (!dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL)) return 3;
     printf("OBJECT default:cuMemcpyPeer %s\n", object_of(dlsym(RTLD_DEFAULT, "cuMemcpyPeer")));
     /* Declared but observed: a free is observed (the shim's), an allocation by nobody (the
        driver's own, even where glibc finds the shim's export first). */

@@ -241,6 +241,7 @@ pub fn functions_of(rule: &Rule) -> impl Iterator<Item = &'static FnInfo> + '_ {
         .map_or(rule, |d| d.misuse);
     let reported: Vec<&str> = ipc::report::REPORTED_ON
         .iter()
+        .chain(endpoint::report::REPORTED_ON)
         .filter(|(r, _)| std::ptr::eq(*r, target))
         .flat_map(|(_, symbols)| symbols.iter().copied())
         .collect();

@@ -243,7 +243,7 @@ fn export_and_import_in_one_process() {
         let (va, _) = vmm(1, A, 0);
         let rc = cuLogicalEndpointBindAddr(base + 1, 1, 0, va as *mut c_void, A, 0);
         assert_eq!(
-            rc, NOT_PERMITTED,
+            rc, INVALID_VALUE,
             "imported unicast endpoints cannot be bound"
         );
         // Destroying the exported endpoint withdraws its handle.
@@ -315,5 +315,65 @@ fn multicast_membership_when_enabled() {
             SUCCESS
         );
         assert_eq!(cuLogicalEndpointDestroy(id), SUCCESS);
+    }
+}
+
+/// BindAddr takes memory-pool memory (cudaMallocAsync) of the owner, within its allocation;
+/// BindMem takes host NUMA memory of the owner's closest node; a node no device names is no
+/// node.
+#[test]
+fn pool_and_host_numa_memory_bind() {
+    // SAFETY: the out-pointers are live locals of the types written; device addresses and
+    // handles are plain values.
+    unsafe {
+        setup(r580());
+        let _c = context(0);
+        let base = reserve(2);
+        let plain = CUlogicalEndpointProp {
+            ipc_handle_types: 0,
+            ..unicast(0, 4 * A)
+        };
+        assert_eq!(cuLogicalEndpointCreate(base, &plain), SUCCESS);
+        assert_eq!(query(base, 1), (SUCCESS, 1));
+        let mut pool = 0;
+        assert_eq!(
+            cuMemAllocAsync(&mut pool, (3 * A) as usize, null_mut()),
+            SUCCESS
+        );
+        let at = pool.next_multiple_of(A) as *mut c_void;
+        assert_eq!(
+            cuLogicalEndpointBindAddr(base, 0, A, at, 3 * A, 0),
+            INVALID_VALUE,
+            "past the allocation's end"
+        );
+        assert_eq!(cuLogicalEndpointBindAddr(base, 0, 0, at, A, 0), SUCCESS);
+        let host = |node: i32| {
+            let prop = CUmemAllocationProp {
+                type_: MEM_ALLOCATION_TYPE_PINNED,
+                requested_handle_types: 0,
+                location: CUmemLocation {
+                    type_: MEM_LOCATION_TYPE_HOST_NUMA,
+                    id: node,
+                },
+                win32_handle_meta_data: null_mut(),
+                compression_type: 0,
+                gpu_direct_rdma_capable: 0,
+                usage: 0,
+                reserved: [0; 4],
+            };
+            let mut handle = 0;
+            let rc = cuMemCreate(&mut handle, A as usize, &prop, 0);
+            (rc, handle)
+        };
+        assert_eq!(host(1).0, INVALID_VALUE, "no device is closest to node 1");
+        let (rc, numa0) = host(0);
+        assert_eq!(rc, SUCCESS);
+        assert_eq!(
+            cuLogicalEndpointBindMem(base, 0, 2 * A, numa0, 0, A, 0),
+            SUCCESS
+        );
+        assert_eq!(cuLogicalEndpointUnbind(base, 0, 0, A), SUCCESS);
+        assert_eq!(cuLogicalEndpointDestroy(base), SUCCESS);
+        assert_eq!(cuMemRelease(numa0), SUCCESS);
     }
 }
