@@ -59,75 +59,55 @@ if [ "${driver:-0}" -ge 13030 ]; then
         failed=$((failed + 1))
     else
         gcc -O1 -o "$out/endpoint_cuda" tests/c/endpoint_cuda.c -I"$include" -Itests/c -lcuda
-        # scenario | expected rule IDs (sorted, comma-separated; `-` for none). Unicast only.
+        # scenario | expected findings (sorted, comma-separated `rule@function`; `-` for none).
+        # Unicast only.
         cases=(
-            "release-unreserved|cuLogicalEndpointIdRelease.not-reserved"
-            "release-live|cuLogicalEndpointIdRelease.endpoints-not-destroyed"
-            "create-unreserved|cuLogicalEndpointCreate.id-not-reserved"
-            "create-in-use|cuLogicalEndpointCreate.id-in-use"
-            "import-unreserved|cuLogicalEndpointImport.id-not-reserved"
-            "import-in-use|cuLogicalEndpointImport.id-in-use"
-            "no-endpoint|endpoint.no-endpoint-on-id"
-            "type-invalid|cuLogicalEndpointCreate.type-invalid"
-            "size-not-aligned|cuLogicalEndpointCreate.size-not-aligned"
-            "size-above-max|cuLogicalEndpointCreate.size-above-max"
-            "flags-unknown|cuLogicalEndpointCreate.flags-unknown"
-            "handle-type-unknown|cuLogicalEndpointCreate.handle-type-unknown"
-            "add-unicast|cuLogicalEndpointAddDevice.not-multicast"
-            "query-not-endpoint|cuLogicalEndpointQuery.id-not-endpoint"
-            "bind-without-query|endpoint.bind-without-query"
-            "bind-flags|endpoint.bind-flags-not-zero"
-            "bindaddr-not-aligned|cuLogicalEndpointBindAddr.not-aligned"
-            "bindmem-not-aligned|cuLogicalEndpointBindMem.not-aligned"
-            "bindaddr-beyond-allocation|cuLogicalEndpointBindAddr.size-beyond-allocation"
-            "bindmem-beyond-allocation|cuLogicalEndpointBindMem.size-beyond-allocation"
-            "bind-beyond-endpoint|endpoint.bind-beyond-endpoint"
-            "bindaddr-device-memory|cuLogicalEndpointBindAddr.memory-not-vmm-or-pool"
-            "bindmem-released|cuLogicalEndpointBindMem.memory-not-created"
-            "bind-overlap|endpoint.bind-overlaps-binding"
-            "unbind-not-aligned|cuLogicalEndpointUnbind.not-aligned"
-            "unbind-offset|cuLogicalEndpointUnbind.offset-not-bound"
-            "unbind-size|cuLogicalEndpointUnbind.size-not-binds"
-            "unbind-cuts|cuLogicalEndpointUnbind.cuts-binding"
-            "destroy-not-created|cuLogicalEndpointDestroy.not-created"
-            "destroy-bound|cuLogicalEndpointDestroy.unbinds-memory"
-            "export-handle-type|cuLogicalEndpointExport.handle-type-not-requested"
+            "release-unreserved|cuLogicalEndpointIdRelease.not-reserved@cuLogicalEndpointIdRelease"
+            "release-live|cuLogicalEndpointIdRelease.endpoints-not-destroyed@cuLogicalEndpointIdRelease"
+            "create-unreserved|cuLogicalEndpointCreate.id-not-reserved@cuLogicalEndpointCreate"
+            "create-in-use|cuLogicalEndpointCreate.id-in-use@cuLogicalEndpointCreate"
+            "import-unreserved|cuLogicalEndpointImport.id-not-reserved@cuLogicalEndpointImport"
+            "import-in-use|cuLogicalEndpointImport.id-in-use@cuLogicalEndpointImport"
+            "no-endpoint|endpoint.no-endpoint-on-id@cuLogicalEndpointAddDevice"
+            "type-invalid|cuLogicalEndpointCreate.type-invalid@cuLogicalEndpointCreate"
+            "size-not-aligned|cuLogicalEndpointCreate.size-not-aligned@cuLogicalEndpointCreate"
+            "size-above-max|cuLogicalEndpointCreate.size-above-max@cuLogicalEndpointCreate"
+            "flags-unknown|cuLogicalEndpointCreate.flags-unknown@cuLogicalEndpointCreate"
+            "handle-type-unknown|cuLogicalEndpointCreate.handle-type-unknown@cuLogicalEndpointCreate"
+            "add-unicast|cuLogicalEndpointAddDevice.not-multicast@cuLogicalEndpointAddDevice"
+            "query-not-endpoint|cuLogicalEndpointQuery.id-not-endpoint@cuLogicalEndpointQuery"
+            "bind-without-query|endpoint.bind-without-query@cuLogicalEndpointBindAddr"
+            "bind-flags|endpoint.bind-flags-not-zero@cuLogicalEndpointBindAddr"
+            "bindaddr-not-aligned|cuLogicalEndpointBindAddr.not-aligned@cuLogicalEndpointBindAddr"
+            "bindmem-not-aligned|cuLogicalEndpointBindMem.not-aligned@cuLogicalEndpointBindMem"
+            "bindaddr-beyond-allocation|cuLogicalEndpointBindAddr.size-beyond-allocation@cuLogicalEndpointBindAddr"
+            "bindmem-beyond-allocation|cuLogicalEndpointBindMem.size-beyond-allocation@cuLogicalEndpointBindMem"
+            "bind-beyond-endpoint|endpoint.bind-beyond-endpoint@cuLogicalEndpointBindAddr"
+            "bindaddr-device-memory|cuLogicalEndpointBindAddr.memory-not-vmm-or-pool@cuLogicalEndpointBindAddr"
+            "bindmem-released|cuLogicalEndpointBindMem.memory-not-created@cuLogicalEndpointBindMem"
+            "bind-overlap|endpoint.bind-overlaps-binding@cuLogicalEndpointBindMem"
+            "unbind-not-aligned|cuLogicalEndpointUnbind.not-aligned@cuLogicalEndpointUnbind"
+            "unbind-offset|cuLogicalEndpointUnbind.offset-not-bound@cuLogicalEndpointUnbind"
+            "unbind-size|cuLogicalEndpointUnbind.size-not-binds@cuLogicalEndpointUnbind"
+            "unbind-cuts|cuLogicalEndpointUnbind.cuts-binding@cuLogicalEndpointUnbind"
+            "destroy-not-created|cuLogicalEndpointDestroy.not-created@cuLogicalEndpointDestroy"
+            "destroy-bound|cuLogicalEndpointDestroy.unbinds-memory@cuLogicalEndpointDestroy"
+            "export-handle-type|cuLogicalEndpointExport.handle-type-not-requested@cuLogicalEndpointExport"
             "correct|-"
             "unicast|-"
         )
         # Scenarios that need a second device.
         if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ] || [ -z "$gpu" ]; then
             cases+=(
-                "bind-other-device|endpoint.bind-memory-of-other-device"
-                "bind-not-owner|endpoint.bind-device-not-owner"
+                "bind-other-device|endpoint.bind-memory-of-other-device@cuLogicalEndpointBindAddr"
+                "bind-not-owner|endpoint.bind-device-not-owner@cuLogicalEndpointBindAddr"
             )
         fi
+        . scripts/gpu/scenario.sh
         for case in "${cases[@]}"; do
             scenario="${case%%|*}"
             expected="${case#*|}"
-            dir="$out/$scenario"
-            rm -rf "$dir" && mkdir -p "$dir/traces"
-            set +e
-            "$out/endpoint_cuda" "$scenario" > "$dir/plain.out" 2>&1
-            plain_rc=$?
-            "$cli" run --trace "$dir/traces/%p.jsonl" -- "$out/endpoint_cuda" "$scenario" > "$dir/shim.out" 2> "$dir/shim.err"
-            shim_rc=$?
-            "$cli" report --format json "$dir/traces" > "$dir/report.json" 2> "$dir/report.err"
-            set -e
-            plain_calls="$(grep '^CALL ' "$dir/plain.out" | sort | tr '\n' ' ' || true)"
-            shim_calls="$(grep '^CALL ' "$dir/shim.out" | sort | tr '\n' ' ' || true)"
-            got="$(python3 - "$dir/report.json" <<'EOF'
-import json, sys
-findings = json.load(open(sys.argv[1]))["findings"]
-print(",".join(sorted({f["rule"] for f in findings})) or "-")
-EOF
-)"
-            verdict=ok
-            if [ "$plain_calls" != "$shim_calls" ] || [ "$plain_rc" != "$shim_rc" ]; then
-                verdict="FAILED: the program saw other results under the shim"
-            elif [ "$got" != "$expected" ]; then
-                verdict="FAILED: expected $expected"
-            fi
+            run_scenario "$out/$scenario" "$expected" "$out/endpoint_cuda" "$scenario"
             [ "$verdict" = ok ] || failed=$((failed + 1))
             {
                 echo "- $scenario: $verdict"

@@ -71,33 +71,12 @@ gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/n
     echo "\`sharecheck run\`, then \`sharecheck report --format json\` over its traces. Shim: $(sha256sum target/release/libsharecheck.so | cut -c1-16)."
     echo
 } > "$report"
+. scripts/gpu/scenario.sh
 failed=0
 for case in "${cases[@]}"; do
     scenario="${case%%|*}"
     expected="${case#*|}"
-    dir="$out/$scenario"
-    rm -rf "$dir" && mkdir -p "$dir/traces"
-    set +e
-    "$exe" "$scenario" > "$dir/plain.out" 2>&1
-    plain_rc=$?
-    "$cli" run --trace "$dir/traces/%p.jsonl" -- "$exe" "$scenario" > "$dir/shim.out" 2> "$dir/shim.err"
-    shim_rc=$?
-    "$cli" report --format json "$dir/traces" > "$dir/report.json" 2> "$dir/report.err"
-    set -e
-    plain_calls="$(grep '^CALL ' "$dir/plain.out" | sort | tr '\n' ' ' || true)"
-    shim_calls="$(grep '^CALL ' "$dir/shim.out" | sort | tr '\n' ' ' || true)"
-    got="$(python3 - "$dir/report.json" <<'EOF'
-import json, sys
-findings = json.load(open(sys.argv[1]))["findings"]
-print(",".join(sorted("%s@%s" % (f["rule"], f["fn"]) for f in findings)) or "-")
-EOF
-)"
-    verdict=ok
-    if [ "$plain_calls" != "$shim_calls" ] || [ "$plain_rc" != "$shim_rc" ]; then
-        verdict="FAILED: the program saw other results under the shim"
-    elif [ "$got" != "$expected" ]; then
-        verdict="FAILED: expected $expected"
-    fi
+    run_scenario "$out/$scenario" "$expected" "$exe" "$scenario"
     [ "$verdict" = ok ] || failed=$((failed + 1))
     {
         echo "- $scenario: $verdict"

@@ -273,31 +273,6 @@ const REPORT_CASES: &[(&str, &[(&str, &str)])] = &[
     ),
 ];
 
-/// The report-phase findings of a run's traces: `(rule, function)`, sorted.
-fn report_phase(r: &Run) -> Vec<(String, String)> {
-    let out = std::process::Command::new(cli())
-        .args(["report", "--format", "json"])
-        .arg(&r.traces)
-        .output()
-        .unwrap();
-    assert!(out.status.code().is_some_and(|c| c <= 1), "{out:?}");
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let mut found: Vec<(String, String)> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["phase"] == "report")
-        .map(|f| {
-            (
-                f["rule"].as_str().unwrap().to_string(),
-                f["fn"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    found.sort();
-    found
-}
-
 #[test]
 fn what_a_process_leaves_or_binds_across_processes_is_found_in_the_report() {
     let scratch = Scratch::new("endpoint_report_phase");

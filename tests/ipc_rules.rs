@@ -199,34 +199,6 @@ fn correct_programs_produce_no_finding() {
     assert!(r.findings().is_empty(), "{}", r.stderr());
 }
 
-/// `sharecheck report --format json` over both processes' traces.
-fn report_json(r: &Run) -> serde_json::Value {
-    let out = std::process::Command::new(cli())
-        .args(["report", "--format", "json"])
-        .arg(&r.traces)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-/// The report's findings of the report phase, by rule.
-fn report_phase(r: &Run) -> Vec<(String, String)> {
-    let summary = report_json(r);
-    summary["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["phase"] == "report")
-        .map(|f| {
-            (
-                f["rule"].as_str().unwrap().to_string(),
-                f["fn"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
 /// The report phase's rules, each staged across two processes: no single process could tell, so
 /// none is a live finding; `sharecheck report` reads both traces and finds exactly the one the
 /// scenario stages, on the call that did it. The same exchange done right finds nothing.

@@ -126,3 +126,33 @@ pub fn check_cases(parent: &Scratch, program: &Path, cases: &[Case]) {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
 }
+
+/// `sharecheck report --format json` over a run's traces (every process of it).
+pub fn report_json(r: &Run) -> Value {
+    let out = std::process::Command::new(cli())
+        .args(["report", "--format", "json"])
+        .arg(&r.traces)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The report's findings of the report phase, `(rule, function)`, sorted.
+pub fn report_phase(r: &Run) -> Vec<(String, String)> {
+    let summary = report_json(r);
+    let mut found: Vec<(String, String)> = summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["phase"] == "report")
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap().to_string(),
+                f["fn"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    found.sort();
+    found
+}

@@ -700,6 +700,28 @@ pub mod report {
         /// Every logical endpoint call.
         const READS: &[&str] = &["cuLogicalEndpoint"];
 
+        /// A report check of one rule: `$decide(timeline)` gives its findings.
+        macro_rules! report_check {
+            ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $decide:ident) => {
+                $(#[$doc])*
+                pub struct $name;
+                pub static $instance: $name = $name;
+
+                impl ReportCheck for $name {
+                    fn rules(&self) -> &'static [&'static Rule] {
+                        static RULES: &[&Rule] = &[&$rule];
+                        RULES
+                    }
+                    fn functions(&self) -> &'static [&'static str] {
+                        READS
+                    }
+                    fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
+                        $decide(t)
+                    }
+                }
+            };
+        }
+
         fn number(c: &Call, key: &str) -> Option<u64> {
             c.arg(key).and_then(Value::as_u64)
         }
@@ -720,183 +742,168 @@ pub mod report {
                 .collect()
         }
 
-        /// Endpoints created or imported and never destroyed before `exit`.
-        pub struct NeverDestroyed;
-        pub static NEVER_DESTROYED: NeverDestroyed = NeverDestroyed;
+        report_check!(
+            /// Endpoints created or imported and never destroyed before `exit`.
+            NeverDestroyed,
+            NEVER_DESTROYED,
+            NEVER_DESTROYED_RULE,
+            never_destroyed
+        );
 
-        impl ReportCheck for NeverDestroyed {
-            fn rules(&self) -> &'static [&'static Rule] {
-                static RULES: &[&Rule] = &[&NEVER_DESTROYED_RULE];
-                RULES
-            }
-            fn functions(&self) -> &'static [&'static str] {
-                READS
-            }
-            fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
-                let mut found = Vec::new();
-                for (pid, exit) in exited_processes(t) {
-                    let mut held: BTreeMap<u64, &Call> = BTreeMap::new();
-                    for c in until_exit(t, pid, exit).filter(|c| c.succeeded()) {
-                        let id = number(c, "leId");
-                        match (c.func.as_str(), id) {
-                            ("cuLogicalEndpointCreate" | "cuLogicalEndpointImport", Some(id)) => {
-                                held.insert(id, c);
-                            }
-                            ("cuLogicalEndpointDestroy", Some(id)) => {
-                                held.remove(&id);
-                            }
-                            _ => {}
+        fn never_destroyed(t: &Timeline) -> Vec<ReportFinding> {
+            let mut found = Vec::new();
+            for (pid, exit) in exited_processes(t) {
+                let mut held: BTreeMap<u64, &Call> = BTreeMap::new();
+                for c in until_exit(t, pid, exit).filter(|c| c.succeeded()) {
+                    let id = number(c, "leId");
+                    match (c.func.as_str(), id) {
+                        ("cuLogicalEndpointCreate" | "cuLogicalEndpointImport", Some(id)) => {
+                            held.insert(id, c);
                         }
+                        ("cuLogicalEndpointDestroy", Some(id)) => {
+                            held.remove(&id);
+                        }
+                        _ => {}
                     }
-                    for (id, c) in held {
-                        let how = if c.func.ends_with("Import") {
-                            "imported"
-                        } else {
-                            "created"
+                }
+                for (id, c) in held {
+                    let how = if c.func.ends_with("Import") {
+                        "imported"
+                    } else {
+                        "created"
+                    };
+                    found.push(ReportFinding::at(
+                        &NEVER_DESTROYED_RULE,
+                        c,
+                        format!(
+                            "leId {id}, {how} here, was never destroyed before process {pid} \
+                             exited"
+                        ),
+                    ));
+                }
+            }
+            found
+        }
+
+        report_check!(
+            /// Reserved ids never released before `exit`.
+            NeverReleased,
+            NEVER_RELEASED,
+            NEVER_RELEASED_RULE,
+            never_released
+        );
+
+        fn never_released(t: &Timeline) -> Vec<ReportFinding> {
+            let mut found = Vec::new();
+            for (pid, exit) in exited_processes(t) {
+                // Per reserve: the ranges `[start, end)` of its ids still held.
+                let mut reserves: Vec<(&Call, Vec<(u64, u64)>)> = Vec::new();
+                for c in until_exit(t, pid, exit).filter(|c| c.succeeded()) {
+                    let count = number(c, "count").unwrap_or(0);
+                    if c.func == "cuLogicalEndpointIdReserve" {
+                        if let Some(base) = c.out("baseLeId").and_then(Value::as_u64) {
+                            reserves.push((c, vec![(base, base + count)]));
+                        }
+                    } else if c.func == "cuLogicalEndpointIdRelease" {
+                        let Some(base) = number(c, "baseLeId") else {
+                            continue;
                         };
-                        found.push(ReportFinding::at(
-                            &NEVER_DESTROYED_RULE,
-                            c,
-                            format!(
-                                "leId {id}, {how} here, was never destroyed before process {pid} \
-                                 exited"
-                            ),
-                        ));
-                    }
-                }
-                found
-            }
-        }
-
-        /// Reserved ids never released before `exit`.
-        pub struct NeverReleased;
-        pub static NEVER_RELEASED: NeverReleased = NeverReleased;
-
-        impl ReportCheck for NeverReleased {
-            fn rules(&self) -> &'static [&'static Rule] {
-                static RULES: &[&Rule] = &[&NEVER_RELEASED_RULE];
-                RULES
-            }
-            fn functions(&self) -> &'static [&'static str] {
-                READS
-            }
-            fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
-                let mut found = Vec::new();
-                for (pid, exit) in exited_processes(t) {
-                    // Per reserve: the ranges `[start, end)` of its ids still held.
-                    let mut reserves: Vec<(&Call, Vec<(u64, u64)>)> = Vec::new();
-                    for c in until_exit(t, pid, exit).filter(|c| c.succeeded()) {
-                        let count = number(c, "count").unwrap_or(0);
-                        if c.func == "cuLogicalEndpointIdReserve" {
-                            if let Some(base) = c.out("baseLeId").and_then(Value::as_u64) {
-                                reserves.push((c, vec![(base, base + count)]));
-                            }
-                        } else if c.func == "cuLogicalEndpointIdRelease" {
-                            let Some(base) = number(c, "baseLeId") else {
-                                continue;
-                            };
-                            let (lo, hi) = (base, base + count);
-                            for (_, ranges) in &mut reserves {
-                                *ranges = ranges
-                                    .iter()
-                                    .flat_map(|&(s, e)| {
-                                        [(s, e.min(lo)), (s.max(hi), e)]
-                                            .into_iter()
-                                            .filter(|(a, b)| a < b)
-                                    })
-                                    .collect();
-                            }
+                        let (lo, hi) = (base, base + count);
+                        for (_, ranges) in &mut reserves {
+                            *ranges = ranges
+                                .iter()
+                                .flat_map(|&(s, e)| {
+                                    [(s, e.min(lo)), (s.max(hi), e)]
+                                        .into_iter()
+                                        .filter(|(a, b)| a < b)
+                                })
+                                .collect();
                         }
                     }
-                    for (c, ranges) in reserves.into_iter().filter(|(_, r)| !r.is_empty()) {
-                        let held: u64 = ranges.iter().map(|(s, e)| e - s).sum();
-                        let list: Vec<String> =
-                            ranges.iter().map(|(s, e)| format!("[{s}, {e})")).collect();
-                        found.push(ReportFinding::at(
-                            &NEVER_RELEASED_RULE,
-                            c,
-                            format!(
-                                "{held} id(s) of this reserve ({}) were never released before \
-                                 process {pid} exited",
-                                list.join(", ")
-                            ),
-                        ));
-                    }
                 }
-                found
+                for (c, ranges) in reserves.into_iter().filter(|(_, r)| !r.is_empty()) {
+                    let held: u64 = ranges.iter().map(|(s, e)| e - s).sum();
+                    let list: Vec<String> =
+                        ranges.iter().map(|(s, e)| format!("[{s}, {e})")).collect();
+                    found.push(ReportFinding::at(
+                        &NEVER_RELEASED_RULE,
+                        c,
+                        format!(
+                            "{held} id(s) of this reserve ({}) were never released before \
+                             process {pid} exited",
+                            list.join(", ")
+                        ),
+                    ));
+                }
             }
+            found
         }
 
-        /// Binds of an endpoint imported from a unicast one.
-        pub struct BindImportedUnicast;
-        pub static BIND_IMPORTED_UNICAST: BindImportedUnicast = BindImportedUnicast;
+        report_check!(
+            /// Binds of an endpoint imported from a unicast one.
+            BindImportedUnicast,
+            BIND_IMPORTED_UNICAST,
+            BIND_IMPORTED_UNICAST_RULE,
+            bind_imported_unicast
+        );
 
-        impl ReportCheck for BindImportedUnicast {
-            fn rules(&self) -> &'static [&'static Rule] {
-                static RULES: &[&Rule] = &[&BIND_IMPORTED_UNICAST_RULE];
-                RULES
-            }
-            fn functions(&self) -> &'static [&'static str] {
-                READS
-            }
-            fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
-                let mut found = Vec::new();
-                for fp in t.fingerprints() {
-                    let calls: Vec<&Call> = t.sharing(fp).collect();
-                    for export in calls
+        fn bind_imported_unicast(t: &Timeline) -> Vec<ReportFinding> {
+            let mut found = Vec::new();
+            for fp in t.fingerprints() {
+                let calls: Vec<&Call> = t.sharing(fp).collect();
+                for export in calls
+                    .iter()
+                    .filter(|c| c.func == "cuLogicalEndpointExport" && c.succeeded())
+                {
+                    let Some(exported) = number(export, "leId") else {
+                        continue;
+                    };
+                    // The exporter's create of that id, the last before the export.
+                    let create = t.calls().iter().rev().find(|c| {
+                        c.pid == export.pid
+                            && c.func == "cuLogicalEndpointCreate"
+                            && c.succeeded()
+                            && (c.ts_ns, c.seq) < (export.ts_ns, export.seq)
+                            && number(c, "leId") == Some(exported)
+                    });
+                    let prop = create.and_then(|c| c.arg("prop"));
+                    let unicast = prop.and_then(|p| p.get("type")).and_then(Value::as_str)
+                        == Some("CU_LOGICAL_ENDPOINT_TYPE_UNICAST");
+                    if !unicast {
+                        continue;
+                    }
+                    let owner = prop
+                        .and_then(|p| p.get("unicast.device"))
+                        .map_or_else(String::new, |d| format!(", owner device {d}"));
+                    for import in calls
                         .iter()
-                        .filter(|c| c.func == "cuLogicalEndpointExport" && c.succeeded())
+                        .filter(|c| c.func == "cuLogicalEndpointImport" && c.succeeded())
                     {
-                        let Some(exported) = number(export, "leId") else {
+                        let Some(id) = number(import, "leId") else {
                             continue;
                         };
-                        // The exporter's create of that id, the last before the export.
-                        let create = t.calls().iter().rev().find(|c| {
-                            c.pid == export.pid
-                                && c.func == "cuLogicalEndpointCreate"
-                                && c.succeeded()
-                                && (c.ts_ns, c.seq) < (export.ts_ns, export.seq)
-                                && number(c, "leId") == Some(exported)
-                        });
-                        let prop = create.and_then(|c| c.arg("prop"));
-                        let unicast = prop.and_then(|p| p.get("type")).and_then(Value::as_str)
-                            == Some("CU_LOGICAL_ENDPOINT_TYPE_UNICAST");
-                        if !unicast {
-                            continue;
-                        }
-                        let owner = prop
-                            .and_then(|p| p.get("unicast.device"))
-                            .map_or_else(String::new, |d| format!(", owner device {d}"));
-                        for import in calls
-                            .iter()
-                            .filter(|c| c.func == "cuLogicalEndpointImport" && c.succeeded())
-                        {
-                            let Some(id) = number(import, "leId") else {
-                                continue;
-                            };
-                            for later in t.later_in_process(import) {
-                                let same = number(later, "leId") == Some(id);
-                                if same && later.func == "cuLogicalEndpointDestroy" {
-                                    break;
-                                }
-                                if same && later.func.starts_with("cuLogicalEndpointBind") {
-                                    found.push(ReportFinding::at(
-                                        &BIND_IMPORTED_UNICAST_RULE,
-                                        later,
-                                        format!(
-                                            "leId {id} was imported from process {}'s unicast \
-                                             endpoint (leId {exported}{owner}): an imported \
-                                             unicast endpoint cannot be bound",
-                                            export.pid
-                                        ),
-                                    ));
-                                }
+                        for later in t.later_in_process(import) {
+                            let same = number(later, "leId") == Some(id);
+                            if same && later.func == "cuLogicalEndpointDestroy" {
+                                break;
+                            }
+                            if same && later.func.starts_with("cuLogicalEndpointBind") {
+                                found.push(ReportFinding::at(
+                                    &BIND_IMPORTED_UNICAST_RULE,
+                                    later,
+                                    format!(
+                                        "leId {id} was imported from process {}'s unicast \
+                                         endpoint (leId {exported}{owner}): an imported \
+                                         unicast endpoint cannot be bound",
+                                        export.pid
+                                    ),
+                                ));
                             }
                         }
                     }
                 }
-                found
             }
+            found
         }
 
         #[cfg(test)]

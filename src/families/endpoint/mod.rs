@@ -121,8 +121,8 @@ struct Endpoint {
     readiness: Readiness,
     /// Any bind by this process, even one unbound since.
     bound_ever: bool,
-    /// Per device: offset -> size of the live bindings.
-    bindings: BTreeMap<i32, BTreeMap<u64, u64>>,
+    /// Per device: offset -> the live binding there.
+    bindings: BTreeMap<i32, BTreeMap<u64, Binding>>,
 }
 
 impl Endpoint {
@@ -147,6 +147,26 @@ impl Endpoint {
         self.created.is_none_or(|c| {
             matches!(c.shape, Shape::Multicast { .. }) && c.handle_types & FABRIC != 0
         })
+    }
+}
+
+/// One bind: its size and the memory behind it.
+#[derive(Clone, Copy, Debug)]
+pub struct Binding {
+    size: u64,
+    memory: BindMemory,
+}
+
+impl std::fmt::Display for Binding {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self.memory {
+            BindMemory::Address(ptr) => write!(f, "{:#x} bytes at {ptr:#x}", self.size),
+            BindMemory::Handle { handle, offset } => write!(
+                f,
+                "{:#x} bytes of memHandle {handle:#x} from {offset:#x}",
+                self.size
+            ),
+        }
     }
 }
 
@@ -595,7 +615,8 @@ impl Check<args::cuLogicalEndpointQuery> for Query {
 }
 
 /// The memory a bind names.
-enum BindMemory {
+#[derive(Clone, Copy, Debug)]
+pub enum BindMemory {
     Address(u64),
     Handle { handle: u64, offset: u64 },
 }
@@ -669,15 +690,15 @@ impl BindCall {
         let overlap = e.bindings.get(&dev).and_then(|b| {
             b.range(..end)
                 .next_back()
-                .filter(|(&s, &l)| s.saturating_add(l) > offset)
-                .map(|(&s, &l)| (s, l))
+                .filter(|(&s, b)| s.saturating_add(b.size) > offset)
+                .map(|(&s, &b)| (s, b))
         });
-        if let Some((s, l)) = overlap {
+        if let Some((s, b)) = overlap {
             cx.tracked(&cuda::BIND_OVERLAP, || {
                 format!(
                     "[{offset:#x}, {end:#x}) on device {dev} overlaps the binding [{s:#x}, {:#x}) \
-                     of leId {id}",
-                    s + l
+                     of leId {id} ({b})",
+                    s + b.size
                 )
             });
         }
@@ -825,10 +846,14 @@ impl BindCall {
     fn record(&self, cx: &mut Cx) {
         with_endpoint(cx, self.id, |e| {
             e.bound_ever = true;
+            let binding = Binding {
+                size: self.size,
+                memory: self.memory,
+            };
             e.bindings
                 .entry(self.dev)
                 .or_default()
-                .insert(self.offset, self.size);
+                .insert(self.offset, binding);
         });
     }
 }
@@ -901,11 +926,11 @@ impl Check<args::cuLogicalEndpointUnbind> for Unbind {
         }
         let end = offset.saturating_add(size);
         let mut at = offset;
-        for (&s, &l) in binds.range(offset..end) {
+        for (&s, b) in binds.range(offset..end) {
             if s != at {
                 break;
             }
-            at = s + l;
+            at = s + b.size;
         }
         if at > end {
             cx.tracked(&cuda::UNBIND_CUTS, || {
@@ -940,16 +965,18 @@ impl Check<args::cuLogicalEndpointUnbind> for Unbind {
 }
 
 impl Check<args::cuLogicalEndpointDestroy> for Destroy {
-    /// The bindings the endpoint held: `(device, count)`.
-    type Plan = Vec<(i32, usize)>;
+    /// The bindings the endpoint held: `(device, offset, binding)`.
+    type Plan = Vec<(i32, u64, Binding)>;
     fn before(&self, a: &args::cuLogicalEndpointDestroy, cx: &mut Cx) -> Self::Plan {
         let id = a.leId.0;
         match endpoint(cx, id) {
             Some(e) => e
                 .bindings
                 .iter()
-                .filter(|(_, b)| !b.is_empty())
-                .map(|(&dev, b)| (dev, b.len()))
+                .flat_map(|(&dev, b)| {
+                    b.iter()
+                        .map(move |(&offset, &binding)| (dev, offset, binding))
+                })
                 .collect(),
             None => {
                 cx.tracked(&cuda::DESTROY_NOT_CREATED, || {
@@ -977,7 +1004,9 @@ impl Check<args::cuLogicalEndpointDestroy> for Destroy {
             cx.shown(&cuda::DESTROY_UNBINDS, || {
                 let list: Vec<String> = bound
                     .iter()
-                    .map(|(dev, n)| format!("{n} on device {dev}"))
+                    .take(8)
+                    .map(|(dev, offset, b)| format!("device {dev} at {offset:#x}: {b}"))
+                    .chain((bound.len() > 8).then(|| format!("{} more", bound.len() - 8)))
                     .collect();
                 format!(
                     "leId {}'s bindings by this process ended with it: {}",
@@ -1035,6 +1064,16 @@ impl Check<args::cuLogicalEndpointImport> for Import {
     }
 }
 
+/// A live allocation handle and what is known of its memory.
+fn remember_handle(cx: &mut Cx, handle: u64, physical: Physical) {
+    cx.states
+        .endpoint
+        .memory
+        .lock()
+        .handles
+        .insert(handle, physical);
+}
+
 /// VMM memory, observed after the driver succeeded.
 impl Check<args::cuMemCreate> for Memory {
     type Plan = ();
@@ -1055,12 +1094,7 @@ impl Check<args::cuMemCreate> for Memory {
             location,
             handle_types: Some(p.requested_handle_types),
         };
-        cx.states
-            .endpoint
-            .memory
-            .lock()
-            .handles
-            .insert(handle.0, physical);
+        remember_handle(cx, handle.0, physical);
     }
 }
 
@@ -1075,12 +1109,7 @@ impl Check<args::cuMemImportFromShareableHandle> for Memory {
                 handle_types: Some(a.shHandleType.0),
                 ..Physical::default()
             };
-            cx.states
-                .endpoint
-                .memory
-                .lock()
-                .handles
-                .insert(handle.0, physical);
+            remember_handle(cx, handle.0, physical);
         }
     }
 }

@@ -819,3 +819,26 @@ fn a_fabric_unicast_endpoint_may_bind_memory_without_fabric_handles() {
     let ptr = device_memory(&h, 0, 4 * MIB, 0);
     h.ok(bind_addr(10, 0, 0, ptr, ALIGN));
 }
+
+/// The note of a destroy says which bindings ended with it, and the memory behind each.
+#[test]
+fn a_destroy_names_the_bindings_it_ended() {
+    let h = world();
+    let ptr = ready_unicast(&h, 0);
+    h.ok(bind_addr(10, 0, 0, ptr, ALIGN));
+    h.ok(bind_mem(10, 0, ALIGN, 0x100, ALIGN, ALIGN));
+    let ran = h.call(destroy(10), SUCCESS);
+    assert_eq!(ran.rules, ["cuLogicalEndpointDestroy.unbinds-memory"]);
+    let text = &ran.messages[0];
+    assert!(
+        text.contains(&format!("device 0 at 0x0: 0x200000 bytes at {ptr:#x}"))
+            && text
+                .contains("device 0 at 0x200000: 0x200000 bytes of memHandle 0x100 from 0x200000"),
+        "{text}"
+    );
+    // Gone with it: the next destroy has nothing to destroy.
+    assert_eq!(
+        h.call(destroy(10), INVALID_VALUE).rules,
+        ["cuLogicalEndpointDestroy.not-created"]
+    );
+}
