@@ -95,7 +95,11 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
         return missing(args);
     };
     if !A::CHECKED && !TRACED {
-        return args.invoke(real);
+        let ret = args.invoke(real);
+        if ret != 0 {
+            explain_failure(&args, ret, guard.call_number());
+        }
+        return ret;
     }
 
     let seq = if TRACED {
@@ -152,7 +156,8 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
         0
     };
     match ran {
-        true if !cx.is_clean() => {
+        // Findings to settle, or a covered call that failed (explained in `settle`).
+        true if !cx.is_clean() || (ret != 0 && !A::ID.info().observed) => {
             let seq_shown = if TRACED { seq } else { guard.call_number() };
             shielded((), move || {
                 settle_and_record(
@@ -201,6 +206,9 @@ fn observe_first<A: Invoke>(args: A) -> c_int {
 #[inline(always)]
 fn observe_with<A: Invoke>(args: A, real: usize) -> c_int {
     let ret = args.invoke(real);
+    if ret != 0 && !A::ID.info().observed {
+        explain_failure(&args, ret, 0);
+    }
     if ret == 0 {
         shielded((), || {
             let mut cx = Cx::new(engine::driver(), engine::states(), engine::options(), 0);
@@ -208,6 +216,28 @@ fn observe_with<A: Invoke>(args: A, real: usize) -> c_int {
         });
     }
     ret
+}
+
+/// A covered call that failed on a path that settles nothing (no check before it, no trace): its
+/// `call.failed` explanation, as `settle` gives it on the full path.
+#[cold]
+#[inline(never)]
+fn explain_failure<A: CallArgs>(args: &A, ret: c_int, seq: u64) {
+    shielded((), || {
+        let found = vec![engine::failure_finding(A::ID.info(), ret)];
+        let at = At {
+            pid: trace::pid(),
+            tid: trace::tid(),
+            seq,
+        };
+        let shown = engine::report(
+            engine::states(),
+            found,
+            || describe_call(args, Outcome::Returned(ret)),
+            at,
+        );
+        engine::halt_if_asked(&shown);
+    });
 }
 
 /// The driver (or this function of it) is missing: the documented "not supported" code.

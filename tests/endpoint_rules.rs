@@ -280,7 +280,7 @@ fn what_a_process_leaves_or_binds_across_processes_is_found_in_the_report() {
     for (scenario, expected) in REPORT_CASES {
         let r = run_checked(&scratch, &exe, scenario, NONE);
         assert!(
-            r.findings().is_empty(),
+            r.rules_besides_failures().is_empty(),
             "{scenario}: not a live finding: {}",
             r.stderr()
         );
@@ -365,4 +365,41 @@ fn endpoint_handles_are_fingerprinted_alike_across_processes_and_never_written_r
             );
         }
     }
+}
+
+/// A covered call that fails with no rule to explain it gets `call.failed` (info): the code and
+/// what cuda.h says it means, traced or not (cuLogicalEndpointGetLimits has no checks of its own,
+/// so untraced it takes the shortest path through the shim).
+#[test]
+fn a_failure_no_rule_explains_is_explained_by_its_code() {
+    let scratch = Scratch::new("endpoint_call_failed");
+    let exe = program(&scratch);
+    let r = run_checked(&scratch, &exe, "limits-refused", NONE);
+    let failed: Vec<&serde_json::Value> = r
+        .findings()
+        .into_iter()
+        .filter(|f| f["rule"] == "call.failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{}", r.stderr());
+    let message = failed[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("the driver returned CUDA_ERROR_INVALID_VALUE (1): This indicates"),
+        "{message}"
+    );
+    assert!(
+        r.stderr().contains("sharecheck: info[call.failed] "),
+        "{}",
+        r.stderr()
+    );
+    // Untraced: the same explanation on stderr.
+    let mut cmd = scratch.under_shim(&exe);
+    cmd.arg("limits-refused").env_remove(env::TRACE);
+    let out = run_ok(&mut cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("sharecheck: info[call.failed] ").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("CUDA_ERROR_INVALID_VALUE (1)"), "{stderr}");
 }

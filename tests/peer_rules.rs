@@ -154,6 +154,12 @@ const CUDA_CASES: &[Case] = &[
         &["cuMemcpyPeer.range-outside-allocation"],
     ),
     (
+        "memcpy-adjacent",
+        &[],
+        &["cuMemcpyPeer.range-outside-allocation"],
+    ),
+    ("memcpy-freed", &[], &["cuMemcpyPeer.memory-freed"]),
+    (
         "memcpy-wrong-context",
         &[],
         &["cuMemcpyPeer.pointer-not-in-context"],

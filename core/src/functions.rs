@@ -139,6 +139,14 @@ impl Api {
             Api::Hip => crate::names::hip_result_name(code),
         }
     }
+
+    /// What the API's header says a result code means.
+    pub fn result_meaning(self, code: i32) -> Option<&'static str> {
+        match self {
+            Api::Cuda => crate::meanings::cuda_result_meaning(code),
+            Api::Hip => crate::meanings::hip_result_meaning(code),
+        }
+    }
 }
 
 /// Which default-stream semantics an ABI variant has.

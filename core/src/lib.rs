@@ -19,6 +19,7 @@ pub mod crossproc;
 pub mod ffi;
 pub mod functions;
 pub mod json;
+pub mod meanings;
 pub mod names;
 pub mod options;
 pub mod pattern;

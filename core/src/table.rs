@@ -81,7 +81,9 @@ macro_rules! check_table {
             // Observed memory: frees end what the driver-fact caches hold.
             cuMemAlloc_v2 => ;
             cuMemAllocManaged => ;
-            cuMemFree_v2 => attach::MEMORY_FREED, lifecycle::MEMORY_FREED;
+            // The peer check last: its after-step runs first, while the pointer cache still holds
+            // the freed range.
+            cuMemFree_v2 => attach::MEMORY_FREED, lifecycle::MEMORY_FREED, peer::FREED_CUDA;
             cuMemFreeHost => lifecycle::MEMORY_FREED;
             cuMemFreeAsync => lifecycle::MEMORY_FREED;
             cuMemFreeAsync_ptsz => lifecycle::MEMORY_FREED;

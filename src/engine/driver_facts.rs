@@ -581,6 +581,13 @@ impl Facts for DriverFacts {
         (code == SUCCESS && alignment > 0).then_some((alignment, max))
     }
 
+    fn cached_range(&self, ptr: u64) -> Option<(u64, u64)> {
+        self.pointers
+            .get(ptr)
+            .filter(|f| f.range.1 != 0)
+            .map(|f| f.range)
+    }
+
     fn allocation_range(&self, ptr: u64, fresh: bool) -> Option<(u64, u64)> {
         let epoch = self.pointers.epoch.load(Acquire);
         if !fresh {

@@ -47,6 +47,8 @@ pub trait Facts {
     /// `(base, size)` of the allocation (or mapping) containing `ptr`. May be cached (until
     /// memory is freed): confirm with `fresh: true` before a finding rests on it.
     fn allocation_range(&self, ptr: u64, fresh: bool) -> Option<(u64, u64)>;
+    /// What a cache holds of `ptr`'s allocation range, without asking the driver.
+    fn cached_range(&self, ptr: u64) -> Option<(u64, u64)>;
     /// The device whose memory `ptr` is, for plain device memory only (managed and host memory
     /// are reachable from every device). May be cached, as `allocation_range`.
     fn device_memory_owner(&self, ptr: u64, fresh: bool) -> Option<i32>;

@@ -185,6 +185,10 @@ impl Facts for FakeFacts {
         self.allocation(ptr).map(|a| (a.base, a.size))
     }
 
+    fn cached_range(&self, ptr: u64) -> Option<(u64, u64)> {
+        self.allocation(ptr).map(|a| (a.base, a.size))
+    }
+
     fn endpoint_limits(&self, _: &CUlogicalEndpointProp) -> Option<(u64, u64)> {
         self.endpoint_limits.get()
     }
@@ -294,6 +298,17 @@ pub struct Ran {
     pub forwarded: bool,
     /// What the program got.
     pub ret: c_int,
+}
+
+impl Ran {
+    /// No rule spoke: no finding, or for a covered call the driver refused, only the generic
+    /// explanation of a failure (`call.failed`), which every unexplained failure gets.
+    pub fn is_quiet(&self) -> bool {
+        self.rules.is_empty()
+            || (self.ret != 0
+                && self.forwarded
+                && self.rules == [sharecheck_core::rules::general::CALL_FAILED.id])
+    }
 }
 
 impl Harness {

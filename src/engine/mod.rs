@@ -17,6 +17,8 @@ pub mod driver_facts;
 pub mod facts;
 #[cfg(test)]
 pub mod fake;
+#[cfg(test)]
+mod general_tests;
 pub mod state;
 
 use crate::findings::{self, Finding};
@@ -64,6 +66,8 @@ pub struct Cx<'a> {
     /// Where a check says the call acted, written in its trace record for the report phase
     /// (rare: IPC exports and opens; one word, `None`, on every other call).
     pub place: Option<Box<Place>>,
+    /// Findings were reported before the call ([`before_call_findings`]): the call is explained.
+    reported_early: bool,
 }
 
 /// Where a call acted ([`crate::trace::Place`]).
@@ -89,6 +93,7 @@ impl<'a> Cx<'a> {
             options,
             found: Vec::new(),
             place: None,
+            reported_early: false,
         }
     }
 
@@ -250,6 +255,7 @@ pub fn before_call_findings(cx: &mut Cx) -> Vec<Finding> {
     let (now, later): (Vec<Pending>, Vec<Pending>) =
         std::mem::take(&mut cx.found).into_iter().partition(early);
     cx.found = later;
+    cx.reported_early = true;
     now.into_iter()
         .map(|p| Finding {
             rule: p.rule,
@@ -260,7 +266,12 @@ pub fn before_call_findings(cx: &mut Cx) -> Vec<Finding> {
 
 pub fn settle(info: &FnInfo, cx: Cx, outcome: Outcome) -> Vec<Finding> {
     let expected_any = cx.documented_codes(true);
-    let Cx { states, found, .. } = cx;
+    let Cx {
+        states,
+        found,
+        reported_early,
+        ..
+    } = cx;
     let (shown, mut predicted): (Vec<Pending>, Vec<Pending>) =
         found.into_iter().partition(|p| p.basis == Basis::Driver);
     if let Outcome::Returned(actual) = outcome {
@@ -302,13 +313,43 @@ pub fn settle(info: &FnInfo, cx: Cx, outcome: Outcome) -> Vec<Finding> {
             }
         }
     }
-    predicted
+    let mut found: Vec<Finding> = predicted
         .into_iter()
         .map(|p| Finding {
             rule: p.rule,
             message: p.message,
         })
-        .collect()
+        .collect();
+    // A covered call that failed is never left unexplained.
+    if let Outcome::Returned(actual) = outcome {
+        if actual != 0 && found.is_empty() && !reported_early && !info.observed {
+            found.push(failure_finding(info, actual));
+        }
+    }
+    found
+}
+
+/// The explanation of a covered call that failed with no other finding (`call.failed`).
+pub fn failure_finding(info: &FnInfo, code: c_int) -> Finding {
+    Finding {
+        rule: &catalogue::general::CALL_FAILED,
+        message: failure_text(info.api, code),
+    }
+}
+
+/// `the driver returned NAME (code): what the header says it means`.
+fn failure_text(api: Api, code: c_int) -> String {
+    let who = match api {
+        Api::Cuda => "the driver",
+        Api::Hip => "the runtime",
+    };
+    match api.result_meaning(code) {
+        Some(meaning) => format!("{who} returned {}: {meaning}", code_name(api, code)),
+        None => format!(
+            "{who} returned {}, a code its header does not describe",
+            code_name(api, code)
+        ),
+    }
 }
 
 fn code_name(api: Api, code: c_int) -> String {

@@ -216,6 +216,25 @@ int main(int argc, char **argv) {
         disable(0, 1);
     } else if (!strcmp(s, "memcpy-range")) {
         copy(1, 0, BYTES + 16);
+    } else if (!strcmp(s, "memcpy-adjacent")) {
+        /* Two allocations of device 0 side by side (the simulator maps them next to each other
+           in most runs; a few tries find a pair): a copy from the end of the lower one into the
+           upper one. */
+        CUdeviceptr a[8], lower = 0;
+        MUST(cuCtxSetCurrent(ctx[0]));
+        for (int i = 0; i < 8; i++) MUST(cuMemAlloc(&a[i], BYTES));
+        for (int i = 0; i < 8 && !lower; i++)
+            for (int j = 0; j < 8; j++)
+                if (a[i] + BYTES == a[j]) lower = a[i];
+        if (!lower) { fprintf(stderr, "no adjacent allocations\n"); return 3; }
+        CALL(PTDS("cuMemcpyPeer"), cuMemcpyPeer(mem[1], ctx[1], lower + BYTES - 64, ctx[0], 128));
+        for (int i = 0; i < 8; i++) MUST(cuMemFree(a[i]));
+    } else if (!strcmp(s, "memcpy-freed")) {
+        CUdeviceptr gone;
+        MUST(cuCtxSetCurrent(ctx[0]));
+        MUST(cuMemAlloc(&gone, BYTES));
+        CALL("cuMemFree_v2", cuMemFree(gone));
+        CALL(PTDS("cuMemcpyPeer"), cuMemcpyPeer(mem[1], ctx[1], gone, ctx[0], 4096));
     } else if (!strcmp(s, "memcpy-wrong-context")) {
         CALL(PTDS("cuMemcpyPeer"), cuMemcpyPeer(mem[1], ctx[0], mem[0], ctx[1], 4096));
     } else if (!strcmp(s, "memcpy-null-context")) {

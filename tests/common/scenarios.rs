@@ -36,6 +36,14 @@ impl Run {
             .collect()
     }
 
+    /// The rules found live other than `call.failed` (the generic explanation every covered call
+    /// that failed with no other finding gets).
+    pub fn rules_besides_failures(&self) -> BTreeSet<String> {
+        let mut ids = self.rule_ids();
+        ids.remove("call.failed");
+        ids
+    }
+
     pub fn count(&self, id: &str) -> usize {
         self.findings().iter().filter(|f| f["rule"] == id).count()
     }

@@ -12,6 +12,7 @@
 pub mod attach;
 pub mod divergences;
 pub mod endpoint;
+pub mod general;
 pub mod ipc;
 pub mod lifecycle;
 pub mod peer;
@@ -23,11 +24,13 @@ use crate::json::JsonOut;
 /// How bad a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
-    /// A note: what a call did, or a known driver divergence.
+    /// Harmless or explanatory: a query with no effect on later calls (a device asked about
+    /// itself), a note on what a call did, an explained failure, a known driver divergence.
     Info,
-    /// Undefined by the documents, or silently not what the program meant.
+    /// Undefined by the documents, or silently other than the program meant.
     Warning,
-    /// The program broke a documented requirement, whether or not the driver noticed.
+    /// A documented requirement is broken, so the call fails or its result is not what the
+    /// program meant (whether or not the driver noticed).
     Error,
 }
 
@@ -185,6 +188,7 @@ pub static FAMILIES: &[&Family] = &[
     &ipc::FAMILY,
     &attach::FAMILY,
     &endpoint::FAMILY,
+    &general::FAMILY,
     &divergences::FAMILY,
 ];
 
@@ -259,8 +263,11 @@ pub fn catalogue_text() -> String {
         "# sharecheck rules\n\n\
          Every check sharecheck makes, one per documented requirement. IDs are stable: a rule's \
          meaning never changes once released. Mute one with `SHARECHECK_OPTIONS=mute=ID,ID`.\n\n\
-         - severity: `error` (a documented requirement is broken, whether or not the driver \
-         noticed), `warning` (undefined, or silently not what the program meant), `info` (a note)\n\
+         - severity, one policy for every rule: `error`, a documented requirement is broken, so \
+         the call fails or its result is not what the program meant (whether or not the driver \
+         noticed); `warning`, the behaviour is undefined or silently other than the program \
+         meant; `info`, harmless or explanatory: a query with no effect on later calls (a device \
+         asked about itself), a note on what a call did, a failure explained\n\
          - kind: `misuse` (the program's fault) or `divergence` (the driver answered other than \
          its documentation says; reported once per process)\n\
          - strict code: what `mode=strict` returns instead of calling the driver\n\n\
@@ -336,7 +343,9 @@ mod tests {
     fn every_rule_is_checked_somewhere_and_its_id_names_a_function_it_is_checked_on() {
         for rule in all() {
             let functions: Vec<&str> = functions_of(rule).map(|f| f.symbol).collect();
-            if std::ptr::eq(rule, &divergences::UNLISTED) {
+            if std::ptr::eq(rule, &divergences::UNLISTED)
+                || std::ptr::eq(rule, &general::CALL_FAILED)
+            {
                 assert!(functions.is_empty());
                 continue;
             }
@@ -406,6 +415,7 @@ mod tests {
             (include_str!("ipc.rs"), &ipc::FAMILY),
             (include_str!("attach.rs"), &attach::FAMILY),
             (include_str!("endpoint.rs"), &endpoint::FAMILY),
+            (include_str!("general.rs"), &general::FAMILY),
             (include_str!("divergences.rs"), &divergences::FAMILY),
         ];
         assert_eq!(

@@ -209,7 +209,7 @@ pub mod cuda {
 
     pub static CAN_ACCESS_SAME_DEVICE: Rule = Rule {
         id: "cuDeviceCanAccessPeer.same-device",
-        severity: Severity::Warning,
+        severity: Severity::Info,
         kind: Kind::Misuse,
         requirement: "A device is not its own peer: asking about dev == peerDev answers 0, which \
             says nothing about access to the device's own memory.",
@@ -230,6 +230,19 @@ pub mod cuda {
         quote: MEMCPY_PEER_PARAMS,
         documented_code: Some(INVALID_VALUE),
         fix: "copy at most the bytes left in the allocation after the pointer",
+    };
+
+    pub static MEMCPY_PEER_MEMORY_FREED: Rule = Rule {
+        id: "cuMemcpyPeer.memory-freed",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "dstDevice and srcDevice are live device memory: not memory this process \
+            freed (cuMemFree) that the driver no longer knows. R580 refuses such a copy with \
+            CUDA_ERROR_INVALID_VALUE (measured, LD_PRELOAD.md).",
+        source: cuda(CUDA_MEMORY, "cuMemcpyPeer"),
+        quote: MEMCPY_PEER_PARAMS,
+        documented_code: Some(INVALID_VALUE),
+        fix: "copy before the free, or keep the memory until every copy of it is done",
     };
 
     pub static MEMCPY_PEER_POINTER_NOT_IN_CONTEXT: Rule = Rule {
@@ -287,7 +300,7 @@ pub mod hip {
 
     pub static CAN_ACCESS_SAME_DEVICE: Rule = Rule {
         id: "hipDeviceCanAccessPeer.same-device",
-        severity: Severity::Warning,
+        severity: Severity::Info,
         kind: Kind::Misuse,
         requirement: "A device is not its own peer: asking about deviceId == peerDeviceId \
             answers 0, which says nothing about access to the device's own memory.",
@@ -487,6 +500,7 @@ pub mod checks {
         name: "peer.copy.cuda",
         rules: &[
             &cuda::MEMCPY_PEER_RANGE_OUTSIDE_ALLOCATION,
+            &cuda::MEMCPY_PEER_MEMORY_FREED,
             &cuda::MEMCPY_PEER_POINTER_NOT_IN_CONTEXT,
             &cuda::MEMCPY_PEER_NULL_CONTEXT,
             &UNIDIRECTIONAL,
@@ -495,6 +509,11 @@ pub mod checks {
     pub static COPY_STREAM_CUDA: CheckInfo = CheckInfo {
         name: "peer.copy-stream.cuda",
         rules: &[&cuda::MEMCPY_PEER_ASYNC_INVALID_STREAM],
+    };
+    /// A free: the memory a later copy may still name.
+    pub static FREED_CUDA: CheckInfo = CheckInfo {
+        name: "peer.freed.cuda",
+        rules: &[],
     };
     pub static CAN_ACCESS_HIP: CheckInfo = CheckInfo {
         name: "peer.can-access.hip",
@@ -553,6 +572,7 @@ pub static FAMILY: Family = Family {
         &cuda::DISABLE_INVALID_PEER_CONTEXT,
         &cuda::DISABLE_UNREGISTERS_ALLOCATIONS,
         &cuda::MEMCPY_PEER_RANGE_OUTSIDE_ALLOCATION,
+        &cuda::MEMCPY_PEER_MEMORY_FREED,
         &cuda::MEMCPY_PEER_POINTER_NOT_IN_CONTEXT,
         &cuda::MEMCPY_PEER_NULL_CONTEXT,
         &cuda::MEMCPY_PEER_ASYNC_INVALID_STREAM,

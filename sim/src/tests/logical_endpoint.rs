@@ -342,7 +342,7 @@ fn pool_and_host_numa_memory_bind() {
         );
         let at = pool.next_multiple_of(A) as *mut c_void;
         assert_eq!(
-            cuLogicalEndpointBindAddr(base, 0, A, at, 3 * A, 0),
+            cuLogicalEndpointBindAddr(base, 0, 0, at, 4 * A, 0),
             INVALID_VALUE,
             "past the allocation's end"
         );

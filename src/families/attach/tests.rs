@@ -307,7 +307,7 @@ fn a_stream_destroyed_without_memory_attached_to_it_is_silent() {
     let h = world();
     h.ok(attach(STREAM, MANAGED, 0, SINGLE));
     let ran = h.call(destroy(STREAM), INVALID_HANDLE);
-    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+    assert!(ran.is_quiet(), "{:?}", ran.messages);
     // The failed destroy left the association: a later destroy that works says it.
     let ran = h.call(destroy(STREAM), SUCCESS);
     assert_eq!(ran.rules, ["cuStreamDestroy.attached-memory-reverts"]);
@@ -325,7 +325,7 @@ fn pageable_memory_with_access_and_a_length_is_silent() {
 fn correct_hip_attaches_draw_only_the_runtime_s_divergence_once() {
     let h = world();
     let ran = h.call(hip_attach(1), INVALID_VALUE);
-    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+    assert!(ran.is_quiet(), "{:?}", ran.messages);
     let ran = h.call(hip_attach(4), SUCCESS);
     assert_eq!(
         ran.rules,
@@ -400,7 +400,7 @@ fn attaches_that_may_be_ordered_are_silent() {
 
     let h = ordering_world(1);
     let ran = h.call(attach(OTHER, MANAGED, 0, SINGLE), INVALID_VALUE);
-    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+    assert!(ran.is_quiet(), "{:?}", ran.messages);
 
     // A destroyed non-blocking stream's handle, reused by a stream the shim did not see made.
     let h = ordering_world(1);

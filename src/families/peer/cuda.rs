@@ -382,6 +382,63 @@ fn explicit_stream_context(cx: &Cx, stream: CUstream) -> Option<CUcontext> {
     cx.facts.stream_context(stream, false)?.ok()
 }
 
+/// What is wrong with a copy's range `[ptr, ptr + bytes)`.
+enum Past {
+    /// It runs past its allocation: `(base, end, bytes past)`.
+    Allocation((u64, u64, u64)),
+    /// The driver does not know `ptr`, which a free of this process ended: `(base, size)`.
+    Freed(u64, Option<u64>),
+}
+
+/// Whether `[ptr, ptr + bytes)` leaves the allocation `ptr` is in (asked again, uncached, before
+/// it is reported). R580 refuses a range that runs from one `cuMemAlloc` allocation into the next
+/// even where they are adjacent, but copies across VMM mappings side by side in one reservation
+/// (measured on two H200s: LD_PRELOAD.md, "Peer copies at allocation edges"), so only VMM memory
+/// continues into adjacent ranges.
+fn range_past_allocation(cx: &Cx, ptr: u64, bytes: u64) -> Option<Past> {
+    let facts = cx.facts;
+    let past = |fresh| {
+        let (base, size) = facts.allocation_range(ptr, fresh)?;
+        let (end, wanted) = (base.checked_add(size)?, ptr.checked_add(bytes)?);
+        (wanted > end).then(|| (base, end, wanted - end))
+    };
+    if facts.allocation_range(ptr, false).is_none() {
+        // The driver was asked (ranges it does not know are never cached) and does not know
+        // `ptr`: memory this process freed, if it was.
+        let (base, size) = cx.states.peer.freed_at(ptr)?;
+        return Some(Past::Freed(base, size));
+    }
+    let found = past(false).and_then(|_| past(true))?;
+    if facts.memory_kind(ptr) == Some(facts::MemoryKind::Other) {
+        // VMM (or memory opened from another process): adjacent mappings continue the range.
+        return facts::uncovered_tail(ptr, bytes, |p| facts.allocation_range(p, true))
+            .map(Past::Allocation);
+    }
+    Some(Past::Allocation(found))
+}
+
+/// A free, observed: what a later copy may still name.
+pub struct Freed;
+
+impl Check<args::cuMemFree_v2> for Freed {
+    type Plan = ();
+    const BEFORE: bool = false;
+    fn before(&self, _: &args::cuMemFree_v2, _: &mut Cx) {}
+    fn after(&self, a: &args::cuMemFree_v2, _: (), ret: c_int, cx: &mut Cx) {
+        if ret == 0 {
+            // The pointer cache still holds the range here (this step runs before the others
+            // of the row, whose first forgets every pointer).
+            let base = a.dptr.0;
+            let size = cx
+                .facts
+                .cached_range(base)
+                .filter(|&(b, _)| b == base)
+                .map(|(_, s)| s);
+            cx.states.peer.freed(base, size);
+        }
+    }
+}
+
 /// After the copy: the direction it used and a stream to remember it on, when that stream is
 /// not yet known to have carried copies between the two contexts.
 pub struct CopyPlan(Option<(ContextPair, u64)>);
@@ -407,13 +464,21 @@ impl<A: PeerCopy> Check<A> for Copy {
             ("srcDevice", src, src_ctx, "srcContext"),
         ] {
             if bytes > 0 {
-                // Cached ranges that leave a tail uncovered are asked again before reporting.
-                let tail =
-                    |fresh| facts::uncovered_tail(ptr, bytes, |p| facts.allocation_range(p, fresh));
-                if let Some(found) = tail(false).and_then(|_| tail(true)) {
-                    cx.flag(&MEMCPY_PEER_RANGE_OUTSIDE_ALLOCATION, || {
-                        super::range_past_allocation(name, ptr, "ByteCount", bytes, found)
-                    });
+                match range_past_allocation(cx, ptr, bytes) {
+                    Some(Past::Allocation(found)) => cx
+                        .flag(&MEMCPY_PEER_RANGE_OUTSIDE_ALLOCATION, || {
+                            super::range_past_allocation(name, ptr, "ByteCount", bytes, found)
+                        }),
+                    Some(Past::Freed(base, size)) => cx.tracked(&MEMCPY_PEER_MEMORY_FREED, || {
+                        let extent = size.map_or(String::new(), |s| format!(", {s} bytes"));
+                        format!(
+                            "{name} {} is memory this process freed (cuMemFree of {}{extent}); \
+                             the driver no longer knows it",
+                            hex(ptr),
+                            hex(base)
+                        )
+                    }),
+                    None => {}
                 }
             }
             if ctx == CUcontext::NULL {

@@ -40,6 +40,7 @@ pub mod checks {
     pub const DISABLE_CUDA: cuda::Disable = cuda::Disable;
     pub const COPY_CUDA: cuda::Copy = cuda::Copy;
     pub const COPY_STREAM_CUDA: cuda::CopyStream = cuda::CopyStream;
+    pub const FREED_CUDA: cuda::Freed = cuda::Freed;
     pub const CAN_ACCESS_HIP: hip::CanAccess = hip::CanAccess;
     pub const ENABLE_HIP: hip::Enable = hip::Enable;
     pub const DISABLE_HIP: hip::Disable = hip::Disable;
@@ -54,13 +55,38 @@ pub mod checks {
 #[derive(Default)]
 pub struct PeerState {
     shards: [Shard; SHARDS],
+    /// Memory this process freed, most recent last: `(base, size where a cache knew it)`. Read
+    /// only when a copy names memory the driver does not know.
+    freed: parking_lot::Mutex<std::collections::VecDeque<(u64, Option<u64>)>>,
 }
+
+/// How many frees [`PeerState::freed`] remembers.
+const FREED_KEPT: usize = 1024;
 
 #[derive(Default)]
 #[repr(align(128))]
 struct Shard(RwLock<Grants>);
 
 impl PeerState {
+    /// Remembers a free.
+    pub fn freed(&self, base: u64, size: Option<u64>) {
+        let mut freed = self.freed.lock();
+        if freed.len() == FREED_KEPT {
+            freed.pop_front();
+        }
+        freed.push_back((base, size));
+    }
+
+    /// The last free that covered `ptr` (its base, or inside its known size).
+    pub fn freed_at(&self, ptr: u64) -> Option<(u64, Option<u64>)> {
+        self.freed
+            .lock()
+            .iter()
+            .rev()
+            .copied()
+            .find(|&(base, size)| ptr == base || size.is_some_and(|s| ptr > base && ptr - base < s))
+    }
+
     /// Reads the calling thread's copy (`cx.shard`).
     pub fn read<T>(&self, shard: usize, f: impl FnOnce(&Grants) -> T) -> T {
         f(&self.shards[shard % SHARDS].0.read())

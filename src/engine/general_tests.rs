@@ -1,0 +1,87 @@
+//! `call.failed`: a covered call that failed is never left unexplained (through the facts fake).
+
+use super::fake::{check_negative_cases, Case, FakeFacts, Harness};
+use sharecheck_core::codes::*;
+use sharecheck_core::ffi::*;
+use sharecheck_core::functions::args;
+
+fn world() -> Harness {
+    Harness::new(FakeFacts::devices(2))
+}
+
+fn limits(prop: &CUlogicalEndpointProp) -> args::cuLogicalEndpointGetLimits {
+    static mut SINK: [u64; 2] = [0; 2];
+    // SAFETY: the harness never writes through out-parameters; the pointers are only carried.
+    let (a, m) = unsafe { (&raw mut SINK[0], &raw mut SINK[1]) };
+    args::cuLogicalEndpointGetLimits {
+        bindAlignment: Out(a.cast()),
+        maxSize: Out(m.cast()),
+        prop: LogicalEndpointPropPtr(prop),
+    }
+}
+
+static PROP: CUlogicalEndpointProp = CUlogicalEndpointProp {
+    type_: CU_LOGICAL_ENDPOINT_TYPE_UNICAST,
+    device_or_num_devices: 0,
+    size: 2 << 20,
+    ipc_handle_types: 0,
+    flags: 0,
+};
+
+const NEGATIVE: &[Case] = &[(
+    "a covered call refused with no rule to explain it",
+    &["call.failed"],
+    |h| h.call(limits(&PROP), NOT_SUPPORTED),
+)];
+
+#[test]
+fn each_negative_case_reports_exactly_its_rules_and_every_general_rule_has_one() {
+    check_negative_cases(world, NEGATIVE, &["general"], []);
+}
+
+#[test]
+fn the_explanation_names_the_code_and_what_the_header_says() {
+    let ran = world().call(limits(&PROP), NOT_SUPPORTED);
+    assert_eq!(
+        ran.messages,
+        [
+            "the driver returned CUDA_ERROR_NOT_SUPPORTED (801): This error indicates that the \
+          attempted operation is not supported on the current system or device."
+        ]
+    );
+    // A code no header describes is said to be one.
+    let ran = world().call(limits(&PROP), 123456);
+    assert!(
+        ran.messages[0].contains("123456, a code its header does not describe"),
+        "{:?}",
+        ran.messages
+    );
+}
+
+#[test]
+fn successes_observed_calls_and_explained_failures_get_no_explanation() {
+    let h = world();
+    assert!(h.call(limits(&PROP), SUCCESS).rules.is_empty());
+    // Observed, not covered: the program's own business.
+    let mut p = CUdeviceptr(0);
+    let ran = h.call(
+        args::cuMemAlloc_v2 {
+            dptr: Out(&mut p),
+            bytesize: Size(64),
+        },
+        OUT_OF_MEMORY_CODE,
+    );
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+    // Explained by a rule: that rule alone.
+    let ran = h.call(
+        args::cuLogicalEndpointIdRelease {
+            baseLeId: CUlogicalEndpointId(5),
+            count: Count32(1),
+        },
+        INVALID_VALUE,
+    );
+    assert_eq!(ran.rules, ["cuLogicalEndpointIdRelease.not-reserved"]);
+}
+
+/// `CUDA_ERROR_OUT_OF_MEMORY`.
+const OUT_OF_MEMORY_CODE: i32 = 2;
