@@ -71,6 +71,8 @@ disable-after-async-copies|plain|cuCtxDisablePeerAccess.unregisters-allocations|
 disable-after-stream-destroyed|plain|-|
 memcpy-range|plain|cuMemcpyPeer.range-outside-allocation|
 memcpy-range|ptds|cuMemcpyPeer.range-outside-allocation|
+memcpy-adjacent|plain|cuMemcpyPeer.range-outside-allocation|
+memcpy-freed|plain|cuMemcpyPeer.memory-freed|
 memcpy-wrong-context|plain|cuMemcpyPeer.pointer-not-in-context|
 memcpy-null-context|plain|cuMemcpyPeer.null-context,divergence.cuMemcpyPeer.null-context-accepted|
 memcpy-destroyed-stream|plain|crash|

@@ -284,6 +284,7 @@ fn what_a_process_leaves_or_binds_across_processes_is_found_in_the_report() {
             "{scenario}: not a live finding: {}",
             r.stderr()
         );
+        assert!(doubly_explained(&r).is_empty(), "{scenario}");
         let expected: Vec<(String, String)> = expected
             .iter()
             .map(|(rule, f)| (rule.to_string(), f.to_string()))

@@ -289,6 +289,7 @@ fn each_lifetime_mistake_across_processes_is_found_in_the_report() {
                 "{scenario}: not a live finding: {}",
                 r.stderr()
             );
+            assert!(doubly_explained(&r).is_empty(), "{scenario}");
             assert_eq!(
                 report_phase(&r),
                 [(rule.to_string(), function.to_string())],

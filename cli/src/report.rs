@@ -203,8 +203,21 @@ fn summarize_with(
     summary.unreadable = stats.unreadable;
     if !checks.is_empty() {
         summary.timeline.finish();
-        for found in crossproc::decide(&summary.timeline, checks) {
-            summary.add_report_phase(found);
+        let found = crossproc::decide(&summary.timeline, checks);
+        // A failure a report-phase rule explains needs no generic explanation beside it.
+        let explained: std::collections::BTreeSet<(i64, u64)> =
+            found.iter().map(|f| (f.pid, f.seq)).collect();
+        summary.findings.retain(|o| {
+            let generic = o.finding.get("rule").and_then(Value::as_str)
+                == Some(sharecheck_core::rules::general::CALL_FAILED.id);
+            !(generic
+                && o.pid
+                    .as_i64()
+                    .zip(o.seq.as_u64())
+                    .is_some_and(|key| explained.contains(&key)))
+        });
+        for f in found {
+            summary.add_report_phase(f);
         }
     }
     // Stable: occurrences of one record, and records of equal keys, keep their file order.

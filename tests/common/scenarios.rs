@@ -146,6 +146,29 @@ pub fn report_json(r: &Run) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// The calls `(pid, seq)` that have both a report-phase finding and the generic `call.failed`
+/// in the report: none should (the report-phase rule explains the failure).
+pub fn doubly_explained(r: &Run) -> Vec<(i64, u64)> {
+    let summary = report_json(r);
+    let findings = summary["findings"].as_array().unwrap();
+    let key = |f: &Value| {
+        (
+            f["pid"].as_i64().unwrap_or(-1),
+            f["seq"].as_u64().unwrap_or(0),
+        )
+    };
+    let explained: BTreeSet<(i64, u64)> = findings
+        .iter()
+        .filter(|f| f["phase"] == "report")
+        .map(key)
+        .collect();
+    findings
+        .iter()
+        .filter(|f| f["rule"] == "call.failed" && explained.contains(&key(f)))
+        .map(key)
+        .collect()
+}
+
 /// The report's findings of the report phase, `(rule, function)`, sorted.
 pub fn report_phase(r: &Run) -> Vec<(String, String)> {
     let summary = report_json(r);
