@@ -145,7 +145,8 @@ sharecheck: validate CUDA/HIP peer access, IPC, stream attach and logical endpoi
 USAGE:
     {run}
     sharecheck report [--format text|json] [--fail-on error|warning|info] [TRACE...]
-    sharecheck rules [--format text|json]
+    sharecheck rules [--format text|json] [RULE...]
+    sharecheck explain RULE...
     sharecheck cat [TRACE...]
     sharecheck help [COMMAND]
     sharecheck --version
@@ -154,7 +155,9 @@ COMMANDS:
     run       Run PROG (and every process it starts) under the sharecheck shim, then print
               a one-line summary of the traces it wrote.
     report    Merge the trace files of one or more runs and print the findings.
-    rules     Print the catalogue of rules sharecheck checks (RULES.md is its text output).
+    rules     Print the catalogue of rules sharecheck checks (RULES.md is its text output), or
+              the rules named.
+    explain   Print the rules named (`sharecheck rules RULE...`).
     cat       Print the records of trace files as JSON Lines, with what a process that crashed
               left in its ring file (for jq and other readers).
     help      Print this text, or the help of one command.
@@ -243,16 +246,29 @@ EXIT STATUS:
 });
 
 pub const RULES_USAGE: &str = "\
-sharecheck rules: print the catalogue of rules sharecheck checks
+sharecheck rules: print the catalogue of rules sharecheck checks, or the rules named
 
 USAGE:
-    sharecheck rules [--format text|json]
+    sharecheck rules [--format text|json] [RULE...]
+    sharecheck explain [--format text|json] RULE...
+
+ARGUMENTS:
+    RULE                A rule ID as findings name it (cuMemcpyPeer.range-outside-allocation).
+                        Without one, every rule. An ID no rule has is a usage error that names
+                        the IDs containing it.
 
 OPTIONS:
-    --format text|json  text (default): Markdown, one section per rule; RULES.md is this
-                        output. json: one array with an object per rule: rule, severity, kind,
-                        functions, requirement, doc, quote, documented_code, fix.
+    --format text|json  text (default): Markdown, one section per rule; RULES.md is the whole
+                        catalogue. json: one array with an object per rule: rule, severity,
+                        kind, functions, requirement, doc, quote, documented_code, fix.
     -h, --help          Print this help.
+
+SEVERITY:
+    error    a documented requirement is broken: the call fails or its result is not what the
+             program meant
+    warning  undefined or silently different behaviour
+    info     harmless or explanatory (a query with no effect on later calls, a note on what a
+             call did, a failure explained)
 
 EXIT STATUS:
     0 success; 2 usage error.
@@ -334,7 +350,7 @@ pub fn run_short() -> &'static str {
 
 pub const REPORT_SHORT: &str =
     "sharecheck report [--format text|json] [--fail-on error|warning|info] [TRACE...]";
-pub const RULES_SHORT: &str = "sharecheck rules [--format text|json]";
+pub const RULES_SHORT: &str = "sharecheck rules [--format text|json] [RULE...]";
 pub const CAT_SHORT: &str = "sharecheck cat [TRACE...]";
 
 static CAT_USAGE: LazyLock<String> = LazyLock::new(|| {
@@ -398,6 +414,8 @@ pub struct RunArgs {
 #[derive(Debug, PartialEq, Eq)]
 pub struct RulesArgs {
     pub format: Format,
+    /// The rules named (every rule when empty).
+    pub ids: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -502,19 +520,20 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, UsageE
     match first.to_string_lossy().as_ref() {
         "run" => parse_run(args),
         "report" => parse_report(args),
-        "rules" => parse_rules(args),
+        "rules" => parse_rules(args, "rules"),
+        "explain" => parse_rules(args, "explain"),
         "cat" => parse_cat(args),
         "help" | "--help" | "-h" => match args.next() {
             None => Ok(Command::Help(top_usage())),
             Some(cmd) => match cmd.to_string_lossy().as_ref() {
                 "run" => Ok(Command::Help(run_usage())),
                 "report" => Ok(Command::Help(report_usage())),
-                "rules" => Ok(Command::Help(RULES_USAGE)),
+                "rules" | "explain" => Ok(Command::Help(RULES_USAGE)),
                 "cat" => Ok(Command::Help(cat_usage())),
                 "help" => Ok(Command::Help(top_usage())),
                 other => Err(usage_err(
                     format!(
-                        "no help for unknown command `{other}` (commands: run, report, rules, cat)"
+                        "no help for unknown command `{other}` (commands: run, report, rules, explain, cat)"
                     ),
                     TOP_SHORT,
                 )),
@@ -710,9 +729,13 @@ fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageEr
     }))
 }
 
-fn parse_rules(mut args: impl Iterator<Item = OsString>) -> Result<Command, UsageError> {
+fn parse_rules(
+    mut args: impl Iterator<Item = OsString>,
+    command: &str,
+) -> Result<Command, UsageError> {
     let usage = RULES_SHORT;
     let mut format = Format::Text;
+    let mut ids = Vec::new();
     while let Some(arg) = args.next() {
         let (name, inline) = split_eq(&arg);
         match name.as_str() {
@@ -720,19 +743,17 @@ fn parse_rules(mut args: impl Iterator<Item = OsString>) -> Result<Command, Usag
             "--help" | "-h" => return Ok(Command::Help(RULES_USAGE)),
             _ if name.starts_with('-') => {
                 return Err(usage_err(
-                    format!("unknown option `{name}` for `rules` (options: --format)"),
+                    format!("unknown option `{name}` for `{command}` (options: --format)"),
                     usage,
                 ))
             }
-            _ => {
-                return Err(usage_err(
-                    format!("`rules` takes no arguments, but got `{name}`"),
-                    usage,
-                ))
-            }
+            _ => ids.push(arg.to_string_lossy().into_owned()),
         }
     }
-    Ok(Command::Rules(RulesArgs { format }))
+    if command == "explain" && ids.is_empty() {
+        return Err(usage_err("`explain` needs the ID of a rule", usage));
+    }
+    Ok(Command::Rules(RulesArgs { format, ids }))
 }
 
 #[cfg(test)]
@@ -913,21 +934,31 @@ mod tests {
         assert_eq!(
             p(&["rules"]).unwrap(),
             Command::Rules(RulesArgs {
-                format: Format::Text
+                format: Format::Text,
+                ids: vec![]
             })
         );
         assert_eq!(
-            p(&["rules", "--format=json"]).unwrap(),
+            p(&["rules", "--format=json", "a.b"]).unwrap(),
             Command::Rules(RulesArgs {
-                format: Format::Json
+                format: Format::Json,
+                ids: vec!["a.b".into()]
+            })
+        );
+        assert_eq!(
+            p(&["explain", "x.y", "z"]).unwrap(),
+            Command::Rules(RulesArgs {
+                format: Format::Text,
+                ids: vec!["x.y".into(), "z".into()]
             })
         );
         assert_eq!(p(&["rules", "-h"]).unwrap(), Command::Help(RULES_USAGE));
         assert_eq!(p(&["help", "rules"]).unwrap(), Command::Help(RULES_USAGE));
+        assert_eq!(p(&["help", "explain"]).unwrap(), Command::Help(RULES_USAGE));
         for args in [
             &["rules", "--format", "xml"][..],
             &["rules", "-x"],
-            &["rules", "x"],
+            &["explain"],
         ] {
             assert_eq!(p(args).unwrap_err().usage, RULES_SHORT, "{args:?}");
         }

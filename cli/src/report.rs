@@ -304,10 +304,25 @@ pub fn cat(traces: Vec<PathBuf>) -> i32 {
             status = EXIT_USAGE;
         }
     }
-    for d in &diagnostics {
-        eprintln!("{d}");
-    }
+    print_diagnostics(&diagnostics);
     status
+}
+
+/// How many problems with the input are printed; the rest are counted.
+const MAX_DIAGNOSTICS: usize = 20;
+
+/// Problems with the input on stderr: the first [`MAX_DIAGNOSTICS`], printable (a bad line's
+/// text is the program's), then how many more there were.
+fn print_diagnostics(diagnostics: &[Diagnostic]) {
+    for d in diagnostics.iter().take(MAX_DIAGNOSTICS) {
+        eprintln!("{}", one_line(&d.to_string()));
+    }
+    if diagnostics.len() > MAX_DIAGNOSTICS {
+        eprintln!(
+            "sharecheck: and {} more problems with the input (the first {MAX_DIAGNOSTICS} are shown)",
+            diagnostics.len() - MAX_DIAGNOSTICS
+        );
+    }
 }
 
 pub fn run(args: ReportArgs) -> i32 {
@@ -317,9 +332,7 @@ pub fn run(args: ReportArgs) -> i32 {
     let inputs = trace::collect_inputs(&traces);
     let mut diagnostics = inputs.diagnostics;
     let summary = summarize(&inputs.files, &mut diagnostics);
-    for d in &diagnostics {
-        eprintln!("{d}");
-    }
+    print_diagnostics(&diagnostics);
     if summary.records == 0 {
         eprintln!(
             "sharecheck: no trace record could be read from {}; nothing to report",
@@ -495,6 +508,34 @@ fn indented(text: &str, indent: &str) -> String {
         .join(&format!("\n{indent}"))
 }
 
+/// Text from traces made printable: every control character but the line breaks the report
+/// itself writes (C0, DEL, C1: ESC, OSC and CSI sequences among them) and every bidirectional
+/// formatting character becomes a visible `\x..` / `\u{..}` escape, so a program under test
+/// (which names itself and more) cannot drive the reviewer's terminal.
+fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let bidi = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if c == '\n' || !(c.is_control() || bidi) {
+            out.push(c);
+        } else if (c as u32) < 0x100 {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        } else {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        }
+    }
+    out
+}
+
+/// A field that must stay on its line (an executable's path, a function's name): its line
+/// breaks escaped too.
+fn one_line(text: &str) -> String {
+    printable(text).replace('\n', "\\n")
+}
+
+/// The widest a name column is padded to: longer names run past it.
+const MAX_NAME_WIDTH: usize = 64;
+
 const MAX_LOCATIONS: usize = 3;
 const MAX_PROCESSES: usize = 20;
 
@@ -589,7 +630,7 @@ pub fn render_text(s: &Summary) -> String {
         );
         for (pid, p) in s.processes.iter().take(MAX_PROCESSES) {
             let ppid = p.ppid.map_or("?".to_string(), |v| v.to_string());
-            let exe = p.exe.as_deref().unwrap_or("?");
+            let exe = one_line(p.exe.as_deref().unwrap_or("?"));
             let note = if p.exited { "" } else { "  (no exit record)" };
             let _ = writeln!(
                 out,
@@ -614,13 +655,19 @@ pub fn render_text(s: &Summary) -> String {
         out.push_str("CALLS BY FUNCTION\n");
         let mut fns: Vec<(&String, &FnStats)> = s.functions.iter().collect();
         fns.sort_by(|a, b| b.1.calls.cmp(&a.1.calls).then(a.0.cmp(b.0)));
-        let width = fns.iter().map(|(n, _)| n.len()).max().unwrap_or(0).max(8);
+        let width = fns
+            .iter()
+            .map(|(n, _)| n.len())
+            .max()
+            .unwrap_or(0)
+            .clamp(8, MAX_NAME_WIDTH);
         let _ = writeln!(
             out,
             "    {:<width$} {:>8} {:>9}  most frequent failure",
             "function", "calls", "failures"
         );
         for (name, st) in fns {
+            let name = one_line(name);
             let top = st
                 .failure_names
                 .iter()
@@ -644,7 +691,7 @@ pub fn render_text(s: &Summary) -> String {
         s.count(Severity::Warning),
         s.count(Severity::Info)
     );
-    out
+    printable(&out)
 }
 
 #[cfg(test)]
@@ -684,6 +731,44 @@ mod tests {
         std::fs::write(&files[0], exporter).unwrap();
         std::fs::write(&files[1], importer).unwrap();
         files
+    }
+
+    /// A trace written by a hostile program: a name full of terminal escapes, a function name of
+    /// 65,536 characters. The report neither panics nor prints a control character raw.
+    #[test]
+    fn text_from_traces_cannot_drive_the_terminal_or_break_the_report() {
+        let dir = std::env::temp_dir().join(format!("sharecheck-hostile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let long = "f".repeat(65_536);
+        let trace = format!(
+            concat!(
+                r#"{{"v":2,"seq":0,"t":1,"tid":10,"event":"process","pid":10,"ppid":1,"exe":"/x\u001b]0;X\u0007\u001b[2J\n\u009b\u202e","shim_version":"0","t0_wall_ns":0,"t0_mono_ns":7}}"#,
+                "\n",
+                r#"{{"seq":1,"t":100,"tid":10,"fn":"{long}","a":{{}},"r":1}}"#,
+                "\n",
+                r#"{{"seq":2,"t":101,"tid":10,"fn":"cu\u001b[31m","a":{{}},"r":0,"findings":[{{"rule":"x\u001b[2J","severity":"info","message":"m\u0007"}}]}}"#,
+                "\n"
+            ),
+            long = long
+        );
+        let file = dir.join("10.jsonl");
+        std::fs::write(&file, trace).unwrap();
+        let mut diagnostics = Vec::new();
+        let s = summarize_with(&[file], &mut diagnostics, &[]);
+        let text = render_text(&s);
+        assert!(
+            !text
+                .chars()
+                .any(|c| (c.is_control() && c != '\n') || c == '\u{202e}'),
+            "a control character raw: {:?}",
+            text.chars().filter(|c| c.is_control()).collect::<Vec<_>>()
+        );
+        assert!(
+            text.contains("/x\\x1b]0;X\\x07\\x1b[2J\\n\\x9b\\u{202e}"),
+            "{text}"
+        );
+        assert!(text.contains(&long), "the long name is there, whole");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

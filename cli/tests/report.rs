@@ -162,6 +162,36 @@ fn bad_middle_line_is_an_error_but_the_rest_is_read() {
     assert_eq!(v["findings"].as_array().unwrap().len(), 1);
 }
 
+/// Garbage in quantity: the first problems are printed, the rest counted, and none prints a
+/// control character raw.
+#[test]
+fn bad_lines_are_reported_up_to_a_cap_with_a_count_and_escaped() {
+    let dir = TempDir::new("manybad");
+    let garbage = "not json \u{1b}[2J\n".repeat(100);
+    dir.write(
+        "100.jsonl",
+        &format!("{PROCESS_100}\n{garbage}{ATTACH_100}\n"),
+    );
+    let out = sharecheck(&dir)
+        .args(["report", "--format", "json", "."])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        stderr.matches("not a JSON trace record").count(),
+        20,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("and 80 more problems with the input"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["calls"], 1);
+}
+
 #[test]
 fn nothing_readable_exits_2() {
     let dir = TempDir::new("unreadable");

@@ -132,3 +132,37 @@ fn rules_usage_errors_exit_2_and_help() {
     let out = sharecheck(&dir).args(["help", "rules"]).output().unwrap();
     assert_eq!(String::from_utf8(out.stdout).unwrap(), text);
 }
+
+/// `rules ID...` and `explain ID...` print the rules named, as the catalogue has them; an ID no
+/// rule has is a usage error that names the IDs containing it.
+#[test]
+fn rules_named_are_printed_alone_and_unknown_ones_refused() {
+    let out = rules(&["cuMemcpyPeer.memory-freed", "call.failed"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let want = [
+        rules::rule_text(rules::by_id("cuMemcpyPeer.memory-freed").unwrap()),
+        rules::rule_text(rules::by_id("call.failed").unwrap()),
+    ]
+    .join("\n");
+    assert_eq!(text, want);
+    let dir = TempDir::new("explain");
+    let explained = sharecheck(&dir)
+        .args(["explain", "--format", "json", "call.failed"])
+        .output()
+        .unwrap();
+    assert_eq!(explained.status.code(), Some(0), "{explained:?}");
+    let json: Value = serde_json::from_slice(&explained.stdout).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 1);
+    assert_eq!(json[0]["rule"], "call.failed");
+    assert_eq!(json[0]["severity"], "info");
+    let unknown = rules(&["same-device"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(unknown.stdout.is_empty());
+    let message = stderr(&unknown);
+    assert!(
+        message.contains("no rule `same-device`; rules containing it: ")
+            && message.contains("cuDeviceCanAccessPeer.same-device"),
+        "{message}"
+    );
+}

@@ -274,8 +274,18 @@ pub fn catalogue_text() -> String {
          This file is the output of `sharecheck rules`; a test keeps them equal.\n",
     );
     for rule in all() {
+        out.push('\n');
+        out.push_str(&rule_text(rule));
+    }
+    out
+}
+
+/// One rule's section of the catalogue (Markdown, as RULES.md has it).
+pub fn rule_text(rule: &Rule) -> String {
+    let mut out = String::new();
+    {
         out.push_str(&format!(
-            "\n## {}\n\n{} · {} · {}\n\n{}\n\nDocumented ({}):\n> {}\n\n",
+            "## {}\n\n{} · {} · {}\n\n{}\n\nDocumented ({}):\n> {}\n\n",
             rule.id,
             rule.severity.as_str(),
             rule.kind.as_str(),
@@ -299,12 +309,23 @@ pub fn catalogue_text() -> String {
     out
 }
 
+/// The rules whose ID contains `text` (for "did you mean").
+pub fn ids_containing(text: &str) -> Vec<&'static str> {
+    all().map(|r| r.id).filter(|id| id.contains(text)).collect()
+}
+
 /// The catalogue as one JSON array.
 pub fn catalogue_json() -> String {
+    let every: Vec<&Rule> = all().collect();
+    rules_json(&every)
+}
+
+/// Some rules as one JSON array, in the catalogue's form.
+pub fn rules_json(rules: &[&Rule]) -> String {
     let mut buf = Vec::new();
     let mut w = JsonOut::new(&mut buf);
     w.begin_array();
-    for rule in all() {
+    for rule in rules {
         rule.encode(&mut w);
     }
     w.end_array();
