@@ -313,7 +313,7 @@ const MAX_DIAGNOSTICS: usize = 20;
 
 /// Problems with the input on stderr: the first [`MAX_DIAGNOSTICS`], printable (a bad line's
 /// text is the program's), then how many more there were.
-fn print_diagnostics(diagnostics: &[Diagnostic]) {
+pub(crate) fn print_diagnostics(diagnostics: &[Diagnostic]) {
     for d in diagnostics.iter().take(MAX_DIAGNOSTICS) {
         eprintln!("{}", one_line(&d.to_string()));
     }

@@ -636,15 +636,14 @@ fn print_summary(
         );
         return;
     }
-    for d in diagnostics {
-        eprintln!("{d}");
-    }
+    crate::report::print_diagnostics(diagnostics);
     eprintln!(
-        "sharecheck: {} calls traced in {} processes, {} errors, {} warnings; traces: {}",
+        "sharecheck: {} calls traced in {} processes, {} errors, {} warnings, {} infos; traces: {}",
         summary.calls,
         summary.process_count(),
         summary.count(Severity::Error),
         summary.count(Severity::Warning),
+        summary.count(Severity::Info),
         watch.describe()
     );
 }

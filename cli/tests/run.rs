@@ -516,7 +516,7 @@ fn summary_counts_the_traces_of_this_run_only() {
     assert_eq!(
         err.trim_end(),
         format!(
-            "sharecheck: 4 calls traced in 2 processes, 2 errors, 2 warnings; traces: {}/{}/",
+            "sharecheck: 4 calls traced in 2 processes, 2 errors, 2 warnings, 0 infos; traces: {}/{}/",
             dir.path.display(),
             schema::DEFAULT_TRACE_DIR
         )
@@ -534,7 +534,7 @@ fn summary_counts_the_traces_of_this_run_only() {
     assert_eq!(
         stderr(&out).trim_end(),
         format!(
-            "sharecheck: 2 calls traced in 1 processes, 1 errors, 1 warnings; traces: {}/custom/run-%p.jsonl",
+            "sharecheck: 2 calls traced in 1 processes, 1 errors, 1 warnings, 0 infos; traces: {}/custom/run-%p.jsonl",
             dir.path.display()
         )
     );
@@ -589,7 +589,10 @@ fn error_exitcode_applies_when_this_runs_traces_hold_an_error() {
     // PROG exits 0, its trace holds an error: N, and the summary as usual.
     let out = run(&["--error-exitcode", "9"], &errors, None);
     assert_eq!(out.status.code(), Some(9), "{out:?}");
-    assert!(stderr(&out).contains(" 1 errors, 0 warnings;"), "{out:?}");
+    assert!(
+        stderr(&out).contains(" 1 errors, 0 warnings, 0 infos;"),
+        "{out:?}"
+    );
     // --quiet: the same status, nothing printed.
     let out = run(&["-q", "--error-exitcode=9"], &errors, None);
     assert_eq!(out.status.code(), Some(9), "{out:?}");
@@ -670,7 +673,7 @@ fn error_exitcode_counts_only_traces_this_run_wrote() {
     assert_eq!(
         stderr(&out).trim_end(),
         format!(
-            "sharecheck: 1 calls traced in 1 processes, 1 errors, 0 warnings; traces: {}/fixed.jsonl",
+            "sharecheck: 1 calls traced in 1 processes, 1 errors, 0 warnings, 0 infos; traces: {}/fixed.jsonl",
             dir.path.display()
         )
     );
@@ -683,7 +686,10 @@ fn error_exitcode_counts_only_traces_this_run_wrote() {
     .output()
     .unwrap();
     assert_eq!(out.status.code(), Some(9), "{out:?}");
-    assert!(stderr(&out).contains(" 1 errors, 0 warnings;"), "{out:?}");
+    assert!(
+        stderr(&out).contains(" 1 errors, 0 warnings, 0 infos;"),
+        "{out:?}"
+    );
 }
 
 #[test]
