@@ -293,7 +293,16 @@ OPTIONS:
                             [{{\"handle\",\"steps\"}}] when a memory handle was exported.
     --fail-on SEVERITY      Exit 1 if a finding of SEVERITY or worse exists
                             (error, warning or info). Useful in CI.
+    --rule ID[,ID...]       Only the findings of these rules (repeatable).
+    --severity SEVERITY     Only findings of SEVERITY or worse.
+    --pid PID[,PID...]      Only the findings of these processes (repeatable).
+    --fn NAME[,NAME...]     Only the findings on calls of these functions (exact symbols, such
+                            as cuMemcpyPeerAsync_ptsz; repeatable).
+    --limit N               Show at most N occurrences of each rule in text (default 10; 0: all);
+                            every occurrence is counted.
     -h, --help              Print this help.
+
+The filters apply to everything the report shows and counts, --fail-on included.
 
 EXIT STATUS:
     0 success; 1 findings at or above --fail-on; 2 usage error or unreadable input (a TRACE
@@ -348,8 +357,8 @@ pub fn run_short() -> &'static str {
     &RUN_SHORT
 }
 
-pub const REPORT_SHORT: &str =
-    "sharecheck report [--format text|json] [--fail-on error|warning|info] [TRACE...]";
+pub const REPORT_SHORT: &str = "sharecheck report [--format text|json] [--fail-on SEVERITY] \
+    [--rule ID] [--severity SEVERITY] [--pid PID] [--fn NAME] [--limit N] [TRACE...]";
 pub const RULES_SHORT: &str = "sharecheck rules [--format text|json] [RULE...]";
 pub const CAT_SHORT: &str = "sharecheck cat [TRACE...]";
 
@@ -448,7 +457,23 @@ pub struct ReportArgs {
     pub format: Format,
     pub fail_on: Option<Severity>,
     pub traces: Vec<PathBuf>,
+    pub filter: Filter,
+    /// Occurrences shown per rule in text (0: all).
+    pub limit: usize,
 }
+
+/// Which findings a report shows: all of one kind of condition must hold (an empty list allows
+/// any).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub rules: Vec<String>,
+    pub severity: Option<Severity>,
+    pub pids: Vec<i64>,
+    pub fns: Vec<String>,
+}
+
+/// Occurrences of a rule shown in text by default.
+pub const DEFAULT_LIMIT: usize = 10;
 
 /// Splits `--name=value` into (`--name`, Some(value)); anything else into (arg, None).
 fn split_eq(arg: &OsStr) -> (String, Option<OsString>) {
@@ -689,6 +714,25 @@ fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageEr
     let mut format = Format::Text;
     let mut fail_on = None;
     let mut traces = Vec::new();
+    let mut filter = Filter::default();
+    let mut limit = DEFAULT_LIMIT;
+    let severity = |name: &str, v: &OsStr| {
+        let v = v.to_string_lossy();
+        Severity::parse(&v).ok_or_else(|| {
+            usage_err(
+                format!("unknown severity `{v}` for `{name}` (use error, warning or info)"),
+                usage,
+            )
+        })
+    };
+    let list = |v: &OsStr| -> Vec<String> {
+        v.to_string_lossy()
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
     while let Some(arg) = args.next() {
         if arg == "--" {
             traces.extend(args.by_ref().map(PathBuf::from));
@@ -699,21 +743,41 @@ fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageEr
             "--format" => format = take_format(&name, inline, &mut args, usage)?,
             "--fail-on" => {
                 let v = take_value(&name, inline, &mut args, "error, warning or info", usage)?;
+                fail_on = Some(severity(&name, &v)?);
+            }
+            "--severity" => {
+                let v = take_value(&name, inline, &mut args, "error, warning or info", usage)?;
+                filter.severity = Some(severity(&name, &v)?);
+            }
+            "--rule" => {
+                let v = take_value(&name, inline, &mut args, "a rule ID", usage)?;
+                filter.rules.extend(list(&v));
+            }
+            "--fn" => {
+                let v = take_value(&name, inline, &mut args, "a function name", usage)?;
+                filter.fns.extend(list(&v));
+            }
+            "--pid" => {
+                let v = take_value(&name, inline, &mut args, "a process id", usage)?;
+                for p in list(&v) {
+                    filter.pids.push(p.parse().map_err(|_| {
+                        usage_err(format!("`{p}` is not a process id for `--pid`"), usage)
+                    })?);
+                }
+            }
+            "--limit" => {
+                let v = take_value(&name, inline, &mut args, "a number", usage)?;
                 let v = v.to_string_lossy();
-                fail_on = Some(Severity::parse(&v).ok_or_else(|| {
-                    usage_err(
-                        format!(
-                            "unknown severity `{v}` for `--fail-on` (use error, warning or info)"
-                        ),
-                        usage,
-                    )
-                })?);
+                limit = v.parse().map_err(|_| {
+                    usage_err(format!("`{v}` is not a number for `--limit`"), usage)
+                })?;
             }
             "--help" | "-h" => return Ok(Command::Help(report_usage())),
             _ if name.starts_with('-') && name != "-" => {
                 return Err(usage_err(
                     format!(
-                        "unknown option `{name}` for `report` (options: --format, --fail-on); \
+                        "unknown option `{name}` for `report` (options: --format, --fail-on, \
+                         --rule, --severity, --pid, --fn, --limit); \
                          to read a file whose name starts with `-`, put it after `--`"
                     ),
                     usage,
@@ -726,6 +790,8 @@ fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageEr
         format,
         fail_on,
         traces,
+        filter,
+        limit,
     }))
 }
 

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
+use crate::args::Filter;
 use crate::args::{Format, ReportArgs, Severity, EXIT_USAGE};
 use crate::trace::{self, Diagnostic, Record};
 use sharecheck_core::crossproc::{self, ReportCheck, ReportFinding, Timeline};
@@ -26,6 +27,8 @@ pub struct Occurrence {
     pub ts_ns: Option<u64>,
     /// Event name, for findings of event records only.
     pub event: Option<String>,
+    /// The call's arguments as its record wrote them (`"a"`), for findings of call records.
+    pub args: Option<Value>,
 }
 
 impl Occurrence {
@@ -45,6 +48,19 @@ impl Occurrence {
     fn sort_key(&self) -> (Option<i64>, Option<u64>, Option<u64>) {
         (self.pid.as_i64(), self.ts_ns, self.seq.as_u64())
     }
+    /// Whether the report's filters let this finding through.
+    fn matches(&self, f: &Filter) -> bool {
+        (f.rules.is_empty() || f.rules.iter().any(|r| r == self.rule()))
+            && f.severity
+                .is_none_or(|min| self.severity().is_some_and(|s| s >= min))
+            && (f.pids.is_empty() || self.pid.as_i64().is_some_and(|p| f.pids.contains(&p)))
+            && (f.fns.is_empty()
+                || self
+                    .func
+                    .as_deref()
+                    .is_some_and(|name| f.fns.iter().any(|n| n == name)))
+    }
+
     fn location(&self) -> String {
         let show = |v: &Value| match v {
             Value::Null => "?".to_string(),
@@ -178,6 +194,7 @@ impl Summary {
                 seq: found_seq.clone(),
                 ts_ns: record.obj.get("ts_ns").and_then(Value::as_u64),
                 event: event.clone(),
+                args: record.obj.get("a").cloned(),
             });
         }
     }
@@ -253,6 +270,7 @@ impl Summary {
             seq: found.seq.into(),
             ts_ns: Some(found.ts_ns),
             event: None,
+            args: None,
         });
     }
 }
@@ -331,8 +349,9 @@ pub fn run(args: ReportArgs) -> i32 {
     };
     let inputs = trace::collect_inputs(&traces);
     let mut diagnostics = inputs.diagnostics;
-    let summary = summarize(&inputs.files, &mut diagnostics);
+    let mut summary = summarize(&inputs.files, &mut diagnostics);
     print_diagnostics(&diagnostics);
+    summary.findings.retain(|o| o.matches(&args.filter));
     if summary.records == 0 {
         eprintln!(
             "sharecheck: no trace record could be read from {}; nothing to report",
@@ -342,7 +361,7 @@ pub fn run(args: ReportArgs) -> i32 {
     }
     let out = match args.format {
         Format::Json => render_json(&summary),
-        Format::Text => render_text(&summary),
+        Format::Text => render_text_limited(&summary, args.limit),
     };
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout
@@ -536,10 +555,15 @@ fn one_line(text: &str) -> String {
 /// The widest a name column is padded to: longer names run past it.
 const MAX_NAME_WIDTH: usize = 64;
 
-const MAX_LOCATIONS: usize = 3;
 const MAX_PROCESSES: usize = 20;
 
+#[cfg(test)]
 pub fn render_text(s: &Summary) -> String {
+    render_text_limited(s, crate::args::DEFAULT_LIMIT)
+}
+
+/// The text report, with at most `limit` occurrences of each rule listed (0: all).
+pub fn render_text_limited(s: &Summary, limit: usize) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -578,19 +602,33 @@ pub fn render_text(s: &Summary) -> String {
         let severity = first.str_field("severity").unwrap_or("?");
         let kind = first.str_field("kind").unwrap_or("?");
         let _ = writeln!(out, "\n{severity}: {rule} [{kind}] x{}", occ.len());
-        if let Some(message) = first.str_field("message") {
-            let _ = writeln!(out, "    {}", indented(message, "    "));
+        let shown = if limit == 0 {
+            occ.len()
+        } else {
+            limit.min(occ.len())
+        };
+        for o in occ.iter().take(shown) {
+            let func = o.func.as_deref().or(o.event.as_deref()).unwrap_or("?");
+            let _ = writeln!(out, "  - {} {}", o.location(), one_line(func));
+            if let Some(message) = o.str_field("message") {
+                let _ = writeln!(out, "      {}", indented(message, "      "));
+            }
+            if let Some(args) = o
+                .args
+                .as_ref()
+                .filter(|a| a.as_object().is_some_and(|m| !m.is_empty()))
+            {
+                let _ = writeln!(out, "      args: {args}");
+            }
         }
-        let mut where_ = occ
-            .iter()
-            .take(MAX_LOCATIONS)
-            .map(|o| o.location())
-            .collect::<Vec<_>>()
-            .join("; ");
-        if occ.len() > MAX_LOCATIONS {
-            let _ = write!(where_, "; and {} more", occ.len() - MAX_LOCATIONS);
+        if occ.len() > shown {
+            let _ = writeln!(
+                out,
+                "  ... and {} more (--limit {} shows them; 0: all)",
+                occ.len() - shown,
+                occ.len()
+            );
         }
-        let _ = writeln!(out, "    where: {where_}");
         let mut fns: BTreeMap<String, usize> = BTreeMap::new();
         for o in occ {
             let name = match (&o.func, &o.event) {

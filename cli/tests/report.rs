@@ -84,10 +84,11 @@ fn text_output_groups_findings_by_rule() {
     let has = |s: &str| assert!(text.contains(s), "missing {s:?} in:\n{text}");
     has("sharecheck report: 4 calls in 2 processes (2 trace files)");
     has("FINDINGS BY RULE (3 rules, 4 findings)");
-    // One group for the rule seen in both processes, with the first occurrence's message.
+    // One group for the rule seen in both processes, with every occurrence: where, the
+    // function, its message and the call's arguments.
     has("error: CUVAL-cuStreamAttachMemAsync-length-00001 [misuse] x2");
-    has("    length must be 0\n");
-    has("where: pid 100 tid 101 seq 1; pid 200 tid 201 seq 1");
+    has("  - pid 100 tid 101 seq 1 cuStreamAttachMemAsync\n      length must be 0\n      args: {\"length\":5}\n");
+    has("  - pid 200 tid 201 seq 1 cuStreamAttachMemAsync_ptsz\n      length must be 0 (again)\n      args: {\"length\":8}\n");
     has("fn:    cuStreamAttachMemAsync (1), cuStreamAttachMemAsync_ptsz (1)");
     has("doc:   https://docs.example/attach");
     has("fix:   pass 0");
@@ -277,4 +278,72 @@ fn report_usage_errors_exit_2() {
         assert!(stderr.starts_with("sharecheck: "), "{stderr}");
         assert!(stderr.contains("usage: sharecheck report"), "{stderr}");
     }
+}
+
+/// Filters keep the findings asked for, in what is shown and counted (and in --fail-on); the
+/// limit caps the occurrences listed, and says how many more there are.
+#[test]
+fn filters_and_the_limit_select_what_is_shown() {
+    let dir = two_processes();
+    let run = |args: &[&str]| {
+        let out = sharecheck(&dir)
+            .arg("report")
+            .args(args)
+            .arg("t")
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8(out.stdout).unwrap())
+    };
+    let rules = |args: &[&str]| {
+        let (_, json) = run(&[&["--format", "json"], args].concat());
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| format!("{}@{}", f["rule"].as_str().unwrap(), f["pid"]))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        rules(&["--rule", "HIPVAL-info,SC-ipc-leak"]),
+        ["SC-ipc-leak@100", "HIPVAL-info@200"]
+    );
+    assert_eq!(
+        rules(&["--severity", "warning"]),
+        [
+            "CUVAL-cuStreamAttachMemAsync-length-00001@100",
+            "SC-ipc-leak@100",
+            "CUVAL-cuStreamAttachMemAsync-length-00001@200"
+        ]
+    );
+    assert_eq!(
+        rules(&["--pid", "200", "--fn", "cuStreamAttachMemAsync_ptsz"]),
+        ["CUVAL-cuStreamAttachMemAsync-length-00001@200"]
+    );
+    let (code, text) = run(&["--limit", "1"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        text.contains("  ... and 1 more (--limit 2 shows them; 0: all)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("SUMMARY: 2 errors, 1 warnings, 1 infos"),
+        "{text}"
+    );
+    let (_, text) = run(&["--severity", "error"]);
+    assert!(
+        text.contains("SUMMARY: 2 errors, 0 warnings, 0 infos"),
+        "{text}"
+    );
+    // --fail-on sees only what the filters let through.
+    assert_eq!(
+        run(&["--rule", "HIPVAL-info", "--fail-on", "warning"]).0,
+        Some(0)
+    );
+    assert_eq!(run(&["--fail-on", "warning"]).0, Some(1));
+    let bad = sharecheck(&dir)
+        .args(["report", "--pid", "x", "t"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
 }
