@@ -11,6 +11,9 @@ pub struct Finding {
     pub rule: &'static Rule,
     /// What the program did, with the values involved.
     pub message: String,
+    /// Where in the program the call was made (empty until [`crate::engine::report`] captures
+    /// it for a finding it keeps, and when `stack_depth=0`).
+    pub stack: std::sync::Arc<Vec<crate::stack::Frame>>,
 }
 
 impl PartialEq for Finding {
@@ -28,7 +31,32 @@ impl Finding {
         w.kv_str("message", &self.message);
         w.kv_str("doc", &self.rule.source.cite());
         w.kv_str("fix", self.rule.fix);
+        if !self.stack.is_empty() {
+            w.key("stack");
+            w.begin_array();
+            for frame in self.stack.iter() {
+                w.begin_object();
+                w.kv_str("module", &frame.module);
+                w.kv_hex("offset", frame.offset);
+                if let Some((name, distance)) = &frame.symbol {
+                    w.kv_str("symbol", name);
+                    w.kv_hex("symbol_offset", *distance);
+                }
+                w.end_object();
+            }
+            w.end_array();
+        }
         w.end_object();
+    }
+
+    /// The stack as the stderr block shows it: one `    #N module+0x.. (symbol+0x..)` line a
+    /// frame.
+    pub fn stack_text(&self) -> String {
+        self.stack
+            .iter()
+            .enumerate()
+            .map(|(i, f)| format!("    #{i} {}\n", f.text()))
+            .collect()
     }
 }
 
@@ -92,5 +120,6 @@ pub fn print(f: &Finding, call: &str, pid: u32, tid: i32, seq: u64, last_of: Opt
         tid,
         seq,
         last_of,
+        stack: &f.stack_text(),
     });
 }

@@ -34,5 +34,6 @@ mod loader;
 mod log;
 mod process;
 mod resolvers;
+mod stack;
 mod trace;
 mod writer;

@@ -296,6 +296,8 @@ pub struct FindingEvent<'a> {
     pub seq: u64,
     /// The duplicate limit, when this is the last report of the rule on stderr.
     pub last_of: Option<u32>,
+    /// The host call stack, one indented line a frame (empty: none).
+    pub stack: &'a str,
 }
 
 /// Whether findings of this level are printed (so that their text need not be built).
@@ -318,7 +320,8 @@ macro_rules! finding_event {
             message = $f.message,
             documented = $f.documented,
             fix = $f.fix,
-            last_of = $f.last_of
+            last_of = $f.last_of,
+            stack = $f.stack
         )
     };
 }
@@ -458,6 +461,10 @@ fn render_finding(fields: &Fields, out: &mut Buf) -> bool {
     ];
     for part in block {
         out.push(part);
+    }
+    if let Some(stack) = get("stack").filter(|s| !s.is_empty()) {
+        out.push(b"  stack:\n");
+        out.push(stack);
     }
     if let Some(limit) = get("last_of") {
         let note: [&[u8]; 7] = [

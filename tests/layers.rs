@@ -20,6 +20,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("loader", 1),
     ("elf", 1),
     ("findings", 2),
+    ("stack", 2),
     ("trace", 2),
     ("writer", 2),
     ("engine", 3),

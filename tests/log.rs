@@ -36,7 +36,13 @@ fn levels_and_targets_select_what_is_printed() {
     // Default: findings of every severity, no debug output.
     let default = error(None);
     assert_eq!(default.matches(ERROR_HEAD).count(), 1, "{default}");
-    assert_eq!(default.lines().count(), 3, "{default}");
+    // The finding's three lines, then its stack.
+    let block: Vec<&str> = default
+        .lines()
+        .filter(|l| *l != "  stack:" && !l.starts_with("    #"))
+        .collect();
+    assert_eq!(block.len(), 3, "{default}");
+    assert!(default.contains("\n  stack:\n    #0 "), "{default}");
     assert!(warning(None).starts_with(WARNING_HEAD));
 
     // A bare level is the shim's own messages; findings still print.
@@ -73,4 +79,66 @@ fn a_bad_item_gets_one_warning_line_naming_it_and_the_rest_applies() {
     assert!(stderr.contains(ERROR_HEAD), "{stderr}");
     // Nothing is said when nothing may be.
     assert_eq!(stderr_of(&s, &exe, "enable-flags", Some("off,verbose")), "");
+}
+
+/// Every finding carries the host call stack of its call, from the program's side (no frame of
+/// the shim): on stderr, in the trace, and in `sharecheck report` with file:line where the
+/// program has debug information (the tests compile with -g) and binutils' addr2line is there.
+/// `stack_depth=0` turns it off.
+#[test]
+fn a_finding_carries_the_programs_call_stack() {
+    let s = Scratch::new("log_stack");
+    let exe = peer_cuda(&s);
+    let out = run_ok(s.under_shim(&exe).arg("enable-flags"));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let program = exe.to_string_lossy().into_owned();
+    assert!(
+        stderr.contains(&format!("  stack:\n    #0 {program}+0x")),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("libsharecheck"),
+        "no frame of the shim: {stderr}"
+    );
+    let records = s.records();
+    let finding = records
+        .iter()
+        .flat_map(|r| r["findings"].as_array().into_iter().flatten())
+        .find(|f| f["rule"] == "cuCtxEnablePeerAccess.flags-not-zero")
+        .expect("the finding")
+        .clone();
+    let stack = finding["stack"].as_array().expect("a stack");
+    assert!(!stack.is_empty() && stack.len() <= 16, "{stack:?}");
+    assert_eq!(stack[0]["module"], program.as_str());
+    assert!(stack[0]["offset"].as_str().unwrap().starts_with("0x"));
+    // The report names the source line where addr2line can.
+    let report = std::process::Command::new(cli())
+        .arg("report")
+        .arg(s.traces())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&report.stdout).into_owned();
+    assert!(text.contains(&format!("      #0 {program}+0x")), "{text}");
+    let has_addr2line = std::process::Command::new("addr2line")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if has_addr2line {
+        assert!(
+            text.contains("main at ") && text.contains("peer_cuda.c:"),
+            "{text}"
+        );
+    }
+    // Off.
+    let out = run_ok(
+        s.under_shim(&exe)
+            .arg("enable-flags")
+            .env("SHARECHECK_OPTIONS", "stack_depth=0"),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("error[cuCtxEnablePeerAccess.flags-not-zero]"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("stack:"), "{stderr}");
 }

@@ -943,6 +943,7 @@ mod tests {
                 durations: None,
                 mute: Some(vec!["peer-access.unidirectional", "divergence.unlisted"]),
                 duplicate_limit: Some(0),
+                stack_depth: None,
             }
         );
         assert_eq!(

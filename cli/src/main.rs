@@ -10,6 +10,7 @@ mod args;
 mod report;
 mod rules;
 mod run;
+mod symbolize;
 mod trace;
 
 use std::io::Write;

@@ -61,6 +61,27 @@ impl Occurrence {
                     .is_some_and(|name| f.fns.iter().any(|n| n == name)))
     }
 
+    /// The finding's host call stack: `(module, offset, symbol text)` a frame.
+    fn stack(&self) -> Vec<(String, u64, Option<String>)> {
+        let Some(frames) = self.finding.get("stack").and_then(Value::as_array) else {
+            return Vec::new();
+        };
+        frames
+            .iter()
+            .filter_map(|f| {
+                let module = f.get("module")?.as_str()?.to_string();
+                let offset = f.get("offset")?.as_str().and_then(parse_hex)?;
+                let symbol = f.get("symbol").and_then(Value::as_str).map(|s| {
+                    match f.get("symbol_offset").and_then(Value::as_str) {
+                        Some(d) => format!("{s}+{d}"),
+                        None => s.to_string(),
+                    }
+                });
+                Some((module, offset, symbol))
+            })
+            .collect()
+    }
+
     fn location(&self) -> String {
         let show = |v: &Value| match v {
             Value::Null => "?".to_string(),
@@ -552,6 +573,10 @@ fn one_line(text: &str) -> String {
     printable(text).replace('\n', "\\n")
 }
 
+fn parse_hex(text: &str) -> Option<u64> {
+    u64::from_str_radix(text.strip_prefix("0x")?, 16).ok()
+}
+
 /// The widest a name column is padded to: longer names run past it.
 const MAX_NAME_WIDTH: usize = 64;
 
@@ -597,6 +622,18 @@ pub fn render_text_limited(s: &Summary, limit: usize) -> String {
             plural(s.findings.len() as u64, "finding", "findings")
         );
     }
+    // file:line of the frames of the occurrences shown, one addr2line run per module.
+    let symbols = crate::symbolize::Symbols::resolve(groups.iter().flat_map(|(_, occ)| {
+        let shown = if limit == 0 {
+            occ.len()
+        } else {
+            limit.min(occ.len())
+        };
+        occ.iter()
+            .take(shown)
+            .flat_map(|o| o.stack().into_iter().map(|(m, off, _)| (m, off)))
+            .collect::<Vec<_>>()
+    }));
     for (rule, occ) in &groups {
         let first = occ[0];
         let severity = first.str_field("severity").unwrap_or("?");
@@ -619,6 +656,19 @@ pub fn render_text_limited(s: &Summary, limit: usize) -> String {
                 .filter(|a| a.as_object().is_some_and(|m| !m.is_empty()))
             {
                 let _ = writeln!(out, "      args: {args}");
+            }
+            for (i, (module, offset, symbol)) in o.stack().iter().enumerate() {
+                let _ = write!(out, "      #{i} {module}+{offset:#x}");
+                match (symbols.get(module, *offset), symbol) {
+                    (Some(place), _) => {
+                        let _ = write!(out, " {place}");
+                    }
+                    (None, Some(symbol)) => {
+                        let _ = write!(out, " ({symbol})");
+                    }
+                    (None, None) => {}
+                }
+                out.push('\n');
             }
         }
         if occ.len() > shown {

@@ -22,6 +22,8 @@ pub enum Mode {
 }
 
 pub const DEFAULT_DUPLICATE_LIMIT: u32 = 10;
+/// Frames of the host call stack a finding carries by default.
+pub const DEFAULT_STACK_DEPTH: u32 = 16;
 
 /// The table of `SHARECHECK_OPTIONS` keys. One row per key:
 ///
@@ -163,6 +165,11 @@ options_table! {
         flag "--duplicate-limit N",
         help "Print at most N reports per rule on stderr (0: no limit); the last says so; the \
               trace keeps all.";
+    stack_depth: u32 = DEFAULT_STACK_DEPTH, kind Count, syntax "N",
+        flag "--stack-depth N",
+        help "Frames of the host call stack each finding carries (module+offset, and the \
+              symbol the loader knows; `sharecheck report` adds file:line). 0: none. Captured \
+              only when a finding exists.";
 }
 
 /// One row of the table, as data.
@@ -447,7 +454,7 @@ mod tests {
         let text = Options::default().to_text();
         assert_eq!(
             text,
-            "mode=report:halt_on_error=0:error_exitcode=0:durations=0:duplicate_limit=10"
+            "mode=report:halt_on_error=0:error_exitcode=0:durations=0:duplicate_limit=10:stack_depth=16"
         );
         assert_eq!(Options::parse(&text), (Options::default(), vec![]));
     }
@@ -522,6 +529,7 @@ mod tests {
                 durations: None,
                 mute: Some(vec!["peer-access.unidirectional", "divergence.unlisted"]),
                 duplicate_limit: Some(0),
+                stack_depth: None,
             }
         );
         let pairs = f.pairs();

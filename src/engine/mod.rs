@@ -260,6 +260,7 @@ pub fn before_call_findings(cx: &mut Cx) -> Vec<Finding> {
         .map(|p| Finding {
             rule: p.rule,
             message: p.message,
+            stack: Default::default(),
         })
         .collect()
 }
@@ -318,6 +319,7 @@ pub fn settle(info: &FnInfo, cx: Cx, outcome: Outcome) -> Vec<Finding> {
         .map(|p| Finding {
             rule: p.rule,
             message: p.message,
+            stack: Default::default(),
         })
         .collect();
     // A covered call that failed is never left unexplained.
@@ -334,6 +336,7 @@ pub fn failure_finding(info: &FnInfo, code: c_int) -> Finding {
     Finding {
         rule: &catalogue::general::CALL_FAILED,
         message: failure_text(info.api, code),
+        stack: Default::default(),
     }
 }
 
@@ -471,6 +474,18 @@ pub fn report(
             .collect()
     };
     let call = call();
+    let mut kept = kept;
+    let depth = options.stack_depth as usize;
+    if depth > 0 {
+        // One capture for the call: its findings share it. The shim's own frames are left out.
+        let stack = std::sync::Arc::new(crate::stack::capture(
+            depth,
+            Some(halt_if_asked as *const () as usize),
+        ));
+        for f in &mut kept {
+            f.stack = stack.clone();
+        }
+    }
     for (f, show) in kept.iter().zip(shown) {
         findings::counted();
         if let Some(last_of) = show {

@@ -1,0 +1,178 @@
+//! The host call stack of a finding: where in the program the call that broke a rule was made.
+//!
+//! Captured only when a finding exists (never on the clean path), by the system unwinder
+//! (`_Unwind_Backtrace` of libgcc_s, which the Rust runtime already links), from the program's
+//! side: the shim's own frames are left out. Each frame is its module (the loaded object's path)
+//! and the offset in it, which `sharecheck report` turns into file:line where the module has
+//! debug information, plus the nearest dynamic symbol the loader knows (`dladdr`). No DWARF is
+//! read in the process under test.
+
+use crate::loader::object_of;
+use std::ffi::{c_int, c_void, CStr};
+
+/// One frame: `module+offset`, and `symbol+distance` where the loader names one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    pub module: String,
+    pub offset: u64,
+    pub symbol: Option<(String, u64)>,
+}
+
+impl Frame {
+    /// `module+0xoffset (symbol+0xdistance)`.
+    pub fn text(&self) -> String {
+        match &self.symbol {
+            Some((name, distance)) => {
+                format!("{}+{:#x} ({name}+{distance:#x})", self.module, self.offset)
+            }
+            None => format!("{}+{:#x}", self.module, self.offset),
+        }
+    }
+}
+
+type UnwindContext = c_void;
+type TraceFn = extern "C" fn(*mut UnwindContext, *mut c_void) -> c_int;
+
+extern "C" {
+    fn _Unwind_Backtrace(trace: TraceFn, arg: *mut c_void) -> c_int;
+    fn _Unwind_GetIP(context: *mut UnwindContext) -> usize;
+}
+
+/// `_URC_NO_REASON` (go on) and `_URC_END_OF_STACK` (stop).
+const GO_ON: c_int = 0;
+const STOP: c_int = 5;
+/// Frames walked at most (the shim's own included).
+const MAX_WALK: usize = 128;
+
+struct Walk {
+    ips: Vec<usize>,
+}
+
+extern "C" fn step(context: *mut UnwindContext, arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` is the `Walk` that `instruction_pointers` passed, alive for the whole walk,
+    // and only this callback touches it; `context` is the unwinder's own.
+    let walk = unsafe { &mut *(arg as *mut Walk) };
+    // SAFETY: as above.
+    let ip = unsafe { _Unwind_GetIP(context) };
+    if ip == 0 || walk.ips.len() >= MAX_WALK {
+        return STOP;
+    }
+    walk.ips.push(ip);
+    GO_ON
+}
+
+/// The return addresses of the calling thread's frames, innermost first.
+fn instruction_pointers() -> Vec<usize> {
+    let mut walk = Walk {
+        ips: Vec::with_capacity(32),
+    };
+    // SAFETY: `step` matches the unwinder's callback type and receives `walk` back as `arg`.
+    unsafe { _Unwind_Backtrace(step, &mut walk as *mut Walk as *mut c_void) };
+    walk.ips
+}
+
+/// The caller's stack, at most `depth` frames, the frames of the object that holds `skip`
+/// (the shim: any of its functions' addresses) left out from the innermost end.
+pub fn capture(depth: usize, skip: Option<usize>) -> Vec<Frame> {
+    if depth == 0 {
+        return Vec::new();
+    }
+    let skip_bias = skip.and_then(object_of).map(|o| o.load_bias);
+    let mut frames = Vec::new();
+    let mut leaving = skip_bias.is_some();
+    for ip in instruction_pointers() {
+        // A return address points after the call: step back into the call instruction.
+        let at = ip.saturating_sub(1);
+        let Some(object) = object_of(at) else {
+            continue;
+        };
+        if leaving {
+            if Some(object.load_bias) == skip_bias {
+                continue;
+            }
+            leaving = false;
+        }
+        frames.push(Frame {
+            module: module_path(&object.path),
+            offset: (at - object.load_bias) as u64,
+            symbol: symbol_at(at),
+        });
+        if frames.len() == depth {
+            break;
+        }
+    }
+    frames
+}
+
+/// The loader names the main program by how it was started (`./prog`, `prog`): its file then,
+/// so that the module can be found again after the process is gone.
+fn module_path(path: &str) -> String {
+    if path.starts_with('/') {
+        return path.to_string();
+    }
+    let exe = std::fs::read_link("/proc/self/exe").ok();
+    let named = std::path::Path::new(path).file_name();
+    match exe {
+        Some(exe) if path.is_empty() || exe.file_name() == named => {
+            exe.to_string_lossy().into_owned()
+        }
+        _ => std::fs::canonicalize(path)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| path.to_string()),
+    }
+}
+
+/// The nearest dynamic symbol at or before `address`, and the distance from it.
+fn symbol_at(address: usize) -> Option<(String, u64)> {
+    // SAFETY: `Dl_info` is plain C data: all zeroes is a valid value.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only inspects loader tables and writes `info`, a live local.
+    let ok = unsafe { libc::dladdr(address as *const c_void, &mut info) };
+    if ok == 0 || info.dli_sname.is_null() || info.dli_saddr.is_null() {
+        return None;
+    }
+    // SAFETY: not NULL: the loader's NUL-terminated symbol name, copied at once.
+    let name = unsafe { CStr::from_ptr(info.dli_sname) }
+        .to_string_lossy()
+        .into_owned();
+    Some((name, (address - info.dli_saddr as usize) as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[inline(never)]
+    fn from_here(depth: usize) -> Vec<Frame> {
+        capture(depth, None)
+    }
+
+    #[test]
+    fn frames_name_a_module_and_an_offset_in_it_innermost_first() {
+        let frames = from_here(8);
+        assert!(!frames.is_empty() && frames.len() <= 8, "{frames:?}");
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        // The innermost frames are this test's binary (capture, then from_here).
+        assert_eq!(frames[0].module, exe.to_string_lossy(), "{frames:?}");
+        assert!(frames[0].offset > 0);
+        assert!(frames[0].text().starts_with(&frames[0].module));
+        assert!(capture(0, None).is_empty());
+        assert_eq!(from_here(2).len(), 2);
+    }
+
+    #[test]
+    fn the_frames_of_the_object_to_skip_are_left_out() {
+        // Skipping this binary's frames leaves the frames of the libraries below it (the test
+        // harness runs in this binary too, so what is left is libc's thread start).
+        let all = from_here(64);
+        let skipped = capture(64, Some(from_here as *const () as usize));
+        assert!(skipped.len() < all.len(), "{all:?} / {skipped:?}");
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        assert!(
+            skipped
+                .first()
+                .is_none_or(|f| f.module != exe.to_string_lossy()),
+            "{skipped:?}"
+        );
+    }
+}
