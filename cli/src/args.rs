@@ -148,6 +148,7 @@ USAGE:
     sharecheck rules [--format text|json] [RULE...]
     sharecheck explain RULE...
     sharecheck cat [TRACE...]
+    sharecheck clean [--keep N]
     sharecheck help [COMMAND]
     sharecheck --version
 
@@ -160,6 +161,8 @@ COMMANDS:
     explain   Print the rules named (`sharecheck rules RULE...`).
     cat       Print the records of trace files as JSON Lines, with what a process that crashed
               left in its ring file (for jq and other readers).
+    clean     Remove the run directories `run` left in ./sharecheck-trace (all, or all but the
+              newest N).
     help      Print this text, or the help of one command.
 
 Run `sharecheck help run`, `sharecheck help report`, `sharecheck help rules` or
@@ -181,7 +184,7 @@ PROG is searched in PATH as a shell would. It and every process it starts inheri
 through LD_PRELOAD; each process writes its own JSON Lines trace.
 
 OPTIONS:
-{sim}{trace}{options}{flags}    -q, --quiet         Do not print the summary line after PROG exits.
+{sim}{trace}{keep}{options}{flags}    -q, --quiet         Do not print the summary line after PROG exits.
     -h, --help          Print this help.
 
 {paragraph}
@@ -205,12 +208,22 @@ EXIT STATUS:
             "--trace PATTERN",
             &format!(
                 "Where each process writes its trace (sets {}). The shim expands %p (pid), %h \
-                 (host), %q{{VAR}} (environment variable), %%. Default: ${} if set, else \
-                 ./{}/{}",
+                 (host), %q{{VAR}} (environment variable), %%. Default: ${} if set, else a \
+                 directory of this run's own, ./{}/run-DATE-TIME-PID/{}, with a manifest.json \
+                 (program, arguments, start and end, exit status, options, version)",
                 env::TRACE,
                 env::TRACE,
                 schema::DEFAULT_TRACE_DIR,
                 schema::DEFAULT_TRACE_FILE
+            )
+        ),
+        keep = option_entry(
+            "--keep N",
+            &format!(
+                "Keep the newest N run directories of ./{} (this one included); older ones \
+                 are removed after the run. Default {}; 0 keeps all.",
+                schema::DEFAULT_TRACE_DIR,
+                DEFAULT_KEEP_RUNS
             )
         ),
         options = option_entry(
@@ -283,7 +296,8 @@ USAGE:
     sharecheck report [OPTIONS] [TRACE...]
 
 TRACE is a trace file or a directory (every *{suffix} in it, and *{suffix}.PID: where the shim
-writes when *{suffix} exists). Default: ./{dir}
+writes when *{suffix} exists). Default: the newest run directory of ./{dir} (what the last
+`sharecheck run` wrote), or ./{dir} itself where it holds none.
 
 OPTIONS:
     --format text|json      text (default): findings grouped by rule, calls per function, each
@@ -300,6 +314,8 @@ OPTIONS:
                             as cuMemcpyPeerAsync_ptsz; repeatable).
     --limit N               Show at most N occurrences of each rule in text (default 10; 0: all);
                             every occurrence is counted.
+    --all                   Without a TRACE: every run directory of ./{dir}, not only the
+                            newest.
     -h, --help              Print this help.
 
 The filters apply to everything the report shows and counts, --fail-on included.
@@ -360,6 +376,22 @@ pub fn run_short() -> &'static str {
 pub const REPORT_SHORT: &str = "sharecheck report [--format text|json] [--fail-on SEVERITY] \
     [--rule ID] [--severity SEVERITY] [--pid PID] [--fn NAME] [--limit N] [TRACE...]";
 pub const RULES_SHORT: &str = "sharecheck rules [--format text|json] [RULE...]";
+pub const CLEAN_SHORT: &str = "sharecheck clean [--keep N]";
+
+pub const CLEAN_USAGE: &str = "\
+sharecheck clean: remove the run directories `sharecheck run` left in ./sharecheck-trace
+
+USAGE:
+    sharecheck clean [--keep N]
+
+OPTIONS:
+    --keep N    Keep the newest N runs (default 0: remove every run directory). Only
+                directories with a manifest.json are removed; other files stay.
+    -h, --help  Print this help.
+
+EXIT STATUS:
+    0 success; 2 usage error or a directory that could not be removed.
+";
 pub const CAT_SHORT: &str = "sharecheck cat [TRACE...]";
 
 static CAT_USAGE: LazyLock<String> = LazyLock::new(|| {
@@ -401,6 +433,8 @@ pub enum Command {
     Rules(RulesArgs),
     /// `sharecheck cat TRACE...`.
     Cat(Vec<PathBuf>),
+    /// `sharecheck clean [--keep N]`: the run directories kept.
+    Clean(usize),
     /// Help text to print on stdout.
     Help(&'static str),
     Version,
@@ -416,9 +450,14 @@ pub struct RunArgs {
     /// by the shim; see [`Flags::pairs`].
     pub shim: Flags,
     pub quiet: bool,
+    /// Run directories kept (`--keep`; `None`: the default).
+    pub keep: Option<usize>,
     pub prog: OsString,
     pub prog_args: Vec<OsString>,
 }
+
+/// Run directories `sharecheck run` keeps by default.
+pub const DEFAULT_KEEP_RUNS: usize = 10;
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct RulesArgs {
@@ -460,6 +499,8 @@ pub struct ReportArgs {
     pub filter: Filter,
     /// Occurrences shown per rule in text (0: all).
     pub limit: usize,
+    /// Without a TRACE: every run, not just the newest.
+    pub all: bool,
 }
 
 /// Which findings a report shows: all of one kind of condition must hold (an empty list allows
@@ -548,6 +589,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, UsageE
         "rules" => parse_rules(args, "rules"),
         "explain" => parse_rules(args, "explain"),
         "cat" => parse_cat(args),
+        "clean" => parse_clean(args),
         "help" | "--help" | "-h" => match args.next() {
             None => Ok(Command::Help(top_usage())),
             Some(cmd) => match cmd.to_string_lossy().as_ref() {
@@ -555,10 +597,11 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, UsageE
                 "report" => Ok(Command::Help(report_usage())),
                 "rules" | "explain" => Ok(Command::Help(RULES_USAGE)),
                 "cat" => Ok(Command::Help(cat_usage())),
+                "clean" => Ok(Command::Help(CLEAN_USAGE)),
                 "help" => Ok(Command::Help(top_usage())),
                 other => Err(usage_err(
                     format!(
-                        "no help for unknown command `{other}` (commands: run, report, rules, explain, cat)"
+                        "no help for unknown command `{other}` (commands: run, report, rules, explain, cat, clean)"
                     ),
                     TOP_SHORT,
                 )),
@@ -613,6 +656,13 @@ fn parse_run(args: impl Iterator<Item = OsString>) -> Result<Command, UsageError
                 no_value(&name, &inline, usage)?;
                 run.quiet = true;
             }
+            "--keep" => {
+                let v = take_value(&name, inline, &mut args, "a number of runs", usage)?;
+                let v = v.to_string_lossy();
+                run.keep = Some(v.parse().map_err(|_| {
+                    usage_err(format!("`{v}` is not a number of runs for `--keep`"), usage)
+                })?);
+            }
             "--trace" => {
                 run.trace = Some(take_value(
                     &name,
@@ -635,7 +685,7 @@ fn parse_run(args: impl Iterator<Item = OsString>) -> Result<Command, UsageError
             _ if name.starts_with('-') => {
                 return Err(usage_err(
                     format!(
-                        "unknown option `{name}` for `run` (options: --sim, --trace, --options, \
+                        "unknown option `{name}` for `run` (options: --sim, --trace, --keep, --options, \
                          {}, --quiet)",
                         options::TABLE
                             .iter()
@@ -716,6 +766,7 @@ fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageEr
     let mut traces = Vec::new();
     let mut filter = Filter::default();
     let mut limit = DEFAULT_LIMIT;
+    let mut all = false;
     let severity = |name: &str, v: &OsStr| {
         let v = v.to_string_lossy();
         Severity::parse(&v).ok_or_else(|| {
@@ -749,6 +800,10 @@ fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageEr
                 let v = take_value(&name, inline, &mut args, "error, warning or info", usage)?;
                 filter.severity = Some(severity(&name, &v)?);
             }
+            "--all" => {
+                no_value(&name, &inline, usage)?;
+                all = true;
+            }
             "--rule" => {
                 let v = take_value(&name, inline, &mut args, "a rule ID", usage)?;
                 filter.rules.extend(list(&v));
@@ -777,7 +832,7 @@ fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageEr
                 return Err(usage_err(
                     format!(
                         "unknown option `{name}` for `report` (options: --format, --fail-on, \
-                         --rule, --severity, --pid, --fn, --limit); \
+                         --rule, --severity, --pid, --fn, --limit, --all); \
                          to read a file whose name starts with `-`, put it after `--`"
                     ),
                     usage,
@@ -792,7 +847,33 @@ fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageEr
         traces,
         filter,
         limit,
+        all,
     }))
+}
+
+fn parse_clean(mut args: impl Iterator<Item = OsString>) -> Result<Command, UsageError> {
+    let usage = CLEAN_SHORT;
+    let mut keep = 0;
+    while let Some(arg) = args.next() {
+        let (name, inline) = split_eq(&arg);
+        match name.as_str() {
+            "--keep" => {
+                let v = take_value(&name, inline, &mut args, "a number of runs", usage)?;
+                let v = v.to_string_lossy();
+                keep = v.parse().map_err(|_| {
+                    usage_err(format!("`{v}` is not a number of runs for `--keep`"), usage)
+                })?;
+            }
+            "--help" | "-h" => return Ok(Command::Help(CLEAN_USAGE)),
+            _ => {
+                return Err(usage_err(
+                    format!("unknown argument `{name}` for `clean` (options: --keep)"),
+                    usage,
+                ))
+            }
+        }
+    }
+    Ok(Command::Clean(keep))
 }
 
 fn parse_rules(

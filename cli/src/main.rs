@@ -10,6 +10,7 @@ mod args;
 mod report;
 mod rules;
 mod run;
+mod runs;
 mod symbolize;
 mod trace;
 
@@ -23,6 +24,22 @@ fn main() {
         Ok(Command::Report(a)) => report::run(a),
         Ok(Command::Rules(a)) => rules::run(a),
         Ok(Command::Cat(traces)) => report::cat(traces),
+        Ok(Command::Clean(keep)) => {
+            let base = std::path::Path::new(sharecheck_core::schema::DEFAULT_TRACE_DIR);
+            match runs::remove_oldest(base, keep) {
+                Ok(n) => {
+                    eprintln!(
+                        "sharecheck: removed {n} run director{}",
+                        if n == 1 { "y" } else { "ies" }
+                    );
+                    0
+                }
+                Err(e) => {
+                    eprintln!("sharecheck: {e}");
+                    args::EXIT_USAGE
+                }
+            }
+        }
         Ok(Command::Help(text)) => {
             let _ = std::io::stdout().write_all(text.as_bytes());
             0

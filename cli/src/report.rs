@@ -299,7 +299,10 @@ impl Summary {
 /// Runs `sharecheck report`; returns the exit status.
 /// The TRACE arguments, or the default directory when none is given (`None`, said on stderr,
 /// when that does not exist either).
-fn traces_or_default(mut traces: Vec<PathBuf>, command: &str) -> Option<Vec<PathBuf>> {
+/// Without a TRACE: the newest run of `./sharecheck-trace` (every run with `all`), or the
+/// directory itself where it holds no run directory (traces of older versions, or written there
+/// by `SHARECHECK_TRACE`).
+fn traces_or_default(mut traces: Vec<PathBuf>, command: &str, all: bool) -> Option<Vec<PathBuf>> {
     if traces.is_empty() {
         let default = PathBuf::from(sharecheck_core::schema::DEFAULT_TRACE_DIR);
         if !default.is_dir() {
@@ -310,14 +313,30 @@ fn traces_or_default(mut traces: Vec<PathBuf>, command: &str) -> Option<Vec<Path
             );
             return None;
         }
-        traces.push(default);
+        let runs = crate::runs::run_dirs(&default);
+        match runs.last() {
+            Some(newest) if !all => traces.push(newest.clone()),
+            Some(_) => {
+                // Every run that wrote a trace (and loose traces of older versions).
+                let has_traces =
+                    |d: &PathBuf| crate::trace::jsonl_files_in(d).is_ok_and(|f| !f.is_empty());
+                if has_traces(&default) {
+                    traces.push(default.clone());
+                }
+                traces.extend(runs.into_iter().filter(has_traces));
+                if traces.is_empty() {
+                    traces.push(default);
+                }
+            }
+            None => traces.push(default),
+        }
     }
     Some(traces)
 }
 
 /// `sharecheck cat`: every file's records as JSON Lines (see `trace::cat_file`).
 pub fn cat(traces: Vec<PathBuf>) -> i32 {
-    let Some(traces) = traces_or_default(traces, "cat") else {
+    let Some(traces) = traces_or_default(traces, "cat", false) else {
         return EXIT_USAGE;
     };
     let inputs = trace::collect_inputs(&traces);
@@ -365,7 +384,7 @@ pub(crate) fn print_diagnostics(diagnostics: &[Diagnostic]) {
 }
 
 pub fn run(args: ReportArgs) -> i32 {
-    let Some(traces) = traces_or_default(args.traces, "report") else {
+    let Some(traces) = traces_or_default(args.traces, "report", args.all) else {
         return EXIT_USAGE;
     };
     let inputs = trace::collect_inputs(&traces);

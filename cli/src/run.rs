@@ -25,8 +25,9 @@ use sharecheck_core::options::Options;
 use sharecheck_core::pattern::{self, Token};
 use sharecheck_core::schema::{self, env, libraries};
 
-use crate::args::{RunArgs, Severity, EXIT_USAGE};
+use crate::args::{RunArgs, Severity, DEFAULT_KEEP_RUNS, EXIT_USAGE};
 use crate::report::{self, Summary};
+use crate::runs;
 use crate::trace::{self, io_reason, Diagnostic};
 
 /// Exit statuses when PROG cannot be started, as in POSIX shells.
@@ -46,10 +47,30 @@ pub fn run(args: RunArgs) -> i32 {
         eprintln!("sharecheck: {}: {problem}", env::OPTIONS);
     }
     let before = plan.watch.snapshot();
+    let manifest = plan.run_dir.as_ref().map(|(_, dir)| {
+        let m = runs::Manifest {
+            program: args.prog.clone(),
+            args: args.prog_args.clone(),
+            started: SystemTime::now(),
+            options: plan.options_text.clone(),
+        };
+        if let Err(e) = m.write(dir, None) {
+            eprintln!("sharecheck: {e}");
+        }
+        m
+    });
     let status = match execute(&args, &plan.env) {
         Ok(status) => status,
         Err(status) => return status,
     };
+    if let (Some(m), Some((base, dir))) = (&manifest, &plan.run_dir) {
+        if let Err(e) = m.write(dir, Some((SystemTime::now(), status))) {
+            eprintln!("sharecheck: {e}");
+        }
+        if let Err(e) = runs::prune(base, args.keep.unwrap_or(DEFAULT_KEEP_RUNS)) {
+            eprintln!("sharecheck: {e}");
+        }
+    }
     // The simulated driver's directory goes as soon as PROG is done with it.
     drop(plan.sim_dir);
     let error_exitcode = plan.options.error_exitcode.filter(|_| status == 0);
@@ -78,6 +99,10 @@ struct Plan {
     options: Options,
     /// What is wrong with them, for stderr before PROG starts.
     option_problems: Vec<String>,
+    /// The default trace layout: `(./sharecheck-trace, this run's directory in it)`.
+    run_dir: Option<(PathBuf, PathBuf)>,
+    /// `SHARECHECK_OPTIONS` as PROG gets it, for the manifest.
+    options_text: Option<OsString>,
 }
 
 fn var(name: &str) -> Option<OsString> {
@@ -125,6 +150,7 @@ fn prepare(args: &RunArgs) -> Result<Plan, String> {
             io_reason(&e)
         )
     })?;
+    let mut run_dir = None;
     let watch = if let Some(pattern) = &args.trace {
         let pattern = absolute_pattern(pattern, &cwd);
         let watch = TraceWatch::pattern(&pattern, "--trace")?;
@@ -135,18 +161,14 @@ fn prepare(args: &RunArgs) -> Result<Plan, String> {
         // Left as the user set it; relative patterns are relative to where PROG writes.
         TraceWatch::pattern(&absolute_pattern(&pattern, &cwd), env::TRACE)?
     } else {
-        let dir = cwd.join(schema::DEFAULT_TRACE_DIR);
-        DirBuilder::new().recursive(true).mode(0o700).create(&dir).map_err(|e| {
-            format!(
-                "cannot create the trace directory {}: {}; run from a writable directory or pass --trace",
-                dir.display(),
-                io_reason(&e)
-            )
-        })?;
+        // A directory of this run's own, beside the earlier runs' (runs.rs).
+        let base = cwd.join(schema::DEFAULT_TRACE_DIR);
+        let dir = runs::new_run_dir(&base, SystemTime::now())?;
         let mut pattern = escape_pattern(dir.as_os_str());
         pattern.push("/");
         pattern.push(schema::DEFAULT_TRACE_FILE);
         set(env::TRACE, pattern);
+        run_dir = Some((base, dir.clone()));
         TraceWatch::Dir(dir)
     };
 
@@ -160,7 +182,7 @@ fn prepare(args: &RunArgs) -> Result<Plan, String> {
         var(env::OPTIONS)
     };
     let (options, option_problems) =
-        Options::parse(&options_text.unwrap_or_default().to_string_lossy());
+        Options::parse(&options_text.clone().unwrap_or_default().to_string_lossy());
     if var(env::JOB_KEY).is_none() {
         set(env::JOB_KEY, job_key()?.into());
     }
@@ -170,6 +192,8 @@ fn prepare(args: &RunArgs) -> Result<Plan, String> {
         sim_dir,
         options,
         option_problems,
+        run_dir,
+        options_text,
     })
 }
 

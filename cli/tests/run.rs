@@ -45,14 +45,13 @@ fn child_sees_shim_trace_pattern_and_job_key() {
     let line = stdout(&out);
     let parts: Vec<&str> = line.trim_end().split('|').collect();
     assert_eq!(parts[0], shim.to_str().unwrap());
-    assert_eq!(
-        parts[1],
-        format!(
-            "{}/{}/{}",
-            dir.path.display(),
-            schema::DEFAULT_TRACE_DIR,
-            schema::DEFAULT_TRACE_FILE
-        )
+    // A directory of this run's own: DIR/sharecheck-trace/run-DATE-TIME-PID/%p.jsonl.
+    let prefix = format!("{}/{}/run-", dir.path.display(), schema::DEFAULT_TRACE_DIR);
+    let suffix = format!("/{}", schema::DEFAULT_TRACE_FILE);
+    assert!(
+        parts[1].starts_with(&prefix) && parts[1].ends_with(&suffix),
+        "{}",
+        parts[1]
     );
     assert_eq!(parts[2].len(), 32, "{line}");
     assert!(parts[2].bytes().all(|b| b.is_ascii_hexdigit()), "{line}");
@@ -513,14 +512,12 @@ fn summary_counts_the_traces_of_this_run_only() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(out.stdout.is_empty(), "sharecheck printed on stdout");
     let err = stderr(&out);
-    assert_eq!(
-        err.trim_end(),
-        format!(
-            "sharecheck: 4 calls traced in 2 processes, 2 errors, 2 warnings, 0 infos; traces: {}/{}/",
-            dir.path.display(),
-            schema::DEFAULT_TRACE_DIR
-        )
+    let head = format!(
+        "sharecheck: 4 calls traced in 2 processes, 2 errors, 2 warnings, 0 infos; traces: {}/{}/run-",
+        dir.path.display(),
+        schema::DEFAULT_TRACE_DIR
     );
+    assert!(err.trim_end().starts_with(&head), "{err}");
 
     // A custom pattern is globbed with %p as `*`.
     let out = run_sh(
@@ -831,4 +828,72 @@ fn help_and_version() {
         stdout(&out).trim_end(),
         format!("sharecheck {} (trace schema v2)", env!("CARGO_PKG_VERSION"))
     );
+}
+
+/// Each run writes into a directory of its own with a manifest; `report` without a TRACE reads
+/// the newest run (`--all`: every run); `--keep` and `clean` remove old runs (only directories
+/// with a manifest).
+#[test]
+fn runs_are_kept_apart_and_report_reads_the_newest() {
+    let dir = TempDir::new("runs");
+    let shim = dir.fake_shim("lib");
+    let base = dir.join(schema::DEFAULT_TRACE_DIR);
+    let run = |args: &[&str], script: &str| run_sh(&dir, &shim, args, script).output().unwrap();
+    assert_eq!(run(&[], &write_trace()).status.code(), Some(0));
+    std::thread::sleep(Duration::from_millis(1100));
+    let second = run(&[], "exit 3");
+    assert_eq!(second.status.code(), Some(3));
+    let runs: Vec<std::path::PathBuf> = {
+        let mut v: Vec<_> = std::fs::read_dir(&base)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let manifest = |d: &std::path::Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap()
+    };
+    let (first, last) = (manifest(&runs[0]), manifest(&runs[1]));
+    assert_eq!(first["exit_status"], 0);
+    assert_eq!(last["exit_status"], 3);
+    assert_eq!(first["program"], "/bin/sh", "{first}");
+    assert_eq!(first["args"][0], "-c", "{first}");
+    assert!(last["end_unix_ns"].as_u64() >= last["start_unix_ns"].as_u64());
+    // report: the newest run (no trace there: nothing to report), or every run.
+    let report = |args: &[&str]| {
+        sharecheck(&dir)
+            .arg("report")
+            .args(args)
+            .arg("--format=json")
+            .output()
+            .unwrap()
+    };
+    let newest = report(&[]);
+    assert_eq!(
+        newest.status.code(),
+        Some(2),
+        "the newest run wrote no trace: {newest:?}"
+    );
+    let all = report(&["--all"]);
+    assert_eq!(all.status.code(), Some(0), "{all:?}");
+    let v: serde_json::Value = serde_json::from_slice(&all.stdout).unwrap();
+    assert_eq!(v["calls"], 2);
+    // Retention: --keep 1 leaves the newest; clean removes the rest, and nothing else.
+    dir.write(&format!("{}/notes.txt", schema::DEFAULT_TRACE_DIR), "mine");
+    assert_eq!(run(&["--keep", "1"], "true").status.code(), Some(0));
+    let left = std::fs::read_dir(&base).unwrap().count();
+    assert_eq!(left, 2, "one run and notes.txt");
+    let clean = sharecheck(&dir).arg("clean").output().unwrap();
+    assert_eq!(clean.status.code(), Some(0), "{clean:?}");
+    assert!(
+        stderr(&clean).contains("removed 1 run directory"),
+        "{clean:?}"
+    );
+    let names: Vec<String> = std::fs::read_dir(&base)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["notes.txt"]);
 }
