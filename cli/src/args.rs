@@ -316,6 +316,15 @@ OPTIONS:
                             every occurrence is counted.
     --all                   Without a TRACE: every run directory of ./{dir}, not only the
                             newest.
+    --suppressions FILE     Leave out the findings a suppression of FILE matches (repeatable);
+                            they are counted (\"suppressed\" in JSON), not shown. A line is one
+                            suppression: conditions rule:GLOB, fn:GLOB and frame:GLOB (any frame
+                            of the stack, as module+0xOFFSET (symbol)), all of which must hold;
+                            # starts a comment.
+    --gen-suppressions      Print suppressions for the findings shown, instead of the report.
+    --baseline TRACE        Compare with an earlier run (a run directory or trace files): list the
+                            findings that are new and those that are gone (by rule, function
+                            and the innermost frame), and exit 1 if any is new.
     -h, --help              Print this help.
 
 The filters apply to everything the report shows and counts, --fail-on included.
@@ -501,6 +510,12 @@ pub struct ReportArgs {
     pub limit: usize,
     /// Without a TRACE: every run, not just the newest.
     pub all: bool,
+    /// Suppression files (`--suppressions`).
+    pub suppressions: Vec<PathBuf>,
+    /// Print suppressions for the findings instead of the report.
+    pub gen_suppressions: bool,
+    /// An earlier run's traces to compare with (`--baseline`).
+    pub baseline: Option<PathBuf>,
 }
 
 /// Which findings a report shows: all of one kind of condition must hold (an empty list allows
@@ -767,6 +782,9 @@ fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageEr
     let mut filter = Filter::default();
     let mut limit = DEFAULT_LIMIT;
     let mut all = false;
+    let mut suppressions = Vec::new();
+    let mut gen_suppressions = false;
+    let mut baseline = None;
     let severity = |name: &str, v: &OsStr| {
         let v = v.to_string_lossy();
         Severity::parse(&v).ok_or_else(|| {
@@ -804,6 +822,18 @@ fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageEr
                 no_value(&name, &inline, usage)?;
                 all = true;
             }
+            "--suppressions" => {
+                let v = take_value(&name, inline, &mut args, "a suppressions file", usage)?;
+                suppressions.push(PathBuf::from(v));
+            }
+            "--gen-suppressions" => {
+                no_value(&name, &inline, usage)?;
+                gen_suppressions = true;
+            }
+            "--baseline" => {
+                let v = take_value(&name, inline, &mut args, "an earlier run's traces", usage)?;
+                baseline = Some(PathBuf::from(v));
+            }
             "--rule" => {
                 let v = take_value(&name, inline, &mut args, "a rule ID", usage)?;
                 filter.rules.extend(list(&v));
@@ -832,7 +862,8 @@ fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageEr
                 return Err(usage_err(
                     format!(
                         "unknown option `{name}` for `report` (options: --format, --fail-on, \
-                         --rule, --severity, --pid, --fn, --limit, --all); \
+                         --rule, --severity, --pid, --fn, --limit, --all, --suppressions, \
+                         --gen-suppressions, --baseline); \
                          to read a file whose name starts with `-`, put it after `--`"
                     ),
                     usage,
@@ -848,6 +879,9 @@ fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageEr
         filter,
         limit,
         all,
+        suppressions,
+        gen_suppressions,
+        baseline,
     }))
 }
 

@@ -8,6 +8,7 @@
 
 mod args;
 mod report;
+mod review;
 mod rules;
 mod run;
 mod runs;

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::args::Filter;
 use crate::args::{Format, ReportArgs, Severity, EXIT_USAGE};
+use crate::review;
 use crate::trace::{self, Diagnostic, Record};
 use sharecheck_core::crossproc::{self, ReportCheck, ReportFinding, Timeline};
 
@@ -41,7 +42,7 @@ impl Occurrence {
     fn str_field(&self, key: &str) -> Option<&str> {
         self.finding.get(key).and_then(Value::as_str)
     }
-    fn rule(&self) -> &str {
+    pub(crate) fn rule(&self) -> &str {
         self.str_field("rule").unwrap_or("(no rule)")
     }
     /// By process, then time, then `seq` (unique in a process, increasing along each thread).
@@ -62,7 +63,7 @@ impl Occurrence {
     }
 
     /// The finding's host call stack: `(module, offset, symbol text)` a frame.
-    fn stack(&self) -> Vec<(String, u64, Option<String>)> {
+    pub(crate) fn stack(&self) -> Vec<(String, u64, Option<String>)> {
         let Some(frames) = self.finding.get("stack").and_then(Value::as_array) else {
             return Vec::new();
         };
@@ -131,6 +132,8 @@ pub struct Summary {
     pub unreadable: bool,
     /// The calls report-phase checks read, across processes.
     pub timeline: Timeline,
+    /// Findings a suppression took out (counted, not shown).
+    pub suppressed: usize,
 }
 
 impl Summary {
@@ -391,7 +394,6 @@ pub fn run(args: ReportArgs) -> i32 {
     let mut diagnostics = inputs.diagnostics;
     let mut summary = summarize(&inputs.files, &mut diagnostics);
     print_diagnostics(&diagnostics);
-    summary.findings.retain(|o| o.matches(&args.filter));
     if summary.records == 0 {
         eprintln!(
             "sharecheck: no trace record could be read from {}; nothing to report",
@@ -399,10 +401,47 @@ pub fn run(args: ReportArgs) -> i32 {
         );
         return EXIT_USAGE;
     }
-    let out = match args.format {
+    let suppressions = match review::read_suppressions(&args.suppressions) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("sharecheck: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    summary.findings.retain(|o| o.matches(&args.filter));
+    summary.suppressed = review::suppress(&mut summary.findings, &suppressions);
+    if args.gen_suppressions {
+        let _ = std::io::stdout().write_all(review::generate(&summary.findings).as_bytes());
+        return 0;
+    }
+    // The baseline: the same filters and suppressions over an earlier run's traces.
+    let mut comparison = None;
+    if let Some(old) = &args.baseline {
+        let inputs = trace::collect_inputs(std::slice::from_ref(old));
+        let mut old_diagnostics = inputs.diagnostics;
+        let mut before = summarize(&inputs.files, &mut old_diagnostics);
+        print_diagnostics(&old_diagnostics);
+        if inputs.unreadable || before.records == 0 {
+            eprintln!(
+                "sharecheck: no trace record could be read from the baseline {}",
+                old.display()
+            );
+            return EXIT_USAGE;
+        }
+        before.findings.retain(|o| o.matches(&args.filter));
+        review::suppress(&mut before.findings, &suppressions);
+        comparison = Some(review::compare(
+            &review::keyed(&before.findings),
+            &review::keyed(&summary.findings),
+        ));
+    }
+    let mut out = match args.format {
         Format::Json => render_json(&summary),
         Format::Text => render_text_limited(&summary, args.limit),
     };
+    if let Some((new, gone)) = &comparison {
+        render_baseline(&mut out, args.format, args.baseline.as_deref(), new, gone);
+    }
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout
         .write_all(out.as_bytes())
@@ -419,6 +458,9 @@ pub fn run(args: ReportArgs) -> i32 {
     if inputs.unreadable || summary.unreadable {
         return EXIT_USAGE;
     }
+    if comparison.as_ref().is_some_and(|(new, _)| !new.is_empty()) {
+        return 1;
+    }
     match args.fail_on {
         Some(threshold)
             if summary
@@ -429,6 +471,49 @@ pub fn run(args: ReportArgs) -> i32 {
             1
         }
         _ => 0,
+    }
+}
+
+/// The comparison with a baseline: appended to the text report, or merged into the JSON object
+/// as `"baseline":{"new":[...],"gone":[...]}`.
+fn render_baseline(
+    out: &mut String,
+    format: Format,
+    old: Option<&std::path::Path>,
+    new: &[(String, usize)],
+    gone: &[(String, usize)],
+) {
+    let old = old.map_or(String::new(), |p| p.display().to_string());
+    match format {
+        Format::Json => {
+            let list = |items: &[(String, usize)]| -> Vec<Value> {
+                items
+                    .iter()
+                    .map(|(k, n)| serde_json::json!({"finding": k, "count": n}))
+                    .collect()
+            };
+            let extra = serde_json::json!({"of": old, "new": list(new), "gone": list(gone)});
+            // `{...}\n` -> `{...,"baseline":{...}}\n`.
+            if let Some(end) = out.rfind('}') {
+                out.truncate(end);
+                out.push_str(&format!(",\"baseline\":{extra}}}\n"));
+            }
+        }
+        Format::Text => {
+            let mut text = format!(
+                "\nBASELINE {}: {} new, {} gone\n",
+                old,
+                plural(new.len() as u64, "finding", "findings"),
+                gone.len()
+            );
+            for (k, n) in new {
+                let _ = writeln!(text, "    new:  {k} (x{n})");
+            }
+            for (k, n) in gone {
+                let _ = writeln!(text, "    gone: {k} (x{n})");
+            }
+            out.push_str(&printable(&text));
+        }
     }
 }
 
@@ -476,9 +561,10 @@ fn render_finding_json(o: &Occurrence, out: &mut String) {
 
 pub fn render_json(s: &Summary) -> String {
     let mut out = format!(
-        "{{\"calls\":{},\"processes\":{},\"findings\":[",
+        "{{\"calls\":{},\"processes\":{},\"suppressed\":{},\"findings\":[",
         s.calls,
-        s.process_count()
+        s.process_count(),
+        s.suppressed
     );
     for (i, o) in s.findings.iter().enumerate() {
         if i > 0 {
@@ -791,13 +877,17 @@ pub fn render_text_limited(s: &Summary, limit: usize) -> String {
 
     render_handles_text(s, &mut out);
 
-    let _ = writeln!(
+    let _ = write!(
         out,
         "\nSUMMARY: {} errors, {} warnings, {} infos",
         s.count(Severity::Error),
         s.count(Severity::Warning),
         s.count(Severity::Info)
     );
+    if s.suppressed > 0 {
+        let _ = write!(out, " ({} suppressed)", s.suppressed);
+    }
+    out.push('\n');
     printable(&out)
 }
 

@@ -37,7 +37,7 @@ fn json_output_is_exact() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let expected = concat!(
-        r#"{"calls":4,"processes":2,"findings":["#,
+        r#"{"calls":4,"processes":2,"suppressed":0,"findings":["#,
         r#"{"rule":"CUVAL-cuStreamAttachMemAsync-length-00001","severity":"error","kind":"misuse","message":"length must be 0","doc":"https://docs.example/attach","fix":"pass 0","fn":"cuStreamAttachMemAsync","pid":100,"tid":101,"seq":1},"#,
         r#"{"rule":"SC-ipc-leak","severity":"warning","kind":"divergence","message":"IPC handle never closed","doc":"https://docs.example/ipc","fn":null,"pid":100,"tid":100,"seq":3,"event":"exit"},"#,
         r#"{"rule":"CUVAL-cuStreamAttachMemAsync-length-00001","severity":"error","kind":"misuse","message":"length must be 0 (again)","doc":"https://docs.example/attach","fix":"pass 0","fn":"cuStreamAttachMemAsync_ptsz","pid":200,"tid":201,"seq":1},"#,
@@ -346,4 +346,121 @@ fn filters_and_the_limit_select_what_is_shown() {
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
+}
+
+/// Suppressions leave findings out (counted), matched by rule, function and stack frame globs;
+/// --gen-suppressions writes lines that suppress what is shown.
+#[test]
+fn suppressions_leave_findings_out_and_can_be_generated() {
+    let dir = two_processes();
+    // A finding with a stack, in a third process.
+    dir.write(
+        "t/300.jsonl",
+        &lines(&[
+            r#"{"v":2,"seq":0,"t":0,"tid":300,"event":"process","pid":300,"ppid":1,"exe":"/app","shim_version":"0.1.0","t0_wall_ns":1,"t0_mono_ns":5}"#,
+            r#"{"seq":1,"t":1,"tid":300,"fn":"cuMemcpyPeer","a":{},"r":1,"findings":[{"rule":"cuMemcpyPeer.memory-freed","severity":"error","kind":"misuse","message":"m","doc":"d","stack":[{"module":"/opt/lib/libtorch_cuda.so","offset":"0x1234","symbol":"copy","symbol_offset":"0x4"}]}]}"#,
+        ]),
+    );
+    let report = |args: &[&str]| {
+        let out = sharecheck(&dir)
+            .arg("report")
+            .args(args)
+            .args(["--format", "json", "t"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        (out.status.code(), v)
+    };
+    let (_, all) = report(&[]);
+    assert_eq!(all["findings"].as_array().unwrap().len(), 5);
+    dir.write(
+        "s.supp",
+        "# known\nrule:CUVAL-* fn:cuStreamAttachMemAsync_ptsz\nframe:*libtorch_cuda.so+*\n",
+    );
+    let (code, v) = report(&["--suppressions", "s.supp"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(v["suppressed"], 2);
+    let left: Vec<(&str, &str)> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["rule"].as_str().unwrap(), f["fn"].as_str().unwrap_or("")))
+        .collect();
+    assert!(
+        !left.contains(&("cuMemcpyPeer.memory-freed", "cuMemcpyPeer")),
+        "{left:?}"
+    );
+    assert!(left.contains(&(
+        "CUVAL-cuStreamAttachMemAsync-length-00001",
+        "cuStreamAttachMemAsync"
+    )));
+    assert_eq!(left.len(), 3);
+    // Generated suppressions suppress everything they were made from.
+    let gen = sharecheck(&dir)
+        .args(["report", "--gen-suppressions", "t"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(gen.stdout).unwrap();
+    assert!(
+        text.contains(
+            "rule:cuMemcpyPeer.memory-freed fn:cuMemcpyPeer frame:/opt/lib/libtorch_cuda.so+*"
+        ),
+        "{text}"
+    );
+    dir.write("gen.supp", &text);
+    let (_, v) = report(&["--suppressions", "gen.supp"]);
+    assert_eq!(v["findings"].as_array().unwrap().len(), 0, "{v}");
+    assert_eq!(v["suppressed"], 5);
+    // A bad file is a usage error naming the line.
+    dir.write("bad.supp", "rule:x\nwhat\n");
+    let bad = sharecheck(&dir)
+        .args(["report", "--suppressions", "bad.supp", "t"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("bad.supp:2: `what`"));
+}
+
+/// A baseline: the findings new since an earlier run and those gone, and exit 1 on new ones.
+#[test]
+fn a_baseline_lists_new_and_gone_findings_and_gates_on_new_ones() {
+    let dir = TempDir::new("baseline");
+    dir.write(
+        "old/100.jsonl",
+        &lines(&[PROCESS_100, ATTACH_100, EXIT_100]),
+    );
+    dir.write("new/200.jsonl", &lines(&[PROCESS_200, ATTACH_200, HIP_200]));
+    dir.write(
+        "same/100.jsonl",
+        &lines(&[PROCESS_100, ATTACH_100, EXIT_100]),
+    );
+    let out = sharecheck(&dir)
+        .args(["report", "--baseline", "old", "new"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "new findings gate: {out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("BASELINE old: 2 findings new, 2 gone"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    new:  HIPVAL-info in hipDeviceEnablePeerAccess (x1)"),
+        "{text}"
+    );
+    assert!(text.contains("    gone: SC-ipc-leak in ? (x1)"), "{text}");
+    let json = sharecheck(&dir)
+        .args(["report", "--format", "json", "--baseline", "old", "new"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["baseline"]["new"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!(v["baseline"]["gone"].as_array().unwrap().len(), 2, "{v}");
+    // The same findings again: nothing new, exit 0.
+    let same = sharecheck(&dir)
+        .args(["report", "--baseline", "old", "same"])
+        .output()
+        .unwrap();
+    assert_eq!(same.status.code(), Some(0), "{same:?}");
+    assert!(String::from_utf8_lossy(&same.stdout).contains("0 findings new, 0 gone"));
 }
