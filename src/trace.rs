@@ -37,7 +37,8 @@ pub fn enabled() -> bool {
 
 #[cold]
 fn decide_enabled() -> bool {
-    let on = std::env::var_os(env::TRACE).is_some_and(|p| !p.is_empty());
+    // `/dev/null` asks for no trace, as it would of any program's output.
+    let on = std::env::var_os(env::TRACE).is_some_and(|p| !p.is_empty() && p != "/dev/null");
     STATE.store(if on { ENABLED } else { DISABLED }, Ordering::Relaxed);
     on
 }
@@ -369,6 +370,23 @@ fn open_trace_file() -> Result<(libc::c_int, String), String> {
     let path = expand_pattern(&pattern, pid(), &hostname(), |name| {
         std::env::var(name).ok()
     })?;
+    // Missing directories are made (private), as `mkdir -p` would.
+    if let Some(parent) = std::path::Path::new(&path)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty() && !p.exists())
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)
+            .map_err(|e| {
+                format!(
+                    "cannot create the trace directory {}: {e}",
+                    parent.display()
+                )
+            })?;
+    }
     match create_exclusive(&path) {
         Ok(fd) => Ok((fd, path)),
         // Another process of the job (a forked child, or a pattern without %p) has this name.

@@ -326,3 +326,80 @@ fn posix_spawn_and_vfork_children_are_traced_as_their_own_processes() {
         .count();
     assert_eq!(child_calls, 2, "each child's call, in its own process");
 }
+
+/// What a user means by a trace path: missing directories are made; `/dev/null` means no trace
+/// (no `/dev/null.PID`, no warning); `%q{VAR}` cannot lead out of the directory named.
+#[test]
+fn trace_paths_do_what_a_user_means() {
+    let s = Scratch::new("trace_paths");
+    let libs = s.sim_libs();
+    let exe = s.compile(
+        "peer_cuda.c",
+        "peer_cuda",
+        &[&format!("-L{}", libs.display()), "-lcuda", "-pthread"],
+    );
+    let deep = s.path("made/on/demand");
+    let out = run_ok(
+        s.under_shim(&exe)
+            .arg("correct")
+            .env(env::TRACE, deep.join("%p.jsonl")),
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let made: Vec<String> = std::fs::read_dir(&deep)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(made.iter().any(|n| n.ends_with(".jsonl")), "{made:?}");
+    let before: Vec<_> = std::fs::read_dir("/dev")
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    let out = run_ok(
+        s.under_shim(&exe)
+            .arg("correct")
+            .env(env::TRACE, "/dev/null"),
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after: Vec<_> = std::fs::read_dir("/dev")
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    assert!(
+        !after
+            .iter()
+            .any(|n| n.to_string_lossy().starts_with("null.") && !before.contains(n)),
+        "a /dev/null.PID appeared"
+    );
+    let out = run_ok(
+        s.under_shim(&exe)
+            .arg("correct")
+            .env(env::TRACE, s.path("jail").join("%q{ESCAPE}-%p.jsonl"))
+            .env("ESCAPE", "../outside"),
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names: Vec<String> = std::fs::read_dir(s.path("jail"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .any(|n| n.starts_with(".._outside-") && n.ends_with(".jsonl")),
+        "{names:?}"
+    );
+    assert!(!s.path("outside").exists() && !s.dir.join("outside").exists());
+}

@@ -208,7 +208,10 @@ EXIT STATUS:
             "--trace PATTERN",
             &format!(
                 "Where each process writes its trace (sets {}). The shim expands %p (pid), %h \
-                 (host), %q{{VAR}} (environment variable), %%. Default: ${} if set, else a \
+                 (host), %q{{VAR}} (environment variable, with / made _ so that it names one \
+                 piece of a path), %%; makes missing directories; writes NAME.PID where NAME \
+                 is taken (the summary names the files written); /dev/null: no trace. \
+                 Default: ${} if set, else a \
                  directory of this run's own, ./{}/run-DATE-TIME-PID/{}, with a manifest.json \
                  (program, arguments, start and end, exit status, options, version)",
                 env::TRACE,

@@ -525,12 +525,26 @@ impl TraceWatch {
         files
     }
 
-    /// What the summary line names: the directory, or the pattern.
-    fn describe(&self) -> String {
+    /// What the summary line names: the directory; for a pattern, the files the run wrote
+    /// (a fixed name another process already had becomes NAME.PID), or the pattern and their
+    /// number when there are many.
+    fn describe_written(&self, files: &[PathBuf]) -> String {
         match self {
             TraceWatch::Dir(dir) => format!("{}/", dir.display()),
-            TraceWatch::Pattern { pattern, .. } => Path::new(pattern).display().to_string(),
+            TraceWatch::Pattern { pattern, .. } if files.len() > 4 => {
+                format!("{} ({} files)", Path::new(pattern).display(), files.len())
+            }
+            TraceWatch::Pattern { .. } => files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
         }
+    }
+
+    /// `--trace /dev/null`: no trace wanted (the shim writes none).
+    fn is_dev_null(&self) -> bool {
+        matches!(self, TraceWatch::Pattern { pattern, .. } if pattern == "/dev/null")
     }
 
     /// The glob searched, for "where we looked".
@@ -651,10 +665,15 @@ fn print_summary(
     diagnostics: &[Diagnostic],
     prog: &OsStr,
 ) {
+    if watch.is_dev_null() {
+        eprintln!("sharecheck: no trace was asked for (/dev/null)");
+        return;
+    }
     if files.is_empty() {
         eprintln!(
             "sharecheck: no trace was written (looked for {} written during the run); {} made \
-             no CUDA/HIP call, or the shim was not loaded (look for ld.so errors above)",
+             no CUDA/HIP call, the shim was not loaded (look for ld.so errors above), or it \
+             could not write the trace (look for a `sharecheck: ... trace` line above)",
             watch.searched(),
             Path::new(prog).display()
         );
@@ -668,7 +687,7 @@ fn print_summary(
         summary.count(Severity::Error),
         summary.count(Severity::Warning),
         summary.count(Severity::Info),
-        watch.describe()
+        watch.describe_written(files)
     );
 }
 

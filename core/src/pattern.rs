@@ -113,11 +113,25 @@ pub fn expand(
             Token::Literal(bytes) => out.extend_from_slice(bytes),
             Token::Pid => out.extend_from_slice(pid.to_string().as_bytes()),
             Token::Host => out.extend_from_slice(host),
-            Token::Var(name) => out.extend(var(name).unwrap_or_default()),
+            Token::Var(name) => out.extend(path_safe(var(name).unwrap_or_default())),
             Token::Percent => out.push(b'%'),
         }
     }
     Ok(out)
+}
+
+/// A variable's value as one piece of a file name: `/` becomes `_`, and `.` or `..` alone
+/// becomes `_`, so that `%q{VAR}` never leaves the directory the pattern names.
+fn path_safe(mut value: Vec<u8>) -> Vec<u8> {
+    for b in &mut value {
+        if *b == b'/' {
+            *b = b'_';
+        }
+    }
+    if value == b"." || value == b".." {
+        return b"_".to_vec();
+    }
+    value
 }
 
 /// `literal` as a pattern that expands to itself (`%` doubled).
@@ -245,6 +259,23 @@ mod tests {
             b"r3-.%"
         );
         assert!(expand(b"a%x", 1, b"h", var).is_err());
+    }
+
+    #[test]
+    fn a_variable_cannot_lead_out_of_the_directory() {
+        let var = |name: &[u8]| {
+            Some(match name {
+                b"UP" => b"..".to_vec(),
+                b"DEEP" => b"../../etc/x".to_vec(),
+                _ => b".".to_vec(),
+            })
+        };
+        assert_eq!(expand(b"/t/%q{UP}/f", 1, b"h", var).unwrap(), b"/t/_/f");
+        assert_eq!(
+            expand(b"/t/%q{DEEP}.jsonl", 1, b"h", var).unwrap(),
+            b"/t/.._.._etc_x.jsonl"
+        );
+        assert_eq!(expand(b"/t/%q{DOT}/f", 1, b"h", var).unwrap(), b"/t/_/f");
     }
 
     #[test]
