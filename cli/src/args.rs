@@ -303,8 +303,12 @@ writes when *{suffix} exists). Default: the newest run directory of ./{dir} (wha
 `sharecheck run` wrote), or ./{dir} itself where it holds none.
 
 OPTIONS:
-    --format text|json      text (default): findings grouped by rule, calls per function, each
+    --format text|json|sarif
+                            text (default): findings grouped by rule, calls per function, each
                             exported IPC handle's exchange (IPC HANDLES) and a SUMMARY line.
+                            sarif: SARIF 2.1.0 for code-scanning services and IDEs (the rule
+                            catalogue as the tool's rules; each finding with its stack, file and
+                            line where resolved).
                             json: one object {{\"calls\",\"processes\",\"findings\"}} with the
                             findings of every process sorted by (pid, time, seq), and \"ipc\":
                             [{{\"handle\",\"steps\"}}] when a memory handle was exported.
@@ -385,7 +389,7 @@ pub fn run_short() -> &'static str {
     &RUN_SHORT
 }
 
-pub const REPORT_SHORT: &str = "sharecheck report [--format text|json] [--fail-on SEVERITY] \
+pub const REPORT_SHORT: &str = "sharecheck report [--format text|json|sarif] [--fail-on SEVERITY] \
     [--rule ID] [--severity SEVERITY] [--pid PID] [--fn NAME] [--limit N] [TRACE...]";
 pub const RULES_SHORT: &str = "sharecheck rules [--format text|json] [RULE...]";
 pub const CLEAN_SHORT: &str = "sharecheck clean [--keep N]";
@@ -482,6 +486,8 @@ pub struct RulesArgs {
 pub enum Format {
     Text,
     Json,
+    /// SARIF 2.1.0 (`report` only).
+    Sarif,
 }
 
 /// Finding severities, ordered from least to most severe.
@@ -812,7 +818,22 @@ fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageEr
         }
         let (name, inline) = split_eq(&arg);
         match name.as_str() {
-            "--format" => format = take_format(&name, inline, &mut args, usage)?,
+            "--format" => {
+                let v = take_value(&name, inline, &mut args, "text, json or sarif", usage)?;
+                format = match v.to_string_lossy().as_ref() {
+                    "text" => Format::Text,
+                    "json" => Format::Json,
+                    "sarif" => Format::Sarif,
+                    other => {
+                        return Err(usage_err(
+                            format!(
+                                "unknown format `{other}` for `--format` (use text, json or sarif)"
+                            ),
+                            usage,
+                        ))
+                    }
+                }
+            }
             "--fail-on" => {
                 let v = take_value(&name, inline, &mut args, "error, warning or info", usage)?;
                 fail_on = Some(severity(&name, &v)?);

@@ -12,6 +12,7 @@ mod review;
 mod rules;
 mod run;
 mod runs;
+mod sarif;
 mod symbolize;
 mod trace;
 

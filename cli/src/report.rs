@@ -438,6 +438,7 @@ pub fn run(args: ReportArgs) -> i32 {
     let mut out = match args.format {
         Format::Json => render_json(&summary),
         Format::Text => render_text_limited(&summary, args.limit),
+        Format::Sarif => crate::sarif::render(&summary),
     };
     if let Some((new, gone)) = &comparison {
         render_baseline(&mut out, args.format, args.baseline.as_deref(), new, gone);
@@ -485,6 +486,8 @@ fn render_baseline(
 ) {
     let old = old.map_or(String::new(), |p| p.display().to_string());
     match format {
+        // SARIF's log has no place for it: the exit status still says whether anything is new.
+        Format::Sarif => {}
         Format::Json => {
             let list = |items: &[(String, usize)]| -> Vec<Value> {
                 items

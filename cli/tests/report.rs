@@ -464,3 +464,58 @@ fn a_baseline_lists_new_and_gone_findings_and_gates_on_new_ones() {
     assert_eq!(same.status.code(), Some(0), "{same:?}");
     assert!(String::from_utf8_lossy(&same.stdout).contains("0 findings new, 0 gone"));
 }
+
+/// `--format sarif`: a SARIF 2.1.0 log whose tool rules are the catalogue and whose results are
+/// the findings, each with its level, message, function and stack (the validator's verdict is
+/// recorded by scripts/validate-sarif.sh).
+#[test]
+fn sarif_output_is_a_sarif_2_1_0_log_of_the_findings() {
+    let dir = two_processes();
+    dir.write(
+        "t/300.jsonl",
+        &lines(&[
+            r#"{"v":2,"seq":0,"t":0,"tid":300,"event":"process","pid":300,"ppid":1,"exe":"/app","shim_version":"0.1.0","t0_wall_ns":1,"t0_mono_ns":5}"#,
+            r#"{"seq":1,"t":1,"tid":300,"fn":"cuMemcpyPeer","a":{"ByteCount":64},"r":1,"findings":[{"rule":"cuMemcpyPeer.memory-freed","severity":"error","kind":"misuse","message":"freed","doc":"d","stack":[{"module":"/no/such/libapp.so","offset":"0x1234","symbol":"copy","symbol_offset":"0x4"}]}]}"#,
+        ]),
+    );
+    let out = sharecheck(&dir)
+        .args(["report", "--format", "sarif", "t"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["version"], "2.1.0");
+    let run = &v["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "sharecheck");
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    assert_eq!(rules.len(), sharecheck_core::rules::all().count());
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 5);
+    let freed = results
+        .iter()
+        .find(|r| r["ruleId"] == "cuMemcpyPeer.memory-freed")
+        .unwrap();
+    assert_eq!(freed["level"], "error");
+    assert_eq!(freed["message"]["text"], "freed");
+    let index = freed["ruleIndex"].as_u64().unwrap() as usize;
+    assert_eq!(rules[index]["id"], "cuMemcpyPeer.memory-freed");
+    assert_eq!(
+        freed["locations"][0]["logicalLocations"][0]["name"],
+        "cuMemcpyPeer"
+    );
+    let frame = &freed["stacks"][0]["frames"][0];
+    assert_eq!(
+        frame["location"]["physicalLocation"]["artifactLocation"]["uri"],
+        "file:///no/such/libapp.so"
+    );
+    assert_eq!(
+        frame["location"]["physicalLocation"]["address"]["relativeAddress"],
+        0x1234
+    );
+    assert_eq!(freed["properties"]["arguments"]["ByteCount"], 64);
+    let info = results
+        .iter()
+        .find(|r| r["ruleId"] == "HIPVAL-info")
+        .unwrap();
+    assert_eq!(info["level"], "note");
+}
