@@ -243,19 +243,26 @@ fn find_shim() -> Result<PathBuf, String> {
             )
         })?;
         let dir = exe.parent().unwrap_or(Path::new("/"));
-        let candidates = [
+        // Next to this executable, in ../lib (an install), then where the build that made it
+        // put the shim: a `sharecheck` copied elsewhere still finds its shim while that build
+        // exists.
+        let mut candidates = vec![
             dir.join(shim_file),
             dir.join("..").join("lib").join(shim_file),
         ];
+        if let Some(built) = option_env!("SHARECHECK_BUILD_DIR") {
+            candidates.push(Path::new(built).join(shim_file));
+        }
         match candidates.iter().find(|p| p.is_file()) {
             Some(found) => found.clone(),
             None => {
+                let looked: Vec<String> =
+                    candidates.iter().map(|p| p.display().to_string()).collect();
                 return Err(format!(
-                    "cannot find {shim_file}: looked for {} and {}; build it (cargo build) or set \
+                    "cannot find {shim_file}: looked for {}; build it (cargo build) or set \
                      {shim_env} to its path",
-                    candidates[0].display(),
-                    candidates[1].display()
-                ))
+                    looked.join(", ")
+                ));
             }
         }
     };
