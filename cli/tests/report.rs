@@ -141,24 +141,32 @@ fn truncated_last_line_is_a_warning() {
     assert_eq!(v["calls"], 1);
 }
 
-#[test]
-fn bad_middle_line_is_an_error_but_the_rest_is_read() {
-    let dir = TempDir::new("badline");
-    dir.write(
-        "100.jsonl",
-        &format!("{PROCESS_100}\nthis is not json\n{ATTACH_100}\n"),
-    );
+/// `report --format json .` over one trace file `100.jsonl` of `content`, which must exit 0:
+/// its stderr and its JSON.
+fn report_of_one_file(name: &str, content: &str) -> (String, serde_json::Value) {
+    let dir = TempDir::new(name);
+    dir.write("100.jsonl", content);
     let out = sharecheck(&dir)
         .args(["report", "--format", "json", "."])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
-    let stderr = String::from_utf8(out.stderr).unwrap();
+    (
+        String::from_utf8(out.stderr).unwrap(),
+        serde_json::from_slice(&out.stdout).unwrap(),
+    )
+}
+
+#[test]
+fn bad_middle_line_is_an_error_but_the_rest_is_read() {
+    let (stderr, v) = report_of_one_file(
+        "badline",
+        &format!("{PROCESS_100}\nthis is not json\n{ATTACH_100}\n"),
+    );
     assert!(
         stderr.contains("sharecheck: error: ./100.jsonl:2: not a JSON trace record"),
         "{stderr}"
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["calls"], 1);
     assert_eq!(v["findings"].as_array().unwrap().len(), 1);
 }
@@ -167,18 +175,11 @@ fn bad_middle_line_is_an_error_but_the_rest_is_read() {
 /// control character raw.
 #[test]
 fn bad_lines_are_reported_up_to_a_cap_with_a_count_and_escaped() {
-    let dir = TempDir::new("manybad");
     let garbage = "not json \u{1b}[2J\n".repeat(100);
-    dir.write(
-        "100.jsonl",
+    let (stderr, v) = report_of_one_file(
+        "manybad",
         &format!("{PROCESS_100}\n{garbage}{ATTACH_100}\n"),
     );
-    let out = sharecheck(&dir)
-        .args(["report", "--format", "json", "."])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(
         stderr.matches("not a JSON trace record").count(),
         20,
@@ -189,7 +190,6 @@ fn bad_lines_are_reported_up_to_a_cap_with_a_count_and_escaped() {
         "{stderr}"
     );
     assert!(!stderr.contains('\u{1b}'), "{stderr}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["calls"], 1);
 }
 
