@@ -472,6 +472,28 @@ pub fn peek<T: Copy>(ptr: *const T) -> Option<T> {
 mod tests {
     use super::*;
 
+    /// A readable value is read; NULL and an unmapped address are not (no fault), and the
+    /// caller's errno is what it was, whichever way the read went.
+    #[test]
+    fn peek_reads_what_is_readable_and_keeps_errno() {
+        // SAFETY: errno is the calling thread's own int.
+        let set_errno = |v| unsafe { *libc::__errno_location() = v };
+        // SAFETY: as above.
+        let errno = || unsafe { *libc::__errno_location() };
+        let value: u64 = 0x1234_5678;
+        set_errno(77);
+        assert_eq!(peek(&value as *const u64), Some(0x1234_5678));
+        assert_eq!(errno(), 77);
+        assert_eq!(peek(std::ptr::null::<u64>()), None);
+        // The first page is never mapped.
+        assert_eq!(peek(std::ptr::dangling::<u64>()), None);
+        assert_eq!(
+            errno(),
+            77,
+            "EFAULT from the kernel does not reach the caller"
+        );
+    }
+
     #[test]
     fn panic_messages_are_read_from_either_payload() {
         let literal = std::panic::catch_unwind(|| panic!("a literal")).unwrap_err();

@@ -915,3 +915,18 @@ fn runs_are_kept_apart_and_report_reads_the_newest() {
         .collect();
     assert_eq!(names, ["notes.txt"]);
 }
+
+/// `--trace /dev/null` asks for no trace: the summary says so (no "nothing was written" hint).
+#[test]
+fn a_trace_to_dev_null_is_no_trace() {
+    let dir = TempDir::new("devnull");
+    let shim = dir.fake_shim("lib");
+    let out = run_sh(&dir, &shim, &["--trace", "/dev/null"], "true")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        stderr(&out).trim_end(),
+        "sharecheck: no trace was asked for (/dev/null)"
+    );
+}

@@ -1195,9 +1195,9 @@ pub mod checks {
         name: "endpoint.destroy",
         rules: &[&DESTROY_NOT_CREATED, &DESTROY_UNBINDS],
     };
-    /// GetLimits: nothing to check (the shim asks the driver itself for a create's limits).
     /// Observed memory: what `cuMemCreate` made, where `cuMemMap` mapped it, imports, releases
-    /// and unmaps (what a bind's memory is).
+    /// and unmaps (what a bind's memory is). (`cuLogicalEndpointGetLimits` has no check: the
+    /// shim asks the driver itself for a create's limits.)
     pub static MEMORY: CheckInfo = CheckInfo {
         name: "endpoint.memory",
         rules: &[],
