@@ -224,7 +224,7 @@ fn observe_with<A: Invoke>(args: A, real: usize) -> c_int {
 #[inline(never)]
 fn explain_failure<A: CallArgs>(args: &A, ret: c_int, seq: u64) {
     shielded((), || {
-        let found = vec![engine::failure_finding(A::ID.info(), ret)];
+        let found = vec![engine::failure_finding(engine::states(), A::ID.info(), ret)];
         let at = At {
             pid: trace::pid(),
             tid: trace::tid(),

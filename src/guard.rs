@@ -408,8 +408,12 @@ pub fn shielded<T>(fallback: T, work: impl FnOnce() -> T) -> T {
 /// the default prints `thread '...' panicked at ...` (and a backtrace with RUST_BACKTRACE) on the
 /// program's stderr, which is the program's, not the shim's. Every shim panic is caught by
 /// [`shielded`], which reports it as one warning line instead. The hook belongs to the shim's own
-/// copy of the Rust runtime: a Rust host program keeps its own.
+/// copy of the Rust runtime: a Rust host program keeps its own. Unit tests keep the default hook,
+/// so a failed assertion says what failed.
 pub fn quiet_panics() {
+    if cfg!(test) {
+        return;
+    }
     std::panic::set_hook(Box::new(|_| {}));
 }
 

@@ -21,6 +21,7 @@
 
 pub mod capi;
 mod clock;
+mod config;
 mod dispatch;
 mod dlsym_hook;
 mod elf;

@@ -14,6 +14,7 @@ use crate::guard::{Guard, Scratch};
 use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::{CallArgs, FnInfo, MAX_ARGS};
 use sharecheck_core::json::JsonOut;
+use sharecheck_core::options::TraceLevel;
 use sharecheck_core::pattern;
 use sharecheck_core::ring::{self, FRAME};
 use sharecheck_core::schema::{self, env};
@@ -156,7 +157,7 @@ pub struct CallRecord<'a> {
 /// `"forwarded":false` and `"findings"` only when there is something to say (schema in README.md). `guard`: the
 /// calling thread's, when it is inside the shim.
 pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRecord) {
-    if !enabled() {
+    if !enabled() || (record.findings.is_empty() && !kept_without_findings(record.info)) {
         return;
     }
     let generation = FORK_GENERATION.load(Ordering::Relaxed);
@@ -199,6 +200,14 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
         }),
         None => with_scratch(write),
     }
+}
+
+/// Whether a call with no finding is recorded: always at `trace_level=calls`; at `findings`, only
+/// the calls `sharecheck report`'s cross-process checks read.
+#[inline]
+fn kept_without_findings(info: &FnInfo) -> bool {
+    crate::config::options().trace_level == TraceLevel::Calls
+        || sharecheck_core::rules::read_by_report(info)
 }
 
 /// A plain call's compact record ([`ring::CALL`]): its values, each argument's snapshot taken
@@ -360,6 +369,14 @@ fn process_record(buf: &mut Vec<u8>) {
     w.kv_str("shim_version", env!("CARGO_PKG_VERSION"));
     w.kv_u64("t0_wall_ns", T0_WALL.load(Ordering::Acquire));
     w.kv_u64("t0_mono_ns", T0_MONO.load(Ordering::Acquire));
+    // What the file holds, where it is less than every call.
+    let options = crate::config::options();
+    if options.trace_level != TraceLevel::Calls {
+        w.kv_str("trace_level", options.trace_level.as_str());
+    }
+    if options.trace_limit != 0 {
+        w.kv_u64("trace_limit", options.trace_limit);
+    }
     w.end_object();
     buf.push(b'\n');
     frame_json(buf);

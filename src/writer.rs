@@ -88,6 +88,9 @@ struct Lane {
     reserved: AtomicU64,
     /// The converter's state between segments ([`ring::Converter`]).
     carry: AtomicU64,
+    /// The file reached `trace_limit`: its last line says so, and the records converted after it
+    /// are dropped ([`write_out`]).
+    capped: AtomicBool,
     /// The buffer JSON Lines are converted into (a leaked `Vec` of `OUT_BUFFER` bytes, made when
     /// the first lane opens; kept by a forked child).
     out: AtomicPtr<Vec<u8>>,
@@ -153,6 +156,7 @@ const CLOSED_LANE: Lane = Lane {
     file_len: AtomicU64::new(0),
     reserved: AtomicU64::new(0),
     carry: AtomicU64::new(0),
+    capped: AtomicBool::new(false),
     out: AtomicPtr::new(std::ptr::null_mut()),
 };
 static LANES: [Lane; MAX_LANES] = [CLOSED_LANE; MAX_LANES];
@@ -830,6 +834,14 @@ fn write_out(w: &Lane, bytes: &[u8]) -> Result<(), String> {
     )?;
     let at = w.file_len.load(Acquire);
     let len = bytes.len() as u64;
+    if w.capped.load(Acquire) {
+        return write_exit_lines(w, fd, at, bytes);
+    }
+    if let Some(cap) = trace_cap() {
+        if at + len > cap - LIMIT_LINE_ROOM {
+            return write_capped(w, fd, at, bytes, cap);
+        }
+    }
     if let Some(limit) = file_size_limit() {
         if at + len > limit {
             return Err(format!(
@@ -839,7 +851,11 @@ fn write_out(w: &Lane, bytes: &[u8]) -> Result<(), String> {
         }
     }
     if at + len > w.reserved.load(Relaxed) {
-        reserve(w, fd, at + len, file_size_limit());
+        let limit = match (file_size_limit(), trace_cap()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        reserve(w, fd, at + len, limit);
     }
     // pwrite is a cancellation point: a host thread cancelled here would unwind out of the shim.
     let mut cancel_state = 0;
@@ -852,6 +868,79 @@ fn write_out(w: &Lane, bytes: &[u8]) -> Result<(), String> {
         w.file_len.store(at + written, Release);
     }
     result.map(|_| ())
+}
+
+/// Room kept below `trace_limit` for the line that says the file reached it and the process's
+/// `exit` line.
+const LIMIT_LINE_ROOM: u64 = 512;
+/// The smallest `trace_limit` taken: a file keeps its process record and that line.
+const MIN_TRACE_LIMIT: u64 = 4096;
+
+/// `trace_limit` (bytes a trace file may hold), at least [`MIN_TRACE_LIMIT`]; `None` without one.
+fn trace_cap() -> Option<u64> {
+    match crate::config::options().trace_limit {
+        0 => None,
+        cap => Some(cap.max(MIN_TRACE_LIMIT)),
+    }
+}
+
+/// The file reached `trace_limit`: writes the whole lines of `bytes` that fit, then one event
+/// line that says so (`{"seq":N,"t":T,"tid":T,"event":"trace-limit","limit":CAP}`), and marks the
+/// lane capped: the records converted after it are dropped, as if written, so that the ring is
+/// not left for a reader to recover past the limit.
+#[cold]
+fn write_capped(w: &Lane, fd: libc::c_int, at: u64, bytes: &[u8], cap: u64) -> Result<(), String> {
+    let room = (cap - LIMIT_LINE_ROOM).saturating_sub(at) as usize;
+    let fits = bytes[..room.min(bytes.len())]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let mut line = Vec::with_capacity(LIMIT_LINE_ROOM as usize);
+    line.extend_from_slice(&bytes[..fits]);
+    let mut json = sharecheck_core::json::JsonOut::new(&mut line);
+    json.begin_record(
+        crate::trace::next_seq_shared(),
+        crate::trace::now(),
+        crate::trace::tid() as i64,
+    );
+    json.kv_str("event", "trace-limit");
+    json.kv_u64("limit", cap);
+    json.end_object();
+    line.push(b'\n');
+    w.capped.store(true, Release);
+    let written = pwrite_all(fd, at, &line)?;
+    w.file_len.store(at + written, Release);
+    let path = w.path.load(Acquire);
+    let name = if path.is_null() {
+        String::new()
+    } else {
+        // SAFETY: a NUL-terminated path this module leaked; never freed.
+        unsafe { CStr::from_ptr(path) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    crate::log::warn_once(
+        "trace-limit",
+        format_args!(
+            "the trace file {name} reached trace_limit ({cap} bytes); its later records are \
+             dropped (its last line says so)"
+        ),
+    );
+    Ok(())
+}
+
+/// In a file past `trace_limit`, only the process's `exit` line is still written (it fits in
+/// the room kept for it): the report then knows the process ended and what it reported.
+fn write_exit_lines(w: &Lane, fd: libc::c_int, mut at: u64, bytes: &[u8]) -> Result<(), String> {
+    const EXIT: &[u8] = b"\"event\":\"exit\"";
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+        if line.len() < LIMIT_LINE_ROOM as usize / 2 && line.windows(EXIT.len()).any(|x| x == EXIT)
+        {
+            at += pwrite_all(fd, at, line)?;
+            w.file_len.store(at, Release);
+        }
+    }
+    Ok(())
 }
 
 /// Reserves the trace's disk space ahead of its end (`fallocate`, `FALLOC_FL_KEEP_SIZE`: the
@@ -1555,6 +1644,7 @@ pub fn after_fork_in_child() {
         w.file_len.store(0, Release);
         w.reserved.store(0, Release);
         w.carry.store(0, Release);
+        w.capped.store(false, Release);
         for done in &w.done {
             done.store(0, Release);
         }

@@ -1,6 +1,6 @@
 //! The shim reads as layers, and no module imports one above its own:
 //!
-//! 0 base       guard, log, fingerprint
+//! 0 base       guard, clock, config, log, fingerprint
 //! 1 driver     loader, elf (the real driver's functions)
 //! 2 records    findings, trace, writer (what is found, records, the file)
 //! 3 engine     engine, families (checks, facts, tracked state)
@@ -15,6 +15,7 @@ use std::path::Path;
 const LAYERS: &[(&str, u8)] = &[
     ("guard", 0),
     ("clock", 0),
+    ("config", 0),
     ("log", 0),
     ("fingerprint", 0),
     ("loader", 1),

@@ -24,12 +24,138 @@ fn program() -> &'static (Scratch, PathBuf) {
 
 /// Runs the program under the shim in its own scratch directory, with a time limit.
 fn run(name: &str, args: &[&str]) -> (Scratch, Output) {
+    run_with_options(name, args, "")
+}
+
+/// [`run`] with `SHARECHECK_OPTIONS`.
+fn run_with_options(name: &str, args: &[&str], options: &str) -> (Scratch, Output) {
     let (_, exe) = program();
     let s = Scratch::new(name);
     let mut cmd = s.under_shim(exe);
-    cmd.args(args).current_dir(&s.dir);
+    cmd.args(args)
+        .current_dir(&s.dir)
+        .env(sharecheck_core::schema::env::OPTIONS, options);
     let out = run_with_timeout(cmd, 120);
     (s, out)
+}
+
+/// `sharecheck report` of a scratch directory's traces: its exit status and text.
+fn report_text(s: &Scratch) -> (Option<i32>, String) {
+    let out = std::process::Command::new(cli())
+        .arg("report")
+        .arg(s.traces())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+#[test]
+fn a_findings_level_trace_keeps_the_calls_with_findings_and_those_the_report_reads() {
+    let (s, out) = run_with_options(
+        "writer_findings_level",
+        &["findings", "20000", "1000"],
+        "trace_level=findings",
+    );
+    assert!(out.status.success(), "{out:?}");
+    let records = s.records();
+    let can: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["fn"] == "cuDeviceCanAccessPeer")
+        .collect();
+    assert_eq!(can.len(), 20, "only the calls with a finding");
+    for r in &can {
+        assert_eq!(r["a"]["peerDev"], 9);
+        assert_eq!(
+            r["findings"][0]["rule"],
+            "cuDeviceCanAccessPeer.invalid-device"
+        );
+    }
+    // A free is read by the report's cross-process checks: kept without a finding.
+    assert_eq!(
+        records.iter().filter(|r| r["fn"] == "cuMemFree_v2").count(),
+        1
+    );
+    let process = records.iter().find(|r| r["event"] == "process").unwrap();
+    assert_eq!(process["trace_level"], "findings");
+    // The exit record still counts every call made.
+    assert!(exit_calls(&records).unwrap() >= 20000);
+    let (status, text) = report_text(&s);
+    assert_eq!(status, Some(0), "{text}");
+    assert!(text.contains("trace_level=findings: 21 of "), "{text}");
+    assert!(text.contains("SUMMARY: 20 errors"), "{text}");
+    // The full level (the default) records every call.
+    let (s, out) = run("writer_calls_level", &["findings", "2000", "1000"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(can_access_calls(&s.records()), 2000);
+    assert!(s
+        .records()
+        .iter()
+        .all(|r| r["event"] != "process" || r["trace_level"].is_null()));
+}
+
+#[test]
+fn a_trace_limit_cuts_the_file_says_so_and_keeps_the_exit_record() {
+    let limit = 65536u64;
+    let (s, out) = run_with_options(
+        "writer_trace_limit",
+        &["findings", "200000", "100000"],
+        &format!("trace_limit={limit}"),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("reached trace_limit (65536 bytes)").count(),
+        1,
+        "{stderr}"
+    );
+    for entry in std::fs::read_dir(s.traces()).unwrap() {
+        let path = entry.unwrap().path();
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(size <= limit, "{}: {size}", path.display());
+        assert!(!path
+            .to_string_lossy()
+            .ends_with(sharecheck_core::ring::SUFFIX));
+    }
+    let records = s.records();
+    let n = records.len();
+    assert!(
+        n > 100 && can_access_calls(&records) < 200000,
+        "{n} records"
+    );
+    // The file ends with the line that says it reached the limit, then the exit record.
+    assert_eq!(records[n - 2]["event"], "trace-limit");
+    assert_eq!(records[n - 2]["limit"], limit);
+    assert_eq!(records[n - 1]["event"], "exit");
+    assert_eq!(records[n - 1]["findings_reported"], 2);
+    let (_, text) = report_text(&s);
+    assert!(text.contains("reached trace_limit (65536 bytes)"), "{text}");
+    assert!(
+        text.contains("trace cut at trace_limit: 2 more finding(s) were reported on stderr"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_crashed_process_s_ring_is_not_read_past_its_trace_limit() {
+    let (s, out) = run_with_options(
+        "writer_trace_limit_kill9",
+        &["kill9", "200000"],
+        "trace_limit=64K",
+    );
+    assert_eq!(out.status.code(), None, "killed: {out:?}");
+    // The ring stays (the process had no exit handlers); the reader stops at the limit's line.
+    let (_, text) = report_text(&s);
+    let calls: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("sharecheck report: "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(calls > 100 && calls < 1000, "{calls} calls read: {text}");
+    assert!(text.contains("no exit record"), "{text}");
 }
 
 /// The records of every trace file, as a reader of a crashed process sees them: the file, then

@@ -1083,6 +1083,8 @@ mod tests {
                 mute: Some(vec!["peer-access.unidirectional", "divergence.unlisted"]),
                 duplicate_limit: Some(0),
                 stack_depth: None,
+                trace_level: None,
+                trace_limit: None,
             }
         );
         assert_eq!(

@@ -110,10 +110,53 @@ pub struct FnStats {
 pub struct ProcessInfo {
     pub exe: Option<String>,
     pub ppid: Option<i64>,
+    /// Call records read.
     pub calls: u64,
     pub errors: u64,
     pub warnings: u64,
+    /// Findings of every severity in its records.
+    pub findings: u64,
     pub exited: bool,
+    /// From its `exit` record: the calls it made and the findings it reported (recorded or not).
+    pub calls_made: Option<u64>,
+    pub findings_reported: Option<u64>,
+    /// Its trace records only calls with findings (`trace_level=findings`).
+    pub findings_level: bool,
+    /// Its trace reached `trace_limit`.
+    pub cut: bool,
+}
+
+impl ProcessInfo {
+    /// What the row says besides its numbers: how the process ended and what its trace lacks.
+    fn notes(&self) -> String {
+        let mut notes = Vec::new();
+        if !self.exited {
+            notes.push("no exit record: it crashed, was killed or is still running".to_string());
+        }
+        if self.findings_level {
+            notes.push(match self.calls_made {
+                Some(made) => format!(
+                    "trace_level=findings: {} of {made} calls recorded",
+                    self.calls
+                ),
+                None => "trace_level=findings: only some calls recorded".to_string(),
+            });
+        }
+        if self.cut {
+            notes.push(match self.findings_reported {
+                Some(reported) if reported > self.findings => format!(
+                    "trace cut at trace_limit: {} more finding(s) were reported on stderr",
+                    reported - self.findings
+                ),
+                _ => "trace cut at trace_limit".to_string(),
+            });
+        }
+        if notes.is_empty() {
+            String::new()
+        } else {
+            format!("  ({})", notes.join("; "))
+        }
+    }
 }
 
 /// Everything `report` prints, built from the records of every file.
@@ -174,14 +217,23 @@ impl Summary {
                         .and_then(Value::as_str)
                         .map(String::from);
                     process.ppid = record.obj.get("ppid").and_then(Value::as_i64);
+                    process.findings_level =
+                        record.obj.get("trace_level").and_then(Value::as_str) == Some("findings");
                 }
-                Some("exit") => process.exited = true,
+                Some("exit") => {
+                    process.exited = true;
+                    process.calls_made = record.obj.get("calls").and_then(Value::as_u64);
+                    process.findings_reported =
+                        record.obj.get("findings_reported").and_then(Value::as_u64);
+                }
+                Some(trace::LIMIT_EVENT) => process.cut = true,
                 _ => {}
             }
             if func.is_some() {
                 process.calls += 1;
             }
             for f in record.findings() {
+                process.findings += 1;
                 match f.get("severity").and_then(Value::as_str) {
                     Some("error") => process.errors += 1,
                     Some("warning") => process.warnings += 1,
@@ -827,7 +879,7 @@ pub fn render_text_limited(s: &Summary, limit: usize) -> String {
         for (pid, p) in s.processes.iter().take(MAX_PROCESSES) {
             let ppid = p.ppid.map_or("?".to_string(), |v| v.to_string());
             let exe = one_line(p.exe.as_deref().unwrap_or("?"));
-            let note = if p.exited { "" } else { "  (no exit record)" };
+            let note = p.notes();
             let _ = writeln!(
                 out,
                 "    {pid:>8} {ppid:>8} {:>8} {:>7} {:>9}  {exe}{note}",

@@ -241,6 +241,9 @@ pub fn read_files(
     stats
 }
 
+/// The event line a trace file ends with when it reached `trace_limit`.
+pub const LIMIT_EVENT: &str = "trace-limit";
+
 /// The bytes a process left in its ring (`FILE.ring`) when it ended without exit handlers, to be
 /// read after the file's own (see [`sharecheck_core::ring`]); `None` when there is no ring.
 fn recovered_tail(
@@ -280,6 +283,12 @@ pub fn cat_file(
     let mut seen = std::collections::HashSet::new();
     let mut written = 0u64;
     let mut cut = 0u64;
+    // A file that reached `trace_limit` ends there: its ring's copy of later records is not read.
+    // (Inside a JSON string every quote is escaped, so only the event's own line has these
+    // bytes.)
+    let marker = format!("\"event\":\"{LIMIT_EVENT}\"");
+    let capped = bytes.windows(marker.len()).any(|w| w == marker.as_bytes());
+    let tail = if capped { Vec::new() } else { tail };
     for (from_ring, data) in [(false, &bytes[..]), (true, &tail[..])] {
         for line in data.split(|&b| b == b'\n') {
             for piece in line.split(|&b| b == 0) {
@@ -333,12 +342,18 @@ fn read_file(
     let mut records = 0u64;
     let mut process = Process::default();
     let mut offset = 0u64;
+    // `trace_limit` the file reached, from its `trace-limit` line.
+    let mut capped: Option<u64> = None;
     loop {
         buf.clear();
         if reader.read_until(b'\n', &mut buf)? == 0 {
             break;
         }
         let from_ring = offset >= file_len;
+        if from_ring && capped.is_some() {
+            // The writer dropped what came after the limit: the ring's copy is not read either.
+            break;
+        }
         offset += buf.len() as u64;
         line_no += 1;
         let complete = buf.last() == Some(&b'\n');
@@ -378,6 +393,9 @@ fn read_file(
                             continue;
                         }
                     }
+                    if obj.get("event").and_then(Value::as_str) == Some(LIMIT_EVENT) {
+                        capped = Some(obj.get("limit").and_then(Value::as_u64).unwrap_or(0));
+                    }
                     records += 1;
                     recovered += u64::from(from_ring);
                     on_record(Record { obj });
@@ -398,6 +416,17 @@ fn read_file(
                 }),
             }
         }
+    }
+    if let Some(limit) = capped {
+        diagnostics.push(Diagnostic {
+            level: Level::Warning,
+            path: path.to_path_buf(),
+            line: None,
+            message: format!(
+                "this trace file reached trace_limit ({limit} bytes): the process's later \
+                 records were dropped; raise --trace-limit or use --trace-level findings"
+            ),
+        });
     }
     if seen.is_some() {
         diagnostics.push(Diagnostic {

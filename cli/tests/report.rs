@@ -115,7 +115,7 @@ fn text_output_groups_findings_by_rule() {
         .lines()
         .any(|l| l.contains("cuCtxEnablePeerAccess") && l.ends_with("-")));
     has("PROCESSES");
-    has("/usr/bin/app  (no exit record)");
+    has("/usr/bin/app  (no exit record: it crashed, was killed or is still running)");
     assert!(
         text.ends_with("SUMMARY: 2 errors, 1 warnings, 1 infos\n"),
         "{text}"

@@ -196,6 +196,17 @@ pub struct FnInfo {
 }
 
 impl FnInfo {
+    /// Whether this function's documentation names `code` among what it returns (its header
+    /// comment's return list and sentences; see [`crate::meanings`]). `None` for observed
+    /// functions, whose documentation sharecheck does not carry.
+    pub fn documents_code(&self, code: i32) -> Option<bool> {
+        let listed = match self.api {
+            Api::Cuda => crate::meanings::cuda_documented_returns(self.base),
+            Api::Hip => crate::meanings::hip_documented_returns(self.base),
+        }?;
+        Some(listed.contains(&code))
+    }
+
     /// The `cudaTypedefs.h` typedef of this exact ABI, e.g. `PFN_cuMemcpyPeer_v7000_ptds`.
     pub fn pfn_typedef(&self) -> Option<String> {
         (self.api == Api::Cuda)

@@ -1,5 +1,6 @@
-//! What each result code means, in the headers' own words (generated from CUDA 13.5
-//! `cuda.h` and HIP `hip_runtime_api.h` by scripts/gen-meanings.py; do not edit).
+//! What each result code means, in the headers' own words, and which codes each covered
+//! function's documentation lists (generated from CUDA 13.5 `cuda.h` and HIP
+//! `hip_runtime_api.h` by scripts/gen-meanings.py; do not edit).
 
 /// What cuda.h says a `CUresult` value means.
 pub fn cuda_result_meaning(code: i32) -> Option<&'static str> {
@@ -145,6 +146,79 @@ pub fn hip_result_meaning(code: i32) -> Option<&'static str> {
         910 => "This error indicates that the graph update not performed because it included changes which violated constraintsspecific to instantiated graph update.",
         1052 => "HSA runtime memory call returned error. Typically not seen in production systems.",
         1053 => "HSA runtime call other than memory returned error. Typically not seen in production systems.",
+        _ => return None,
+    })
+}
+
+/// The codes cuda.h's comment for a covered function (by base name) names, and, where it says the function may also return errors of earlier asynchronous launches, the codes cuda.h says leave the process unusable.
+pub fn cuda_documented_returns(base: &str) -> Option<&'static [i32]> {
+    Some(match base {
+        "cuDeviceCanAccessPeer" => &[
+            0, 3, 4, 101, 226, 700, 702, 714, 715, 716, 717, 718, 719, 721, 911,
+        ],
+        "cuCtxEnablePeerAccess" => &[
+            0, 1, 3, 4, 201, 217, 226, 700, 702, 704, 711, 714, 715, 716, 717, 718, 719, 721, 911,
+        ],
+        "cuCtxDisablePeerAccess" => &[
+            0, 3, 4, 201, 226, 700, 702, 705, 714, 715, 716, 717, 718, 719, 721, 911,
+        ],
+        "cuMemcpyPeer" => &[
+            0, 1, 3, 4, 201, 226, 700, 702, 714, 715, 716, 717, 718, 719, 721, 911,
+        ],
+        "cuMemcpyPeerAsync" => &[
+            0, 1, 3, 4, 201, 226, 400, 700, 702, 714, 715, 716, 717, 718, 719, 721, 911,
+        ],
+        "cuStreamAttachMemAsync" => &[
+            0, 3, 4, 201, 226, 400, 700, 702, 714, 715, 716, 717, 718, 719, 721, 801, 911,
+        ],
+        "cuIpcGetMemHandle" => &[0, 1, 2, 201, 205, 400],
+        "cuIpcOpenMemHandle" => &[0, 1, 201, 205, 400, 711],
+        "cuIpcCloseMemHandle" => &[0, 1, 201, 205, 400],
+        "cuIpcGetEventHandle" => &[0, 1, 2, 205, 400],
+        "cuIpcOpenEventHandle" => &[0, 1, 201, 205, 217, 400],
+        "cuLogicalEndpointIdReserve" => &[0, 1, 2, 3, 4, 800, 801],
+        "cuLogicalEndpointIdRelease" => &[0, 1, 2, 3, 4, 800, 801],
+        "cuLogicalEndpointCreate" => &[0, 1, 2, 3, 4, 800, 801],
+        "cuLogicalEndpointAddDevice" => &[0, 1, 3, 4, 101, 800, 801],
+        "cuLogicalEndpointDestroy" => &[0, 1, 3, 4, 800, 801],
+        "cuLogicalEndpointBindAddr" => &[0, 1, 2, 3, 4, 401, 800, 801, 802],
+        "cuLogicalEndpointBindMem" => &[0, 1, 2, 3, 4, 401, 800, 801, 802],
+        "cuLogicalEndpointUnbind" => &[0, 1, 2, 3, 4, 401, 800, 801, 802],
+        "cuLogicalEndpointExport" => &[0, 1, 2, 3, 4, 800, 801],
+        "cuLogicalEndpointImport" => &[0, 1, 2, 3, 4, 800, 801],
+        "cuLogicalEndpointQuery" => &[0, 1, 2, 3, 4, 401, 800, 801, 802],
+        "cuLogicalEndpointGetLimits" => &[0, 1, 2, 3, 4, 401, 800, 801, 802],
+        "cuCtxDestroy" => &[
+            0, 1, 3, 4, 201, 226, 700, 702, 709, 714, 715, 716, 717, 718, 719, 721, 911,
+        ],
+        "cuDevicePrimaryCtxRelease" => &[
+            0, 3, 4, 101, 201, 226, 700, 702, 714, 715, 716, 717, 718, 719, 721, 911,
+        ],
+        "cuDevicePrimaryCtxReset" => &[
+            0, 3, 4, 101, 226, 700, 702, 708, 714, 715, 716, 717, 718, 719, 721, 911,
+        ],
+        "cuStreamDestroy" => &[
+            0, 1, 3, 4, 201, 226, 400, 700, 702, 714, 715, 716, 717, 718, 719, 721, 911,
+        ],
+        _ => return None,
+    })
+}
+
+/// The codes hip_runtime_api.h's comment for a covered function (by base name) names.
+pub fn hip_documented_returns(base: &str) -> Option<&'static [i32]> {
+    Some(match base {
+        "hipDeviceCanAccessPeer" => &[0, 101],
+        "hipDeviceEnablePeerAccess" => &[0, 1, 101, 704],
+        "hipDeviceDisablePeerAccess" => &[0, 705],
+        "hipMemcpyPeer" => &[0, 1, 101],
+        "hipMemcpyPeerAsync" => &[0, 1, 101],
+        "hipIpcGetMemHandle" => &[0, 2, 205, 400],
+        "hipIpcOpenMemHandle" => &[0, 205, 400],
+        "hipIpcCloseMemHandle" => &[0, 205, 400],
+        "hipIpcGetEventHandle" => &[0, 1, 9],
+        "hipIpcOpenEventHandle" => &[0, 1, 201],
+        "hipStreamAttachMemAsync" => &[0, 1],
+        "hipDeviceReset" => &[0],
         _ => return None,
     })
 }

@@ -21,6 +21,25 @@ pub enum Mode {
     Strict,
 }
 
+/// What a trace records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceLevel {
+    /// Every covered call (the default).
+    Calls,
+    /// Calls with findings, and the calls `sharecheck report`'s cross-process checks read
+    /// ([`crate::rules::read_by_report`]).
+    Findings,
+}
+
+impl TraceLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceLevel::Calls => "calls",
+            TraceLevel::Findings => "findings",
+        }
+    }
+}
+
 pub const DEFAULT_DUPLICATE_LIMIT: u32 = 10;
 /// Frames of the host call stack a finding carries by default.
 pub const DEFAULT_STACK_DEPTH: u32 = 16;
@@ -170,6 +189,18 @@ options_table! {
         help "Frames of the host call stack each finding carries (module+offset, and the \
               symbol the loader knows; `sharecheck report` adds file:line). 0: none. Captured \
               only when a finding exists.";
+    trace_level: TraceLevel = TraceLevel::Calls, kind TraceLevelKind, syntax "calls|findings",
+        flag "--trace-level LEVEL",
+        help "`calls`: the trace records every covered call. `findings`: only calls with \
+              findings and the calls the report's cross-process checks read (IPC, logical \
+              endpoints, frees, context and event destruction), for long jobs; the report \
+              says the trace is partial.";
+    trace_limit: u64 = 0, kind Bytes, syntax "SIZE",
+        flag "--trace-limit SIZE",
+        help "Stop recording once a trace file would grow past SIZE bytes (`K`, `M`, `G`: \
+              KiB, MiB, GiB; at least 4K; 0: no limit). The file then ends with a line that \
+              says so and the process's exit record; `sharecheck run` and `report` name the \
+              files cut short.";
 }
 
 /// One row of the table, as data.
@@ -337,6 +368,49 @@ impl Kind for Count {
     }
 }
 
+/// `calls` or `findings`.
+pub enum TraceLevelKind {}
+
+impl Kind for TraceLevelKind {
+    type Value = TraceLevel;
+    const EXPECTED: &'static str = "`calls` or `findings`";
+    fn parse(text: &str) -> (Option<TraceLevel>, Vec<Rejected>) {
+        whole(match text {
+            "calls" => Some(TraceLevel::Calls),
+            "findings" => Some(TraceLevel::Findings),
+            _ => None,
+        })
+    }
+    fn text(value: &TraceLevel) -> Option<String> {
+        Some(value.as_str().into())
+    }
+}
+
+/// A size in bytes, with an optional `K`, `M` or `G` (KiB, MiB, GiB); 0 means no limit.
+pub enum Bytes {}
+
+impl Kind for Bytes {
+    type Value = u64;
+    const EXPECTED: &'static str = "a size in bytes (suffix K, M or G), 0 for no limit";
+    fn parse(text: &str) -> (Option<u64>, Vec<Rejected>) {
+        let (digits, shift) = match text.as_bytes().last() {
+            Some(b'K' | b'k') => (&text[..text.len() - 1], 10),
+            Some(b'M' | b'm') => (&text[..text.len() - 1], 20),
+            Some(b'G' | b'g') => (&text[..text.len() - 1], 30),
+            _ => (text, 0),
+        };
+        whole(
+            digits
+                .parse::<u64>()
+                .ok()
+                .and_then(|n| n.checked_mul(1u64 << shift)),
+        )
+    }
+    fn text(value: &u64) -> Option<String> {
+        Some(value.to_string())
+    }
+}
+
 /// Rule IDs separated by commas, checked against the catalogue ([`rules::by_id`]). An unknown ID
 /// is rejected alone; lists add up.
 pub enum RuleIds {}
@@ -454,9 +528,32 @@ mod tests {
         let text = Options::default().to_text();
         assert_eq!(
             text,
-            "mode=report:halt_on_error=0:error_exitcode=0:durations=0:duplicate_limit=10:stack_depth=16"
+            "mode=report:halt_on_error=0:error_exitcode=0:durations=0:duplicate_limit=10:stack_depth=16:\
+             trace_level=calls:trace_limit=0"
         );
         assert_eq!(Options::parse(&text), (Options::default(), vec![]));
+    }
+
+    #[test]
+    fn trace_level_and_sizes_with_units_parse_and_bad_ones_keep_the_default() {
+        let (o, problems) = Options::parse("trace_level=findings:trace_limit=64K");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(o.trace_level, TraceLevel::Findings);
+        assert_eq!(o.trace_limit, 64 << 10);
+        for (text, bytes) in [("0", 0), ("123", 123), ("3m", 3 << 20), ("2G", 2 << 30)] {
+            assert_eq!(
+                Options::parse(&format!("trace_limit={text}")).0.trace_limit,
+                bytes
+            );
+        }
+        let (o, problems) =
+            Options::parse("trace_level=everything:trace_limit=12T:trace_limit=99999999999G");
+        assert_eq!(o.trace_level, TraceLevel::Calls);
+        assert_eq!(o.trace_limit, 0);
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(problems[0].contains("expected `calls` or `findings`"));
+        assert!(problems[1].contains("a size in bytes (suffix K, M or G)"));
+        assert_eq!(Options::parse(&o.to_text()).0, o);
     }
 
     #[test]
@@ -530,6 +627,8 @@ mod tests {
                 mute: Some(vec!["peer-access.unidirectional", "divergence.unlisted"]),
                 duplicate_limit: Some(0),
                 stack_depth: None,
+                trace_level: None,
+                trace_limit: None,
             }
         );
         let pairs = f.pairs();

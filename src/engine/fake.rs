@@ -302,12 +302,14 @@ pub struct Ran {
 
 impl Ran {
     /// No rule spoke: no finding, or for a covered call the driver refused, only the generic
-    /// explanation of a failure (`call.failed`), which every unexplained failure gets.
+    /// explanation every unexplained failure gets (`call.failed`, or `divergence.unlisted` for a
+    /// code the function's documentation does not name).
     pub fn is_quiet(&self) -> bool {
+        use sharecheck_core::rules::{divergences::UNLISTED, general::CALL_FAILED};
         self.rules.is_empty()
             || (self.ret != 0
                 && self.forwarded
-                && self.rules == [sharecheck_core::rules::general::CALL_FAILED.id])
+                && (self.rules == [CALL_FAILED.id] || self.rules == [UNLISTED.id]))
     }
 }
 

@@ -1,4 +1,5 @@
-//! `call.failed`: a covered call that failed is never left unexplained (through the facts fake).
+//! `call.failed` and `divergence.unlisted`: a covered call that failed is never left unexplained,
+//! and a code its documentation does not name is said to be one (through the facts fake).
 
 use super::fake::{check_negative_cases, Case, FakeFacts, Harness};
 use sharecheck_core::codes::*;
@@ -29,7 +30,7 @@ static PROP: CUlogicalEndpointProp = CUlogicalEndpointProp {
 };
 
 const NEGATIVE: &[Case] = &[(
-    "a covered call refused with no rule to explain it",
+    "a covered call refused with a documented code and no rule to explain it",
     &["call.failed"],
     |h| h.call(limits(&PROP), NOT_SUPPORTED),
 )];
@@ -51,11 +52,38 @@ fn the_explanation_names_the_code_and_what_the_header_says() {
     );
     // A code no header describes is said to be one.
     let ran = world().call(limits(&PROP), 123456);
+    assert_eq!(ran.rules, ["divergence.unlisted"]);
     assert!(
         ran.messages[0].contains("123456, a code its header does not describe"),
         "{:?}",
         ran.messages
     );
+}
+
+#[test]
+fn a_code_the_documentation_does_not_name_is_a_divergence_once_then_a_failure() {
+    let h = world();
+    // cuda.h names no CUDA_ERROR_INVALID_DEVICE (101) for cuLogicalEndpointGetLimits.
+    let ran = h.call(limits(&PROP), INVALID_DEVICE);
+    assert_eq!(ran.rules, ["divergence.unlisted"]);
+    assert_eq!(
+        ran.messages,
+        [
+            "CUDA_ERROR_INVALID_DEVICE (101) is not among the codes cuda.h names for \
+             cuLogicalEndpointGetLimits; the driver returned CUDA_ERROR_INVALID_DEVICE (101): \
+             This indicates that the device ordinal supplied by the user does not correspond to \
+             a valid CUDA device or that the action requested is invalid for the specified \
+             device. (reported once per process; later calls with it get call.failed)"
+        ]
+    );
+    // Once per process and code: the next such call is explained as a failure.
+    assert_eq!(h.call(limits(&PROP), INVALID_DEVICE).rules, ["call.failed"]);
+    // Another undocumented code is its own divergence; a documented one is not one.
+    assert_eq!(
+        h.call(limits(&PROP), CONTEXT_IS_DESTROYED).rules,
+        ["divergence.unlisted"]
+    );
+    assert_eq!(h.call(limits(&PROP), NOT_SUPPORTED).rules, ["call.failed"]);
 }
 
 #[test]

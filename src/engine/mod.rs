@@ -24,7 +24,6 @@ pub mod state;
 use crate::findings::{self, Finding};
 use driver_facts::DriverFacts;
 use facts::Facts;
-use once_cell::sync::Lazy;
 use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::{Api, FnInfo};
 use sharecheck_core::options::{Mode, Options};
@@ -322,22 +321,52 @@ pub fn settle(info: &FnInfo, cx: Cx, outcome: Outcome) -> Vec<Finding> {
             stack: Default::default(),
         })
         .collect();
-    // A covered call that failed is never left unexplained.
+    // A covered call that failed is never left unexplained (where a rule speaks, the expected
+    // codes above decide whether the answer diverges).
     if let Outcome::Returned(actual) = outcome {
         if actual != 0 && found.is_empty() && !reported_early && !info.observed {
-            found.push(failure_finding(info, actual));
+            found.push(failure_finding(states, info, actual));
         }
     }
     found
 }
 
-/// The explanation of a covered call that failed with no other finding (`call.failed`).
-pub fn failure_finding(info: &FnInfo, code: c_int) -> Finding {
-    Finding {
+/// The explanation of a covered call that failed with no other finding: `divergence.unlisted`
+/// the first time the function returns a code its documentation does not name, `call.failed`
+/// otherwise.
+pub fn failure_finding(states: &States, info: &FnInfo, code: c_int) -> Finding {
+    unlisted_code(states, info, code).unwrap_or_else(|| Finding {
         rule: &catalogue::general::CALL_FAILED,
         message: failure_text(info.api, code),
         stack: Default::default(),
+    })
+}
+
+/// `divergence.unlisted` for a code the function's documentation does not name, once per
+/// process for each function and code.
+fn unlisted_code(states: &States, info: &FnInfo, code: c_int) -> Option<Finding> {
+    if info.documents_code(code)? {
+        return None;
     }
+    let key = format!("{}::{code}", info.base);
+    if !states.reporting.lock().once.insert(key) {
+        return None;
+    }
+    let header = match info.api {
+        Api::Cuda => "cuda.h",
+        Api::Hip => "hip_runtime_api.h",
+    };
+    Some(Finding {
+        rule: &divergences::UNLISTED,
+        message: format!(
+            "{} is not among the codes {header} names for {}; {} (reported once per process; \
+             later calls with it get call.failed)",
+            code_name(info.api, code),
+            info.base,
+            failure_text(info.api, code)
+        ),
+        stack: Default::default(),
+    })
 }
 
 /// `the driver returned NAME (code): what the header says it means`.
@@ -425,21 +454,7 @@ pub fn driver() -> &'static DriverFacts {
 
 pub use state::states;
 
-static OPTIONS: Lazy<Options> = Lazy::new(|| {
-    let text = std::env::var(env::OPTIONS).unwrap_or_default();
-    let (options, problems) = Options::parse(&text);
-    for problem in problems {
-        crate::log::warn_once(
-            &format!("options:{problem}"),
-            format_args!("{}: {problem}", env::OPTIONS),
-        );
-    }
-    options
-});
-
-pub fn options() -> &'static Options {
-    &OPTIONS
-}
+pub use crate::config::options;
 
 /// Drops muted findings, counts the rest, prints those within the duplicate limit and returns
 /// what the trace records. `call` describes the call for the printed line.

@@ -16,6 +16,8 @@
  *                      (many times the ring); the idle thread ends after them
  *   wrthread N         makes N calls, then prints WRITER_THREADS <threads named sharecheck-wr> and
  *                      SIGBLK <the first one's blocked-signal mask, hex, from /proc>
+ *   findings N K       N calls, every K-th of them to device 9 (a finding, CUDA_ERROR_INVALID_DEVICE),
+ *                      then an allocation freed (a call report-phase checks read)
  *   forks THREADS K M  THREADS threads loop on calls while the main thread forks K times; each
  *                      child makes M calls and exits; prints HANGS h (children that did not end
  *                      within 10 s: killed and counted)
@@ -183,6 +185,22 @@ int main(int argc, char **argv) {
         pthread_barrier_wait(&live_barrier);
         calls(live_calls);
         done((long)(threads + 1) * live_calls);
+        return 0;
+    }
+    if (!strcmp(mode, "findings") && argc == 4) {
+        long every = atol(argv[3]);
+        for (long i = 1; i <= n; i++) {
+            int can = -1;
+            CUresult want = i % every ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+            if (cuDeviceCanAccessPeer(&can, d0, i % every ? d1 : 9) != want) exit(4);
+        }
+        CUcontext ctx;
+        CUdeviceptr p;
+        MUST(cuDevicePrimaryCtxRetain(&ctx, d0));
+        MUST(cuCtxSetCurrent(ctx));
+        MUST(cuMemAlloc(&p, 256));
+        MUST(cuMemFree(p));
+        done(n);
         return 0;
     }
     if (!strcmp(mode, "idle")) {

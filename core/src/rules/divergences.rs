@@ -93,9 +93,11 @@ pub static UNLISTED: Rule = Rule {
     id: "divergence.unlisted",
     severity: Severity::Info,
     kind: Kind::Divergence,
-    requirement: "The driver returned a code other than the one its documentation gives for \
-        this call, and the difference is not in sharecheck's list of known divergences. (The \
-        documents also allow errors of earlier asynchronous launches to surface here.)",
+    requirement: "The driver returned a code its documentation does not give for this call \
+        (not the code a misuse rule expected, or not among the codes the function's header \
+        comment names), and the difference is not in sharecheck's list of known divergences. \
+        (Where the documentation allows errors of earlier asynchronous launches to surface, \
+        those codes count as named.)",
     source: Source {
         document: "sharecheck",
         section: "known divergences",

@@ -192,6 +192,26 @@ pub static FAMILIES: &[&Family] = &[
     &divergences::FAMILY,
 ];
 
+/// Symbol prefixes of the calls `sharecheck report`'s cross-process checks read: every call of
+/// the IPC and logical endpoint families (their records carry the handles' fingerprints) and the
+/// frees, closes and destructions that end what they exported or opened. A trace at
+/// `trace_level=findings` keeps these besides the calls with findings.
+pub const REPORT_READS: &[&str] = &[
+    "cuIpc",
+    "hipIpc",
+    "cuLogicalEndpoint",
+    "cuMemFree",
+    "hipFree",
+    "cuCtxDestroy",
+    "cuEventDestroy",
+    "hipEventDestroy",
+];
+
+/// Whether a report-phase check reads this function's calls ([`REPORT_READS`]).
+pub fn read_by_report(info: &FnInfo) -> bool {
+    REPORT_READS.iter().any(|p| info.symbol.starts_with(p))
+}
+
 /// Every rule, in catalogue order.
 pub fn all() -> impl Iterator<Item = &'static Rule> {
     FAMILIES.iter().flat_map(|f| f.rules.iter().copied())
@@ -385,6 +405,36 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A findings-level trace keeps every call a report-phase check reads: the prefixes each check
+    /// names, and every function whose record can carry a handle's fingerprint.
+    #[cfg(feature = "report")]
+    #[test]
+    fn the_calls_report_checks_read_are_all_kept_at_the_findings_level() {
+        for check in crate::crossproc::REPORT_CHECKS {
+            for prefix in check.functions() {
+                assert!(
+                    REPORT_READS.iter().any(|r| prefix.starts_with(r)),
+                    "{prefix} is read by a report check but not in REPORT_READS"
+                );
+            }
+        }
+        for f in FUNCTIONS {
+            let handle = f.params.iter().any(|p| {
+                let t = (p.c_type)();
+                t.contains("Ipc") && t.contains("Handle") || t.contains("LogicalEndpoint")
+            });
+            assert!(
+                !handle || read_by_report(f),
+                "{} carries a handle",
+                f.symbol
+            );
+        }
+        let by_symbol = |s: &str| FUNCTIONS.iter().find(|f| f.symbol == s).unwrap();
+        assert!(read_by_report(by_symbol("cuMemFree_v2")));
+        assert!(!read_by_report(by_symbol("cuMemcpyPeerAsync")));
+        assert!(!read_by_report(by_symbol("cuDeviceCanAccessPeer")));
     }
 
     #[test]
