@@ -139,6 +139,29 @@ fn a_trace_limit_cuts_the_file_says_so_and_keeps_the_exit_record() {
 }
 
 #[test]
+fn a_crashed_process_appears_in_the_report_with_everything_it_recorded() {
+    let (s, out) = run("writer_report_segv", &["segv", "5000"]);
+    assert_eq!(out.status.code(), None, "killed by SIGSEGV: {out:?}");
+    assert_eq!(done(&out), 5000);
+    let (status, text) = report_text(&s);
+    assert_eq!(status, Some(0), "{text}");
+    // Every call it completed, read from its file and its ring, and its row says how it ended.
+    assert!(
+        text.contains("sharecheck report: 5000 calls in 1 process"),
+        "{text}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.contains("writer_life") && l.contains("no exit record"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains(" 5000 "), "{row}");
+    assert!(
+        text.contains("the process ended without its exit handlers"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_crashed_process_s_ring_is_not_read_past_its_trace_limit() {
     let (s, out) = run_with_options(
         "writer_trace_limit_kill9",

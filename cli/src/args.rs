@@ -303,7 +303,7 @@ writes when *{suffix} exists). Default: the newest run directory of ./{dir} (wha
 `sharecheck run` wrote), or ./{dir} itself where it holds none.
 
 OPTIONS:
-    --format text|json|sarif
+    --format text|json|sarif|perfetto
                             text (default): findings grouped by rule, calls per function, each
                             exported IPC handle's exchange (IPC HANDLES) and a SUMMARY line.
                             sarif: SARIF 2.1.0 for code-scanning services and IDEs (the rule
@@ -312,6 +312,10 @@ OPTIONS:
                             json: one object {{\"calls\",\"processes\",\"findings\"}} with the
                             findings of every process sorted by (pid, time, seq), and \"ipc\":
                             [{{\"handle\",\"steps\"}}] when a memory handle was exported.
+                            perfetto: a timeline (Chrome trace-event JSON) for ui.perfetto.dev or
+                            chrome://tracing: a track per process and thread, each call a slice
+                            with its arguments and result, each finding an instant event, each
+                            IPC or endpoint handle's export -> import a flow arrow.
     --fail-on SEVERITY      Exit 1 if a finding of SEVERITY or worse exists
                             (error, warning or info). Useful in CI.
     --rule ID[,ID...]       Only the findings of these rules (repeatable).
@@ -389,7 +393,8 @@ pub fn run_short() -> &'static str {
     &RUN_SHORT
 }
 
-pub const REPORT_SHORT: &str = "sharecheck report [--format text|json|sarif] [--fail-on SEVERITY] \
+pub const REPORT_SHORT: &str =
+    "sharecheck report [--format text|json|sarif|perfetto] [--fail-on SEVERITY] \
     [--rule ID] [--severity SEVERITY] [--pid PID] [--fn NAME] [--limit N] [TRACE...]";
 pub const RULES_SHORT: &str = "sharecheck rules [--format text|json] [RULE...]";
 pub const CLEAN_SHORT: &str = "sharecheck clean [--keep N]";
@@ -488,6 +493,8 @@ pub enum Format {
     Json,
     /// SARIF 2.1.0 (`report` only).
     Sarif,
+    /// A Perfetto-loadable timeline: Chrome trace-event JSON (`report` only).
+    Perfetto,
 }
 
 /// Finding severities, ordered from least to most severe.
@@ -819,15 +826,23 @@ fn parse_report(args: impl Iterator<Item = OsString>) -> Result<Command, UsageEr
         let (name, inline) = split_eq(&arg);
         match name.as_str() {
             "--format" => {
-                let v = take_value(&name, inline, &mut args, "text, json or sarif", usage)?;
+                let v = take_value(
+                    &name,
+                    inline,
+                    &mut args,
+                    "text, json, sarif or perfetto",
+                    usage,
+                )?;
                 format = match v.to_string_lossy().as_ref() {
                     "text" => Format::Text,
                     "json" => Format::Json,
                     "sarif" => Format::Sarif,
+                    "perfetto" => Format::Perfetto,
                     other => {
                         return Err(usage_err(
                             format!(
-                                "unknown format `{other}` for `--format` (use text, json or sarif)"
+                                "unknown format `{other}` for `--format` (use text, json, sarif \
+                                 or perfetto)"
                             ),
                             usage,
                         ))

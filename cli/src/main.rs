@@ -7,6 +7,8 @@
 //! - [`rules`]: `sharecheck rules`, the rule catalogue.
 
 mod args;
+mod findings;
+mod record;
 mod report;
 mod review;
 mod rules;
@@ -14,6 +16,7 @@ mod run;
 mod runs;
 mod sarif;
 mod symbolize;
+mod timeline;
 mod trace;
 
 use std::io::Write;

@@ -9,93 +9,11 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-use crate::args::Filter;
 use crate::args::{Format, ReportArgs, Severity, EXIT_USAGE};
+use crate::findings::{Findings, Gather, Occurrence};
 use crate::review;
 use crate::trace::{self, Diagnostic, Record};
 use sharecheck_core::crossproc::{self, ReportCheck, ReportFinding, Timeline};
-
-/// One finding with the record it came from.
-#[derive(Debug)]
-pub struct Occurrence {
-    pub finding: Map<String, Value>,
-    pub func: Option<String>,
-    /// Raw `pid`, `tid`, `seq` of the record (copied as they were, `null` if absent).
-    pub pid: Value,
-    pub tid: Value,
-    pub seq: Value,
-    /// When the record's call began (the reader's `ts_ns`): orders findings of one process.
-    pub ts_ns: Option<u64>,
-    /// Event name, for findings of event records only.
-    pub event: Option<String>,
-    /// The call's arguments as its record wrote them (`"a"`), for findings of call records.
-    pub args: Option<Value>,
-}
-
-impl Occurrence {
-    pub fn severity(&self) -> Option<Severity> {
-        self.finding
-            .get("severity")
-            .and_then(Value::as_str)
-            .and_then(Severity::parse)
-    }
-    fn str_field(&self, key: &str) -> Option<&str> {
-        self.finding.get(key).and_then(Value::as_str)
-    }
-    pub(crate) fn rule(&self) -> &str {
-        self.str_field("rule").unwrap_or("(no rule)")
-    }
-    /// By process, then time, then `seq` (unique in a process, increasing along each thread).
-    fn sort_key(&self) -> (Option<i64>, Option<u64>, Option<u64>) {
-        (self.pid.as_i64(), self.ts_ns, self.seq.as_u64())
-    }
-    /// Whether the report's filters let this finding through.
-    fn matches(&self, f: &Filter) -> bool {
-        (f.rules.is_empty() || f.rules.iter().any(|r| r == self.rule()))
-            && f.severity
-                .is_none_or(|min| self.severity().is_some_and(|s| s >= min))
-            && (f.pids.is_empty() || self.pid.as_i64().is_some_and(|p| f.pids.contains(&p)))
-            && (f.fns.is_empty()
-                || self
-                    .func
-                    .as_deref()
-                    .is_some_and(|name| f.fns.iter().any(|n| n == name)))
-    }
-
-    /// The finding's host call stack: `(module, offset, symbol text)` a frame.
-    pub(crate) fn stack(&self) -> Vec<(String, u64, Option<String>)> {
-        let Some(frames) = self.finding.get("stack").and_then(Value::as_array) else {
-            return Vec::new();
-        };
-        frames
-            .iter()
-            .filter_map(|f| {
-                let module = f.get("module")?.as_str()?.to_string();
-                let offset = f.get("offset")?.as_str().and_then(parse_hex)?;
-                let symbol = f.get("symbol").and_then(Value::as_str).map(|s| {
-                    match f.get("symbol_offset").and_then(Value::as_str) {
-                        Some(d) => format!("{s}+{d}"),
-                        None => s.to_string(),
-                    }
-                });
-                Some((module, offset, symbol))
-            })
-            .collect()
-    }
-
-    fn location(&self) -> String {
-        let show = |v: &Value| match v {
-            Value::Null => "?".to_string(),
-            other => other.to_string(),
-        };
-        format!(
-            "pid {} tid {} seq {}",
-            show(&self.pid),
-            show(&self.tid),
-            show(&self.seq)
-        )
-    }
-}
 
 #[derive(Debug, Default)]
 pub struct FnStats {
@@ -160,7 +78,7 @@ impl ProcessInfo {
 }
 
 /// Everything `report` prints, built from the records of every file.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Summary {
     pub files: usize,
     pub records: u64,
@@ -168,15 +86,15 @@ pub struct Summary {
     pub processes: BTreeMap<i64, ProcessInfo>,
     /// Records without a pid still count as one process between them.
     pub records_without_pid: bool,
-    /// Sorted by (pid, time, seq), then file order.
-    pub findings: Vec<Occurrence>,
+    /// Gathered as the records stream by ([`Findings`]).
+    pub findings: Findings,
     pub functions: BTreeMap<String, FnStats>,
     /// Some input could not be opened or read.
     pub unreadable: bool,
     /// The calls report-phase checks read, across processes.
     pub timeline: Timeline,
-    /// Findings a suppression took out (counted, not shown).
-    pub suppressed: usize,
+    /// The last function seen, and whether the timeline keeps all its calls.
+    last_function: Option<(String, bool)>,
 }
 
 impl Summary {
@@ -185,15 +103,27 @@ impl Summary {
     }
 
     pub fn count(&self, severity: Severity) -> usize {
-        self.findings
-            .iter()
-            .filter(|o| o.severity() == Some(severity))
-            .count()
+        self.findings.count(severity)
     }
 
     fn add(&mut self, record: Record) {
         self.records += 1;
-        self.timeline.add(&record.obj);
+        // Whether the report-phase checks read a function's calls is asked once per run of
+        // records of one function (a trace is mostly long runs of a few functions).
+        let wanted = match (record.func(), &self.last_function) {
+            (Some(f), Some((last, kept))) if f == last => {
+                *kept || record.args_text().is_some_and(|a| a.contains("\"fp:"))
+            }
+            (Some(f), _) => {
+                let kept = self.timeline.wants(Some(f), None, None);
+                self.last_function = Some((f.to_string(), kept));
+                kept || record.args_text().is_some_and(|a| a.contains("\"fp:"))
+            }
+            (None, _) => self.timeline.wants(None, record.event(), None),
+        };
+        if wanted {
+            self.timeline.add(record.obj());
+        }
         let pid = record.pid();
         let process = match pid {
             Some(pid) => Some(self.processes.entry(pid).or_default()),
@@ -202,29 +132,23 @@ impl Summary {
                 None
             }
         };
-        let func = record.func().map(str::to_string);
-        let event = if func.is_none() {
-            record.event().map(str::to_string)
-        } else {
-            None
-        };
+        let func = record.func();
+        let event = if func.is_none() { record.event() } else { None };
         if let Some(process) = process {
-            match event.as_deref() {
+            match event {
                 Some("process") => {
-                    process.exe = record
-                        .obj
-                        .get("exe")
-                        .and_then(Value::as_str)
-                        .map(String::from);
-                    process.ppid = record.obj.get("ppid").and_then(Value::as_i64);
+                    let obj = record.obj();
+                    process.exe = obj.get("exe").and_then(Value::as_str).map(String::from);
+                    process.ppid = obj.get("ppid").and_then(Value::as_i64);
                     process.findings_level =
-                        record.obj.get("trace_level").and_then(Value::as_str) == Some("findings");
+                        obj.get("trace_level").and_then(Value::as_str) == Some("findings");
                 }
                 Some("exit") => {
+                    let obj = record.obj();
                     process.exited = true;
-                    process.calls_made = record.obj.get("calls").and_then(Value::as_u64);
+                    process.calls_made = obj.get("calls").and_then(Value::as_u64);
                     process.findings_reported =
-                        record.obj.get("findings_reported").and_then(Value::as_u64);
+                        obj.get("findings_reported").and_then(Value::as_u64);
                 }
                 Some(trace::LIMIT_EVENT) => process.cut = true,
                 _ => {}
@@ -232,18 +156,13 @@ impl Summary {
             if func.is_some() {
                 process.calls += 1;
             }
-            for f in record.findings() {
-                process.findings += 1;
-                match f.get("severity").and_then(Value::as_str) {
-                    Some("error") => process.errors += 1,
-                    Some("warning") => process.warnings += 1,
-                    _ => {}
-                }
-            }
         }
-        if let Some(name) = &func {
+        if let Some(name) = func {
             self.calls += 1;
-            let stats = self.functions.entry(name.clone()).or_default();
+            let stats = match self.functions.get_mut(name) {
+                Some(stats) => stats,
+                None => self.functions.entry(name.to_string()).or_default(),
+            };
             stats.calls += 1;
             if let Some(ret) = record.ret().filter(|&r| r != 0) {
                 stats.failures += 1;
@@ -254,23 +173,38 @@ impl Summary {
                 *stats.failure_names.entry(label).or_default() += 1;
             }
         }
-        let field = |k: &str| record.obj.get(k).cloned().unwrap_or(Value::Null);
+        if !record.has_findings() {
+            return;
+        }
+        let findings = record.findings();
+        if let Some(process) = pid.and_then(|pid| self.processes.get_mut(&pid)) {
+            for f in &findings {
+                process.findings += 1;
+                match f.get("severity").and_then(Value::as_str) {
+                    Some("error") => process.errors += 1,
+                    Some("warning") => process.warnings += 1,
+                    _ => {}
+                }
+            }
+        }
+        let number = |v: Option<u64>| v.map_or(Value::Null, Value::from);
         // A `before-call` event's findings belong to the call it names (reported before the call
         // was forwarded: a known driver does not return from it).
-        let (found_in, found_seq) = match record.obj.get("call_fn").and_then(Value::as_str) {
-            Some(call) => (Some(call.to_string()), field("call_seq")),
-            None => (func.clone(), field("seq")),
+        let (found_in, found_seq) = match record.head.call_fn.as_deref() {
+            Some(call) => (Some(call.to_string()), number(record.head.call_seq)),
+            None => (func.map(str::to_string), number(record.seq())),
         };
-        for f in record.findings() {
-            self.findings.push(Occurrence {
-                finding: f.clone(),
+        let args = record.args();
+        for finding in findings {
+            self.findings.add(Occurrence {
+                finding,
                 func: found_in.clone(),
-                pid: field("pid"),
-                tid: field("tid"),
+                pid: pid.map_or(Value::Null, Value::from),
+                tid: record.tid().map_or(Value::Null, Value::from),
                 seq: found_seq.clone(),
-                ts_ns: record.obj.get("ts_ns").and_then(Value::as_u64),
-                event: event.clone(),
-                args: record.obj.get("a").cloned(),
+                ts_ns: record.ts_ns(),
+                event: event.map(str::to_string),
+                args: args.clone(),
             });
         }
     }
@@ -278,43 +212,35 @@ impl Summary {
 
 /// Reads `files` into a [`Summary`], pushing reading problems to `diagnostics`; the
 /// report-phase checks then decide over the calls of every process.
-pub fn summarize(files: &[PathBuf], diagnostics: &mut Vec<Diagnostic>) -> Summary {
-    summarize_with(files, diagnostics, crossproc::REPORT_CHECKS)
+pub fn summarize(files: &[PathBuf], diagnostics: &mut Vec<Diagnostic>, gather: Gather) -> Summary {
+    summarize_with(files, diagnostics, crossproc::REPORT_CHECKS, gather)
 }
 
 fn summarize_with(
     files: &[PathBuf],
     diagnostics: &mut Vec<Diagnostic>,
     checks: &[&dyn ReportCheck],
+    gather: Gather,
 ) -> Summary {
     let mut summary = Summary {
         timeline: Timeline::for_checks(checks),
+        findings: Findings::new(gather),
         ..Summary::default()
     };
     let stats = trace::read_files(files, diagnostics, |r| summary.add(r));
     summary.files = stats.files_read;
     summary.unreadable = stats.unreadable;
+    let mut explained = std::collections::BTreeSet::new();
     if !checks.is_empty() {
         summary.timeline.finish();
         let found = crossproc::decide(&summary.timeline, checks);
         // A failure a report-phase rule explains needs no generic explanation beside it.
-        let explained: std::collections::BTreeSet<(i64, u64)> =
-            found.iter().map(|f| (f.pid, f.seq)).collect();
-        summary.findings.retain(|o| {
-            let generic = o.finding.get("rule").and_then(Value::as_str)
-                == Some(sharecheck_core::rules::general::CALL_FAILED.id);
-            !(generic
-                && o.pid
-                    .as_i64()
-                    .zip(o.seq.as_u64())
-                    .is_some_and(|key| explained.contains(&key)))
-        });
+        explained = found.iter().map(|f| (f.pid, f.seq)).collect();
         for f in found {
             summary.add_report_phase(f);
         }
     }
-    // Stable: occurrences of one record, and records of equal keys, keep their file order.
-    summary.findings.sort_by_key(Occurrence::sort_key);
+    summary.findings.finish(&explained);
     summary
 }
 
@@ -332,13 +258,14 @@ impl Summary {
         finding.insert("fix".into(), rule.fix.into());
         finding.insert("phase".into(), "report".into());
         if let Some(process) = self.processes.get_mut(&found.pid) {
+            process.findings += 1;
             match rule.severity.as_str() {
                 "error" => process.errors += 1,
                 "warning" => process.warnings += 1,
                 _ => {}
             }
         }
-        self.findings.push(Occurrence {
+        self.findings.add(Occurrence {
             finding,
             func: Some(found.func),
             pid: found.pid.into(),
@@ -442,9 +369,32 @@ pub fn run(args: ReportArgs) -> i32 {
     let Some(traces) = traces_or_default(args.traces, "report", args.all) else {
         return EXIT_USAGE;
     };
+    let suppressions = match review::read_suppressions(&args.suppressions) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("sharecheck: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let gather = |keep_all| Gather {
+        filter: args.filter.clone(),
+        suppressions: suppressions.clone(),
+        limit: args.limit,
+        keep_all,
+    };
+    let keep_all = !args.gen_suppressions && matches!(args.format, Format::Json | Format::Sarif);
     let inputs = trace::collect_inputs(&traces);
     let mut diagnostics = inputs.diagnostics;
-    let mut summary = summarize(&inputs.files, &mut diagnostics);
+    if args.format == Format::Perfetto && !args.gen_suppressions {
+        return timeline(
+            &inputs.files,
+            inputs.unreadable,
+            diagnostics,
+            &gather(false),
+            &traces,
+        );
+    }
+    let summary = summarize(&inputs.files, &mut diagnostics, gather(keep_all));
     print_diagnostics(&diagnostics);
     if summary.records == 0 {
         eprintln!(
@@ -453,17 +403,13 @@ pub fn run(args: ReportArgs) -> i32 {
         );
         return EXIT_USAGE;
     }
-    let suppressions = match review::read_suppressions(&args.suppressions) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("sharecheck: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    summary.findings.retain(|o| o.matches(&args.filter));
-    summary.suppressed = review::suppress(&mut summary.findings, &suppressions);
+    if let Some(e) = &summary.findings.spool_error {
+        eprintln!("sharecheck: {e}; the findings cannot be listed");
+        return EXIT_USAGE;
+    }
     if args.gen_suppressions {
-        let _ = std::io::stdout().write_all(review::generate(&summary.findings).as_bytes());
+        let text = review::generate(&summary.findings.suppression_lines);
+        let _ = std::io::stdout().write_all(text.as_bytes());
         return 0;
     }
     // The baseline: the same filters and suppressions over an earlier run's traces.
@@ -471,7 +417,7 @@ pub fn run(args: ReportArgs) -> i32 {
     if let Some(old) = &args.baseline {
         let inputs = trace::collect_inputs(std::slice::from_ref(old));
         let mut old_diagnostics = inputs.diagnostics;
-        let mut before = summarize(&inputs.files, &mut old_diagnostics);
+        let before = summarize(&inputs.files, &mut old_diagnostics, gather(false));
         print_diagnostics(&old_diagnostics);
         if inputs.unreadable || before.records == 0 {
             eprintln!(
@@ -480,26 +426,37 @@ pub fn run(args: ReportArgs) -> i32 {
             );
             return EXIT_USAGE;
         }
-        before.findings.retain(|o| o.matches(&args.filter));
-        review::suppress(&mut before.findings, &suppressions);
         comparison = Some(review::compare(
-            &review::keyed(&before.findings),
-            &review::keyed(&summary.findings),
+            &before.findings.keys,
+            &summary.findings.keys,
         ));
     }
-    let mut out = match args.format {
-        Format::Json => render_json(&summary),
-        Format::Text => render_text_limited(&summary, args.limit),
-        Format::Sarif => crate::sarif::render(&summary),
-    };
-    if let Some((new, gone)) = &comparison {
-        render_baseline(&mut out, args.format, args.baseline.as_deref(), new, gone);
+    let worst = summary.findings.worst();
+    let stdout = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout);
+    let old = args.baseline.as_deref();
+    let written = match args.format {
+        Format::Json => {
+            let baseline = comparison
+                .as_ref()
+                .map(|(new, gone)| baseline_json(old, new, gone));
+            render_json_to(&summary, baseline, &mut out)
+        }
+        Format::Text => {
+            let mut text = render_text(&summary);
+            if let Some((new, gone)) = &comparison {
+                text.push_str(&baseline_text(old, new, gone));
+            }
+            out.write_all(text.as_bytes())
+        }
+        // SARIF's log has no place for a baseline: the exit status still says whether anything
+        // is new.
+        Format::Sarif => crate::sarif::render_to(&summary, &mut out),
+        // Written by `timeline` above.
+        Format::Perfetto => Ok(()),
     }
-    let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout
-        .write_all(out.as_bytes())
-        .and_then(|_| stdout.flush())
-    {
+    .and_then(|()| out.flush());
+    if let Err(e) = written {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             eprintln!(
                 "sharecheck: cannot write the report: {}",
@@ -515,61 +472,80 @@ pub fn run(args: ReportArgs) -> i32 {
         return 1;
     }
     match args.fail_on {
-        Some(threshold)
-            if summary
-                .findings
-                .iter()
-                .any(|o| o.severity().is_some_and(|s| s >= threshold)) =>
-        {
-            1
-        }
+        Some(threshold) if worst.is_some_and(|w| w >= threshold) => 1,
         _ => 0,
     }
 }
 
-/// The comparison with a baseline: appended to the text report, or merged into the JSON object
-/// as `"baseline":{"new":[...],"gone":[...]}`.
-fn render_baseline(
-    out: &mut String,
-    format: Format,
+/// `report --format perfetto`: the timeline on stdout.
+fn timeline(
+    files: &[PathBuf],
+    unreadable: bool,
+    mut diagnostics: Vec<Diagnostic>,
+    gather: &Gather,
+    traces: &[PathBuf],
+) -> i32 {
+    let stdout = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout);
+    let written = crate::timeline::render_to(files, &mut diagnostics, gather, &mut out)
+        .and_then(|events| out.flush().map(|()| events));
+    print_diagnostics(&diagnostics);
+    match written {
+        Ok(0) => {
+            eprintln!(
+                "sharecheck: no trace record could be read from {}; nothing to report",
+                describe_inputs(traces)
+            );
+            EXIT_USAGE
+        }
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!(
+                "sharecheck: cannot write the report: {}",
+                trace::io_reason(&e)
+            );
+            EXIT_USAGE
+        }
+        _ if unreadable => EXIT_USAGE,
+        _ => 0,
+    }
+}
+
+/// The comparison with a baseline in JSON: `{"of":OLD,"new":[...],"gone":[...]}`.
+fn baseline_json(
     old: Option<&std::path::Path>,
     new: &[(String, usize)],
     gone: &[(String, usize)],
-) {
+) -> Value {
     let old = old.map_or(String::new(), |p| p.display().to_string());
-    match format {
-        // SARIF's log has no place for it: the exit status still says whether anything is new.
-        Format::Sarif => {}
-        Format::Json => {
-            let list = |items: &[(String, usize)]| -> Vec<Value> {
-                items
-                    .iter()
-                    .map(|(k, n)| serde_json::json!({"finding": k, "count": n}))
-                    .collect()
-            };
-            let extra = serde_json::json!({"of": old, "new": list(new), "gone": list(gone)});
-            // `{...}\n` -> `{...,"baseline":{...}}\n`.
-            if let Some(end) = out.rfind('}') {
-                out.truncate(end);
-                out.push_str(&format!(",\"baseline\":{extra}}}\n"));
-            }
-        }
-        Format::Text => {
-            let mut text = format!(
-                "\nBASELINE {}: {} new, {} gone\n",
-                old,
-                plural(new.len() as u64, "finding", "findings"),
-                gone.len()
-            );
-            for (k, n) in new {
-                let _ = writeln!(text, "    new:  {k} (x{n})");
-            }
-            for (k, n) in gone {
-                let _ = writeln!(text, "    gone: {k} (x{n})");
-            }
-            out.push_str(&printable(&text));
-        }
+    let list = |items: &[(String, usize)]| -> Vec<Value> {
+        items
+            .iter()
+            .map(|(k, n)| serde_json::json!({"finding": k, "count": n}))
+            .collect()
+    };
+    serde_json::json!({"of": old, "new": list(new), "gone": list(gone)})
+}
+
+/// The comparison with a baseline, appended to the text report.
+fn baseline_text(
+    old: Option<&std::path::Path>,
+    new: &[(String, usize)],
+    gone: &[(String, usize)],
+) -> String {
+    let old = old.map_or(String::new(), |p| p.display().to_string());
+    let mut text = format!(
+        "\nBASELINE {}: {} new, {} gone\n",
+        old,
+        plural(new.len() as u64, "finding", "findings"),
+        gone.len()
+    );
+    for (k, n) in new {
+        let _ = writeln!(text, "    new:  {k} (x{n})");
     }
+    for (k, n) in gone {
+        let _ = writeln!(text, "    gone: {k} (x{n})");
+    }
+    printable(&text)
 }
 
 fn describe_inputs(traces: &[PathBuf]) -> String {
@@ -614,20 +590,31 @@ fn render_finding_json(o: &Occurrence, out: &mut String) {
     out.push('}');
 }
 
-pub fn render_json(s: &Summary) -> String {
-    let mut out = format!(
+/// The JSON report, streamed: the totals, every finding in the order it was taken in (trace files
+/// by name, each in its order; report-phase findings last), each IPC handle's exchange, and the
+/// baseline's comparison when there is one.
+pub fn render_json_to(
+    s: &Summary,
+    baseline: Option<Value>,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<()> {
+    write!(
+        out,
         "{{\"calls\":{},\"processes\":{},\"suppressed\":{},\"findings\":[",
         s.calls,
         s.process_count(),
-        s.suppressed
-    );
-    for (i, o) in s.findings.iter().enumerate() {
+        s.findings.suppressed
+    )?;
+    let mut line = String::new();
+    for (i, o) in s.findings.all().enumerate() {
+        line.clear();
         if i > 0 {
-            out.push(',');
+            line.push(',');
         }
-        render_finding_json(o, &mut out);
+        render_finding_json(&o, &mut line);
+        out.write_all(line.as_bytes())?;
     }
-    out.push(']');
+    out.write_all(b"]")?;
     let handles = s.timeline.handles();
     if !handles.is_empty() {
         // Each exported memory handle's exchange across processes (only when there is one).
@@ -645,11 +632,19 @@ pub fn render_json(s: &Summary) -> String {
                 serde_json::json!({"handle": v.handle, "steps": steps})
             })
             .collect();
-        out.push_str(",\"ipc\":");
-        out.push_str(&Value::Array(views).to_string());
+        write!(out, ",\"ipc\":{}", Value::Array(views))?;
     }
-    out.push_str("}\n");
-    out
+    if let Some(baseline) = baseline {
+        write!(out, ",\"baseline\":{baseline}")?;
+    }
+    out.write_all(b"}\n")
+}
+
+#[cfg(test)]
+pub fn render_json(s: &Summary) -> String {
+    let mut out = Vec::new();
+    render_json_to(s, None, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
 }
 
 /// The pointer (or event) a step of an IPC exchange names: exported, returned by an open,
@@ -733,22 +728,14 @@ fn one_line(text: &str) -> String {
     printable(text).replace('\n', "\\n")
 }
 
-fn parse_hex(text: &str) -> Option<u64> {
-    u64::from_str_radix(text.strip_prefix("0x")?, 16).ok()
-}
-
 /// The widest a name column is padded to: longer names run past it.
 const MAX_NAME_WIDTH: usize = 64;
 
 const MAX_PROCESSES: usize = 20;
 
-#[cfg(test)]
+/// The text report: findings by rule with the occurrences the gathering kept (`--limit`),
+/// processes, calls by function, IPC handles, totals.
 pub fn render_text(s: &Summary) -> String {
-    render_text_limited(s, crate::args::DEFAULT_LIMIT)
-}
-
-/// The text report, with at most `limit` occurrences of each rule listed (0: all).
-pub fn render_text_limited(s: &Summary, limit: usize) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -759,18 +746,7 @@ pub fn render_text_limited(s: &Summary, limit: usize) -> String {
     );
 
     // Findings grouped by rule: worst severity first, then the most frequent.
-    let mut groups: BTreeMap<&str, Vec<&Occurrence>> = BTreeMap::new();
-    for o in &s.findings {
-        groups.entry(o.rule()).or_default().push(o);
-    }
-    let mut groups: Vec<(&str, Vec<&Occurrence>)> = groups.into_iter().collect();
-    let worst = |v: &Vec<&Occurrence>| v.iter().filter_map(|o| o.severity()).max();
-    groups.sort_by(|a, b| {
-        worst(&b.1)
-            .cmp(&worst(&a.1))
-            .then(b.1.len().cmp(&a.1.len()))
-            .then(a.0.cmp(b.0))
-    });
+    let groups = s.findings.groups_in_order();
     out.push('\n');
     if groups.is_empty() {
         out.push_str("FINDINGS: none\n");
@@ -782,29 +758,19 @@ pub fn render_text_limited(s: &Summary, limit: usize) -> String {
             plural(s.findings.len() as u64, "finding", "findings")
         );
     }
+    let shown: Vec<(&str, &crate::findings::Group, Vec<&Occurrence>)> =
+        groups.into_iter().map(|(r, g)| (r, g, g.shown())).collect();
     // file:line of the frames of the occurrences shown, one addr2line run per module.
-    let symbols = crate::symbolize::Symbols::resolve(groups.iter().flat_map(|(_, occ)| {
-        let shown = if limit == 0 {
-            occ.len()
-        } else {
-            limit.min(occ.len())
-        };
+    let symbols = crate::symbolize::Symbols::resolve(shown.iter().flat_map(|(_, _, occ)| {
         occ.iter()
-            .take(shown)
             .flat_map(|o| o.stack().into_iter().map(|(m, off, _)| (m, off)))
             .collect::<Vec<_>>()
     }));
-    for (rule, occ) in &groups {
-        let first = occ[0];
-        let severity = first.str_field("severity").unwrap_or("?");
-        let kind = first.str_field("kind").unwrap_or("?");
-        let _ = writeln!(out, "\n{severity}: {rule} [{kind}] x{}", occ.len());
-        let shown = if limit == 0 {
-            occ.len()
-        } else {
-            limit.min(occ.len())
-        };
-        for o in occ.iter().take(shown) {
+    for (rule, group, occ) in &shown {
+        let severity = group.first_field("severity").unwrap_or("?");
+        let kind = group.first_field("kind").unwrap_or("?");
+        let _ = writeln!(out, "\n{severity}: {rule} [{kind}] x{}", group.count);
+        for o in occ {
             let func = o.func.as_deref().or(o.event.as_deref()).unwrap_or("?");
             let _ = writeln!(out, "  - {} {}", o.location(), one_line(func));
             if let Some(message) = o.str_field("message") {
@@ -831,27 +797,19 @@ pub fn render_text_limited(s: &Summary, limit: usize) -> String {
                 out.push('\n');
             }
         }
-        if occ.len() > shown {
+        if group.count > occ.len() {
             let _ = writeln!(
                 out,
                 "  ... and {} more (--limit {} shows them; 0: all)",
-                occ.len() - shown,
-                occ.len()
+                group.count - occ.len(),
+                group.count
             );
         }
-        let mut fns: BTreeMap<String, usize> = BTreeMap::new();
-        for o in occ {
-            let name = match (&o.func, &o.event) {
-                (Some(f), _) => f.clone(),
-                (None, Some(e)) => format!("event {e}"),
-                (None, None) => "?".to_string(),
-            };
-            *fns.entry(name).or_default() += 1;
-        }
-        let fns = fns
+        let fns = group
+            .fns
             .iter()
             .map(|(name, n)| {
-                if *n == occ.len() {
+                if *n == group.count {
                     name.clone()
                 } else {
                     format!("{name} ({n})")
@@ -860,10 +818,10 @@ pub fn render_text_limited(s: &Summary, limit: usize) -> String {
             .collect::<Vec<_>>()
             .join(", ");
         let _ = writeln!(out, "    fn:    {fns}");
-        if let Some(doc) = first.str_field("doc").filter(|d| !d.is_empty()) {
+        if let Some(doc) = group.first_field("doc").filter(|d| !d.is_empty()) {
             let _ = writeln!(out, "    doc:   {}", indented(doc, "           "));
         }
-        if let Some(fix) = first.str_field("fix").filter(|f| !f.is_empty()) {
+        if let Some(fix) = group.first_field("fix").filter(|f| !f.is_empty()) {
             let _ = writeln!(out, "    fix:   {}", indented(fix, "           "));
         }
     }
@@ -939,8 +897,8 @@ pub fn render_text_limited(s: &Summary, limit: usize) -> String {
         s.count(Severity::Warning),
         s.count(Severity::Info)
     );
-    if s.suppressed > 0 {
-        let _ = write!(out, " ({} suppressed)", s.suppressed);
+    if s.findings.suppressed > 0 {
+        let _ = write!(out, " ({} suppressed)", s.findings.suppressed);
     }
     out.push('\n');
     printable(&out)
@@ -950,6 +908,15 @@ pub fn render_text_limited(s: &Summary, limit: usize) -> String {
 mod tests {
     use super::*;
     use sharecheck_core::rules::ipc::report::FREED_WHILE_OPEN;
+
+    /// Every finding kept, ten of each rule for the text.
+    fn all() -> Gather {
+        Gather {
+            limit: crate::args::DEFAULT_LIMIT,
+            keep_all: true,
+            ..Gather::default()
+        }
+    }
 
     /// Two processes' traces, as the shim writes them: the exporter (10) frees at `free_at`, the
     /// importer (20) closes at 300.
@@ -1006,7 +973,7 @@ mod tests {
         let file = dir.join("10.jsonl");
         std::fs::write(&file, trace).unwrap();
         let mut diagnostics = Vec::new();
-        let s = summarize_with(&[file], &mut diagnostics, &[]);
+        let s = summarize_with(&[file], &mut diagnostics, &[], all());
         let text = render_text(&s);
         assert!(
             !text
@@ -1029,12 +996,13 @@ mod tests {
             std::env::temp_dir().join(format!("sharecheck-report-phase-{}", std::process::id()));
         let checks: [&dyn ReportCheck; 1] = [&FREED_WHILE_OPEN];
         let mut diagnostics = Vec::new();
-        let correct = summarize_with(&traces(&dir, 400), &mut diagnostics, &checks);
+        let correct = summarize_with(&traces(&dir, 400), &mut diagnostics, &checks, all());
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
-        assert!(correct.findings.is_empty());
-        let early = summarize_with(&traces(&dir, 250), &mut diagnostics, &checks);
+        assert_eq!(correct.findings.len(), 0);
+        let early = summarize_with(&traces(&dir, 250), &mut diagnostics, &checks, all());
         assert_eq!(early.findings.len(), 1);
-        let o = &early.findings[0];
+        let found: Vec<Occurrence> = early.findings.all().collect();
+        let o = &found[0];
         assert_eq!((o.pid.as_i64(), o.seq.as_u64()), (Some(10), Some(2)));
         assert_eq!(o.func.as_deref(), Some("cuMemFree_v2"));
         assert_eq!(o.finding["phase"], "report");
@@ -1084,12 +1052,18 @@ mod tests {
             "{section}"
         );
         // Production registers the check: the same traces give the same finding.
-        let production = summarize(&traces(&dir, 250), &mut diagnostics);
+        let production = summarize(&traces(&dir, 250), &mut diagnostics, all());
         assert_eq!(production.findings.len(), 1);
-        assert_eq!(production.findings[0].finding["rule"], id);
-        assert!(summarize(&traces(&dir, 400), &mut diagnostics)
-            .findings
-            .is_empty());
+        assert_eq!(
+            production.findings.all().next().unwrap().finding["rule"],
+            id
+        );
+        assert_eq!(
+            summarize(&traces(&dir, 400), &mut diagnostics, all())
+                .findings
+                .len(),
+            0
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -6,7 +6,7 @@
 //! stack, as `module+0xoffset (symbol+0x..)`, matches). Patterns are globs (`*`, `?`). `#` starts a
 //! comment. `--gen-suppressions` writes one line for each distinct finding.
 
-use crate::report::Occurrence;
+use crate::findings::Occurrence;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -42,7 +42,7 @@ pub fn glob(pattern: &str, text: &str) -> bool {
 }
 
 impl Suppression {
-    fn matches(&self, o: &Occurrence) -> bool {
+    pub fn matches(&self, o: &Occurrence) -> bool {
         self.rule.as_deref().is_none_or(|p| glob(p, o.rule()))
             && self
                 .func
@@ -75,65 +75,61 @@ pub fn read_suppressions(files: &[impl AsRef<Path>]) -> Result<Vec<Suppression>,
                 crate::trace::io_reason(&e)
             )
         })?;
-        for (n, line) in text.lines().enumerate() {
-            let line = line.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
-            }
-            let mut s = Suppression::default();
-            for word in line.split_whitespace() {
-                let (key, value) = word.split_once(':').ok_or_else(|| {
-                    format!(
-                        "{}:{}: `{word}` is not `rule:PATTERN`, `fn:PATTERN` or `frame:PATTERN`",
-                        file.display(),
-                        n + 1
-                    )
-                })?;
-                let slot = match key {
-                    "rule" => &mut s.rule,
-                    "fn" => &mut s.func,
-                    "frame" => &mut s.frame,
-                    other => {
-                        return Err(format!(
-                            "{}:{}: unknown condition `{other}` (rule, fn, frame)",
-                            file.display(),
-                            n + 1
-                        ))
-                    }
-                };
-                *slot = Some(value.to_string());
-            }
-            out.push(s);
-        }
+        out.extend(parse_suppressions(&text, &file.display().to_string())?);
     }
     Ok(out)
 }
 
-/// Takes the suppressed findings out of `findings`; returns how many.
-pub fn suppress(findings: &mut Vec<Occurrence>, suppressions: &[Suppression]) -> usize {
-    if suppressions.is_empty() {
-        return 0;
+/// The suppressions of one file's text (`name` for messages).
+pub fn parse_suppressions(text: &str, name: &str) -> Result<Vec<Suppression>, String> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let mut s = Suppression::default();
+        for word in line.split_whitespace() {
+            let (key, value) = word.split_once(':').ok_or_else(|| {
+                format!(
+                    "{name}:{}: `{word}` is not `rule:PATTERN`, `fn:PATTERN` or `frame:PATTERN`",
+                    n + 1
+                )
+            })?;
+            let slot = match key {
+                "rule" => &mut s.rule,
+                "fn" => &mut s.func,
+                "frame" => &mut s.frame,
+                other => {
+                    return Err(format!(
+                        "{name}:{}: unknown condition `{other}` (rule, fn, frame)",
+                        n + 1
+                    ))
+                }
+            };
+            *slot = Some(value.to_string());
+        }
+        out.push(s);
     }
-    let before = findings.len();
-    findings.retain(|o| !suppressions.iter().any(|s| s.matches(o)));
-    before - findings.len()
+    Ok(out)
 }
 
-/// One suppression line for each distinct (rule, function, innermost frame's module).
-pub fn generate(findings: &[Occurrence]) -> String {
-    let mut lines: BTreeMap<String, ()> = BTreeMap::new();
-    for o in findings {
-        let mut line = format!("rule:{}", o.rule());
-        if let Some(f) = &o.func {
-            line.push_str(&format!(" fn:{f}"));
-        }
-        if let Some((module, _, _)) = o.stack().first() {
-            line.push_str(&format!(" frame:{module}+*"));
-        }
-        lines.insert(line, ());
+/// The suppression line for a finding: its rule, function and innermost frame's module.
+pub fn suppression_line(o: &Occurrence) -> String {
+    let mut line = format!("rule:{}", o.rule());
+    if let Some(f) = &o.func {
+        line.push_str(&format!(" fn:{f}"));
     }
+    if let Some((module, _, _)) = o.stack().first() {
+        line.push_str(&format!(" frame:{module}+*"));
+    }
+    line
+}
+
+/// The suppressions file for the distinct findings' lines.
+pub fn generate(lines: &std::collections::BTreeSet<String>) -> String {
     let mut out = String::from("# sharecheck suppressions (report --suppressions FILE)\n");
-    for line in lines.keys() {
+    for line in lines {
         out.push_str(line);
         out.push('\n');
     }
@@ -159,15 +155,6 @@ pub fn key(o: &Occurrence) -> String {
         o.rule(),
         o.func.as_deref().unwrap_or("?")
     )
-}
-
-/// Findings by key, counted.
-pub fn keyed(findings: &[Occurrence]) -> BTreeMap<String, usize> {
-    let mut map = BTreeMap::new();
-    for o in findings {
-        *map.entry(key(o)).or_default() += 1;
-    }
-    map
 }
 
 /// Finding keys with their counts.

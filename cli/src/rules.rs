@@ -16,7 +16,7 @@ pub fn run(args: RulesArgs) -> i32 {
     let out = if args.ids.is_empty() {
         match args.format {
             Format::Text => catalogue_text(),
-            Format::Json | Format::Sarif => catalogue_json(),
+            Format::Json | Format::Sarif | Format::Perfetto => catalogue_json(),
         }
     } else {
         let mut named: Vec<&Rule> = Vec::new();
@@ -35,7 +35,7 @@ pub fn run(args: RulesArgs) -> i32 {
                 .map(|r| rule_text(r))
                 .collect::<Vec<_>>()
                 .join("\n"),
-            Format::Json | Format::Sarif => rules_json(&named),
+            Format::Json | Format::Sarif | Format::Perfetto => rules_json(&named),
         }
     };
     let mut stdout = std::io::stdout().lock();

@@ -80,7 +80,11 @@ pub fn run(args: RunArgs) -> i32 {
     // The summary and error_exitcode read the same files, so they never disagree.
     let files = plan.watch.written_since(&before);
     let mut diagnostics = Vec::new();
-    let summary = report::summarize(&files, &mut diagnostics);
+    let summary = report::summarize(
+        &files,
+        &mut diagnostics,
+        crate::findings::Gather::counting(),
+    );
     if !args.quiet {
         print_summary(&plan.watch, &files, &summary, &diagnostics, &args.prog);
     }

@@ -5,7 +5,8 @@
 //! module), and the innermost resolved frame as its location. Checked with Microsoft's SARIF
 //! Multitool (`npx @microsoft/sarif-multitool validate`).
 
-use crate::report::{Occurrence, Summary};
+use crate::findings::Occurrence;
+use crate::report::Summary;
 use crate::symbolize::Symbols;
 use serde_json::{json, Map, Value};
 
@@ -119,8 +120,9 @@ fn result(o: &Occurrence, symbols: &Symbols, rule_index: Option<usize>) -> Value
     r.into()
 }
 
-/// The whole SARIF log for the findings of `s`.
-pub fn render(s: &Summary) -> String {
+/// The whole SARIF log for the findings of `s`, streamed: the log is written around an empty
+/// `results` array, and each result (read back from the findings kept) goes in its place.
+pub fn render_to(s: &Summary, out: &mut impl std::io::Write) -> std::io::Result<()> {
     let catalogue: Vec<&sharecheck_core::rules::Rule> = sharecheck_core::rules::all().collect();
     let rules: Vec<Value> = catalogue
         .iter()
@@ -142,19 +144,12 @@ pub fn render(s: &Summary) -> String {
             })
         })
         .collect();
-    let symbols = Symbols::resolve(
-        s.findings
-            .iter()
-            .flat_map(|o| o.stack().into_iter().map(|(m, off, _)| (m, off))),
-    );
-    let results: Vec<Value> = s
-        .findings
-        .iter()
-        .map(|o| {
-            let index = catalogue.iter().position(|r| r.id == o.rule());
-            result(o, &symbols, index)
-        })
-        .collect();
+    // Two passes over the findings kept: the frames to resolve, then the results.
+    let mut frames = std::collections::BTreeSet::new();
+    for o in s.findings.all() {
+        frames.extend(o.stack().into_iter().map(|(m, off, _)| (m, off)));
+    }
+    let symbols = Symbols::resolve(frames);
     let log = json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
@@ -165,13 +160,27 @@ pub fn render(s: &Summary) -> String {
                 "semanticVersion": env!("CARGO_PKG_VERSION"),
                 "rules": rules
             }},
-            "results": results,
-            "properties": {"calls": s.calls, "processes": s.process_count(), "suppressed": s.suppressed}
+            "results": [],
+            "properties": {"calls": s.calls, "processes": s.process_count(), "suppressed": s.findings.suppressed}
         }]
     });
-    let mut out = serde_json::to_string_pretty(&log).unwrap_or_default();
-    out.push('\n');
-    out
+    let text = serde_json::to_string_pretty(&log).unwrap_or_default();
+    let (head, tail) = text
+        .split_once("\"results\": []")
+        .unwrap_or((text.as_str(), ""));
+    out.write_all(head.as_bytes())?;
+    out.write_all(b"\"results\": [")?;
+    let mut any = false;
+    for o in s.findings.all() {
+        let index = catalogue.iter().position(|r| r.id == o.rule());
+        let value = result(&o, &symbols, index);
+        out.write_all(if any { b",\n" } else { b"\n" })?;
+        serde_json::to_writer(&mut *out, &value)?;
+        any = true;
+    }
+    out.write_all(if any { b"\n]" } else { b"]" })?;
+    out.write_all(tail.as_bytes())?;
+    out.write_all(b"\n")
 }
 
 #[cfg(test)]

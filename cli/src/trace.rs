@@ -19,7 +19,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sharecheck_core::ring;
 use sharecheck_core::schema::{self, TRACE_SUFFIX};
 
@@ -53,49 +53,8 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// One parsed trace record, a JSON object, with `"pid"` and `"ts_ns"` given by its file's
-/// process record.
-pub struct Record {
-    pub obj: Map<String, Value>,
-}
-
-impl Record {
-    fn int(&self, key: &str) -> Option<i64> {
-        self.obj.get(key).and_then(Value::as_i64)
-    }
-    fn string(&self, key: &str) -> Option<&str> {
-        self.obj.get(key).and_then(Value::as_str)
-    }
-    pub fn pid(&self) -> Option<i64> {
-        self.int("pid")
-    }
-    /// The intercepted function; `None` for event records.
-    pub fn func(&self) -> Option<&str> {
-        self.string("fn")
-    }
-    /// The event name of an event record (`process`, `annotation`, `exit`, ...).
-    pub fn event(&self) -> Option<&str> {
-        self.string("event")
-    }
-    pub fn ret(&self) -> Option<i64> {
-        self.int("r")
-    }
-    /// The C name of the returned code (`CUDA_ERROR_INVALID_VALUE`), when the function and the
-    /// code are known.
-    pub fn ret_name(&self) -> Option<&'static str> {
-        let id = sharecheck_core::functions::lookup_symbol(self.func()?.as_bytes())?;
-        id.info().api.result_name(i32::try_from(self.ret()?).ok()?)
-    }
-    /// The record's findings, each a JSON object; anything else in the array is ignored.
-    pub fn findings(&self) -> impl Iterator<Item = &Map<String, Value>> {
-        self.obj
-            .get("findings")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_object)
-    }
-}
+use crate::record::Head;
+pub use crate::record::Record;
 
 /// The trace files named by the TRACE arguments.
 #[derive(Debug, Default)]
@@ -215,7 +174,7 @@ pub struct ReadStats {
 pub fn read_files(
     files: &[PathBuf],
     diagnostics: &mut Vec<Diagnostic>,
-    mut on_record: impl FnMut(Record),
+    mut on_record: impl FnMut(Record<'_>),
 ) -> ReadStats {
     let mut stats = ReadStats::default();
     for path in files {
@@ -239,6 +198,18 @@ pub fn read_files(
         }
     }
     stats
+}
+
+/// The wall-clock instant a file's records count from (its process record's `t0_wall_ns`), from
+/// its first line alone.
+pub fn first_t0(path: &Path) -> Option<u64> {
+    let mut line = Vec::new();
+    BufReader::new(File::open(path).ok()?)
+        .take(1 << 20)
+        .read_until(b'\n', &mut line)
+        .ok()?;
+    let head: Head = serde_json::from_slice(&line).ok()?;
+    head.v.and(head.t0_wall_ns)
 }
 
 /// The event line a trace file ends with when it reached `trace_limit`.
@@ -327,7 +298,7 @@ pub fn cat_file(
 fn read_file(
     path: &Path,
     diagnostics: &mut Vec<Diagnostic>,
-    on_record: &mut impl FnMut(Record),
+    on_record: &mut impl FnMut(Record<'_>),
 ) -> io::Result<u64> {
     let file = File::open(path)?;
     let file_len = file.metadata()?.len();
@@ -384,21 +355,25 @@ fn read_file(
                 });
                 continue;
             }
-            match parse_record(piece).and_then(|obj| process.complete(obj)) {
-                Ok(obj) => {
-                    if let (Some(seen), Some(seq)) =
-                        (&mut seen, obj.get("seq").and_then(Value::as_u64))
-                    {
+            match parse_line(piece, &mut process) {
+                Ok(record) => {
+                    if let (Some(seen), Some(seq)) = (&mut seen, record.seq()) {
                         if !seen.insert(seq) && from_ring {
                             continue;
                         }
                     }
-                    if obj.get("event").and_then(Value::as_str) == Some(LIMIT_EVENT) {
-                        capped = Some(obj.get("limit").and_then(Value::as_u64).unwrap_or(0));
+                    if record.event() == Some(LIMIT_EVENT) {
+                        capped = Some(
+                            record
+                                .obj()
+                                .get("limit")
+                                .and_then(Value::as_u64)
+                                .unwrap_or(0),
+                        );
                     }
                     records += 1;
                     recovered += u64::from(from_ring);
-                    on_record(Record { obj });
+                    on_record(record);
                 }
                 Err(_) if !complete => diagnostics.push(Diagnostic {
                     level: Level::Warning,
@@ -444,53 +419,62 @@ fn read_file(
     Ok(records)
 }
 
-fn parse_record(text: &[u8]) -> Result<Map<String, Value>, String> {
-    let value: Value =
-        serde_json::from_slice(text).map_err(|e| format!("not a JSON trace record ({e})"))?;
-    let Value::Object(obj) = value else {
-        return Err("not a trace record (expected a JSON object)".into());
+/// Parses one line of a file: a JSON object, of this schema version, after the file's process
+/// record (which it may be).
+fn parse_line<'a>(text: &'a [u8], process: &mut Process) -> Result<Record<'a>, String> {
+    let object = text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    let head: Head = match serde_json::from_slice(text) {
+        Ok(head) if object => head,
+        _ => {
+            return Err(match serde_json::from_slice::<Value>(text) {
+                Ok(_) => "not a trace record (expected a JSON object)".into(),
+                Err(e) => format!("not a JSON trace record ({e})"),
+            })
+        }
     };
-    match obj.get("v") {
-        None => Ok(obj),
-        Some(v) if v.as_u64() == Some(schema::VERSION) => Ok(obj),
-        Some(v) => Err(format!(
-            "trace schema version {v} is not supported (this sharecheck reads version {}); \
-             use the sharecheck that wrote the trace",
-            schema::VERSION
-        )),
+    if let Some(v) = head.v {
+        if v.get() != schema::VERSION.to_string() {
+            return Err(format!(
+                "trace schema version {} is not supported (this sharecheck reads version {}); \
+                 use the sharecheck that wrote the trace",
+                v.get(),
+                schema::VERSION
+            ));
+        }
     }
+    let (pid, ts_ns) = process.complete(&head)?;
+    Ok(Record::new(text, head, pid, ts_ns))
 }
 
 /// What a file's process record says about the records after it.
 #[derive(Default)]
 struct Process {
-    pid: Option<Value>,
+    pid: Option<i64>,
     /// Wall-clock time (ns) at which the records' `"t"` is 0.
     t0_wall_ns: Option<u64>,
 }
 
 impl Process {
-    /// Takes a process record in, or gives a record its process's `pid` and wall-clock `ts_ns`.
-    fn complete(&mut self, mut obj: Map<String, Value>) -> Result<Map<String, Value>, String> {
-        if obj.contains_key("v") {
-            if obj.get("event").and_then(Value::as_str) != Some("process") {
+    /// Takes a process record in, or gives a record its process's `pid`; either way, the
+    /// record's `pid` and wall-clock `ts_ns`.
+    fn complete(&mut self, head: &Head) -> Result<(Option<i64>, Option<u64>), String> {
+        if head.v.is_some() {
+            if head.event.as_deref() != Some("process") {
                 return Err("not a trace record (only a process record carries \"v\")".into());
             }
-            let pid = obj.get("pid").filter(|p| p.is_i64()).cloned();
-            let Some(pid) = pid else {
+            let Some(pid) = head.pid else {
                 return Err("a process record without its \"pid\"".into());
             };
             self.pid = Some(pid);
-            self.t0_wall_ns = obj.get("t0_wall_ns").and_then(Value::as_u64);
-        } else if let Some(pid) = &self.pid {
-            obj.insert("pid".into(), pid.clone());
-        } else {
+            self.t0_wall_ns = head.t0_wall_ns;
+        } else if self.pid.is_none() {
             return Err("a record before any process record (\"v\":2) in this file".into());
         }
-        if let (Some(t0), Some(t)) = (self.t0_wall_ns, obj.get("t").and_then(Value::as_u64)) {
-            obj.insert("ts_ns".into(), Value::from(t0.saturating_add(t)));
-        }
-        Ok(obj)
+        let ts_ns = self
+            .t0_wall_ns
+            .zip(head.t)
+            .map(|(t0, t)| t0.saturating_add(t));
+        Ok((self.pid, ts_ns))
     }
 }
 
@@ -498,58 +482,64 @@ impl Process {
 mod tests {
     use super::*;
 
-    #[test]
-    fn parse_record_checks_version() {
-        assert!(parse_record(br#"{"v":2,"event":"process"}"#).is_ok());
-        assert!(parse_record(br#"{"seq":1,"fn":"x"}"#).is_ok());
-        assert!(parse_record(br#"{"v":1}"#)
-            .unwrap_err()
-            .contains("version 1"));
-        assert!(parse_record(br#"[1]"#).unwrap_err().contains("JSON object"));
-        assert!(parse_record(b"garbage").unwrap_err().contains("not a JSON"));
+    fn parse(text: &str) -> Result<Record<'_>, String> {
+        let mut p = Process {
+            pid: Some(1),
+            t0_wall_ns: None,
+        };
+        parse_line(text.as_bytes(), &mut p)
     }
 
-    fn obj(text: &str) -> Map<String, Value> {
-        parse_record(text.as_bytes()).unwrap()
+    #[test]
+    fn parse_line_checks_version_and_shape() {
+        assert!(parse(r#"{"v":2,"event":"process","pid":3}"#).is_ok());
+        assert!(parse(r#"{"seq":1,"fn":"x"}"#).is_ok());
+        assert!(parse(r#"{"v":1,"event":"process","pid":3}"#)
+            .err()
+            .unwrap()
+            .contains("version 1"));
+        assert!(parse(r#"{"v":"x"}"#)
+            .err()
+            .unwrap()
+            .contains("version \"x\""));
+        assert!(parse(r#"[1]"#).err().unwrap().contains("JSON object"));
+        assert!(parse("garbage").err().unwrap().contains("not a JSON"));
     }
 
     #[test]
     fn records_get_their_process_pid_and_wall_clock() {
         let mut p = Process::default();
-        let early = p.complete(obj(r#"{"seq":1,"t":5,"fn":"x"}"#));
+        let line = |p: &mut Process, text: &'static str| {
+            parse_line(text.as_bytes(), p).map(|r| (r.pid(), r.ts_ns()))
+        };
+        let early = line(&mut p, r#"{"seq":1,"t":5,"fn":"x"}"#);
         assert!(early.unwrap_err().contains("before any process record"));
         let header = r#"{"v":2,"seq":0,"t":0,"event":"process","pid":42,"t0_wall_ns":1000}"#;
-        let header = p.complete(obj(header)).unwrap();
-        assert_eq!(header["ts_ns"], 1000);
-        let call = p
-            .complete(obj(r#"{"seq":1,"t":5,"tid":43,"fn":"x"}"#))
-            .unwrap();
-        assert_eq!(call["pid"], 42);
-        assert_eq!(call["ts_ns"], 1005);
-        assert!(p
-            .complete(obj(r#"{"v":2,"event":"exit"}"#))
+        assert_eq!(line(&mut p, header).unwrap(), (Some(42), Some(1000)));
+        let call = parse_line(br#"{"seq":1,"t":5,"tid":43,"fn":"x"}"#, &mut p).unwrap();
+        assert_eq!((call.pid(), call.ts_ns()), (Some(42), Some(1005)));
+        assert_eq!(call.obj()["pid"], 42);
+        assert_eq!(call.obj()["ts_ns"], 1005);
+        assert!(line(&mut p, r#"{"v":2,"event":"exit"}"#)
             .unwrap_err()
             .contains("only a process record"));
-        assert!(p
-            .complete(obj(r#"{"v":2,"event":"process"}"#))
+        assert!(line(&mut p, r#"{"v":2,"event":"process"}"#)
             .unwrap_err()
             .contains("without its \"pid\""));
     }
 
     #[test]
     fn ret_names_come_from_the_function_api() {
-        let cuda = Record {
-            obj: obj(r#"{"fn":"cuMemcpyPeer","r":1}"#),
-        };
-        assert_eq!(cuda.ret_name(), Some("CUDA_ERROR_INVALID_VALUE"));
-        let hip = Record {
-            obj: obj(r#"{"fn":"hipMemcpyPeer","r":1}"#),
-        };
-        assert_eq!(hip.ret_name(), Some("hipErrorInvalidValue"));
-        let unknown = Record {
-            obj: obj(r#"{"fn":"cuNotOurs","r":1}"#),
-        };
-        assert_eq!(unknown.ret_name(), None);
+        let name = |text: &str| parse(text).unwrap().ret_name();
+        assert_eq!(
+            name(r#"{"fn":"cuMemcpyPeer","r":1}"#),
+            Some("CUDA_ERROR_INVALID_VALUE")
+        );
+        assert_eq!(
+            name(r#"{"fn":"hipMemcpyPeer","r":1}"#),
+            Some("hipErrorInvalidValue")
+        );
+        assert_eq!(name(r#"{"fn":"cuNotOurs","r":1}"#), None);
     }
 
     #[test]

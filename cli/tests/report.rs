@@ -4,6 +4,7 @@ mod common;
 
 use common::{sharecheck, TempDir};
 use sharecheck_core::schema;
+use std::io::Write as _;
 
 const PROCESS_100: &str = r#"{"v":2,"seq":0,"t":0,"tid":100,"event":"process","pid":100,"ppid":1,"exe":"/usr/bin/app","shim_version":"0.1.0","t0_wall_ns":1,"t0_mono_ns":5}"#;
 const ATTACH_100: &str = r#"{"seq":1,"t":1,"tid":101,"fn":"cuStreamAttachMemAsync","a":{"length":5},"r":1,"findings":[{"rule":"CUVAL-cuStreamAttachMemAsync-length-00001","severity":"error","kind":"misuse","message":"length must be 0","doc":"https://docs.example/attach","fix":"pass 0"}]}"#;
@@ -518,4 +519,229 @@ fn sarif_output_is_a_sarif_2_1_0_log_of_the_findings() {
         .find(|r| r["ruleId"] == "HIPVAL-info")
         .unwrap();
     assert_eq!(info["level"], "note");
+}
+
+/// An exporter (pid 300) and an importer (pid 400, two threads) of one IPC handle, one finding,
+/// one annotation; no durations in the trace.
+fn exchange() -> TempDir {
+    let dir = TempDir::new("perfetto");
+    let process = |pid: u32, t0: u64| {
+        format!(
+            r#"{{"v":2,"seq":0,"t":0,"tid":{pid},"event":"process","pid":{pid},"ppid":1,"exe":"/opt/app/bin/worker","shim_version":"0.1.0","t0_wall_ns":{t0},"t0_mono_ns":5}}"#
+        )
+    };
+    dir.write(
+        "t/300.jsonl",
+        &lines(&[
+            &process(300, 1_000_000),
+            r#"{"seq":1,"t":2000,"tid":300,"fn":"cuIpcGetMemHandle","a":{"*pHandle":"fp:00112233aabbccdd","dptr":"0x7000000"},"r":0}"#,
+            r#"{"seq":2,"t":2500,"tid":300,"event":"annotation","text":"sent"}"#,
+            r#"{"seq":3,"t":9000,"tid":300,"fn":"cuMemFree_v2","a":{"dptr":"0x7000000"},"r":0}"#,
+        ]),
+    );
+    dir.write(
+        "t/400.jsonl",
+        &lines(&[
+            &process(400, 1_001_000),
+            r#"{"seq":1,"t":3000,"tid":401,"fn":"cuIpcOpenMemHandle_v2","a":{"*pdptr":"0x9000000","handle":"fp:00112233aabbccdd","Flags":"CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS"},"r":0}"#,
+            r#"{"seq":2,"t":3500,"tid":400,"fn":"cuDeviceCanAccessPeer","a":{"dev":0,"peerDev":0},"r":0,"d":1250,"findings":[{"rule":"cuDeviceCanAccessPeer.same-device","severity":"info","kind":"misuse","message":"a device asked about itself","doc":"d","fix":"f"}]}"#,
+        ]),
+    );
+    dir
+}
+
+#[test]
+fn the_perfetto_timeline_has_tracks_slices_instants_and_flows() {
+    let dir = exchange();
+    let out = sharecheck(&dir)
+        .args(["report", "--format", "perfetto", "t"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["displayTimeUnit"], "ns");
+    let events = doc["traceEvents"].as_array().unwrap();
+    let of =
+        |ph: &str| -> Vec<&serde_json::Value> { events.iter().filter(|e| e["ph"] == ph).collect() };
+    // A track per process and thread, named.
+    let names: Vec<(i64, &str)> = of("M")
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .map(|e| {
+            (
+                e["pid"].as_i64().unwrap(),
+                e["args"]["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [(300, "worker (pid 300)"), (400, "worker (pid 400)")]
+    );
+    let threads: Vec<(i64, i64)> = of("M")
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| (e["pid"].as_i64().unwrap(), e["tid"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(threads, [(300, 300), (400, 401), (400, 400)]);
+    // Calls as slices with their arguments and result, on one clock from the earliest start
+    // (pid 300's): 300's export at 2 us, 400's open 1 us later in wall-clock terms plus 3 us.
+    let slices = of("X");
+    assert_eq!(slices.len(), 4);
+    let open = slices
+        .iter()
+        .find(|e| e["name"] == "cuIpcOpenMemHandle_v2")
+        .unwrap();
+    assert_eq!(
+        (open["pid"].as_i64(), open["tid"].as_i64()),
+        (Some(400), Some(401))
+    );
+    assert_eq!(open["ts"].as_f64(), Some(4.0));
+    assert_eq!(open["dur"].as_f64(), Some(0.0));
+    assert_eq!(open["cat"], "cuda");
+    assert_eq!(open["args"]["arguments"]["*pdptr"], "0x9000000");
+    assert_eq!(open["args"]["result"], 0);
+    assert_eq!(open["args"]["result_name"], "CUDA_SUCCESS");
+    let timed = slices
+        .iter()
+        .find(|e| e["name"] == "cuDeviceCanAccessPeer")
+        .unwrap();
+    assert_eq!(timed["dur"].as_f64(), Some(1.25), "durations=1's d, in us");
+    // The finding and the annotation as instant events on their threads.
+    let instants = of("i");
+    let finding = instants.iter().find(|e| e["cat"] == "finding").unwrap();
+    assert_eq!(finding["name"], "info: cuDeviceCanAccessPeer.same-device");
+    assert_eq!(
+        (finding["pid"].as_i64(), finding["tid"].as_i64()),
+        (Some(400), Some(400))
+    );
+    assert_eq!(finding["args"]["message"], "a device asked about itself");
+    assert!(instants.iter().any(|e| e["name"] == "annotation: sent"));
+    // The handle's export -> import as a flow arrow between the two slices.
+    let (s, f) = (of("s"), of("f"));
+    assert_eq!((s.len(), f.len()), (1, 1));
+    assert_eq!(s[0]["id"], f[0]["id"]);
+    assert_eq!(
+        (s[0]["pid"].as_i64(), s[0]["ts"].as_f64()),
+        (Some(300), Some(2.0))
+    );
+    assert_eq!(
+        (f[0]["pid"].as_i64(), f[0]["tid"].as_i64()),
+        (Some(400), Some(401))
+    );
+    assert_eq!(f[0]["bp"], "e");
+    assert_eq!(s[0]["args"]["handle"], "fp:00112233aabbccdd");
+    // A filter applies to the instant events, not to the calls.
+    let out = sharecheck(&dir)
+        .args(["report", "--format=perfetto", "--severity", "warning", "t"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    assert!(!events.iter().any(|e| e["cat"] == "finding"));
+    assert_eq!(events.iter().filter(|e| e["ph"] == "X").count(), 4);
+}
+
+/// The timeline passes the format's documented checks (scripts/validate-timeline.py, Python's
+/// JSON parser): phases, fields, named tracks, flows bound to slices of their threads.
+#[test]
+fn the_perfetto_timeline_validates_against_the_trace_event_format() {
+    let dir = exchange();
+    let out = sharecheck(&dir)
+        .args(["report", "--format", "perfetto", "t"])
+        .output()
+        .unwrap();
+    let file = dir.write("timeline.json", &String::from_utf8(out.stdout).unwrap());
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/validate-timeline.py");
+    let check = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(&file)
+        .args(["--expect-flows", "1", "--expect-instants", "2"])
+        .output()
+        .expect("python3 runs scripts/validate-timeline.py");
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "{said}");
+    assert!(said.contains(", 1 flows, 0 problems"), "{said}");
+    // And the validator finds what is wrong with a broken one.
+    let broken = dir.write(
+        "broken.json",
+        r#"{"traceEvents":[{"ph":"X","name":"a","pid":1,"tid":1,"ts":-1},{"ph":"f","name":"x","cat":"c","id":1,"pid":1,"tid":1,"ts":3}]}"#,
+    );
+    let check = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(&broken)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(1), "{said}");
+    assert!(said.contains("no non-negative number ts"), "{said}");
+    assert!(said.contains("flow end without its start"), "{said}");
+}
+
+/// Runs `sharecheck ARGS` in `dir` with stdout to `out`; its exit status and peak RSS in KB
+/// (from `wait4` on that child alone).
+fn run_measured(dir: &TempDir, args: &[&str], out: &std::path::Path) -> (i32, i64) {
+    let file = std::fs::File::create(out).unwrap();
+    #[allow(clippy::zombie_processes)] // reaped by wait4 below
+    let child = sharecheck(dir)
+        .args(args)
+        .stdout(file)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child; `status` and `usage` are live locals it fills.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    // Reaped by wait4 above; the handle only goes.
+    std::mem::forget(child);
+    (libc::WEXITSTATUS(status), usage.ru_maxrss)
+}
+
+/// Memory does not grow with the number of findings: 20,000 findings with 3 KB messages (about
+/// 60 MB of trace) are reported in a few MB (when every finding was held, over 100 MB).
+#[test]
+fn memory_does_not_grow_with_the_number_of_findings() {
+    let dir = TempDir::new("many-findings");
+    // Written a line at a time: the test process stays small, and its children (whose peak
+    // counts from before their exec) too.
+    let path = dir.write("t/100.jsonl", &lines(&[PROCESS_100]));
+    let file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    let mut file = std::io::BufWriter::new(file);
+    let message = "m".repeat(3000);
+    for seq in 1..=20_000u64 {
+        writeln!(
+            file,
+            r#"{{"seq":{seq},"t":{seq},"tid":101,"fn":"cuMemcpyPeer","a":{{"ByteCount":{seq}}},"r":1,"findings":[{{"rule":"cuMemcpyPeer.range-outside-allocation","severity":"error","kind":"misuse","message":"{message}","doc":"d","fix":"f"}}]}}"#
+        )
+        .unwrap();
+    }
+    file.flush().unwrap();
+    drop(file);
+    let out = dir.join("report.txt");
+    let (status, text_kb) = run_measured(&dir, &["report", "t"], &out);
+    assert_eq!(status, 0);
+    let report = std::fs::read_to_string(&out).unwrap();
+    assert!(report.contains("error: cuMemcpyPeer.range-outside-allocation [misuse] x20000"));
+    assert!(report.contains("... and 19990 more"), "{report}");
+    // The first ten by time are the ones shown.
+    assert!(report.contains("pid 100 tid 101 seq 1 cuMemcpyPeer"));
+    assert!(report.contains("pid 100 tid 101 seq 10 cuMemcpyPeer"));
+    assert!(!report.contains("seq 11 cuMemcpyPeer"));
+    // JSON lists all of them, from its spool, in order.
+    let out = dir.join("report.json");
+    let (status, json_kb) = run_measured(&dir, &["report", "--format", "json", "t"], &out);
+    assert_eq!(status, 0);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let seqs: Vec<u64> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, (1..=20_000).collect::<Vec<_>>());
+    assert!(text_kb < 24 << 10, "text: {text_kb} KB");
+    assert!(json_kb < 32 << 10, "json: {json_kb} KB");
 }

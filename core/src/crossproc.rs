@@ -109,6 +109,19 @@ impl Timeline {
         }
     }
 
+    /// Whether [`Timeline::add`] would keep a record, from its function, event and arguments'
+    /// JSON text alone (a reader then parses only the records it keeps): `exit` events, calls of
+    /// the functions the checks read, and calls whose arguments hold a handle fingerprint.
+    pub fn wants(&self, func: Option<&str>, event: Option<&str>, args: Option<&str>) -> bool {
+        match func {
+            None => event == Some("exit"),
+            Some(func) => {
+                self.keep.iter().any(|prefix| func.starts_with(prefix))
+                    || args.is_some_and(|a| a.contains("\"fp:"))
+            }
+        }
+    }
+
     /// Adds one trace record; event records (no `"fn"`) other than `exit`, records without a
     /// process or time, and calls no check reads are skipped.
     pub fn add(&mut self, record: &Map<String, Value>) {

@@ -1,0 +1,649 @@
+//! The findings of a report, gathered while the records stream by: filters and suppressions
+//! apply as each finding arrives, and only what the output shows is kept. The text report keeps
+//! per rule its count, its functions and the first `--limit` occurrences (a bounded heap by
+//! process, time and `seq`); JSON and SARIF, which list every finding, spool them to an unnamed
+//! temporary file and read them back in order. Memory does not grow with the number of findings
+//! (except `--limit 0`, which asks for every one in text).
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::io::{BufWriter, Write};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::args::{Filter, Severity};
+use crate::review::{self, Suppression};
+
+/// One finding with the record it came from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Occurrence {
+    pub finding: Map<String, Value>,
+    pub func: Option<String>,
+    /// Raw `pid`, `tid`, `seq` of the record (`null` if absent).
+    pub pid: Value,
+    pub tid: Value,
+    pub seq: Value,
+    /// When the record's call began (the reader's `ts_ns`): orders findings of one process.
+    pub ts_ns: Option<u64>,
+    /// Event name, for findings of event records only.
+    pub event: Option<String>,
+    /// The call's arguments as its record wrote them (`"a"`), for findings of call records.
+    pub args: Option<Value>,
+}
+
+impl Occurrence {
+    pub fn severity(&self) -> Option<Severity> {
+        self.str_field("severity").and_then(Severity::parse)
+    }
+    pub fn str_field(&self, key: &str) -> Option<&str> {
+        self.finding.get(key).and_then(Value::as_str)
+    }
+    pub fn rule(&self) -> &str {
+        self.str_field("rule").unwrap_or("(no rule)")
+    }
+    /// By process, then time, then `seq` (unique in a process, increasing along each thread).
+    fn sort_key(&self) -> (Option<i64>, Option<u64>, Option<u64>) {
+        (self.pid.as_i64(), self.ts_ns, self.seq.as_u64())
+    }
+    /// Whether the report's filters let this finding through.
+    pub fn matches(&self, f: &Filter) -> bool {
+        (f.rules.is_empty() || f.rules.iter().any(|r| r == self.rule()))
+            && f.severity
+                .is_none_or(|min| self.severity().is_some_and(|s| s >= min))
+            && (f.pids.is_empty() || self.pid.as_i64().is_some_and(|p| f.pids.contains(&p)))
+            && (f.fns.is_empty()
+                || self
+                    .func
+                    .as_deref()
+                    .is_some_and(|name| f.fns.iter().any(|n| n == name)))
+    }
+
+    /// The finding's host call stack: `(module, offset, symbol text)` a frame.
+    pub fn stack(&self) -> Vec<(String, u64, Option<String>)> {
+        let Some(frames) = self.finding.get("stack").and_then(Value::as_array) else {
+            return Vec::new();
+        };
+        frames
+            .iter()
+            .filter_map(|f| {
+                let module = f.get("module")?.as_str()?.to_string();
+                let offset = f.get("offset")?.as_str().and_then(parse_hex)?;
+                let symbol = f.get("symbol").and_then(Value::as_str).map(|s| {
+                    match f.get("symbol_offset").and_then(Value::as_str) {
+                        Some(d) => format!("{s}+{d}"),
+                        None => s.to_string(),
+                    }
+                });
+                Some((module, offset, symbol))
+            })
+            .collect()
+    }
+
+    pub fn location(&self) -> String {
+        let show = |v: &Value| match v {
+            Value::Null => "?".to_string(),
+            other => other.to_string(),
+        };
+        format!(
+            "pid {} tid {} seq {}",
+            show(&self.pid),
+            show(&self.tid),
+            show(&self.seq)
+        )
+    }
+
+    /// The name the report lists the finding under: its function, or its event.
+    pub fn where_name(&self) -> String {
+        match (&self.func, &self.event) {
+            (Some(f), _) => f.clone(),
+            (None, Some(e)) => format!("event {e}"),
+            (None, None) => "?".to_string(),
+        }
+    }
+}
+
+pub fn parse_hex(text: &str) -> Option<u64> {
+    u64::from_str_radix(text.strip_prefix("0x")?, 16).ok()
+}
+
+/// What a report gathers: which findings (filters, suppressions) and how many of each rule it
+/// keeps to show.
+#[derive(Debug, Default)]
+pub struct Gather {
+    pub filter: Filter,
+    pub suppressions: Vec<Suppression>,
+    /// Occurrences of each rule kept for the text report (0: all).
+    pub limit: usize,
+    /// Every finding is kept, in order (JSON, SARIF).
+    pub keep_all: bool,
+}
+
+impl Gather {
+    /// Counting only (what `sharecheck run`'s summary says): one occurrence a rule is kept.
+    pub fn counting() -> Gather {
+        Gather {
+            limit: 1,
+            ..Gather::default()
+        }
+    }
+}
+
+/// An occurrence in a rule's heap: the greatest (last to show) on top.
+struct Ranked {
+    key: (Option<i64>, Option<u64>, Option<u64>),
+    arrival: u64,
+    occurrence: Occurrence,
+}
+
+impl Ranked {
+    fn order(&self) -> impl Ord + '_ {
+        (self.key, self.arrival)
+    }
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Ranked {}
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.order().cmp(&other.order())
+    }
+}
+
+/// One rule's findings: counted, with the first few kept.
+pub struct Group {
+    pub count: usize,
+    pub worst: Option<Severity>,
+    /// The first occurrence's finding members (severity, kind, doc, fix).
+    pub first: Map<String, Value>,
+    /// How many findings each function (or event) had.
+    pub fns: BTreeMap<String, usize>,
+    shown: BinaryHeap<Ranked>,
+}
+
+impl Group {
+    /// The occurrences kept to show, by process, time and `seq` (then arrival).
+    pub fn shown(&self) -> Vec<&Occurrence> {
+        let mut kept: Vec<&Ranked> = self.shown.iter().collect();
+        kept.sort();
+        kept.into_iter().map(|r| &r.occurrence).collect()
+    }
+    pub fn first_field(&self, key: &str) -> Option<&str> {
+        self.first.get(key).and_then(Value::as_str)
+    }
+}
+
+/// Every finding of a report, as gathered.
+pub struct Findings {
+    gather: Gather,
+    pub groups: BTreeMap<String, Group>,
+    total: usize,
+    /// Findings by severity: info, warning, error.
+    severities: [usize; 3],
+    /// Findings a suppression took out (counted, not shown).
+    pub suppressed: usize,
+    /// Findings by baseline key ([`review::key`]), counted.
+    pub keys: BTreeMap<String, usize>,
+    /// One suppression line per distinct finding ([`review::suppression_line`]).
+    pub suppression_lines: BTreeSet<String>,
+    spool: Option<Spool>,
+    /// The spool could not be written: JSON and SARIF say so.
+    pub spool_error: Option<String>,
+    /// `call.failed` on calls a report-phase rule may explain: decided at [`Findings::finish`].
+    pending: Vec<Occurrence>,
+    arrivals: u64,
+}
+
+impl Default for Findings {
+    fn default() -> Self {
+        Findings::new(Gather::default())
+    }
+}
+
+impl Findings {
+    pub fn new(gather: Gather) -> Findings {
+        Findings {
+            gather,
+            groups: BTreeMap::new(),
+            total: 0,
+            severities: [0; 3],
+            suppressed: 0,
+            keys: BTreeMap::new(),
+            suppression_lines: BTreeSet::new(),
+            spool: None,
+            spool_error: None,
+            pending: Vec::new(),
+            arrivals: 0,
+        }
+    }
+
+    /// Takes one finding in.
+    pub fn add(&mut self, o: Occurrence) {
+        let generic = o.rule() == sharecheck_core::rules::general::CALL_FAILED.id;
+        let readable = o.func.as_deref().is_some_and(|f| {
+            sharecheck_core::rules::REPORT_READS
+                .iter()
+                .any(|p| f.starts_with(p))
+        });
+        if generic && readable {
+            self.pending.push(o);
+        } else {
+            self.accept(o);
+        }
+    }
+
+    /// After the report-phase checks: the generic explanations of calls they explained
+    /// (`(pid, seq)`) are dropped, the rest taken in.
+    pub fn finish(&mut self, explained: &BTreeSet<(i64, u64)>) {
+        for o in std::mem::take(&mut self.pending) {
+            let key = o.pid.as_i64().zip(o.seq.as_u64());
+            if !key.is_some_and(|k| explained.contains(&k)) {
+                self.accept(o);
+            }
+        }
+        if let Some(spool) = &mut self.spool {
+            if let Err(e) = spool.end_run() {
+                self.spool_error
+                    .get_or_insert(format!("cannot write a temporary file: {e}"));
+            }
+        }
+    }
+
+    fn accept(&mut self, o: Occurrence) {
+        if !o.matches(&self.gather.filter) {
+            return;
+        }
+        if self.gather.suppressions.iter().any(|s| s.matches(&o)) {
+            self.suppressed += 1;
+            return;
+        }
+        self.total += 1;
+        let severity = o.severity();
+        if let Some(s) = severity {
+            self.severities[s as usize] += 1;
+        }
+        *self.keys.entry(review::key(&o)).or_default() += 1;
+        self.suppression_lines.insert(review::suppression_line(&o));
+        let arrival = self.arrivals;
+        self.arrivals += 1;
+        if self.gather.keep_all {
+            self.spool(&o, arrival);
+        }
+        let limit = self.gather.limit;
+        let group = self
+            .groups
+            .entry(o.rule().to_string())
+            .or_insert_with(|| Group {
+                count: 0,
+                worst: None,
+                first: o.finding.clone(),
+                fns: BTreeMap::new(),
+                shown: BinaryHeap::new(),
+            });
+        group.count += 1;
+        group.worst = group.worst.max(severity);
+        *group.fns.entry(o.where_name()).or_default() += 1;
+        let ranked = Ranked {
+            key: o.sort_key(),
+            arrival,
+            occurrence: o,
+        };
+        if limit == 0 || group.shown.len() < limit {
+            group.shown.push(ranked);
+        } else if group.shown.peek().is_some_and(|top| ranked < *top) {
+            group.shown.pop();
+            group.shown.push(ranked);
+        }
+    }
+
+    fn spool(&mut self, o: &Occurrence, arrival: u64) {
+        if self.spool_error.is_some() {
+            return;
+        }
+        if self.spool.is_none() {
+            match tempfile::tempfile() {
+                Ok(file) => self.spool = Some(Spool::new(file)),
+                Err(e) => {
+                    self.spool_error = Some(format!("cannot make a temporary file: {e}"));
+                    return;
+                }
+            }
+        }
+        let spool = self.spool.as_mut().expect("made above");
+        if let Err(e) = spool.push(o, arrival) {
+            self.spool_error = Some(format!("cannot write a temporary file: {e}"));
+        }
+    }
+
+    /// Every finding kept, by process, time and `seq` (then the order it was taken in); needs
+    /// [`Gather::keep_all`] and [`Findings::finish`]. Each call reads them again.
+    pub fn all(&self) -> impl Iterator<Item = Occurrence> + '_ {
+        self.spool.iter().flat_map(Spool::merged)
+    }
+
+    pub fn len(&self) -> usize {
+        self.total
+    }
+    pub fn count(&self, severity: Severity) -> usize {
+        self.severities[severity as usize]
+    }
+    /// The worst severity among the findings.
+    pub fn worst(&self) -> Option<Severity> {
+        [Severity::Error, Severity::Warning, Severity::Info]
+            .into_iter()
+            .find(|&s| self.count(s) > 0)
+    }
+    /// The groups in report order: worst severity first, then the most frequent, then by rule.
+    pub fn groups_in_order(&self) -> Vec<(&str, &Group)> {
+        let mut groups: Vec<(&str, &Group)> =
+            self.groups.iter().map(|(k, g)| (k.as_str(), g)).collect();
+        groups.sort_by(|a, b| {
+            b.1.worst
+                .cmp(&a.1.worst)
+                .then(b.1.count.cmp(&a.1.count))
+                .then(a.0.cmp(b.0))
+        });
+        groups
+    }
+}
+
+/// Findings kept for JSON and SARIF, in an unnamed temporary file: sorted runs of at most
+/// [`RUN`] findings (each a JSON line), merged when read. Memory holds one run being filled and,
+/// when reading, one finding per run.
+struct Spool {
+    file: std::fs::File,
+    /// The run being filled: (sort key, arrival, finding as JSON).
+    run: Vec<(SortKey, u64, String)>,
+    /// Where each written run starts and ends in the file.
+    runs: Vec<(u64, u64)>,
+    end: u64,
+}
+
+type SortKey = (Option<i64>, Option<u64>, Option<u64>);
+
+/// Findings a run holds.
+const RUN: usize = 4096;
+
+/// A spooled finding: its place in the merge and the finding.
+#[derive(Deserialize)]
+struct Spooled {
+    n: u64,
+    o: Occurrence,
+}
+
+impl Spool {
+    fn new(file: std::fs::File) -> Spool {
+        Spool {
+            file,
+            run: Vec::new(),
+            runs: Vec::new(),
+            end: 0,
+        }
+    }
+
+    fn push(&mut self, o: &Occurrence, arrival: u64) -> std::io::Result<()> {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            n: u64,
+            o: &'a Occurrence,
+        }
+        let line = serde_json::to_string(&Out { n: arrival, o })?;
+        self.run.push((o.sort_key(), arrival, line));
+        if self.run.len() >= RUN {
+            self.end_run()?;
+        }
+        Ok(())
+    }
+
+    /// Sorts the run being filled and writes it out.
+    fn end_run(&mut self) -> std::io::Result<()> {
+        if self.run.is_empty() {
+            return Ok(());
+        }
+        self.run.sort_by_key(|r| (r.0, r.1));
+        let start = self.end;
+        let mut out = BufWriter::new(&self.file);
+        for (_, _, line) in self.run.drain(..) {
+            out.write_all(line.as_bytes())?;
+            out.write_all(b"\n")?;
+            self.end += line.len() as u64 + 1;
+        }
+        out.flush()?;
+        self.runs.push((start, self.end));
+        Ok(())
+    }
+
+    /// Every finding, merged from the runs in order.
+    fn merged(&self) -> impl Iterator<Item = Occurrence> + '_ {
+        let mut readers: Vec<RunReader> = self
+            .runs
+            .iter()
+            .map(|&(start, end)| RunReader {
+                file: &self.file,
+                at: start,
+                end,
+                buf: Vec::new(),
+                pos: 0,
+            })
+            .collect();
+        let mut heap = BinaryHeap::new();
+        for (i, r) in readers.iter_mut().enumerate() {
+            if let Some(s) = r.next() {
+                heap.push(std::cmp::Reverse(Head(s, i)));
+            }
+        }
+        std::iter::from_fn(move || {
+            let std::cmp::Reverse(Head(s, i)) = heap.pop()?;
+            if let Some(next) = readers[i].next() {
+                heap.push(std::cmp::Reverse(Head(next, i)));
+            }
+            Some(s.o)
+        })
+    }
+}
+
+/// The next finding of one run, ordered for the merge.
+struct Head(Spooled, usize);
+
+impl Head {
+    fn order(&self) -> (SortKey, u64) {
+        (self.0.o.sort_key(), self.0.n)
+    }
+}
+impl PartialEq for Head {
+    fn eq(&self, other: &Self) -> bool {
+        self.order() == other.order()
+    }
+}
+impl Eq for Head {}
+impl PartialOrd for Head {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Head {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.order().cmp(&other.order())
+    }
+}
+
+/// Reads one run's lines with positioned reads (every run shares the file).
+struct RunReader<'a> {
+    file: &'a std::fs::File,
+    at: u64,
+    end: u64,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl RunReader<'_> {
+    fn next(&mut self) -> Option<Spooled> {
+        use std::os::unix::fs::FileExt;
+        loop {
+            if let Some(nl) = self.buf[self.pos..].iter().position(|&b| b == b'\n') {
+                let line = &self.buf[self.pos..self.pos + nl];
+                self.pos += nl + 1;
+                return serde_json::from_slice(line).ok();
+            }
+            if self.at >= self.end {
+                return None;
+            }
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+            let want = (self.end - self.at).min(16 << 10) as usize;
+            let old = self.buf.len();
+            self.buf.resize(old + want, 0);
+            let n = self.file.read_at(&mut self.buf[old..], self.at).ok()?;
+            if n == 0 {
+                return None;
+            }
+            self.buf.truncate(old + n);
+            self.at += n as u64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn occ(rule: &str, pid: i64, seq: u64, ts: u64, severity: &str) -> Occurrence {
+        let mut finding = Map::new();
+        finding.insert("rule".into(), rule.into());
+        finding.insert("severity".into(), severity.into());
+        Occurrence {
+            finding,
+            func: Some("cuMemcpyPeer".into()),
+            pid: pid.into(),
+            tid: pid.into(),
+            seq: seq.into(),
+            ts_ns: Some(ts),
+            event: None,
+            args: None,
+        }
+    }
+
+    #[test]
+    fn each_rule_keeps_its_first_occurrences_in_order_and_counts_the_rest() {
+        let mut f = Findings::new(Gather {
+            limit: 3,
+            ..Gather::default()
+        });
+        // Arriving out of order (two files of one process, say): the first three by time stay.
+        for (seq, ts) in [(5, 50), (1, 10), (9, 90), (3, 30), (2, 20), (7, 70)] {
+            f.add(occ("r.a", 1, seq, ts, "error"));
+        }
+        f.add(occ("r.b", 2, 1, 5, "info"));
+        f.finish(&BTreeSet::new());
+        let a = &f.groups["r.a"];
+        assert_eq!(a.count, 6);
+        let shown: Vec<u64> = a.shown().iter().map(|o| o.seq.as_u64().unwrap()).collect();
+        assert_eq!(shown, [1, 2, 3]);
+        assert_eq!(
+            (f.len(), f.count(Severity::Error), f.count(Severity::Info)),
+            (7, 6, 1)
+        );
+        assert_eq!(f.worst(), Some(Severity::Error));
+        let order: Vec<&str> = f.groups_in_order().iter().map(|(r, _)| *r).collect();
+        assert_eq!(order, ["r.a", "r.b"]);
+    }
+
+    #[test]
+    fn filters_and_suppressions_apply_as_findings_arrive() {
+        let mut f = Findings::new(Gather {
+            filter: Filter {
+                severity: Some(Severity::Warning),
+                ..Filter::default()
+            },
+            suppressions: review::parse_suppressions("rule:r.x*", "test").unwrap(),
+            limit: 10,
+            keep_all: true,
+        });
+        f.add(occ("r.x1", 1, 1, 1, "error"));
+        f.add(occ("r.y", 1, 2, 2, "error"));
+        f.add(occ("r.y", 1, 3, 3, "info"));
+        f.finish(&BTreeSet::new());
+        assert_eq!((f.len(), f.suppressed), (1, 1));
+        let all: Vec<Occurrence> = f.all().collect();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].rule(), "r.y");
+        assert_eq!(all[0].seq, 2);
+    }
+
+    #[test]
+    fn a_generic_failure_a_report_phase_rule_explains_is_dropped() {
+        let mut f = Findings::new(Gather {
+            limit: 10,
+            ..Gather::default()
+        });
+        let failed = |seq| {
+            let mut o = occ("call.failed", 7, seq, seq, "info");
+            o.func = Some("cuIpcOpenMemHandle_v2".into());
+            o
+        };
+        f.add(failed(1));
+        f.add(failed(2));
+        f.finish(&BTreeSet::from([(7, 2)]));
+        let shown: Vec<u64> = f.groups["call.failed"]
+            .shown()
+            .iter()
+            .map(|o| o.seq.as_u64().unwrap())
+            .collect();
+        assert_eq!(shown, [1]);
+    }
+
+    #[test]
+    fn every_finding_kept_comes_back_sorted_across_runs() {
+        let mut f = Findings::new(Gather {
+            limit: 1,
+            keep_all: true,
+            ..Gather::default()
+        });
+        // Three runs and a bit, in descending time: read back ascending.
+        let n = 3 * RUN as u64 + 17;
+        for i in 0..n {
+            f.add(occ("r.a", 1, n - i, n - i, "info"));
+        }
+        f.add(occ("r.a", 0, 5, 5, "info"));
+        f.finish(&BTreeSet::new());
+        let seqs: Vec<(i64, u64)> = f
+            .all()
+            .map(|o| (o.pid.as_i64().unwrap(), o.seq.as_u64().unwrap()))
+            .collect();
+        assert_eq!(seqs.len() as u64, n + 1);
+        assert_eq!(seqs[0], (0, 5));
+        assert!(
+            seqs[1..].windows(2).all(|w| w[0].1 + 1 == w[1].1),
+            "in order"
+        );
+        // Read twice: the same.
+        assert_eq!(f.all().count() as u64, n + 1);
+        assert_eq!(f.spool.as_ref().unwrap().runs.len(), 4);
+    }
+
+    #[test]
+    fn memory_holds_only_what_is_shown() {
+        let mut f = Findings::new(Gather {
+            limit: 10,
+            ..Gather::default()
+        });
+        for seq in 0..100_000 {
+            f.add(occ("r.a", 1, seq, seq, "warning"));
+        }
+        f.finish(&BTreeSet::new());
+        assert_eq!(f.groups["r.a"].count, 100_000);
+        assert_eq!(f.groups["r.a"].shown.len(), 10);
+        assert_eq!(f.keys.len(), 1);
+        assert_eq!(f.suppression_lines.len(), 1);
+        assert!(f.spool.is_none());
+    }
+}

@@ -1,0 +1,272 @@
+//! One trace record as the report reads it: the members every record is asked for, parsed into
+//! typed fields borrowed from the line (`fn`, `event`, numbers), the arguments and findings kept
+//! as raw JSON until someone needs them, and the whole object parsed only on demand. Reading a
+//! plain call record is then a scan of its bytes, not a tree of `Value`s.
+//!
+//! Parsing is lenient where the old reader was: a member of an unexpected type reads as absent
+//! (it never rejects the line), so that what a person wrote into a trace by hand still reads.
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::cell::OnceCell;
+use std::fmt;
+use std::marker::PhantomData;
+
+/// The members the report reads of every record.
+#[derive(Deserialize, Default)]
+pub struct Head<'a> {
+    #[serde(default, borrow)]
+    pub v: Option<&'a RawValue>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub seq: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub t: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub tid: Option<i64>,
+    #[serde(rename = "fn", default, borrow, deserialize_with = "lenient_str")]
+    pub func: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "lenient_str")]
+    pub event: Option<Cow<'a, str>>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub r: Option<i64>,
+    /// The call's time in the driver, ns (`durations=1`).
+    #[serde(default, deserialize_with = "lenient")]
+    pub d: Option<u64>,
+    /// The process record's.
+    #[serde(default, deserialize_with = "lenient")]
+    pub pid: Option<i64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub t0_wall_ns: Option<u64>,
+    /// A `before-call` event's call.
+    #[serde(default, borrow, deserialize_with = "lenient_str")]
+    pub call_fn: Option<Cow<'a, str>>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub call_seq: Option<u64>,
+    #[serde(default, borrow)]
+    pub a: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub findings: Option<&'a RawValue>,
+}
+
+/// A number that reads as `None` when the member holds anything else.
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: TryFrom<u64> + TryFrom<i64>,
+{
+    d.deserialize_any(Lenient::<T>(PhantomData))
+}
+
+struct Lenient<T>(PhantomData<T>);
+
+impl<'de, T: TryFrom<u64> + TryFrom<i64>> Visitor<'de> for Lenient<T> {
+    type Value = Option<T>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(T::try_from(v).ok())
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(T::try_from(v).ok())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+}
+
+/// A string (borrowed where it has no escapes) that reads as `None` when the member holds
+/// anything else.
+fn lenient_str<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Option<Cow<'de, str>>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Borrowed(v)))
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v.to_string())))
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+    }
+    d.deserialize_any(V)
+}
+
+/// One trace record, with `pid` and `ts_ns` given by its file's process record.
+pub struct Record<'a> {
+    text: &'a [u8],
+    pub head: Head<'a>,
+    pid: Option<i64>,
+    ts_ns: Option<u64>,
+    full: OnceCell<Map<String, Value>>,
+}
+
+impl<'a> Record<'a> {
+    pub fn new(text: &'a [u8], head: Head<'a>, pid: Option<i64>, ts_ns: Option<u64>) -> Self {
+        Record {
+            text,
+            head,
+            pid,
+            ts_ns,
+            full: OnceCell::new(),
+        }
+    }
+    pub fn pid(&self) -> Option<i64> {
+        self.pid
+    }
+    /// The wall-clock time of the record (its file's `t0_wall_ns` plus its `t`).
+    pub fn ts_ns(&self) -> Option<u64> {
+        self.ts_ns
+    }
+    pub fn seq(&self) -> Option<u64> {
+        self.head.seq
+    }
+    pub fn tid(&self) -> Option<i64> {
+        self.head.tid
+    }
+    /// The intercepted function; `None` for event records.
+    pub fn func(&self) -> Option<&str> {
+        self.head.func.as_deref()
+    }
+    /// The event name of an event record (`process`, `annotation`, `exit`, ...).
+    pub fn event(&self) -> Option<&str> {
+        self.head.event.as_deref()
+    }
+    pub fn ret(&self) -> Option<i64> {
+        self.head.r
+    }
+    /// The C name of the returned code (`CUDA_ERROR_INVALID_VALUE`), when the function and the
+    /// code are known.
+    pub fn ret_name(&self) -> Option<&'static str> {
+        let id = sharecheck_core::functions::lookup_symbol(self.func()?.as_bytes())?;
+        id.info().api.result_name(i32::try_from(self.ret()?).ok()?)
+    }
+    /// The arguments as written (`"a"`), unparsed.
+    pub fn args_text(&self) -> Option<&str> {
+        self.head.a.map(RawValue::get)
+    }
+    /// The arguments, parsed.
+    pub fn args(&self) -> Option<Value> {
+        self.head.a.and_then(|a| serde_json::from_str(a.get()).ok())
+    }
+    /// Whether the record carries findings (without parsing them).
+    pub fn has_findings(&self) -> bool {
+        self.head.findings.is_some_and(|f| f.get() != "[]")
+    }
+    /// The record's findings, each a JSON object; anything else in the array is ignored.
+    pub fn findings(&self) -> Vec<Map<String, Value>> {
+        let Some(raw) = self.head.findings else {
+            return Vec::new();
+        };
+        match serde_json::from_str::<Value>(raw.get()) {
+            Ok(Value::Array(items)) => items
+                .into_iter()
+                .filter_map(|v| match v {
+                    Value::Object(m) => Some(m),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+    /// The whole record as a JSON object, with `pid` and `ts_ns` (parsed on first use).
+    pub fn obj(&self) -> &Map<String, Value> {
+        self.full.get_or_init(|| {
+            let mut obj = match serde_json::from_slice::<Value>(self.text) {
+                Ok(Value::Object(obj)) => obj,
+                _ => Map::new(),
+            };
+            if self.head.v.is_none() {
+                if let Some(pid) = self.pid {
+                    obj.insert("pid".into(), pid.into());
+                }
+            }
+            if let Some(ts) = self.ts_ns {
+                obj.insert("ts_ns".into(), ts.into());
+            }
+            obj
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(text: &str) -> Head<'_> {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn members_of_other_types_read_as_absent_and_strings_are_borrowed() {
+        let h = head(
+            r#"{"seq":"x","t":[1,{"a":2}],"tid":-3,"fn":"cuMemcpyPeer","r":{"x":1},"event":7}"#,
+        );
+        assert_eq!((h.seq, h.t, h.tid, h.r), (None, None, Some(-3), None));
+        assert!(matches!(h.func, Some(Cow::Borrowed("cuMemcpyPeer"))));
+        assert!(h.event.is_none());
+        // Escapes are unescaped.
+        let h = head(r#"{"fn":"a\u0041"}"#);
+        assert_eq!(h.func.as_deref(), Some("aA"));
+        // A number too big for its field is absent, not an error.
+        assert_eq!(head(r#"{"tid":18446744073709551615}"#).tid, None);
+    }
+
+    #[test]
+    fn arguments_and_findings_stay_raw_until_asked_for() {
+        let text = br#"{"seq":4,"fn":"f","a":{"x":1},"findings":[{"rule":"r"},3],"r":0}"#;
+        let h: Head = serde_json::from_slice(text).unwrap();
+        let r = Record::new(text, h, Some(42), Some(1000));
+        assert_eq!(r.args_text(), Some(r#"{"x":1}"#));
+        assert!(r.has_findings());
+        assert_eq!(r.findings().len(), 1);
+        assert_eq!(r.obj()["pid"], 42);
+        assert_eq!(r.obj()["ts_ns"], 1000);
+        assert_eq!(r.obj()["seq"], 4);
+    }
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# How fast `sharecheck report` reads traces, and how much memory it takes, on this machine.
+#
+# Usage: scripts/bench-report.sh [--no-build] [RECORDS] [FINDINGS]
+#
+# Builds release (skipped with --no-build), writes two traces with the shim on the simulated
+# driver (scripts/bench/report_load.c): RECORDS correct calls (default 2000000) and FINDINGS calls
+# that each carry a finding with its call stack (default 200000), then times `sharecheck report`
+# on each (text, and json/sarif for the findings), and prints records per second and peak RSS
+# (GNU time's %M) as a Markdown table. The traces are removed afterwards.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+build=1
+if [ "${1:-}" = "--no-build" ]; then build=0; shift; fi
+records="${1:-2000000}"
+findings="${2:-200000}"
+[ "$build" = 1 ] && cargo build --release --workspace -q
+command -v /usr/bin/time >/dev/null || { echo "bench-report.sh: needs GNU time (/usr/bin/time)" >&2; exit 1; }
+cli="$ROOT/target/release/sharecheck"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+cc -O2 -o "$tmp/load" scripts/bench/report_load.c -ldl
+"$cli" run --sim -q --trace "$tmp/plain/%p.jsonl" -- "$tmp/load" "$records"
+"$cli" run --sim -q --trace "$tmp/found/%p.jsonl" -- "$tmp/load" "$findings" bad 2>/dev/null || true
+bytes() { du -sb "$1" | cut -f1; }
+echo "| trace | records | MB | format | seconds | records/s | peak RSS MB |"
+echo "|---|---|---|---|---|---|---|"
+measure() { # name dir records format
+    local out
+    out="$( { /usr/bin/time -f "%e %M" "$cli" report --format "$4" "$2" > /dev/null; } 2>&1 | tail -1)"
+    read -r secs kb <<< "$out"
+    awk -v n="$1" -v r="$3" -v b="$(bytes "$2")" -v f="$4" -v s="$secs" -v k="$kb" 'BEGIN {
+        printf "| %s | %d | %.0f | %s | %.2f | %.0f | %.1f |\n", n, r, b / 1e6, f, s, (s > 0 ? r / s : 0), k / 1024 }'
+}
+measure "correct calls" "$tmp/plain" "$records" text
+measure "calls with findings" "$tmp/found" "$findings" text
+measure "calls with findings" "$tmp/found" "$findings" json
+measure "calls with findings" "$tmp/found" "$findings" sarif

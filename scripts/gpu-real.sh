@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Zero false alarms on real programs nobody here wrote: framework jobs on real GPUs, each plain and
+# under `sharecheck run` with a trace.
+#
+#   torch-peer  PyTorch copies between the two GPUs (scripts/gpu/real_jobs.py), timed
+#   nccl        a PyTorch training job, then NCCL all_reduce across 2 processes on 2 GPUs
+#               (scripts/gpu/torch_job.py --ranks 2), timed
+#   torch-mp    torch.multiprocessing CUDA tensor sharing (scripts/gpu/ipc_frameworks.py)
+#   cupy-peer   CuPy peer access and peer copies (scripts/gpu/real_jobs.py)
+#   cupy-ipc    CuPy IPC between two processes (scripts/gpu/ipc_frameworks.py)
+#   attach      a multi-stream managed-memory program, one SINGLE attach per task and round
+#               (scripts/gpu/attach_tasks.cu, built with nvcc)
+#
+# A job passes when the plain and traced runs exit alike and print the same CHECK/RESULT/SUM
+# lines, and `sharecheck report` finds no error and no warning in its traces (infos are listed);
+# the timed jobs also when the median of the traced runs' TIME is at most 1% above the plain
+# runs' (rounds interleaved, order alternating). A framework that is missing is reported as
+# skipped.
+#
+# Usage: scripts/gpu-real.sh [OUTDIR]     (default ./gpu-real-out; ROUNDS=N for the timed jobs, 5)
+# Needs 2 GPUs, python3 with torch (and cupy for the CuPy jobs), nvcc, and the prebuilt
+# target/release/sharecheck and libsharecheck.so. NVLink multicast stays off. Writes
+# OUTDIR/report.md (also printed); exits 1 if any job fails.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+ROUNDS=${ROUNDS:-5}
+out="${1:-gpu-real-out}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+cli="$PWD/target/release/sharecheck"
+for f in "$cli" target/release/libsharecheck.so; do
+    [ -f "$f" ] || { echo "gpu-real: $f is missing: cargo build --release --workspace" >&2; exit 1; }
+done
+have() { python3 -c "import $1" 2>/dev/null; }
+attach_ok=0
+if command -v nvcc >/dev/null && nvcc -O2 -o "$out/attach_tasks" scripts/gpu/attach_tasks.cu 2>"$out/nvcc.err"; then
+    attach_ok=1
+fi
+
+# name | timed | needs | command
+jobs=(
+    "torch-peer|1|torch|python3 scripts/gpu/real_jobs.py torch-peer 400"
+    "nccl|1|torch|python3 scripts/gpu/torch_job.py --samples 4096 --epochs 2 --nccl 400 --ranks 2"
+    "torch-mp|0|torch|python3 scripts/gpu/ipc_frameworks.py torch-correct"
+    "cupy-peer|0|cupy|python3 scripts/gpu/real_jobs.py cupy-peer"
+    "cupy-ipc|0|cupy|python3 scripts/gpu/ipc_frameworks.py cupy-correct"
+    "attach|0|attach|$out/attach_tasks 8 500"
+)
+
+report="$out/report.md"
+gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sort | uniq -c | sed 's/^ *//' | paste -sd';' || echo unknown)"
+{
+    echo "## Real frameworks under the shim: $gpu, $(date -u '+%F %H:%M UTC')"
+    echo
+    echo "scripts/gpu-real.sh, shim $(sha256sum target/release/libsharecheck.so | cut -c1-16); $ROUNDS rounds for the timed jobs."
+    python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", ".".join(map(str, torch.cuda.nccl.version())))' 2>/dev/null || true
+    python3 -c 'import cupy; print("cupy", cupy.__version__)' 2>/dev/null || true
+    echo
+    echo "| job | runs | same output | errors | warnings | infos (rules) | plain s (median) | traced s (median) | overhead | result |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
+} > "$report"
+
+median() { sort -g | awk '{a[NR]=$1} END { if (NR) print a[int((NR+1)/2)]; else print "" }'; }
+lines() { grep -E '^(CHECK|RESULT|SUM|DONE|ATTACHES) ' "$1" | sort || true; }
+failed=0
+for job in "${jobs[@]}"; do
+    IFS='|' read -r name timed needs cmd <<< "$job"
+    if { [ "$needs" = attach ] && [ "$attach_ok" = 0 ]; } || { [ "$needs" != attach ] && ! have "$needs"; }; then
+        echo "| $name | - | - | - | - | - | - | - | - | skipped ($needs missing) |" >> "$report"
+        continue
+    fi
+    rounds=1
+    [ "$timed" = 1 ] && rounds=$ROUNDS
+    dir="$out/$name"
+    rm -rf "$dir" && mkdir -p "$dir"
+    same=yes
+    problems=()
+    for ((r = 1; r <= rounds; r++)); do
+        if ((r % 2)); then order=(plain traced); else order=(traced plain); fi
+        for mode in "${order[@]}"; do
+            set +e
+            if [ "$mode" = plain ]; then
+                $cmd > "$dir/plain-$r.out" 2> "$dir/plain-$r.err"
+            else
+                "$cli" run -q --trace "$dir/traces-$r/%p.jsonl" -- $cmd > "$dir/traced-$r.out" 2> "$dir/traced-$r.err"
+            fi
+            echo $? > "$dir/$mode-$r.rc"
+            set -e
+        done
+        if ! cmp -s "$dir/plain-$r.rc" "$dir/traced-$r.rc"; then
+            same=no; problems+=("round $r: exit $(cat "$dir/plain-$r.rc") plain, $(cat "$dir/traced-$r.rc") traced")
+        fi
+        if [ "$(cat "$dir/plain-$r.rc")" != 0 ]; then
+            problems+=("round $r: the plain run failed: $(tail -2 "$dir/plain-$r.err" | tr '\n' ' ')")
+        fi
+        if ! diff <(lines "$dir/plain-$r.out") <(lines "$dir/traced-$r.out") > "$dir/diff-$r.txt"; then
+            same=no; problems+=("round $r: output differs ($dir/diff-$r.txt)")
+        fi
+    done
+    # Findings of every traced round.
+    errors=0; warnings=0; infos=0; rules=""
+    for ((r = 1; r <= rounds; r++)); do
+        if ! "$cli" report --format json "$dir/traces-$r" > "$dir/report-$r.json" 2> "$dir/report-$r.err"; then
+            problems+=("round $r: no trace could be reported: $(tail -1 "$dir/report-$r.err")")
+            continue
+        fi
+        read -r e w i rr < <(python3 - "$dir/report-$r.json" <<'PY'
+import collections, json, sys
+r = json.load(open(sys.argv[1]))
+c = collections.Counter(f.get("severity") for f in r["findings"])
+rules = collections.Counter(f["rule"] for f in r["findings"] if f.get("severity") == "info")
+print(c["error"], c["warning"], c["info"], ",".join("%s:%d" % kv for kv in sorted(rules.items())) or "-")
+PY
+)
+        errors=$((errors + e)); warnings=$((warnings + w)); infos=$((infos + i))
+        [ "$r" = 1 ] && rules="$rr"
+    done
+    [ $((errors + warnings)) -gt 0 ] && problems+=("$errors error(s), $warnings warning(s): $dir/report-*.json")
+    plain_t=""; traced_t=""; overhead="-"
+    if [ "$timed" = 1 ]; then
+        plain_t=$(for ((r = 1; r <= rounds; r++)); do awk '$1 == "TIME" {print $2}' "$dir/plain-$r.out"; done | median)
+        traced_t=$(for ((r = 1; r <= rounds; r++)); do awk '$1 == "TIME" {print $2}' "$dir/traced-$r.out"; done | median)
+        if [ -n "$plain_t" ] && [ -n "$traced_t" ]; then
+            overhead=$(awk -v p="$plain_t" -v t="$traced_t" 'BEGIN { printf "%+.2f%%", (t - p) / p * 100 }')
+            if awk -v p="$plain_t" -v t="$traced_t" 'BEGIN { exit !((t - p) / p > 0.01) }'; then
+                problems+=("traced median ${traced_t}s is more than 1% above plain ${plain_t}s")
+            fi
+        else
+            problems+=("no TIME line")
+        fi
+    fi
+    result=pass
+    if [ "${#problems[@]}" -gt 0 ]; then result="FAIL: $(IFS='; '; echo "${problems[*]}")"; failed=1; fi
+    echo "| $name | $rounds+$rounds | $same | $errors | $warnings | $infos ($rules) | ${plain_t:--} | ${traced_t:--} | $overhead | $result |" >> "$report"
+done
+echo >> "$report"
+if [ "$failed" = 0 ]; then echo "GPU REAL: every job passed" >> "$report"; else echo "GPU REAL: FAILED" >> "$report"; fi
+cat "$report"
+exit "$failed"
