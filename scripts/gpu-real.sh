@@ -3,8 +3,10 @@
 # under `sharecheck run` with a trace.
 #
 #   torch-peer  PyTorch copies between the two GPUs (scripts/gpu/real_jobs.py), timed
-#   nccl        a PyTorch training job, then NCCL all_reduce across 2 processes on 2 GPUs
-#               (scripts/gpu/torch_job.py --ranks 2), timed
+#   nccl        NCCL all_reduce of 64 MiB across 2 processes on 2 GPUs through torch.distributed
+#               (scripts/gpu/real_jobs.py), timed between barriers after a warm-up
+#   torch-train a PyTorch training job (forked DataLoader workers) that ends with NCCL all_reduce
+#               across 2 processes (scripts/gpu/torch_job.py --ranks 2)
 #   torch-mp    torch.multiprocessing CUDA tensor sharing (scripts/gpu/ipc_frameworks.py)
 #   cupy-peer   CuPy peer access and peer copies (scripts/gpu/real_jobs.py)
 #   cupy-ipc    CuPy IPC between two processes (scripts/gpu/ipc_frameworks.py)
@@ -17,7 +19,8 @@
 # runs' (rounds interleaved, order alternating). A framework that is missing is reported as
 # skipped.
 #
-# Usage: scripts/gpu-real.sh [OUTDIR]     (default ./gpu-real-out; ROUNDS=N for the timed jobs, 5)
+# Usage: scripts/gpu-real.sh [OUTDIR]     (default ./gpu-real-out; ROUNDS=N for the timed jobs, 5;
+#        ONLY=job,job to run some jobs)
 # Needs 2 GPUs, python3 with torch (and cupy for the CuPy jobs), nvcc, and the prebuilt
 # target/release/sharecheck and libsharecheck.so. NVLink multicast stays off. Writes
 # OUTDIR/report.md (also printed); exits 1 if any job fails.
@@ -41,7 +44,8 @@ fi
 # name | timed | needs | command
 jobs=(
     "torch-peer|1|torch|python3 scripts/gpu/real_jobs.py torch-peer 400"
-    "nccl|1|torch|python3 scripts/gpu/torch_job.py --samples 4096 --epochs 2 --nccl 400 --ranks 2"
+    "nccl|1|torch|python3 scripts/gpu/real_jobs.py nccl 2000"
+    "torch-train|0|torch|python3 scripts/gpu/torch_job.py --samples 4096 --epochs 2 --nccl 200 --ranks 2"
     "torch-mp|0|torch|python3 scripts/gpu/ipc_frameworks.py torch-correct"
     "cupy-peer|0|cupy|python3 scripts/gpu/real_jobs.py cupy-peer"
     "cupy-ipc|0|cupy|python3 scripts/gpu/ipc_frameworks.py cupy-correct"
@@ -66,6 +70,9 @@ lines() { grep -E '^(CHECK|RESULT|SUM|DONE|ATTACHES) ' "$1" | sort || true; }
 failed=0
 for job in "${jobs[@]}"; do
     IFS='|' read -r name timed needs cmd <<< "$job"
+    if [ -n "${ONLY:-}" ] && [[ ",$ONLY," != *",$name,"* ]]; then
+        continue
+    fi
     if { [ "$needs" = attach ] && [ "$attach_ok" = 0 ]; } || { [ "$needs" != attach ] && ! have "$needs"; }; then
         echo "| $name | - | - | - | - | - | - | - | - | skipped ($needs missing) |" >> "$report"
         continue

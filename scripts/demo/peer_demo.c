@@ -1,6 +1,7 @@
 /* The bundled demo: a small two-GPU program of the kind sharecheck is for. It enables peer access,
  * copies between the devices, shares a buffer with a child process over CUDA IPC, and makes two
- * classic mistakes (enabling access twice, and opening its own IPC handle in the same process).
+ * classic mistakes (a peer copy that runs past its allocation, and opening its own IPC handle in
+ * the same process), besides a harmless second enable (an info: the driver says it was done).
  * Self-contained: it declares the few driver prototypes it needs, so no CUDA toolkit is required.
  * Build: cc -o peer_demo peer_demo.c -ldl    Run: sharecheck run --sim -- ./peer_demo */
 #define _GNU_SOURCE
@@ -78,7 +79,7 @@ int main(int argc, char **argv) {
     CHECK(cuDeviceCanAccessPeer(&can, d0, d1));
     cuCtxSetCurrent(c0);
     CHECK(cuCtxEnablePeerAccess(c1, 0));
-    CHECK(cuCtxEnablePeerAccess(c1, 0)); /* mistake: already enabled */
+    CHECK(cuCtxEnablePeerAccess(c1, 0)); /* harmless: already enabled */
 
     CUdeviceptr a, b;
     cuMemAlloc(&a, 1 << 20);
@@ -88,6 +89,7 @@ int main(int argc, char **argv) {
     const char message[] = "hello from device 0";
     cuMemcpyHtoD(a, message, sizeof message);
     CHECK(cuMemcpyPeer(b, c1, a, c0, sizeof message));
+    CHECK(cuMemcpyPeer(b, c1, a, c0, 2 << 20)); /* mistake: 2 MiB of a 1 MiB allocation */
 
     CUipcMemHandle handle;
     CHECK(cuIpcGetMemHandle(&handle, b));

@@ -6,6 +6,9 @@ Usage: python3 real_jobs.py MODE [ITERATIONS]
                current stream), timed; the result is checked element by element once at the end
   cupy-peer    CuPy: peer access enabled both ways (cudaDeviceEnablePeerAccess), arrays copied
                between the devices with cudaMemcpyPeer and by cupy's own cross-device copy
+  nccl         torch.distributed with NCCL across 2 processes on 2 GPUs (this process is rank 0;
+               rank 1 is started by spawn): ITERATIONS (default 300) all_reduce of 64 MiB after a
+               warm-up, timed between two barriers
 
 Prints `CHECK <name> <value>` lines that must be the same with and without the shim, and for
 torch-peer `TIME <seconds>` of the timed rounds. Exits 0 when every check holds, 3 with fewer than
@@ -90,6 +93,54 @@ def cupy_peer():
     return 0
 
 
+def nccl_rank(rank, iterations, port):
+    import os
+
+    import torch
+    import torch.distributed as dist
+
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dev = torch.device("cuda:%d" % rank)
+    torch.cuda.set_device(dev)
+    dist.init_process_group("nccl", rank=rank, world_size=2, device_id=dev)
+    t = torch.ones(16 << 20, device=dev)
+    for _ in range(20):  # warm-up: NCCL's channels and buffers exist before the timed part
+        dist.all_reduce(t)
+        t /= 2
+    torch.cuda.synchronize()
+    dist.barrier()
+    start = time.perf_counter()
+    for _ in range(iterations):
+        dist.all_reduce(t)
+        t /= 2
+    torch.cuda.synchronize()
+    dist.barrier()
+    elapsed = time.perf_counter() - start
+    value = t[0].item()
+    dist.destroy_process_group()
+    return elapsed, value
+
+
+def nccl(iterations):
+    import torch
+    import torch.multiprocessing as mp
+
+    if torch.cuda.device_count() < 2:
+        print("SKIP need 2 GPUs", flush=True)
+        return 3
+    port = 29600 + (time.time_ns() // 1000) % 300
+    other = mp.get_context("spawn").Process(target=nccl_rank, args=(1, iterations, port))
+    other.start()
+    elapsed, value = nccl_rank(0, iterations, port)
+    other.join()
+    check("rank1_exit", other.exitcode == 0, other.exitcode)
+    check("all_reduce_value", value == 1.0, value)
+    print("TIME %.6f" % elapsed, flush=True)
+    print("NOTE %.1f GB/s algorithm bandwidth" % (iterations * (64 << 20) / elapsed / 1e9), flush=True)
+    return 0
+
+
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else ""
     try:
@@ -97,6 +148,8 @@ def main():
             rc = torch_peer(int(sys.argv[2]) if len(sys.argv) > 2 else 400)
         elif mode == "cupy-peer":
             rc = cupy_peer()
+        elif mode == "nccl":
+            rc = nccl(int(sys.argv[2]) if len(sys.argv) > 2 else 300)
         else:
             sys.exit(__doc__)
     except ImportError as e:

@@ -95,15 +95,19 @@ pub mod cuda {
 
     pub static ENABLE_ALREADY_ENABLED: Rule = Rule {
         id: "cuCtxEnablePeerAccess.already-enabled",
-        severity: Severity::Warning,
+        severity: Severity::Info,
         kind: Kind::Misuse,
-        requirement: "Access from the current context to peerContext must not already be enabled.",
+        requirement: "Access from the current context to peerContext was already enabled: the \
+            call fails with CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED and changes nothing. \
+            Harmless where the program takes that code as done, as CuPy does; through the \
+            runtime, cudaGetLastError reports it until it is read.",
         source: cuda(CUDA_PEER, "cuCtxEnablePeerAccess"),
         quote: "Returns CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED if direct access of peerContext \
             from the current context has already been enabled.",
         documented_code: Some(PEER_ACCESS_ALREADY_ENABLED),
-        fix: "enable each direction once per pair of contexts (remember it, or treat \
-            CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED as done and clear it)",
+        fix: "enable each direction once per pair of contexts, or treat \
+            CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED as done (through the runtime, read it with \
+            cudaGetLastError so that a later check does not see it)",
     };
 
     pub static ENABLE_NO_UNIFIED_ADDRESSING: Rule = Rule {
@@ -347,15 +351,18 @@ pub mod hip {
 
     pub static ENABLE_ALREADY_ENABLED: Rule = Rule {
         id: "hipDeviceEnablePeerAccess.already-enabled",
-        severity: Severity::Warning,
+        severity: Severity::Info,
         kind: Kind::Misuse,
-        requirement: "Access from the current device to peerDeviceId must not already be enabled.",
+        requirement: "Access from the current device to peerDeviceId was already enabled: the \
+            call fails with hipErrorPeerAccessAlreadyEnabled and changes nothing. Harmless \
+            where the program takes that code as done; hipGetLastError reports it until it is \
+            read.",
         source: hip("hipDeviceEnablePeerAccess"),
         quote: "hipErrorPeerAccessAlreadyEnabled if peer access is already enabled for this \
             device.",
         documented_code: Some(PEER_ACCESS_ALREADY_ENABLED),
-        fix: "enable each direction once (remember it, or treat \
-            hipErrorPeerAccessAlreadyEnabled as done and clear it with hipGetLastError)",
+        fix: "enable each direction once, or treat hipErrorPeerAccessAlreadyEnabled as done \
+            (and read it with hipGetLastError so that a later check does not see it)",
     };
 
     pub static ENABLE_PEER_UNSUPPORTED: Rule = Rule {
