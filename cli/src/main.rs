@@ -1,6 +1,6 @@
 //! The `sharecheck` command: runs programs under the sharecheck shim and reviews their traces.
 //!
-//! - [`args`]: command-line parsing and help texts;
+//! - [`args`]: command-line parsing and help (clap);
 //! - [`run`]: `sharecheck run`, the launcher;
 //! - [`report`]: `sharecheck report`, merging traces into findings;
 //! - [`trace`]: tolerant reading of trace files;
@@ -24,7 +24,7 @@ use std::io::Write;
 use args::Command;
 
 fn main() {
-    let status = match args::parse(std::env::args_os().skip(1)) {
+    let status = match args::parse(std::env::args_os()) {
         Ok(Command::Run(a)) => run::run(a),
         Ok(Command::Report(a)) => report::run(a),
         Ok(Command::Rules(a)) => rules::run(a),
@@ -45,23 +45,22 @@ fn main() {
                 }
             }
         }
-        Ok(Command::Help(text)) => {
-            let _ = std::io::stdout().write_all(text.as_bytes());
-            0
+        Ok(Command::Completions(shell)) => {
+            // Made in memory (clap_complete panics on a failed write), then written: a closed
+            // pipe ends it quietly.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut args::command(), "sharecheck", &mut script);
+            let mut out = std::io::stdout().lock();
+            match out.write_all(&script).and_then(|()| out.flush()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    eprintln!("sharecheck: cannot write the completions: {e}");
+                    args::EXIT_USAGE
+                }
+                _ => 0,
+            }
         }
-        Ok(Command::Version) => {
-            println!(
-                "sharecheck {} (trace schema v{})",
-                env!("CARGO_PKG_VERSION"),
-                sharecheck_core::schema::VERSION
-            );
-            0
-        }
-        Err(e) => {
-            eprintln!("sharecheck: {e}\nusage: {}", e.usage);
-            eprintln!("Run `sharecheck --help` for more.");
-            args::EXIT_USAGE
-        }
+        // Usage errors (exit 2), help and the version (exit 0), as clap prints them.
+        Err(e) => e.exit(),
     };
     std::process::exit(status);
 }

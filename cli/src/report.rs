@@ -553,41 +553,56 @@ fn describe_inputs(traces: &[PathBuf]) -> String {
     names.join(", ")
 }
 
-/// The finding's own members first (the schema's in schema order, then any others), then the
-/// record's `fn`, `pid`, `tid`, `seq`, and `event` for event records.
-fn render_finding_json(o: &Occurrence, out: &mut String) {
-    const CONTEXT: [&str; 5] = ["fn", "pid", "tid", "seq", "event"];
-    const FIRST: [&str; 6] = ["rule", "severity", "kind", "message", "doc", "fix"];
-    let mut first = true;
-    let mut member = |out: &mut String, key: &str, value: &Value| {
-        if !first {
-            out.push(',');
+/// One finding of the JSON report: the finding's own members first (the schema's in schema
+/// order, then any others), then the record's `fn`, `pid`, `tid`, `seq`, and `event` for event
+/// records.
+#[derive(serde::Serialize)]
+struct FindingJson<'a> {
+    #[serde(flatten)]
+    members: Members<'a>,
+    #[serde(rename = "fn")]
+    func: Option<&'a str>,
+    pid: &'a Value,
+    tid: &'a Value,
+    seq: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    event: Option<&'a str>,
+}
+
+/// A finding's members in schema order, without the record's own.
+struct Members<'a>(&'a Map<String, Value>);
+
+impl serde::Serialize for Members<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        const CONTEXT: [&str; 5] = ["fn", "pid", "tid", "seq", "event"];
+        const FIRST: [&str; 6] = ["rule", "severity", "kind", "message", "doc", "fix"];
+        let mut map = s.serialize_map(None)?;
+        for key in FIRST {
+            if let Some(v) = self.0.get(key) {
+                map.serialize_entry(key, v)?;
+            }
         }
-        first = false;
-        out.push_str(&Value::from(key).to_string());
-        out.push(':');
-        out.push_str(&value.to_string());
-    };
-    out.push('{');
-    for key in FIRST {
-        if let Some(v) = o.finding.get(key) {
-            member(out, key, v);
+        for (key, v) in self.0 {
+            if !FIRST.contains(&key.as_str()) && !CONTEXT.contains(&key.as_str()) {
+                map.serialize_entry(key, v)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl<'a> FindingJson<'a> {
+    fn of(o: &'a Occurrence) -> Self {
+        FindingJson {
+            members: Members(&o.finding),
+            func: o.func.as_deref(),
+            pid: &o.pid,
+            tid: &o.tid,
+            seq: &o.seq,
+            event: o.event.as_deref(),
         }
     }
-    for (key, v) in &o.finding {
-        if !FIRST.contains(&key.as_str()) && !CONTEXT.contains(&key.as_str()) {
-            member(out, key, v);
-        }
-    }
-    let func = o.func.clone().map(Value::from).unwrap_or(Value::Null);
-    member(out, "fn", &func);
-    member(out, "pid", &o.pid);
-    member(out, "tid", &o.tid);
-    member(out, "seq", &o.seq);
-    if let Some(event) = &o.event {
-        member(out, "event", &Value::from(event.as_str()));
-    }
-    out.push('}');
 }
 
 /// The JSON report, streamed: the totals, every finding in the order it was taken in (trace files
@@ -605,14 +620,11 @@ pub fn render_json_to(
         s.process_count(),
         s.findings.suppressed
     )?;
-    let mut line = String::new();
     for (i, o) in s.findings.all().enumerate() {
-        line.clear();
         if i > 0 {
-            line.push(',');
+            out.write_all(b",")?;
         }
-        render_finding_json(&o, &mut line);
-        out.write_all(line.as_bytes())?;
+        serde_json::to_writer(&mut *out, &FindingJson::of(&o))?;
     }
     out.write_all(b"]")?;
     let handles = s.timeline.handles();

@@ -10,7 +10,7 @@
 //! 4. the summary line is printed and PROG's status returned (or `error_exitcode`).
 
 use std::collections::HashMap;
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{OsStr, OsString};
 use std::fs::DirBuilder;
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -98,7 +98,7 @@ pub fn run(args: RunArgs) -> i32 {
 struct Plan {
     env: Vec<(OsString, OsString)>,
     watch: TraceWatch,
-    sim_dir: Option<TempDir>,
+    sim_dir: Option<SimDir>,
     /// The options PROG gets, as the shim will read them.
     options: Options,
     /// What is wrong with them, for stderr before PROG starts.
@@ -341,14 +341,16 @@ fn prepend_path_list(dir: &OsStr, existing: Option<OsString>) -> OsString {
     out
 }
 
-/// A directory removed when dropped.
-struct TempDir {
+/// The simulated driver's directory: its path, removed with it when dropped (a directory that
+/// cannot be removed is said so).
+struct SimDir {
     path: PathBuf,
+    dir: Option<tempfile::TempDir>,
 }
 
-impl Drop for TempDir {
+impl Drop for SimDir {
     fn drop(&mut self) {
-        if let Err(e) = std::fs::remove_dir_all(&self.path) {
+        if let Some(Err(e)) = self.dir.take().map(tempfile::TempDir::close) {
             eprintln!(
                 "sharecheck: warning: cannot remove the temporary directory {}: {}; remove it by hand",
                 self.path.display(),
@@ -361,28 +363,26 @@ impl Drop for TempDir {
 /// Creates a private (0700) directory under $TMPDIR or /tmp whose driver sonames
 /// (`libcuda.so.1`, `libamdhip64.so`, ...: [`libraries::driver_sonames`]) are symbolic links
 /// to the simulated driver.
-fn make_sim_dir(sim_lib: &Path) -> Result<TempDir, String> {
+fn make_sim_dir(sim_lib: &Path) -> Result<SimDir, String> {
     let base = var("TMPDIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| "/tmp".into());
     let base = absolute(&base)?;
-    let template = base.join("sharecheck-sim.XXXXXX");
-    let mut template = CString::new(template.into_os_string().into_vec())
-        .map_err(|_| "TMPDIR contains a NUL byte; fix TMPDIR".to_string())?
-        .into_bytes_with_nul();
-    // SAFETY: `template` is a writable NUL-terminated buffer ending in XXXXXX.
-    let made = unsafe { libc::mkdtemp(template.as_mut_ptr().cast()) };
-    if made.is_null() {
-        let e = io::Error::last_os_error();
-        return Err(format!(
-            "cannot create a temporary directory in {}: {}; set TMPDIR to a writable directory",
-            base.display(),
-            io_reason(&e)
-        ));
-    }
-    template.pop();
-    let dir = TempDir {
-        path: PathBuf::from(OsString::from_vec(template)),
+    // Private (0700), with a random name; removed when dropped.
+    let made = tempfile::Builder::new()
+        .prefix("sharecheck-sim.")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir_in(&base)
+        .map_err(|e| {
+            format!(
+                "cannot create a temporary directory in {}: {}; set TMPDIR to a writable directory",
+                base.display(),
+                io_reason(&e)
+            )
+        })?;
+    let dir = SimDir {
+        path: made.path().to_path_buf(),
+        dir: Some(made),
     };
     if dir
         .path

@@ -4,7 +4,7 @@
 //! reads the newest run, `--all` every run; `--keep N` and `sharecheck clean` remove old ones.
 //! Only directories that hold a manifest are ever removed.
 
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::fs::DirBuilder;
 use std::os::unix::fs::DirBuilderExt;
@@ -77,27 +77,39 @@ pub struct Manifest {
     pub options: Option<OsString>,
 }
 
+/// `manifest.json`, as written (and read back by tests and tools).
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ManifestRecord {
+    pub program: String,
+    pub args: Vec<String>,
+    pub start_unix_ns: u64,
+    pub start_utc: String,
+    pub options: Option<String>,
+    pub sharecheck_version: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub end_unix_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub exit_status: Option<i32>,
+}
+
 impl Manifest {
-    fn json(&self, end: Option<(SystemTime, i32)>) -> Value {
+    fn record(&self, end: Option<(SystemTime, i32)>) -> ManifestRecord {
         let text = |s: &OsString| s.to_string_lossy().into_owned();
-        let mut v = json!({
-            "program": text(&self.program),
-            "args": self.args.iter().map(text).collect::<Vec<_>>(),
-            "start_unix_ns": unix_ns(self.started),
-            "start_utc": utc_stamp(self.started),
-            "options": self.options.as_ref().map(text),
-            "sharecheck_version": env!("CARGO_PKG_VERSION"),
-        });
-        if let Some((ended, status)) = end {
-            v["end_unix_ns"] = unix_ns(ended).into();
-            v["exit_status"] = status.into();
+        ManifestRecord {
+            program: text(&self.program),
+            args: self.args.iter().map(text).collect(),
+            start_unix_ns: unix_ns(self.started),
+            start_utc: utc_stamp(self.started),
+            options: self.options.as_ref().map(text),
+            sharecheck_version: env!("CARGO_PKG_VERSION").to_string(),
+            end_unix_ns: end.map(|(ended, _)| unix_ns(ended)),
+            exit_status: end.map(|(_, status)| status),
         }
-        v
     }
 
     /// Writes the manifest (again): without an end while PROG runs, with it after.
     pub fn write(&self, dir: &Path, end: Option<(SystemTime, i32)>) -> Result<(), String> {
-        let mut text = serde_json::to_string_pretty(&self.json(end)).unwrap_or_default();
+        let mut text = serde_json::to_string_pretty(&self.record(end)).unwrap_or_default();
         text.push('\n');
         let path = dir.join(MANIFEST);
         let tmp = dir.join(format!(".{MANIFEST}.tmp"));
@@ -146,6 +158,38 @@ pub fn remove_oldest(base: &Path, keep: usize) -> Result<usize, String> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn the_manifest_is_written_and_read_as_its_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = Manifest {
+            program: "prog".into(),
+            args: vec!["-x".into()],
+            started: UNIX_EPOCH + Duration::from_secs(5),
+            options: None,
+        };
+        m.write(dir.path(), None).unwrap();
+        let read = |d: &Path| -> ManifestRecord {
+            serde_json::from_slice(&std::fs::read(d.join(MANIFEST)).unwrap()).unwrap()
+        };
+        let first = read(dir.path());
+        assert_eq!((first.end_unix_ns, first.exit_status), (None, None));
+        assert_eq!(first.start_unix_ns, 5_000_000_000);
+        let text = std::fs::read_to_string(dir.path().join(MANIFEST)).unwrap();
+        assert!(!text.contains("exit_status"), "{text}");
+        m.write(dir.path(), Some((UNIX_EPOCH + Duration::from_secs(6), 3)))
+            .unwrap();
+        let done = read(dir.path());
+        assert_eq!(done.exit_status, Some(3));
+        assert_eq!(
+            done,
+            ManifestRecord {
+                end_unix_ns: Some(6_000_000_000),
+                exit_status: Some(3),
+                ..first
+            }
+        );
+    }
 
     #[test]
     fn stamps_are_utc_calendar_time() {

@@ -267,17 +267,38 @@ fn fail_on_sets_exit_status_1() {
 #[test]
 fn report_usage_errors_exit_2() {
     let dir = TempDir::new("report-usage");
-    for args in [
-        &["report", "--format", "xml", "x"][..],
-        &["report", "--format"],
-        &["report", "--fail-on", "fatal", "x"],
-        &["report", "--bogus", "x"],
+    for (args, why) in [
+        (
+            &["report", "--format", "xml", "x"][..],
+            "[possible values: text, json, sarif, perfetto]",
+        ),
+        (
+            &["report", "--format"],
+            "a value is required for '--format <FORMAT>'",
+        ),
+        (
+            &["report", "--fail-on", "fatal", "x"],
+            "invalid value 'fatal'",
+        ),
+        (
+            &["report", "--bogus", "x"],
+            "unexpected argument '--bogus' found",
+        ),
+        (
+            &["report", "--serverity", "error"],
+            "a similar argument exists: '--severity'",
+        ),
+        (
+            &["report", "--pid", "x"],
+            "invalid value 'x' for '--pid <PID>'",
+        ),
     ] {
         let out = sharecheck(&dir).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.starts_with("sharecheck: "), "{stderr}");
-        assert!(stderr.contains("usage: sharecheck report"), "{stderr}");
+        assert!(stderr.starts_with("error: "), "{stderr}");
+        assert!(stderr.contains(why), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty());
     }
 }
 
@@ -679,25 +700,32 @@ fn the_perfetto_timeline_validates_against_the_trace_event_format() {
     assert!(said.contains("flow end without its start"), "{said}");
 }
 
-/// Runs `sharecheck ARGS` in `dir` with stdout to `out`; its exit status and peak RSS in KB
-/// (from `wait4` on that child alone).
+/// Runs `sharecheck ARGS` in `dir` with stdout to `out`; its exit status and peak RSS in KB.
+/// The peak is measured by a small python3 parent of its own: a child's peak counts from before
+/// its exec, so a child of this (large, multi-threaded) test process would report this process's
+/// size instead of its own.
 fn run_measured(dir: &TempDir, args: &[&str], out: &std::path::Path) -> (i32, i64) {
-    let file = std::fs::File::create(out).unwrap();
-    #[allow(clippy::zombie_processes)] // reaped by wait4 below
-    let child = sharecheck(dir)
+    const MEASURE: &str = "import resource, subprocess, sys\n\
+        with open(sys.argv[1], 'wb') as out:\n\
+        \x20   rc = subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.DEVNULL).returncode\n\
+        print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n";
+    let exe = sharecheck(dir).get_program().to_owned();
+    let mut python = std::process::Command::new("python3");
+    for var in common::isolated_vars() {
+        python.env_remove(var);
+    }
+    let said = python
+        .current_dir(&dir.path)
+        .arg("-c")
+        .arg(MEASURE)
+        .arg(out)
+        .arg(exe)
         .args(args)
-        .stdout(file)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut status = 0;
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child; `status` and `usage` are live locals it fills.
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as i32);
-    // Reaped by wait4 above; the handle only goes.
-    std::mem::forget(child);
-    (libc::WEXITSTATUS(status), usage.ru_maxrss)
+        .output()
+        .expect("python3 runs");
+    let text = String::from_utf8_lossy(&said.stdout).into_owned();
+    let mut words = text.split_whitespace().map(|w| w.parse::<i64>().unwrap());
+    (words.next().unwrap() as i32, words.next().unwrap())
 }
 
 /// Memory does not grow with the number of findings: 20,000 findings with 3 KB messages (about

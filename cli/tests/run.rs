@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::os::fd::FromRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -712,16 +713,27 @@ fn run_usage_errors_exit_2() {
     let dir = TempDir::new("run-usage");
     let shim = dir.fake_shim("lib");
     for (args, why) in [
-        (&["run"][..], "missing `--`"),
-        (&["run", "--sim"], "missing `--`"),
-        (&["run", "--"], "missing the program"),
+        (&["run"][..], "required arguments were not provided"),
+        (&["run", "--sim"], "<PROG>"),
+        (&["run", "--"], "<PROG>"),
         (&["run", "true"], "`true` must come after `--`"),
         (
             &["run", "--bogus", "--", "true"],
-            "unknown option `--bogus`",
+            "unexpected argument '--bogus' found",
         ),
-        (&["run", "--trace"], "needs a value"),
-        (&["run", "--quiet=yes", "--", "true"], "takes no value"),
+        // A typo gets a suggestion.
+        (
+            &["run", "--qiet", "--", "true"],
+            "a similar argument exists: '--quiet'",
+        ),
+        (
+            &["run", "--trace"],
+            "a value is required for '--trace <PATTERN>'",
+        ),
+        (
+            &["run", "--quiet=yes", "--", "true"],
+            "unexpected value 'yes' for '--quiet'",
+        ),
         (
             &["run", "--mode", "loud", "--", "true"],
             "`--mode` needs `report` or `strict`, not `loud`",
@@ -732,7 +744,7 @@ fn run_usage_errors_exit_2() {
         ),
         (&["run", "--error-exitcode=256", "--", "true"], "not `256`"),
         (
-            &["run", "--duplicate-limit", "-1", "--", "true"],
+            &["run", "--duplicate-limit=-1", "--", "true"],
             "`--duplicate-limit` needs a count",
         ),
         (
@@ -745,12 +757,15 @@ fn run_usage_errors_exit_2() {
         ),
         (
             &["run", "--halt-on-error=1", "--", "true"],
-            "takes no value",
+            "unexpected value '1' for '--halt-on-error'",
         ),
-        (&["run", "--mode"], "needs a value"),
-        (&["frobnicate"], "unknown command `frobnicate`"),
-        (&["--bogus"], "unknown option `--bogus`"),
-        (&[], "no command given"),
+        (
+            &["run", "--mode"],
+            "a value is required for '--mode <MODE>'",
+        ),
+        (&["frobnicate"], "unrecognized subcommand 'frobnicate'"),
+        (&["--bogus"], "unexpected argument '--bogus' found"),
+        (&[], "Usage: sharecheck <COMMAND>"),
     ] {
         let out = sharecheck(&dir)
             .env(env::SHIM, &shim)
@@ -759,10 +774,12 @@ fn run_usage_errors_exit_2() {
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = stderr(&out);
-        assert!(err.starts_with("sharecheck: "), "{args:?}: {err}");
         assert!(err.contains(why), "{args:?}: {err}");
-        assert!(err.contains("usage: sharecheck"), "{args:?}: {err}");
-        assert!(out.stdout.is_empty());
+        assert!(
+            err.contains("Usage: sharecheck") || err.contains("try '--help'"),
+            "{args:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
 
@@ -803,10 +820,15 @@ fn help_and_version() {
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
     for s in [
-        "sharecheck run",
-        "sharecheck report",
-        "sharecheck rules",
-        "sharecheck help",
+        "Usage: sharecheck <COMMAND>",
+        "\n  run ",
+        "\n  report ",
+        "\n  rules ",
+        "\n  explain ",
+        "\n  cat ",
+        "\n  clean ",
+        "\n  completions ",
+        "sharecheck help COMMAND",
         "--version",
     ] {
         assert!(text.contains(s), "{s} missing from:\n{text}");
@@ -818,13 +840,14 @@ fn help_and_version() {
     let run_help = stdout(&sharecheck(&dir).args(["help", "run"]).output().unwrap());
     for s in [
         "--sim",
-        "--trace PATTERN",
+        "--trace <PATTERN>",
         "--options",
-        "--mode MODE",
+        "--mode <MODE>",
         "--halt-on-error",
-        "--error-exitcode N",
-        "--mute ID[,ID...]",
-        "--duplicate-limit N",
+        "--error-exitcode <N>",
+        "--mute <ID[,ID...]>",
+        "--duplicate-limit <N>",
+        "--trace-level <LEVEL>",
         "--quiet",
         env::SHIM,
         "128+N",
@@ -836,10 +859,33 @@ fn help_and_version() {
         stdout(&sharecheck(&dir).args(["run", "--help"]).output().unwrap()),
         run_help
     );
-    let report_help = stdout(&sharecheck(&dir).args(["report", "-h"]).output().unwrap());
-    for s in ["--format text|json", "--fail-on", "*.jsonl"] {
+    let report_help = stdout(
+        &sharecheck(&dir)
+            .args(["report", "--help"])
+            .output()
+            .unwrap(),
+    );
+    for s in [
+        "--format <FORMAT>",
+        "perfetto",
+        "--fail-on",
+        "*.jsonl",
+        "--baseline",
+    ] {
         assert!(report_help.contains(s), "{s} missing from:\n{report_help}");
     }
+    // Shell completions, generated from the same command tree.
+    let out = sharecheck(&dir)
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let script = stdout(&out);
+    assert!(script.contains("_sharecheck()"), "{script}");
+    assert!(
+        script.contains("--trace-limit"),
+        "the table's flags complete too"
+    );
     let out = sharecheck(&dir).arg("--version").output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
@@ -929,4 +975,44 @@ fn a_trace_to_dev_null_is_no_trace() {
         stderr(&out).trim_end(),
         "sharecheck: no trace was asked for (/dev/null)"
     );
+}
+
+/// A reader that went away (`| head`) ends a command quietly: no panic, no message.
+#[test]
+fn a_closed_stdout_ends_every_command_quietly() {
+    let dir = TempDir::new("closed-stdout");
+    dir.write(
+        "t/1.jsonl",
+        concat!(
+            r#"{"v":2,"seq":0,"t":0,"tid":1,"event":"process","pid":1,"ppid":0,"exe":"/x","shim_version":"0","t0_wall_ns":1,"t0_mono_ns":1}"#,
+            "\n",
+            r#"{"seq":1,"t":1,"tid":1,"fn":"cuMemcpyPeer","a":{},"r":1,"findings":[{"rule":"r","severity":"error","message":"m"}]}"#,
+            "\n"
+        ),
+    );
+    for args in [
+        &["completions", "bash"][..],
+        &["rules"],
+        &["report", "t"],
+        &["report", "--format", "sarif", "t"],
+        &["report", "--format", "perfetto", "t"],
+        &["cat", "t"],
+        &["--help"],
+    ] {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` is a live local array of two descriptors pipe fills.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: closes the read end this test owns: every write to the other end fails.
+        unsafe { libc::close(fds[0]) };
+        // SAFETY: the write end is ours, and given to the child alone.
+        let write_end = unsafe { std::os::fd::OwnedFd::from_raw_fd(fds[1]) };
+        let out = sharecheck(&dir)
+            .args(args)
+            .stdout(Stdio::from(write_end))
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_ne!(out.status.code(), Some(101), "{args:?}: {err}");
+    }
 }
