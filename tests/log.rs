@@ -24,14 +24,14 @@ fn stderr_of(s: &Scratch, exe: &std::path::Path, scenario: &str, log: Option<&st
 }
 
 const ERROR_HEAD: &str = "sharecheck: error[cuCtxEnablePeerAccess.flags-not-zero] ";
-const WARNING_HEAD: &str = "sharecheck: warning[peer-access.unidirectional] ";
+const WARNING_HEAD: &str = "sharecheck: warning[cuMemcpyPeer.null-context] ";
 
 #[test]
 fn levels_and_targets_select_what_is_printed() {
     let s = Scratch::new("log_levels");
     let exe = peer_cuda(&s);
     let error = |log| stderr_of(&s, &exe, "enable-flags", log);
-    let warning = |log| stderr_of(&s, &exe, "unidirectional", log);
+    let warning = |log| stderr_of(&s, &exe, "memcpy-null-context", log);
 
     // Default: findings of every severity, no debug output.
     let default = error(None);

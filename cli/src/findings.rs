@@ -271,27 +271,43 @@ impl Findings {
         if let Some(s) = severity {
             self.severities[s as usize] += 1;
         }
-        *self.keys.entry(review::key(&o)).or_default() += 1;
-        self.suppression_lines.insert(review::suppression_line(&o));
+        let key = review::key(&o);
+        match self.keys.get_mut(&key) {
+            Some(n) => *n += 1,
+            None => {
+                self.keys.insert(key, 1);
+            }
+        }
+        let line = review::suppression_line(&o);
+        if !self.suppression_lines.contains(&line) {
+            self.suppression_lines.insert(line);
+        }
         let arrival = self.arrivals;
         self.arrivals += 1;
         if self.gather.keep_all {
             self.spool(&o, arrival);
         }
         let limit = self.gather.limit;
-        let group = self
-            .groups
-            .entry(o.rule().to_string())
-            .or_insert_with(|| Group {
+        if !self.groups.contains_key(o.rule()) {
+            let group = Group {
                 count: 0,
                 worst: None,
                 first: o.finding.clone(),
                 fns: BTreeMap::new(),
                 shown: BinaryHeap::new(),
-            });
+            };
+            self.groups.insert(o.rule().to_string(), group);
+        }
+        let group = self.groups.get_mut(o.rule()).expect("inserted above");
         group.count += 1;
         group.worst = group.worst.max(severity);
-        *group.fns.entry(o.where_name()).or_default() += 1;
+        let name = o.where_name();
+        match group.fns.get_mut(&name) {
+            Some(n) => *n += 1,
+            None => {
+                group.fns.insert(name, 1);
+            }
+        }
         let ranked = Ranked {
             key: o.sort_key(),
             arrival,

@@ -425,11 +425,16 @@ fn parse_line<'a>(text: &'a [u8], process: &mut Process) -> Result<Record<'a>, S
     let object = text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     let head: Head = match serde_json::from_slice(text) {
         Ok(head) if object => head,
-        _ => {
+        parsed => {
             return Err(match serde_json::from_slice::<Value>(text) {
+                // Valid JSON the record type refuses: a member given twice.
+                Ok(Value::Object(_)) => match parsed {
+                    Err(e) => format!("not a trace record ({e})"),
+                    Ok(_) => "not a trace record".into(),
+                },
                 Ok(_) => "not a trace record (expected a JSON object)".into(),
                 Err(e) => format!("not a JSON trace record ({e})"),
-            })
+            });
         }
     };
     if let Some(v) = head.v {
@@ -503,6 +508,8 @@ mod tests {
             .unwrap()
             .contains("version \"x\""));
         assert!(parse(r#"[1]"#).err().unwrap().contains("JSON object"));
+        let twice = parse(r#"{"seq":1,"seq":2}"#).err().unwrap();
+        assert!(twice.contains("duplicate field `seq`"), "{twice}");
         assert!(parse("garbage").err().unwrap().contains("not a JSON"));
     }
 

@@ -455,18 +455,19 @@ pub mod hip {
 /// Rules that span both APIs.
 pub static UNIDIRECTIONAL: Rule = Rule {
     id: "peer-access.unidirectional",
-    severity: Severity::Warning,
+    severity: Severity::Info,
     kind: Kind::Misuse,
-    requirement: "Peer access is one-way: enabling it from A to B lets A reach B's memory, \
-        not B reach A's. A peer copy issued in B between A and B, after access was enabled \
-        only from A to B, does not have the access it needs.",
+    requirement: "Peer access is one-way: enabling it from A to B lets A's kernels reach B's \
+        memory, not B's reach A's. A peer copy issued in B between A and B, after access was \
+        enabled only from A to B, does not need the access itself (R580 over NVLink copies \
+        at full speed either way, measured), but B's kernels cannot dereference A's memory.",
     source: cuda(CUDA_PEER, "cuCtxEnablePeerAccess"),
     quote: "Note that access granted by this call is unidirectional and that in order to \
         access memory from the current context in peerContext, a separate symmetric call to \
         cuCtxEnablePeerAccess() is required.",
     documented_code: None,
-    fix: "enable access in both directions (once from each side), or issue the copy in the \
-        context/device that was granted access",
+    fix: "enable access from B to A as well if B's kernels are to read or write A's memory; \
+        copies need neither direction",
 };
 
 /// The checks of this family: which rules each can report. `crate::table` says where they run.
