@@ -397,18 +397,20 @@ enum Past {
 /// continues into adjacent ranges.
 fn range_past_allocation(cx: &Cx, ptr: u64, bytes: u64) -> Option<Past> {
     let facts = cx.facts;
-    let past = |fresh| {
-        let (base, size) = facts.allocation_range(ptr, fresh)?;
+    let past = |range: Option<(u64, u64)>| {
+        let (base, size) = range?;
         let (end, wanted) = (base.checked_add(size)?, ptr.checked_add(bytes)?);
         (wanted > end).then(|| (base, end, wanted - end))
     };
-    if facts.allocation_range(ptr, false).is_none() {
+    let Some(cached) = facts.allocation_range(ptr, false) else {
         // The driver was asked (ranges it does not know are never cached) and does not know
         // `ptr`: memory this process freed, if it was.
         let (base, size) = cx.states.peer.freed_at(ptr)?;
         return Some(Past::Freed(base, size));
-    }
-    let found = past(false).and_then(|_| past(true))?;
+    };
+    // One cached lookup on the clean path; a range past it is confirmed uncached.
+    past(Some(cached))?;
+    let found = past(facts.allocation_range(ptr, true))?;
     if facts.memory_kind(ptr) == Some(facts::MemoryKind::Other) {
         // VMM (or memory opened from another process): adjacent mappings continue the range.
         return facts::uncovered_tail(ptr, bytes, |p| facts.allocation_range(p, true))

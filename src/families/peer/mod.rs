@@ -24,8 +24,8 @@ fn range_past_allocation(
 ) -> String {
     use crate::engine::hex;
     format!(
-        "{name} {} + {size_name} {bytes} runs {missing} byte(s) past the end of device memory \
-         (its allocation is [{}, {}))",
+        "{name} {} + {size_name} {bytes} leaves its allocation [{}, {}): the last {missing} \
+         byte(s) lie past the memory the copy may use",
         hex(ptr),
         hex(base),
         hex(end)

@@ -543,6 +543,20 @@ fn every_peer_and_divergence_rule_has_a_negative_case() {
 }
 
 #[test]
+fn a_copy_past_its_allocation_says_which_allocation_and_how_many_bytes() {
+    let h = world();
+    current(&h, Some(A));
+    let ran = h.call(copy((MEM0 + SIZE - 32, A), (MEM1, B), 64), INVALID_VALUE);
+    assert_eq!(
+        ran.messages,
+        [
+            "dstDevice 0x100fe0 + ByteCount 64 leaves its allocation [0x100000, 0x101000): the \
+          last 32 byte(s) lie past the memory the copy may use"
+        ]
+    );
+}
+
+#[test]
 fn a_divergence_is_reported_once_per_process() {
     let h = world();
     current(&h, Some(A));
