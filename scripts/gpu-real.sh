@@ -2,7 +2,9 @@
 # Zero false alarms on real programs nobody here wrote: framework jobs on real GPUs, each plain and
 # under `sharecheck run` with a trace.
 #
-#   torch-peer  PyTorch copies between the two GPUs (scripts/gpu/real_jobs.py), timed
+#   torch-peer  PyTorch copies between the two GPUs (scripts/gpu/real_jobs.py), timed (1000 round
+#               trips of 64 MiB: the H200 pair runs them in two speeds, 0.378 and ~0.39-0.40 s,
+#               plain and traced alike, so the medians need 9 rounds)
 #   nccl        NCCL all_reduce of 64 MiB across 2 processes on 2 GPUs through torch.distributed
 #               (scripts/gpu/real_jobs.py), timed between barriers after a warm-up
 #   torch-train a PyTorch training job (forked DataLoader workers) that ends with NCCL all_reduce
@@ -19,7 +21,7 @@
 # runs' (rounds interleaved, order alternating). A framework that is missing is reported as
 # skipped.
 #
-# Usage: scripts/gpu-real.sh [OUTDIR]     (default ./gpu-real-out; ROUNDS=N for the timed jobs, 5;
+# Usage: scripts/gpu-real.sh [OUTDIR]     (default ./gpu-real-out; ROUNDS=N for the timed jobs, 9;
 #        ONLY=job,job to run some jobs)
 # Needs 2 GPUs, python3 with torch (and cupy for the CuPy jobs), nvcc, and the prebuilt
 # target/release/sharecheck and libsharecheck.so. NVLink multicast stays off. Writes
@@ -27,7 +29,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-ROUNDS=${ROUNDS:-5}
+ROUNDS=${ROUNDS:-9}
 out="${1:-gpu-real-out}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
@@ -43,7 +45,7 @@ fi
 
 # name | timed | needs | command
 jobs=(
-    "torch-peer|1|torch|python3 scripts/gpu/real_jobs.py torch-peer 400"
+    "torch-peer|1|torch|python3 scripts/gpu/real_jobs.py torch-peer 1000"
     "nccl|1|torch|python3 scripts/gpu/real_jobs.py nccl 2000"
     "torch-train|0|torch|python3 scripts/gpu/torch_job.py --samples 4096 --epochs 2 --nccl 200 --ranks 2"
     "torch-mp|0|torch|python3 scripts/gpu/ipc_frameworks.py torch-correct"
