@@ -2,8 +2,9 @@
 //! apply as each finding arrives, and only what the output shows is kept. The text report keeps
 //! per rule its count, its functions and the first `--limit` occurrences (a bounded heap by
 //! process, time and `seq`); JSON and SARIF, which list every finding, spool them to an unnamed
-//! temporary file and read them back in order. Memory does not grow with the number of findings
-//! (except `--limit 0`, which asks for every one in text).
+//! temporary file in sorted runs and read them back merged, by process, time and `seq`. Memory
+//! does not grow with the number of findings (except `--limit 0`, which asks for every one in
+//! text).
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};

@@ -26,9 +26,9 @@ pub struct Head<'a> {
     pub t: Option<u64>,
     #[serde(default, deserialize_with = "lenient")]
     pub tid: Option<i64>,
-    #[serde(rename = "fn", default, borrow, deserialize_with = "lenient_str")]
+    #[serde(rename = "fn", default, borrow, deserialize_with = "lenient")]
     pub func: Option<Cow<'a, str>>,
-    #[serde(default, borrow, deserialize_with = "lenient_str")]
+    #[serde(default, borrow, deserialize_with = "lenient")]
     pub event: Option<Cow<'a, str>>,
     #[serde(default, deserialize_with = "lenient")]
     pub r: Option<i64>,
@@ -41,7 +41,7 @@ pub struct Head<'a> {
     #[serde(default, deserialize_with = "lenient")]
     pub t0_wall_ns: Option<u64>,
     /// A `before-call` event's call.
-    #[serde(default, borrow, deserialize_with = "lenient_str")]
+    #[serde(default, borrow, deserialize_with = "lenient")]
     pub call_fn: Option<Cow<'a, str>>,
     #[serde(default, deserialize_with = "lenient")]
     pub call_seq: Option<u64>,
@@ -51,35 +51,73 @@ pub struct Head<'a> {
     pub findings: Option<&'a RawValue>,
 }
 
-/// A number that reads as `None` when the member holds anything else.
-fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: TryFrom<u64> + TryFrom<i64>,
-{
+/// What a lenient member takes: a number (of its range) or a string; anything else reads as
+/// `None`.
+trait Pick<'de>: Sized {
+    fn unsigned(_: u64) -> Option<Self> {
+        None
+    }
+    fn signed(_: i64) -> Option<Self> {
+        None
+    }
+    fn text(_: Cow<'de, str>) -> Option<Self> {
+        None
+    }
+}
+
+impl Pick<'_> for u64 {
+    fn unsigned(v: u64) -> Option<u64> {
+        Some(v)
+    }
+    fn signed(v: i64) -> Option<u64> {
+        v.try_into().ok()
+    }
+}
+
+impl Pick<'_> for i64 {
+    fn unsigned(v: u64) -> Option<i64> {
+        v.try_into().ok()
+    }
+    fn signed(v: i64) -> Option<i64> {
+        Some(v)
+    }
+}
+
+/// A string, borrowed from the line where it has no escapes.
+impl<'de> Pick<'de> for Cow<'de, str> {
+    fn text(v: Cow<'de, str>) -> Option<Self> {
+        Some(v)
+    }
+}
+
+/// A member that reads as `None` when it holds a value of another type (never an error).
+fn lenient<'de, D: Deserializer<'de>, T: Pick<'de>>(d: D) -> Result<Option<T>, D::Error> {
     d.deserialize_any(Lenient::<T>(PhantomData))
 }
 
 struct Lenient<T>(PhantomData<T>);
 
-impl<'de, T: TryFrom<u64> + TryFrom<i64>> Visitor<'de> for Lenient<T> {
+impl<'de, T: Pick<'de>> Visitor<'de> for Lenient<T> {
     type Value = Option<T>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any JSON value")
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-        Ok(T::try_from(v).ok())
+        Ok(T::unsigned(v))
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-        Ok(T::try_from(v).ok())
+        Ok(T::signed(v))
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(T::text(Cow::Borrowed(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(T::text(Cow::Owned(v.to_string())))
     }
     fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
         Ok(None)
     }
     fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
         Ok(None)
     }
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
@@ -93,48 +131,6 @@ impl<'de, T: TryFrom<u64> + TryFrom<i64>> Visitor<'de> for Lenient<T> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
         Ok(None)
     }
-}
-
-/// A string (borrowed where it has no escapes) that reads as `None` when the member holds
-/// anything else.
-fn lenient_str<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
-    struct V;
-    impl<'de> Visitor<'de> for V {
-        type Value = Option<Cow<'de, str>>;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Borrowed(v)))
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(Some(Cow::Owned(v.to_string())))
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
-            Ok(None)
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-            Ok(None)
-        }
-    }
-    d.deserialize_any(V)
 }
 
 /// One trace record, with `pid` and `ts_ns` given by its file's process record.

@@ -112,12 +112,12 @@ impl Summary {
         // records of one function (a trace is mostly long runs of a few functions).
         let wanted = match (record.func(), &self.last_function) {
             (Some(f), Some((last, kept))) if f == last => {
-                *kept || record.args_text().is_some_and(|a| a.contains("\"fp:"))
+                *kept || crossproc::mentions_fingerprint(record.args_text())
             }
             (Some(f), _) => {
-                let kept = self.timeline.wants(Some(f), None, None);
+                let kept = self.timeline.reads_function(f);
                 self.last_function = Some((f.to_string(), kept));
-                kept || record.args_text().is_some_and(|a| a.contains("\"fp:"))
+                kept || crossproc::mentions_fingerprint(record.args_text())
             }
             (None, _) => self.timeline.wants(None, record.event(), None),
         };
@@ -605,8 +605,8 @@ impl<'a> FindingJson<'a> {
     }
 }
 
-/// The JSON report, streamed: the totals, every finding in the order it was taken in (trace files
-/// by name, each in its order; report-phase findings last), each IPC handle's exchange, and the
+/// The JSON report, streamed: the totals, every finding by process, time and `seq` (report-phase
+/// findings at the time of the call they rest on), each IPC handle's exchange, and the
 /// baseline's comparison when there is one.
 pub fn render_json_to(
     s: &Summary,

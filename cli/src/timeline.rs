@@ -153,7 +153,7 @@ impl<W: Write> Writer<'_, W> {
     /// A handle's export (an out-parameter that is a fingerprint) or import (an argument that
     /// is one), remembered for its flow arrow.
     fn exchange(&mut self, r: &Record, pid: i64, tid: i64, func: &str) {
-        if r.ret() != Some(0) || !r.args_text().is_some_and(|a| a.contains("\"fp:")) {
+        if r.ret() != Some(0) || !sharecheck_core::crossproc::mentions_fingerprint(r.args_text()) {
             return;
         }
         let Some(Value::Object(args)) = r.args() else {

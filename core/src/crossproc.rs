@@ -76,6 +76,12 @@ fn collect_fingerprints<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
     }
 }
 
+/// Whether a record's arguments, as JSON text, may hold a handle fingerprint (a string that
+/// starts with `fp:`): what a reader asks before parsing them.
+pub fn mentions_fingerprint(args: Option<&str>) -> bool {
+    args.is_some_and(|a| a.contains("\"fp:"))
+}
+
 /// `fp:` and 16 hex digits: the only form in which a handle is ever written.
 pub fn is_fingerprint(text: &str) -> bool {
     text.strip_prefix("fp:")
@@ -115,11 +121,13 @@ impl Timeline {
     pub fn wants(&self, func: Option<&str>, event: Option<&str>, args: Option<&str>) -> bool {
         match func {
             None => event == Some("exit"),
-            Some(func) => {
-                self.keep.iter().any(|prefix| func.starts_with(prefix))
-                    || args.is_some_and(|a| a.contains("\"fp:"))
-            }
+            Some(func) => self.reads_function(func) || mentions_fingerprint(args),
         }
+    }
+
+    /// Whether the checks read every call of `func` (whatever its arguments).
+    pub fn reads_function(&self, func: &str) -> bool {
+        self.keep.iter().any(|prefix| func.starts_with(prefix))
     }
 
     /// Adds one trace record; event records (no `"fn"`) other than `exit`, records without a
@@ -367,6 +375,20 @@ mod tests {
     use crate::rules::ipc::report::{
         FreedWhileOpen, FREED_WHILE_OPEN, NEVER_CLOSED, OPENED_AFTER_FREE,
     };
+
+    /// What a reader may skip without parsing agrees with what `add` keeps.
+    #[test]
+    fn wants_says_which_records_add_would_keep() {
+        let t = Timeline::for_checks(REPORT_CHECKS);
+        assert!(t.wants(None, Some("exit"), None));
+        assert!(!t.wants(None, Some("annotation"), None));
+        assert!(t.wants(Some("cuMemFree_v2"), None, Some(r#"{"dptr":"0x1"}"#)));
+        assert!(t.reads_function("cuMemFree_v2") && !t.reads_function("cuMemcpyPeer"));
+        let fp = Some(r#"{"handle":"fp:00112233aabbccdd"}"#);
+        assert!(t.wants(Some("somethingElse"), None, fp));
+        assert!(!t.wants(Some("cuMemcpyPeer"), None, Some(r#"{"ByteCount":4}"#)));
+        assert!(!mentions_fingerprint(None) && mentions_fingerprint(fp));
+    }
 
     fn record(
         pid: i64,
