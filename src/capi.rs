@@ -25,7 +25,7 @@ pub extern "C" fn sharecheck_finding_count() -> u64 {
 /// (tracing off, or nothing recorded yet).
 #[no_mangle]
 pub extern "C" fn sharecheck_flush() -> c_int {
-    let _guard = crate::guard::Guard::enter();
+    let _guard = crate::guard::Guard::enter_outside();
     if crate::guard::shielded(false, crate::trace::flush) {
         0
     } else {
@@ -44,7 +44,7 @@ pub unsafe extern "C" fn sharecheck_annotate(text: *const c_char) -> c_int {
     if text.is_null() || !crate::trace::enabled() {
         return -1;
     }
-    let _guard = crate::guard::Guard::enter();
+    let _guard = crate::guard::Guard::enter_outside();
     // SAFETY: the caller passes a C string (this is our own API's contract).
     let text = unsafe { CStr::from_ptr(text) }
         .to_string_lossy()

@@ -7,13 +7,21 @@ use sharecheck_core::options::Options;
 use sharecheck_core::schema::env;
 
 static OPTIONS: Lazy<Options> = Lazy::new(|| {
-    let text = std::env::var(env::OPTIONS).unwrap_or_default();
-    let (options, problems) = Options::parse(&text);
-    for problem in problems {
-        crate::log::warn_once(
-            &format!("options:{problem}"),
-            format_args!("{}: {problem}", env::OPTIONS),
-        );
+    let raw = std::env::var_os(env::OPTIONS).unwrap_or_default();
+    let text = raw.to_string_lossy();
+    let (options, mut problems) = Options::parse(&text);
+    if raw.to_str().is_none() {
+        problems.insert(0, format!("not UTF-8; read as {text:?}"));
+    }
+    // `sharecheck run` printed them once already, for every process of the run.
+    let reported = std::env::var_os(env::OPTIONS_REPORTED).is_some_and(|r| r == raw);
+    if !reported {
+        for problem in problems {
+            crate::log::warn_once(
+                &format!("options:{problem}"),
+                format_args!("{}: {problem}", env::OPTIONS),
+            );
+        }
     }
     options
 });

@@ -11,7 +11,7 @@
 
 use crate::engine::{self, At, Checked, Cx};
 use crate::findings::Finding;
-use crate::guard::{shielded, Guard};
+use crate::guard::{shielded, Entry, Guard};
 use crate::{loader, trace};
 use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::CallArgs;
@@ -83,30 +83,28 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     }
     // The call's time, read now and converted after the call, which hides the read's latency.
     let stamp = if TRACED { crate::clock::stamp() } else { 0 };
-    let Some(guard) = Guard::enter() else {
-        // Re-entered (the shim's own lookups, or a driver calling a wrapped symbol): forward only.
-        return match loader::real_function(A::ID) {
-            Some(real) => args.invoke(real),
-            None => A::ID.info().api.not_supported(),
-        };
+    let guard = match Guard::enter() {
+        Entry::Whole(guard) => guard,
+        // A signal handler's call, made while this thread was in the shim's own work.
+        Entry::Interrupted { numbering } => return interrupted::<A, TRACED>(args, numbering),
     };
     guard.count_call();
     let Some(real) = loader::real_function(A::ID) else {
         return missing(args);
     };
     if !A::CHECKED && !TRACED {
-        let ret = args.invoke(real);
+        let ret = guard.in_driver(|| args.invoke(real));
         if ret != 0 {
             explain_failure(&args, ret, guard.call_number());
         }
         return ret;
     }
 
-    let seq = if TRACED {
-        trace::next_seq(guard.writer_slot())
-    } else {
-        0
-    };
+    // The record's number, held until the call is recorded: an exiting process waits for the
+    // numbers in flight. Taken once the driver returned (a call blocked in the driver holds
+    // none, so an exit never waits for one), or before the call for findings reported then.
+    let mut number = None;
+    let take_number = || guard.numbering(|slot| trace::next_seq(slot, false));
     // `durations=1`: a second clock read, after the driver returned.
     let timed = TRACED && engine::options().durations;
     // The driver is called exactly once, whether or not a check panics: `answer` is set as soon
@@ -128,7 +126,11 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
             // Misuse a known driver does not return from: reported now, while it can be.
             let early = engine::before_call_findings(cx);
             if !early.is_empty() {
-                let seq_shown = if TRACED { seq } else { guard.call_number() };
+                let seq_shown = if TRACED {
+                    number.insert(take_number()).seq
+                } else {
+                    guard.call_number()
+                };
                 report_before_call(&args, early, seq_shown);
             }
             let start = if timed {
@@ -136,7 +138,7 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
             } else {
                 0
             };
-            let ret = args.invoke(real);
+            let ret = guard.in_driver(|| args.invoke(real));
             answer = Some((Outcome::Returned(ret), ret));
             if timed {
                 dur_ns = Some(trace::now_on(guard.clock()).saturating_sub(start));
@@ -147,13 +149,18 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     });
     let (outcome, ret) = answer.unwrap_or_else(|| {
         // A check panicked before the call: forward it untouched.
-        let ret = args.invoke(real);
+        let ret = guard.in_driver(|| args.invoke(real));
         (Outcome::Returned(ret), ret)
     });
     let ts_ns = if TRACED {
         trace::at_stamp(guard.clock(), stamp)
     } else {
         0
+    };
+    let seq = match (TRACED, &number) {
+        (false, _) => 0,
+        (true, Some(n)) => n.seq,
+        (true, None) => number.insert(take_number()).seq,
     };
     match ran {
         // Findings to settle, or a covered call that failed (explained in `settle`).
@@ -179,6 +186,39 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
         }),
         _ => {}
     }
+    ret
+}
+
+/// A covered call a signal handler made while its thread was in the shim's own work (which may
+/// hold the checks' locks, or be in `malloc`): forwarded, counted in the trace and recorded
+/// without a lock or an allocation, not checked. `numbering`: the interrupted work was taking a
+/// record number from the thread's slot (this one comes from the process's counter then).
+#[cold]
+#[inline(never)]
+fn interrupted<A: Invoke, const TRACED: bool>(args: A, numbering: bool) -> c_int {
+    let Some(real) = loader::resolved(A::ID).or_else(|| loader::real_function(A::ID)) else {
+        return A::ID.info().api.not_supported();
+    };
+    if !TRACED {
+        return args.invoke(real);
+    }
+    let t = trace::now();
+    let number = crate::guard::writer_slot(|slot| trace::next_seq(slot, numbering));
+    let ret = args.invoke(real);
+    crate::guard::interrupting(|| {
+        shielded((), || {
+            record(
+                None,
+                &args,
+                Outcome::Returned(ret),
+                ret,
+                number.seq,
+                t,
+                &Extra::default(),
+                &[],
+            )
+        })
+    });
     ret
 }
 

@@ -1,13 +1,28 @@
 //! The thread-local re-entrancy guard.
 //!
-//! A call that arrives while this thread is already inside the shim (the shim's own lookups, a
-//! driver calling back into a wrapped symbol, a hook run by the loader) is forwarded untouched.
+//! A thread is outside the shim, in the shim's own work, or in the driver (a covered call
+//! forwarded, [`Guard::in_driver`]). A covered call that arrives while the thread is in the
+//! driver (a signal handler that interrupted the driver call, or the driver calling a wrapped
+//! symbol) takes the whole path: the shim holds no lock then, and no per-thread state of it is
+//! half updated. One that arrives while the thread is in the shim's own work (a signal handler
+//! that interrupted it) is forwarded, numbered and recorded without a lock or an allocation, and
+//! not checked: the interrupted work may hold the checks' locks ([`Guard::enter`] says which).
 
 use std::cell::Cell;
 
 /// What the shim keeps per thread: one thread-local, reached once per call.
 pub struct ThreadState {
-    inside: Cell<bool>,
+    /// [`OUTSIDE`], [`IN_SHIM`] or [`IN_DRIVER`].
+    inside: Cell<u8>,
+    /// Set while the thread takes a record number from its slot's block (a signal handler's call
+    /// then takes one from the process's counter).
+    numbering: Cell<bool>,
+    /// Set while the thread's record buffer is in use (a signal handler's record then uses one
+    /// of the pool's).
+    scratch_busy: Cell<bool>,
+    /// Set while a call that interrupted the shim's own work on this thread is recorded: its
+    /// record must not wait for ring space (the interrupted work may be what frees it).
+    interrupting: Cell<bool>,
     /// Covered calls this thread made (numbers findings when no trace is written).
     calls: Cell<u64>,
     /// This thread's shard of state that many threads read (0 until first asked).
@@ -101,7 +116,10 @@ thread_local! {
     // registration, so it works during thread teardown and costs one TLS lookup.
     static THREAD: ThreadState = const {
         ThreadState {
-            inside: Cell::new(false),
+            inside: Cell::new(OUTSIDE),
+            numbering: Cell::new(false),
+            scratch_busy: Cell::new(false),
+            interrupting: Cell::new(false),
             calls: Cell::new(0),
             shard: Cell::new(0),
             scratch: Cell::new(std::ptr::null_mut()),
@@ -113,27 +131,83 @@ thread_local! {
     };
 }
 
-/// Held while this thread runs shim code; dropping it leaves the shim.
-pub struct Guard(*const ThreadState);
+/// Where a thread is: outside the shim, in its own work, in the driver (a call forwarded).
+const OUTSIDE: u8 = 0;
+const IN_SHIM: u8 = 1;
+const IN_DRIVER: u8 = 2;
+
+/// Held while this thread runs shim code; dropping it gives the thread back to where it was
+/// (outside the shim, or in the driver call a signal handler interrupted).
+pub struct Guard(*const ThreadState, u8);
+
+/// What [`Guard::enter`] found.
+pub enum Entry {
+    /// The thread was outside the shim, or in the driver: the call takes the whole path.
+    Whole(Guard),
+    /// The thread was in the shim's own work (a signal handler interrupted it): forward, number
+    /// and record only. `numbering`: it was taking a record number from its slot.
+    Interrupted { numbering: bool },
+}
 
 impl Guard {
-    /// Enters the shim, or returns `None` when this thread is already inside it.
+    /// Enters the shim: the whole path, unless this thread is in the shim's own work already.
     #[inline]
-    pub fn enter() -> Option<Guard> {
+    pub fn enter() -> Entry {
         let state = THREAD.with(|t| t as *const ThreadState);
         // SAFETY: the thread-local lives as long as this thread, and the guard never leaves it
         // (it is neither Send nor Sync: it holds a raw pointer).
         let t = unsafe { &*state };
-        if t.inside.get() {
-            None
-        } else {
-            t.inside.set(true);
-            Some(Guard(state))
+        match t.inside.get() {
+            IN_SHIM => Entry::Interrupted {
+                numbering: t.numbering.get(),
+            },
+            was => {
+                t.inside.set(IN_SHIM);
+                Entry::Whole(Guard(state, was))
+            }
         }
     }
 
+    /// Enters the shim only from outside it (lookups and the C API: never for the driver's
+    /// own lookups during a forwarded call).
+    #[inline]
+    pub fn enter_outside() -> Option<Guard> {
+        match Guard::enter() {
+            Entry::Whole(guard) if guard.1 == OUTSIDE => Some(guard),
+            _ => None,
+        }
+    }
+
+    /// Whether this thread is in the shim: its own work, or a call it forwarded.
     pub fn is_inside() -> bool {
-        THREAD.with(|t| t.inside.get())
+        THREAD.with(|t| t.inside.get() != OUTSIDE)
+    }
+
+    /// Runs `f`, the forwarded call, with the thread marked as in the driver: a covered call a
+    /// signal handler makes meanwhile takes the whole path.
+    #[inline(always)]
+    pub fn in_driver<R>(&self, f: impl FnOnce() -> R) -> R {
+        // SAFETY: see `enter`.
+        let t = unsafe { &*self.0 };
+        t.inside.set(IN_DRIVER);
+        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+        let r = f();
+        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+        t.inside.set(IN_SHIM);
+        r
+    }
+
+    /// Runs `f`, which takes a record number from this thread's slot, marked as doing so.
+    #[inline(always)]
+    pub fn numbering<R>(&self, f: impl FnOnce(&WriterSlot) -> R) -> R {
+        // SAFETY: see `enter`.
+        let t = unsafe { &*self.0 };
+        t.numbering.set(true);
+        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+        let r = f(&t.writer_slot);
+        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+        t.numbering.set(false);
+        r
     }
 
     /// Counts a covered call of this thread.
@@ -142,13 +216,6 @@ impl Guard {
         // SAFETY: see `enter`.
         let t = unsafe { &*self.0 };
         t.calls.set(t.calls.get() + 1);
-    }
-
-    /// This thread's claim on a chunk of the trace (`writer`'s).
-    #[inline]
-    pub fn writer_slot(&self) -> &WriterSlot {
-        // SAFETY: see `enter`.
-        &unsafe { &*self.0 }.writer_slot
     }
 
     /// This thread's anchor for the clock (`clock`'s).
@@ -189,8 +256,28 @@ impl Drop for Guard {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: see `enter`.
-        unsafe { &*self.0 }.inside.set(false);
+        unsafe { &*self.0 }.inside.set(self.1);
     }
+}
+
+/// This thread's writer word, for a call that interrupted the shim's own work on it (no guard).
+pub fn writer_slot<R>(f: impl FnOnce(&WriterSlot) -> R) -> R {
+    THREAD.with(|t| f(&t.writer_slot))
+}
+
+/// Runs `f`, the recording of a call that interrupted the shim's own work on this thread, marked
+/// as such ([`is_interrupting`]).
+pub fn interrupting<R>(f: impl FnOnce() -> R) -> R {
+    let was = THREAD.with(|t| t.interrupting.replace(true));
+    let r = f();
+    THREAD.with(|t| t.interrupting.set(was));
+    r
+}
+
+/// Whether this thread is recording a call that interrupted the shim's own work on it.
+#[inline]
+pub fn is_interrupting() -> bool {
+    THREAD.with(|t| t.interrupting.get())
 }
 
 /// The pthread key whose destructor frees a thread's record buffer (`u32::MAX`: not made yet,
@@ -357,36 +444,52 @@ fn scratch_of<R>(t: &ThreadState, generation: u32, f: impl FnOnce(Scratch) -> R)
     let tid = t.tid(generation);
     let (member, member_len) = t.tid_member.get();
     let tid_member = &member[..usize::from(member_len)];
-    let mut buffer = t.scratch.replace(std::ptr::null_mut());
-    if buffer.is_null() {
-        let fresh = take_scratch();
-        match scratch_key() {
-            // SAFETY: registering the buffer with our key so its destructor gives it back.
-            Some(key) if unsafe { libc::pthread_setspecific(key, fresh.cast()) } == 0 => {
-                buffer = fresh
-            }
-            _ => {
-                let result = f(Scratch {
-                    // SAFETY: `fresh` is ours alone (taken above, registered nowhere).
-                    buf: unsafe { &mut *fresh },
-                    tid,
-                    tid_member,
-                    slot: &t.writer_slot,
-                });
-                give_back_scratch(fresh);
-                return result;
+    let mut buffer = t.scratch.get();
+    let registered = !buffer.is_null() || {
+        // The thread's first record: a buffer of the pool's, freed at thread exit by the key's
+        // destructor. Not while the thread's buffer is in use (a signal handler's record).
+        !t.scratch_busy.get() && {
+            let fresh = take_scratch();
+            match scratch_key() {
+                // SAFETY: registering the buffer with our key so its destructor gives it back.
+                Some(key) if unsafe { libc::pthread_setspecific(key, fresh.cast()) } == 0 => {
+                    t.scratch.set(fresh);
+                    buffer = fresh;
+                    true
+                }
+                _ => {
+                    give_back_scratch(fresh);
+                    false
+                }
             }
         }
+    };
+    if !registered || t.scratch_busy.get() {
+        // In use by the code this record interrupted (a signal handler's), or no key: a buffer
+        // of the pool's for this record alone.
+        let fresh = take_scratch();
+        let result = f(Scratch {
+            // SAFETY: `fresh` is ours alone (taken above, registered nowhere).
+            buf: unsafe { &mut *fresh },
+            tid,
+            tid_member,
+            slot: &t.writer_slot,
+        });
+        give_back_scratch(fresh);
+        return result;
     }
+    t.scratch_busy.set(true);
+    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
     let result = f(Scratch {
-        // SAFETY: `buffer` is this thread's leaked buffer, taken out of the slot above, so no
-        // other use of it can exist until it is put back.
+        // SAFETY: `buffer` is this thread's leaked buffer; `scratch_busy` keeps any other use of
+        // it (a signal handler's record on this thread) away until it is cleared.
         buf: unsafe { &mut *buffer },
         tid,
         tid_member,
         slot: &t.writer_slot,
     });
-    t.scratch.set(buffer);
+    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+    t.scratch_busy.set(false);
     result
 }
 
@@ -525,13 +628,44 @@ mod tests {
         }
     }
 
+    fn whole(entry: Entry) -> Guard {
+        match entry {
+            Entry::Whole(guard) => guard,
+            Entry::Interrupted { .. } => panic!("the whole path was expected"),
+        }
+    }
+
+    /// Inside the shim's own work a second entry is an interrupting call (forward and record
+    /// only); inside the driver call it takes the whole path, and leaving it gives the thread
+    /// back to the driver call.
     #[test]
-    fn the_guard_refuses_reentry_until_dropped() {
-        let outer = Guard::enter().expect("first entry");
+    fn the_guard_tells_an_interrupted_shim_from_an_interrupted_driver_call() {
+        let outer = whole(Guard::enter());
         assert!(Guard::is_inside());
-        assert!(Guard::enter().is_none());
+        assert!(matches!(
+            Guard::enter(),
+            Entry::Interrupted { numbering: false }
+        ));
+        outer.numbering(|_| {
+            assert!(matches!(
+                Guard::enter(),
+                Entry::Interrupted { numbering: true }
+            ));
+        });
+        outer.in_driver(|| {
+            assert!(Guard::is_inside());
+            assert!(Guard::enter_outside().is_none(), "the driver's own lookups");
+            let inner = whole(Guard::enter());
+            assert!(matches!(Guard::enter(), Entry::Interrupted { .. }));
+            drop(inner);
+            assert!(
+                matches!(Guard::enter(), Entry::Whole(_)),
+                "back in the driver call"
+            );
+        });
+        assert!(Guard::is_inside());
         drop(outer);
         assert!(!Guard::is_inside());
-        assert!(Guard::enter().is_some());
+        assert!(Guard::enter_outside().is_some());
     }
 }

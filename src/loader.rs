@@ -266,7 +266,22 @@ impl DriverLibrary {
         }
         tried.push(format!("{}={}", self.env_var, text));
         let c_path = CString::new(text.clone()).ok()?;
-        let handle = open(&c_path, OPEN_FLAGS)?;
+        let Some(handle) = open(&c_path, OPEN_FLAGS) else {
+            let why = if text.contains('/') && !std::path::Path::new(&text).exists() {
+                "no such file"
+            } else {
+                "the loader refused it"
+            };
+            log::warn_once(
+                self.env_var,
+                format_args!(
+                    "{}={text} cannot be loaded ({why}); ignored (the driver is looked up as \
+                     usual)",
+                    self.env_var
+                ),
+            );
+            return None;
+        };
         if is_the_shim(handle) {
             log::warn_once(
                 self.env_var,

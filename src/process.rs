@@ -96,6 +96,11 @@ fn thread_exit(slot: &crate::writer::ThreadSlot) {
 #[ctor::dtor]
 fn on_unload() {
     if !passive() {
+        // The program's later exit handlers see the errno they would have seen.
+        // SAFETY: errno is the calling thread's own int.
+        let errno = unsafe { *libc::__errno_location() };
         shielded((), trace::finish);
+        // SAFETY: as above.
+        unsafe { *libc::__errno_location() = errno };
     }
 }

@@ -110,7 +110,7 @@ pub unsafe extern "C" fn cuGetProcAddress(
     // SAFETY: `real` is the driver's export named `cuGetProcAddress`, whose prototype is
     // `PFN_cuGetProcAddress_v11030` of cuda.h, spelled by `CuGetProcAddressV1`.
     let real: CuGetProcAddressV1 = unsafe { std::mem::transmute(real) };
-    let _guard = Guard::enter();
+    let _guard = Guard::enter_outside();
     // SAFETY: the caller's own arguments, unchanged: its obligations are the driver's documented
     // contract for this call.
     let rc = unsafe { real(symbol, pfn, cudaVersion, flags) };
@@ -139,7 +139,7 @@ pub unsafe extern "C" fn cuGetProcAddress_v2(
     // SAFETY: `real` is the driver's export named `cuGetProcAddress_v2`, whose prototype is
     // `PFN_cuGetProcAddress_v12000` of cuda.h, spelled by `CuGetProcAddressV2`.
     let real: CuGetProcAddressV2 = unsafe { std::mem::transmute(real) };
-    let _guard = Guard::enter();
+    let _guard = Guard::enter_outside();
     // SAFETY: the caller's own arguments, unchanged: its obligations are the driver's documented
     // contract for this call.
     let rc = unsafe { real(symbol, pfn, cudaVersion, flags, symbolStatus) };
@@ -169,7 +169,7 @@ pub unsafe extern "C" fn hipGetProcAddress(
     // hip_runtime_api.h (`const char *, void **, int, uint64_t,
     // hipDriverProcAddressQueryResult *` -> `hipError_t`) is spelled by `HipGetProcAddress`.
     let real: HipGetProcAddress = unsafe { std::mem::transmute(real) };
-    let _guard = Guard::enter();
+    let _guard = Guard::enter_outside();
     // SAFETY: the caller's own arguments, unchanged: its obligations are the runtime's documented
     // contract for this call.
     let rc = unsafe { real(symbol, pfn, hipVersion, flags, symbolStatus) };

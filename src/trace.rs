@@ -70,10 +70,12 @@ pub fn tid() -> i32 {
 }
 
 /// A call record's `seq` on the calling thread (`slot`: its claim, [`crate::guard::Guard::writer_slot`]):
-/// unique in the process, increasing along the thread's records (schema in README.md).
+/// unique in the process, increasing along the thread's records (schema in README.md). Held
+/// until the record is written; 0 once the process is exiting (the call is not recorded).
+/// `nested`: a call made while this thread was already in the shim (a signal handler's).
 #[inline]
-pub fn next_seq(slot: &crate::writer::ThreadSlot) -> u64 {
-    crate::writer::next_number(slot)
+pub fn next_seq(slot: &crate::writer::ThreadSlot, nested: bool) -> crate::writer::Number {
+    crate::writer::next_number(slot, nested)
 }
 
 /// A `seq` for a record made outside the guard, or on a path too rare to matter.
@@ -157,7 +159,11 @@ pub struct CallRecord<'a> {
 /// `"forwarded":false` and `"findings"` only when there is something to say (schema in README.md). `guard`: the
 /// calling thread's, when it is inside the shim.
 pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRecord) {
-    if !enabled() || (record.findings.is_empty() && !kept_without_findings(record.info)) {
+    // seq 0: numbered after the process began to exit (its exit record is the trace's end).
+    if !enabled()
+        || record.seq == 0
+        || (record.findings.is_empty() && !kept_without_findings(record.info))
+    {
         return;
     }
     let generation = FORK_GENERATION.load(Ordering::Relaxed);
@@ -463,10 +469,15 @@ pub fn flush() -> bool {
     crate::writer::is_open()
 }
 
-/// At exit: an `exit` record with this process's totals, then the file trimmed to its records.
+/// At exit: calls are no longer numbered, those in flight get a bounded time to record
+/// themselves, then an `exit` record with this process's totals (the calls recorded before it),
+/// then the rest of the ring appended to the file.
 pub fn finish() {
+    let unrecorded = crate::writer::close_numbers();
     if crate::writer::is_open() {
-        let calls = crate::writer::numbers_used().saturating_sub(EVENTS.load(Ordering::Relaxed));
+        let calls = crate::writer::numbers_used()
+            .saturating_sub(EVENTS.load(Ordering::Relaxed))
+            .saturating_sub(unrecorded);
         let reported = findings::count();
         write_event("exit", &[], |w| {
             w.kv_u64("calls", calls);

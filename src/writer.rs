@@ -63,6 +63,9 @@ const OUT_BUFFER: usize = 2 * SEGMENT as usize;
 /// do not all wait on one file's appends (the kernel appends to one file at a time).
 struct Lane {
     state: AtomicU8,
+    /// The thread opening the lane (its kernel id), while `OPENING`: a signal handler on it that
+    /// makes a record must not wait for itself.
+    opener: AtomicI32,
     /// The trace file, its identity (device, inode) and path (a leaked `CString`).
     fd: AtomicI32,
     dev: AtomicU64,
@@ -70,6 +73,10 @@ struct Lane {
     path: AtomicPtr<std::ffi::c_char>,
     /// The ring file's path (leaked), removed at exit.
     ring_path: AtomicPtr<std::ffi::c_char>,
+    /// The ring file's descriptor, kept open (and share-locked) while the process lives, and
+    /// the file's identity (device, inode).
+    ring_fd: AtomicI32,
+    ring_id: (AtomicU64, AtomicU64),
     /// The ring file's mapping: `HEADER` bytes of header, then the ring.
     map: AtomicPtr<u8>,
     /// Reservation cursor: the next record's offset in the trace.
@@ -143,11 +150,14 @@ impl<T> std::ops::Deref for Line<T> {
 #[allow(clippy::declare_interior_mutable_const)]
 const CLOSED_LANE: Lane = Lane {
     state: AtomicU8::new(CLOSED),
+    opener: AtomicI32::new(0),
     fd: AtomicI32::new(-1),
     dev: AtomicU64::new(0),
     ino: AtomicU64::new(0),
     path: AtomicPtr::new(std::ptr::null_mut()),
     ring_path: AtomicPtr::new(std::ptr::null_mut()),
+    ring_fd: AtomicI32::new(-1),
+    ring_id: (AtomicU64::new(0), AtomicU64::new(0)),
     map: AtomicPtr::new(std::ptr::null_mut()),
     next: Line(AtomicU64::new(0)),
     appended: Line(AtomicU64::new(0)),
@@ -182,6 +192,11 @@ struct Slot {
     /// read by the exit record's count; a block outlives its thread and serves the slot's next).
     next_number: AtomicU64,
     end_number: AtomicU64,
+    /// Call records numbered and not yet written (or given up): raised when a number is handed
+    /// out, lowered when its [`Number`] is dropped. Written by the owner thread (and signal
+    /// handlers on it, which lower it again before the interrupted code resumes); the shared
+    /// slot's by many threads, atomically. An exiting process waits for it ([`close_numbers`]).
+    in_flight: AtomicU32,
 }
 
 const NO_CHUNK: u64 = u64::MAX;
@@ -200,6 +215,7 @@ static SLOT_TABLE: [Slot; SLOTS] = [const {
         taken: AtomicBool::new(false),
         next_number: AtomicU64::new(0),
         end_number: AtomicU64::new(0),
+        in_flight: AtomicU32::new(0),
     }
 }; SLOTS];
 /// Slots ever handed out (how far closers look).
@@ -242,25 +258,177 @@ const NUMBER_BLOCK: u64 = 64;
 /// second (its cache line moving between them at every record); one per 64 records does not.
 static NUMBERS: Line<AtomicU64> = Line(AtomicU64::new(0));
 
-/// The next record number of the calling thread, from its slot's block. Only on a thread inside
-/// the shim's guard (a signal handler's call on it is then forwarded untraced, so nothing
-/// interrupts the slot's update on this thread).
+/// Set when the process starts to exit ([`close_numbers`]): calls get no record number from
+/// then on (they are forwarded and checked, not recorded), so that the exit record counts
+/// exactly the calls recorded before it.
+static CLOSING: AtomicBool = AtomicBool::new(false);
+
+/// A call's record number, taken once the driver returned and held until its record is written
+/// or given up (dropped): an exiting process waits for the numbers in flight ([`close_numbers`]). `seq` 0: no number (the process
+/// is exiting; the call is not recorded).
+#[must_use]
+pub struct Number {
+    pub seq: u64,
+    slot: u32,
+}
+
+impl Drop for Number {
+    #[inline]
+    fn drop(&mut self) {
+        if self.seq != 0 {
+            landed(
+                &SLOT_TABLE[self.slot as usize],
+                self.slot as usize == SHARED,
+            );
+        }
+    }
+}
+
+/// One more call of slot `slot` in flight.
 #[inline]
-pub fn next_number(cell: &ThreadSlot) -> u64 {
-    let index = own_slot(cell);
-    if index == SHARED {
-        return next_number_shared();
+fn lift(slot: &Slot, shared: bool) {
+    if shared {
+        slot.in_flight.fetch_add(1, Relaxed);
+    } else {
+        // The owner alone (a signal handler on it restores the count before it returns).
+        slot.in_flight
+            .store(slot.in_flight.load(Relaxed).wrapping_add(1), Relaxed);
     }
+}
+
+/// One call of slot `slot` in flight less.
+#[inline]
+fn landed(slot: &Slot, shared: bool) {
+    if shared {
+        slot.in_flight.fetch_sub(1, Release);
+    } else {
+        slot.in_flight
+            .store(slot.in_flight.load(Relaxed).wrapping_sub(1), Release);
+    }
+}
+
+/// The next record number of the calling thread, from its slot's block, in flight until the
+/// returned [`Number`] is dropped. Only on a thread inside the shim's guard, between calls of
+/// its own (a signal handler's call nested in this thread's is numbered from the shared counter:
+/// it may have interrupted the slot's update).
+#[inline]
+pub fn next_number(cell: &ThreadSlot, nested: bool) -> Number {
+    let index = if nested { SHARED } else { own_slot(cell) };
     let slot = &SLOT_TABLE[index];
-    let next = slot.next_number.load(Relaxed);
-    if next != 0 && next < slot.end_number.load(Relaxed) {
-        slot.next_number.store(next + 1, Relaxed);
-        return next;
+    let shared = index == SHARED;
+    // In flight first, then the look at CLOSING; `close_numbers` sets CLOSING, then (once every
+    // thread's stores are visible: `every_thread_sees_it`) reads the counts.
+    lift(slot, shared);
+    std::sync::atomic::compiler_fence(SeqCst);
+    if CLOSING.load(Relaxed) {
+        landed(slot, shared);
+        return Number {
+            seq: 0,
+            slot: index as u32,
+        };
     }
-    let first = NUMBERS.fetch_add(NUMBER_BLOCK, Relaxed) + 1;
-    slot.end_number.store(first + NUMBER_BLOCK, Relaxed);
-    slot.next_number.store(first + 1, Relaxed);
-    first
+    let seq = if shared {
+        next_number_shared()
+    } else {
+        let next = slot.next_number.load(Relaxed);
+        if next != 0 && next < slot.end_number.load(Relaxed) {
+            slot.next_number.store(next + 1, Relaxed);
+            next
+        } else {
+            let first = NUMBERS.fetch_add(NUMBER_BLOCK, Relaxed) + 1;
+            slot.end_number.store(first + NUMBER_BLOCK, Relaxed);
+            slot.next_number.store(first + 1, Relaxed);
+            first
+        }
+    };
+    Number {
+        seq,
+        slot: index as u32,
+    }
+}
+
+/// How long an exiting process waits for other threads: for the calls being recorded (numbered
+/// once the driver returned, so never one blocked in the driver) while they or the writer
+/// thread's appends make progress, [`EXIT_IDLE_NS`] without any at most, [`EXIT_HARD_NS`] in all; then
+/// for records being copied and the writer thread's append, as long as they make progress,
+/// [`EXIT_IDLE_NS`] without any at most, and [`EXIT_WAIT_NS`] in all. With many more busy threads
+/// than CPUs a thread may wait a second for a CPU (measured with 64 threads on 2 CPUs); a thread
+/// stopped (in a debugger, say) while it records is not waited for longer, and its record, if it
+/// comes, is not counted.
+const EXIT_IDLE_NS: u64 = 1_000_000_000;
+const EXIT_WAIT_NS: u64 = 3_000_000_000;
+/// The most an exit waits for the calls being recorded, while they or the appends move.
+const EXIT_HARD_NS: u64 = 10_000_000_000;
+
+/// Waits (yielding) until `check` says done, as long as what it measures moves: at most `idle`
+/// without a change, and until the monotonic clock passes `deadline`. Whether it is done.
+fn wait_while_moving(deadline: u64, idle: u64, mut check: impl FnMut() -> (bool, u64)) -> bool {
+    let (mut last, mut since) = (None, monotonic_ns());
+    loop {
+        let (done, mark) = check();
+        if done {
+            return true;
+        }
+        let now = monotonic_ns();
+        if last != Some(mark) {
+            (last, since) = (Some(mark), now);
+        }
+        if now >= since + idle || now >= deadline {
+            return false;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// At exit, before the exit record: no call is numbered any more, and the calls numbered
+/// already get a bounded time to write their records. Returns how many are still in flight
+/// after it (not recorded).
+pub fn close_numbers() -> u64 {
+    CLOSING.store(true, SeqCst);
+    every_thread_sees_it();
+    let in_flight = || -> u64 {
+        let seen = SLOTS_SEEN.load(Acquire).min(SLOTS);
+        let own: u64 = SLOT_TABLE[..seen]
+            .iter()
+            .map(|slot| u64::from(slot.in_flight.load(Acquire)))
+            .sum();
+        let shared = if seen > SHARED {
+            0
+        } else {
+            u64::from(SLOT_TABLE[SHARED].in_flight.load(Acquire))
+        };
+        own + shared
+    };
+    // A thread holding a number is in the shim's own work: it needs a CPU, and (when the ring
+    // is full) the writer thread's appends. Waited for while either moves.
+    wait_while_moving(monotonic_ns() + EXIT_HARD_NS, EXIT_IDLE_NS, || {
+        let left = in_flight();
+        let appended: u64 = LANES.iter().map(|w| w.appended.load(Relaxed)).sum();
+        (
+            left == 0,
+            left.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ appended,
+        )
+    });
+    in_flight()
+}
+
+/// Makes every thread's raised count visible before the counts are read: a thread that raised
+/// its slot's count before it read `CLOSING` as unset has that store in its CPU's store buffer
+/// at most until it drains (well under a microsecond) or the thread is switched out (which
+/// drains it), so a millisecond's sleep suffices. Not needed when no other thread ever took a
+/// number: none but this thread's own slot was claimed. (A `membarrier` would be exact, but
+/// registering a process for its cheap form takes milliseconds during which the process cannot
+/// exit, measured here: 10 to 20 ms added to every traced process.)
+fn every_thread_sees_it() {
+    let seen = SLOTS_SEEN.load(Acquire);
+    let mine = crate::guard::writer_slot(|cell| cell.get());
+    let only_mine = seen == 0
+        || (seen == 1
+            && mine >> 32 == u64::from(EPOCH.load(Relaxed))
+            && mine as u32 & 0xff_ffff == 1);
+    if !only_mine {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 /// A record number from the process's counter: for records made outside the guard (events) and
@@ -393,12 +561,126 @@ pub fn append<R: Record + ?Sized>(
         return false;
     }
     let index = own_slot(slot);
+    let interrupting = crate::guard::is_interrupting();
+    if interrupting && opening_here(&LANES[0]) {
+        return with_bytes(record, |bytes| keep_early(0, bytes));
+    }
     if !ensure_open(&LANES[0], index, open) {
         return false;
     }
     let k = thread_lane(slot, index);
     let w = &LANES[k];
+    if interrupting && ((k != 0 && opening_here(w)) || !room_without_waiting(w)) {
+        return with_bytes(record, |bytes| keep_early(k, bytes));
+    }
+    if !interrupting && HELD.load(Relaxed) != 0 {
+        append_held();
+    }
     (k == 0 || ensure_lane_open(w, k, index)) && append_record(w, index, record)
+}
+
+/// Whether this thread is opening lane `w`: a record made now is a signal handler's, which
+/// interrupted the opening.
+fn opening_here(w: &Lane) -> bool {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    w.state.load(Acquire) == OPENING && w.opener.load(Acquire) == unsafe { libc::gettid() }
+}
+
+/// Ring space a signal handler's record wants free beyond its own (other threads may reserve
+/// chunks between the look and its reservation): 128 chunks.
+const HANDLER_SLACK: u64 = 8 * SEGMENT;
+
+/// Whether a signal handler's record fits in lane `w` with room to spare: the work it
+/// interrupted may be what frees ring space (an append in progress, a chunk being copied), so it
+/// never waits for any.
+fn room_without_waiting(w: &Lane) -> bool {
+    w.state.load(Acquire) == OPEN
+        && w.next.load(Acquire) + HANDLER_SLACK <= w.appended.load(Acquire) + RING - SEGMENT
+}
+
+/// Records a signal handler made while its thread was opening their lane, or when the lane's
+/// ring had no room to spare, kept until the lane is open or the next record of a thread not in
+/// a handler ([`append_early`], [`append_held`]): `EARLY_RECORDS` of at most `EARLY_BYTES` bytes
+/// (a handler's call record is one; beyond them a record is not written).
+const EARLY_RECORDS: usize = 256;
+const EARLY_BYTES: usize = 512;
+const FREE: u8 = 0;
+const FILLING: u8 = 1;
+const READY: u8 = 2;
+
+struct Early {
+    state: AtomicU8,
+    lane: AtomicU8,
+    len: AtomicUsize,
+    bytes: std::cell::UnsafeCell<[u8; EARLY_BYTES]>,
+}
+
+// SAFETY: `bytes` is written only by the thread that moved `state` from FREE to FILLING, and
+// read only by the one that moved it from READY to FILLING.
+unsafe impl Sync for Early {}
+
+static EARLY: [Early; EARLY_RECORDS] = [const {
+    Early {
+        state: AtomicU8::new(FREE),
+        lane: AtomicU8::new(0),
+        len: AtomicUsize::new(0),
+        bytes: std::cell::UnsafeCell::new([0; EARLY_BYTES]),
+    }
+}; EARLY_RECORDS];
+
+fn keep_early(lane: usize, bytes: &[u8]) -> bool {
+    if bytes.len() > EARLY_BYTES {
+        return false;
+    }
+    for e in &EARLY {
+        if e.state
+            .compare_exchange(FREE, FILLING, AcqRel, Acquire)
+            .is_ok()
+        {
+            // SAFETY: FILLING is this thread's, see `Early`.
+            unsafe { (&mut *e.bytes.get())[..bytes.len()].copy_from_slice(bytes) };
+            e.len.store(bytes.len(), Relaxed);
+            e.lane.store(lane as u8, Relaxed);
+            e.state.store(READY, Release);
+            HELD.fetch_add(1, Release);
+            return true;
+        }
+    }
+    false
+}
+
+/// Appends the records kept for lane `w` (its opener, once it is open; a thread not in a
+/// handler, before its own record).
+fn append_early(w: &Lane) {
+    let lane = lane_number(w) as u8;
+    for e in &EARLY {
+        if e.state.load(Acquire) == READY
+            && e.lane.load(Relaxed) == lane
+            && e.state
+                .compare_exchange(READY, FILLING, AcqRel, Acquire)
+                .is_ok()
+        {
+            // SAFETY: READY -> FILLING makes the bytes this thread's, see `Early`.
+            let bytes = unsafe { &(&*e.bytes.get())[..e.len.load(Relaxed)] };
+            // A reservation of its own: no chunk is left open in a slot of another thread's.
+            reserve_and_copy(w, bytes);
+            e.state.store(FREE, Release);
+            HELD.fetch_sub(1, Release);
+        }
+    }
+}
+
+/// Records kept ([`keep_early`]) and not appended yet.
+static HELD: AtomicUsize = AtomicUsize::new(0);
+
+/// Appends every record kept for a lane that is open (by a thread not in a signal handler's
+/// record, before its own record; and at exit).
+fn append_held() {
+    for w in &LANES {
+        if w.state.load(Acquire) == OPEN {
+            append_early(w);
+        }
+    }
 }
 
 /// The lane of the thread whose slot is `index`, kept in its claim (bits 24 to 31, 0 until
@@ -873,14 +1155,12 @@ fn write_out(w: &Lane, bytes: &[u8]) -> Result<(), String> {
 /// Room kept below `trace_limit` for the line that says the file reached it and the process's
 /// `exit` line.
 const LIMIT_LINE_ROOM: u64 = 512;
-/// The smallest `trace_limit` taken: a file keeps its process record and that line.
-const MIN_TRACE_LIMIT: u64 = 4096;
-
-/// `trace_limit` (bytes a trace file may hold), at least [`MIN_TRACE_LIMIT`]; `None` without one.
+/// `trace_limit` (bytes a trace file may hold; the options raise it to the least a file keeps,
+/// saying so); `None` without one.
 fn trace_cap() -> Option<u64> {
     match crate::config::options().trace_limit {
         0 => None,
-        cap => Some(cap.max(MIN_TRACE_LIMIT)),
+        cap => Some(cap),
     }
 }
 
@@ -1027,6 +1307,13 @@ fn ensure_open(
         return open_already;
     }
     let opened = open().and_then(|(opened, header)| {
+        // A ring file of that name already (stale, or planted) with no trace beside it: both
+        // files go to `NAME.PID`, as a clash on the trace file's name does.
+        let ring_name = CString::new(format!("{}{}", opened.path, ring::SUFFIX));
+        let opened = match ring_name.is_ok_and(|name| taken(&name)) {
+            false => opened,
+            true => beside(opened)?,
+        };
         let ring_path = format!("{}{}", opened.path, ring::SUFFIX);
         prepare_lanes(&opened.path, &header);
         let leak = |p: String| -> Result<&'static CStr, String> {
@@ -1048,21 +1335,55 @@ fn ensure_open(
     }
 }
 
+/// Whether a file (or anything else) has the name `path` (a system call only).
+fn taken(path: &CStr) -> bool {
+    // SAFETY: a zeroed `stat` is a valid buffer for lstat to fill.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated; lstat writes only `st`, a live local.
+    unsafe { libc::lstat(path.as_ptr(), &mut st) == 0 }
+}
+
+/// The trace file `opened` (just created, empty) given up for `NAME.PID`, created the same way.
+fn beside(opened: Opened) -> Result<Opened, String> {
+    // SAFETY: getpid has no preconditions and cannot fail.
+    let fallback = format!("{}.{}", opened.path, unsafe { libc::getpid() });
+    let c = CString::new(fallback.clone()).map_err(|_| "a NUL in the trace's name".to_string())?;
+    let made = create_exclusive(&c);
+    if let Ok(c_path) = CString::new(opened.path.clone()) {
+        // SAFETY: the descriptor and the empty file this process just created.
+        unsafe {
+            libc::close(opened.fd);
+            libc::unlink(c_path.as_ptr());
+        }
+    }
+    match made {
+        Ok(fd) => Ok(Opened { fd, path: fallback }),
+        Err(e) => Err(format!(
+            "cannot create trace file {fallback}: {}",
+            std::io::Error::from_raw_os_error(e)
+        )),
+    }
+}
+
 /// Whether this thread is to open lane `w` (`Ok`), or else whether the lane is open (`Err`):
-/// already, or once the thread opening it is done.
+/// already, or once the thread opening it is done. The opener claims the lane with its kernel
+/// id, so that a signal handler interrupting it (on the same thread) does not wait for itself:
+/// its record is not written.
 fn claim_opening(w: &Lane) -> Result<(), bool> {
     match w.state.load(Acquire) {
         OPEN => return Err(true),
         STOPPED => return Err(false),
         _ => {}
     }
-    if w.state
-        .compare_exchange(CLOSED, OPENING, AcqRel, Acquire)
-        .is_ok()
-    {
-        Ok(())
-    } else {
-        Err(wait_while_opening(w))
+    // SAFETY: gettid has no preconditions and cannot fail.
+    let me = unsafe { libc::gettid() };
+    match w.opener.compare_exchange(0, me, AcqRel, Acquire) {
+        Ok(_) => {
+            w.state.store(OPENING, Release);
+            Ok(())
+        }
+        Err(opener) if opener == me => Err(false),
+        Err(_) => Err(wait_while_opening(w)),
     }
 }
 
@@ -1074,8 +1395,11 @@ fn finish_opening(w: &Lane, index: usize, header: &[u8]) -> bool {
             .is_ok();
     if !ok {
         w.state.store(STOPPED, Release);
-    } else if !STOPPED_ALL.load(Acquire) {
-        start_appender();
+    } else {
+        append_early(w);
+        if !STOPPED_ALL.load(Acquire) {
+            start_appender();
+        }
     }
     ok
 }
@@ -1085,7 +1409,7 @@ fn wait_while_opening(w: &Lane) -> bool {
     loop {
         match w.state.load(Acquire) {
             OPEN => return true,
-            STOPPED | CLOSED => return false,
+            STOPPED => return false,
             _ => std::thread::yield_now(),
         }
     }
@@ -1171,8 +1495,20 @@ fn ensure_lane_open(w: &Lane, k: usize, index: usize) -> bool {
     // SAFETY: leaked by `prepare_lanes` and never freed while this process's lanes may use it
     // (only a forked child, whose lanes start closed, replaces it).
     let files: &'static LaneFiles = unsafe { &*files };
+    let ring_taken = taken(&files.ring);
     let opened = match create_exclusive(&files.path) {
-        Ok(fd) => Ok((fd, &files.path, &files.ring)),
+        Ok(fd) if !ring_taken => Ok((fd, &files.path, &files.ring)),
+        Ok(fd) => {
+            // A ring of that name already: both files go to `NAME.PID`.
+            // SAFETY: the descriptor and the empty file just created.
+            unsafe {
+                libc::close(fd);
+                libc::unlink(files.path.as_ptr());
+            }
+            create_exclusive(&files.fallback)
+                .map(|fd| (fd, &files.fallback, &files.ring_fallback))
+                .map_err(|e| (e, &files.fallback))
+        }
         Err(e) if e == libc::EEXIST => create_exclusive(&files.fallback)
             .map(|fd| (fd, &files.fallback, &files.ring_fallback))
             .map_err(|e| (e, &files.path)),
@@ -1303,8 +1639,17 @@ fn create_ring(w: &Lane, c_path: &'static CStr) -> Result<*mut u8, String> {
             std::io::Error::last_os_error()
         ));
     }
-    // SAFETY: closing our own descriptor; the mapping stays valid without it.
-    unsafe { libc::close(fd) };
+    // The descriptor stays open with a shared lock for the process's life: a reader that would
+    // fold the ring into the trace (`sharecheck run`, after `_exit`) takes it exclusively first,
+    // so it never touches a live process's ring. The kernel drops the lock when the process
+    // ends however it ends (or execs: the descriptor is close-on-exec).
+    // SAFETY: plain system call on our own descriptor.
+    unsafe { libc::flock(fd, libc::LOCK_SH | libc::LOCK_NB) };
+    if let Some((dev, ino)) = identity(fd) {
+        w.ring_id.0.store(dev, Relaxed);
+        w.ring_id.1.store(ino, Relaxed);
+    }
+    w.ring_fd.store(fd, Release);
     // Provided writable now, in one system call, rather than one write fault per page later
     // (Linux 5.14+; older kernels say EINVAL and the pages fault in once, as they are reused).
     // SAFETY: advice on the mapping just created; it reads and writes no memory of ours.
@@ -1530,8 +1875,21 @@ fn stop(why: &str) {
         let _ = w.state.fetch_update(AcqRel, Acquire, |state| {
             (state != CLOSED).then_some(STOPPED)
         });
+        mark_ring(w, ring::STOPPED);
     }
     crate::log::warn_once("trace-stopped", format_args!("{why}"));
+}
+
+/// Adds `bit` to the state word of lane `w`'s ring header, for a reader of the ring it leaves
+/// ([`ring::STATE_AT`]): the header page is mapped and reserved, so this needs no disk space.
+fn mark_ring(w: &Lane, bit: u64) {
+    let map = w.map.load(Acquire);
+    if !map.is_null() {
+        // SAFETY: the header page is mapped while `map` is set; STATE_AT is an 8-aligned offset
+        // in it, and the word is only ever or-ed into (atomically).
+        let word = unsafe { &*map.add(ring::STATE_AT).cast::<AtomicU64>() };
+        word.fetch_or(bit.to_le(), AcqRel);
+    }
 }
 
 /// Whether records are being written (a lane is open and tracing did not stop).
@@ -1539,70 +1897,79 @@ pub fn is_open() -> bool {
     LANES.iter().any(|w| w.state.load(Acquire) == OPEN)
 }
 
-/// At exit: no more records; waits (briefly) for records being copied, appends the rest of each
-/// lane's ring to its trace file and removes the ring file. If tracing had stopped (a full disk,
-/// the file size limit), or another thread is stuck appending, the ring file stays for a reader
-/// to recover.
+/// At exit: no more records; waits (as long as they make progress, at most [`EXIT_WAIT_NS`] in
+/// all) for records being copied and for another thread's append, appends the rest of each lane's ring to its trace file and
+/// removes the ring file. What it cannot append whole in that time (a record still being copied,
+/// an append that does not finish: the thread doing it may be stopped) stays in the ring file for
+/// a reader to recover, as it does when tracing had stopped (a full disk, the file size limit).
 pub fn finish() {
+    if HELD.load(Acquire) != 0 {
+        append_held();
+    }
     STOPPED_ALL.store(true, Release);
     let was: Vec<u8> = LANES
         .iter()
         .map(|w| w.state.swap(STOPPED, AcqRel))
         .collect();
+    let deadline = monotonic_ns() + EXIT_WAIT_NS;
     for (w, was) in LANES.iter().zip(was) {
         if was != CLOSED && !w.map.load(Acquire).is_null() {
-            finish_lane(w, was == OPEN);
+            // Said first: a ring that stays (tracing had stopped, or its rest could not be
+            // appended) tells its reader the process exited normally.
+            mark_ring(w, ring::EXITED);
+            finish_lane(w, was == OPEN, deadline);
         }
     }
 }
 
-fn finish_lane(w: &Lane, was_open: bool) {
-    // Every chunk of the lane's threads: closed (an owner may be copying one last record: a
-    // short wait).
+fn finish_lane(w: &Lane, was_open: bool, deadline: u64) {
+    // Every chunk of the lane's threads: closed (an owner may be copying one last record).
     let lane = lane_number(w);
     let seen = SLOTS_SEEN.load(Acquire).min(SLOTS);
     for slot in &SLOT_TABLE[..seen] {
-        for _ in 0..100_000 {
+        wait_while_moving(deadline, EXIT_IDLE_NS, || {
             let word = slot.word.load(Acquire);
-            if word == NO_CHUNK
+            let done = word == NO_CHUNK
                 || chunk_of(word).0 != lane
-                || (word & BUSY == 0 && close_chunk(slot, word))
-            {
-                break;
-            }
-            std::thread::yield_now();
-        }
+                || (word & BUSY == 0 && close_chunk(slot, word));
+            (done, word)
+        });
     }
     let end = w.next.load(Acquire);
-    // Records being copied by other threads: a short wait for their bytes to be counted.
-    for _ in 0..100_000 {
-        if copied_up_to(w, end) {
-            break;
-        }
-        std::thread::yield_now();
-    }
+    // Records being copied by other threads: their bytes counted, or the time is up.
+    let whole = wait_while_moving(deadline, EXIT_IDLE_NS, || {
+        let copied: u64 = w.done.iter().map(|d| d.load(Acquire)).sum();
+        (copied_up_to(w, end), copied)
+    });
     // The appender's flag: its holder, if any, is between two segments.
-    let mut held = false;
-    for _ in 0..100_000 {
-        held = w
+    let held = wait_while_moving(deadline, EXIT_IDLE_NS, || {
+        let taken = w
             .appending
             .compare_exchange(false, true, AcqRel, Acquire)
             .is_ok();
-        if held {
-            break;
-        }
-        std::thread::yield_now();
-    }
+        (taken, w.appended.load(Acquire))
+    });
     let mut ok = held && was_open;
-    while ok && w.appended.load(Acquire) < end {
-        let len = (end - w.appended.load(Acquire)).min(SEGMENT);
+    // Whole segments only, unless every record is in: a chunk still being copied (or reserved
+    // and never counted) holds bytes the trace must not get; the ring keeps them for a reader.
+    let upto = if whole {
+        end
+    } else {
+        let mut full = w.appended.load(Acquire);
+        while full < end && segment_is_full(w, full) {
+            full += SEGMENT;
+        }
+        full.min(end)
+    };
+    while ok && w.appended.load(Acquire) < upto {
+        let len = (upto - w.appended.load(Acquire)).min(SEGMENT);
         ok = append_bytes(w, len).is_ok();
     }
     if held {
         give_back_reserve(w);
     }
     let ring_path = w.ring_path.load(Acquire);
-    if ok && !ring_path.is_null() {
+    if ok && whole && !ring_path.is_null() {
         // Everything is in the trace: the ring is no longer needed.
         // SAFETY: a NUL-terminated path this module leaked.
         unsafe { libc::unlink(ring_path) };
@@ -1631,10 +1998,24 @@ pub fn after_fork_in_child() {
             // child runs, and nothing references it any more.
             unsafe { libc::munmap(map.cast(), (HEADER + RING) as usize) };
         }
-        let fd = w.fd.swap(-1, AcqRel);
-        if fd >= 0 {
-            // SAFETY: the inherited copy of our own descriptor.
-            unsafe { libc::close(fd) };
+        let ours = [
+            (
+                w.fd.swap(-1, AcqRel),
+                (w.dev.load(Relaxed), w.ino.load(Relaxed)),
+            ),
+            (
+                w.ring_fd.swap(-1, AcqRel),
+                (w.ring_id.0.load(Relaxed), w.ring_id.1.load(Relaxed)),
+            ),
+        ];
+        for (fd, id) in ours {
+            // Only while the number still names our file: the program may have closed it and
+            // reused the number.
+            if fd >= 0 && identity(fd) == Some(id) {
+                // SAFETY: the inherited copy of our own descriptor (the parent's ring lock stays
+                // the parent's: it is dropped when every copy is closed).
+                unsafe { libc::close(fd) };
+            }
         }
         // The parent's paths: leaked, never freed.
         w.path.store(std::ptr::null_mut(), Release);
@@ -1649,6 +2030,7 @@ pub fn after_fork_in_child() {
             done.store(0, Release);
         }
         w.appending.store(false, Release);
+        w.opener.store(0, Release);
         w.state.store(CLOSED, Release);
     }
     // The parent's chunks, lanes and writer thread are not the child's.
@@ -1659,7 +2041,14 @@ pub fn after_fork_in_child() {
         slot.taken.store(false, Release);
         slot.next_number.store(0, Release);
         slot.end_number.store(0, Release);
+        slot.in_flight.store(0, Release);
     }
+    SLOT_TABLE[SHARED].in_flight.store(0, Release);
+    for e in &EARLY {
+        e.state.store(FREE, Release);
+    }
+    HELD.store(0, Release);
+    CLOSING.store(false, Release);
     NUMBERS.store(0, Release);
     LANE_COUNT.store(0, Release);
     APPENDER.store(NO_THREAD, Release);

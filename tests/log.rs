@@ -142,3 +142,60 @@ fn a_finding_carries_the_programs_call_stack() {
     );
     assert!(!stderr.contains("stack:"), "{stderr}");
 }
+
+/// Settings are never ignored silently: options that are not UTF-8 (read lossily), a
+/// `trace_limit` below what a file keeps (raised, and the process record says the limit used),
+/// and a `SHARECHECK_CUDA_LIBRARY` that names no file (the driver is found as usual) each get
+/// one warning line; under `sharecheck run`, whose own line says it first, a problem with the
+/// options is not said again by the shim.
+#[test]
+fn settings_the_shim_cannot_use_as_given_are_said_once() {
+    use std::os::unix::ffi::OsStrExt;
+    let s = Scratch::new("log_settings");
+    let exe = peer_cuda(&s);
+    let mut cmd = s.under_shim(&exe);
+    cmd.arg("correct")
+        .env(
+            sharecheck_core::schema::env::OPTIONS,
+            std::ffi::OsStr::from_bytes(b"trace_limit=1:mute=\xff"),
+        )
+        .env(
+            sharecheck_core::schema::env::CUDA_LIBRARY,
+            s.path("no-such-libcuda.so"),
+        );
+    let out = run_ok(&mut cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("SHARECHECK_OPTIONS: not UTF-8").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("trace_limit=1 is below 4096 bytes").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr
+            .matches("no-such-libcuda.so cannot be loaded (no such file)")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    let records = s.records();
+    assert_eq!(records[0]["trace_limit"], 4096, "the limit used");
+
+    let out = std::process::Command::new(cli())
+        .args(["run", "--sim", "--trace"])
+        .arg(s.path("run-traces/%p.jsonl"))
+        .arg("--options")
+        .arg("bogus=1")
+        .arg("--")
+        .arg(&exe)
+        .arg("correct")
+        .env_remove(sharecheck_core::schema::env::OPTIONS)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("unknown key `bogus`").count(), 1, "{stderr}");
+}

@@ -484,7 +484,8 @@ fn cat_command() -> clap::Command {
         .about("Print the records of trace files as JSON Lines, a crashed process's included")
         .long_about(format!(
             "Print the records of trace files as JSON Lines: each file's records in its order, \
-             one per line, exactly as written, followed by the records its ring file \
+             one per line, exactly as written (but for DEL, C1 and bidi controls, written as \
+             \\u escapes: the same JSON value), followed by the records its ring file \
              (FILE{ring}) still holds when its process ended without exit handlers (_exit, \
              exec, a fatal signal, kill -9): those are not in the file itself. A record cut \
              short and space never filled are left out (with a warning on stderr).",

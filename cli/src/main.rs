@@ -14,6 +14,7 @@ mod review;
 mod rules;
 mod run;
 mod runs;
+mod safe_json;
 mod sarif;
 mod symbolize;
 mod timeline;

@@ -162,6 +162,10 @@ impl<'a> Record<'a> {
     pub fn seq(&self) -> Option<u64> {
         self.head.seq
     }
+    /// Nanoseconds since its process's clock base.
+    pub fn t(&self) -> Option<u64> {
+        self.head.t
+    }
     pub fn tid(&self) -> Option<i64> {
         self.head.tid
     }

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use crate::args::{Format, ReportArgs, Severity, EXIT_USAGE};
 use crate::findings::{Findings, Gather, Occurrence};
 use crate::review;
-use crate::trace::{self, Diagnostic, Record};
+use crate::trace::{self, Diagnostics, Record};
 use sharecheck_core::crossproc::{self, ReportCheck, ReportFinding, Timeline};
 
 #[derive(Debug, Default)]
@@ -42,6 +42,8 @@ pub struct ProcessInfo {
     pub findings_level: bool,
     /// Its trace reached `trace_limit`.
     pub cut: bool,
+    /// Tracing stopped before it exited (its exit record says so, made by the reader).
+    pub stopped: bool,
 }
 
 impl ProcessInfo {
@@ -50,6 +52,13 @@ impl ProcessInfo {
         let mut notes = Vec::new();
         if !self.exited {
             notes.push("no exit record: it crashed, was killed or is still running".to_string());
+        }
+        if self.stopped {
+            notes.push(
+                "exited normally; tracing had stopped (the file size limit, a full disk or a \
+                 stuck append): its later calls are not in the trace"
+                    .to_string(),
+            );
         }
         if self.findings_level {
             notes.push(match self.calls_made {
@@ -146,6 +155,7 @@ impl Summary {
                 Some("exit") => {
                     let obj = record.obj();
                     process.exited = true;
+                    process.stopped = obj.get("tracing_stopped") == Some(&Value::Bool(true));
                     process.calls_made = obj.get("calls").and_then(Value::as_u64);
                     process.findings_reported =
                         obj.get("findings_reported").and_then(Value::as_u64);
@@ -212,13 +222,13 @@ impl Summary {
 
 /// Reads `files` into a [`Summary`], pushing reading problems to `diagnostics`; the
 /// report-phase checks then decide over the calls of every process.
-pub fn summarize(files: &[PathBuf], diagnostics: &mut Vec<Diagnostic>, gather: Gather) -> Summary {
+pub fn summarize(files: &[PathBuf], diagnostics: &mut Diagnostics, gather: Gather) -> Summary {
     summarize_with(files, diagnostics, crossproc::REPORT_CHECKS, gather)
 }
 
 fn summarize_with(
     files: &[PathBuf],
-    diagnostics: &mut Vec<Diagnostic>,
+    diagnostics: &mut Diagnostics,
     checks: &[&dyn ReportCheck],
     gather: Gather,
 ) -> Summary {
@@ -348,19 +358,42 @@ pub fn cat(traces: Vec<PathBuf>) -> i32 {
     status
 }
 
+/// The longest a problem's line is printed (a bad line's text, a schema version, are the
+/// trace's): the rest is counted.
+const MAX_DIAGNOSTIC_CHARS: usize = 400;
+
+/// `text` cut after `max` characters, saying how many more there were.
+fn capped(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => text.into(),
+        Some((at, _)) => format!(
+            "{}... ({} more characters)",
+            &text[..at],
+            text[at..].chars().count()
+        )
+        .into(),
+    }
+}
+
 /// How many problems with the input are printed; the rest are counted.
-const MAX_DIAGNOSTICS: usize = 20;
+const MAX_DIAGNOSTICS: usize = Diagnostics::KEPT;
 
 /// Problems with the input on stderr: the first [`MAX_DIAGNOSTICS`], printable (a bad line's
 /// text is the program's), then how many more there were.
-pub(crate) fn print_diagnostics(diagnostics: &[Diagnostic]) {
-    for d in diagnostics.iter().take(MAX_DIAGNOSTICS) {
-        eprintln!("{}", one_line(&d.to_string()));
+pub(crate) fn print_diagnostics(diagnostics: &Diagnostics) {
+    if diagnostics.is_empty() {
+        return;
     }
-    if diagnostics.len() > MAX_DIAGNOSTICS {
+    for d in diagnostics.iter().take(MAX_DIAGNOSTICS) {
+        eprintln!(
+            "{}",
+            capped(&one_line(&d.to_string()), MAX_DIAGNOSTIC_CHARS)
+        );
+    }
+    if diagnostics.len() > MAX_DIAGNOSTICS as u64 {
         eprintln!(
             "sharecheck: and {} more problems with the input (the first {MAX_DIAGNOSTICS} are shown)",
-            diagnostics.len() - MAX_DIAGNOSTICS
+            diagnostics.len() - MAX_DIAGNOSTICS as u64
         );
     }
 }
@@ -481,7 +514,7 @@ pub fn run(args: ReportArgs) -> i32 {
 fn timeline(
     files: &[PathBuf],
     unreadable: bool,
-    mut diagnostics: Vec<Diagnostic>,
+    mut diagnostics: Diagnostics,
     gather: &Gather,
     traces: &[PathBuf],
 ) -> i32 {
@@ -624,7 +657,7 @@ pub fn render_json_to(
         if i > 0 {
             out.write_all(b",")?;
         }
-        serde_json::to_writer(&mut *out, &FindingJson::of(&o))?;
+        crate::safe_json::to_writer(&mut *out, &FindingJson::of(&o))?;
     }
     out.write_all(b"]")?;
     let handles = s.timeline.handles();
@@ -644,10 +677,12 @@ pub fn render_json_to(
                 serde_json::json!({"handle": v.handle, "steps": steps})
             })
             .collect();
-        write!(out, ",\"ipc\":{}", Value::Array(views))?;
+        out.write_all(b",\"ipc\":")?;
+        crate::safe_json::to_writer(&mut *out, &views)?;
     }
     if let Some(baseline) = baseline {
-        write!(out, ",\"baseline\":{baseline}")?;
+        out.write_all(b",\"baseline\":")?;
+        crate::safe_json::to_writer(&mut *out, &baseline)?;
     }
     out.write_all(b"}\n")
 }
@@ -984,7 +1019,7 @@ mod tests {
         );
         let file = dir.join("10.jsonl");
         std::fs::write(&file, trace).unwrap();
-        let mut diagnostics = Vec::new();
+        let mut diagnostics = Diagnostics::default();
         let s = summarize_with(&[file], &mut diagnostics, &[], all());
         let text = render_text(&s);
         assert!(
@@ -1007,7 +1042,7 @@ mod tests {
         let dir =
             std::env::temp_dir().join(format!("sharecheck-report-phase-{}", std::process::id()));
         let checks: [&dyn ReportCheck; 1] = [&FREED_WHILE_OPEN];
-        let mut diagnostics = Vec::new();
+        let mut diagnostics = Diagnostics::default();
         let correct = summarize_with(&traces(&dir, 400), &mut diagnostics, &checks, all());
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
         assert_eq!(correct.findings.len(), 0);

@@ -28,7 +28,7 @@ use sharecheck_core::schema::{self, env, libraries};
 use crate::args::{RunArgs, Severity, DEFAULT_KEEP_RUNS, EXIT_USAGE};
 use crate::report::{self, Summary};
 use crate::runs;
-use crate::trace::{self, io_reason, Diagnostic};
+use crate::trace::{self, io_reason, Diagnostics};
 
 /// Exit statuses when PROG cannot be started, as in POSIX shells.
 const EXIT_NOT_EXECUTABLE: i32 = 126;
@@ -73,13 +73,16 @@ pub fn run(args: RunArgs) -> i32 {
     }
     // The simulated driver's directory goes as soon as PROG is done with it.
     drop(plan.sim_dir);
+    let files = plan.watch.written_since(&before);
+    // Processes that ended with `_exit` (Python's and PyTorch's workers do) or crashed left
+    // their rings (4 MB each): folded into their traces.
+    trace::compact_all(&files);
     let error_exitcode = plan.options.error_exitcode.filter(|_| status == 0);
     if args.quiet && error_exitcode.is_none() {
         return status;
     }
     // The summary and error_exitcode read the same files, so they never disagree.
-    let files = plan.watch.written_since(&before);
-    let mut diagnostics = Vec::new();
+    let mut diagnostics = Diagnostics::default();
     let summary = report::summarize(
         &files,
         &mut diagnostics,
@@ -185,8 +188,15 @@ fn prepare(args: &RunArgs) -> Result<Plan, String> {
         // Inherited unchanged; still checked, since error_exitcode in it applies.
         var(env::OPTIONS)
     };
-    let (options, option_problems) =
-        Options::parse(&options_text.clone().unwrap_or_default().to_string_lossy());
+    let raw = options_text.clone().unwrap_or_default();
+    let (options, mut option_problems) = Options::parse(&raw.to_string_lossy());
+    if raw.to_str().is_none() {
+        option_problems.insert(0, format!("not UTF-8; read as {:?}", raw.to_string_lossy()));
+    }
+    if !option_problems.is_empty() {
+        // Printed here once, not again by the shim in every process.
+        set(env::OPTIONS_REPORTED, raw);
+    }
     if var(env::JOB_KEY).is_none() {
         set(env::JOB_KEY, job_key()?.into());
     }
@@ -673,7 +683,7 @@ fn print_summary(
     watch: &TraceWatch,
     files: &[PathBuf],
     summary: &Summary,
-    diagnostics: &[Diagnostic],
+    diagnostics: &Diagnostics,
     prog: &OsStr,
 ) {
     if watch.is_dev_null() {

@@ -164,7 +164,7 @@ pub fn render_to(s: &Summary, out: &mut impl std::io::Write) -> std::io::Result<
             "properties": {"calls": s.calls, "processes": s.process_count(), "suppressed": s.findings.suppressed}
         }]
     });
-    let text = serde_json::to_string_pretty(&log).unwrap_or_default();
+    let text = crate::safe_json::to_string_pretty(&log);
     let (head, tail) = text
         .split_once("\"results\": []")
         .unwrap_or((text.as_str(), ""));
@@ -175,7 +175,7 @@ pub fn render_to(s: &Summary, out: &mut impl std::io::Write) -> std::io::Result<
         let index = catalogue.iter().position(|r| r.id == o.rule());
         let value = result(&o, &symbols, index);
         out.write_all(if any { b",\n" } else { b"\n" })?;
-        serde_json::to_writer(&mut *out, &value)?;
+        crate::safe_json::to_writer(&mut *out, &value)?;
         any = true;
     }
     out.write_all(if any { b"\n]" } else { b"]" })?;

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use crate::findings::{Gather, Occurrence};
-use crate::trace::{self, Diagnostic, Record};
+use crate::trace::{self, Diagnostics, Record};
 
 /// One end of a handle's exchange.
 #[derive(Clone)]
@@ -52,10 +52,9 @@ impl<W: Write> Writer<'_, W> {
         }
         let sep: &[u8] = if self.first { b"\n" } else { b",\n" };
         self.first = false;
-        let written = self
-            .out
-            .write_all(sep)
-            .and_then(|()| serde_json::to_writer(&mut *self.out, event).map_err(io::Error::from));
+        let written = self.out.write_all(sep).and_then(|()| {
+            crate::safe_json::to_writer(&mut *self.out, event).map_err(io::Error::from)
+        });
         match written {
             Ok(()) => self.events += 1,
             Err(e) => self.error = Some(e),
@@ -233,7 +232,7 @@ impl<W: Write> Writer<'_, W> {
 /// Writes the timeline of `files`; the number of events written.
 pub fn render_to(
     files: &[PathBuf],
-    diagnostics: &mut Vec<Diagnostic>,
+    diagnostics: &mut Diagnostics,
     gather: &Gather,
     out: &mut impl Write,
 ) -> io::Result<u64> {

@@ -53,6 +53,41 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+/// Problems found while reading traces: the first [`Diagnostics::KEPT`] whole, the rest only
+/// counted, so that a trace of millions of bad lines costs no more memory than one of twenty.
+#[derive(Debug, Default)]
+pub struct Diagnostics {
+    kept: Vec<Diagnostic>,
+    more: u64,
+}
+
+impl Diagnostics {
+    /// Problems kept whole (the ones printed).
+    pub const KEPT: usize = 20;
+
+    pub fn push(&mut self, d: Diagnostic) {
+        if self.kept.len() < Self::KEPT {
+            self.kept.push(d);
+        } else {
+            self.more += 1;
+        }
+    }
+
+    /// The problems kept, in the order found.
+    pub fn iter(&self) -> std::slice::Iter<'_, Diagnostic> {
+        self.kept.iter()
+    }
+
+    /// Problems found, kept or not.
+    pub fn len(&self) -> u64 {
+        self.kept.len() as u64 + self.more
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 use crate::record::Head;
 pub use crate::record::Record;
 
@@ -60,7 +95,7 @@ pub use crate::record::Record;
 #[derive(Debug, Default)]
 pub struct Inputs {
     pub files: Vec<PathBuf>,
-    pub diagnostics: Vec<Diagnostic>,
+    pub diagnostics: Diagnostics,
     /// Some TRACE argument could not be read at all.
     pub unreadable: bool,
 }
@@ -173,7 +208,7 @@ pub struct ReadStats {
 /// problems to `diagnostics`.
 pub fn read_files(
     files: &[PathBuf],
-    diagnostics: &mut Vec<Diagnostic>,
+    diagnostics: &mut Diagnostics,
     mut on_record: impl FnMut(Record<'_>),
 ) -> ReadStats {
     let mut stats = ReadStats::default();
@@ -212,56 +247,301 @@ pub fn first_t0(path: &Path) -> Option<u64> {
     head.v.and(head.t0_wall_ns)
 }
 
+/// The process record's `pid`, from a file's first line alone.
+fn first_pid(path: &Path) -> Option<i64> {
+    let mut line = Vec::new();
+    BufReader::new(File::open(path).ok()?)
+        .take(1 << 20)
+        .read_until(b'\n', &mut line)
+        .ok()?;
+    let head: Head = serde_json::from_slice(&line).ok()?;
+    head.v.and(head.pid)
+}
+
+/// What [`compact`] did with the ring file a trace file's process left.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Compacted {
+    /// There is none.
+    Nothing,
+    /// Its records (this many) are in the trace file now, and the ring file is gone.
+    Folded(u64),
+    /// Its process (or a child that shares its ring) still runs, here or elsewhere: left alone.
+    Live,
+}
+
+/// How much of a trace file's end is read for the `seq` of its last records (a process that
+/// died between appending a segment and saying so in the ring leaves those records in both).
+const DEDUP_WINDOW: u64 = 4 * ring::RING;
+
+/// Folds the ring a process left (it ended without its exit handlers: `_exit`, `exec`, a crash
+/// or `kill -9`) into its trace file, so that only the records' own bytes stay: the file is cut
+/// back to what the ring says was appended (dropping the space the writer reserved ahead), the
+/// ring's records are appended as the writer would have written them, and the ring file is
+/// removed. Only when no process holds the ring's lock (the writer holds it while it lives) and
+/// the file's process is not running here. A file that reached `trace_limit` keeps only its own
+/// records (a reader never reads past the limit). On any failure the file is as it was and the
+/// ring stays.
+pub fn compact(path: &Path) -> Result<Compacted, String> {
+    use std::io::{Seek, SeekFrom, Write};
+    use std::os::fd::AsRawFd;
+    let mut ring_path = path.as_os_str().to_owned();
+    ring_path.push(ring::SUFFIX);
+    let ring_path = PathBuf::from(ring_path);
+    let mut ring_file = match File::options().read(true).write(true).open(&ring_path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Compacted::Nothing),
+        Err(e) => return Err(io_reason(&e)),
+    };
+    // SAFETY: flock on a descriptor this function owns.
+    if unsafe { libc::flock(ring_file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Ok(Compacted::Live);
+    }
+    if let Some(pid) = first_pid(path)
+        .and_then(|p| i32::try_from(p).ok())
+        .filter(|&p| p > 0)
+    {
+        // SAFETY: signal 0 only asks whether the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if alive {
+            return Ok(Compacted::Live);
+        }
+    }
+    let mut file = File::options()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| io_reason(&e))?;
+    let file_len = file.metadata().map_err(|e| io_reason(&e))?.len();
+    let mut header = Vec::with_capacity(ring::HEADER as usize);
+    (&mut ring_file)
+        .take(ring::HEADER)
+        .read_to_end(&mut header)
+        .map_err(|e| io_reason(&e))?;
+    let ring_len = ring_file.metadata().map_err(|e| io_reason(&e))?.len();
+    ring::check_header(&header, ring_len, file_len)?;
+    let mut bytes = header;
+    ring_file
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_reason(&e))?;
+    let tail = ring::recover(file_len, &bytes)?;
+    let appended_len =
+        u64::from_le_bytes(bytes[ring::FILE_AT..ring::FILE_AT + 8].try_into().unwrap());
+    // The end of what was appended: its last records' `seq`, and whether it reached the limit.
+    let from = appended_len.saturating_sub(DEDUP_WINDOW);
+    file.seek(SeekFrom::Start(from))
+        .map_err(|e| io_reason(&e))?;
+    let mut end = BufReader::new((&mut file).take(appended_len - from));
+    let (mut seen, mut capped, mut buf) = (std::collections::HashSet::new(), false, Vec::new());
+    let marker = format!("\"event\":\"{LIMIT_EVENT}\"");
+    while read_line_capped(&mut end, &mut buf)
+        .map_err(|e| io_reason(&e))?
+        .0
+        > 0
+    {
+        capped |= buf.windows(marker.len()).any(|w| w == marker.as_bytes());
+        if let Ok(head) = serde_json::from_slice::<Head>(buf.trim_ascii_end()) {
+            seen.extend(head.seq);
+        }
+        buf.clear();
+    }
+    let mut folded = 0u64;
+    let mut out = Vec::with_capacity(tail.len());
+    if !capped {
+        for line in tail.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let seq = serde_json::from_slice::<Head>(line)
+                .ok()
+                .and_then(|h| h.seq);
+            if seq.is_some_and(|seq| seen.contains(&seq)) {
+                continue;
+            }
+            out.extend_from_slice(line);
+            out.push(b'\n');
+            folded += 1;
+        }
+    }
+    let written = file
+        .set_len(appended_len)
+        .and_then(|()| file.seek(SeekFrom::Start(appended_len)))
+        .and_then(|_| file.write_all(&out));
+    if let Err(e) = written {
+        // As it was: the records stay in the ring for a reader.
+        let _ = file.set_len(file_len);
+        return Err(io_reason(&e));
+    }
+    std::fs::remove_file(&ring_path).map_err(|e| io_reason(&e))?;
+    Ok(Compacted::Folded(folded))
+}
+
+/// Folds the rings of `files` whose processes are gone into their traces ([`compact`]); says
+/// on stderr what it did, in one line, and what it could not.
+pub fn compact_all(files: &[PathBuf]) {
+    let (mut rings, mut records) = (0u64, 0u64);
+    for path in files {
+        match compact(path) {
+            Ok(Compacted::Folded(n)) => {
+                rings += 1;
+                records += n;
+            }
+            Ok(_) => {}
+            Err(why) => eprintln!(
+                "sharecheck: warning: {}{}: {why}; the ring file stays (a reader still reads it)",
+                path.display(),
+                ring::SUFFIX
+            ),
+        }
+    }
+    if rings > 0 {
+        eprintln!(
+            "sharecheck: folded {rings} ring file(s) left by processes that ended without their \
+             exit handlers into their traces ({records} record(s))"
+        );
+    }
+}
+
 /// The event line a trace file ends with when it reached `trace_limit`.
 pub const LIMIT_EVENT: &str = "trace-limit";
 
 /// The bytes a process left in its ring (`FILE.ring`) when it ended without exit handlers, to be
-/// read after the file's own (see [`sharecheck_core::ring`]); `None` when there is no ring.
+/// read after the file's own (see [`sharecheck_core::ring`]), and what the ring says of the
+/// process's ending ([`ring::state`]); `None` when there is no ring.
 fn recovered_tail(
     path: &Path,
     file_len: u64,
-    diagnostics: &mut Vec<Diagnostic>,
-) -> Option<Vec<u8>> {
+    diagnostics: &mut Diagnostics,
+) -> Option<(Vec<u8>, u64)> {
     let mut ring_path = path.as_os_str().to_owned();
     ring_path.push(ring::SUFFIX);
     let ring_path = PathBuf::from(ring_path);
-    let bytes = std::fs::read(&ring_path).ok()?;
+    let mut file = File::open(&ring_path).ok()?;
+    let warn = |diagnostics: &mut Diagnostics, why: String| {
+        diagnostics.push(Diagnostic {
+            level: Level::Warning,
+            path: ring_path.clone(),
+            line: None,
+            message: format!("{why}; its records are not read"),
+        });
+    };
+    // The header first: a damaged or planted file is refused before its body is read.
+    let mut header = Vec::with_capacity(ring::HEADER as usize);
+    let checked = (&mut file)
+        .take(ring::HEADER)
+        .read_to_end(&mut header)
+        .map_err(|e| io_reason(&e))
+        .and_then(|_| {
+            let len = file.metadata().map_err(|e| io_reason(&e))?.len();
+            ring::check_header(&header, len, file_len)
+        });
+    if let Err(why) = checked {
+        warn(diagnostics, why);
+        return None;
+    }
+    let mut bytes = header;
+    if let Err(e) = file.read_to_end(&mut bytes) {
+        warn(diagnostics, io_reason(&e));
+        return None;
+    }
     match ring::recover(file_len, &bytes) {
-        Ok(tail) => Some(tail),
+        Ok(tail) => Some((tail, ring::state(&bytes))),
         Err(why) => {
-            diagnostics.push(Diagnostic {
-                level: Level::Warning,
-                path: ring_path,
-                line: None,
-                message: format!("{why}; its records are not read"),
-            });
+            warn(diagnostics, why);
             None
         }
+    }
+}
+
+/// The longest line a reader takes whole: the writer never writes a record longer than its ring
+/// ([`ring::RING`]). A longer line is skipped with an error, and costs no more memory than this.
+pub const MAX_LINE: usize = ring::RING as usize;
+
+/// Reads one line (its newline included) into `buf`, at most [`MAX_LINE`] bytes of it; the rest of
+/// a longer line is read past. Returns the bytes read past (0 at the end of the input) and
+/// whether the line was longer.
+fn read_line_capped(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<(u64, bool)> {
+    let (mut read, mut long) = (0u64, false);
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok((read, long));
+        }
+        let (take, ends) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (available.len(), false),
+        };
+        let room = MAX_LINE.saturating_sub(buf.len());
+        buf.extend_from_slice(&available[..take.min(room)]);
+        long |= take > room;
+        reader.consume(take);
+        read += take as u64;
+        if ends {
+            return Ok((read, long));
+        }
+    }
+}
+
+/// The error for a line longer than [`MAX_LINE`].
+fn long_line(path: &Path, line: usize) -> Diagnostic {
+    Diagnostic {
+        level: Level::Error,
+        path: path.to_path_buf(),
+        line: Some(line),
+        message: format!(
+            "this line is longer than {} MiB, longer than any record sharecheck writes; \
+             skipped it",
+            MAX_LINE >> 20
+        ),
     }
 }
 
 /// Writes the records of the trace file `path` to `out`, one JSON line each, exactly as written:
 /// the file's, then those its ring still holds (a record both hold is written once). Space never
 /// filled and a record cut short (not a JSON object) are left out, with a warning. Returns the
-/// records written.
+/// records written. Streams: memory is one line (and, for a ring, the `seq` of each record).
 pub fn cat_file(
     path: &Path,
     out: &mut impl io::Write,
-    diagnostics: &mut Vec<Diagnostic>,
+    diagnostics: &mut Diagnostics,
 ) -> io::Result<u64> {
-    let bytes = std::fs::read(path)?;
-    let tail = recovered_tail(path, bytes.len() as u64, diagnostics).unwrap_or_default();
-    let mut seen = std::collections::HashSet::new();
+    let file = File::open(path)?;
+    let file_len = file.metadata()?.len();
+    let tail = recovered_tail(path, file_len, diagnostics).map(|(tail, _)| tail);
+    let mut seen = tail.as_ref().map(|_| std::collections::HashSet::new());
     let mut written = 0u64;
     let mut cut = 0u64;
     // A file that reached `trace_limit` ends there: its ring's copy of later records is not read.
     // (Inside a JSON string every quote is escaped, so only the event's own line has these
     // bytes.)
     let marker = format!("\"event\":\"{LIMIT_EVENT}\"");
-    let capped = bytes.windows(marker.len()).any(|w| w == marker.as_bytes());
-    let tail = if capped { Vec::new() } else { tail };
-    for (from_ring, data) in [(false, &bytes[..]), (true, &tail[..])] {
-        for line in data.split(|&b| b == b'\n') {
+    let mut capped = false;
+    let mut reader = BufReader::new(file.take(file_len));
+    let mut ring = io::Cursor::new(tail.unwrap_or_default());
+    let mut buf = Vec::new();
+    let mut line_no = 0usize;
+    for from_ring in [false, true] {
+        if from_ring && capped {
+            break;
+        }
+        loop {
+            buf.clear();
+            let (read, long) = if from_ring {
+                read_line_capped(&mut ring, &mut buf)?
+            } else {
+                read_line_capped(&mut reader, &mut buf)?
+            };
+            if read == 0 {
+                break;
+            }
+            line_no += 1;
+            if long {
+                diagnostics.push(long_line(path, line_no));
+                continue;
+            }
+            capped |= !from_ring && buf.windows(marker.len()).any(|w| w == marker.as_bytes());
+            let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
             for piece in line.split(|&b| b == 0) {
                 if piece.iter().all(u8::is_ascii_whitespace) {
                     continue;
@@ -270,12 +550,13 @@ pub fn cat_file(
                     cut += 1;
                     continue;
                 };
-                if let Some(seq) = obj.get("seq").and_then(Value::as_u64) {
+                if let (Some(seen), Some(seq)) = (&mut seen, obj.get("seq").and_then(Value::as_u64))
+                {
                     if !seen.insert(seq) && from_ring {
                         continue;
                     }
                 }
-                out.write_all(piece)?;
+                crate::safe_json::write_line(out, piece)?;
                 out.write_all(b"\n")?;
                 written += 1;
             }
@@ -297,16 +578,21 @@ pub fn cat_file(
 
 fn read_file(
     path: &Path,
-    diagnostics: &mut Vec<Diagnostic>,
+    diagnostics: &mut Diagnostics,
     on_record: &mut impl FnMut(Record<'_>),
 ) -> io::Result<u64> {
     let file = File::open(path)?;
     let file_len = file.metadata()?.len();
-    let tail = recovered_tail(path, file_len, diagnostics);
+    let (tail, ring_state) = match recovered_tail(path, file_len, diagnostics) {
+        Some((tail, state)) => (Some(tail), state),
+        None => (None, 0),
+    };
     // With a ring, the records of the file proper are remembered by `seq`, so that a record the
     // ring still holds and the file already has (the process died between the two) is read once.
     let mut seen = tail.as_ref().map(|_| std::collections::HashSet::new());
     let mut recovered = 0u64;
+    // The last record's `seq` and `t`, and whether an exit record was read.
+    let (mut last_seq, mut last_t, mut exit_read) = (0u64, 0u64, false);
     let mut reader = BufReader::new(file.chain(io::Cursor::new(tail.unwrap_or_default())));
     let mut buf = Vec::new();
     let mut line_no = 0usize;
@@ -317,7 +603,8 @@ fn read_file(
     let mut capped: Option<u64> = None;
     loop {
         buf.clear();
-        if reader.read_until(b'\n', &mut buf)? == 0 {
+        let (read, long) = read_line_capped(&mut reader, &mut buf)?;
+        if read == 0 {
             break;
         }
         let from_ring = offset >= file_len;
@@ -325,8 +612,12 @@ fn read_file(
             // The writer dropped what came after the limit: the ring's copy is not read either.
             break;
         }
-        offset += buf.len() as u64;
+        offset += read;
         line_no += 1;
+        if long {
+            diagnostics.push(long_line(path, line_no));
+            continue;
+        }
         let complete = buf.last() == Some(&b'\n');
         let text = if complete {
             &buf[..buf.len() - 1]
@@ -373,6 +664,9 @@ fn read_file(
                     }
                     records += 1;
                     recovered += u64::from(from_ring);
+                    last_seq = last_seq.max(record.seq().unwrap_or(0));
+                    last_t = last_t.max(record.t().unwrap_or(0));
+                    exit_read |= record.event() == Some("exit");
                     on_record(record);
                 }
                 Err(_) if !complete => diagnostics.push(Diagnostic {
@@ -404,17 +698,36 @@ fn read_file(
         });
     }
     if seen.is_some() {
+        let how = if ring_state & ring::EXITED == 0 {
+            "the process ended without its exit handlers (_exit, exec, a fatal signal or kill -9)"
+        } else if ring_state & ring::STOPPED != 0 {
+            "tracing stopped before the process exited (the file size limit, a full disk or a \
+             stuck append), and the process then exited normally"
+        } else {
+            "the process exited before its last records were appended"
+        };
         diagnostics.push(Diagnostic {
             level: Level::Warning,
             path: path.to_path_buf(),
             line: None,
             message: format!(
-                "the process ended without its exit handlers (_exit, exec, a fatal signal or \
-                 kill -9); {recovered} more record(s) read from its ring file, {}{}",
+                "{how}; {recovered} more record(s) read from its ring file, {}{}",
                 path.file_name().unwrap_or_default().to_string_lossy(),
                 ring::SUFFIX
             ),
         });
+    }
+    if ring_state & ring::EXITED != 0 && !exit_read && records > 0 {
+        // It exited, but its exit record could not be written (tracing had stopped): it is said
+        // here, without the totals it would have held.
+        let line = format!(
+            "{{\"seq\":{},\"t\":{last_t},\"tid\":0,\"event\":\"exit\",\"tracing_stopped\":true}}",
+            last_seq + 1
+        );
+        if let Ok(record) = parse_line(line.as_bytes(), &mut process) {
+            records += 1;
+            on_record(record);
+        }
     }
     Ok(records)
 }

@@ -773,3 +773,128 @@ fn memory_does_not_grow_with_the_number_of_findings() {
     assert!(text_kb < 24 << 10, "text: {text_kb} KB");
     assert!(json_kb < 32 << 10, "json: {json_kb} KB");
 }
+
+/// A trace file of `lines` lines written with `line(i)` after the process record, a line at a
+/// time (the test process stays small).
+fn write_big(
+    dir: &TempDir,
+    name: &str,
+    lines: u64,
+    line: impl Fn(u64) -> String,
+) -> std::path::PathBuf {
+    let path = dir.write(name, &format!("{PROCESS_100}\n"));
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    let mut file = std::io::BufWriter::new(file);
+    for i in 1..=lines {
+        file.write_all(line(i).as_bytes()).unwrap();
+    }
+    file.flush().unwrap();
+    path
+}
+
+/// The readers' memory is bounded by a line, not by the input: a million bad lines (every one
+/// used to be kept as a diagnostic: 519 MB for 2 M), one 64 MB line (refused past the longest
+/// record the shim writes), a sparse 2 GiB ring file (refused by its header before its body is
+/// read: it was read whole), and `cat` of a 64 MB trace (it was loaded whole).
+#[test]
+fn the_readers_memory_is_bounded_by_a_line_not_by_the_input() {
+    let dir = TempDir::new("bounded-readers");
+    let out = dir.join("out.txt");
+    write_big(&dir, "bad/100.jsonl", 1_000_000, |_| {
+        "not json at all\n".into()
+    });
+    let (status, kb) = run_measured(&dir, &["report", "bad"], &out);
+    assert_eq!(status, 0);
+    assert!(kb < 16 << 10, "a million bad lines: {kb} KB");
+
+    let long = dir.write("long/100.jsonl", &format!("{PROCESS_100}\n"));
+    {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&long)
+            .unwrap();
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..64 {
+            f.write_all(&chunk).unwrap();
+        }
+        writeln!(f, "\n{ATTACH_100}").unwrap();
+    }
+    let said = sharecheck(&dir)
+        .args(["report", "--format", "json", "long"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&said.stderr);
+    assert!(
+        stderr.contains("100.jsonl:2: this line is longer than 4 MiB"),
+        "{stderr}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&said.stdout).unwrap();
+    assert_eq!(v["calls"], 1, "the record after it is read");
+    let (_, kb) = run_measured(&dir, &["report", "long"], &out);
+    assert!(kb < 24 << 10, "a 64 MB line: {kb} KB");
+
+    dir.write("ring/100.jsonl", &lines(&[PROCESS_100, PEER_100]));
+    let ring = std::fs::File::create(dir.join("ring/100.jsonl.ring")).unwrap();
+    let mut header = vec![0u8; 4096];
+    header[..8].copy_from_slice(sharecheck_core::ring::MAGIC);
+    header[8..16].copy_from_slice(&((2u64 << 30) - 4096).to_le_bytes());
+    (&ring).write_all(&header).unwrap();
+    ring.set_len(2 << 30).unwrap();
+    for command in ["report", "cat"] {
+        let said = sharecheck(&dir).args([command, "ring"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&said.stderr);
+        assert!(
+            stderr.contains("says its ring is 2147479552 bytes; its records are not read"),
+            "{command}: {stderr}"
+        );
+        let (_, kb) = run_measured(&dir, &[command, "ring"], &out);
+        assert!(kb < 16 << 10, "{command} of a 2 GiB ring: {kb} KB");
+    }
+
+    write_big(&dir, "big/100.jsonl", 300_000, |i| {
+        format!(
+            r#"{{"seq":{i},"t":{i},"tid":101,"fn":"cuCtxEnablePeerAccess","a":{{"pad":"{}"}},"r":0}}"#,
+            "p".repeat(150)
+        ) + "\n"
+    });
+    let (status, kb) = run_measured(&dir, &["cat", "big"], &out);
+    assert_eq!(status, 0);
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap().lines().count(),
+        300_001
+    );
+    assert!(kb < 24 << 10, "cat of a 64 MB trace: {kb} KB");
+}
+
+/// Text from a trace never reaches the terminal raw, whatever the output: DEL, a C1 control
+/// (U+009B, CSI) and a bidi override (U+202E) are `\u` escapes in `cat`, JSON and SARIF, and a
+/// huge value in a problem's line (a 400 KB schema version) is cut with a count.
+#[test]
+fn terminal_controls_from_a_trace_are_escaped_in_every_output_and_long_problems_cut() {
+    let dir = TempDir::new("escapes");
+    let hostile = PROCESS_100.replace("/usr/bin/app", "/usr/bin/a\u{7f}p\u{9b}2J\u{202e}p");
+    let finding = ATTACH_100.replace("length must be 0", "length \u{9b}31m\u{202e} must be 0");
+    dir.write("t/100.jsonl", &lines(&[&hostile, &finding]));
+    let bad_v = format!("{{\"v\":{},\"seq\":0}}", "9".repeat(400_000));
+    dir.write("v/100.jsonl", &format!("{bad_v}\n"));
+    for args in [
+        &["cat", "t"][..],
+        &["report", "--format", "json", "t"],
+        &["report", "--format", "sarif", "t"],
+    ] {
+        let out = sharecheck(&dir).args(args).output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            !text.contains(['\u{7f}', '\u{9b}', '\u{202e}']),
+            "{args:?}: {text}"
+        );
+        assert!(text.contains("\\u009b"), "{args:?}: {text}");
+    }
+    let out = sharecheck(&dir).args(["report", "v"]).output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.len() < 2000, "{} bytes on stderr", stderr.len());
+    assert!(stderr.contains("more characters)"), "{stderr}");
+}

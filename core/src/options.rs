@@ -466,9 +466,22 @@ impl Options {
                 ));
             }
         }
+        if options.trace_limit != 0 && options.trace_limit < MIN_TRACE_LIMIT {
+            problems.push(format!(
+                "trace_limit={} is below {MIN_TRACE_LIMIT} bytes, the least a trace file keeps \
+                 (its process record and the line that says it reached the limit); \
+                 {MIN_TRACE_LIMIT} is used",
+                options.trace_limit
+            ));
+            options.trace_limit = MIN_TRACE_LIMIT;
+        }
         (options, problems)
     }
 }
+
+/// The smallest `trace_limit` taken: a trace file keeps its process record and the line that
+/// says it reached the limit.
+pub const MIN_TRACE_LIMIT: u64 = 4096;
 
 /// The README's options table (Markdown), generated from the table; the CLI's tests keep
 /// README.md equal to it.
@@ -536,11 +549,17 @@ mod tests {
 
     #[test]
     fn trace_level_and_sizes_with_units_parse_and_bad_ones_keep_the_default() {
+        let (o, problems) = Options::parse("trace_limit=1");
+        assert_eq!(o.trace_limit, MIN_TRACE_LIMIT, "the least a file keeps");
+        assert!(
+            problems[0].contains("trace_limit=1 is below 4096 bytes"),
+            "{problems:?}"
+        );
         let (o, problems) = Options::parse("trace_level=findings:trace_limit=64K");
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(o.trace_level, TraceLevel::Findings);
         assert_eq!(o.trace_limit, 64 << 10);
-        for (text, bytes) in [("0", 0), ("123", 123), ("3m", 3 << 20), ("2G", 2 << 30)] {
+        for (text, bytes) in [("0", 0), ("5000", 5000), ("3m", 3 << 20), ("2G", 2 << 30)] {
             assert_eq!(
                 Options::parse(&format!("trace_limit={text}")).0.trace_limit,
                 bytes

@@ -34,7 +34,8 @@
 //! File layout: a header page (`HEADER` bytes: [`MAGIC`], then little-endian u64 fields: the ring
 //! size at 8, the ring bytes appended so far at 16, the trace file's length then at 24, the state
 //! of a JSON record cut by the last segment's end at 32 ([`Converter`]) and the function table
-//! the compact records refer to at 40 ([`table_id`])), then the ring.
+//! the compact records refer to at 40 ([`table_id`]), and how the process ended at 48
+//! ([`STATE_AT`])), then the ring.
 
 use crate::functions::{encode_snapped, FUNCTIONS};
 use crate::json::JsonOut;
@@ -61,6 +62,24 @@ pub const APPENDED_AT: usize = 16;
 pub const FILE_AT: usize = 24;
 pub const CARRY_AT: usize = 32;
 pub const TABLE_AT: usize = 40;
+/// What the process said of its ending ([`STOPPED`], [`EXITED`]), for a reader of a ring left
+/// beside its trace.
+pub const STATE_AT: usize = 48;
+/// Tracing stopped (the file size limit, a full disk, a stuck append): the ring keeps what the
+/// trace could not take.
+pub const STOPPED: u64 = 1;
+/// The process ran its exit handlers: it exited normally, though its exit record may be missing
+/// (tracing had stopped) or in the ring.
+pub const EXITED: u64 = 2;
+
+/// The [`STATE_AT`] word of a ring file's header (0 if it is too short).
+pub fn state(header: &[u8]) -> u64 {
+    if header.len() >= STATE_AT + 8 {
+        u64_at(header, STATE_AT)
+    } else {
+        0
+    }
+}
 
 /// Record kinds (the frame's first byte).
 pub const JSON: u8 = 1;
@@ -287,26 +306,27 @@ fn call_line(rec: &[u8], sink: &mut impl Sink) -> Result<bool, String> {
     Ok(true)
 }
 
-/// The records the trace file (of `trace_len` bytes) lacks, from the ring file's bytes, as JSON
-/// Lines: in order, continuing the trace where its appended part ends. An error names what is
-/// wrong with the ring file.
-pub fn recover(trace_len: u64, ring_file: &[u8]) -> Result<Vec<u8>, String> {
-    if ring_file.len() < HEADER as usize || ring_file[..6] != MAGIC[..6] {
+/// The largest ring a reader accepts: the writer's is [`RING`]; a header that says more (a
+/// damaged or planted file) is refused before the ring is read.
+pub const MAX_RING: u64 = 16 * RING;
+
+/// Checks a ring file's header (its first [`HEADER`] bytes, or fewer if the file is shorter)
+/// against the file's length and the trace's, before anything else of it is read.
+pub fn check_header(header: &[u8], file_len: u64, trace_len: u64) -> Result<(), String> {
+    if header.len() < HEADER as usize || header[..6] != MAGIC[..6] {
         return Err("not a sharecheck ring file (no header)".into());
     }
-    if &ring_file[..8] != MAGIC {
+    if &header[..8] != MAGIC {
         return Err(format!(
             "a ring file of another format ({}), written by another version of the shim",
-            String::from_utf8_lossy(&ring_file[..8])
+            String::from_utf8_lossy(&header[..8])
         ));
     }
-    let ring = u64_at(ring_file, RING_SIZE_AT);
-    let appended = u64_at(ring_file, APPENDED_AT);
-    let file = u64_at(ring_file, FILE_AT);
-    if ring == 0 || ring % SEGMENT != 0 || ring_file.len() as u64 != HEADER + ring {
+    let ring = u64_at(header, RING_SIZE_AT);
+    let file = u64_at(header, FILE_AT);
+    if ring == 0 || ring % SEGMENT != 0 || ring > MAX_RING || file_len != HEADER + ring {
         return Err(format!(
-            "a ring file of {} bytes says its ring is {ring} bytes",
-            ring_file.len()
+            "a ring file of {file_len} bytes says its ring is {ring} bytes"
         ));
     }
     if trace_len < file {
@@ -314,13 +334,27 @@ pub fn recover(trace_len: u64, ring_file: &[u8]) -> Result<Vec<u8>, String> {
             "the trace holds {trace_len} bytes but its ring says {file} were written"
         ));
     }
-    if u64_at(ring_file, TABLE_AT) != table_id() {
+    if u64_at(header, TABLE_AT) != table_id() {
         return Err(
             "the ring's records were written by a shim with other functions than this \
              sharecheck knows (another version)"
                 .into(),
         );
     }
+    Ok(())
+}
+
+/// The records the trace file (of `trace_len` bytes) lacks, from the ring file's bytes, as JSON
+/// Lines: in order, continuing the trace where its appended part ends. An error names what is
+/// wrong with the ring file.
+pub fn recover(trace_len: u64, ring_file: &[u8]) -> Result<Vec<u8>, String> {
+    check_header(
+        ring_file.get(..HEADER as usize).unwrap_or(ring_file),
+        ring_file.len() as u64,
+        trace_len,
+    )?;
+    let ring = u64_at(ring_file, RING_SIZE_AT);
+    let appended = u64_at(ring_file, APPENDED_AT);
     let data = &ring_file[HEADER as usize..];
     // From the appended position on, one ring's worth (the ring cannot hold more).
     let start = (appended % ring) as usize;

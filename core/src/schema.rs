@@ -25,6 +25,9 @@ pub mod env {
     pub const LOG: &str = "SHARECHECK_LOG";
     /// `key=value:key=value` options ([`crate::options`]).
     pub const OPTIONS: &str = "SHARECHECK_OPTIONS";
+    /// The `SHARECHECK_OPTIONS` text whose problems `sharecheck run` already printed: a shim
+    /// that reads the same text does not print them again (in each process).
+    pub const OPTIONS_REPORTED: &str = "SHARECHECK_OPTIONS_REPORTED";
     /// Path of the CUDA driver library to forward to.
     pub const CUDA_LIBRARY: &str = "SHARECHECK_CUDA_LIBRARY";
     /// Path of the HIP runtime library to forward to.
@@ -58,6 +61,7 @@ pub mod env {
         TRACE,
         LOG,
         OPTIONS,
+        OPTIONS_REPORTED,
         CUDA_LIBRARY,
         HIP_LIBRARY,
         JOB_KEY,

@@ -21,6 +21,12 @@
  *   forks THREADS K M  THREADS threads loop on calls while the main thread forks K times; each
  *                      child makes M calls and exits; prints HANGS h (children that did not end
  *                      within 10 s: killed and counted)
+ *   sigstorm THREADS N THREADS threads make N calls each while a profiling timer (every 200 us of
+ *                      CPU) interrupts them; its handler makes one call (counted) each time; DONE
+ *                      counts the handler's calls too
+ *   exitstorm THREADS N [signals]  THREADS threads (with the timer and handler of sigstorm if
+ *                      `signals`) loop on calls forever; the main thread makes N calls and then
+ *                      calls exit(0) while they run (prints no DONE: the count is not known)
  * Prints DONE <calls completed by this process> before ending (stdout is flushed first). */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -34,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,6 +69,36 @@ static void *storm(void *arg) {
         while (!atomic_load(&stop_storm)) calls(10);
     }
     return NULL;
+}
+
+static atomic_long handler_calls;
+
+static void call_in_handler(int sig) {
+    (void)sig;
+    int saved = errno, can = -1;
+    if (cuDeviceCanAccessPeer(&can, d0, d1) != CUDA_SUCCESS) _exit(5);
+    atomic_fetch_add(&handler_calls, 1);
+    errno = saved;
+}
+
+/* Every 200 us of the process's CPU time, SIGPROF runs `call_in_handler` on whichever thread. */
+static void start_signal_timer(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = call_in_handler;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGPROF, &sa, NULL);
+    struct itimerval every = {{0, 200}, {0, 200}};
+    setitimer(ITIMER_PROF, &every, NULL);
+}
+
+static void stop_signal_timer(void) {
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_PROF, &off, NULL);
+    sigset_t prof;
+    sigemptyset(&prof);
+    sigaddset(&prof, SIGPROF);
+    sigprocmask(SIG_BLOCK, &prof, NULL);
 }
 
 static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -159,6 +196,30 @@ int main(int argc, char **argv) {
         done((long)threads * storm_calls);
         if (!strcmp(mode, "storm-kill9")) raise(SIGKILL);
         return 0;
+    }
+    if (!strcmp(mode, "sigstorm") && argc == 4) {
+        int threads = (int)n;
+        storm_calls = atol(argv[3]);
+        pthread_t t[256];
+        if (threads > 256) return 2;
+        start_signal_timer();
+        for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, storm, NULL);
+        for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
+        stop_signal_timer();
+        long in_handlers = atomic_load(&handler_calls);
+        printf("HANDLER_CALLS %ld\n", in_handlers);
+        done((long)threads * storm_calls + in_handlers);
+        return 0;
+    }
+    if (!strcmp(mode, "exitstorm") && (argc == 4 || argc == 5)) {
+        int threads = (int)n;
+        storm_calls = 0;
+        pthread_t t[256];
+        if (threads > 256) return 2;
+        if (argc == 5 && !strcmp(argv[4], "signals")) start_signal_timer();
+        for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, storm, NULL);
+        calls(atol(argv[3]));
+        exit(0);
     }
     if (!strcmp(mode, "many") && argc == 4) {
         int threads = (int)n;
