@@ -11,8 +11,9 @@
 //!   (a thread of the parent may have held any at fork), so a fork in any state of any thread
 //!   cannot hang the child. Nothing is done before fork or in the parent: records are already
 //!   on disk as they are written.
-//! - **Exit** (destructor): an `exit` record; every lane's open chunks are closed and the rest of
-//!   its ring appended to its file, and the ring file removed.
+//! - **Exit** (an `atexit` handler the writer thread registers when it starts, so that it runs
+//!   before the driver's teardown; else the destructor): an `exit` record; every lane's open
+//!   chunks are closed and the rest of its ring appended to its file, and the ring file removed.
 //! - **Thread exit**: a thread's record buffer goes back to the pool (or is freed) by a pthread
 //!   key destructor (`guard`),
 //!   which also closes its chunk of the trace ([`thread_exit`]).
@@ -63,6 +64,7 @@ fn on_load() {
     // SAFETY: registers a plain `extern "C" fn()` handler that lives as long as the process.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
     crate::guard::on_thread_exit(thread_exit);
+    crate::writer::at_exit(at_exit);
     // Before the program's threads run, so that no covered call (from a signal handler, say)
     // reads the environment or allocates to set them up: the job's fingerprint key (made and
     // handed down to the children when the environment has none), the options and whether to
@@ -81,6 +83,9 @@ fn on_load() {
 }
 
 extern "C" fn after_fork_in_child() {
+    // The child's exit is its own to finish (it inherits the parent's `atexit` registration and
+    // registers again when its writer thread starts: the second call does nothing).
+    FINISHED.store(false, Relaxed);
     shielded((), || {
         trace::after_fork_in_child();
         engine::after_fork_in_child();
@@ -93,14 +98,28 @@ fn thread_exit(slot: &crate::writer::ThreadSlot) {
     shielded((), || crate::writer::thread_exit(slot));
 }
 
+/// Set once the exit's work is done: it runs from an `atexit` handler (registered by the writer
+/// thread, so before the driver's teardown) or, failing that, the destructor, whichever is first.
+static FINISHED: AtomicBool = AtomicBool::new(false);
+
+/// The exit's work: the exit record, the rest of the ring appended.
+fn finish_once() {
+    if passive() || FINISHED.swap(true, Relaxed) {
+        return;
+    }
+    // The program's later exit handlers see the errno they would have seen.
+    // SAFETY: errno is the calling thread's own int.
+    let errno = unsafe { *libc::__errno_location() };
+    shielded((), trace::finish);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+extern "C" fn at_exit() {
+    finish_once();
+}
+
 #[ctor::dtor]
 fn on_unload() {
-    if !passive() {
-        // The program's later exit handlers see the errno they would have seen.
-        // SAFETY: errno is the calling thread's own int.
-        let errno = unsafe { *libc::__errno_location() };
-        shielded((), trace::finish);
-        // SAFETY: as above.
-        unsafe { *libc::__errno_location() = errno };
-    }
+    finish_once();
 }

@@ -348,8 +348,10 @@ pub fn next_number(cell: &ThreadSlot, nested: bool) -> Number {
 }
 
 /// How long an exiting process waits for other threads: for the calls being recorded (numbered
-/// once the driver returned, so never one blocked in the driver) while they or the writer
-/// thread's appends make progress, [`EXIT_IDLE_NS`] without any at most, [`EXIT_HARD_NS`] in all; then
+/// once the driver returned, so never one blocked in the driver: each only needs a CPU, or the
+/// writer thread's appends when the ring is full) while they or the appends make progress, half
+/// of [`EXIT_HARD_NS`] without any at most, [`EXIT_HARD_NS`] in all (a thread that waits 1 s for a
+/// CPU was seen with 200 busy threads on 2 CPUs); then
 /// for records being copied and the writer thread's append, as long as they make progress,
 /// [`EXIT_IDLE_NS`] without any at most, and [`EXIT_WAIT_NS`] in all. With many more busy threads
 /// than CPUs a thread may wait a second for a CPU (measured with 64 threads on 2 CPUs); a thread
@@ -401,7 +403,7 @@ pub fn close_numbers() -> u64 {
     };
     // A thread holding a number is in the shim's own work: it needs a CPU, and (when the ring
     // is full) the writer thread's appends. Waited for while either moves.
-    wait_while_moving(monotonic_ns() + EXIT_HARD_NS, EXIT_IDLE_NS, || {
+    wait_while_moving(monotonic_ns() + EXIT_HARD_NS, EXIT_HARD_NS / 2, || {
         let left = in_flight();
         let appended: u64 = LANES.iter().map(|w| w.appended.load(Relaxed)).sum();
         (
@@ -1707,9 +1709,33 @@ fn start_appender() {
     }
 }
 
+/// What runs at exit, registered with `atexit` by the writer thread when it starts
+/// ([`at_exit`]); 0: nothing.
+static AT_EXIT: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets the function the writer thread registers with `atexit` when it starts: by then the
+/// program has initialised its driver, which registered its own teardown, so this runs first
+/// (handlers run in reverse order), while the driver still answers the program's other threads.
+/// The shim's ELF destructor would run only after the driver's teardown: the exit would then wait
+/// with the driver gone, and the program's threads (and signal handlers) would get its errors
+/// meanwhile (measured on R580: a 64-thread storm whose exit waited 1 ms there failed 10 of 15
+/// times, plain never). Registered from the writer thread, never from a call (which may be a
+/// signal handler's: `atexit` allocates).
+pub fn at_exit(hook: extern "C" fn()) {
+    AT_EXIT.store(hook as usize, Release);
+}
+
 extern "C" fn appender_main(_: *mut libc::c_void) -> *mut libc::c_void {
     // SAFETY: names this thread (a 16-byte-bounded, NUL-terminated name).
     unsafe { libc::prctl(libc::PR_SET_NAME, c"sharecheck-wr".as_ptr()) };
+    let hook = AT_EXIT.load(Acquire);
+    if hook != 0 {
+        // SAFETY: only `at_exit` stores here, and it stores an `extern "C" fn()`, which lives as
+        // long as the process (the shim is never unmapped: `-z nodelete`).
+        let hook: extern "C" fn() = unsafe { std::mem::transmute(hook) };
+        // SAFETY: registers a plain `extern "C" fn()` handler.
+        unsafe { libc::atexit(hook) };
+    }
     crate::guard::shielded((), appender_loop);
     // Ended (tracing stopped, or a panic): any thread that fills a segment appends it.
     APPENDER.store(FAILED, Release);

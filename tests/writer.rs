@@ -8,6 +8,16 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
 
+/// Held by the tests that run many threads or processes at once, so that they run one at a time:
+/// together (with the rest of the suite) they oversubscribe a 2-core machine by hundreds of
+/// threads, and each measures what a process does, not what a starved machine does.
+fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    HEAVY
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn program() -> &'static (Scratch, PathBuf) {
     static BUILT: OnceLock<(Scratch, PathBuf)> = OnceLock::new();
     BUILT.get_or_init(|| {
@@ -358,6 +368,7 @@ fn assert_seq_follows_each_thread(records: &[Value]) {
 
 #[test]
 fn a_storm_of_64_threads_writes_every_record_whole() {
+    let _heavy = heavy();
     let (s, out) = run("writer_storm", &["storm", "64", "20000"]);
     assert!(out.status.success(), "{out:?}");
     let records = s.records();
@@ -370,6 +381,7 @@ fn a_storm_of_64_threads_writes_every_record_whole() {
 
 #[test]
 fn a_thousand_forks_under_a_4_thread_storm_never_hang_and_each_child_has_its_own_file() {
+    let _heavy = heavy();
     let (s, out) = run("writer_forks", &["forks", "4", "1000", "50"]);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(printed(&out, "HANGS"), "0");
@@ -577,6 +589,7 @@ fn a_threads_first_record_in_a_signal_handler_allocates_nothing() {
 /// one slot, and every record of every thread is kept whole, once.
 #[test]
 fn more_threads_than_slots_share_one_and_lose_nothing() {
+    let _heavy = heavy();
     let (s, out) = run("writer_many", &["many", "4200", "5"]);
     assert!(out.status.success(), "{out:?}");
     assert!(out.stderr.is_empty(), "no warning: {out:?}");
@@ -643,13 +656,7 @@ fn lanes_whose_names_are_taken_go_to_name_dot_pid() {
     let fixed = s.traces().join("run.jsonl");
     let mut total = 0;
     for _ in 0..2 {
-        let mut cmd = s.under_shim(exe);
-        cmd.args(["storm", "8", "3000"])
-            .current_dir(&s.dir)
-            .env(sharecheck_core::schema::env::TRACE, &fixed);
-        let out = run_with_timeout(cmd, 120);
-        assert!(out.status.success() && out.stderr.is_empty(), "{out:?}");
-        total += done(&out);
+        total += done(&storm_traced_to(&s, exe, &fixed));
     }
     let records = s.records();
     assert_eq!(can_access_calls(&records), total);
@@ -664,6 +671,17 @@ fn lanes_whose_names_are_taken_go_to_name_dot_pid() {
         names.len(),
         "the second run's files are NAME.PID: {names:?}"
     );
+}
+
+/// `storm 8 3000` under the shim, traced to the fixed name `trace`; it ran well and said nothing.
+fn storm_traced_to(s: &Scratch, exe: &Path, trace: &Path) -> Output {
+    let mut cmd = s.under_shim(exe);
+    cmd.args(["storm", "8", "3000"])
+        .current_dir(&s.dir)
+        .env(sharecheck_core::schema::env::TRACE, trace);
+    let out = run_with_timeout(cmd, 120);
+    assert!(out.status.success() && out.stderr.is_empty(), "{out:?}");
+    out
 }
 
 /// The shim is linked `-z nodelete`: a program that `dlopen`s and `dlclose`s it leaves it mapped,
@@ -683,6 +701,7 @@ fn a_dlclosed_shim_stays_mapped() {
 /// runs, four at a time.
 #[test]
 fn an_exit_while_other_threads_trace_never_stalls_and_counts_what_it_recorded() {
+    let _heavy = heavy();
     let runs: Vec<(Scratch, Output, std::time::Duration)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..4)
             .map(|worker| {
@@ -724,6 +743,7 @@ fn an_exit_while_other_threads_trace_never_stalls_and_counts_what_it_recorded() 
 /// shim's own and drop it: 8,593 of 11,909 in one run).
 #[test]
 fn every_call_a_signal_handler_makes_is_recorded_and_counted() {
+    let _heavy = heavy();
     let (s, out) = run("writer_sigstorm", &["sigstorm", "8", "40000"]);
     assert!(out.status.success(), "{out:?}");
     assert!(out.stderr.is_empty(), "no warning: {out:?}");
@@ -768,6 +788,7 @@ fn tally_once(s: &Scratch) -> (u64, Option<u64>) {
 /// thread while they run. No stall, every record whole and once, and the exit record counts them.
 #[test]
 fn a_64_thread_storm_with_signal_handlers_and_an_exiting_thread_keeps_every_record() {
+    let _heavy = heavy();
     for i in 0..5 {
         let started = std::time::Instant::now();
         let (s, out) = run(
@@ -797,8 +818,10 @@ fn run_folds_the_rings_of_processes_that_ended_without_exit_handlers() {
     let s = Scratch::new("writer_fold");
     let script = format!(
         "{exe} underscore-exit 3000; {exe} idle 1000000000 > /dev/null 2>&1 & \
-         echo BACKGROUND $!; {exe} underscore-exit 2000",
-        exe = exe.display()
+         echo BACKGROUND $!; while [ ! -e {dir}/$!.jsonl.ring ]; do sleep 0.05; done; \
+         {exe} underscore-exit 2000",
+        exe = exe.display(),
+        dir = s.traces().display()
     );
     let mut cmd = std::process::Command::new(cli());
     cmd.args(["run", "--sim", "--trace"])
@@ -822,8 +845,14 @@ fn run_folds_the_rings_of_processes_that_ended_without_exit_handlers() {
         ),
         "{stderr}"
     );
-    std::fs::remove_file(&alive_ring).unwrap();
-    std::fs::remove_file(s.traces().join(format!("{background}.jsonl"))).unwrap();
+    // The background process's files (every lane's) aside.
+    for entry in std::fs::read_dir(s.traces()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with(&format!("{background}.")) {
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
     let mut sizes = 0;
     for entry in std::fs::read_dir(s.traces()).unwrap() {
         sizes += entry.unwrap().metadata().unwrap().len();
@@ -846,12 +875,7 @@ fn a_stale_ring_without_its_trace_sends_the_trace_to_name_dot_pid() {
     for planted in ["run.jsonl.ring", "run.lane1.jsonl.ring"] {
         std::fs::write(s.traces().join(planted), b"planted").unwrap();
     }
-    let mut cmd = s.under_shim(exe);
-    cmd.args(["storm", "8", "3000"])
-        .current_dir(&s.dir)
-        .env(sharecheck_core::schema::env::TRACE, &fixed);
-    let out = run_with_timeout(cmd, 120);
-    assert!(out.status.success() && out.stderr.is_empty(), "{out:?}");
+    let out = storm_traced_to(&s, exe, &fixed);
     for planted in ["run.jsonl.ring", "run.lane1.jsonl.ring"] {
         assert_eq!(std::fs::read(s.traces().join(planted)).unwrap(), b"planted");
         std::fs::remove_file(s.traces().join(planted)).unwrap();

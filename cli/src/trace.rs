@@ -235,27 +235,25 @@ pub fn read_files(
     stats
 }
 
-/// The wall-clock instant a file's records count from (its process record's `t0_wall_ns`), from
-/// its first line alone.
-pub fn first_t0(path: &Path) -> Option<u64> {
+/// What `field` reads from a file's process record, read from its first line alone.
+fn from_process_record<T>(path: &Path, field: impl FnOnce(&Head) -> Option<T>) -> Option<T> {
     let mut line = Vec::new();
     BufReader::new(File::open(path).ok()?)
         .take(1 << 20)
         .read_until(b'\n', &mut line)
         .ok()?;
     let head: Head = serde_json::from_slice(&line).ok()?;
-    head.v.and(head.t0_wall_ns)
+    head.v.and_then(|_| field(&head))
 }
 
-/// The process record's `pid`, from a file's first line alone.
+/// The wall-clock instant a file's records count from (its process record's `t0_wall_ns`).
+pub fn first_t0(path: &Path) -> Option<u64> {
+    from_process_record(path, |head| head.t0_wall_ns)
+}
+
+/// The process record's `pid`.
 fn first_pid(path: &Path) -> Option<i64> {
-    let mut line = Vec::new();
-    BufReader::new(File::open(path).ok()?)
-        .take(1 << 20)
-        .read_until(b'\n', &mut line)
-        .ok()?;
-    let head: Head = serde_json::from_slice(&line).ok()?;
-    head.v.and(head.pid)
+    from_process_record(path, |head| head.pid)
 }
 
 /// What [`compact`] did with the ring file a trace file's process left.

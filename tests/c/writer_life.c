@@ -51,7 +51,11 @@ static CUdevice d0, d1;
 static void calls(long n) {
     for (long i = 0; i < n; i++) {
         int can = -1;
-        if (cuDeviceCanAccessPeer(&can, d0, d1) != CUDA_SUCCESS) exit(4);
+        CUresult r = cuDeviceCanAccessPeer(&can, d0, d1);
+        if (r != CUDA_SUCCESS) {
+            fprintf(stderr, "CALL_FAILED %d\n", (int)r);
+            exit(4);
+        }
     }
 }
 
@@ -76,7 +80,13 @@ static atomic_long handler_calls;
 static void call_in_handler(int sig) {
     (void)sig;
     int saved = errno, can = -1;
-    if (cuDeviceCanAccessPeer(&can, d0, d1) != CUDA_SUCCESS) _exit(5);
+    CUresult r = cuDeviceCanAccessPeer(&can, d0, d1);
+    if (r != CUDA_SUCCESS) {
+        char says[64];
+        int n = snprintf(says, sizeof says, "HANDLER_FAILED %d\n", (int)r);
+        if (write(2, says, (size_t)n) < 0) _exit(6);
+        _exit(5);
+    }
     atomic_fetch_add(&handler_calls, 1);
     errno = saved;
 }

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# RUNS (20) exits of a 64-thread storm with a signal handler making calls (tests/c/writer_life.c
+# exitstorm), on the real driver, traced by SHIM: each run's time, exit status, and whether its
+# traces hold every call record once with the exit record counting them and no ring left; then 3
+# plain runs for the time. Usage: SHIM=target/release/libsharecheck.so scripts/gpu/exitstorm.sh
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+gcc -std=gnu11 -O1 -o /tmp/wl tests/c/writer_life.c -I/usr/local/cuda/include -Iinclude -Itests/c -lcuda -pthread || exit 1
+worst=0; bad=0
+for i in $(seq 1 ${RUNS:-20}); do
+  d=/tmp/es$i; rm -rf $d; mkdir -p $d
+  s=$(date +%s%N)
+  LD_PRELOAD=$SHIM SHARECHECK_TRACE=$d/%p.jsonl timeout 60 /tmp/wl exitstorm 64 2000 signals >/dev/null 2>$d.err; rc=$?
+  ms=$(( ($(date +%s%N)-s)/1000000 )); [ $ms -gt $worst ] && worst=$ms
+  line=$(python3 scripts/gpu/count_records.py $d)
+  echo "run $i rc=$rc ${ms}ms $line"
+  echo "$line" | python3 -c "import sys,re; l=sys.stdin.read(); m=re.search(r'calls (\d+) exit \[(\d+)\] dups 0 rings \[\]',l); sys.exit(0 if m and m.group(1)==m.group(2) else 1)" || bad=$((bad+1))
+  [ $rc -ne 0 ] && bad=$((bad+1))
+done
+for i in 1 2 3; do s=$(date +%s%N); timeout 60 /tmp/wl exitstorm 64 2000 signals >/dev/null 2>&1; echo "plain run rc=$? $(( ($(date +%s%N)-s)/1000000 ))ms"; done
+echo "EXITSTORM: worst ${worst}ms, $bad bad of ${RUNS:-20}"
