@@ -85,7 +85,7 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     let stamp = if TRACED { crate::clock::stamp() } else { 0 };
     let guard = match Guard::enter() {
         Entry::Whole(guard) => guard,
-        // A signal handler's call, made while this thread was in the shim's own work.
+        // A signal handler's call, made while this thread was in the shim or its driver call.
         Entry::Interrupted { numbering } => return interrupted::<A, TRACED>(args, numbering),
     };
     guard.count_call();
@@ -190,9 +190,11 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
 }
 
 /// A covered call a signal handler made while its thread was in the shim's own work (which may
-/// hold the checks' locks, or be in `malloc`): forwarded, counted in the trace and recorded
-/// without a lock or an allocation, not checked. `numbering`: the interrupted work was taking a
-/// record number from the thread's slot (this one comes from the process's counter then).
+/// hold the checks' locks, or be in `malloc`) or in a driver call the shim forwarded (which the
+/// checks' own questions to the driver would re-enter): forwarded as without the shim, counted
+/// in the trace and recorded without a lock or an allocation, not checked. Numbered once the
+/// driver returned, as every call is. `numbering`: the interrupted work was taking a record
+/// number from the thread's slot (this one comes from the process's counter then).
 #[cold]
 #[inline(never)]
 fn interrupted<A: Invoke, const TRACED: bool>(args: A, numbering: bool) -> c_int {
@@ -203,8 +205,8 @@ fn interrupted<A: Invoke, const TRACED: bool>(args: A, numbering: bool) -> c_int
         return args.invoke(real);
     }
     let t = trace::now();
-    let number = crate::guard::writer_slot(|slot| trace::next_seq(slot, numbering));
     let ret = args.invoke(real);
+    let number = crate::guard::writer_slot(|slot| trace::next_seq(slot, numbering));
     crate::guard::interrupting(|| {
         shielded((), || {
             record(

@@ -284,15 +284,18 @@ impl Drop for Number {
     }
 }
 
-/// One more call of slot `slot` in flight.
+/// One more call of slot `slot` in flight, then a full fence: the store is visible before this
+/// thread reads `CLOSING` (the other half of [`close_numbers`]'s Dekker handshake: either this
+/// thread sees `CLOSING`, or the exiting thread sees this count).
 #[inline]
 fn lift(slot: &Slot, shared: bool) {
     if shared {
-        slot.in_flight.fetch_add(1, Relaxed);
+        slot.in_flight.fetch_add(1, SeqCst);
     } else {
         // The owner alone (a signal handler on it restores the count before it returns).
         slot.in_flight
             .store(slot.in_flight.load(Relaxed).wrapping_add(1), Relaxed);
+        std::sync::atomic::fence(SeqCst);
     }
 }
 
@@ -316,11 +319,10 @@ pub fn next_number(cell: &ThreadSlot, nested: bool) -> Number {
     let index = if nested { SHARED } else { own_slot(cell) };
     let slot = &SLOT_TABLE[index];
     let shared = index == SHARED;
-    // In flight first, then the look at CLOSING; `close_numbers` sets CLOSING, then (once every
-    // thread's stores are visible: `every_thread_sees_it`) reads the counts.
+    // In flight first (fenced), then the look at CLOSING; `close_numbers` sets CLOSING, then
+    // reads the counts.
     lift(slot, shared);
-    std::sync::atomic::compiler_fence(SeqCst);
-    if CLOSING.load(Relaxed) {
+    if CLOSING.load(SeqCst) {
         landed(slot, shared);
         return Number {
             seq: 0,
@@ -386,18 +388,19 @@ fn wait_while_moving(deadline: u64, idle: u64, mut check: impl FnMut() -> (bool,
 /// already get a bounded time to write their records. Returns how many are still in flight
 /// after it (not recorded).
 pub fn close_numbers() -> u64 {
+    // A sequentially consistent store, then loads: with the fence after each thread's raised
+    // count ([`lift`]), a thread that read CLOSING unset is seen in flight here.
     CLOSING.store(true, SeqCst);
-    every_thread_sees_it();
     let in_flight = || -> u64 {
-        let seen = SLOTS_SEEN.load(Acquire).min(SLOTS);
+        let seen = SLOTS_SEEN.load(SeqCst).min(SLOTS);
         let own: u64 = SLOT_TABLE[..seen]
             .iter()
-            .map(|slot| u64::from(slot.in_flight.load(Acquire)))
+            .map(|slot| u64::from(slot.in_flight.load(SeqCst)))
             .sum();
         let shared = if seen > SHARED {
             0
         } else {
-            u64::from(SLOT_TABLE[SHARED].in_flight.load(Acquire))
+            u64::from(SLOT_TABLE[SHARED].in_flight.load(SeqCst))
         };
         own + shared
     };
@@ -412,25 +415,6 @@ pub fn close_numbers() -> u64 {
         )
     });
     in_flight()
-}
-
-/// Makes every thread's raised count visible before the counts are read: a thread that raised
-/// its slot's count before it read `CLOSING` as unset has that store in its CPU's store buffer
-/// at most until it drains (well under a microsecond) or the thread is switched out (which
-/// drains it), so a millisecond's sleep suffices. Not needed when no other thread ever took a
-/// number: none but this thread's own slot was claimed. (A `membarrier` would be exact, but
-/// registering a process for its cheap form takes milliseconds during which the process cannot
-/// exit, measured here: 10 to 20 ms added to every traced process.)
-fn every_thread_sees_it() {
-    let seen = SLOTS_SEEN.load(Acquire);
-    let mine = crate::guard::writer_slot(|cell| cell.get());
-    let only_mine = seen == 0
-        || (seen == 1
-            && mine >> 32 == u64::from(EPOCH.load(Relaxed))
-            && mine as u32 & 0xff_ffff == 1);
-    if !only_mine {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
 }
 
 /// A record number from the process's counter: for records made outside the guard (events) and
