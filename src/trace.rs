@@ -470,21 +470,28 @@ pub fn flush() -> bool {
 }
 
 /// At exit: calls are no longer numbered, those in flight get a bounded time to record
-/// themselves, then an `exit` record with this process's totals (the calls recorded before it),
-/// then the rest of the ring appended to the file.
+/// themselves, then an `exit` record with this process's totals: `calls`, every call numbered
+/// (recorded, or still being recorded: `calls_unfinished`, present when some are, whose records
+/// may follow in the file or the ring, or be lost), then the rest of the ring appended to the
+/// file.
 pub fn finish() {
-    let unrecorded = crate::writer::close_numbers();
+    // `exit` called by a signal handler that interrupted this thread's shim work: what that
+    // work holds cannot move while the exit waits.
+    let interrupted = crate::guard::Guard::is_inside();
+    let frozen = crate::guard::writer_slot(|cell| crate::writer::Frozen::of(cell, interrupted));
+    let unfinished = crate::writer::close_numbers(frozen);
     if crate::writer::is_open() {
-        let calls = crate::writer::numbers_used()
-            .saturating_sub(EVENTS.load(Ordering::Relaxed))
-            .saturating_sub(unrecorded);
+        let calls = crate::writer::numbers_used().saturating_sub(EVENTS.load(Ordering::Relaxed));
         let reported = findings::count();
         write_event("exit", &[], |w| {
             w.kv_u64("calls", calls);
+            if unfinished > 0 {
+                w.kv_u64("calls_unfinished", unfinished);
+            }
             w.kv_u64("findings_reported", reported);
         });
     }
-    crate::writer::finish();
+    crate::writer::finish(frozen);
 }
 
 /// In a forked child: its own identity, numbering and file.

@@ -89,6 +89,9 @@ struct Lane {
     done: [Line<AtomicU64>; SEGMENTS as usize],
     /// Held by the thread appending segments, which alone uses the fields below.
     appending: AtomicBool,
+    /// The kernel id of the thread holding `appending` (0: the exiting thread, or none), so that
+    /// an exit from a signal handler that interrupted its thread's append does not wait for it.
+    append_holder: AtomicI32,
     /// The trace file's length: JSON Lines written.
     file_len: AtomicU64,
     /// The trace's disk space reserved ahead, up to this offset ([`reserve`]).
@@ -163,6 +166,7 @@ const CLOSED_LANE: Lane = Lane {
     appended: Line(AtomicU64::new(0)),
     done: [const { Line(AtomicU64::new(0)) }; SEGMENTS as usize],
     appending: AtomicBool::new(false),
+    append_holder: AtomicI32::new(0),
     file_len: AtomicU64::new(0),
     reserved: AtomicU64::new(0),
     carry: AtomicU64::new(0),
@@ -384,10 +388,37 @@ fn wait_while_moving(deadline: u64, idle: u64, mut check: impl FnMut() -> (bool,
     }
 }
 
+/// The slot of a thread whose own record work is frozen: the exiting thread, when `exit` was
+/// called by a signal handler that interrupted the shim's work on it. What that slot holds (a
+/// number in flight, a chunk being copied) cannot move while the exit waits, so it waits for
+/// the others only.
+#[derive(Clone, Copy)]
+pub struct Frozen(Option<usize>);
+
+impl Frozen {
+    /// `cell`'s slot, when `interrupted` (this thread's shim work was interrupted).
+    pub fn of(cell: &ThreadSlot, interrupted: bool) -> Frozen {
+        let cached = cell.get();
+        let index = cached as u32 & 0xff_ffff;
+        let ours = cached >> 32 == u64::from(EPOCH.load(Relaxed)) && index != 0;
+        Frozen((interrupted && ours).then(|| index as usize - 1))
+    }
+
+    fn is(self, index: usize) -> bool {
+        self.0 == Some(index)
+    }
+
+    /// The calls this slot holds in flight.
+    fn in_flight(self) -> u64 {
+        self.0
+            .map_or(0, |i| u64::from(SLOT_TABLE[i].in_flight.load(Relaxed)))
+    }
+}
+
 /// At exit, before the exit record: no call is numbered any more, and the calls numbered
-/// already get a bounded time to write their records. Returns how many are still in flight
-/// after it (not recorded).
-pub fn close_numbers() -> u64 {
+/// already get a bounded time to write their records (not those of a `frozen` slot). Returns
+/// how many are still in flight after it (their records may follow, or not come).
+pub fn close_numbers(frozen: Frozen) -> u64 {
     // A sequentially consistent store, then loads: with the fence after each thread's raised
     // count ([`lift`]), a thread that read CLOSING unset is seen in flight here.
     CLOSING.store(true, SeqCst);
@@ -406,11 +437,12 @@ pub fn close_numbers() -> u64 {
     };
     // A thread holding a number is in the shim's own work: it needs a CPU, and (when the ring
     // is full) the writer thread's appends. Waited for while either moves.
+    let stuck = frozen.in_flight();
     wait_while_moving(monotonic_ns() + EXIT_HARD_NS, EXIT_HARD_NS / 2, || {
         let left = in_flight();
         let appended: u64 = LANES.iter().map(|w| w.appended.load(Relaxed)).sum();
         (
-            left == 0,
+            left <= stuck,
             left.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ appended,
         )
     });
@@ -965,6 +997,8 @@ fn append_full_segments(w: &Lane) {
         {
             return;
         }
+        // SAFETY: gettid has no preconditions and cannot fail.
+        w.append_holder.store(unsafe { libc::gettid() }, Relaxed);
         while segment_is_full(w, w.appended.load(Acquire)) {
             if !append_segment(w) {
                 break;
@@ -979,6 +1013,7 @@ fn append_full_segments(w: &Lane) {
                 BEHIND.store(false, Relaxed);
             }
         }
+        w.append_holder.store(0, Relaxed);
         w.appending.store(false, Release);
         // A segment that filled after the last look, while the flag was still held, is this
         // thread's to append (its filler found the flag taken).
@@ -1912,7 +1947,7 @@ pub fn is_open() -> bool {
 /// removes the ring file. What it cannot append whole in that time (a record still being copied,
 /// an append that does not finish: the thread doing it may be stopped) stays in the ring file for
 /// a reader to recover, as it does when tracing had stopped (a full disk, the file size limit).
-pub fn finish() {
+pub fn finish(frozen: Frozen) {
     if HELD.load(Acquire) != 0 {
         append_held();
     }
@@ -1927,16 +1962,23 @@ pub fn finish() {
             // Said first: a ring that stays (tracing had stopped, or its rest could not be
             // appended) tells its reader the process exited normally.
             mark_ring(w, ring::EXITED);
-            finish_lane(w, was == OPEN, deadline);
+            finish_lane(w, was == OPEN, deadline, frozen);
         }
     }
 }
 
-fn finish_lane(w: &Lane, was_open: bool, deadline: u64) {
-    // Every chunk of the lane's threads: closed (an owner may be copying one last record).
+fn finish_lane(w: &Lane, was_open: bool, deadline: u64, frozen: Frozen) {
+    // Every chunk of the lane's threads: closed (an owner may be copying one last record; the
+    // frozen slot's copy never ends, and its chunk stays open).
     let lane = lane_number(w);
     let seen = SLOTS_SEEN.load(Acquire).min(SLOTS);
-    for slot in &SLOT_TABLE[..seen] {
+    let mut stuck = false;
+    for (index, slot) in SLOT_TABLE[..seen].iter().enumerate() {
+        let word = slot.word.load(Acquire);
+        if frozen.is(index) && word & BUSY != 0 && word != NO_CHUNK {
+            stuck |= chunk_of(word).0 == lane;
+            continue;
+        }
         wait_while_moving(deadline, EXIT_IDLE_NS, || {
             let word = slot.word.load(Acquire);
             let done = word == NO_CHUNK
@@ -1946,19 +1988,25 @@ fn finish_lane(w: &Lane, was_open: bool, deadline: u64) {
         });
     }
     let end = w.next.load(Acquire);
-    // Records being copied by other threads: their bytes counted, or the time is up.
-    let whole = wait_while_moving(deadline, EXIT_IDLE_NS, || {
-        let copied: u64 = w.done.iter().map(|d| d.load(Acquire)).sum();
-        (copied_up_to(w, end), copied)
-    });
-    // The appender's flag: its holder, if any, is between two segments.
-    let held = wait_while_moving(deadline, EXIT_IDLE_NS, || {
-        let taken = w
-            .appending
-            .compare_exchange(false, true, AcqRel, Acquire)
-            .is_ok();
-        (taken, w.appended.load(Acquire))
-    });
+    // Records being copied by other threads: their bytes counted, or the time is up (at once
+    // when this thread's own copy was interrupted: the lane is never whole then).
+    let whole = !stuck
+        && wait_while_moving(deadline, EXIT_IDLE_NS, || {
+            let copied: u64 = w.done.iter().map(|d| d.load(Acquire)).sum();
+            (copied_up_to(w, end), copied)
+        });
+    // The appender's flag: its holder, if any, is between two segments (unless it is this
+    // thread, interrupted while appending).
+    // SAFETY: gettid has no preconditions and cannot fail.
+    let me = unsafe { libc::gettid() };
+    let held = !(frozen.0.is_some() && w.append_holder.load(Relaxed) == me)
+        && wait_while_moving(deadline, EXIT_IDLE_NS, || {
+            let taken = w
+                .appending
+                .compare_exchange(false, true, AcqRel, Acquire)
+                .is_ok();
+            (taken, w.appended.load(Acquire))
+        });
     let mut ok = held && was_open;
     // Whole segments only, unless every record is in: a chunk still being copied (or reserved
     // and never counted) holds bytes the trace must not get; the ring keeps them for a reader.

@@ -38,6 +38,9 @@ pub struct ProcessInfo {
     /// From its `exit` record: the calls it made and the findings it reported (recorded or not).
     pub calls_made: Option<u64>,
     pub findings_reported: Option<u64>,
+    /// From its `exit` record: calls still being recorded when it exited (their records may
+    /// have followed, or be lost).
+    pub calls_unfinished: u64,
     /// Its trace records only calls with findings (`trace_level=findings`).
     pub findings_level: bool,
     /// Its trace reached `trace_limit`.
@@ -59,6 +62,15 @@ impl ProcessInfo {
                  stuck append): its later calls are not in the trace"
                     .to_string(),
             );
+        }
+        if let (Some(made), true) = (self.calls_made, self.calls_unfinished > 0) {
+            let missing = made.saturating_sub(self.calls);
+            if !self.findings_level && missing > 0 {
+                notes.push(format!(
+                    "{missing} of its calls were still being recorded when it exited and are \
+                     not in the trace"
+                ));
+            }
         }
         if self.findings_level {
             notes.push(match self.calls_made {
@@ -159,6 +171,10 @@ impl Summary {
                     process.calls_made = obj.get("calls").and_then(Value::as_u64);
                     process.findings_reported =
                         obj.get("findings_reported").and_then(Value::as_u64);
+                    process.calls_unfinished = obj
+                        .get("calls_unfinished")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0);
                 }
                 Some(trace::LIMIT_EVENT) => process.cut = true,
                 _ => {}

@@ -123,6 +123,41 @@ fn text_output_groups_findings_by_rule() {
     );
 }
 
+/// An exit record whose `calls_unfinished` says calls were still being recorded: the row says
+/// how many of them are not in the trace, and nothing when every one of them came.
+#[test]
+fn calls_still_being_recorded_at_exit_are_named_when_missing() {
+    let exit = |calls: u64| {
+        format!(
+            r#"{{"seq":9,"t":3,"tid":100,"event":"exit","calls":{calls},"calls_unfinished":2,"findings_reported":0}}"#
+        )
+    };
+    for (made, note) in [
+        (
+            3,
+            Some("1 of its calls were still being recorded when it exited"),
+        ),
+        (2, None),
+    ] {
+        let dir = TempDir::new("unfinished");
+        let peer3 = PEER_100.replace("\"seq\":2", "\"seq\":4");
+        dir.write(
+            "t/100.jsonl",
+            &lines(&[PROCESS_100, PEER_100, &peer3, &exit(made)]),
+        );
+        let out = sharecheck(&dir).args(["report", "t"]).output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let row = text
+            .lines()
+            .find(|l| l.contains("/usr/bin/app"))
+            .unwrap_or_else(|| panic!("no row in:\n{text}"));
+        match note {
+            Some(note) => assert!(row.contains(note), "{row}"),
+            None => assert!(!row.contains('('), "no note: {row}"),
+        }
+    }
+}
+
 #[test]
 fn truncated_last_line_is_a_warning() {
     let dir = TempDir::new("truncated");

@@ -27,6 +27,8 @@
  *   exitstorm THREADS N [signals]  THREADS threads (with the timer and handler of sigstorm if
  *                      `signals`) loop on calls forever; the main thread makes N calls and then
  *                      calls exit(0) while they run (prints no DONE: the count is not known)
+ *   handler-exit N     N calls, then calls without end while a profiling timer's handler calls
+ *                      exit(0) at its first tick, wherever it interrupted the thread (prints no DONE)
  * Prints DONE <calls completed by this process> before ending (stdout is flushed first). */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -92,6 +94,11 @@ static void call_in_handler(int sig) {
 }
 
 /* Every 200 us of the process's CPU time, SIGPROF runs `call_in_handler` on whichever thread. */
+static void exit_in_handler(int sig) {
+    (void)sig;
+    exit(0);
+}
+
 static void start_signal_timer(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -230,6 +237,16 @@ int main(int argc, char **argv) {
         for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, storm, NULL);
         calls(atol(argv[3]));
         exit(0);
+    }
+    if (!strcmp(mode, "handler-exit") && argc == 3) {
+        calls(n);
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = exit_in_handler;
+        sigaction(SIGPROF, &sa, NULL);
+        struct itimerval every = {{0, 1000}, {0, 1000}};
+        setitimer(ITIMER_PROF, &every, NULL);
+        for (;;) calls(1);
     }
     if (!strcmp(mode, "many") && argc == 4) {
         int threads = (int)n;
