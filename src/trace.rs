@@ -373,6 +373,12 @@ fn process_record(buf: &mut Vec<u8>) {
         .unwrap_or_default();
     w.kv_str("exe", &exe);
     w.kv_str("shim_version", env!("CARGO_PKG_VERSION"));
+    // This boot of this machine: a reader that finds the process's ring tells by it whether
+    // the pid it checks for life is this process's (a trace on a shared file system may come
+    // from another machine).
+    if let Some(boot) = sharecheck_core::ring::boot_id() {
+        w.kv_str("boot_id", &boot);
+    }
     w.kv_u64("t0_wall_ns", T0_WALL.load(Ordering::Acquire));
     w.kv_u64("t0_mono_ns", T0_MONO.load(Ordering::Acquire));
     // What the file holds, where it is less than every call.

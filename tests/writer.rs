@@ -165,8 +165,9 @@ fn a_crashed_process_appears_in_the_report_with_everything_it_recorded() {
         .find(|l| l.contains("writer_life") && l.contains("no exit record"))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(row.contains(" 5000 "), "{row}");
+    // Its ring (the process is gone) is folded into its trace.
     assert!(
-        text.contains("the process ended without its exit handlers"),
+        text.contains("folded 1 ring file(s) left by processes that ended without their exit"),
         "{text}"
     );
 }
@@ -269,25 +270,83 @@ fn every_completed_record_survives_a_crash_abort_underscore_exit_or_kill_9() {
             records[0]["event"], "process",
             "{mode}: the header is first"
         );
-        // `sharecheck report` reads the ring's tail too, and says so.
-        let report = std::process::Command::new(cli())
-            .args(["report", "--format", "json"])
-            .arg(s.traces())
-            .output()
-            .unwrap();
-        assert_eq!(report.status.code(), Some(0), "{mode}: {report:?}");
-        let summary: Value = serde_json::from_slice(&report.stdout).unwrap();
-        assert_eq!(
-            summary["calls"].as_u64(),
-            Some(records.iter().filter(|r| r.get("fn").is_some()).count() as u64),
-            "{mode}: every call record"
-        );
-        let stderr = String::from_utf8_lossy(&report.stderr);
-        assert!(
-            stderr.contains("more record(s) read from its ring file, "),
-            "{mode}: {stderr}"
-        );
+        // `sharecheck report` folds the ring into the trace (its process is gone) and says so;
+        // a second report reads every record from the trace alone.
+        let calls = records.iter().filter(|r| r.get("fn").is_some()).count() as u64;
+        for (pass, says) in [(0, "folded 1 ring file(s)"), (1, "")] {
+            let (summary, stderr) = report_json(&s);
+            assert_eq!(summary["calls"].as_u64(), Some(calls), "{mode} {pass}");
+            assert!(stderr.contains(says), "{mode} {pass}: {stderr}");
+            assert!(!stderr.contains("ring file,"), "{mode} {pass}: {stderr}");
+        }
+        assert_eq!(ring_files(&s), 0, "{mode}: the ring is gone");
     }
+}
+
+/// `sharecheck report --format json` of a scratch directory's traces: the summary and stderr.
+fn report_json(s: &Scratch) -> (Value, String) {
+    let report = std::process::Command::new(cli())
+        .args(["report", "--format", "json"])
+        .arg(s.traces())
+        .output()
+        .unwrap();
+    assert_eq!(report.status.code(), Some(0), "{report:?}");
+    (
+        serde_json::from_slice(&report.stdout).unwrap(),
+        String::from_utf8_lossy(&report.stderr).into_owned(),
+    )
+}
+
+fn ring_files(s: &Scratch) -> usize {
+    std::fs::read_dir(s.traces())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .to_string_lossy()
+                .ends_with(sharecheck_core::ring::SUFFIX)
+        })
+        .count()
+}
+
+/// A trace whose process record names another boot (another machine's, on a shared file
+/// system: its pid says nothing here) keeps its ring through `report`, which reads it; once the
+/// record names this boot, `report` folds it. (30,000 calls: the writer thread has appended the
+/// process record to the file, where the test rewrites it.)
+#[test]
+fn report_folds_only_the_rings_of_processes_of_this_boot() {
+    let (s, out) = run("writer_report_fold", &["underscore-exit", "30000"]);
+    assert!(out.status.success(), "{out:?}");
+    let trace = s.traces().join(format!("{}.jsonl", out_pid(&s)));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let boot = sharecheck_core::ring::boot_id().expect("this machine's boot id");
+    assert!(
+        text.contains(&format!("\"boot_id\":\"{boot}\"")),
+        "{text:.300}"
+    );
+    let other = text.replacen(&boot, "00000000-0000-0000-0000-000000000000", 1);
+    std::fs::write(&trace, other).unwrap();
+    let (summary, stderr) = report_json(&s);
+    assert_eq!(summary["calls"], 30000, "{stderr}");
+    assert!(stderr.contains("read from its ring file"), "{stderr}");
+    assert_eq!(ring_files(&s), 1, "{stderr}");
+    std::fs::write(&trace, text).unwrap();
+    let (summary, stderr) = report_json(&s);
+    assert_eq!(summary["calls"], 30000, "{stderr}");
+    assert!(stderr.contains("folded 1 ring file(s)"), "{stderr}");
+    assert_eq!(ring_files(&s), 0, "{stderr}");
+}
+
+/// The pid of the one trace file in a scratch directory.
+fn out_pid(s: &Scratch) -> String {
+    let names: Vec<String> = std::fs::read_dir(s.traces())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".jsonl"))
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    names[0].trim_end_matches(".jsonl").to_string()
 }
 
 #[test]

@@ -40,6 +40,9 @@ pub struct Head<'a> {
     pub pid: Option<i64>,
     #[serde(default, deserialize_with = "lenient")]
     pub t0_wall_ns: Option<u64>,
+    /// The process record's boot of its machine (`/proc/sys/kernel/random/boot_id`).
+    #[serde(default, borrow, deserialize_with = "lenient")]
+    pub boot_id: Option<Cow<'a, str>>,
     /// A `before-call` event's call.
     #[serde(default, borrow, deserialize_with = "lenient")]
     pub call_fn: Option<Cow<'a, str>>,

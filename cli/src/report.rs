@@ -433,6 +433,9 @@ pub fn run(args: ReportArgs) -> i32 {
     };
     let keep_all = !args.gen_suppressions && matches!(args.format, Format::Json | Format::Sarif);
     let inputs = trace::collect_inputs(&traces);
+    // Rings left by processes that ended without their exit handlers (4 MB each): folded into
+    // their traces, where this machine ran them.
+    trace::compact_all(&inputs.files, trace::Folder::Report);
     let mut diagnostics = inputs.diagnostics;
     if args.format == Format::Perfetto && !args.gen_suppressions {
         return timeline(

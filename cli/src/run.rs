@@ -76,7 +76,7 @@ pub fn run(args: RunArgs) -> i32 {
     let files = plan.watch.written_since(&before);
     // Processes that ended with `_exit` (Python's and PyTorch's workers do) or crashed left
     // their rings (4 MB each): folded into their traces.
-    trace::compact_all(&files);
+    trace::compact_all(&files, trace::Folder::Run);
     let error_exitcode = plan.options.error_exitcode.filter(|_| status == 0);
     if args.quiet && error_exitcode.is_none() {
         return status;

@@ -251,9 +251,31 @@ pub fn first_t0(path: &Path) -> Option<u64> {
     from_process_record(path, |head| head.t0_wall_ns)
 }
 
-/// The process record's `pid`.
-fn first_pid(path: &Path) -> Option<i64> {
-    from_process_record(path, |head| head.pid)
+/// The process record's `pid`, and whether the process ran in this boot of this machine
+/// (`None`: the record does not say).
+fn first_pid(path: &Path) -> Option<(i64, Option<bool>)> {
+    from_process_record(path, process_of)
+}
+
+/// A process record's `pid`, and whether it ran in this boot of this machine.
+fn process_of(head: &Head) -> Option<(i64, Option<bool>)> {
+    head.v?;
+    let here = head
+        .boot_id
+        .as_deref()
+        .map(|b| Some(b) == sharecheck_core::ring::boot_id().as_deref());
+    head.pid.map(|pid| (pid, here))
+}
+
+/// Who asks [`compact`] to fold a ring.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Folder {
+    /// `sharecheck run`, for the files its own program's processes wrote (on this machine).
+    Run,
+    /// `sharecheck report`, for any traces: only those written under this boot of this machine
+    /// (their pid is checked for life here), and a file it may not write is left as it is,
+    /// silently (a report reads; it needs no write access).
+    Report,
 }
 
 /// What [`compact`] did with the ring file a trace file's process left.
@@ -263,8 +285,14 @@ pub enum Compacted {
     Nothing,
     /// Its records (this many) are in the trace file now, and the ring file is gone.
     Folded(u64),
-    /// Its process (or a child that shares its ring) still runs, here or elsewhere: left alone.
+    /// Its process (or a child that shares its ring) still runs, or may (another machine's,
+    /// for `report`): left alone.
     Live,
+    /// `report` may not write it: left alone.
+    ReadOnly,
+    /// Its process exited normally after tracing had stopped (the file size limit, a full
+    /// disk): the ring stays, and tells its readers so.
+    Stopped,
 }
 
 /// How much of a trace file's end is read for the `seq` of its last records (a process that
@@ -276,40 +304,38 @@ const DEDUP_WINDOW: u64 = 4 * ring::RING;
 /// back to what the ring says was appended (dropping the space the writer reserved ahead), the
 /// ring's records are appended as the writer would have written them, and the ring file is
 /// removed. Only when no process holds the ring's lock (the writer holds it while it lives) and
-/// the file's process is not running here. A file that reached `trace_limit` keeps only its own
+/// the file's process is not running here (for `report`, only a file whose process record says
+/// it ran in this boot of this machine). A file that reached `trace_limit` keeps only its own
 /// records (a reader never reads past the limit). On any failure the file is as it was and the
 /// ring stays.
-pub fn compact(path: &Path) -> Result<Compacted, String> {
+pub fn compact(path: &Path, folder: Folder) -> Result<Compacted, String> {
     use std::io::{Seek, SeekFrom, Write};
     use std::os::fd::AsRawFd;
     let mut ring_path = path.as_os_str().to_owned();
     ring_path.push(ring::SUFFIX);
     let ring_path = PathBuf::from(ring_path);
+    let read_only = |e: &io::Error| {
+        folder == Folder::Report
+            && matches!(
+                e.raw_os_error(),
+                Some(libc::EACCES | libc::EPERM | libc::EROFS)
+            )
+    };
     let mut ring_file = match File::options().read(true).write(true).open(&ring_path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Compacted::Nothing),
+        Err(e) if read_only(&e) => return Ok(Compacted::ReadOnly),
         Err(e) => return Err(io_reason(&e)),
     };
     // SAFETY: flock on a descriptor this function owns.
     if unsafe { libc::flock(ring_file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         return Ok(Compacted::Live);
     }
-    if let Some(pid) = first_pid(path)
-        .and_then(|p| i32::try_from(p).ok())
-        .filter(|&p| p > 0)
-    {
-        // SAFETY: signal 0 only asks whether the process exists.
-        let alive = unsafe { libc::kill(pid, 0) } == 0
-            || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-        if alive {
-            return Ok(Compacted::Live);
-        }
-    }
-    let mut file = File::options()
-        .read(true)
-        .write(true)
-        .open(path)
-        .map_err(|e| io_reason(&e))?;
+    let mut file = match File::options().read(true).write(true).open(path) {
+        Ok(f) => f,
+        Err(e) if read_only(&e) => return Ok(Compacted::ReadOnly),
+        Err(e) => return Err(io_reason(&e)),
+    };
     let file_len = file.metadata().map_err(|e| io_reason(&e))?.len();
     let mut header = Vec::with_capacity(ring::HEADER as usize);
     (&mut ring_file)
@@ -318,11 +344,33 @@ pub fn compact(path: &Path) -> Result<Compacted, String> {
         .map_err(|e| io_reason(&e))?;
     let ring_len = ring_file.metadata().map_err(|e| io_reason(&e))?.len();
     ring::check_header(&header, ring_len, file_len)?;
+    let stopped_then_exited = ring::EXITED | ring::STOPPED;
+    if ring::state(&header) & stopped_then_exited == stopped_then_exited {
+        return Ok(Compacted::Stopped);
+    }
     let mut bytes = header;
     ring_file
         .read_to_end(&mut bytes)
         .map_err(|e| io_reason(&e))?;
     let tail = ring::recover(file_len, &bytes)?;
+    // Who wrote it: the file's process record, or the ring's when the file is still empty.
+    let (pid, here) = first_pid(path)
+        .or_else(|| {
+            let first = tail.split(|&b| b == b'\n').next()?;
+            process_of(&serde_json::from_slice::<Head>(first).ok()?)
+        })
+        .unzip();
+    if folder == Folder::Report && here.flatten() != Some(true) {
+        return Ok(Compacted::Live);
+    }
+    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()).filter(|&p| p > 0) {
+        // SAFETY: signal 0 only asks whether the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if alive {
+            return Ok(Compacted::Live);
+        }
+    }
     let appended_len =
         u64::from_le_bytes(bytes[ring::FILE_AT..ring::FILE_AT + 8].try_into().unwrap());
     // The end of what was appended: its last records' `seq`, and whether it reached the limit.
@@ -373,10 +421,10 @@ pub fn compact(path: &Path) -> Result<Compacted, String> {
 
 /// Folds the rings of `files` whose processes are gone into their traces ([`compact`]); says
 /// on stderr what it did, in one line, and what it could not.
-pub fn compact_all(files: &[PathBuf]) {
+pub fn compact_all(files: &[PathBuf], folder: Folder) {
     let (mut rings, mut records) = (0u64, 0u64);
     for path in files {
-        match compact(path) {
+        match compact(path, folder) {
             Ok(Compacted::Folded(n)) => {
                 rings += 1;
                 records += n;

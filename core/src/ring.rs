@@ -369,6 +369,17 @@ pub fn recover(trace_len: u64, ring_file: &[u8]) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// This boot of this machine (`/proc/sys/kernel/random/boot_id`), which the shim writes in each
+/// process record: a reader that finds a ring left behind checks whether its process still runs
+/// only when the trace was written under the same boot (a pid names a process of one machine's
+/// boot; a trace on a shared file system may come from another machine).
+pub fn boot_id() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let id = text.trim();
+    (id.len() == 36 && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-'))
+        .then(|| id.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
