@@ -86,7 +86,7 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     let guard = match Guard::enter() {
         Entry::Whole(guard) => guard,
         // A signal handler's call, made while this thread was in the shim or its driver call.
-        Entry::Interrupted { numbering } => return interrupted::<A, TRACED>(args, numbering),
+        Entry::Interrupted => return interrupted::<A, TRACED>(args),
     };
     guard.count_call();
     let Some(real) = loader::real_function(A::ID) else {
@@ -104,7 +104,7 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     // numbers in flight. Taken once the driver returned (a call blocked in the driver holds
     // none, so an exit never waits for one), or before the call for findings reported then.
     let mut number = None;
-    let take_number = || guard.numbering(|slot| trace::next_seq(slot, false));
+    let take_number = || trace::next_seq(guard.writer_slot(), false);
     // `durations=1`: a second clock read, after the driver returned.
     let timed = TRACED && engine::options().durations;
     // The driver is called exactly once, whether or not a check panics: `answer` is set as soon
@@ -191,37 +191,96 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
 
 /// A covered call a signal handler made while its thread was in the shim's own work (which may
 /// hold the checks' locks, or be in `malloc`) or in a driver call the shim forwarded (which the
-/// checks' own questions to the driver would re-enter): forwarded as without the shim, counted
-/// in the trace and recorded without a lock or an allocation, not checked. Numbered once the
-/// driver returned, as every call is. `numbering`: the interrupted work was taking a record
-/// number from the thread's slot (this one comes from the process's counter then).
+/// checks' own questions to the driver would re-enter): forwarded as without the shim and
+/// numbered once the driver returned, as every call is; then kept, without a lock or an
+/// allocation, and checked and recorded by its thread when it leaves the shim
+/// ([`crate::deferred`], [`check_kept`]). Its number comes from the process's counter: it is
+/// held past the handler's return. With no room to keep it, it is recorded now, unchecked, and
+/// counted as such.
 #[cold]
 #[inline(never)]
-fn interrupted<A: Invoke, const TRACED: bool>(args: A, numbering: bool) -> c_int {
+fn interrupted<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     let Some(real) = loader::resolved(A::ID).or_else(|| loader::real_function(A::ID)) else {
         return A::ID.info().api.not_supported();
     };
-    if !TRACED {
+    if !TRACED && !A::CHECKED && !A::OBSERVE_ONLY {
         return args.invoke(real);
     }
-    let t = trace::now();
+    let t = if TRACED { trace::now() } else { 0 };
     let ret = args.invoke(real);
-    let number = crate::guard::writer_slot(|slot| trace::next_seq(slot, numbering));
-    crate::guard::interrupting(|| {
-        shielded((), || {
-            record(
-                None,
-                &args,
-                Outcome::Returned(ret),
-                ret,
-                number.seq,
-                t,
-                &Extra::default(),
-                &[],
-            )
-        })
-    });
+    let number = TRACED.then(|| crate::guard::writer_slot(|slot| trace::next_seq(slot, true)));
+    let owner = crate::guard::kept_call_owner();
+    match crate::deferred::keep(owner, args, ret, t, number, check_kept::<A, TRACED>) {
+        Ok(()) => crate::guard::mark_kept(),
+        Err((args, number)) => {
+            crate::deferred::count_unchecked();
+            if let Some(number) = number {
+                crate::guard::interrupting(|| {
+                    shielded((), || {
+                        record(
+                            None,
+                            &args,
+                            Outcome::Returned(ret),
+                            ret,
+                            number.seq,
+                            t,
+                            &Extra::default(),
+                            &[],
+                        )
+                    })
+                });
+            }
+        }
+    }
     ret
+}
+
+/// A call [`interrupted`] kept, checked and recorded by its thread as it leaves the shim, as
+/// [`wrapped`] would have once the driver returned `ret` (its strict mode aside: the call was
+/// made already). Its pointers point at copies of what the driver wrote or read.
+pub fn check_kept<A: Invoke, const TRACED: bool>(
+    guard: &Guard,
+    args: A,
+    ret: c_int,
+    ts_ns: u64,
+    number: Option<crate::writer::Number>,
+) {
+    let outcome = Outcome::Returned(ret);
+    let seq = number.as_ref().map_or(0, |n| n.seq);
+    let mut cx = Cx::new(
+        engine::driver(),
+        engine::states(),
+        engine::options(),
+        guard.shard(),
+    );
+    let ran = shielded(false, || {
+        args.run(&mut cx, |_| outcome);
+        true
+    });
+    match ran {
+        true if !cx.is_clean() || (ret != 0 && !A::ID.info().observed) => {
+            let seq_shown = if TRACED { seq } else { guard.call_number() };
+            shielded((), move || {
+                settle_and_record(
+                    guard,
+                    args,
+                    cx,
+                    outcome,
+                    ret,
+                    (seq, seq_shown),
+                    ts_ns,
+                    None,
+                    TRACED,
+                )
+            })
+        }
+        _ if TRACED => shielded((), || {
+            let extra = Extra::of(None, &mut cx);
+            record(Some(guard), &args, outcome, ret, seq, ts_ns, &extra, &[])
+        }),
+        _ => {}
+    }
+    drop(number);
 }
 
 /// A call only observers run on (a free, a destroy), with no trace: nothing is decided before the

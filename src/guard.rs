@@ -3,12 +3,13 @@
 //! A thread is outside the shim, in the shim's own work, or in the driver (a covered call
 //! forwarded, [`Guard::in_driver`]). A covered call that arrives while the thread is in the shim
 //! or in the driver (a signal handler that interrupted it, or the driver calling a wrapped
-//! symbol) is forwarded, numbered and recorded without a lock or an allocation, and not checked:
-//! the interrupted work may hold the checks' locks, and the checks' own questions to the driver
-//! would re-enter a driver call in progress on this thread, which the driver does not allow
-//! (measured on R580: a signal handler's call whose checks asked the driver during an interrupted
-//! driver call hung a 64-thread program once in 20 runs). The program's own call is made exactly
-//! as without the shim.
+//! symbol) is forwarded and numbered without a lock or an allocation, and kept: the thread checks
+//! and records it as it leaves the shim (`deferred`). Not at once: the interrupted work may hold
+//! the checks' locks, and the checks' own questions to the driver would re-enter a driver call in
+//! progress on this thread, which the driver does not allow (measured on R580: a signal
+//! handler's call whose checks asked the driver during an interrupted driver call hung a
+//! 64-thread program once in 20 runs). The program's own call is made exactly as without the
+//! shim.
 
 use std::cell::Cell;
 
@@ -16,9 +17,9 @@ use std::cell::Cell;
 pub struct ThreadState {
     /// [`OUTSIDE`], [`IN_SHIM`] or [`IN_DRIVER`].
     inside: Cell<u8>,
-    /// Set while the thread takes a record number from its slot's block (a signal handler's call
-    /// then takes one from the process's counter).
-    numbering: Cell<bool>,
+    /// Set by a signal handler's call that was kept to be checked once the thread leaves the
+    /// shim (`deferred`).
+    kept: Cell<bool>,
     /// Set while the thread's record buffer is in use (a signal handler's record then uses one
     /// of the pool's).
     scratch_busy: Cell<bool>,
@@ -119,7 +120,7 @@ thread_local! {
     static THREAD: ThreadState = const {
         ThreadState {
             inside: Cell::new(OUTSIDE),
-            numbering: Cell::new(false),
+            kept: Cell::new(false),
             scratch_busy: Cell::new(false),
             interrupting: Cell::new(false),
             calls: Cell::new(0),
@@ -146,9 +147,8 @@ pub enum Entry {
     /// The thread was outside the shim: the call takes the whole path.
     Whole(Guard),
     /// The thread was in the shim's own work or in the driver (a signal handler interrupted it):
-    /// forward, number and record only. `numbering`: it was taking a record number from its
-    /// slot.
-    Interrupted { numbering: bool },
+    /// forward and number now, check and record once the thread leaves the shim.
+    Interrupted,
 }
 
 impl Guard {
@@ -165,9 +165,7 @@ impl Guard {
                 t.inside.set(IN_SHIM);
                 Entry::Whole(Guard(state))
             }
-            _ => Entry::Interrupted {
-                numbering: t.numbering.get(),
-            },
+            _ => Entry::Interrupted,
         }
     }
 
@@ -177,7 +175,7 @@ impl Guard {
     pub fn enter_outside() -> Option<Guard> {
         match Guard::enter() {
             Entry::Whole(guard) => Some(guard),
-            Entry::Interrupted { .. } => None,
+            Entry::Interrupted => None,
         }
     }
 
@@ -201,17 +199,12 @@ impl Guard {
         r
     }
 
-    /// Runs `f`, which takes a record number from this thread's slot, marked as doing so.
+    /// This thread's writer word (a signal handler's call never uses it: it takes its number
+    /// from the process's counter, since it holds it past its return).
     #[inline(always)]
-    pub fn numbering<R>(&self, f: impl FnOnce(&WriterSlot) -> R) -> R {
+    pub fn writer_slot(&self) -> &WriterSlot {
         // SAFETY: see `enter`.
-        let t = unsafe { &*self.0 };
-        t.numbering.set(true);
-        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
-        let r = f(&t.writer_slot);
-        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
-        t.numbering.set(false);
-        r
+        &unsafe { &*self.0 }.writer_slot
     }
 
     /// Counts a covered call of this thread.
@@ -260,8 +253,59 @@ impl Drop for Guard {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: see `enter`.
-        unsafe { &*self.0 }.inside.set(OUTSIDE);
+        let t = unsafe { &*self.0 };
+        if t.kept.get() {
+            self.check_kept();
+        }
+        t.inside.set(OUTSIDE);
     }
+}
+
+impl Guard {
+    /// Checks and records the calls that signal handlers made while this thread was in the
+    /// shim (kept by `deferred`), before the thread leaves it: still inside, so that a handler's
+    /// call meanwhile is kept in turn.
+    #[cold]
+    #[inline(never)]
+    fn check_kept(&self) {
+        // SAFETY: see `enter`.
+        let t = unsafe { &*self.0 };
+        let check = CHECK_KEPT.load(std::sync::atomic::Ordering::Acquire);
+        if check == 0 {
+            return;
+        }
+        // SAFETY: stored by `on_kept` from a `KeptChecker`.
+        let check = unsafe { std::mem::transmute::<usize, KeptChecker>(check) };
+        while t.kept.get() {
+            t.kept.set(false);
+            std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+            check(self.0 as usize, self);
+        }
+    }
+}
+
+/// What checks the calls kept for a thread (its key, [`kept_call_owner`], and its guard).
+pub type KeptChecker = fn(usize, &Guard);
+
+/// The [`KeptChecker`] (`deferred`'s, which sits above this module: set by it, not called by
+/// name), 0 until a call is kept.
+static CHECK_KEPT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Sets what checks the kept calls.
+pub fn on_kept(check: KeptChecker) {
+    CHECK_KEPT.store(check as usize, std::sync::atomic::Ordering::Release);
+}
+
+/// This thread's key among live threads (for calls kept by `deferred`), and a mark that one was
+/// kept: the thread checks them when it leaves the shim.
+pub fn kept_call_owner() -> usize {
+    THREAD.with(|t| t as *const ThreadState as usize)
+}
+
+/// A call was kept for this thread (from a signal handler on it).
+pub fn mark_kept() {
+    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+    THREAD.with(|t| t.kept.set(true));
 }
 
 /// This thread's writer word, for a call that interrupted the shim's own work on it (no guard).
@@ -635,7 +679,7 @@ mod tests {
     fn whole(entry: Entry) -> Guard {
         match entry {
             Entry::Whole(guard) => guard,
-            Entry::Interrupted { .. } => panic!("the whole path was expected"),
+            Entry::Interrupted => panic!("the whole path was expected"),
         }
     }
 
@@ -646,23 +690,11 @@ mod tests {
     fn a_call_made_inside_the_shim_or_its_driver_call_is_an_interrupting_one() {
         let outer = whole(Guard::enter());
         assert!(Guard::is_inside());
-        assert!(matches!(
-            Guard::enter(),
-            Entry::Interrupted { numbering: false }
-        ));
-        outer.numbering(|_| {
-            assert!(matches!(
-                Guard::enter(),
-                Entry::Interrupted { numbering: true }
-            ));
-        });
+        assert!(matches!(Guard::enter(), Entry::Interrupted));
         outer.in_driver(|| {
             assert!(Guard::is_inside());
             assert!(Guard::enter_outside().is_none(), "the driver's own lookups");
-            assert!(matches!(
-                Guard::enter(),
-                Entry::Interrupted { numbering: false }
-            ));
+            assert!(matches!(Guard::enter(), Entry::Interrupted));
         });
         assert!(Guard::is_inside());
         drop(outer);

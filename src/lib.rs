@@ -22,6 +22,7 @@
 pub mod capi;
 mod clock;
 mod config;
+mod deferred;
 mod dispatch;
 mod dlsym_hook;
 mod elf;

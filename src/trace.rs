@@ -484,7 +484,14 @@ pub fn finish() {
     // `exit` called by a signal handler that interrupted this thread's shim work: what that
     // work holds cannot move while the exit waits.
     let interrupted = crate::guard::Guard::is_inside();
-    let frozen = crate::guard::writer_slot(|cell| crate::writer::Frozen::of(cell, interrupted));
+    // Its calls kept for checking (from handlers) hold numbers that cannot land either.
+    let kept = if interrupted {
+        crate::deferred::numbered_by(crate::guard::kept_call_owner())
+    } else {
+        0
+    };
+    let frozen =
+        crate::guard::writer_slot(|cell| crate::writer::Frozen::of(cell, interrupted, kept));
     let unfinished = crate::writer::close_numbers(frozen);
     if crate::writer::is_open() {
         let calls = crate::writer::numbers_used().saturating_sub(EVENTS.load(Ordering::Relaxed));
@@ -493,6 +500,10 @@ pub fn finish() {
             w.kv_u64("calls", calls);
             if unfinished > 0 {
                 w.kv_u64("calls_unfinished", unfinished);
+            }
+            let unchecked = crate::deferred::unchecked();
+            if unchecked > 0 {
+                w.kv_u64("calls_unchecked", unchecked);
             }
             w.kv_u64("findings_reported", reported);
         });
@@ -503,6 +514,7 @@ pub fn finish() {
 /// In a forked child: its own identity, numbering and file.
 pub fn after_fork_in_child() {
     crate::writer::after_fork_in_child();
+    crate::deferred::after_fork_in_child();
     PID.store(0, Ordering::Relaxed);
     FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
     EVENTS.store(0, Ordering::Relaxed);

@@ -393,25 +393,28 @@ fn wait_while_moving(deadline: u64, idle: u64, mut check: impl FnMut() -> (bool,
 /// number in flight, a chunk being copied) cannot move while the exit waits, so it waits for
 /// the others only.
 #[derive(Clone, Copy)]
-pub struct Frozen(Option<usize>);
+pub struct Frozen(Option<usize>, u64);
 
 impl Frozen {
-    /// `cell`'s slot, when `interrupted` (this thread's shim work was interrupted).
-    pub fn of(cell: &ThreadSlot, interrupted: bool) -> Frozen {
+    /// `cell`'s slot, when `interrupted` (this thread's shim work was interrupted), and `kept`
+    /// numbers of the shared slot that this thread holds (its handlers' calls kept for checking).
+    pub fn of(cell: &ThreadSlot, interrupted: bool, kept: u64) -> Frozen {
         let cached = cell.get();
         let index = cached as u32 & 0xff_ffff;
         let ours = cached >> 32 == u64::from(EPOCH.load(Relaxed)) && index != 0;
-        Frozen((interrupted && ours).then(|| index as usize - 1))
+        Frozen((interrupted && ours).then(|| index as usize - 1), kept)
     }
 
     fn is(self, index: usize) -> bool {
         self.0 == Some(index)
     }
 
-    /// The calls this slot holds in flight.
+    /// The calls this thread holds in flight.
     fn in_flight(self) -> u64 {
-        self.0
-            .map_or(0, |i| u64::from(SLOT_TABLE[i].in_flight.load(Relaxed)))
+        self.1
+            + self
+                .0
+                .map_or(0, |i| u64::from(SLOT_TABLE[i].in_flight.load(Relaxed)))
     }
 }
 

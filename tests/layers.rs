@@ -2,7 +2,8 @@
 //!
 //! 0 base       guard, clock, config, log, fingerprint
 //! 1 driver     loader, elf (the real driver's functions)
-//! 2 records    findings, trace, writer (what is found, records, the file)
+//! 2 records    findings, trace, writer, deferred (what is found, records, the file, calls
+//!              kept to be checked later)
 //! 3 engine     engine, families (checks, facts, tracked state)
 //! 4 entry      dispatch, exports, resolvers, dlsym_hook, capi, lib, process (where calls and
 //!              process events come in)
@@ -23,6 +24,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("findings", 2),
     ("stack", 2),
     ("trace", 2),
+    ("deferred", 2),
     ("writer", 2),
     ("engine", 3),
     ("families", 3),

@@ -853,6 +853,43 @@ fn every_call_a_signal_handler_makes_is_recorded_and_counted() {
     );
 }
 
+/// A covered call made in a signal handler that interrupted the shim's work or its driver call is
+/// checked too, once its thread leaves the shim: every misuse a handler made has its finding in
+/// its record, and every valid call its out-parameter as the driver wrote it (copied in the
+/// handler: the handler's stack is gone when the record is written). The interrupted calls used
+/// to be recorded unchecked.
+#[test]
+fn every_call_a_signal_handler_makes_is_checked() {
+    let _heavy = heavy();
+    let (s, out) = run("writer_sigcheck", &["sigcheck", "8", "20000"]);
+    assert!(out.status.success(), "{out:?}");
+    let misuses: usize = printed(&out, "HANDLER_MISUSES").parse().unwrap();
+    let can: i64 = printed(&out, "CAN").parse().unwrap();
+    assert!(misuses > 10, "the timer interrupted the calls: {misuses}");
+    let records = s.records();
+    let calls: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["fn"] == "cuDeviceCanAccessPeer")
+        .collect();
+    assert_eq!(calls.len(), done(&out));
+    let (bad, good): (Vec<&Value>, Vec<&Value>) =
+        calls.iter().partition(|r| r["a"]["peerDev"] == 9);
+    assert_eq!(bad.len(), misuses);
+    for r in &bad {
+        assert_eq!(
+            r["findings"][0]["rule"], "cuDeviceCanAccessPeer.invalid-device",
+            "{r}"
+        );
+    }
+    for r in &good {
+        assert_eq!(r["a"]["*canAccessPeer"], can, "{r}");
+        assert!(r.get("findings").is_none(), "{r}");
+    }
+    let exit = records.iter().find(|r| r["event"] == "exit").unwrap();
+    assert_eq!(exit["calls"], calls.len(), "{exit}");
+    assert!(exit.get("calls_unchecked").is_none(), "{exit}");
+}
+
 /// The `cuDeviceCanAccessPeer` records of a run's traces and its exit record's counts, read a
 /// line at a time through `sharecheck cat` (a storm's millions of records are not held; an exit
 /// that ran out of time for a thread that did not get a CPU leaves the rest in the ring, which

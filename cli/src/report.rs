@@ -41,6 +41,8 @@ pub struct ProcessInfo {
     /// From its `exit` record: calls still being recorded when it exited (their records may
     /// have followed, or be lost).
     pub calls_unfinished: u64,
+    /// From its `exit` record: calls made in signal handlers recorded without their checks.
+    pub calls_unchecked: u64,
     /// Its trace records only calls with findings (`trace_level=findings`).
     pub findings_level: bool,
     /// Its trace reached `trace_limit`.
@@ -71,6 +73,12 @@ impl ProcessInfo {
                      not in the trace"
                 ));
             }
+        }
+        if self.calls_unchecked > 0 {
+            notes.push(format!(
+                "{} calls made in signal handlers were recorded without their checks",
+                self.calls_unchecked
+            ));
         }
         if self.findings_level {
             notes.push(match self.calls_made {
@@ -171,10 +179,9 @@ impl Summary {
                     process.calls_made = obj.get("calls").and_then(Value::as_u64);
                     process.findings_reported =
                         obj.get("findings_reported").and_then(Value::as_u64);
-                    process.calls_unfinished = obj
-                        .get("calls_unfinished")
-                        .and_then(Value::as_u64)
-                        .unwrap_or(0);
+                    let count = |key| obj.get(key).and_then(Value::as_u64).unwrap_or(0);
+                    process.calls_unfinished = count("calls_unfinished");
+                    process.calls_unchecked = count("calls_unchecked");
                 }
                 Some(trace::LIMIT_EVENT) => process.cut = true,
                 _ => {}

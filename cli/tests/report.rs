@@ -124,26 +124,33 @@ fn text_output_groups_findings_by_rule() {
 }
 
 /// An exit record whose `calls_unfinished` says calls were still being recorded: the row says
-/// how many of them are not in the trace, and nothing when every one of them came.
+/// how many of them are not in the trace, and nothing when every one of them came; and one whose
+/// `calls_unchecked` counts handlers' calls recorded without their checks.
 #[test]
-fn calls_still_being_recorded_at_exit_are_named_when_missing() {
-    let exit = |calls: u64| {
+fn calls_still_being_recorded_or_unchecked_at_exit_are_named() {
+    let exit = |calls: u64, unchecked: u64| {
         format!(
-            r#"{{"seq":9,"t":3,"tid":100,"event":"exit","calls":{calls},"calls_unfinished":2,"findings_reported":0}}"#
+            r#"{{"seq":9,"t":3,"tid":100,"event":"exit","calls":{calls},"calls_unfinished":2,"calls_unchecked":{unchecked},"findings_reported":0}}"#
         )
     };
-    for (made, note) in [
+    for (made, unchecked, note) in [
         (
             3,
+            0,
             Some("1 of its calls were still being recorded when it exited"),
         ),
-        (2, None),
+        (2, 0, None),
+        (
+            2,
+            5,
+            Some("5 calls made in signal handlers were recorded without their checks"),
+        ),
     ] {
         let dir = TempDir::new("unfinished");
         let peer3 = PEER_100.replace("\"seq\":2", "\"seq\":4");
         dir.write(
             "t/100.jsonl",
-            &lines(&[PROCESS_100, PEER_100, &peer3, &exit(made)]),
+            &lines(&[PROCESS_100, PEER_100, &peer3, &exit(made, unchecked)]),
         );
         let out = sharecheck(&dir).args(["report", "t"]).output().unwrap();
         let text = String::from_utf8(out.stdout).unwrap();

@@ -72,6 +72,42 @@ pub trait ArgValue: Copy + 'static {
         w.key(name);
         w.null();
     }
+    /// For a call checked after its caller's stack is gone (a signal handler's, see the shim's
+    /// `deferred`): copies into `keep` what the checks and the record read through this
+    /// argument once the call returned `outcome`, and points the argument at the copy. False
+    /// when the copy does not fit. Arguments that are not pointers read by the shim keep
+    /// nothing.
+    #[inline]
+    fn detach(&mut self, _outcome: Outcome, _keep: &mut Keep) -> bool {
+        true
+    }
+}
+
+/// Room for copies of what a call's pointers point to ([`ArgValue::detach`]).
+pub struct Keep<'a> {
+    room: &'a mut [u8],
+}
+
+impl<'a> Keep<'a> {
+    pub fn new(room: &'a mut [u8]) -> Keep<'a> {
+        Keep { room }
+    }
+
+    /// Copies `value` into the room: where the copy is, or `None` when it does not fit.
+    pub fn put<T: Copy>(&mut self, value: T) -> Option<*mut T> {
+        let pad = self.room.as_ptr().align_offset(std::mem::align_of::<T>());
+        let end = pad.checked_add(std::mem::size_of::<T>())?;
+        if end > self.room.len() {
+            return None;
+        }
+        let (used, rest) = std::mem::take(&mut self.room).split_at_mut(end);
+        let at = used[pad..].as_mut_ptr().cast::<T>();
+        // SAFETY: `at` is aligned for `T` (`pad`), with `size_of::<T>()` bytes of the room
+        // behind it, which this `Keep` hands out once.
+        unsafe { at.write(value) };
+        self.room = rest;
+        Some(at)
+    }
 }
 
 /// A type an out-parameter can point to: how its value is written once the driver filled it.
@@ -713,6 +749,12 @@ impl<T: Pointee> ArgValue for Out<T> {
             None => (self.addr(), 0),
         }
     }
+    fn detach(&mut self, outcome: Outcome, keep: &mut Keep) -> bool {
+        match self.written(outcome) {
+            Some(value) => keep.put(value).map(|at| self.0 = at).is_some(),
+            None => true,
+        }
+    }
     fn encode_snap(word: u64, tag: u8, w: &mut JsonOut, name: &'static str) {
         match (tag, word) {
             (1, _) => T::encode_deref_word(word, w, name),
@@ -783,6 +825,12 @@ impl LogicalEndpointPropPtr {
 impl ArgValue for LogicalEndpointPropPtr {
     fn c_type() -> String {
         "const CUlogicalEndpointProp *".into()
+    }
+    fn detach(&mut self, outcome: Outcome, keep: &mut Keep) -> bool {
+        match self.read(outcome) {
+            Some(value) => keep.put(value).map(|at| self.0 = at.cast_const()).is_some(),
+            None => true,
+        }
     }
     fn encode(&self, w: &mut JsonOut, outcome: Outcome) {
         let Some(p) = self.read(outcome) else {
@@ -898,6 +946,12 @@ macro_rules! endpoint_handle_ptr {
                     w.kv_hex(name, word);
                 }
             }
+            fn detach(&mut self, outcome: Outcome, keep: &mut Keep) -> bool {
+                match self.bytes(outcome) {
+                    Some(bytes) => keep.put(bytes).map(|at| self.0 = at.cast::<c_void>() as $ptr).is_some(),
+                    None => true,
+                }
+            }
         }
     };
 }
@@ -951,6 +1005,12 @@ impl MemAllocationPropPtr {
 impl ArgValue for MemAllocationPropPtr {
     fn c_type() -> String {
         "const CUmemAllocationProp *".into()
+    }
+    fn detach(&mut self, outcome: Outcome, keep: &mut Keep) -> bool {
+        match self.read(outcome) {
+            Some(value) => keep.put(value).map(|at| self.0 = at.cast_const()).is_some(),
+            None => true,
+        }
     }
     fn encode(&self, w: &mut JsonOut, outcome: Outcome) {
         let Some(p) = self.read(outcome) else {
@@ -1066,6 +1126,30 @@ mod tests {
         // A NULL out-pointer is never read, even on success.
         let null: Out<Int> = Out(std::ptr::null_mut());
         assert_eq!(render_named(null, Outcome::Returned(0)), "{\"p\":null}");
+    }
+
+    /// A detached out-parameter points at an aligned copy in the room, and only after success
+    /// (a failed call's pointer is kept as it was, never read); a copy that does not fit is
+    /// refused.
+    #[test]
+    fn detached_arguments_point_at_their_copies() {
+        let mut room = [0u8; 64];
+        let mut keep = Keep::new(&mut room[1..]);
+        let mut v = Int(7);
+        let mut out = Out(&mut v as *mut Int);
+        assert!(out.detach(Outcome::Returned(1), &mut keep));
+        assert_eq!(out.0, &mut v as *mut Int, "a failed call's pointer stays");
+        assert!(out.detach(Outcome::Returned(0), &mut keep));
+        assert_ne!(out.0, &mut v as *mut Int);
+        assert_eq!(out.0 as usize % std::mem::align_of::<Int>(), 0);
+        v = Int(8);
+        assert_eq!(render_named(out, Outcome::Returned(0)), "{\"*p\":7}");
+        let mut handle = LogicalEndpointHandlePtr([0x41u8; 64].as_mut_ptr().cast());
+        assert!(
+            !handle.detach(Outcome::Returned(0), &mut keep),
+            "64 bytes do not fit in what is left"
+        );
+        assert_eq!(v.0, 8);
     }
 
     #[test]

@@ -234,6 +234,9 @@ pub trait CallArgs: Copy + 'static {
         words: &mut [u64; MAX_ARGS],
         tags: &mut [u8; MAX_ARGS],
     );
+    /// Every argument detached ([`crate::ffi::ArgValue::detach`]): what the checks and the
+    /// record read through its pointers, copied into `keep`. False when it does not fit.
+    fn detach(&mut self, outcome: Outcome, keep: &mut crate::ffi::Keep) -> bool;
 }
 
 /// Arguments of an interposed function, at most.
@@ -337,6 +340,10 @@ macro_rules! define_table {
                             (words[i], tags[i]) = self.$arg.snap(outcome, fingerprint);
                             i += 1;
                         )*
+                    }
+                    #[allow(unused_variables)]
+                    fn detach(&mut self, outcome: Outcome, keep: &mut Keep) -> bool {
+                        true $( && self.$arg.detach(outcome, keep) )*
                     }
                 }
             )*

@@ -27,6 +27,9 @@
  *   exitstorm THREADS N [signals]  THREADS threads (with the timer and handler of sigstorm if
  *                      `signals`) loop on calls forever; the main thread makes N calls and then
  *                      calls exit(0) while they run (prints no DONE: the count is not known)
+ *   sigcheck THREADS N as sigstorm, but every other call of the handler is a misuse (device 9);
+ *                      prints HANDLER_CALLS, HANDLER_MISUSES and the value the driver wrote
+ *                      for the valid ones (CAN)
  *   handler-exit N     N calls, then calls without end while a profiling timer's handler calls
  *                      exit(0) at its first tick, wherever it interrupted the thread (prints no DONE)
  * Prints DONE <calls completed by this process> before ending (stdout is flushed first). */
@@ -94,6 +97,23 @@ static void call_in_handler(int sig) {
 }
 
 /* Every 200 us of the process's CPU time, SIGPROF runs `call_in_handler` on whichever thread. */
+static atomic_long handler_misuses;
+static atomic_int handler_can = -1;
+
+static void check_in_handler(int sig) {
+    (void)sig;
+    int saved = errno, can = -1;
+    long k = atomic_fetch_add(&handler_calls, 1);
+    if (k % 2) {
+        if (cuDeviceCanAccessPeer(&can, d0, 9) != CUDA_ERROR_INVALID_DEVICE) _exit(7);
+        atomic_fetch_add(&handler_misuses, 1);
+    } else {
+        if (cuDeviceCanAccessPeer(&can, d0, d1) != CUDA_SUCCESS) _exit(6);
+        atomic_store(&handler_can, can);
+    }
+    errno = saved;
+}
+
 static void exit_in_handler(int sig) {
     (void)sig;
     exit(0);
@@ -163,7 +183,9 @@ int main(int argc, char **argv) {
     const char *mode = argv[1];
     MUST(cuInit(0));
     MUST(cuDeviceGet(&d0, 0));
-    MUST(cuDeviceGet(&d1, 1));
+    int devices = 0;
+    MUST(cuDeviceGetCount(&devices));
+    MUST(cuDeviceGet(&d1, devices > 1 ? 1 : 0)); /* one GPU: its own peer (answered 0) */
     long n = atol(argv[2]);
     if (!strcmp(mode, "segv") || !strcmp(mode, "abort") || !strcmp(mode, "underscore-exit") ||
         !strcmp(mode, "kill9")) {
@@ -226,6 +248,26 @@ int main(int argc, char **argv) {
         long in_handlers = atomic_load(&handler_calls);
         printf("HANDLER_CALLS %ld\n", in_handlers);
         done((long)threads * storm_calls + in_handlers);
+        return 0;
+    }
+    if (!strcmp(mode, "sigcheck") && argc == 4) {
+        int threads = (int)n;
+        storm_calls = atol(argv[3]);
+        pthread_t t[64];
+        if (threads > 64) return 2;
+        start_signal_timer();
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = check_in_handler;
+        sa.sa_flags = SA_RESTART;
+        sigaction(SIGPROF, &sa, NULL);
+        for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, storm, NULL);
+        for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
+        stop_signal_timer();
+        printf("HANDLER_CALLS %ld\n", atomic_load(&handler_calls));
+        printf("HANDLER_MISUSES %ld\n", atomic_load(&handler_misuses));
+        printf("CAN %d\n", atomic_load(&handler_can));
+        done((long)threads * storm_calls + atomic_load(&handler_calls));
         return 0;
     }
     if (!strcmp(mode, "exitstorm") && (argc == 4 || argc == 5)) {
