@@ -155,14 +155,21 @@ unsafe fn replay<A: CallArgs>(at: *mut u8, guard: &Guard) {
     check(guard, args, ret, t, number);
 }
 
-/// Checks and records every call `owner`'s thread kept, oldest first. Only on that thread,
-/// inside the shim's `guard` and outside any driver call (the guard calls it as its thread
-/// leaves the shim).
+/// Checks and records the calls `owner`'s thread kept before this began, oldest first; those
+/// its signal handlers keep meanwhile wait for its next leave (its thread exit at the latest):
+/// handlers that keep calls faster than their checks run never hold a thread in the shim.
+/// Only on that thread, inside the shim's `guard` and outside any driver call (the guard calls
+/// it as its thread leaves the shim).
 fn drain(owner: usize, guard: &Guard) {
+    let until = ORDER.load(Relaxed);
     loop {
         let next = POOL
             .iter()
-            .filter(|e| e.state.load(Acquire) == READY && e.owner.load(Relaxed) == owner)
+            .filter(|e| {
+                e.state.load(Acquire) == READY
+                    && e.owner.load(Relaxed) == owner
+                    && e.order.load(Relaxed) < until
+            })
             .min_by_key(|e| e.order.load(Relaxed));
         let Some(entry) = next else {
             return;
@@ -193,11 +200,12 @@ pub fn unchecked() -> u64 {
     UNCHECKED.load(Relaxed)
 }
 
-/// Calls kept by `owner`'s thread and not checked yet that hold a record number: an exit that a
-/// signal handler called on that thread cannot wait for them.
-pub fn numbered_by(owner: usize) -> u64 {
+/// Kept calls waiting for their thread to leave the shim (none is being checked): their
+/// numbers cannot land before, which may be never (a thread blocked outside the shim), so an
+/// exit does not wait for them.
+pub fn parked() -> u64 {
     POOL.iter()
-        .filter(|e| e.state.load(Acquire) == READY && e.owner.load(Relaxed) == owner)
+        .filter(|e| e.state.load(Acquire) == READY)
         .count() as u64
 }
 
@@ -216,11 +224,16 @@ mod tests {
     use sharecheck_core::ffi::{CUdevice, Int, Out};
     use sharecheck_core::functions::args;
 
+    /// The pool is the process's: one test at a time.
+    static POOL_TESTS: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
     /// The pool holds `ENTRIES` calls at once and gives the next back (recorded unchecked by
     /// its caller); a kept call's out-parameter points at the entry's copy of what the driver
     /// wrote, not at the caller's (gone) variable; a forked child keeps none.
     #[test]
     fn the_pool_keeps_a_copy_of_what_the_driver_wrote_and_refuses_when_full() {
+        let _one = POOL_TESTS.lock();
+        after_fork_in_child();
         let owner = 0x5eed;
         let mut can = Int(1);
         let call = args::cuDeviceCanAccessPeer {
@@ -231,7 +244,7 @@ mod tests {
         for _ in 0..ENTRIES {
             assert!(keep(owner, call, 0, 0, None, |_, _, _, _, _| {}).is_ok());
         }
-        assert_eq!(numbered_by(owner), ENTRIES as u64);
+        assert_eq!(parked(), ENTRIES as u64);
         assert!(
             keep(owner, call, 0, 0, None, |_, _, _, _, _| {}).is_err(),
             "full"
@@ -250,8 +263,55 @@ mod tests {
         assert_eq!(unsafe { (*kept.args.canAccessPeer.0).0 }, 1);
         assert_eq!(can.0, 0);
         after_fork_in_child();
-        assert_eq!(numbered_by(owner), 0);
+        assert_eq!(parked(), 0);
         assert!(keep(owner, call, 0, 0, None, |_, _, _, _, _| {}).is_ok());
+        after_fork_in_child();
+    }
+
+    /// A call kept while its thread checks its kept calls (a handler that interrupted the
+    /// check) waits for the thread's next leave: handlers faster than the checks never hold
+    /// the thread in the shim. The older ones are checked in the order they were kept.
+    #[test]
+    fn a_call_kept_during_the_checks_waits_for_the_next_leave() {
+        let _one = POOL_TESTS.lock();
+        use std::sync::atomic::AtomicUsize;
+        const OWNER: usize = 0xfeed;
+        static CHECKED: AtomicUsize = AtomicUsize::new(0);
+        fn check_and_keep_another(
+            _: &Guard,
+            a: args::cuDeviceCanAccessPeer,
+            _: c_int,
+            _: u64,
+            _: Option<Number>,
+        ) {
+            assert_eq!(
+                a.peerDev.0 as usize,
+                CHECKED.fetch_add(1, Relaxed),
+                "oldest first"
+            );
+            let again = args::cuDeviceCanAccessPeer {
+                peerDev: CUdevice(9),
+                ..a
+            };
+            assert!(keep(OWNER, again, 0, 0, None, check_and_keep_another).is_ok());
+        }
+        after_fork_in_child();
+        let mut can = Int(1);
+        for peer in 0..3 {
+            let call = args::cuDeviceCanAccessPeer {
+                canAccessPeer: Out(&mut can),
+                dev: CUdevice(0),
+                peerDev: CUdevice(peer),
+            };
+            assert!(keep(OWNER, call, 1, 0, None, check_and_keep_another).is_ok());
+        }
+        let crate::guard::Entry::Whole(guard) = Guard::enter() else {
+            panic!("outside the shim");
+        };
+        drain(OWNER, &guard);
+        assert_eq!(CHECKED.load(Relaxed), 3, "the three kept before");
+        assert_eq!(parked(), 3, "the three kept meanwhile wait");
+        std::mem::forget(guard);
         after_fork_in_child();
     }
 }

@@ -264,7 +264,7 @@ impl Drop for Guard {
 impl Guard {
     /// Checks and records the calls that signal handlers made while this thread was in the
     /// shim (kept by `deferred`), before the thread leaves it: still inside, so that a handler's
-    /// call meanwhile is kept in turn.
+    /// call meanwhile is kept in turn (and checked at the next leave).
     #[cold]
     #[inline(never)]
     fn check_kept(&self) {
@@ -276,11 +276,10 @@ impl Guard {
         }
         // SAFETY: stored by `on_kept` from a `KeptChecker`.
         let check = unsafe { std::mem::transmute::<usize, KeptChecker>(check) };
-        while t.kept.get() {
-            t.kept.set(false);
-            std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
-            check(self.0 as usize, self);
-        }
+        // Once: what a handler keeps meanwhile sets the mark again, for the next leave.
+        t.kept.set(false);
+        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+        check(self.0 as usize, self);
     }
 }
 
@@ -365,6 +364,11 @@ extern "C" fn free_scratch(buffer: *mut libc::c_void) {
     }
     shielded((), || {
         THREAD.with(|t| {
+            // Calls its signal handlers made during its last covered call, still kept: checked
+            // and recorded now (its buffer is still its own), before its chunk is closed.
+            if t.kept.get() {
+                drop(Guard::enter_outside());
+            }
             if t.scratch.get() == buffer.cast() {
                 t.scratch.set(std::ptr::null_mut());
             }

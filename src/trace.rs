@@ -484,15 +484,12 @@ pub fn finish() {
     // `exit` called by a signal handler that interrupted this thread's shim work: what that
     // work holds cannot move while the exit waits.
     let interrupted = crate::guard::Guard::is_inside();
-    // Its calls kept for checking (from handlers) hold numbers that cannot land either.
-    let kept = if interrupted {
-        crate::deferred::numbered_by(crate::guard::kept_call_owner())
-    } else {
-        0
-    };
-    let frozen =
-        crate::guard::writer_slot(|cell| crate::writer::Frozen::of(cell, interrupted, kept));
-    let unfinished = crate::writer::close_numbers(frozen);
+    let frozen = crate::guard::writer_slot(|cell| crate::writer::Frozen::of(cell, interrupted));
+    if !interrupted {
+        // Its own calls kept from signal handlers during its last covered call: checked now.
+        drop(crate::guard::Guard::enter_outside());
+    }
+    let unfinished = crate::writer::close_numbers(frozen, crate::deferred::parked);
     if crate::writer::is_open() {
         let calls = crate::writer::numbers_used().saturating_sub(EVENTS.load(Ordering::Relaxed));
         let reported = findings::count();

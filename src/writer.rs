@@ -393,35 +393,34 @@ fn wait_while_moving(deadline: u64, idle: u64, mut check: impl FnMut() -> (bool,
 /// number in flight, a chunk being copied) cannot move while the exit waits, so it waits for
 /// the others only.
 #[derive(Clone, Copy)]
-pub struct Frozen(Option<usize>, u64);
+pub struct Frozen(Option<usize>);
 
 impl Frozen {
-    /// `cell`'s slot, when `interrupted` (this thread's shim work was interrupted), and `kept`
-    /// numbers of the shared slot that this thread holds (its handlers' calls kept for checking).
-    pub fn of(cell: &ThreadSlot, interrupted: bool, kept: u64) -> Frozen {
+    /// `cell`'s slot, when `interrupted` (this thread's shim work was interrupted).
+    pub fn of(cell: &ThreadSlot, interrupted: bool) -> Frozen {
         let cached = cell.get();
         let index = cached as u32 & 0xff_ffff;
         let ours = cached >> 32 == u64::from(EPOCH.load(Relaxed)) && index != 0;
-        Frozen((interrupted && ours).then(|| index as usize - 1), kept)
+        Frozen((interrupted && ours).then(|| index as usize - 1))
     }
 
     fn is(self, index: usize) -> bool {
         self.0 == Some(index)
     }
 
-    /// The calls this thread holds in flight.
+    /// The calls this slot holds in flight.
     fn in_flight(self) -> u64 {
-        self.1
-            + self
-                .0
-                .map_or(0, |i| u64::from(SLOT_TABLE[i].in_flight.load(Relaxed)))
+        self.0
+            .map_or(0, |i| u64::from(SLOT_TABLE[i].in_flight.load(Relaxed)))
     }
 }
 
 /// At exit, before the exit record: no call is numbered any more, and the calls numbered
-/// already get a bounded time to write their records (not those of a `frozen` slot). Returns
-/// how many are still in flight after it (their records may follow, or not come).
-pub fn close_numbers(frozen: Frozen) -> u64 {
+/// already get a bounded time to write their records: not those of a `frozen` slot, nor the
+/// `parked` ones (numbered calls kept until their thread next leaves the shim, which may be
+/// never: signal handlers' calls, `deferred`). Returns how many are still in flight after it
+/// (their records may follow, or not come).
+pub fn close_numbers(frozen: Frozen, parked: impl Fn() -> u64) -> u64 {
     // A sequentially consistent store, then loads: with the fence after each thread's raised
     // count ([`lift`]), a thread that read CLOSING unset is seen in flight here.
     CLOSING.store(true, SeqCst);
@@ -445,7 +444,7 @@ pub fn close_numbers(frozen: Frozen) -> u64 {
         let left = in_flight();
         let appended: u64 = LANES.iter().map(|w| w.appended.load(Relaxed)).sum();
         (
-            left <= stuck,
+            left <= stuck + parked(),
             left.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ appended,
         )
     });
