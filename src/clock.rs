@@ -240,6 +240,45 @@ fn read_tsc() -> u64 {
     }
 }
 
+/// The instant records' `"t"` counts from, on both clocks (`CLOCK_MONOTONIC`, `CLOCK_REALTIME`),
+/// read together once per process tree (a forked child keeps its parent's, so their times
+/// compare) and written in each file's process record.
+static T0_MONO: AtomicU64 = AtomicU64::new(0);
+static T0_WALL: AtomicU64 = AtomicU64::new(0);
+
+/// Reads the clock base and decides whether the TSC stands in for the clock ([`decide`]). Clock
+/// reads and a small file read: async-signal-safe.
+pub fn init() {
+    decide();
+    if T0_MONO.load(Relaxed) == 0 {
+        let wall = realtime_ns();
+        let mono = monotonic_ns();
+        if T0_MONO
+            .compare_exchange(0, mono, std::sync::atomic::Ordering::AcqRel, Acquire)
+            .is_ok()
+        {
+            T0_WALL.store(wall, Release);
+        }
+    }
+}
+
+/// The clock base: `(CLOCK_MONOTONIC, CLOCK_REALTIME)` at the same instant, in ns.
+pub fn base() -> (u64, u64) {
+    (T0_MONO.load(Acquire), T0_WALL.load(Acquire))
+}
+
+/// A `CLOCK_MONOTONIC` time as a record's `"t"`: ns since the base (read now if not yet).
+#[inline]
+pub fn since_base(mono: u64) -> u64 {
+    match T0_MONO.load(Relaxed) {
+        0 => {
+            init();
+            mono.saturating_sub(T0_MONO.load(Acquire))
+        }
+        t0 => mono.saturating_sub(t0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,11 +2,11 @@
 //! use; each problem with them is one warning. Every layer reads them here: the engine (mode,
 //! mutes, limits on reports), the trace (its level and size limit).
 
-use once_cell::sync::Lazy;
 use sharecheck_core::options::Options;
 use sharecheck_core::schema::env;
+use std::sync::LazyLock;
 
-static OPTIONS: Lazy<Options> = Lazy::new(|| {
+static OPTIONS: LazyLock<Options> = LazyLock::new(|| {
     let raw = std::env::var_os(env::OPTIONS).unwrap_or_default();
     let text = raw.to_string_lossy();
     let (options, mut problems) = Options::parse(&text);

@@ -98,7 +98,7 @@ fn substitute(target: &Covered, found: usize) -> usize {
         return found;
     }
     if let Covered::Function(id) = *target {
-        if !id.is_wrapped() {
+        if !sharecheck_core::table::is_wrapped(id) {
             // Nobody observes it: the driver's own, even where the shim's export was found.
             return if found == crate::exports::wrapper_address(id) {
                 loader::real_function(id).unwrap_or(found)

@@ -8,12 +8,12 @@
 //! environment, so its children inherit it. The key is never derived from anything another user
 //! of the host could read.
 
-use once_cell::sync::OnceCell;
 use sharecheck_core::schema::env;
 use siphasher::sip::SipHasher24;
 use std::hash::Hasher;
+use std::sync::OnceLock;
 
-static KEY: OnceCell<(u64, u64)> = OnceCell::new();
+static KEY: OnceLock<(u64, u64)> = OnceLock::new();
 
 /// Called when the shim is loaded (process start): takes the job's key from the environment, or
 /// makes a random one and hands it down to the children through the environment.

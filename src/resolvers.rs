@@ -60,7 +60,7 @@ pub fn substitute(api: Api, real: usize) -> Option<usize> {
     }
     FUNCTIONS
         .iter()
-        .filter(|f| f.api == api && f.id.is_wrapped())
+        .filter(|f| f.api == api && sharecheck_core::table::is_wrapped(f.id))
         .find(|f| loader::real_function(f.id) == Some(real))
         .map(|f| wrapper_address(f.id))
 }

@@ -83,57 +83,29 @@ pub fn next_seq_shared() -> u64 {
     crate::writer::next_number_shared()
 }
 
-/// The instant records' `"t"` counts from, on both clocks (`CLOCK_MONOTONIC`, `CLOCK_REALTIME`),
-/// read together once per process tree (a forked child keeps its parent's, so their times
-/// compare) and written in each file's process record.
-static T0_MONO: AtomicU64 = AtomicU64::new(0);
-static T0_WALL: AtomicU64 = AtomicU64::new(0);
-
 /// Reads the clock base and decides whether the TSC stands in for the clock (the constructor
-/// calls this; anything earlier reads the base on first use). Clock reads and a small file read:
-/// async-signal-safe.
+/// calls this; anything earlier reads the base on first use): [`clock::init`].
 pub fn init_clock() {
-    clock::decide();
-    if T0_MONO.load(Ordering::Relaxed) == 0 {
-        let wall = clock::realtime_ns();
-        let mono = clock::monotonic_ns();
-        if T0_MONO
-            .compare_exchange(0, mono, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            T0_WALL.store(wall, Ordering::Release);
-        }
-    }
+    clock::init();
 }
 
 /// A record's `"t"`: nanoseconds since the process's clock base (one vDSO clock read).
 pub fn now() -> u64 {
-    since_t0(clock::monotonic_ns())
+    clock::since_base(clock::monotonic_ns())
 }
 
 /// A call record's `"t"` on the calling thread, inside the guard ([`crate::guard::Guard::clock`]):
 /// the same clock, from the TSC where it can stand in ([`crate::clock`]).
 #[inline]
 pub fn now_on(thread: &clock::ThreadClock) -> u64 {
-    since_t0(clock::now_ns(thread))
+    clock::since_base(clock::now_ns(thread))
 }
 
 /// A record's `"t"` in two steps: [`clock::stamp`] where the time belongs, this where it is
 /// written (the calling thread's clock, inside the guard, as [`now_on`]).
 #[inline]
 pub fn at_stamp(thread: &clock::ThreadClock, stamp: u64) -> u64 {
-    since_t0(clock::ns_at(thread, stamp))
-}
-
-#[inline]
-fn since_t0(mono: u64) -> u64 {
-    match T0_MONO.load(Ordering::Relaxed) {
-        0 => {
-            init_clock();
-            mono.saturating_sub(T0_MONO.load(Ordering::Acquire))
-        }
-        t0 => mono.saturating_sub(t0),
-    }
+    clock::since_base(clock::ns_at(thread, stamp))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -379,8 +351,9 @@ fn process_record(buf: &mut Vec<u8>) {
     if let Some(boot) = sharecheck_core::ring::boot_id() {
         w.kv_str("boot_id", &boot);
     }
-    w.kv_u64("t0_wall_ns", T0_WALL.load(Ordering::Acquire));
-    w.kv_u64("t0_mono_ns", T0_MONO.load(Ordering::Acquire));
+    let (t0_mono, t0_wall) = clock::base();
+    w.kv_u64("t0_wall_ns", t0_wall);
+    w.kv_u64("t0_mono_ns", t0_mono);
     // What the file holds, where it is less than every call.
     let options = crate::config::options();
     if options.trace_level != TraceLevel::Calls {

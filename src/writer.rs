@@ -1202,9 +1202,10 @@ fn write_capped(w: &Lane, fd: libc::c_int, at: u64, bytes: &[u8], cap: u64) -> R
     line.extend_from_slice(&bytes[..fits]);
     let mut json = sharecheck_core::json::JsonOut::new(&mut line);
     json.begin_record(
-        crate::trace::next_seq_shared(),
-        crate::trace::now(),
-        crate::trace::tid() as i64,
+        next_number_shared(),
+        crate::clock::since_base(crate::clock::monotonic_ns()),
+        // SAFETY: gettid has no preconditions and cannot fail.
+        i64::from(unsafe { libc::gettid() }),
     );
     json.kv_str("event", "trace-limit");
     json.kv_u64("limit", cap);

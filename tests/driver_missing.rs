@@ -65,13 +65,28 @@ fn no_driver_at_all_returns_not_supported_and_says_what_was_tried() {
     cmd.env_remove("LD_LIBRARY_PATH")
         .env(env::CUDA_LIBRARY, s.path("no-such-libcuda.so"));
     let out = cmd.output().unwrap();
-    // The stub's cuDeviceCanAccessPeer is gone too: every call answers 801, nothing crashes.
-    if std::path::Path::new("/usr/lib/x86_64-linux-gnu")
-        .join(libraries::CUDA.soname())
-        .exists()
-    {
-        return; // a machine with a real driver would find it by soname
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if soname_loads_here(libraries::CUDA.soname()) {
+        // A machine with a real driver: the shim finds it by soname after the missing path,
+        // says so once, and forwards to it.
+        assert!(out.status.success(), "{stderr}");
+        assert_eq!(
+            stderr
+                .matches("no-such-libcuda.so cannot be loaded (no such file); ignored")
+                .count(),
+            1,
+            "{stderr}"
+        );
+        assert!(
+            !stderr.contains("no CUDA driver library could be loaded"),
+            "{stderr}"
+        );
+        assert!(printed_calls(&out)
+            .iter()
+            .all(|(_, rc)| *rc != i64::from(NOT_SUPPORTED)));
+        return;
     }
+    // The stub's cuDeviceCanAccessPeer is gone too: every call answers 801, nothing crashes.
     assert!(
         out.status.success(),
         "{}",
@@ -80,7 +95,6 @@ fn no_driver_at_all_returns_not_supported_and_says_what_was_tried() {
     assert!(printed_calls(&out)
         .iter()
         .all(|(_, rc)| *rc == i64::from(NOT_SUPPORTED)));
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         stderr
             .matches("no CUDA driver library could be loaded")
@@ -193,4 +207,17 @@ fn every_lookup_of_a_missing_function_answers_as_the_driver_does() {
         shimmed, plain,
         "under the shim (left) and without it (right)"
     );
+}
+
+/// Whether the dynamic linker finds a library by its soname here (as the shim would).
+fn soname_loads_here(soname: &str) -> bool {
+    let name = std::ffi::CString::new(soname).unwrap();
+    // SAFETY: dlopen with a C string; a handle it returns is closed at once.
+    let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
+    if handle.is_null() {
+        return false;
+    }
+    // SAFETY: the handle dlopen just returned.
+    unsafe { libc::dlclose(handle) };
+    true
 }

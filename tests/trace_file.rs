@@ -222,8 +222,8 @@ fn ipc_handles_are_fingerprinted_alike_across_processes_and_never_written_raw() 
 /// timeline of both processes decides what neither process could alone.
 #[test]
 fn a_report_phase_check_matches_exporter_and_importer_by_fingerprint() {
+    use sharecheck_core::crossproc::ipc::FREED_WHILE_OPEN;
     use sharecheck_core::crossproc::{decide, ReportCheck, Timeline};
-    use sharecheck_core::rules::ipc::report::FREED_WHILE_OPEN;
     let findings_of = |mode: &[&str]| {
         let s = Scratch::new(&format!("ipc_pair_report{}", mode.len()));
         let libs = s.sim_libs();

@@ -192,8 +192,8 @@ fn a_crashed_process_s_ring_is_not_read_past_its_trace_limit() {
     assert!(text.contains("no exit record"), "{text}");
 }
 
-/// The records of every trace file, as a reader of a crashed process sees them: the file, then
-/// what its ring file holds past it (`sharecheck_core::ring::recover`; a record both hold is read
+/// The records of every trace file, as a reader of a crashed process sees them: the file (as far
+/// as the ring says it was appended), then what its ring file holds past it (`sharecheck_core::ring::recover`; a record both hold is read
 /// once); NUL bytes are space reserved but never filled and are skipped; every other line must be
 /// a whole record.
 fn records_allowing_unused_tail(dir: &Path) -> Vec<Value> {
@@ -209,6 +209,12 @@ fn records_allowing_unused_tail(dir: &Path) -> Vec<Value> {
         let mut bytes = std::fs::read(&path).unwrap();
         let ring_path = format!("{}{}", path.display(), sharecheck_core::ring::SUFFIX);
         if let Ok(ring) = std::fs::read(&ring_path) {
+            // The file as the ring says it was when the process died: a segment whose append
+            // the process's death cut short (the kernel stops a write for a fatal signal) is
+            // read from the ring, as every reader does.
+            let at = sharecheck_core::ring::FILE_AT;
+            let appended = u64::from_le_bytes(ring[at..at + 8].try_into().unwrap());
+            bytes.truncate(appended.min(bytes.len() as u64) as usize);
             let len = bytes.len() as u64;
             bytes.extend(sharecheck_core::ring::recover(len, &ring).unwrap());
         }

@@ -8,6 +8,7 @@
 
 mod args;
 mod findings;
+mod occurrence;
 mod record;
 mod report;
 mod review;
@@ -16,6 +17,7 @@ mod run;
 mod runs;
 mod safe_json;
 mod sarif;
+mod summary;
 mod symbolize;
 mod timeline;
 mod trace;

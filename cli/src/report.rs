@@ -1,8 +1,7 @@
 //! `sharecheck report`: merges the trace files of many processes and prints the findings, as
-//! text for a person or as one JSON object for a program. The [`Summary`] it builds is also what
-//! `sharecheck run` prints its one-line summary from.
+//! text for a person or as one JSON object for a program, from the [`Summary`] it builds (which
+//! `sharecheck run` prints its one-line summary from too).
 
-use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -10,306 +9,12 @@ use std::path::PathBuf;
 use serde_json::{Map, Value};
 
 use crate::args::{Format, ReportArgs, Severity, EXIT_USAGE};
-use crate::findings::{Findings, Gather, Occurrence};
+use crate::findings::Gather;
+use crate::occurrence::Occurrence;
 use crate::review;
-use crate::trace::{self, Diagnostics, Record};
-use sharecheck_core::crossproc::{self, ReportCheck, ReportFinding, Timeline};
-
-#[derive(Debug, Default)]
-pub struct FnStats {
-    pub calls: u64,
-    /// Calls with `ret != 0`.
-    pub failures: u64,
-    /// Failure counts by `ret_name` (or the number when the name is null).
-    pub failure_names: HashMap<String, u64>,
-}
-
-#[derive(Debug, Default)]
-pub struct ProcessInfo {
-    pub exe: Option<String>,
-    pub ppid: Option<i64>,
-    /// Call records read.
-    pub calls: u64,
-    pub errors: u64,
-    pub warnings: u64,
-    /// Findings of every severity in its records.
-    pub findings: u64,
-    pub exited: bool,
-    /// From its `exit` record: the calls it made and the findings it reported (recorded or not).
-    pub calls_made: Option<u64>,
-    pub findings_reported: Option<u64>,
-    /// From its `exit` record: calls still being recorded when it exited (their records may
-    /// have followed, or be lost).
-    pub calls_unfinished: u64,
-    /// From its `exit` record: calls made in signal handlers recorded without their checks.
-    pub calls_unchecked: u64,
-    /// Its trace records only calls with findings (`trace_level=findings`).
-    pub findings_level: bool,
-    /// Its trace reached `trace_limit`.
-    pub cut: bool,
-    /// Tracing stopped before it exited (its exit record says so, made by the reader).
-    pub stopped: bool,
-}
-
-impl ProcessInfo {
-    /// What the row says besides its numbers: how the process ended and what its trace lacks.
-    fn notes(&self) -> String {
-        let mut notes = Vec::new();
-        if !self.exited {
-            notes.push("no exit record: it crashed, was killed or is still running".to_string());
-        }
-        if self.stopped {
-            notes.push(
-                "exited normally; tracing had stopped (the file size limit, a full disk or a \
-                 stuck append): its later calls are not in the trace"
-                    .to_string(),
-            );
-        }
-        if let (Some(made), true) = (self.calls_made, self.calls_unfinished > 0) {
-            let missing = made.saturating_sub(self.calls);
-            if !self.findings_level && missing > 0 {
-                notes.push(format!(
-                    "{missing} of its calls were still being recorded when it exited and are \
-                     not in the trace"
-                ));
-            }
-        }
-        if self.calls_unchecked > 0 {
-            notes.push(format!(
-                "{} calls made in signal handlers were recorded without their checks",
-                self.calls_unchecked
-            ));
-        }
-        if self.findings_level {
-            notes.push(match self.calls_made {
-                Some(made) => format!(
-                    "trace_level=findings: {} of {made} calls recorded",
-                    self.calls
-                ),
-                None => "trace_level=findings: only some calls recorded".to_string(),
-            });
-        }
-        if self.cut {
-            notes.push(match self.findings_reported {
-                Some(reported) if reported > self.findings => format!(
-                    "trace cut at trace_limit: {} more finding(s) were reported on stderr",
-                    reported - self.findings
-                ),
-                _ => "trace cut at trace_limit".to_string(),
-            });
-        }
-        if notes.is_empty() {
-            String::new()
-        } else {
-            format!("  ({})", notes.join("; "))
-        }
-    }
-}
-
-/// Everything `report` prints, built from the records of every file.
-#[derive(Default)]
-pub struct Summary {
-    pub files: usize,
-    pub records: u64,
-    pub calls: u64,
-    pub processes: BTreeMap<i64, ProcessInfo>,
-    /// Records without a pid still count as one process between them.
-    pub records_without_pid: bool,
-    /// Gathered as the records stream by ([`Findings`]).
-    pub findings: Findings,
-    pub functions: BTreeMap<String, FnStats>,
-    /// Some input could not be opened or read.
-    pub unreadable: bool,
-    /// The calls report-phase checks read, across processes.
-    pub timeline: Timeline,
-    /// The last function seen, and whether the timeline keeps all its calls.
-    last_function: Option<(String, bool)>,
-}
-
-impl Summary {
-    pub fn process_count(&self) -> usize {
-        self.processes.len() + usize::from(self.records_without_pid)
-    }
-
-    pub fn count(&self, severity: Severity) -> usize {
-        self.findings.count(severity)
-    }
-
-    fn add(&mut self, record: Record) {
-        self.records += 1;
-        // Whether the report-phase checks read a function's calls is asked once per run of
-        // records of one function (a trace is mostly long runs of a few functions).
-        let wanted = match (record.func(), &self.last_function) {
-            (Some(f), Some((last, kept))) if f == last => {
-                *kept || crossproc::mentions_fingerprint(record.args_text())
-            }
-            (Some(f), _) => {
-                let kept = self.timeline.reads_function(f);
-                self.last_function = Some((f.to_string(), kept));
-                kept || crossproc::mentions_fingerprint(record.args_text())
-            }
-            (None, _) => self.timeline.wants(None, record.event(), None),
-        };
-        if wanted {
-            self.timeline.add(record.obj());
-        }
-        let pid = record.pid();
-        let process = match pid {
-            Some(pid) => Some(self.processes.entry(pid).or_default()),
-            None => {
-                self.records_without_pid = true;
-                None
-            }
-        };
-        let func = record.func();
-        let event = if func.is_none() { record.event() } else { None };
-        if let Some(process) = process {
-            match event {
-                Some("process") => {
-                    let obj = record.obj();
-                    process.exe = obj.get("exe").and_then(Value::as_str).map(String::from);
-                    process.ppid = obj.get("ppid").and_then(Value::as_i64);
-                    process.findings_level =
-                        obj.get("trace_level").and_then(Value::as_str) == Some("findings");
-                }
-                Some("exit") => {
-                    let obj = record.obj();
-                    process.exited = true;
-                    process.stopped = obj.get("tracing_stopped") == Some(&Value::Bool(true));
-                    process.calls_made = obj.get("calls").and_then(Value::as_u64);
-                    process.findings_reported =
-                        obj.get("findings_reported").and_then(Value::as_u64);
-                    let count = |key| obj.get(key).and_then(Value::as_u64).unwrap_or(0);
-                    process.calls_unfinished = count("calls_unfinished");
-                    process.calls_unchecked = count("calls_unchecked");
-                }
-                Some(trace::LIMIT_EVENT) => process.cut = true,
-                _ => {}
-            }
-            if func.is_some() {
-                process.calls += 1;
-            }
-        }
-        if let Some(name) = func {
-            self.calls += 1;
-            let stats = match self.functions.get_mut(name) {
-                Some(stats) => stats,
-                None => self.functions.entry(name.to_string()).or_default(),
-            };
-            stats.calls += 1;
-            if let Some(ret) = record.ret().filter(|&r| r != 0) {
-                stats.failures += 1;
-                let label = record
-                    .ret_name()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| ret.to_string());
-                *stats.failure_names.entry(label).or_default() += 1;
-            }
-        }
-        if !record.has_findings() {
-            return;
-        }
-        let findings = record.findings();
-        if let Some(process) = pid.and_then(|pid| self.processes.get_mut(&pid)) {
-            for f in &findings {
-                process.findings += 1;
-                match f.get("severity").and_then(Value::as_str) {
-                    Some("error") => process.errors += 1,
-                    Some("warning") => process.warnings += 1,
-                    _ => {}
-                }
-            }
-        }
-        let number = |v: Option<u64>| v.map_or(Value::Null, Value::from);
-        // A `before-call` event's findings belong to the call it names (reported before the call
-        // was forwarded: a known driver does not return from it).
-        let (found_in, found_seq) = match record.head.call_fn.as_deref() {
-            Some(call) => (Some(call.to_string()), number(record.head.call_seq)),
-            None => (func.map(str::to_string), number(record.seq())),
-        };
-        let args = record.args();
-        for finding in findings {
-            self.findings.add(Occurrence {
-                finding,
-                func: found_in.clone(),
-                pid: pid.map_or(Value::Null, Value::from),
-                tid: record.tid().map_or(Value::Null, Value::from),
-                seq: found_seq.clone(),
-                ts_ns: record.ts_ns(),
-                event: event.map(str::to_string),
-                args: args.clone(),
-            });
-        }
-    }
-}
-
-/// Reads `files` into a [`Summary`], pushing reading problems to `diagnostics`; the
-/// report-phase checks then decide over the calls of every process.
-pub fn summarize(files: &[PathBuf], diagnostics: &mut Diagnostics, gather: Gather) -> Summary {
-    summarize_with(files, diagnostics, crossproc::REPORT_CHECKS, gather)
-}
-
-fn summarize_with(
-    files: &[PathBuf],
-    diagnostics: &mut Diagnostics,
-    checks: &[&dyn ReportCheck],
-    gather: Gather,
-) -> Summary {
-    let mut summary = Summary {
-        timeline: Timeline::for_checks(checks),
-        findings: Findings::new(gather),
-        ..Summary::default()
-    };
-    let stats = trace::read_files(files, diagnostics, |r| summary.add(r));
-    summary.files = stats.files_read;
-    summary.unreadable = stats.unreadable;
-    let mut explained = std::collections::BTreeSet::new();
-    if !checks.is_empty() {
-        summary.timeline.finish();
-        let found = crossproc::decide(&summary.timeline, checks);
-        // A failure a report-phase rule explains needs no generic explanation beside it.
-        explained = found.iter().map(|f| (f.pid, f.seq)).collect();
-        for f in found {
-            summary.add_report_phase(f);
-        }
-    }
-    summary.findings.finish(&explained);
-    summary
-}
-
-impl Summary {
-    /// A finding a report-phase check decided: shown like any other, on the call it rests on,
-    /// and marked `"phase":"report"`.
-    fn add_report_phase(&mut self, found: ReportFinding) {
-        let rule = found.rule;
-        let mut finding = Map::new();
-        finding.insert("rule".into(), rule.id.into());
-        finding.insert("severity".into(), rule.severity.as_str().into());
-        finding.insert("kind".into(), rule.kind.as_str().into());
-        finding.insert("message".into(), found.message.into());
-        finding.insert("doc".into(), rule.source.cite().into());
-        finding.insert("fix".into(), rule.fix.into());
-        finding.insert("phase".into(), "report".into());
-        if let Some(process) = self.processes.get_mut(&found.pid) {
-            process.findings += 1;
-            match rule.severity.as_str() {
-                "error" => process.errors += 1,
-                "warning" => process.warnings += 1,
-                _ => {}
-            }
-        }
-        self.findings.add(Occurrence {
-            finding,
-            func: Some(found.func),
-            pid: found.pid.into(),
-            tid: Value::Null,
-            seq: found.seq.into(),
-            ts_ns: Some(found.ts_ns),
-            event: None,
-            args: None,
-        });
-    }
-}
+use crate::summary::{summarize, FnStats, Summary};
+use crate::trace::{self, Diagnostics};
+use sharecheck_core::crossproc;
 
 /// Runs `sharecheck report`; returns the exit status.
 /// The TRACE arguments, or the default directory when none is given (`None`, said on stderr,
@@ -817,8 +522,27 @@ pub fn render_text(s: &Summary) -> String {
         plural(s.process_count() as u64, "process", "processes"),
         plural(s.files as u64, "trace file", "trace files"),
     );
+    render_findings_text(s, &mut out);
+    render_processes_text(s, &mut out);
+    render_functions_text(s, &mut out);
+    render_handles_text(s, &mut out);
+    let _ = write!(
+        out,
+        "\nSUMMARY: {} errors, {} warnings, {} infos",
+        s.count(Severity::Error),
+        s.count(Severity::Warning),
+        s.count(Severity::Info)
+    );
+    if s.findings.suppressed > 0 {
+        let _ = write!(out, " ({} suppressed)", s.findings.suppressed);
+    }
+    out.push('\n');
+    printable(&out)
+}
 
-    // Findings grouped by rule: worst severity first, then the most frequent.
+/// FINDINGS BY RULE: worst severity first, then the most frequent; per rule its occurrences
+/// shown (with their stacks, file:line where known), its functions, doc and fix.
+fn render_findings_text(s: &Summary, out: &mut String) {
     let groups = s.findings.groups_in_order();
     out.push('\n');
     if groups.is_empty() {
@@ -898,8 +622,10 @@ pub fn render_text(s: &Summary) -> String {
             let _ = writeln!(out, "    fix:   {}", indented(fix, "           "));
         }
     }
+}
 
-    // Processes: which program each pid was, and whether it exited normally.
+/// PROCESSES: which program each pid was, and whether it exited normally.
+fn render_processes_text(s: &Summary, out: &mut String) {
     if !s.processes.is_empty() {
         out.push_str("\nPROCESSES\n");
         let _ = writeln!(
@@ -925,8 +651,10 @@ pub fn render_text(s: &Summary) -> String {
             );
         }
     }
+}
 
-    // Calls per function: the most called first.
+/// CALLS BY FUNCTION: the most called first, with failures and the most frequent one.
+fn render_functions_text(s: &Summary, out: &mut String) {
     out.push('\n');
     if s.functions.is_empty() {
         out.push_str("CALLS BY FUNCTION: none\n");
@@ -960,27 +688,14 @@ pub fn render_text(s: &Summary) -> String {
             );
         }
     }
-
-    render_handles_text(s, &mut out);
-
-    let _ = write!(
-        out,
-        "\nSUMMARY: {} errors, {} warnings, {} infos",
-        s.count(Severity::Error),
-        s.count(Severity::Warning),
-        s.count(Severity::Info)
-    );
-    if s.findings.suppressed > 0 {
-        let _ = write!(out, " ({} suppressed)", s.findings.suppressed);
-    }
-    out.push('\n');
-    printable(&out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sharecheck_core::rules::ipc::report::FREED_WHILE_OPEN;
+    use crate::summary::summarize_with;
+    use sharecheck_core::crossproc::ipc::FREED_WHILE_OPEN;
+    use sharecheck_core::crossproc::ReportCheck;
 
     /// Every finding kept, ten of each rule for the text.
     fn all() -> Gather {

@@ -6,7 +6,7 @@
 //! stack, as `module+0xoffset (symbol+0x..)`, matches). Patterns are globs (`*`, `?`). `#` starts a
 //! comment. `--gen-suppressions` writes one line for each distinct finding.
 
-use crate::findings::Occurrence;
+use crate::occurrence::Occurrence;
 use std::collections::BTreeMap;
 use std::path::Path;
 

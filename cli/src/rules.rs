@@ -4,9 +4,8 @@
 
 use std::io::Write;
 
-use sharecheck_core::rules::{
-    by_id, catalogue_json, catalogue_text, ids_containing, rule_text, rules_json, Rule,
-};
+use sharecheck_core::catalogue::{catalogue_json, catalogue_text, rule_text, rules_json};
+use sharecheck_core::rules::{by_id, ids_containing, Rule};
 
 use crate::args::{Format, RulesArgs, EXIT_USAGE};
 use crate::trace::io_reason;

@@ -26,8 +26,8 @@ use sharecheck_core::pattern::{self, Token};
 use sharecheck_core::schema::{self, env, libraries};
 
 use crate::args::{RunArgs, Severity, DEFAULT_KEEP_RUNS, EXIT_USAGE};
-use crate::report::{self, Summary};
 use crate::runs;
+use crate::summary::{self, Summary};
 use crate::trace::{self, io_reason, Diagnostics};
 
 /// Exit statuses when PROG cannot be started, as in POSIX shells.
@@ -83,7 +83,7 @@ pub fn run(args: RunArgs) -> i32 {
     }
     // The summary and error_exitcode read the same files, so they never disagree.
     let mut diagnostics = Diagnostics::default();
-    let summary = report::summarize(
+    let summary = summary::summarize(
         &files,
         &mut diagnostics,
         crate::findings::Gather::counting(),
@@ -723,10 +723,10 @@ const FORWARDED: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
 /// Signals from the terminal (Ctrl-C: `si_code == SI_KERNEL`) already reach PROG, which is in the
 /// same foreground process group; forwarding them would deliver them twice.
 extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
-    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
     let code = if info.is_null() {
         0
     } else {
+        // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
         unsafe { (*info).si_code }
     };
     if code == libc::SI_KERNEL {

@@ -5,8 +5,8 @@
 //! module), and the innermost resolved frame as its location. Checked with Microsoft's SARIF
 //! Multitool (`npx @microsoft/sarif-multitool validate`).
 
-use crate::findings::Occurrence;
-use crate::report::Summary;
+use crate::occurrence::Occurrence;
+use crate::summary::Summary;
 use crate::symbolize::Symbols;
 use serde_json::{json, Map, Value};
 
@@ -127,7 +127,7 @@ pub fn render_to(s: &Summary, out: &mut impl std::io::Write) -> std::io::Result<
     let rules: Vec<Value> = catalogue
         .iter()
         .map(|rule| {
-            let functions: Vec<&str> = sharecheck_core::rules::functions_of(rule)
+            let functions: Vec<&str> = sharecheck_core::catalogue::functions_of(rule)
                 .map(|f| f.symbol)
                 .collect();
             json!({

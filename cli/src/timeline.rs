@@ -21,7 +21,8 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use crate::findings::{Gather, Occurrence};
+use crate::findings::Gather;
+use crate::occurrence::Occurrence;
 use crate::trace::{self, Diagnostics, Record};
 
 /// One end of a handle's exchange.

@@ -29,7 +29,7 @@ fn rules_md_is_the_output_of_sharecheck_rules() {
     assert!(out.stderr.is_empty(), "{}", stderr(&out));
     assert_eq!(
         out.stdout,
-        sharecheck_core::rules::catalogue_text().into_bytes()
+        sharecheck_core::catalogue::catalogue_text().into_bytes()
     );
     assert_eq!(rules(&["--format", "text"]).stdout, out.stdout);
 
@@ -147,8 +147,8 @@ fn rules_named_are_printed_alone_and_unknown_ones_refused() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let text = String::from_utf8(out.stdout).unwrap();
     let want = [
-        rules::rule_text(rules::by_id("cuMemcpyPeer.memory-freed").unwrap()),
-        rules::rule_text(rules::by_id("call.failed").unwrap()),
+        sharecheck_core::catalogue::rule_text(rules::by_id("cuMemcpyPeer.memory-freed").unwrap()),
+        sharecheck_core::catalogue::rule_text(rules::by_id("call.failed").unwrap()),
     ]
     .join("\n");
     assert_eq!(text, want);

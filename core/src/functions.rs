@@ -217,10 +217,6 @@ impl FnInfo {
 /// The arguments of one interposed call, as a typed struct (see [`args`]).
 pub trait CallArgs: Copy + 'static {
     const ID: FnId;
-    /// [`FnId::is_wrapped`], decided at compile time.
-    const WRAPPED: bool = Self::ID.is_wrapped();
-    /// Whether any check runs on this function, decided at compile time.
-    const CHECKED: bool = crate::table::is_checked(Self::ID);
     /// Writes the members of the record's `"args"` object.
     fn encode(&self, w: &mut JsonOut, outcome: Outcome);
     /// Whether a compact record can hold every argument ([`crate::ffi::ArgValue::COMPACT`]).
@@ -384,13 +380,6 @@ pub use table::{args, encode_snapped, lookup_symbol, FnId, FUNCTIONS};
 impl FnId {
     pub fn info(self) -> &'static FnInfo {
         &FUNCTIONS[self as usize]
-    }
-
-    /// Whether the shim stands in for this function: every seed, and an observed function only
-    /// while some check runs on it. Lookups of the others hand out the driver's own function,
-    /// and a program linked to the shim's export of one is forwarded untouched (not traced).
-    pub const fn is_wrapped(self) -> bool {
-        !self.is_observed() || crate::table::is_checked(self)
     }
 }
 

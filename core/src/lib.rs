@@ -13,6 +13,7 @@
 //! - [`codes`]: the result codes sharecheck names;
 //! - [`schema`]: constants of the trace file format, environment variables, library names.
 
+pub mod catalogue;
 pub mod codes;
 #[cfg(feature = "report")]
 pub mod crossproc;

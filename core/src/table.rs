@@ -133,6 +133,13 @@ macro_rules! define_checks_of {
 
 check_table!(define_checks_of);
 
+/// Whether the shim stands in for a function: every seed, and an observed function only while
+/// some check runs on it. Lookups of the others hand out the driver's own function, and a
+/// program linked to the shim's export of one is forwarded untouched (not traced).
+pub const fn is_wrapped(id: FnId) -> bool {
+    !id.is_observed() || is_checked(id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

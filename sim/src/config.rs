@@ -3,10 +3,10 @@
 //! A bad value is reported in one line on stderr naming the variable, and the default is used:
 //! a test setup mistake must be visible but must not crash the program under test.
 
-use once_cell::sync::Lazy;
 use sharecheck_core::schema::env;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::LazyLock;
 
 /// Not (yet) among the shared names of `sharecheck_core::schema::env`; only the simulator reads it.
 pub const SIM_ATTRS: &str = "SHARECHECK_SIM_ATTRS";
@@ -243,8 +243,9 @@ fn parse_attributes(text: &str, devices: i32) -> Result<HashMap<(i32, i32), i32>
     Ok(map)
 }
 
-static GLOBAL: Lazy<Config> =
-    Lazy::new(|| Config::from_lookup(|name| std::env::var(name).ok(), |line| eprintln!("{line}")));
+static GLOBAL: LazyLock<Config> = LazyLock::new(|| {
+    Config::from_lookup(|name| std::env::var(name).ok(), |line| eprintln!("{line}"))
+});
 
 #[cfg(test)]
 thread_local! {

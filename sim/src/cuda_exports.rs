@@ -19,7 +19,6 @@ use crate::handles::{self, Kind};
 use crate::ipc::{Api, OpenCodes, OpenMode};
 use crate::logical_endpoint;
 use crate::memory::{MemKind, GRANULARITY};
-use crate::procaddress;
 use crate::state::{self, Owner};
 use crate::types::*;
 use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void};
@@ -893,7 +892,7 @@ exports! {
 
     fn cuStreamDestroy_v2(hStream: CUstream) {
         check_initialized()?;
-        crate::stream_event::destroy_stream(to_handle(hStream))
+        crate::state::destroy_stream(to_handle(hStream))
     }
 
     fn cuStreamSynchronize(hStream: CUstream) {
@@ -1304,18 +1303,6 @@ exports! {
         // writable `const char *`.
         unsafe { *pStr = text.unwrap_or(std::ptr::null()) };
         text.map(|_| ()).ok_or(INVALID_VALUE)
-    }
-
-    fn cuGetProcAddress(symbol: *const c_char, pfn: *mut *mut c_void, cudaVersion: c_int, flags: u64) {
-        // SAFETY: `symbol` is NULL or a C string and `pfn` NULL or writable (the contract of
-        // `cuGetProcAddress`); v1 has no status to write.
-        unsafe { procaddress::cuda_get_proc_address(symbol, pfn, cudaVersion, flags, std::ptr::null_mut()) }
-    }
-
-    fn cuGetProcAddress_v2(symbol: *const c_char, pfn: *mut *mut c_void, cudaVersion: c_int, flags: u64, symbolStatus: *mut c_int) {
-        // SAFETY: `symbol` is NULL or a C string, `pfn` and `symbolStatus` NULL or writable (the
-        // contract of `cuGetProcAddress_v2`).
-        unsafe { procaddress::cuda_get_proc_address(symbol, pfn, cudaVersion, flags, symbolStatus) }
     }
 }
 

@@ -2,12 +2,12 @@
 //! error code instead of unwinding into C.
 
 use crate::config::config;
-use once_cell::sync::OnceCell;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::OnceLock;
 
 /// The call log file, opened on first use (never in a constructor).
-static CALL_LOG: OnceCell<Option<OwnedFd>> = OnceCell::new();
+static CALL_LOG: OnceLock<Option<OwnedFd>> = OnceLock::new();
 
 fn call_log() -> Option<&'static OwnedFd> {
     CALL_LOG
@@ -76,15 +76,6 @@ macro_rules! exports {
     };
 }
 pub(crate) use exports;
-
-/// [`exports!`] for the HIP runtime: every error an export returns also becomes the calling
-/// thread's last error (`hipGetLastError`), as the CLR's `HIP_RETURN` does.
-macro_rules! hip_exports {
-    ($($items:tt)*) => {
-        $crate::entry::exports! { @returning $crate::hip_exports::record_last_error; $($items)* }
-    };
-}
-pub(crate) use hip_exports;
 
 /// The code an export returns, unchanged (CUDA has no last error).
 pub fn as_returned(code: crate::types::Code) -> crate::types::Code {

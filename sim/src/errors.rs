@@ -1,10 +1,10 @@
 //! Names and descriptions of result codes, as NUL-terminated strings that live forever
 //! (`cuGetErrorName`, `cuGetErrorString`, `hipGetErrorName`, `hipGetErrorString`).
 
-use once_cell::sync::Lazy;
 use sharecheck_core::names::{cuda_result_name, hip_result_name};
 use std::collections::HashMap;
 use std::ffi::{c_char, CString};
+use std::sync::LazyLock;
 
 /// Descriptions of the codes the simulator returns; other codes get one made from their name.
 const DESCRIPTIONS: &[(i32, &str)] = &[
@@ -61,8 +61,8 @@ enum Table {
     HipString,
 }
 
-static STRINGS: Lazy<parking_lot::Mutex<HashMap<(Table, i32), &'static CString>>> =
-    Lazy::new(Default::default);
+static STRINGS: LazyLock<parking_lot::Mutex<HashMap<(Table, i32), &'static CString>>> =
+    LazyLock::new(Default::default);
 
 fn interned(
     table: Table,

@@ -16,11 +16,10 @@
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use crate::device;
-use crate::entry::{exports, guarded, hip_exports, require};
+use crate::entry::{exports, guarded, require};
 use crate::errors;
 use crate::ipc::{Api, OpenCodes, OpenMode};
 use crate::memory::{Allocation, MemKind, RegionKind};
-use crate::procaddress;
 use crate::state::{self, Owner};
 use crate::types::*;
 use std::cell::Cell;
@@ -30,6 +29,15 @@ use std::ffi::{c_char, c_int, c_uint, c_void};
 const HIP_VERSION: c_int = 60_241_134;
 /// `hipErrorInvalidMemcpyDirection`.
 const INVALID_MEMCPY_DIRECTION: Code = 21;
+
+/// [`exports!`] for the HIP runtime: every error an export returns also becomes the calling
+/// thread's last error (`hipGetLastError`), as the CLR's `HIP_RETURN` does.
+macro_rules! hip_exports {
+    ($($items:tt)*) => {
+        $crate::entry::exports! { @returning $crate::hip_exports::record_last_error; $($items)* }
+    };
+}
+pub(crate) use hip_exports;
 
 thread_local! {
     static CURRENT_DEVICE: Cell<i32> = const { Cell::new(0) };
@@ -362,7 +370,7 @@ hip_exports! {
     }
 
     fn hipStreamDestroy(stream: hipStream_t) {
-        crate::stream_event::destroy_stream(stream_handle(stream))
+        crate::state::destroy_stream(stream_handle(stream))
     }
 
     fn hipStreamSynchronize(stream: hipStream_t) {
@@ -434,14 +442,6 @@ hip_exports! {
         // as a writable `hipPointerAttribute_t`.
         unsafe { *attributes = value };
         Ok(())
-    }
-
-    fn hipGetProcAddress(symbol: *const c_char, pfn: *mut *mut c_void, hipVersion: c_int, flags: u64, symbolStatus: *mut c_int) {
-        // Every simulated HIP function exists in all versions the table serves.
-        let _ = hipVersion;
-        // SAFETY: `symbol` is NULL or a C string, `pfn` and `symbolStatus` NULL or writable (the
-        // contract of `hipGetProcAddress`).
-        unsafe { procaddress::hip_get_proc_address(symbol, pfn, flags, symbolStatus) }
     }
 
     fn hipDeviceGetUuid(uuid: *mut [u8; 16], device: c_int) {

@@ -13,20 +13,15 @@
 //! already imports from is INVALID_HANDLE. With `behaviour=documented`, a re-allocation gets a new
 //! handle ("a unique handle for the new memory").
 
-use crate::config::{config, Behaviour};
-use crate::memory::{Export, MemKind};
-use crate::state::{Driver, Owner};
+use crate::memory::Export;
 use crate::state_dir;
-use crate::types::{
-    Code, Outcome, ALREADY_MAPPED, EVENT_DISABLE_TIMING, EVENT_INTERPROCESS, INVALID_CONTEXT,
-    INVALID_VALUE, MAP_FAILED,
-};
+use crate::types::Code;
+use crate::types::Owner;
 use std::collections::HashMap;
-use std::os::fd::AsRawFd;
 
 const MAGIC: &[u8; 8] = b"SCSIMIPC";
-const KIND_MEMORY: u32 = 1;
-const KIND_EVENT: u32 = 2;
+pub(crate) const KIND_MEMORY: u32 = 1;
+pub(crate) const KIND_EVENT: u32 = 2;
 
 /// The fields of a simulated IPC handle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +77,7 @@ impl IpcHandle {
 
     /// The export's published record, `(nonce, memfd number)`, if it is still there with this
     /// handle's nonce.
-    fn published(&self) -> Option<i32> {
+    pub(crate) fn published(&self) -> Option<i32> {
         let record = state_dir::read(&self.file_name())?;
         let mut fields = record.split_whitespace();
         let nonce: u64 = fields.next()?.parse().ok()?;
@@ -91,14 +86,14 @@ impl IpcHandle {
     }
 
     /// Whether the exporting process is gone (no process has its pid).
-    fn exporter_exited(&self) -> bool {
+    pub(crate) fn exporter_exited(&self) -> bool {
         // SAFETY: signal 0 only checks that the process exists; nothing is sent.
         let rc = unsafe { libc::kill(self.pid as libc::pid_t, 0) };
         rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
     }
 }
 
-fn export_file(kind: u32, pid: u32, id: u64) -> String {
+pub(crate) fn export_file(kind: u32, pid: u32, id: u64) -> String {
     let what = if kind == KIND_MEMORY { "mem" } else { "event" };
     format!("{what}-{pid}-{id}")
 }
@@ -119,30 +114,30 @@ pub fn withdraw_event_export(export: Export) {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct ImportKey {
-    owner: Owner,
-    pid: u32,
-    export_id: u64,
-    offset: u64,
+pub(crate) struct ImportKey {
+    pub(crate) owner: Owner,
+    pub(crate) pid: u32,
+    pub(crate) export_id: u64,
+    pub(crate) offset: u64,
 }
 
-struct Import {
+pub(crate) struct Import {
     /// Where the mapping starts (the key of the memory table).
-    base: u64,
+    pub(crate) base: u64,
     /// What the application got back: base + the handle's offset.
-    pointer: u64,
-    device: i32,
-    refcount: u32,
+    pub(crate) pointer: u64,
+    pub(crate) device: i32,
+    pub(crate) refcount: u32,
 }
 
 #[derive(Default)]
 pub struct Ipc {
-    imports: HashMap<ImportKey, Import>,
+    pub(crate) imports: HashMap<ImportKey, Import>,
     next_export: u64,
 }
 
 impl Ipc {
-    fn new_export(&mut self) -> Export {
+    pub(crate) fn new_export(&mut self) -> Export {
         self.next_export += 1;
         Export {
             id: self.next_export,
@@ -152,7 +147,7 @@ impl Ipc {
 
     /// The export of the memory at `base`, as R580 makes it: the same for every allocation at
     /// that address in this process.
-    fn export_at(&self, base: u64) -> Export {
+    pub(crate) fn export_at(&self, base: u64) -> Export {
         Export {
             id: base,
             nonce: process_nonce(),
@@ -198,213 +193,6 @@ pub enum OpenMode {
     Refcounted,
     /// The legacy `cuIpcOpenMemHandle` (v1): a handle already open in the context is 208.
     Legacy,
-}
-
-impl Driver {
-    /// `cuIpcGetMemHandle` / `hipIpcGetMemHandle`.
-    ///
-    /// Only `cuMemAlloc`/`cuMemAllocPitch`/`hipMalloc` memory can be exported. R580 answered
-    /// INVALID_VALUE for pool (`cuMemAllocAsync`), managed and `cuMemHostAlloc` memory
-    /// (api-facts.md §5.1 [observed]); the simulator answers the same for `cuMemAllocHost`
-    /// memory, for memory imported from another process, and for `cuMemCreate` memory mapped
-    /// with `cuMemMap` (which is shared through `cuMemExportToShareableHandle`, not legacy IPC;
-    /// it is in no allocation of the table, so `find` misses it).
-    pub fn export_memory(&mut self, ptr: u64, api: Api) -> Outcome<[u8; 64]> {
-        let allocation = self.memory.find(ptr).ok_or(INVALID_VALUE)?;
-        match allocation.kind {
-            MemKind::Device => {}
-            MemKind::Pool | MemKind::Managed { .. } | MemKind::Host { .. } | MemKind::IpcImport => {
-                return Err(INVALID_VALUE)
-            }
-        }
-        let offset = match api {
-            // R580 accepts an interior pointer and hands out the base's handle; the documentation
-            // asks for "a pointer to the base".
-            Api::Cuda if ptr != allocation.base && config().behaviour == Behaviour::Documented => {
-                return Err(INVALID_VALUE)
-            }
-            Api::Cuda => 0,
-            // The CLR records the offset of an interior pointer in the handle.
-            Api::Hip => ptr - allocation.base,
-        };
-        let base = allocation.base;
-        let export = match allocation.export {
-            Some(e) => e,
-            None => {
-                let export = match config().behaviour {
-                    Behaviour::R580 => self.ipc.export_at(base),
-                    Behaviour::Documented => self.ipc.new_export(),
-                };
-                let fd = allocation
-                    .memfd
-                    .as_ref()
-                    .expect("device memory has a memfd")
-                    .as_raw_fd();
-                let name = export_file(KIND_MEMORY, std::process::id(), export.id);
-                if !state_dir::write(&name, &format!("{} {fd}\n", export.nonce)) {
-                    return Err(MAP_FAILED);
-                }
-                self.memory.find_mut(base).expect("found above").export = Some(export);
-                export
-            }
-        };
-        let allocation = self.memory.find(base).expect("found above");
-        Ok(IpcHandle {
-            kind: KIND_MEMORY,
-            pid: std::process::id(),
-            export_id: export.id,
-            nonce: export.nonce,
-            offset,
-            size: allocation.size,
-            device: allocation.device,
-        }
-        .encode())
-    }
-
-    /// `cuIpcOpenMemHandle[_v2]` / `hipIpcOpenMemHandle` into `owner` on `device`; the flags
-    /// were checked by the caller. `codes` says what each API answers where they differ.
-    pub fn open_memory(
-        &mut self,
-        bytes: &[u8; 64],
-        owner: Owner,
-        device: i32,
-        mode: OpenMode,
-        codes: OpenCodes,
-    ) -> Outcome<u64> {
-        let handle = IpcHandle::decode(bytes, KIND_MEMORY).ok_or(INVALID_VALUE)?;
-        if handle.pid == std::process::id() {
-            return Err(INVALID_CONTEXT);
-        }
-        let key = ImportKey {
-            owner,
-            pid: handle.pid,
-            export_id: handle.export_id,
-            offset: handle.offset,
-        };
-        if let Some(import) = self.ipc.imports.get_mut(&key) {
-            if mode == OpenMode::Legacy {
-                return Err(ALREADY_MAPPED);
-            }
-            import.refcount += 1;
-            return Ok(import.pointer);
-        }
-        if handle.exporter_exited() {
-            return Err(codes.exporter_exited);
-        }
-        // "may only be opened by one context per device per other process": R580 refuses a
-        // second context of the device any handle of that exporter (measured with the first
-        // context's import still open).
-        let other_context_same_device = self
-            .ipc
-            .imports
-            .iter()
-            .any(|(k, i)| k.pid == handle.pid && k.owner != owner && i.device == device);
-        if other_context_same_device {
-            return Err(codes.other_context);
-        }
-        let fd = handle.published().ok_or(codes.stale)?;
-        let reachable = handle.device == device
-            || crate::device::is_valid(handle.device)
-                && crate::device::can_access_peer(device, handle.device);
-        if !reachable {
-            return Err(codes.unreachable);
-        }
-        let path = format!("/proc/{}/fd/{fd}", handle.pid);
-        let base = self
-            .memory
-            .map_import(&path, handle.size, handle.device, owner)
-            .ok_or(codes.unreachable)?;
-        let pointer = base + handle.offset;
-        self.ipc.imports.insert(
-            key,
-            Import {
-                base,
-                pointer,
-                device,
-                refcount: 1,
-            },
-        );
-        Ok(pointer)
-    }
-
-    /// `cuIpcCloseMemHandle` / `hipIpcCloseMemHandle`.
-    pub fn close_memory(&mut self, pointer: u64) -> Outcome {
-        let key = self
-            .ipc
-            .imports
-            .iter()
-            .find(|(_, i)| i.pointer == pointer)
-            .map(|(k, _)| *k)
-            .ok_or(INVALID_VALUE)?;
-        let import = self.ipc.imports.get_mut(&key).expect("found above");
-        import.refcount -= 1;
-        if import.refcount == 0 {
-            let base = import.base;
-            self.ipc.imports.remove(&key);
-            // Unmapped when dropped.
-            self.memory
-                .remove_if(base, |a| a.kind == MemKind::IpcImport)?;
-        }
-        Ok(())
-    }
-
-    /// `cuIpcGetEventHandle` / `hipIpcGetEventHandle`.
-    pub fn export_event(
-        &mut self,
-        event: u64,
-        unknown: Code,
-        not_interprocess: Code,
-    ) -> Outcome<[u8; 64]> {
-        let e = self.streams.event(event).ok_or(unknown)?;
-        let needed = EVENT_INTERPROCESS | EVENT_DISABLE_TIMING;
-        if e.flags & needed != needed {
-            return Err(not_interprocess);
-        }
-        let (device, export) = (e.device, e.export);
-        let export = match export {
-            Some(x) => x,
-            None => {
-                let x = self.ipc.new_export();
-                let name = export_file(KIND_EVENT, std::process::id(), x.id);
-                if !state_dir::write(&name, &format!("{}\n", x.nonce)) {
-                    return Err(MAP_FAILED);
-                }
-                self.streams.event_mut(event).expect("found above").export = Some(x);
-                x
-            }
-        };
-        Ok(IpcHandle {
-            kind: KIND_EVENT,
-            pid: std::process::id(),
-            export_id: export.id,
-            nonce: export.nonce,
-            offset: 0,
-            size: 0,
-            device,
-        }
-        .encode())
-    }
-
-    /// `cuIpcOpenEventHandle` / `hipIpcOpenEventHandle`: a new local event that behaves like one
-    /// created with DISABLE_TIMING (and INTERPROCESS).
-    pub fn open_event(
-        &mut self,
-        bytes: &[u8; 64],
-        owner: Owner,
-        device: i32,
-        gone: Code,
-    ) -> Outcome<u64> {
-        let handle = IpcHandle::decode(bytes, KIND_EVENT).ok_or(INVALID_VALUE)?;
-        if handle.pid == std::process::id() {
-            return Err(INVALID_CONTEXT);
-        }
-        if handle.published().is_none() {
-            return Err(gone);
-        }
-        Ok(self
-            .streams
-            .create_event(owner, device, EVENT_INTERPROCESS | EVENT_DISABLE_TIMING))
-    }
 }
 
 #[cfg(test)]

@@ -20,12 +20,11 @@
 //!   processes are not serialized (the last writer wins a race), which the tests never race.
 
 use crate::device;
-use crate::memory::{Export, MemKind, GRANULARITY};
-use crate::state::Driver;
+use crate::memory::{Export, GRANULARITY};
 use crate::state_dir;
 use crate::types::{
     attribute, logical_endpoint as le, CUlogicalEndpointProp, Outcome, INVALID_VALUE,
-    MEM_HANDLE_TYPE_FABRIC, NOT_PERMITTED, NOT_SUPPORTED, OUT_OF_MEMORY,
+    NOT_PERMITTED, NOT_SUPPORTED, OUT_OF_MEMORY,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -171,7 +170,7 @@ pub fn limits(prop: &CUlogicalEndpointProp) -> Outcome<(u64, u64)> {
     Ok((BIND_ALIGNMENT, MAX_SIZE))
 }
 
-fn aligned(values: &[u64]) -> bool {
+pub(crate) fn aligned(values: &[u64]) -> bool {
     values.iter().all(|v| v % BIND_ALIGNMENT == 0)
 }
 
@@ -298,7 +297,14 @@ impl Endpoints {
     }
 
     /// The checks every bind shares; returns whether the memory must be externally shareable.
-    fn check_bind(&self, id: u32, dev: i32, offset: u64, size: u64, flags: u64) -> Outcome<bool> {
+    pub(crate) fn check_bind(
+        &self,
+        id: u32,
+        dev: i32,
+        offset: u64,
+        size: u64,
+        flags: u64,
+    ) -> Outcome<bool> {
         if flags != 0 {
             return Err(INVALID_VALUE);
         }
@@ -333,7 +339,7 @@ impl Endpoints {
         Ok(shareable_only)
     }
 
-    fn record_bind(&mut self, id: u32, dev: i32, offset: u64, size: u64) {
+    pub(crate) fn record_bind(&mut self, id: u32, dev: i32, offset: u64, size: u64) {
         let endpoint = self.endpoints.get_mut(&id).expect("checked by check_bind");
         endpoint.bound_ever = true;
         endpoint
@@ -467,7 +473,7 @@ impl Endpoints {
 }
 
 /// Memory bound on `dev` must be `dev`'s own, or host memory of `dev`'s closest NUMA node.
-fn check_location(dev: i32, device: i32, numa: Option<i32>) -> Outcome {
+pub(crate) fn check_location(dev: i32, device: i32, numa: Option<i32>) -> Outcome {
     let fits = match numa {
         Some(node) => device::attribute(dev, device::HOST_NUMA_ID) == Ok(node),
         None => device == dev,
@@ -476,78 +482,5 @@ fn check_location(dev: i32, device: i32, numa: Option<i32>) -> Outcome {
         Ok(())
     } else {
         Err(INVALID_VALUE)
-    }
-}
-
-impl Driver {
-    /// `cuLogicalEndpointBindAddr`: `ptr` must lie in a VMM mapping of a `cuMemCreate`
-    /// allocation, or in memory of a pool (`cuMemAllocAsync`), of `dev` (or its NUMA node).
-    pub fn bind_address(
-        &mut self,
-        id: u32,
-        dev: i32,
-        offset: u64,
-        ptr: u64,
-        size: u64,
-        flags: u64,
-    ) -> Outcome {
-        let shareable_only = self.endpoints.check_bind(id, dev, offset, size, flags)?;
-        if !aligned(&[ptr]) {
-            return Err(INVALID_VALUE);
-        }
-        let (room, device, numa, shareable) = match self.memory.virtual_mapping(ptr) {
-            Some(m) => (
-                m.size - (ptr - m.start),
-                m.physical.device,
-                m.physical.numa,
-                m.physical.handle_types & MEM_HANDLE_TYPE_FABRIC != 0,
-            ),
-            None => match self.memory.find(ptr) {
-                Some(a) if a.kind == MemKind::Pool => {
-                    (a.base + a.size - ptr, a.device, None, false)
-                }
-                _ => return Err(INVALID_VALUE),
-            },
-        };
-        if size > room {
-            return Err(INVALID_VALUE);
-        }
-        check_location(dev, device, numa)?;
-        if shareable_only && !shareable {
-            return Err(INVALID_VALUE);
-        }
-        self.endpoints.record_bind(id, dev, offset, size);
-        Ok(())
-    }
-
-    /// `cuLogicalEndpointBindMem`.
-    #[allow(clippy::too_many_arguments)] // the C prototype's
-    pub fn bind_memory(
-        &mut self,
-        id: u32,
-        dev: i32,
-        offset: u64,
-        handle: u64,
-        mem_offset: u64,
-        size: u64,
-        flags: u64,
-    ) -> Outcome {
-        let shareable_only = self.endpoints.check_bind(id, dev, offset, size, flags)?;
-        if !aligned(&[mem_offset]) {
-            return Err(INVALID_VALUE);
-        }
-        let physical = self.memory.physical(handle).ok_or(INVALID_VALUE)?;
-        let fits = mem_offset
-            .checked_add(size)
-            .is_some_and(|end| end <= physical.size);
-        if !fits {
-            return Err(INVALID_VALUE);
-        }
-        check_location(dev, physical.device, physical.numa)?;
-        if shareable_only && physical.handle_types & MEM_HANDLE_TYPE_FABRIC == 0 {
-            return Err(INVALID_VALUE);
-        }
-        self.endpoints.record_bind(id, dev, offset, size);
-        Ok(())
     }
 }

@@ -5,7 +5,7 @@
 //! pages by opening `/proc/<exporter>/fd/<memfd>`. VMM handles are memfds too, mapped at fixed
 //! addresses inside reserved (PROT_NONE) ranges.
 
-use crate::state::Owner;
+use crate::types::Owner;
 use crate::types::{Outcome, ALREADY_MAPPED, INVALID_VALUE, MEM_ATTACH_GLOBAL, OUT_OF_MEMORY};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::CStr;

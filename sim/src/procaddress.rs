@@ -7,12 +7,14 @@
 
 use crate::config::{config, Behaviour};
 use crate::cuda_exports::*;
-use crate::hip_exports::*;
+use crate::entry::exports;
+use crate::hip_exports::{hip_exports, *};
 use crate::types::{
     Code, Outcome, GET_PROC_ADDRESS_LEGACY_STREAM, GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
     INVALID_VALUE, PROC_ADDRESS_SUCCESS, PROC_ADDRESS_SYMBOL_NOT_FOUND,
     PROC_ADDRESS_VERSION_NOT_SUFFICIENT,
 };
+use lookups::*;
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -354,4 +356,34 @@ pub unsafe fn hip_get_proc_address(
         return Err(INVALID_VALUE);
     }
     Ok(())
+}
+
+// The lookups themselves are exports, served from the table above (the C parameter names).
+// The C parameter names; the safety contract of each is the vendor's documentation of it.
+#[allow(non_snake_case, clippy::missing_safety_doc)]
+pub mod lookups {
+    use super::*;
+    exports! {
+        fn cuGetProcAddress(symbol: *const c_char, pfn: *mut *mut c_void, cudaVersion: c_int, flags: u64) {
+            // SAFETY: `symbol` is NULL or a C string and `pfn` NULL or writable (the contract of
+            // `cuGetProcAddress`); v1 has no status to write.
+            unsafe { cuda_get_proc_address(symbol, pfn, cudaVersion, flags, std::ptr::null_mut()) }
+        }
+
+        fn cuGetProcAddress_v2(symbol: *const c_char, pfn: *mut *mut c_void, cudaVersion: c_int, flags: u64, symbolStatus: *mut c_int) {
+            // SAFETY: `symbol` is NULL or a C string, `pfn` and `symbolStatus` NULL or writable (the
+            // contract of `cuGetProcAddress_v2`).
+            unsafe { cuda_get_proc_address(symbol, pfn, cudaVersion, flags, symbolStatus) }
+        }
+    }
+
+    hip_exports! {
+        fn hipGetProcAddress(symbol: *const c_char, pfn: *mut *mut c_void, hipVersion: c_int, flags: u64, symbolStatus: *mut c_int) {
+            // Every simulated HIP function exists in all versions the table serves.
+            let _ = hipVersion;
+            // SAFETY: `symbol` is NULL or a C string, `pfn` and `symbolStatus` NULL or writable (the
+            // contract of `hipGetProcAddress`).
+            unsafe { hip_get_proc_address(symbol, pfn, flags, symbolStatus) }
+        }
+    }
 }

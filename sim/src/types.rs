@@ -242,3 +242,14 @@ pub mod attribute {
 
 /// The first CUDA version with logical endpoints (13.3).
 pub const LOGICAL_ENDPOINT_VERSION: i32 = 13030;
+
+/// Who owns an allocation, stream or event: a CUDA context (by id), a HIP device, or (for
+/// `cuMemAllocAsync` memory) a device's default memory pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Owner {
+    Context(u64),
+    HipDevice(i32),
+    /// "These memory allocations are not associated with any CUDA context" (`cuCtxDestroy`):
+    /// they outlive every context and go only when freed.
+    MemPool(i32),
+}

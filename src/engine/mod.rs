@@ -190,44 +190,16 @@ pub const fn has_before<A, C: Check<A>>(_: &C) -> bool {
 
 /// The composed checks of one function (generated from the table for every declared function).
 pub trait Checked: sharecheck_core::functions::CallArgs {
+    /// Whether any check runs on this function, decided at compile time.
+    const CHECKED: bool = sharecheck_core::table::is_checked(Self::ID);
+    /// Whether the shim stands in for this function ([`sharecheck_core::table::is_wrapped`]).
+    const WRAPPED: bool = sharecheck_core::table::is_wrapped(Self::ID);
     /// No check of the row does anything before the call: it only observes the answer.
     const OBSERVE_ONLY: bool;
     /// Runs every check's `before`, then `forward` (the driver call, or a refusal), then every
     /// check's `after` when the driver answered.
     fn run(&self, cx: &mut Cx, forward: impl FnOnce(&mut Cx) -> Outcome) -> Outcome;
 }
-
-/// The checks of a row, nested so that each `before` has its own plan and every `after` runs.
-macro_rules! compose {
-    ($args:ident, $cx:ident, $forward:ident;) => { $forward($cx) };
-    ($args:ident, $cx:ident, $forward:ident; $family:ident :: $check:ident $(, $rest_family:ident :: $rest_check:ident)*) => {{
-        let check = &crate::families::$family::checks::$check;
-        let plan = Check::<Self>::before(check, $args, $cx);
-        let outcome = compose!($args, $cx, $forward; $($rest_family :: $rest_check),*);
-        if let Outcome::Returned(ret) = outcome {
-            Check::<Self>::after(check, $args, plan, ret, $cx);
-        }
-        outcome
-    }};
-}
-
-macro_rules! define_checked {
-    ($( $sym:ident => $( $family:ident :: $check:ident ),* ; )*) => {
-        $(
-            impl Checked for sharecheck_core::functions::args::$sym {
-                const OBSERVE_ONLY: bool =
-                    true $( && !has_before::<Self, _>(&crate::families::$family::checks::$check) )*;
-                #[inline(always)]
-                fn run(&self, cx: &mut Cx, forward: impl FnOnce(&mut Cx) -> Outcome) -> Outcome {
-                    let _ = &cx;
-                    compose!(self, cx, forward; $( $family :: $check ),*)
-                }
-            }
-        )*
-    };
-}
-
-sharecheck_core::check_table!(define_checked);
 
 // ---------------------------------------------------------------------------------------------
 // Settling: the driver's answer against the prediction.

@@ -1,15 +1,17 @@
 //! Tracked state, owned by the families, behind one interface.
 //!
 //! Each family keeps what the driver cannot tell (peer grants, ...) in its own state, which
-//! implements [`FamilyState`]: what it forgets when a context, stream or device ends
-//! ([`Lifetime`], from the engine's lifecycle observers) and how it starts in a forked child.
-//! [`States`] holds every family's state plus the engine's own reporting state; checks reach it
-//! through [`super::Cx`], never through globals, so unit tests give each test a fresh one.
+//! implements [`FamilyState`]: its slot, and what it forgets when a context, stream or device
+//! ends ([`Lifetime`], from the engine's lifecycle observers). [`States`] holds every family's
+//! state, made on its first use in its slot (the engine does not list the families), plus the
+//! engine's own reporting state; checks reach it through [`super::Cx`]
+//! ([`States::family`]), never through globals, so unit tests give each test a fresh one.
 
-use crate::families;
 use parking_lot::Mutex;
+use std::any::TypeId;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::OnceLock;
 
 /// Something ended that tracked state may refer to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,10 +29,45 @@ pub enum Lifetime {
 }
 
 /// What every family's state provides.
-pub trait FamilyState: Send + Sync {
+pub trait FamilyState: Default + Send + Sync + 'static {
+    /// The family's slot in [`States`], its own (`0..FAMILY_SLOTS`; a second family's state in
+    /// a slot is refused when it is first asked for).
+    const SLOT: usize;
     /// Forget what belonged to something that ended. Forgetting must always be safe: a check
     /// never reports on tracked state alone without the driver's answer confirming it.
     fn forget(&self, gone: Lifetime);
+}
+
+/// Slots for the families' states.
+pub const FAMILY_SLOTS: usize = 8;
+
+/// A family's state in its slot: owned (boxed), with its type and how it forgets.
+struct Held {
+    state: Box<dyn std::any::Any + Send + Sync>,
+    at: *const (),
+    type_id: TypeId,
+    forget: fn(*const (), Lifetime),
+}
+
+// SAFETY: `at` points into `state`, which is Send + Sync and lives as long as `Held`.
+unsafe impl Send for Held {}
+// SAFETY: as above.
+unsafe impl Sync for Held {}
+
+impl Held {
+    fn new<F: FamilyState>() -> Held {
+        let state = Box::new(F::default());
+        let at = &*state as *const F as *const ();
+        Held {
+            state,
+            at,
+            type_id: TypeId::of::<F>(),
+            forget: |at, gone| {
+                // SAFETY: `at` is the `F` made above (this closure is stored beside it only).
+                unsafe { &*at.cast::<F>() }.forget(gone)
+            },
+        }
+    }
 }
 
 /// The engine's own state: what was reported, for the duplicate limit and once-per-process
@@ -46,23 +83,31 @@ pub struct Reporting {
 /// All tracked state of one process.
 #[derive(Default)]
 pub struct States {
-    pub peer: families::peer::PeerState,
-    pub ipc: families::ipc::IpcState,
-    pub attach: families::attach::AttachState,
-    pub endpoint: families::endpoint::EndpointState,
+    families: [OnceLock<Held>; FAMILY_SLOTS],
     pub reporting: Mutex<Reporting>,
 }
 
 impl States {
-    /// Every family's state, for the engine's lifecycle observers.
-    pub fn families(&self) -> [&dyn FamilyState; 4] {
-        [&self.peer, &self.ipc, &self.attach, &self.endpoint]
+    /// Family `F`'s state (made empty on first use).
+    #[inline]
+    pub fn family<F: FamilyState>(&self) -> &F {
+        let held = self.families[F::SLOT].get_or_init(Held::new::<F>);
+        assert!(
+            held.type_id == TypeId::of::<F>(),
+            "two families' states in slot {}",
+            F::SLOT
+        );
+        let _ = &held.state;
+        // SAFETY: `at` points at the `F` that `held.state` owns (its type checked above), which
+        // lives as long as `self`.
+        unsafe { &*held.at.cast::<F>() }
     }
 
+    /// Every family whose state exists forgets what belonged to `gone`.
     #[inline]
     pub fn forget(&self, gone: Lifetime) {
-        for family in self.families() {
-            family.forget(gone);
+        for held in self.families.iter().filter_map(OnceLock::get) {
+            (held.forget)(held.at, gone);
         }
     }
 }

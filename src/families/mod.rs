@@ -2,11 +2,47 @@
 //! `sharecheck_core::rules::<family>`; where their checks run is `sharecheck_core::check_table!`.
 //!
 //! Adding a family: a folder here (its checks in `checks`, its state implementing
-//! `engine::state::FamilyState`, registered in `engine::state::States`), a catalogue file in
-//! `core/src/rules/`, and rows in the table.
+//! `engine::state::FamilyState` with a slot of its own), a catalogue file in `core/src/rules/`,
+//! and rows in the table. The table is wired here: each row's checks composed into the
+//! function's [`Checked`] (the engine runs them, and knows no family by name).
 
 pub mod attach;
 pub mod endpoint;
 pub mod ipc;
 pub mod lifecycle;
 pub mod peer;
+
+use crate::engine::{has_before, Check, Checked, Cx};
+use sharecheck_core::ffi::Outcome;
+
+/// The checks of a row, nested so that each `before` has its own plan and every `after` runs.
+macro_rules! compose {
+    ($args:ident, $cx:ident, $forward:ident;) => { $forward($cx) };
+    ($args:ident, $cx:ident, $forward:ident; $family:ident :: $check:ident $(, $rest_family:ident :: $rest_check:ident)*) => {{
+        let check = &$family::checks::$check;
+        let plan = Check::<Self>::before(check, $args, $cx);
+        let outcome = compose!($args, $cx, $forward; $($rest_family :: $rest_check),*);
+        if let Outcome::Returned(ret) = outcome {
+            Check::<Self>::after(check, $args, plan, ret, $cx);
+        }
+        outcome
+    }};
+}
+
+macro_rules! define_checked {
+    ($( $sym:ident => $( $family:ident :: $check:ident ),* ; )*) => {
+        $(
+            impl Checked for sharecheck_core::functions::args::$sym {
+                const OBSERVE_ONLY: bool =
+                    true $( && !has_before::<Self, _>(&$family::checks::$check) )*;
+                #[inline(always)]
+                fn run(&self, cx: &mut Cx, forward: impl FnOnce(&mut Cx) -> Outcome) -> Outcome {
+                    let _ = &cx;
+                    compose!(self, cx, forward; $( $family :: $check ),*)
+                }
+            }
+        )*
+    };
+}
+
+sharecheck_core::check_table!(define_checked);

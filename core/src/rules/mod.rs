@@ -17,9 +17,7 @@ pub mod ipc;
 pub mod lifecycle;
 pub mod peer;
 
-use crate::functions::{FnInfo, FUNCTIONS};
-
-use crate::json::JsonOut;
+use crate::functions::FnInfo;
 
 /// How bad a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -101,32 +99,6 @@ pub struct Rule {
     /// `mode=strict` returns instead of calling the driver. `None` where it names none.
     pub documented_code: Option<i32>,
     pub fix: &'static str,
-}
-
-impl Rule {
-    /// The catalogue entry as JSON, with the field names of a finding in a trace record.
-    pub fn encode(&self, w: &mut JsonOut) {
-        w.begin_object();
-        w.kv_str("rule", self.id);
-        w.kv_str("severity", self.severity.as_str());
-        w.kv_str("kind", self.kind.as_str());
-        w.key("functions");
-        w.begin_array();
-        for f in functions_of(self) {
-            w.str(f.symbol);
-        }
-        w.end_array();
-        w.kv_str("requirement", self.requirement);
-        w.kv_str("doc", &self.source.cite());
-        w.kv_str("quote", self.quote);
-        w.key("documented_code");
-        match self.documented_code {
-            Some(code) => w.i64(code.into()),
-            None => w.null(),
-        }
-        w.kv_str("fix", self.fix);
-        w.end_object();
-    }
 }
 
 pub(crate) const fn cuda(section: &'static str, function: &'static str) -> Source {
@@ -256,101 +228,9 @@ pub fn known_divergence(misuse: &Rule, returns: i32) -> Option<&'static KnownDiv
         .find(|d| d.returns == returns && std::ptr::eq(d.misuse, misuse))
 }
 
-/// The functions a rule is checked on: those whose checks (in the table) can report it, or whose
-/// calls a report-phase check attaches it to; for a known divergence, those of its misuse. Empty for `divergence.unlisted` (any function).
-pub fn functions_of(rule: &Rule) -> impl Iterator<Item = &'static FnInfo> + '_ {
-    let target: &Rule = divergences::KNOWN
-        .iter()
-        .find(|d| std::ptr::eq(d.rule, rule))
-        .map_or(rule, |d| d.misuse);
-    let reported: Vec<&str> = ipc::report::REPORTED_ON
-        .iter()
-        .chain(endpoint::report::REPORTED_ON)
-        .filter(|(r, _)| std::ptr::eq(*r, target))
-        .flat_map(|(_, symbols)| symbols.iter().copied())
-        .collect();
-    FUNCTIONS.iter().filter(move |f| {
-        reported.contains(&f.symbol)
-            || crate::table::checks_of(f.id)
-                .iter()
-                .any(|c| c.rules.iter().any(|r| std::ptr::eq(*r, target)))
-    })
-}
-
-/// The catalogue as text (Markdown, so RULES.md is this output verbatim).
-pub fn catalogue_text() -> String {
-    let mut out = String::from(
-        "# sharecheck rules\n\n\
-         Every check sharecheck makes, one per documented requirement. IDs are stable: a rule's \
-         meaning never changes once released. Mute one with `SHARECHECK_OPTIONS=mute=ID,ID`.\n\n\
-         - severity, one policy for every rule: `error`, a documented requirement is broken, so \
-         the call fails or its result is not what the program meant (whether or not the driver \
-         noticed); `warning`, the behaviour is undefined or silently other than the program \
-         meant; `info`, harmless or explanatory: a query with no effect on later calls (a device \
-         asked about itself), a note on what a call did, a failure explained\n\
-         - kind: `misuse` (the program's fault) or `divergence` (the driver answered other than \
-         its documentation says; reported once per process)\n\
-         - strict code: what `mode=strict` returns instead of calling the driver\n\n\
-         This file is the output of `sharecheck rules`; a test keeps them equal.\n",
-    );
-    for rule in all() {
-        out.push('\n');
-        out.push_str(&rule_text(rule));
-    }
-    out
-}
-
-/// One rule's section of the catalogue (Markdown, as RULES.md has it).
-pub fn rule_text(rule: &Rule) -> String {
-    let mut out = String::new();
-    {
-        out.push_str(&format!(
-            "## {}\n\n{} · {} · {}\n\n{}\n\nDocumented ({}):\n> {}\n\n",
-            rule.id,
-            rule.severity.as_str(),
-            rule.kind.as_str(),
-            {
-                let names: Vec<&str> = functions_of(rule).map(|f| f.symbol).collect();
-                if names.is_empty() {
-                    "any function".to_string()
-                } else {
-                    names.join(", ")
-                }
-            },
-            rule.requirement,
-            rule.source.cite(),
-            rule.quote,
-        ));
-        if let Some(code) = rule.documented_code {
-            out.push_str(&format!("Strict code: {code}\n\n"));
-        }
-        out.push_str(&format!("Fix: {}\n", rule.fix));
-    }
-    out
-}
-
 /// The rules whose ID contains `text` (for "did you mean").
 pub fn ids_containing(text: &str) -> Vec<&'static str> {
     all().map(|r| r.id).filter(|id| id.contains(text)).collect()
-}
-
-/// The catalogue as one JSON array.
-pub fn catalogue_json() -> String {
-    let every: Vec<&Rule> = all().collect();
-    rules_json(&every)
-}
-
-/// Some rules as one JSON array, in the catalogue's form.
-pub fn rules_json(rules: &[&Rule]) -> String {
-    let mut buf = Vec::new();
-    let mut w = JsonOut::new(&mut buf);
-    w.begin_array();
-    for rule in rules {
-        rule.encode(&mut w);
-    }
-    w.end_array();
-    buf.push(b'\n');
-    String::from_utf8(buf).expect("JSON writer emits UTF-8")
 }
 
 #[cfg(test)]
@@ -377,103 +257,6 @@ mod tests {
                 rule.id
             );
             assert!(!rule.quote.is_empty() && !rule.fix.is_empty() && !rule.requirement.is_empty());
-        }
-    }
-
-    #[test]
-    fn every_rule_is_checked_somewhere_and_its_id_names_a_function_it_is_checked_on() {
-        for rule in all() {
-            let functions: Vec<&str> = functions_of(rule).map(|f| f.symbol).collect();
-            if std::ptr::eq(rule, &divergences::UNLISTED)
-                || std::ptr::eq(rule, &general::CALL_FAILED)
-            {
-                assert!(functions.is_empty());
-                continue;
-            }
-            assert!(
-                !functions.is_empty(),
-                "{}: no check in the table reports it",
-                rule.id
-            );
-            let head = rule.id.trim_start_matches("divergence.").split('.').next();
-            let head = head.unwrap_or_default();
-            if head.starts_with("cu") || head.starts_with("hip") {
-                assert!(
-                    functions.iter().any(|f| f.starts_with(head)),
-                    "{} is checked on {functions:?}, not on {head}",
-                    rule.id
-                );
-            }
-        }
-    }
-
-    /// A findings-level trace keeps every call a report-phase check reads: the prefixes each check
-    /// names, and every function whose record can carry a handle's fingerprint.
-    #[cfg(feature = "report")]
-    #[test]
-    fn the_calls_report_checks_read_are_all_kept_at_the_findings_level() {
-        for check in crate::crossproc::REPORT_CHECKS {
-            for prefix in check.functions() {
-                assert!(
-                    REPORT_READS.iter().any(|r| prefix.starts_with(r)),
-                    "{prefix} is read by a report check but not in REPORT_READS"
-                );
-            }
-        }
-        for f in FUNCTIONS {
-            let handle = f.params.iter().any(|p| {
-                let t = (p.c_type)();
-                t.contains("Ipc") && t.contains("Handle") || t.contains("LogicalEndpoint")
-            });
-            assert!(
-                !handle || read_by_report(f),
-                "{} carries a handle",
-                f.symbol
-            );
-        }
-        let by_symbol = |s: &str| FUNCTIONS.iter().find(|f| f.symbol == s).unwrap();
-        assert!(read_by_report(by_symbol("cuMemFree_v2")));
-        assert!(!read_by_report(by_symbol("cuMemcpyPeerAsync")));
-        assert!(!read_by_report(by_symbol("cuDeviceCanAccessPeer")));
-    }
-
-    #[test]
-    fn every_rule_a_check_reports_is_in_a_family_and_every_divergence_is_known_or_unlisted() {
-        for f in FUNCTIONS {
-            for check in crate::table::checks_of(f.id) {
-                for rule in check.rules {
-                    assert!(
-                        all().any(|r| std::ptr::eq(r, *rule)),
-                        "{} reports {}, which no family lists",
-                        check.name,
-                        rule.id
-                    );
-                }
-            }
-        }
-        // A divergence is an answer the driver gives for a misuse (known), one outside the
-        // documented codes (unlisted), or what a driver does with a call it accepts, which a
-        // check reports itself (HIP's runtime ignoring an attach).
-        let reported_by_a_check = |rule: &Rule| {
-            FUNCTIONS.iter().any(|f| {
-                crate::table::checks_of(f.id)
-                    .iter()
-                    .any(|c| c.rules.iter().any(|r| std::ptr::eq(*r, rule)))
-            })
-        };
-        for rule in all().filter(|r| r.kind == Kind::Divergence) {
-            let known = divergences::KNOWN
-                .iter()
-                .any(|d| std::ptr::eq(d.rule, rule));
-            assert!(
-                known || std::ptr::eq(rule, &divergences::UNLISTED) || reported_by_a_check(rule),
-                "{}",
-                rule.id
-            );
-        }
-        for d in divergences::KNOWN {
-            assert_eq!(d.misuse.kind, Kind::Misuse, "{}", d.rule.id);
-            assert_ne!(d.misuse.documented_code, Some(d.returns), "{}", d.rule.id);
         }
     }
 
@@ -532,19 +315,5 @@ mod tests {
             assert!(std::ptr::eq(by_id(rule.id).unwrap(), rule));
         }
         assert!(by_id("no.such-rule").is_none());
-    }
-
-    #[test]
-    fn catalogue_lists_every_rule_in_both_formats() {
-        let text = catalogue_text();
-        let json = catalogue_json();
-        for rule in all() {
-            assert!(text.contains(&format!("\n## {}\n", rule.id)), "{}", rule.id);
-            assert!(
-                json.contains(&format!("\"rule\":\"{}\"", rule.id)),
-                "{}",
-                rule.id
-            );
-        }
     }
 }

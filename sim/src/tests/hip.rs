@@ -1,5 +1,6 @@
 use super::*;
 use crate::hip_exports::*;
+use crate::procaddress::lookups::*;
 use std::ffi::CStr;
 
 #[test]

@@ -1,4 +1,5 @@
 use super::*;
+use crate::procaddress::lookups::*;
 use crate::procaddress::{Api, TABLE};
 use std::ffi::{c_int, CString};
 
@@ -287,7 +288,7 @@ fn hip_get_proc_address() {
         setup(r580());
         let mut pfn = null_mut();
         let mut status = -1;
-        let rc = crate::hip_exports::hipGetProcAddress(
+        let rc = crate::procaddress::lookups::hipGetProcAddress(
             c"hipMemcpyPeer".as_ptr(),
             &mut pfn,
             602,
@@ -298,7 +299,7 @@ fn hip_get_proc_address() {
             (rc, status, pfn),
             (SUCCESS, 0, crate::hip_exports::hipMemcpyPeer as *mut c_void)
         );
-        let rc = crate::hip_exports::hipGetProcAddress(
+        let rc = crate::procaddress::lookups::hipGetProcAddress(
             c"hipNoSuch".as_ptr(),
             &mut pfn,
             602,
@@ -309,9 +310,15 @@ fn hip_get_proc_address() {
             (rc, status, pfn),
             (INVALID_VALUE, PROC_ADDRESS_SYMBOL_NOT_FOUND, null_mut())
         );
-        let rc = crate::hip_exports::hipGetProcAddress(c"".as_ptr(), &mut pfn, 602, 0, &mut status);
+        let rc = crate::procaddress::lookups::hipGetProcAddress(
+            c"".as_ptr(),
+            &mut pfn,
+            602,
+            0,
+            &mut status,
+        );
         assert_eq!(rc, INVALID_VALUE);
-        let rc = crate::hip_exports::hipGetProcAddress(
+        let rc = crate::procaddress::lookups::hipGetProcAddress(
             c"hipInit".as_ptr(),
             null_mut(),
             602,
@@ -339,11 +346,17 @@ fn hip_get_proc_address() {
                 hip::hipStreamCreateWithPriority as *mut c_void,
             ),
         ] {
-            let rc = hip::hipGetProcAddress(name.as_ptr(), &mut pfn, 602, 0, &mut status);
+            let rc = crate::procaddress::lookups::hipGetProcAddress(
+                name.as_ptr(),
+                &mut pfn,
+                602,
+                0,
+                &mut status,
+            );
             assert_eq!((rc, status, pfn), (SUCCESS, 0, f), "{name:?}");
         }
         // CUDA names are not HIP symbols.
-        let rc = crate::hip_exports::hipGetProcAddress(
+        let rc = crate::procaddress::lookups::hipGetProcAddress(
             c"cuInit".as_ptr(),
             &mut pfn,
             602,
@@ -423,7 +436,15 @@ fn hip_allocation_functions_are_found() {
     ] {
         let (mut pfn, mut status) = (null_mut(), -1);
         // SAFETY: the symbol is a C string literal; `pfn` and `status` are live locals.
-        let rc = unsafe { hip::hipGetProcAddress(name.as_ptr(), &mut pfn, 602, 0, &mut status) };
+        let rc = unsafe {
+            crate::procaddress::lookups::hipGetProcAddress(
+                name.as_ptr(),
+                &mut pfn,
+                602,
+                0,
+                &mut status,
+            )
+        };
         assert_eq!((rc, status, pfn), (SUCCESS, 0, f), "{name:?}");
     }
 }

@@ -89,6 +89,7 @@ pub struct AttachState {
 }
 
 impl FamilyState for AttachState {
+    const SLOT: usize = 2;
     fn forget(&self, _: Lifetime) {}
 }
 
@@ -345,11 +346,11 @@ macro_rules! attach_cuda_check {
 /// stream and nothing can order this attach after it: this stream was created non-blocking (no
 /// implicit order with the NULL stream) and has nothing pending (no work, no event wait).
 fn unordered_candidate(cx: &mut Cx, stream: u64, dptr: u64, ptsz: bool) -> Option<Attached> {
-    let first = cx.states.attach.last_attach(dptr)?;
+    let first = cx.states.family::<AttachState>().last_attach(dptr)?;
     let key = StreamKey::of(stream, ptsz);
     if first.key == key
         || !matches!(key, StreamKey::Made(_))
-        || !cx.states.attach.is_non_blocking(stream)
+        || !cx.states.family::<AttachState>().is_non_blocking(stream)
     {
         return None;
     }
@@ -391,7 +392,7 @@ macro_rules! stream_created_check {
             fn before(&self, _: &args::$function, _: &mut Cx) {}
             fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
                 if let Some(stream) = a.phStream.written(sharecheck_core::ffi::Outcome::Returned(ret)) {
-                    cx.states.attach.stream_flags(stream.addr(), a.$flags.0 & 0x1 != 0);
+                    cx.states.family::<AttachState>().stream_flags(stream.addr(), a.$flags.0 & 0x1 != 0);
                 }
             }
         }
@@ -412,7 +413,7 @@ fn accepted(cx: &mut Cx, stream: u64, dptr: u64, flags: u32, ptsz: bool) {
         .facts
         .allocation_range(dptr, false)
         .and_then(|(base, size)| (base == dptr).then_some(size));
-    cx.states.attach.attached(
+    cx.states.family::<AttachState>().attached(
         dptr,
         Attached {
             stream,
@@ -429,7 +430,7 @@ fn accepted(cx: &mut Cx, stream: u64, dptr: u64, flags: u32, ptsz: bool) {
 /// device without concurrent managed access, or attached `HOST` when the stream's device has
 /// none. `pointers`: the memory the work touches.
 fn access(cx: &mut Cx, stream: u64, ptsz: bool, pointers: &[u64]) {
-    let state = &cx.states.attach;
+    let state = &cx.states.family::<AttachState>();
     let found: Vec<(u64, u64, Attached)> = pointers
         .iter()
         .filter_map(|&p| state.watching(p).map(|(base, a)| (p, base, a)))
@@ -501,7 +502,7 @@ macro_rules! access_check {
             type Plan = ();
             #[inline]
             fn before(&self, a: &args::$function, cx: &mut Cx) {
-                if cx.states.attach.watched.load(Relaxed) != 0 {
+                if cx.states.family::<AttachState>().watched.load(Relaxed) != 0 {
                     access(cx, a.hStream.addr(), $ptsz, &[$(Address::address(&a.$ptr)),*]);
                 }
             }
@@ -535,11 +536,13 @@ impl Check<args::cuStreamDestroy_v2> for StreamDestroyed {
             return;
         }
         let stream = a.hStream.addr();
-        cx.states.attach.stream_flags(stream, false);
+        cx.states
+            .family::<AttachState>()
+            .stream_flags(stream, false);
         let facts = cx.facts;
         let attached: Vec<u64> = cx
             .states
-            .attach
+            .family::<AttachState>()
             .stream_destroyed(stream)
             .into_iter()
             .filter(|&d| {
@@ -570,7 +573,7 @@ impl Check<args::cuMemFree_v2> for MemoryFreed {
     fn before(&self, _: &args::cuMemFree_v2, _: &mut Cx) {}
     fn after(&self, a: &args::cuMemFree_v2, _: (), ret: c_int, cx: &mut Cx) {
         if ret == 0 {
-            cx.states.attach.freed(a.dptr.0);
+            cx.states.family::<AttachState>().freed(a.dptr.0);
         }
     }
 }

@@ -77,6 +77,7 @@ pub struct EndpointState {
 }
 
 impl FamilyState for EndpointState {
+    const SLOT: usize = 3;
     fn forget(&self, _: Lifetime) {}
 }
 
@@ -280,11 +281,24 @@ fn span(base: u32, count: u32) -> (u64, u64) {
 
 /// A copy of the endpoint an id holds (taken under the lock, read after it).
 fn endpoint(cx: &Cx, id: u32) -> Option<Endpoint> {
-    cx.states.endpoint.ids.lock().endpoints.get(&id).cloned()
+    cx.states
+        .family::<EndpointState>()
+        .ids
+        .lock()
+        .endpoints
+        .get(&id)
+        .cloned()
 }
 
 fn with_endpoint(cx: &Cx, id: u32, change: impl FnOnce(&mut Endpoint)) {
-    if let Some(e) = cx.states.endpoint.ids.lock().endpoints.get_mut(&id) {
+    if let Some(e) = cx
+        .states
+        .family::<EndpointState>()
+        .ids
+        .lock()
+        .endpoints
+        .get_mut(&id)
+    {
         change(e);
     }
 }
@@ -324,7 +338,11 @@ impl Check<args::cuLogicalEndpointIdReserve> for Reserve {
     fn after(&self, a: &args::cuLogicalEndpointIdReserve, _: (), ret: c_int, cx: &mut Cx) {
         if let Some(base) = a.baseLeId.written(Outcome::Returned(ret)) {
             let (start, end) = span(base.0, a.count.0);
-            cx.states.endpoint.ids.lock().reserve(start, end);
+            cx.states
+                .family::<EndpointState>()
+                .ids
+                .lock()
+                .reserve(start, end);
         }
     }
 }
@@ -334,7 +352,7 @@ impl Check<args::cuLogicalEndpointIdRelease> for Release {
     fn before(&self, a: &args::cuLogicalEndpointIdRelease, cx: &mut Cx) {
         let (start, end) = span(a.baseLeId.0, a.count.0);
         let (unreserved, live) = {
-            let ids = cx.states.endpoint.ids.lock();
+            let ids = cx.states.family::<EndpointState>().ids.lock();
             let live: Vec<u32> = ids
                 .in_range(start, end)
                 .map(|(&id, _)| id)
@@ -362,7 +380,11 @@ impl Check<args::cuLogicalEndpointIdRelease> for Release {
     fn after(&self, a: &args::cuLogicalEndpointIdRelease, _: (), ret: c_int, cx: &mut Cx) {
         if ret == 0 {
             let (start, end) = span(a.baseLeId.0, a.count.0);
-            cx.states.endpoint.ids.lock().release(start, end);
+            cx.states
+                .family::<EndpointState>()
+                .ids
+                .lock()
+                .release(start, end);
         }
     }
 }
@@ -370,7 +392,7 @@ impl Check<args::cuLogicalEndpointIdRelease> for Release {
 /// Create and import: the id must be reserved and hold no endpoint yet.
 fn use_id(cx: &mut Cx, not_reserved: &'static Rule, in_use: &'static Rule, id: u32) {
     let (unreserved, used) = {
-        let ids = cx.states.endpoint.ids.lock();
+        let ids = cx.states.family::<EndpointState>().ids.lock();
         (
             ids.first_unreserved(u64::from(id), u64::from(id) + 1)
                 .is_some(),
@@ -390,7 +412,7 @@ fn use_id(cx: &mut Cx, not_reserved: &'static Rule, in_use: &'static Rule, id: u
 
 fn holds_endpoint(cx: &mut Cx, id: u32, created: Option<Created>) {
     cx.states
-        .endpoint
+        .family::<EndpointState>()
         .ids
         .lock()
         .endpoints
@@ -574,7 +596,7 @@ impl Check<args::cuLogicalEndpointQuery> for Query {
     fn before(&self, a: &args::cuLogicalEndpointQuery, cx: &mut Cx) {
         let (start, end) = span(a.leId.0, a.count.0);
         let missing = {
-            let ids = cx.states.endpoint.ids.lock();
+            let ids = cx.states.family::<EndpointState>().ids.lock();
             let mut at = start;
             let mut held = ids.in_range(start, end).map(|(&id, _)| u64::from(id));
             loop {
@@ -598,7 +620,7 @@ impl Check<args::cuLogicalEndpointQuery> for Query {
             return;
         };
         let (start, end) = span(a.leId.0, a.count.0);
-        let mut ids = cx.states.endpoint.ids.lock();
+        let mut ids = cx.states.family::<EndpointState>().ids.lock();
         let first = start.min(u64::from(u32::MAX)) as u32;
         for (_, e) in ids
             .endpoints
@@ -710,7 +732,12 @@ impl BindCall {
         let (dev, size) = (self.dev, self.size);
         let physical = match self.memory {
             BindMemory::Address(ptr) => {
-                let mapped = cx.states.endpoint.memory.lock().mapping(ptr);
+                let mapped = cx
+                    .states
+                    .family::<EndpointState>()
+                    .memory
+                    .lock()
+                    .mapping(ptr);
                 match mapped {
                     Some((start, m)) => {
                         let room = start + m.size - ptr;
@@ -734,7 +761,7 @@ impl BindCall {
             BindMemory::Handle { handle, offset } => {
                 let known = cx
                     .states
-                    .endpoint
+                    .family::<EndpointState>()
                     .memory
                     .lock()
                     .handles
@@ -999,7 +1026,12 @@ impl Check<args::cuLogicalEndpointDestroy> for Destroy {
         if ret != 0 {
             return;
         }
-        cx.states.endpoint.ids.lock().endpoints.remove(&a.leId.0);
+        cx.states
+            .family::<EndpointState>()
+            .ids
+            .lock()
+            .endpoints
+            .remove(&a.leId.0);
         if !bound.is_empty() {
             cx.shown(&cuda::DESTROY_UNBINDS, || {
                 let list: Vec<String> = bound
@@ -1067,7 +1099,7 @@ impl Check<args::cuLogicalEndpointImport> for Import {
 /// A live allocation handle and what is known of its memory.
 fn remember_handle(cx: &mut Cx, handle: u64, physical: Physical) {
     cx.states
-        .endpoint
+        .family::<EndpointState>()
         .memory
         .lock()
         .handles
@@ -1122,7 +1154,7 @@ impl Check<args::cuMemMap> for Memory {
         if ret != 0 {
             return;
         }
-        let mut memory = cx.states.endpoint.memory.lock();
+        let mut memory = cx.states.family::<EndpointState>().memory.lock();
         let physical = memory.handles.get(&a.handle.0).copied().unwrap_or_default();
         let mapping = Mapping {
             size: a.size.0 as u64,
@@ -1141,7 +1173,7 @@ impl Check<args::cuMemUnmap> for Memory {
             return;
         }
         let end = a.ptr.0.saturating_add(a.size.0 as u64);
-        let mut memory = cx.states.endpoint.memory.lock();
+        let mut memory = cx.states.family::<EndpointState>().memory.lock();
         let gone: Vec<u64> = memory.maps.range(a.ptr.0..end).map(|(&s, _)| s).collect();
         for s in gone {
             memory.maps.remove(&s);
@@ -1156,7 +1188,12 @@ impl Check<args::cuMemRelease> for Memory {
     fn after(&self, a: &args::cuMemRelease, _: (), ret: c_int, cx: &mut Cx) {
         if ret == 0 {
             // Mappings keep what they map (the memory lives until they are unmapped).
-            cx.states.endpoint.memory.lock().handles.remove(&a.handle.0);
+            cx.states
+                .family::<EndpointState>()
+                .memory
+                .lock()
+                .handles
+                .remove(&a.handle.0);
         }
     }
 }

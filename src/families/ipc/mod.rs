@@ -69,6 +69,7 @@ pub struct IpcState {
 }
 
 impl FamilyState for IpcState {
+    const SLOT: usize = 1;
     fn forget(&self, _: Lifetime) {}
 }
 
@@ -183,13 +184,15 @@ fn not_opened(
     ptr: u64,
     range: impl FnOnce() -> Option<(u64, u64)>,
 ) {
-    let message = match cx.states.ipc.open_count(ptr) {
+    let message = match cx.states.family::<IpcState>().open_count(ptr) {
         Some(0) => format!(
             "{} was closed as many times as {open} returned it",
             hex(ptr)
         ),
         Some(_) => return,
-        None => match range().filter(|&(base, _)| base != ptr && cx.states.ipc.open_base(base)) {
+        None => match range()
+            .filter(|&(base, _)| base != ptr && cx.states.family::<IpcState>().open_base(base))
+        {
             Some((base, _)) => format!(
                 "{} is {} byte(s) into the memory {open} returned at {}: close that pointer",
                 hex(ptr),
@@ -225,7 +228,7 @@ macro_rules! get_event {
             type Plan = ();
             fn before(&self, a: &args::$function, cx: &mut Cx) {
                 let event = a.event.addr();
-                let Some(flags) = cx.states.ipc.event_flags(event) else {
+                let Some(flags) = cx.states.family::<IpcState>().event_flags(event) else {
                     return;
                 };
                 let missing = (EVENT_INTERPROCESS | EVENT_DISABLE_TIMING) & !flags;
@@ -242,7 +245,7 @@ macro_rules! get_event {
             }
             fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
                 if let Some(handle) = a.$out.written(Outcome::Returned(ret)) {
-                    cx.states.ipc.exported_event(&handle.reserved);
+                    cx.states.family::<IpcState>().exported_event(&handle.reserved);
                 }
             }
         }
@@ -265,7 +268,7 @@ macro_rules! event_created {
             fn before(&self, _: &args::$function, _: &mut Cx) {}
             fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
                 if let Some(event) = a.$out.written(Outcome::Returned(ret)) {
-                    cx.states.ipc.event(event.addr(), Some(a.$flags.0));
+                    cx.states.family::<IpcState>().event(event.addr(), Some(a.$flags.0));
                 }
             }
         }
@@ -277,7 +280,7 @@ macro_rules! event_created {
             fn before(&self, _: &args::$function, _: &mut Cx) {}
             fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
                 if ret == 0 {
-                    cx.states.ipc.event(a.$event.addr(), None);
+                    cx.states.family::<IpcState>().event(a.$event.addr(), None);
                 }
             }
         }
@@ -293,7 +296,10 @@ event_created!(cuEventDestroy_v2(hEvent), hipEventDestroy(event); destroy);
 impl Check<args::cuIpcOpenEventHandle> for OpenEventCuda {
     type Plan = ();
     fn before(&self, a: &args::cuIpcOpenEventHandle, cx: &mut Cx) {
-        let exported = cx.states.ipc.was_exported_event(&a.handle.reserved);
+        let exported = cx
+            .states
+            .family::<IpcState>()
+            .was_exported_event(&a.handle.reserved);
         same_process(cx, &cuda::OPEN_EVENT_SAME_PROCESS, exported);
     }
 }
@@ -301,7 +307,10 @@ impl Check<args::cuIpcOpenEventHandle> for OpenEventCuda {
 impl Check<args::hipIpcOpenEventHandle> for OpenEventHip {
     type Plan = ();
     fn before(&self, a: &args::hipIpcOpenEventHandle, cx: &mut Cx) {
-        let exported = cx.states.ipc.was_exported_event(&a.handle.reserved);
+        let exported = cx
+            .states
+            .family::<IpcState>()
+            .was_exported_event(&a.handle.reserved);
         same_process(cx, &hip::OPEN_EVENT_SAME_PROCESS, exported);
     }
 }
@@ -376,7 +385,7 @@ impl Check<args::cuIpcGetMemHandle> for GetCuda {
     }
     fn after(&self, a: &args::cuIpcGetMemHandle, _: (), ret: c_int, cx: &mut Cx) {
         if let Some(handle) = a.pHandle.written(Outcome::Returned(ret)) {
-            cx.states.ipc.exported(&handle.reserved);
+            cx.states.family::<IpcState>().exported(&handle.reserved);
             // The memory's context and device, for the report: destroying the context frees
             // the memory; an importer's device must reach the device.
             cx.place().context = cx.facts.allocation_context(a.dptr.0);
@@ -406,15 +415,15 @@ macro_rules! open_cuda {
                 cx.place().context = current_context(cx);
                 record_device_of(cx, true);
                 open_flags(cx, a.Flags.0);
-                let exported = cx.states.ipc.was_exported(&a.handle.reserved);
+                let exported = cx.states.family::<IpcState>().was_exported(&a.handle.reserved);
                 same_process(cx, &cuda::OPEN_SAME_PROCESS, exported);
                 second_context(cx, &a.handle.reserved);
-                cx.states.ipc.open_at(&a.handle.reserved)
+                cx.states.family::<IpcState>().open_at(&a.handle.reserved)
             }
             fn after(&self, a: &args::$function, before: Self::Plan, ret: c_int, cx: &mut Cx) {
                 if let Some(ptr) = a.pdptr.written(Outcome::Returned(ret)) {
                     let ctx = cx.place().context.unwrap_or(0);
-                    cx.states.ipc.mapped(&a.handle.reserved, ptr.0, ctx);
+                    cx.states.family::<IpcState>().mapped(&a.handle.reserved, ptr.0, ctx);
                 }
                 opened_again(cx, before, ret);
             }
@@ -431,7 +440,10 @@ impl Check<args::cuCtxDestroy_v2> for ContextDestroyed {
         if ret != 0 {
             return;
         }
-        let left = cx.states.ipc.context_destroyed(a.ctx.addr());
+        let left = cx
+            .states
+            .family::<IpcState>()
+            .context_destroyed(a.ctx.addr());
         if left.is_empty() {
             return;
         }
@@ -503,7 +515,7 @@ fn current_context(cx: &Cx) -> Option<u64> {
 /// Before an open: a handle this process has open in another context of the same device
 /// (tracked state: dropped if the driver opens it after all).
 fn second_context(cx: &mut Cx, handle: &[u8; 64]) {
-    let Some((ptr, _, first)) = cx.states.ipc.open_in(handle) else {
+    let Some((ptr, _, first)) = cx.states.family::<IpcState>().open_in(handle) else {
         return;
     };
     let Some(here) = current_context(cx).filter(|&c| first != 0 && c != first) else {
@@ -563,7 +575,7 @@ impl Check<args::cuIpcCloseMemHandle> for CloseCuda {
     }
     fn after(&self, a: &args::cuIpcCloseMemHandle, _: (), ret: c_int, cx: &mut Cx) {
         if ret == 0 {
-            cx.states.ipc.closed(a.dptr.0);
+            cx.states.family::<IpcState>().closed(a.dptr.0);
         }
     }
 }
@@ -592,7 +604,7 @@ impl Check<args::hipIpcGetMemHandle> for GetHip {
     }
     fn after(&self, a: &args::hipIpcGetMemHandle, _: (), ret: c_int, cx: &mut Cx) {
         if let Some(handle) = a.handle.written(Outcome::Returned(ret)) {
-            cx.states.ipc.exported(&handle.reserved);
+            cx.states.family::<IpcState>().exported(&handle.reserved);
             // The memory's device, for the report (an importer's device must reach it).
             let facts = cx.facts;
             let mut hip = HipSession::begin(facts);
@@ -620,12 +632,15 @@ impl Check<args::hipIpcOpenMemHandle> for OpenHip {
                 )
             });
         }
-        let exported = cx.states.ipc.was_exported(&a.handle.reserved);
+        let exported = cx
+            .states
+            .family::<IpcState>()
+            .was_exported(&a.handle.reserved);
         same_process(cx, &hip::OPEN_SAME_PROCESS, exported);
     }
     fn after(&self, a: &args::hipIpcOpenMemHandle, _: (), ret: c_int, cx: &mut Cx) {
         if let Some(ptr) = a.devPtr.written(Outcome::Returned(ret)) {
-            cx.states.ipc.opened(ptr.0 as usize as u64);
+            cx.states.family::<IpcState>().opened(ptr.0 as usize as u64);
         }
     }
 }
@@ -645,7 +660,7 @@ impl Check<args::hipIpcCloseMemHandle> for CloseHip {
     }
     fn after(&self, a: &args::hipIpcCloseMemHandle, _: (), ret: c_int, cx: &mut Cx) {
         if ret == 0 {
-            cx.states.ipc.closed(a.devPtr.addr());
+            cx.states.family::<IpcState>().closed(a.devPtr.addr());
         }
     }
 }

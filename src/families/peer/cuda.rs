@@ -2,6 +2,7 @@
 //! cuCtxDisablePeerAccess and cuMemcpyPeer(Async) in every ABI spelling.
 
 use super::grants::ContextPair;
+use super::PeerState;
 use crate::engine::facts::{self, is_unknown_context};
 use crate::engine::{hex, Check, Cx};
 use sharecheck_core::codes::*;
@@ -139,7 +140,11 @@ impl Check<args::cuCtxEnablePeerAccess> for Enable {
             });
         } else {
             attribute_warnings(cx, dev, peer_dev);
-            if cx.states.peer.read(cx.shard, |g| g.cuda(pair).is_some()) {
+            if cx
+                .states
+                .family::<PeerState>()
+                .read(cx.shard, |g| g.cuda(pair).is_some())
+            {
                 cx.tracked(&ENABLE_ALREADY_ENABLED, || {
                     format!(
                         "access from the current context {} (device {dev}) to {} (device \
@@ -163,9 +168,14 @@ impl Check<args::cuCtxEnablePeerAccess> for Enable {
             return;
         };
         match ret {
-            0 => cx.states.peer.write(|g| g.grant_cuda(pair, dev, peer_dev)),
+            0 => cx
+                .states
+                .family::<PeerState>()
+                .write(|g| g.grant_cuda(pair, dev, peer_dev)),
             PEER_ACCESS_ALREADY_ENABLED => {
-                cx.states.peer.write(|g| g.grant_cuda(pair, dev, peer_dev));
+                cx.states
+                    .family::<PeerState>()
+                    .write(|g| g.grant_cuda(pair, dev, peer_dev));
                 cx.shown(&ENABLE_ALREADY_ENABLED, || {
                     "the driver reports that access from the current context to peerContext is \
                      already enabled (possibly by a path sharecheck does not see, such as an IPC \
@@ -179,7 +189,7 @@ impl Check<args::cuCtxEnablePeerAccess> for Enable {
             TOO_MANY_PEERS => {
                 let enabled = cx
                     .states
-                    .peer
+                    .family::<PeerState>()
                     .read(cx.shard, |g| g.cuda_peers_of(pair.from));
                 cx.shown(&ENABLE_TOO_MANY_PEERS, || {
                     format!(
@@ -256,17 +266,18 @@ impl Check<args::cuCtxDisablePeerAccess> for Disable {
         };
         let mut busy = Vec::new();
         if peer_known {
-            let (forward, backward, streams) = cx.states.peer.read(cx.shard, |g| {
-                let streams: Vec<u64> = g
-                    .cuda(pair)
-                    .map(|grant| grant.copy_streams.iter().copied().collect())
-                    .unwrap_or_default();
-                (
-                    g.cuda(pair).is_some(),
-                    g.cuda(pair.reverse()).is_some(),
-                    streams,
-                )
-            });
+            let (forward, backward, streams) =
+                cx.states.family::<PeerState>().read(cx.shard, |g| {
+                    let streams: Vec<u64> = g
+                        .cuda(pair)
+                        .map(|grant| grant.copy_streams.iter().copied().collect())
+                        .unwrap_or_default();
+                    (
+                        g.cuda(pair).is_some(),
+                        g.cuda(pair.reverse()).is_some(),
+                        streams,
+                    )
+                });
             if !forward {
                 let mut message = if ctx == peer {
                     "peerContext is the current context; access to itself is never enabled"
@@ -302,7 +313,9 @@ impl Check<args::cuCtxDisablePeerAccess> for Disable {
         };
         match ret {
             0 => {
-                cx.states.peer.write(|g| g.revoke_cuda(pair));
+                cx.states
+                    .family::<PeerState>()
+                    .write(|g| g.revoke_cuda(pair));
                 if !busy.is_empty() {
                     let names: Vec<String> = busy
                         .iter()
@@ -325,7 +338,9 @@ impl Check<args::cuCtxDisablePeerAccess> for Disable {
                 }
             }
             PEER_ACCESS_NOT_ENABLED => {
-                cx.states.peer.write(|g| g.revoke_cuda(pair));
+                cx.states
+                    .family::<PeerState>()
+                    .write(|g| g.revoke_cuda(pair));
                 cx.shown(&DISABLE_NOT_ENABLED, || {
                     "the driver reports that access from the current context to peerContext is \
                      not enabled"
@@ -405,7 +420,7 @@ fn range_past_allocation(cx: &Cx, ptr: u64, bytes: u64) -> Option<Past> {
     let Some(cached) = facts.allocation_range(ptr, false) else {
         // The driver was asked (ranges it does not know are never cached) and does not know
         // `ptr`: memory this process freed, if it was.
-        let (base, size) = cx.states.peer.freed_at(ptr)?;
+        let (base, size) = cx.states.family::<PeerState>().freed_at(ptr)?;
         return Some(Past::Freed(base, size));
     };
     // One cached lookup on the clean path; a range past it is confirmed uncached.
@@ -436,7 +451,7 @@ impl Check<args::cuMemFree_v2> for Freed {
                 .cached_range(base)
                 .filter(|&(b, _)| b == base)
                 .map(|(_, s)| s);
-            cx.states.peer.freed(base, size);
+            cx.states.family::<PeerState>().freed(base, size);
         }
     }
 }
@@ -536,15 +551,16 @@ impl<A: PeerCopy> Check<A> for Copy {
         });
         let mut remember = None;
         if let Some(pair) = direction {
-            let (needed, granted_other_way, stream_known) = cx.states.peer.read(cx.shard, |g| {
-                let grant = g.cuda(pair);
-                let stream_known = match (grant, copy_stream) {
-                    (Some(grant), Some(s)) => grant.copy_streams.contains(&s),
-                    _ => true,
-                };
-                let reverse = g.cuda(pair.reverse()).is_some();
-                (grant.is_some(), reverse, stream_known)
-            });
+            let (needed, granted_other_way, stream_known) =
+                cx.states.family::<PeerState>().read(cx.shard, |g| {
+                    let grant = g.cuda(pair);
+                    let stream_known = match (grant, copy_stream) {
+                        (Some(grant), Some(s)) => grant.copy_streams.contains(&s),
+                        _ => true,
+                    };
+                    let reverse = g.cuda(pair.reverse()).is_some();
+                    (grant.is_some(), reverse, stream_known)
+                });
             if !stream_known {
                 remember = copy_stream.map(|s| (pair, s));
             }
@@ -580,7 +596,7 @@ impl<A: PeerCopy> Check<A> for Copy {
     fn after(&self, _: &A, plan: CopyPlan, ret: c_int, cx: &mut Cx) {
         // Written only the first time a stream carries a copy between these contexts.
         if let (0, Some((pair, stream))) = (ret, plan.0) {
-            cx.states.peer.write(|g| {
+            cx.states.family::<PeerState>().write(|g| {
                 if let Some(grant) = g.cuda_mut(pair) {
                     grant.copy_streams.insert(stream);
                 }

@@ -1,6 +1,7 @@
 //! HIP peer access: hipDeviceCanAccessPeer, hipDeviceEnablePeerAccess,
 //! hipDeviceDisablePeerAccess, hipMemcpyPeer and hipMemcpyPeerAsync.
 
+use super::PeerState;
 use crate::engine::facts::{self, HipSession};
 use crate::engine::{hex, Check, Cx};
 use sharecheck_core::codes::{
@@ -98,7 +99,11 @@ impl Check<args::hipDeviceEnablePeerAccess> for Enable {
             });
             return None;
         }
-        if cx.states.peer.read(cx.shard, |g| g.hip(dev, peer)) {
+        if cx
+            .states
+            .family::<PeerState>()
+            .read(cx.shard, |g| g.hip(dev, peer))
+        {
             cx.tracked(&ENABLE_ALREADY_ENABLED, || {
                 format!(
                     "access from the current device {dev} to device {peer} was already enabled \
@@ -120,9 +125,14 @@ impl Check<args::hipDeviceEnablePeerAccess> for Enable {
             return;
         };
         match ret {
-            0 => cx.states.peer.write(|g| g.grant_hip(dev, peer)),
+            0 => cx
+                .states
+                .family::<PeerState>()
+                .write(|g| g.grant_hip(dev, peer)),
             PEER_ACCESS_ALREADY_ENABLED => {
-                cx.states.peer.write(|g| g.grant_hip(dev, peer));
+                cx.states
+                    .family::<PeerState>()
+                    .write(|g| g.grant_hip(dev, peer));
                 cx.shown(&ENABLE_ALREADY_ENABLED, || {
                     format!(
                         "the runtime reports that access from device {dev} to device {peer} is \
@@ -145,7 +155,7 @@ impl Check<args::hipDeviceDisablePeerAccess> for Disable {
         let dev = current_device_and_valid_peer(cx, &mut q, &DISABLE_INVALID_DEVICE, peer)?;
         let (forward, backward) = cx
             .states
-            .peer
+            .family::<PeerState>()
             .read(cx.shard, |g| (g.hip(dev, peer), g.hip(peer, dev)));
         if !forward {
             let mut message = if dev == peer {
@@ -181,10 +191,14 @@ impl Check<args::hipDeviceDisablePeerAccess> for Disable {
         };
         match ret {
             0 => {
-                cx.states.peer.write(|g| g.revoke_hip(dev, peer));
+                cx.states
+                    .family::<PeerState>()
+                    .write(|g| g.revoke_hip(dev, peer));
             }
             PEER_ACCESS_NOT_ENABLED => {
-                cx.states.peer.write(|g| g.revoke_hip(dev, peer));
+                cx.states
+                    .family::<PeerState>()
+                    .write(|g| g.revoke_hip(dev, peer));
                 cx.shown(&DISABLE_NOT_ENABLED, || {
                     format!(
                         "the runtime reports that access from device {dev} to device {peer} is \
@@ -303,7 +317,7 @@ impl<A: HipPeerCopy> Check<A> for Copy {
         if let (Some(e), Some(o)) = (issuing, other) {
             let (needed, other_way) = cx
                 .states
-                .peer
+                .family::<PeerState>()
                 .read(cx.shard, |g| (g.hip(e, o), g.hip(o, e)));
             if other_way && !needed {
                 cx.flag(&UNIDIRECTIONAL, || {

@@ -105,6 +105,7 @@ impl PeerState {
 }
 
 impl FamilyState for PeerState {
+    const SLOT: usize = 0;
     #[inline]
     fn forget(&self, gone: Lifetime) {
         if gone == Lifetime::MemoryFreed {

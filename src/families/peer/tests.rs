@@ -2,6 +2,7 @@
 //! correct programs that stay silent. No C compiler and no driver: the end-to-end layer is
 //! `tests/peer_rules.rs`, with C programs on the simulated driver.
 
+use super::PeerState;
 use crate::engine::fake::{FakeFacts, Harness, Ran};
 use crate::engine::state::Lifetime;
 use crate::engine::Checked;
@@ -751,14 +752,18 @@ fn a_grant_written_on_one_thread_is_read_on_every_other() {
     let pair = super::grants::ContextPair { from: A, to: B };
     for shard in 0..crate::guard::SHARDS {
         assert!(
-            h.states.peer.read(shard, |g| g.cuda(pair).is_some()),
+            h.states
+                .family::<PeerState>()
+                .read(shard, |g| g.cuda(pair).is_some()),
             "shard {shard}"
         );
     }
     ok(&h, disable(B));
     for shard in 0..crate::guard::SHARDS {
         assert!(
-            h.states.peer.read(shard, |g| g.cuda(pair).is_none()),
+            h.states
+                .family::<PeerState>()
+                .read(shard, |g| g.cuda(pair).is_none()),
             "shard {shard}"
         );
     }

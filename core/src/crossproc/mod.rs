@@ -14,6 +14,9 @@
 //! [`ReportCheck`] reads it and returns [`ReportFinding`]s, which the report shows like any other
 //! finding, attached to the call that decided them. Checks are listed in [`REPORT_CHECKS`].
 
+pub mod endpoint;
+pub mod ipc;
+
 use crate::rules::Rule;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -381,25 +384,25 @@ pub trait ReportCheck: Sync {
 
 /// Every report-phase check.
 pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[
-    &crate::rules::ipc::report::FREED_WHILE_OPEN,
-    &crate::rules::ipc::report::OPENED_AFTER_FREE,
-    &crate::rules::ipc::report::NEVER_CLOSED,
-    &crate::rules::ipc::report::HIP_FREED_WHILE_OPEN,
-    &crate::rules::ipc::report::HIP_OPENED_AFTER_FREE,
-    &crate::rules::ipc::report::HIP_NEVER_CLOSED,
-    &crate::rules::ipc::report::EXPORTER_EXITED,
-    &crate::rules::ipc::report::HIP_EXPORTER_EXITED,
-    &crate::rules::ipc::report::CONTEXT_DESTROYED_WHILE_OPEN,
-    &crate::rules::ipc::report::SECOND_CONTEXT,
-    &crate::rules::ipc::report::UNREACHABLE,
-    &crate::rules::ipc::report::HIP_UNREACHABLE,
-    &crate::rules::ipc::report::EVENT_NEVER_DESTROYED,
-    &crate::rules::ipc::report::HIP_EVENT_NEVER_DESTROYED,
-    &crate::rules::ipc::report::EVENT_DESTROYED_WHILE_OPEN,
-    &crate::rules::ipc::report::HIP_EVENT_DESTROYED_WHILE_OPEN,
-    &crate::rules::endpoint::report::NEVER_DESTROYED,
-    &crate::rules::endpoint::report::NEVER_RELEASED,
-    &crate::rules::endpoint::report::BIND_IMPORTED_UNICAST,
+    &ipc::FREED_WHILE_OPEN,
+    &ipc::OPENED_AFTER_FREE,
+    &ipc::NEVER_CLOSED,
+    &ipc::HIP_FREED_WHILE_OPEN,
+    &ipc::HIP_OPENED_AFTER_FREE,
+    &ipc::HIP_NEVER_CLOSED,
+    &ipc::EXPORTER_EXITED,
+    &ipc::HIP_EXPORTER_EXITED,
+    &ipc::CONTEXT_DESTROYED_WHILE_OPEN,
+    &ipc::SECOND_CONTEXT,
+    &ipc::UNREACHABLE,
+    &ipc::HIP_UNREACHABLE,
+    &ipc::EVENT_NEVER_DESTROYED,
+    &ipc::HIP_EVENT_NEVER_DESTROYED,
+    &ipc::EVENT_DESTROYED_WHILE_OPEN,
+    &ipc::HIP_EVENT_DESTROYED_WHILE_OPEN,
+    &endpoint::NEVER_DESTROYED,
+    &endpoint::NEVER_RELEASED,
+    &endpoint::BIND_IMPORTED_UNICAST,
 ];
 
 /// Runs `checks` over a finished timeline.
@@ -412,9 +415,7 @@ pub fn decide(timeline: &Timeline, checks: &[&dyn ReportCheck]) -> Vec<ReportFin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::ipc::report::{
-        FreedWhileOpen, FREED_WHILE_OPEN, NEVER_CLOSED, OPENED_AFTER_FREE,
-    };
+    use ipc::{FreedWhileOpen, FREED_WHILE_OPEN, NEVER_CLOSED, OPENED_AFTER_FREE};
 
     /// What a reader may skip without parsing agrees with what `add` keeps.
     #[test]

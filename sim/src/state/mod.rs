@@ -1,25 +1,22 @@
 //! The one lock-protected state of the simulated driver, and what ties its areas together.
 
+mod ipc;
+mod logical_endpoint;
+mod peer;
+mod stream_event;
+
+pub use stream_event::destroy_stream;
+
 use crate::context::{self, Contexts};
 use crate::ipc::Ipc;
 use crate::logical_endpoint::Endpoints;
 use crate::memory::{Allocation, Memory};
 use crate::peer::Peers;
 use crate::stream_event::Streams;
+pub use crate::types::Owner;
 use crate::types::{Outcome, INVALID_CONTEXT};
-use once_cell::sync::Lazy;
 use parking_lot::Mutex;
-
-/// Who owns an allocation, stream or event: a CUDA context (by id), a HIP device, or (for
-/// `cuMemAllocAsync` memory) a device's default memory pool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Owner {
-    Context(u64),
-    HipDevice(i32),
-    /// "These memory allocations are not associated with any CUDA context" (`cuCtxDestroy`):
-    /// they outlive every context and go only when freed.
-    MemPool(i32),
-}
+use std::sync::LazyLock;
 
 #[derive(Default)]
 pub struct Driver {
@@ -31,7 +28,7 @@ pub struct Driver {
     pub endpoints: Endpoints,
 }
 
-static DRIVER: Lazy<Mutex<Driver>> = Lazy::new(Default::default);
+static DRIVER: LazyLock<Mutex<Driver>> = LazyLock::new(Default::default);
 
 /// Runs `f` with the state locked. `f` must not call back into exported functions; nothing in
 /// the model does (it only calls libc), so the lock is never taken twice by one thread.
