@@ -162,31 +162,46 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
         (true, Some(n)) => n.seq,
         (true, None) => number.insert(take_number()).seq,
     };
-    match ran {
-        // Findings to settle, or a covered call that failed (explained in `settle`).
-        true if !cx.is_clean() || (ret != 0 && !A::ID.info().observed) => {
-            let seq_shown = if TRACED { seq } else { guard.call_number() };
-            shielded((), move || {
-                settle_and_record(
-                    &guard,
-                    args,
-                    cx,
-                    outcome,
-                    ret,
-                    (seq, seq_shown),
-                    ts_ns,
-                    dur_ns,
-                    TRACED,
-                )
-            })
-        }
-        _ if TRACED => shielded((), || {
-            let extra = Extra::of(dur_ns, &mut cx);
-            record(Some(&guard), &args, outcome, ret, seq, ts_ns, &extra, &[])
-        }),
-        _ => {}
+    if ran {
+        settle_or_record::<A, TRACED>(&guard, args, cx, (outcome, ret), seq, ts_ns, dur_ns);
     }
     ret
+}
+
+/// After a call whose checks ran: its findings settled, reported and recorded, or (none, and
+/// not a covered failure) its plain record.
+#[inline(always)]
+fn settle_or_record<A: CallArgs, const TRACED: bool>(
+    guard: &Guard,
+    args: A,
+    mut cx: Cx,
+    (outcome, ret): (Outcome, c_int),
+    seq: u64,
+    ts_ns: u64,
+    dur_ns: Option<u64>,
+) {
+    if !cx.is_clean() || (ret != 0 && !A::ID.info().observed) {
+        // Findings to settle, or a covered call that failed (explained in `settle`).
+        let seq_shown = if TRACED { seq } else { guard.call_number() };
+        shielded((), move || {
+            settle_and_record(
+                guard,
+                args,
+                cx,
+                outcome,
+                ret,
+                (seq, seq_shown),
+                ts_ns,
+                dur_ns,
+                TRACED,
+            )
+        })
+    } else if TRACED {
+        shielded((), || {
+            let extra = Extra::of(dur_ns, &mut cx);
+            record(Some(guard), &args, outcome, ret, seq, ts_ns, &extra, &[])
+        })
+    }
 }
 
 /// A covered call a signal handler made while its thread was in the shim's own work (which may
@@ -257,28 +272,8 @@ pub fn check_kept<A: Invoke, const TRACED: bool>(
         args.run(&mut cx, |_| outcome);
         true
     });
-    match ran {
-        true if !cx.is_clean() || (ret != 0 && !A::ID.info().observed) => {
-            let seq_shown = if TRACED { seq } else { guard.call_number() };
-            shielded((), move || {
-                settle_and_record(
-                    guard,
-                    args,
-                    cx,
-                    outcome,
-                    ret,
-                    (seq, seq_shown),
-                    ts_ns,
-                    None,
-                    TRACED,
-                )
-            })
-        }
-        _ if TRACED => shielded((), || {
-            let extra = Extra::of(None, &mut cx);
-            record(Some(guard), &args, outcome, ret, seq, ts_ns, &extra, &[])
-        }),
-        _ => {}
+    if ran {
+        settle_or_record::<A, TRACED>(guard, args, cx, (outcome, ret), seq, ts_ns, None);
     }
     drop(number);
 }

@@ -94,14 +94,14 @@ pub fn counted() {
     REPORTED.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Prints one finding on stderr, as a `tracing` event that the log renders as
+/// Prints one finding on stderr (`log::finding`) as
 /// `sharecheck: error[ID] fn(args): message`, then where it is documented, then where it happened
 /// and the fix. `last_of` is the duplicate limit when this is the last report of its rule.
 pub fn print(f: &Finding, call: &str, pid: u32, tid: i32, seq: u64, last_of: Option<u32>) {
     let level = match f.rule.severity {
-        Severity::Error => tracing::Level::ERROR,
-        Severity::Warning => tracing::Level::WARN,
-        Severity::Info => tracing::Level::INFO,
+        Severity::Error => crate::log::Level::Error,
+        Severity::Warning => crate::log::Level::Warn,
+        Severity::Info => crate::log::Level::Info,
     };
     if !crate::log::finding_enabled(level) {
         return;
@@ -111,7 +111,6 @@ pub fn print(f: &Finding, call: &str, pid: u32, tid: i32, seq: u64, last_of: Opt
         level,
         severity: f.rule.severity.as_str(),
         rule: f.rule.id,
-        function: call.split('(').next().unwrap_or(call),
         call,
         message: &f.message,
         documented: &documented,

@@ -1,4 +1,5 @@
-//! The human-readable log on stderr: `tracing` events, rendered by a small subscriber of our own.
+//! The human-readable log on stderr: the shim's own messages and its findings, filtered by
+//! `SHARECHECK_LOG` and written to fd 2.
 //!
 //! `SHARECHECK_LOG` is a comma-separated list of `LEVEL` or `TARGET=LEVEL` items. Levels: `off`,
 //! `error`, `warn` (or `warning`), `info`, `debug`, `trace`. A bare level (or `sharecheck=LEVEL`)
@@ -10,16 +11,37 @@
 //! Printing must be safe in any thread of any program, also in the child of a `fork` taken while
 //! another thread was printing: no lock is taken (std's stderr is never used; each message or
 //! finding block is written to fd 2 by one `write(2)`), nothing panics, and nothing allocates
-//! unless something is printed. The subscriber is installed on the first message that is
-//! printed, never in a constructor.
+//! unless something is printed.
+//!
+//! Why not `tracing` (which this log used to be built on): the shim makes no spans and has one
+//! subscriber of its own, so `tracing` only stood between a message and its `write(2)` (callsite
+//! interest caches, a field visitor copying every field into a buffer); and installing its global
+//! dispatcher takes the registry's write lock (`tracing_core::callsite::register_dispatch`), so
+//! the install needed a bounded wait of its own for a child forked while another thread was in
+//! it. Direct rendering needs neither.
 
 use std::fmt::{self, Write as _};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
-use tracing::field::{Field, Visit};
-use tracing::level_filters::LevelFilter;
-use tracing::span;
-use tracing::subscriber::Interest;
-use tracing::{Event, Level, Metadata, Subscriber};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// How much a message matters (a finding's level follows its rule's severity).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+impl Level {
+    fn name(self) -> &'static str {
+        match self {
+            Level::Error => "error",
+            Level::Warn => "warning",
+            Level::Info => "info",
+            Level::Debug => "debug",
+        }
+    }
+}
 
 /// Target of the shim's own messages.
 pub const TARGET: &str = "sharecheck";
@@ -35,12 +57,11 @@ const WARN: u8 = 2;
 const TRACE: u8 = 5;
 
 fn rank(level: &Level) -> u8 {
-    match *level {
-        Level::ERROR => 1,
-        Level::WARN => 2,
-        Level::INFO => 3,
-        Level::DEBUG => 4,
-        _ => TRACE,
+    match level {
+        Level::Error => 1,
+        Level::Warn => 2,
+        Level::Info => 3,
+        Level::Debug => 4,
     }
 }
 
@@ -162,10 +183,11 @@ fn filter() -> Filter {
     match FILTER.load(Ordering::Relaxed) {
         0 => {
             let filter = with_log_setting(|text| Filter::parse(text, |_| {}));
-            FILTER.store(filter.pack(), Ordering::Relaxed);
-            if filter.bad && filter.shim >= WARN {
-                // Installing the subscriber warns about the bad items.
-                install();
+            if FILTER.swap(filter.pack(), Ordering::Relaxed) == 0
+                && filter.bad
+                && filter.shim >= WARN
+            {
+                warn_bad_items();
             }
             filter
         }
@@ -177,57 +199,32 @@ fn enabled(target: &str, level: &Level) -> bool {
     filter().enabled(target, level)
 }
 
-// ---- installation -----------------------------------------------------------------------------
-
-const NOT_INSTALLED: u8 = 0;
-const INSTALLING: u8 = 1;
-const INSTALLED: u8 = 2;
-static INSTALL: AtomicU8 = AtomicU8::new(NOT_INSTALLED);
-
-/// Installs the subscriber (once per process) and says whether events now reach it. A thread
-/// that finds another one installing waits a bounded time: in the child of a `fork` taken during
-/// the installation nobody finishes it, and that child's log stays silent rather than hanging.
-fn install() -> bool {
-    match INSTALL.compare_exchange(
-        NOT_INSTALLED,
-        INSTALLING,
-        Ordering::AcqRel,
-        Ordering::Acquire,
-    ) {
-        Ok(_) => {
-            let dispatch = tracing::Dispatch::new(ShimSubscriber);
-            let _ = tracing::dispatcher::set_global_default(dispatch);
-            INSTALL.store(INSTALLED, Ordering::Release);
-            warn_bad_items();
-            true
-        }
-        Err(INSTALLED) => true,
-        Err(_) => {
-            for _ in 0..10_000 {
-                std::thread::yield_now();
-                if INSTALL.load(Ordering::Acquire) == INSTALLED {
-                    return true;
-                }
-            }
-            false
-        }
-    }
-}
-
+/// One warning line for each item of `SHARECHECK_LOG` that is not a level (once per process,
+/// when the setting is first read).
 fn warn_bad_items() {
-    if !enabled(TARGET, &Level::WARN) {
-        return;
-    }
     with_log_setting(|text| {
         Filter::parse(text, |item| {
-            tracing::warn!(
-                target: TARGET,
-                "SHARECHECK_LOG: {:?} is not LEVEL or TARGET=LEVEL (levels: off, error, warn, \
-                 info, debug, trace; targets: sharecheck, finding); ignored",
-                String::from_utf8_lossy(item)
+            message(
+                Level::Warn,
+                format_args!(
+                    "SHARECHECK_LOG: {:?} is not LEVEL or TARGET=LEVEL (levels: off, error, warn, \
+                     info, debug, trace; targets: sharecheck, finding); ignored",
+                    String::from_utf8_lossy(item)
+                ),
             );
         })
     });
+}
+
+/// Writes `sharecheck: LEVEL: message` (the filter already asked).
+fn message(level: Level, text: fmt::Arguments) {
+    let mut out = Buf::default();
+    out.push_str("sharecheck: ");
+    out.push_str(level.name());
+    out.push_str(": ");
+    let _ = out.write_fmt(text);
+    out.push_str("\n");
+    write_stderr(out.bytes());
 }
 
 // ---- what the shim calls ----------------------------------------------------------------------
@@ -258,33 +255,31 @@ fn first_time(key: &str) -> bool {
 }
 
 /// A warning printed once per `key` per process.
-pub fn warn_once(key: &str, message: fmt::Arguments) {
-    if enabled(TARGET, &Level::WARN) && first_time(key) && install() {
-        tracing::warn!(target: TARGET, "{}", message);
+pub fn warn_once(key: &str, text: fmt::Arguments) {
+    if enabled(TARGET, &Level::Warn) && first_time(key) {
+        message(Level::Warn, text);
     }
 }
 
-pub fn debug(message: fmt::Arguments) {
-    if enabled(TARGET, &Level::DEBUG) && install() {
-        tracing::debug!(target: TARGET, "{}", message);
+pub fn debug(text: fmt::Arguments) {
+    if enabled(TARGET, &Level::Debug) {
+        message(Level::Debug, text);
     }
 }
 
-pub fn error(message: fmt::Arguments) {
-    if enabled(TARGET, &Level::ERROR) && install() {
-        tracing::error!(target: TARGET, "{}", message);
+pub fn error(text: fmt::Arguments) {
+    if enabled(TARGET, &Level::Error) {
+        message(Level::Error, text);
     }
 }
 
 /// One finding, as the fields of its event.
 pub struct FindingEvent<'a> {
-    /// `ERROR`, `WARN` or `INFO`, from the rule's severity.
+    /// Error, Warn or Info, from the rule's severity.
     pub level: Level,
     /// The severity's name: `error`, `warning` or `info`.
     pub severity: &'a str,
     pub rule: &'a str,
-    /// The symbol called.
-    pub function: &'a str,
     /// The call with its arguments, `fn(name=value, ...)`.
     pub call: &'a str,
     pub message: &'a str,
@@ -305,85 +300,14 @@ pub fn finding_enabled(level: Level) -> bool {
     enabled(FINDING_TARGET, &level)
 }
 
-macro_rules! finding_event {
-    ($level:expr, $f:expr) => {
-        tracing::event!(
-            target: FINDING_TARGET,
-            $level,
-            rule = $f.rule,
-            function = $f.function,
-            severity = $f.severity,
-            pid = $f.pid,
-            tid = $f.tid,
-            seq = $f.seq,
-            call = $f.call,
-            message = $f.message,
-            documented = $f.documented,
-            fix = $f.fix,
-            last_of = $f.last_of,
-            stack = $f.stack
-        )
-    };
-}
-
-/// Emits a finding event; the subscriber prints it as the finding's block.
+/// Prints a finding as its block.
 pub fn finding(f: &FindingEvent) {
-    if !finding_enabled(f.level) || !install() {
+    if !finding_enabled(f.level) {
         return;
     }
-    match f.level {
-        Level::ERROR => finding_event!(Level::ERROR, f),
-        Level::WARN => finding_event!(Level::WARN, f),
-        _ => finding_event!(Level::INFO, f),
-    }
-}
-
-// ---- the subscriber ---------------------------------------------------------------------------
-
-struct ShimSubscriber;
-
-impl Subscriber for ShimSubscriber {
-    fn register_callsite(&self, metadata: &'static Metadata<'static>) -> Interest {
-        // The filter is fixed before the subscriber is installed.
-        if self.enabled(metadata) {
-            Interest::always()
-        } else {
-            Interest::never()
-        }
-    }
-
-    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        enabled(metadata.target(), metadata.level())
-    }
-
-    fn max_level_hint(&self) -> Option<LevelFilter> {
-        let f = filter();
-        Some(match f.shim.max(f.findings) {
-            OFF => LevelFilter::OFF,
-            1 => LevelFilter::ERROR,
-            2 => LevelFilter::WARN,
-            3 => LevelFilter::INFO,
-            4 => LevelFilter::DEBUG,
-            _ => LevelFilter::TRACE,
-        })
-    }
-
-    // The shim makes no spans.
-    fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
-        span::Id::from_u64(1)
-    }
-    fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
-    fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
-    fn enter(&self, _: &span::Id) {}
-    fn exit(&self, _: &span::Id) {}
-
-    fn event(&self, event: &Event<'_>) {
-        let mut fields = Fields::default();
-        event.record(&mut fields);
-        let mut out = Buf::default();
-        render(event.metadata(), &fields, &mut out);
-        write_stderr(out.bytes());
-    }
+    let mut out = Buf::default();
+    render_finding(f, &mut out);
+    write_stderr(out.bytes());
 }
 
 /// Writes `bytes` to fd 2: one `write(2)`, more only if the kernel took part of it.
@@ -401,86 +325,26 @@ fn write_stderr(mut bytes: &[u8]) {
     }
 }
 
-/// Renders one event: a finding as its block, anything else as `sharecheck: LEVEL: message`.
-fn render(metadata: &Metadata<'_>, fields: &Fields, out: &mut Buf) {
-    if metadata.target() == FINDING_TARGET && render_finding(fields, out) {
-        return;
+/// `sharecheck: SEVERITY[RULE] CALL: MESSAGE`, `  documented: ...`, `  at: ...; fix: ...`, the
+/// stack, and the duplicate-limit note on the last report of a rule.
+fn render_finding(f: &FindingEvent, out: &mut Buf) {
+    let _ = write!(
+        out,
+        "sharecheck: {}[{}] {}: {}\n  documented: {}\n  at: pid {} tid {} call #{}; fix: {}\n",
+        f.severity, f.rule, f.call, f.message, f.documented, f.pid, f.tid, f.seq, f.fix
+    );
+    if !f.stack.is_empty() {
+        out.push_str("  stack:\n");
+        out.push_str(f.stack);
     }
-    let level = match *metadata.level() {
-        Level::ERROR => "error",
-        Level::WARN => "warning",
-        Level::INFO => "info",
-        Level::DEBUG => "debug",
-        _ => "trace",
-    };
-    out.push_str("sharecheck: ");
-    out.push_str(level);
-    out.push_str(": ");
-    out.push(fields.get("message").unwrap_or_default());
-    for (name, value) in fields.iter() {
-        if name != "message" {
-            out.push_str(" ");
-            out.push_str(name);
-            out.push_str("=");
-            out.push(value);
-        }
+    if let Some(limit) = f.last_of {
+        let _ = writeln!(
+            out,
+            "  note: {} has now been reported {limit} times (duplicate_limit={limit}); this is \
+             the last report of it on stderr (the trace keeps them all)",
+            f.rule
+        );
     }
-    out.push_str("\n");
-}
-
-/// `sharecheck: SEVERITY[RULE] CALL: MESSAGE`, `  documented: ...`, `  at: ...; fix: ...`, and
-/// the duplicate-limit note on the last report of a rule. False if a field is missing.
-fn render_finding(fields: &Fields, out: &mut Buf) -> bool {
-    let get = |name| fields.get(name);
-    let (Some(severity), Some(rule), Some(call), Some(message)) =
-        (get("severity"), get("rule"), get("call"), get("message"))
-    else {
-        return false;
-    };
-    let field = |name| get(name).unwrap_or_default();
-    let block: [&[u8]; 19] = [
-        b"sharecheck: ",
-        severity,
-        b"[",
-        rule,
-        b"] ",
-        call,
-        b": ",
-        message,
-        b"\n  documented: ",
-        field("documented"),
-        b"\n  at: pid ",
-        field("pid"),
-        b" tid ",
-        field("tid"),
-        b" call #",
-        field("seq"),
-        b"; fix: ",
-        field("fix"),
-        b"\n",
-    ];
-    for part in block {
-        out.push(part);
-    }
-    if let Some(stack) = get("stack").filter(|s| !s.is_empty()) {
-        out.push(b"  stack:\n");
-        out.push(stack);
-    }
-    if let Some(limit) = get("last_of") {
-        let note: [&[u8]; 7] = [
-            b"  note: ",
-            rule,
-            b" has now been reported ",
-            limit,
-            b" times (duplicate_limit=",
-            limit,
-            b"); this is the last report of it on stderr (the trace keeps them all)\n",
-        ];
-        for part in note {
-            out.push(part);
-        }
-    }
-    true
 }
 
 /// Bytes on the stack, moved to the heap only when they outgrow it. Never panics; what does not
@@ -527,6 +391,7 @@ impl Buf {
         self.push(s.as_bytes());
     }
 
+    #[cfg(test)]
     fn len(&self) -> usize {
         if self.spilled {
             self.heap.len()
@@ -548,68 +413,6 @@ impl fmt::Write for Buf {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         self.push_str(s);
         Ok(())
-    }
-}
-
-/// An event's fields, rendered as text into one buffer.
-#[derive(Default)]
-struct Fields {
-    text: Buf,
-    /// Name, start and end in `text` of each field (the first 16).
-    spans: [(&'static str, usize, usize); 16],
-    count: usize,
-}
-
-impl Fields {
-    fn record(&mut self, field: &Field, write: impl FnOnce(&mut Buf)) {
-        let start = self.text.len();
-        write(&mut self.text);
-        let end = self.text.len();
-        if let Some(slot) = self.spans.get_mut(self.count) {
-            *slot = (field.name(), start, end);
-            self.count += 1;
-        }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (&'static str, &[u8])> {
-        let text = self.text.bytes();
-        self.spans
-            .iter()
-            .take(self.count)
-            .map(move |&(name, start, end)| (name, text.get(start..end).unwrap_or_default()))
-    }
-
-    fn get(&self, name: &str) -> Option<&[u8]> {
-        self.iter().find(|&(n, _)| n == name).map(|(_, v)| v)
-    }
-}
-
-impl Visit for Fields {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.record(field, |b| b.push_str(value));
-    }
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.record(field, |b| {
-            let _ = write!(b, "{value}");
-        });
-    }
-    fn record_i64(&mut self, field: &Field, value: i64) {
-        self.record(field, |b| {
-            let _ = write!(b, "{value}");
-        });
-    }
-    fn record_bool(&mut self, field: &Field, value: bool) {
-        self.record(field, |b| b.push_str(if value { "true" } else { "false" }));
-    }
-    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        self.record(field, |b| {
-            let _ = write!(b, "{value}");
-        });
-    }
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.record(field, |b| {
-            let _ = write!(b, "{value:?}");
-        });
     }
 }
 
@@ -668,10 +471,10 @@ mod tests {
     #[test]
     fn findings_are_filtered_by_severity_and_messages_by_level() {
         let (f, _) = parse("error,finding=warn");
-        assert!(f.enabled(FINDING_TARGET, &Level::WARN));
-        assert!(!f.enabled(FINDING_TARGET, &Level::INFO));
-        assert!(f.enabled(TARGET, &Level::ERROR));
-        assert!(!f.enabled(TARGET, &Level::WARN));
+        assert!(f.enabled(FINDING_TARGET, &Level::Warn));
+        assert!(!f.enabled(FINDING_TARGET, &Level::Info));
+        assert!(f.enabled(TARGET, &Level::Error));
+        assert!(!f.enabled(TARGET, &Level::Warn));
     }
 
     #[test]
@@ -681,53 +484,42 @@ mod tests {
         assert!(first_time("log-test-b"));
     }
 
-    fn fields(pairs: &[(&'static str, &str)]) -> Fields {
-        let mut f = Fields::default();
-        for (i, &(name, value)) in pairs.iter().enumerate() {
-            let start = f.text.len();
-            f.text.push_str(value);
-            f.spans[i] = (name, start, f.text.len());
-            f.count += 1;
-        }
-        f
-    }
-
     #[test]
     fn a_finding_renders_as_its_block() {
-        let f = fields(&[
-            ("rule", "r.id"),
-            ("function", "cuX"),
-            ("severity", "error"),
-            ("pid", "10"),
-            ("tid", "11"),
-            ("seq", "3"),
-            ("call", "cuX(a=1)"),
-            ("message", "a is 1"),
-            ("documented", "Doc, Section, cuX"),
-            ("fix", "pass 0"),
-        ]);
+        let f = FindingEvent {
+            level: Level::Error,
+            severity: "error",
+            rule: "r.id",
+            call: "cuX(a=1)",
+            message: "a is 1",
+            documented: "Doc, Section, cuX",
+            fix: "pass 0",
+            pid: 10,
+            tid: 11,
+            seq: 3,
+            last_of: None,
+            stack: "",
+        };
         let mut out = Buf::default();
-        assert!(render_finding(&f, &mut out));
+        render_finding(&f, &mut out);
         assert_eq!(
             String::from_utf8_lossy(out.bytes()),
             "sharecheck: error[r.id] cuX(a=1): a is 1\n  documented: Doc, Section, cuX\n  \
              at: pid 10 tid 11 call #3; fix: pass 0\n"
         );
-        let mut with_note = fields(&[
-            ("rule", "r.id"),
-            ("severity", "error"),
-            ("call", "cuX()"),
-            ("message", "m"),
-        ]);
-        let start = with_note.text.len();
-        with_note.text.push_str("2");
-        with_note.spans[4] = ("last_of", start, start + 1);
-        with_note.count += 1;
         let mut out = Buf::default();
-        assert!(render_finding(&with_note, &mut out));
+        render_finding(
+            &FindingEvent {
+                last_of: Some(2),
+                stack: "    #0 app+0x10\n",
+                ..f
+            },
+            &mut out,
+        );
         assert!(String::from_utf8_lossy(out.bytes()).ends_with(
-            "\n  note: r.id has now been reported 2 times (duplicate_limit=2); this is the last \
-             report of it on stderr (the trace keeps them all)\n"
+            "fix: pass 0\n  stack:\n    #0 app+0x10\n  note: r.id has now been reported 2 times \
+             (duplicate_limit=2); this is the last report of it on stderr (the trace keeps them \
+             all)\n"
         ));
     }
 
