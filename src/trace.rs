@@ -1,4 +1,4 @@
-//! The trace file: one JSON object per line, one line per call (schema in README.md).
+//! The trace file: one JSON object per line, one line per call (schema in docs/trace-format.md).
 //!
 //! A plain call (no findings, nothing more to say) is recorded compact: its values in a few
 //! dozen bytes, which the writer thread formats as its JSON line ([`sharecheck_core::ring`]).
@@ -70,7 +70,7 @@ pub fn tid() -> i32 {
 }
 
 /// A call record's `seq` on the calling thread (`slot`: its claim, [`crate::guard::Guard::writer_slot`]):
-/// unique in the process, increasing along the thread's records (schema in README.md). Held
+/// unique in the process, increasing along the thread's records (schema in docs/trace-format.md). Held
 /// until the record is written; 0 once the process is exiting (the call is not recorded).
 /// `nested`: a call made while this thread was already in the shim (a signal handler's).
 #[inline]
@@ -128,7 +128,7 @@ pub struct CallRecord<'a> {
 
 /// Writes one call record (if tracing is on):
 /// `{"seq":N,"t":NS,"tid":T,"fn":"name","a":{ARGS},"r":RET}`, then `"d"`, `"ctx"`, `"dev"`,
-/// `"forwarded":false` and `"findings"` only when there is something to say (schema in README.md). `guard`: the
+/// `"forwarded":false` and `"findings"` only when there is something to say (schema in docs/trace-format.md). `guard`: the
 /// calling thread's, when it is inside the shim.
 pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRecord) {
     // seq 0: numbered after the process began to exit (its exit record is the trace's end).

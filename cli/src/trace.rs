@@ -1,4 +1,4 @@
-//! Tolerant reading of trace files (schema v2, JSON Lines; README.md, "Trace records").
+//! Tolerant reading of trace files (schema v2, JSON Lines; docs/trace-format.md).
 //!
 //! Each record is handed to a callback as soon as it is parsed, so traces of any size are read in
 //! constant memory. A file's first record, the process record (`"v":2,"event":"process"`), says

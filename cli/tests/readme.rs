@@ -1,4 +1,4 @@
-//! README.md's options table is what the options table of `sharecheck_core::options` generates
+//! docs/configuration.md's options table is what the options table of `sharecheck_core::options` generates
 //! (as RULES.md is the output of `sharecheck rules`).
 
 use std::path::Path;
@@ -6,17 +6,18 @@ use std::path::Path;
 use sharecheck_core::options::{self, readme_table};
 use sharecheck_core::schema::env;
 
-/// Set to 1 to rewrite README.md's generated section instead of comparing.
+/// Set to 1 to rewrite docs/configuration.md's generated section instead of comparing.
 const UPDATE_ENV: &str = env::dev::UPDATE_README;
 const BEGIN: &str = "<!-- options table: generated from core/src/options.rs, do not edit -->\n";
 const END: &str = "<!-- end of options table -->\n";
 
 #[test]
-fn readme_options_table_is_generated_from_the_options_table() {
+fn the_documented_options_table_is_generated_from_the_options_table() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .unwrap()
-        .join("README.md");
+        .join("docs")
+        .join("configuration.md");
     let readme = std::fs::read_to_string(&path).unwrap();
     let (Some(begin), Some(end)) = (readme.find(BEGIN), readme.find(END)) else {
         panic!(
@@ -34,8 +35,8 @@ fn readme_options_table_is_generated_from_the_options_table() {
     }
     assert!(
         readme[start..end] == want,
-        "README.md's options table is stale: run {UPDATE_ENV}=1 cargo test -p sharecheck-cli \
-         --test readme\n--- README.md\n{}--- generated\n{want}",
+        "docs/configuration.md's options table is stale: run {UPDATE_ENV}=1 cargo test -p sharecheck-cli \
+         --test readme\n--- docs/configuration.md\n{}--- generated\n{want}",
         &readme[start..end]
     );
     // Every key has its row.
