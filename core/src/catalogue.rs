@@ -4,7 +4,7 @@
 
 use crate::functions::{FnInfo, FUNCTIONS};
 use crate::json::JsonOut;
-use crate::rules::{all, divergences, endpoint, ipc, Rule};
+use crate::rules::{all, divergences, Rule};
 
 /// A rule's catalogue entry as JSON, with the field names of a finding in a trace record.
 pub fn encode(rule: &Rule, w: &mut JsonOut) {
@@ -37,9 +37,9 @@ pub fn functions_of(rule: &Rule) -> impl Iterator<Item = &'static FnInfo> + '_ {
         .iter()
         .find(|d| std::ptr::eq(d.rule, rule))
         .map_or(rule, |d| d.misuse);
-    let reported: Vec<&str> = ipc::report::REPORTED_ON
+    let reported: Vec<&str> = crate::rules::FAMILIES
         .iter()
-        .chain(endpoint::report::REPORTED_ON)
+        .flat_map(|f| f.reported)
         .filter(|(r, _)| std::ptr::eq(*r, target))
         .flat_map(|(_, symbols)| symbols.iter().copied())
         .collect();
@@ -81,24 +81,18 @@ fn index_text() -> String {
     use crate::rules::{Severity, FAMILIES};
     let mut out = String::from("\n## Index\n");
     for family in FAMILIES {
-        let count = |severity| {
-            family
-                .rules
-                .iter()
-                .filter(|r| r.severity == severity)
-                .count()
-        };
+        let rules = family.rules();
+        let count = |severity| rules.iter().filter(|r| r.severity == severity).count();
         out.push_str(&format!(
             "\n**{}** ({} rules: {} error, {} warning, {} info)\n\n",
             family.title,
-            family.rules.len(),
+            rules.len(),
             count(Severity::Error),
             count(Severity::Warning),
             count(Severity::Info)
         ));
         for severity in [Severity::Error, Severity::Warning, Severity::Info] {
-            let links: Vec<String> = family
-                .rules
+            let links: Vec<String> = rules
                 .iter()
                 .filter(|r| r.severity == severity)
                 .map(|r| format!("[{}](#{})", r.id, anchor(r.id)))

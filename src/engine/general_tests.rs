@@ -113,3 +113,25 @@ fn successes_observed_calls_and_explained_failures_get_no_explanation() {
 
 /// `CUDA_ERROR_OUT_OF_MEMORY`.
 const OUT_OF_MEMORY_CODE: i32 = 2;
+
+/// A check that raises a rule its `CheckInfo` does not list is caught in debug builds (the
+/// catalogue would not know where that rule is checked); one it lists passes.
+#[test]
+#[cfg(debug_assertions)]
+fn a_check_may_raise_only_the_rules_its_catalogue_entry_lists() {
+    use sharecheck_core::rules::{general::CALL_FAILED, peer};
+    let h = world();
+    let options = sharecheck_core::options::Options::default();
+    let mut cx = super::Cx::new(&h.facts, &h.states, &options, 0);
+    let check = &peer::checks::CAN_ACCESS_CUDA;
+    cx.running(check);
+    cx.flag(check.rules[0], String::new);
+    let raised = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        cx.flag(&CALL_FAILED, String::new)
+    }));
+    let message = *raised.unwrap_err().downcast::<String>().unwrap();
+    assert!(
+        message.contains("peer.can-access.cuda raised call.failed"),
+        "{message}"
+    );
+}

@@ -67,6 +67,10 @@ pub struct Cx<'a> {
     pub place: Option<Box<Place>>,
     /// Findings were reported before the call ([`before_call_findings`]): the call is explained.
     reported_early: bool,
+    /// The check running now (debug builds): a rule it raises must be one its `CheckInfo` lists,
+    /// which is how the catalogue knows where each rule is checked.
+    #[cfg(debug_assertions)]
+    running: Option<&'static sharecheck_core::rules::CheckInfo>,
 }
 
 /// Where a call acted ([`crate::trace::Place`]).
@@ -93,6 +97,18 @@ impl<'a> Cx<'a> {
             found: Vec::new(),
             place: None,
             reported_early: false,
+            #[cfg(debug_assertions)]
+            running: None,
+        }
+    }
+
+    /// The check about to run (its catalogue entry), for the debug check in [`Cx::flag`] and
+    /// the others: nothing in release builds.
+    #[inline(always)]
+    pub fn running(&mut self, _check: &'static sharecheck_core::rules::CheckInfo) {
+        #[cfg(debug_assertions)]
+        {
+            self.running = Some(_check);
         }
     }
 
@@ -130,6 +146,15 @@ impl<'a> Cx<'a> {
     /// refusal, a divergence the driver's answer shows), but its message is never built: `report`
     /// drops it. One without a documented code decides nothing, so it costs nothing at all.
     fn push(&mut self, rule: &'static Rule, message: impl FnOnce() -> String, basis: Basis) {
+        #[cfg(debug_assertions)]
+        if let Some(check) = self.running {
+            assert!(
+                check.rules.iter().any(|r| std::ptr::eq(*r, rule)),
+                "check {} raised {}, which its CheckInfo does not list",
+                check.name,
+                rule.id
+            );
+        }
         let muted = self.options.mute.contains(&rule.id);
         if muted && rule.documented_code.is_none() {
             return;

@@ -20,9 +20,12 @@ macro_rules! compose {
     ($args:ident, $cx:ident, $forward:ident;) => { $forward($cx) };
     ($args:ident, $cx:ident, $forward:ident; $family:ident :: $check:ident $(, $rest_family:ident :: $rest_check:ident)*) => {{
         let check = &$family::checks::$check;
+        let info = &sharecheck_core::rules::$family::checks::$check;
+        $cx.running(info);
         let plan = Check::<Self>::before(check, $args, $cx);
         let outcome = compose!($args, $cx, $forward; $($rest_family :: $rest_check),*);
         if let Outcome::Returned(ret) = outcome {
+            $cx.running(info);
             Check::<Self>::after(check, $args, plan, ret, $cx);
         }
         outcome

@@ -153,13 +153,8 @@ pub static KNOWN: &[KnownDivergence] = &[
 pub static FAMILY: Family = Family {
     name: "divergences",
     title: "Known driver divergences",
-    rules: &[
-        &ENABLE_SELF_UNSUPPORTED,
-        &ENABLE_DESTROYED_PEER_CONTEXT_IS_DESTROYED,
-        &MEMCPY_PEER_NULL_CONTEXT_ACCEPTED,
-        &IPC_GET_INTERIOR_POINTER_ACCEPTED,
-        &ATTACH_SINGLE_ON_LEGACY_STREAM_ACCEPTED,
-        &HIP_DISABLE_UNSUPPORTED_PAIR_INVALID_DEVICE,
-        &UNLISTED,
-    ],
+    checks: &[],
+    reported: &[],
+    engine: &[&UNLISTED],
+    divergences: KNOWN,
 };

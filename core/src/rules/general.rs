@@ -24,5 +24,8 @@ pub static CALL_FAILED: Rule = Rule {
 pub static FAMILY: Family = Family {
     name: "general",
     title: "Every covered call",
-    rules: &[&CALL_FAILED],
+    checks: &[],
+    reported: &[],
+    engine: &[&CALL_FAILED],
+    divergences: &[],
 };

@@ -266,7 +266,7 @@ const NEGATIVE: &[Case] = &[
 fn each_negative_case_reports_exactly_its_rules_and_every_attach_rule_has_one() {
     check_negative_cases(world, NEGATIVE, &["attach"], []);
     assert!(rules::divergences::KNOWN.iter().any(|d| attach::FAMILY
-        .rules
+        .rules()
         .iter()
         .any(|r| std::ptr::eq(*r, d.misuse))));
 }
