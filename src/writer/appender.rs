@@ -1,0 +1,166 @@
+//! The writer thread: appends full segments and closes idle chunks, so that calling threads do
+//! neither.
+
+use super::*;
+
+/// Starts the thread that appends full segments, with every signal blocked (the program's
+/// handlers never run on it) and a small stack; detached. Without it the thread that fills a
+/// segment appends it.
+pub(super) fn start_appender() {
+    if APPENDER
+        .compare_exchange(NO_THREAD, RUNNING, AcqRel, Acquire)
+        .is_err()
+    {
+        return; // running already (or could not be started)
+    }
+    // SAFETY: plain pthread calls on live locals; the attribute object is destroyed after use,
+    // and this thread's signal mask is restored right after the thread is made (which inherits
+    // the full mask).
+    let made = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        libc::pthread_attr_init(&mut attr);
+        libc::pthread_attr_setstacksize(&mut attr, 256 << 10);
+        libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
+        let mut thread: libc::pthread_t = 0;
+        let rc = libc::pthread_create(&mut thread, &attr, appender_main, std::ptr::null_mut());
+        libc::pthread_attr_destroy(&mut attr);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        rc == 0
+    };
+    if !made {
+        APPENDER.store(FAILED, Release);
+        // Segments filled meanwhile found the thread running: append them here.
+        LANES.iter().for_each(append_full_segments);
+    }
+}
+
+/// What runs at exit, registered with `atexit` by the writer thread when it starts
+/// ([`at_exit`]); 0: nothing.
+pub(super) static AT_EXIT: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets the function the writer thread registers with `atexit` when it starts: by then the
+/// program has initialised its driver, which registered its own teardown, so this runs first
+/// (handlers run in reverse order), while the driver still answers the program's other threads.
+/// The shim's ELF destructor would run only after the driver's teardown: the exit would then wait
+/// with the driver gone, and the program's threads (and signal handlers) would get its errors
+/// meanwhile (measured on R580: a 64-thread storm whose exit waited 1 ms there failed 10 of 15
+/// times, plain never). Registered from the writer thread, never from a call (which may be a
+/// signal handler's: `atexit` allocates).
+pub fn at_exit(hook: extern "C" fn()) {
+    AT_EXIT.store(hook as usize, Release);
+}
+
+extern "C" fn appender_main(_: *mut libc::c_void) -> *mut libc::c_void {
+    // SAFETY: names this thread (a 16-byte-bounded, NUL-terminated name).
+    unsafe { libc::prctl(libc::PR_SET_NAME, c"sharecheck-wr".as_ptr()) };
+    let hook = AT_EXIT.load(Acquire);
+    if hook != 0 {
+        // SAFETY: only `at_exit` stores here, and it stores an `extern "C" fn()`, which lives as
+        // long as the process (the shim is never unmapped: `-z nodelete`).
+        let hook: extern "C" fn() = unsafe { std::mem::transmute(hook) };
+        // SAFETY: registers a plain `extern "C" fn()` handler.
+        unsafe { libc::atexit(hook) };
+    }
+    crate::guard::shielded((), appender_loop);
+    // Ended (tracing stopped, or a panic): any thread that fills a segment appends it.
+    APPENDER.store(FAILED, Release);
+    crate::guard::shielded((), || LANES.iter().for_each(append_full_segments));
+    std::ptr::null_mut()
+}
+
+/// Appends full segments as they fill; closes the chunks that keep the oldest segment from
+/// filling once it has waited `IDLE_CHUNK_NS` while later chunks were handed out.
+pub(super) fn appender_loop() {
+    let mut stalled = [None; MAX_LANES];
+    loop {
+        let seen = WAKE.load(SeqCst);
+        if STOPPED_ALL.load(Acquire) {
+            return;
+        }
+        let mut timeout: Option<u64> = None;
+        let mut work = false;
+        for (w, stalled) in LANES.iter().zip(stalled.iter_mut()) {
+            if w.state.load(Acquire) != OPEN {
+                continue;
+            }
+            if let Some(wait) = serve_lane(w, stalled) {
+                timeout = Some(timeout.map_or(wait, |t| t.min(wait)));
+            }
+            // A full segment nobody is appending: look again before sleeping.
+            work |= segment_is_full(w, w.appended.load(Acquire)) && !w.appending.load(Acquire);
+        }
+        SLEEPING.store(true, SeqCst);
+        if !work && WAKE.load(SeqCst) == seen {
+            futex_wait(&WAKE, seen, timeout);
+        }
+        SLEEPING.store(false, SeqCst);
+    }
+}
+
+/// One round of the writer thread on lane `w`: closes the chunks that keep the oldest segment
+/// from filling (once half the ring is taken, or once it waited `IDLE_CHUNK_NS` while later
+/// chunks were handed out), appends full segments, and says how long to sleep at most.
+pub(super) fn serve_lane(w: &Lane, stalled: &mut Option<(u64, u64)>) -> Option<u64> {
+    let appended = w.appended.load(Acquire);
+    let oldest_end = (appended / SEGMENT + 1) * SEGMENT;
+    let next = w.next.load(Acquire);
+    let mut timeout = None;
+    if next > oldest_end && !segment_is_full(w, appended) {
+        let now = monotonic_ns();
+        let since = match *stalled {
+            Some((at, since)) if at == appended => since,
+            _ => {
+                *stalled = Some((appended, now));
+                now
+            }
+        };
+        let waited = now.saturating_sub(since);
+        if next - appended >= RING / 2 || waited >= IDLE_CHUNK_NS {
+            close_open_chunks_before(w, oldest_end);
+            *stalled = None;
+            timeout = Some(IDLE_CHUNK_NS);
+        } else {
+            timeout = Some(IDLE_CHUNK_NS - waited);
+        }
+    } else {
+        *stalled = None;
+    }
+    append_full_segments(w);
+    timeout
+}
+
+pub(super) fn futex_wait(word: &AtomicU32, expected: u32, timeout_ns: Option<u64>) {
+    let ts = timeout_ns.map(|ns| libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: FUTEX_WAIT on a live, aligned u32 of this process, with a live timespec or null.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            ts_ptr,
+        )
+    };
+}
+
+pub(super) fn futex_wake(word: &AtomicU32, count: i32) {
+    // SAFETY: FUTEX_WAKE on a live, aligned u32 of this process; it reads no memory of ours.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            count,
+        )
+    };
+}
