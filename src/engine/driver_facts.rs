@@ -9,7 +9,8 @@
 //! forgets every pointer), and checks ask again, uncached, before a finding rests on them.
 
 use super::facts::{
-    Facts, MemoryKind, ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ATTRIBUTE_UNIFIED_ADDRESSING,
+    Facts, MemoryKind, ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+    ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, ATTRIBUTE_UNIFIED_ADDRESSING,
 };
 use super::state::Lifetime;
 use crate::loader::{self, NamedSlot};
@@ -85,9 +86,11 @@ fn slot_of(key: u64, slots: usize) -> usize {
 }
 const UNKNOWN_I64: i64 = i64::MIN;
 /// Cached attributes, by index into this list.
-const CACHED_ATTRIBUTES: [c_int; 2] = [
+const CACHED_ATTRIBUTES: [c_int; 4] = [
     ATTRIBUTE_UNIFIED_ADDRESSING,
     ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+    ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
+    ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
 ];
 
 /// A handle-keyed cache that tolerates races: a torn or stale entry can only give an answer that
@@ -257,6 +260,9 @@ pub struct DriverFacts {
     attributes: [[AtomicI64; CACHED_DEVICES]; CACHED_ATTRIBUTES.len()],
     /// 0 unknown, 1 cannot, 2 can; `[dev * CACHED_DEVICES + peer]`.
     peers: [AtomicU8; CACHED_DEVICES * CACHED_DEVICES],
+    /// Each device's UUID (it never changes): its two halves, then `uuid_known` set.
+    uuids: [[AtomicU64; 2]; CACHED_DEVICES],
+    uuid_known: [AtomicU8; CACHED_DEVICES],
     /// Context handle -> its device.
     context_devices: HandleCache,
     /// Stream handle -> its context.
@@ -274,6 +280,8 @@ impl DriverFacts {
             attributes: [const { [const { AtomicI64::new(UNKNOWN_I64) }; CACHED_DEVICES] };
                 CACHED_ATTRIBUTES.len()],
             peers: [const { AtomicU8::new(0) }; CACHED_DEVICES * CACHED_DEVICES],
+            uuids: [const { [const { AtomicU64::new(0) }; 2] }; CACHED_DEVICES],
+            uuid_known: [const { AtomicU8::new(0) }; CACHED_DEVICES],
             context_devices: HandleCache::new(),
             stream_contexts: HandleCache::new(),
             destroyed_contexts: HandleCache::new(),
@@ -435,15 +443,25 @@ impl Facts for DriverFacts {
     }
 
     fn device_uuid(&self, dev: i32) -> Option<[u8; 16]> {
-        let mut uuid = [0u8; 16];
-        let code = query!(
-            CU_DEVICE_GET_UUID_V2,
-            fn(*mut [u8; 16], c_int),
-            &mut uuid,
-            dev
-        )
-        .or_else(|| query!(CU_DEVICE_GET_UUID, fn(*mut [u8; 16], c_int), &mut uuid, dev))?;
-        (code == SUCCESS).then_some(uuid)
+        let cached = device_index(dev);
+        if let Some(d) = cached.filter(|&d| self.uuid_known[d].load(Acquire) == 1) {
+            let halves = [
+                self.uuids[d][0].load(Relaxed),
+                self.uuids[d][1].load(Relaxed),
+            ];
+            let mut uuid = [0u8; 16];
+            uuid[..8].copy_from_slice(&halves[0].to_le_bytes());
+            uuid[8..].copy_from_slice(&halves[1].to_le_bytes());
+            return Some(uuid);
+        }
+        let uuid = query_device_uuid(dev)?;
+        if let Some(d) = cached {
+            let half = |i: usize| u64::from_le_bytes(uuid[i * 8..i * 8 + 8].try_into().unwrap());
+            self.uuids[d][0].store(half(0), Relaxed);
+            self.uuids[d][1].store(half(1), Relaxed);
+            self.uuid_known[d].store(1, Release);
+        }
+        Some(uuid)
     }
 
     fn allocation_context(&self, ptr: u64) -> Option<u64> {
@@ -746,6 +764,19 @@ impl Facts for DriverFacts {
         )
         .map(|code| (code, dev))
     }
+}
+
+/// A device's UUID, asked of the driver (`cuDeviceGetUuid_v2`, else `cuDeviceGetUuid`).
+fn query_device_uuid(dev: i32) -> Option<[u8; 16]> {
+    let mut uuid = [0u8; 16];
+    let code = query!(
+        CU_DEVICE_GET_UUID_V2,
+        fn(*mut [u8; 16], c_int),
+        &mut uuid,
+        dev
+    )
+    .or_else(|| query!(CU_DEVICE_GET_UUID, fn(*mut [u8; 16], c_int), &mut uuid, dev))?;
+    (code == SUCCESS).then_some(uuid)
 }
 
 #[cfg(test)]

@@ -11,6 +11,10 @@ use std::ffi::{c_int, c_void};
 /// CUDA device attributes the checks read (cuda.h).
 pub const ATTRIBUTE_UNIFIED_ADDRESSING: c_int = 41;
 pub const ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
+/// `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS`.
+pub const ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: c_int = 88;
+/// `CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS`.
+pub const ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: c_int = 89;
 
 /// What kind of memory a pointer is: only [`MemoryKind::Device`] memory can be exported with
 /// `cuIpcGetMemHandle` (the driver's `CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE`).

@@ -13,7 +13,9 @@
 #[cfg(test)]
 mod tests;
 
-use crate::engine::facts::{HipSession, MemoryKind};
+use crate::engine::facts::{
+    HipSession, MemoryKind, ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
+};
 use crate::engine::state::{FamilyState, Lifetime};
 use crate::engine::{hex, Check, Cx};
 use parking_lot::Mutex;
@@ -171,8 +173,6 @@ const ATTACH_SINGLE: u32 = 0x4;
 /// `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`.
 const STREAM_LEGACY: u64 = 0x1;
 const STREAM_PER_THREAD: u64 = 0x2;
-/// `CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS`.
-const ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: c_int = 89;
 
 /// Flags that are not exactly one attach flag.
 fn flags_not_one(cx: &mut Cx, rule: &'static sharecheck_core::rules::Rule, flags: u32) {
@@ -202,9 +202,6 @@ fn attach_cuda(cx: &mut Cx, stream: u64, dptr: u64, length: u64, flags: u32, pts
     flags_not_one(cx, &cuda::FLAGS_NOT_ONE, flags);
     memory(cx, stream, dptr, length);
 }
-
-/// `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS`.
-const ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: c_int = 88;
 
 /// Whether the page holding `ptr` is mapped in this process (`mincore`: asks the kernel, reads
 /// nothing through the pointer).

@@ -1,0 +1,74 @@
+/* The steady state of the clean path: each case warms up (one call), then makes the same call
+ * N times between two markers (cuDriverGetVersion, which the shim does not interpose), so that
+ * the simulated driver's call log shows, between the markers, the program's N calls and every
+ * call the shim made into the driver for them.
+ *
+ *   steady CASE N     CASE: can-access, copy-stream0, copy-own-stream, copy-sync, attach,
+ *                     ipc-get, endpoint-limits
+ * Prints MARKED <case> once the markers are written. */
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+
+static void marker(void) {
+    int version = 0;
+    MUST(cuDriverGetVersion(&version));
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) return 2;
+    const char *mode = argv[1];
+    long n = atol(argv[2]);
+    CUdevice d0, d1;
+    CUcontext c0, c1;
+    MUST(cuInit(0));
+    MUST(cuDeviceGet(&d0, 0));
+    MUST(cuDeviceGet(&d1, 1));
+    MUST(cuDevicePrimaryCtxRetain(&c0, d0));
+    MUST(cuDevicePrimaryCtxRetain(&c1, d1));
+    MUST(cuCtxSetCurrent(c1));
+    CUdeviceptr b1;
+    MUST(cuMemAlloc(&b1, 4096));
+    MUST(cuCtxSetCurrent(c0));
+    CUdeviceptr a0;
+    MUST(cuMemAlloc(&a0, 4096));
+    MUST(cuCtxEnablePeerAccess(c1, 0));
+    CUstream own;
+    MUST(cuStreamCreate(&own, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr managed;
+    MUST(cuMemAllocManaged(&managed, 4096, CU_MEM_ATTACH_GLOBAL));
+    CUipcMemHandle handle;
+    CUlogicalEndpointProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_LOGICAL_ENDPOINT_TYPE_UNICAST;
+    prop.unicast.device = 0;
+    prop.size = 2 << 20;
+    size_t align = 0, max = 0;
+    for (long i = 0; i <= n; i++) {
+        if (i == 1) marker();
+        int can = 0;
+        if (!strcmp(mode, "can-access")) {
+            MUST(cuDeviceCanAccessPeer(&can, d0, d1));
+        } else if (!strcmp(mode, "copy-stream0")) {
+            MUST(cuMemcpyPeerAsync(b1, c1, a0, c0, 4, 0));
+        } else if (!strcmp(mode, "copy-own-stream")) {
+            MUST(cuMemcpyPeerAsync(b1, c1, a0, c0, 4, own));
+        } else if (!strcmp(mode, "copy-sync")) {
+            MUST(cuMemcpyPeer(b1, c1, a0, c0, 4));
+        } else if (!strcmp(mode, "attach")) {
+            MUST(cuStreamAttachMemAsync(own, managed, 0, CU_MEM_ATTACH_SINGLE));
+        } else if (!strcmp(mode, "ipc-get")) {
+            MUST(cuIpcGetMemHandle(&handle, a0));
+        } else if (!strcmp(mode, "endpoint-limits")) {
+            MUST(cuLogicalEndpointGetLimits(&align, &max, &prop));
+        } else {
+            return 2;
+        }
+    }
+    marker();
+    MUST(cuStreamSynchronize(own));
+    printf("MARKED %s\n", mode);
+    return 0;
+}

@@ -1,0 +1,160 @@
+//! The steady state of the clean path, counted in driver calls: once warm, how many calls the
+//! shim itself makes into the driver for each call of the program. On the simulator they cost
+//! nanoseconds; on R580 each is a call into the real driver (issue 24: the copy path's cost on a
+//! GPU). Every number here is stated with its reason; a fact the shim stops caching, or a new
+//! question a check starts asking, changes a number and fails the test.
+//!
+//! Program: tests/c/steady.c. The simulated driver's call log (`SHARECHECK_SIM_CALL_LOG`) holds
+//! every call it received, the program's and the shim's; the program writes markers (a call the
+//! shim does not interpose) around its N identical calls.
+
+mod common;
+use common::*;
+use sharecheck_core::schema::env;
+use std::collections::BTreeMap;
+
+/// The program's calls per case, once warm.
+const N: usize = 8;
+
+/// A driver call the shim makes per call of the program: its symbol, how many, and why.
+type Asked = (&'static str, usize, &'static str);
+
+/// Per case: the function the program calls, and the driver calls the shim makes for each.
+const STEADY: &[(&str, &str, &[Asked])] = &[
+    ("can-access", "cuDeviceCanAccessPeer", &[]),
+    (
+        "copy-stream0",
+        "cuMemcpyPeerAsync",
+        &[(
+            "cuCtxGetCurrent",
+            1,
+            "a copy on the NULL stream is issued in the calling thread's current context, which \
+             the driver keeps per thread and the shim cannot cache (cuCtxSetCurrent and \
+             cuCtxPushCurrent are not interposed): it tells which way the copy goes, for the \
+             peer grant it relies on",
+        )],
+    ),
+    ("copy-own-stream", "cuMemcpyPeerAsync", &[]),
+    (
+        "copy-sync",
+        "cuMemcpyPeer",
+        &[(
+            "cuCtxGetCurrent",
+            1,
+            "as for a copy on the NULL stream: the synchronous copy is issued in the current \
+             context",
+        )],
+    ),
+    (
+        "attach",
+        "cuStreamAttachMemAsync",
+        &[
+            (
+                "cuPointerGetAttributes",
+                1,
+                "whether the memory is managed (not cached yet: issue 24)",
+            ),
+            (
+                "cuMemGetAddressRange_v2",
+                1,
+                "the allocation's base and size, for the length and allocation-start rules (not \
+                 cached yet: issue 24)",
+            ),
+        ],
+    ),
+    (
+        "ipc-get",
+        "cuIpcGetMemHandle",
+        &[
+            (
+                "cuPointerGetAttribute",
+                1,
+                "the allocation's context, which the record carries for the report's \
+                 cross-process checks (not cached yet: issue 24)",
+            ),
+            (
+                "cuPointerGetAttributes",
+                1,
+                "the memory's kind: legacy IPC exports only cuMemAlloc memory (not cached yet: \
+                 issue 24)",
+            ),
+        ],
+    ),
+    ("endpoint-limits", "cuLogicalEndpointGetLimits", &[]),
+];
+
+/// Each symbol of the call log between the program's two markers, counted.
+fn between_markers(log: &str) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    let mut markers = 0;
+    for line in log.lines() {
+        if line == "cuDriverGetVersion" {
+            markers += 1;
+        } else if markers == 1 {
+            *counts.entry(line.to_string()).or_insert(0) += 1;
+        }
+    }
+    assert_eq!(markers, 2, "the program's two markers");
+    counts
+}
+
+#[test]
+fn once_warm_the_shim_asks_the_driver_only_what_its_families_state() {
+    let s = Scratch::new("steady_state");
+    let libs = s.sim_libs();
+    let exe = s.compile(
+        "steady.c",
+        "steady",
+        &[&format!("-L{}", libs.display()), "-lcuda"],
+    );
+    for traced in [false, true] {
+        for (case, function, asked) in STEADY {
+            let log = s.path(&format!("{case}-{traced}.log"));
+            let mut cmd = s.under_shim(&exe);
+            cmd.args([case.to_string(), N.to_string()])
+                .env(env::SIM_CALL_LOG, &log);
+            if !traced {
+                cmd.env_remove(env::TRACE);
+            }
+            let out = cmd.output().unwrap();
+            assert!(out.status.success(), "{case}: {out:?}");
+            assert!(out.stderr.is_empty(), "{case}: no finding: {out:?}");
+            let mut want = BTreeMap::from([(function.to_string(), N)]);
+            for (symbol, per_call, why) in *asked {
+                assert!(!why.is_empty());
+                want.insert(symbol.to_string(), per_call * N);
+            }
+            let got = between_markers(&std::fs::read_to_string(&log).unwrap());
+            assert_eq!(
+                got, want,
+                "{case} (traced: {traced}): driver calls per {N} calls"
+            );
+        }
+    }
+}
+
+/// Without the shim, the window holds the program's calls alone: what the test counts above
+/// beyond them is the shim's.
+#[test]
+fn without_the_shim_the_window_holds_only_the_programs_calls() {
+    let s = Scratch::new("steady_state_plain");
+    let libs = s.sim_libs();
+    let exe = s.compile(
+        "steady.c",
+        "steady",
+        &[&format!("-L{}", libs.display()), "-lcuda"],
+    );
+    let log = s.path("plain.log");
+    let out = s
+        .under_shim(&exe)
+        .env_remove("LD_PRELOAD")
+        .args(["copy-stream0", &N.to_string()])
+        .env(env::SIM_CALL_LOG, &log)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        between_markers(&std::fs::read_to_string(&log).unwrap()),
+        BTreeMap::from([("cuMemcpyPeerAsync".to_string(), N)])
+    );
+}
