@@ -111,12 +111,7 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     // as it returned (or was refused in strict mode), so no answer means no call yet.
     let mut answer: Option<(Outcome, c_int)> = None;
     let mut dur_ns = None;
-    let mut cx = Cx::new(
-        engine::driver(),
-        engine::states(),
-        engine::options(),
-        guard.shard(),
-    );
+    let mut cx = process_cx(&guard);
     let ran = shielded(false, || {
         args.run(&mut cx, |cx| {
             if let Some(code) = cx.refusal() {
@@ -166,6 +161,17 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
         settle_or_record::<A, TRACED>(&guard, args, cx, (outcome, ret), seq, ts_ns, dur_ns);
     }
     ret
+}
+
+/// The check context of a call on the guard's thread: the process's driver, state and options.
+#[inline(always)]
+fn process_cx(guard: &Guard) -> Cx<'static> {
+    Cx::new(
+        engine::driver(),
+        engine::states(),
+        engine::options(),
+        guard.shard(),
+    )
 }
 
 /// After a call whose checks ran: its findings settled, reported and recorded, or (none, and
@@ -262,12 +268,7 @@ pub fn check_kept<A: Invoke, const TRACED: bool>(
 ) {
     let outcome = Outcome::Returned(ret);
     let seq = number.as_ref().map_or(0, |n| n.seq);
-    let mut cx = Cx::new(
-        engine::driver(),
-        engine::states(),
-        engine::options(),
-        guard.shard(),
-    );
+    let mut cx = process_cx(guard);
     let ran = shielded(false, || {
         args.run(&mut cx, |_| outcome);
         true
