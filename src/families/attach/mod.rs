@@ -239,7 +239,8 @@ fn stream_device(cx: &Cx, stream: u64) -> Option<i32> {
 }
 
 /// The memory of a CUDA attach: managed, at its allocation's start, with length 0 or its size
-/// (decided from the driver's pointer attributes and the allocation's range, asked afresh).
+/// (decided from the driver's pointer attributes and the allocation's range, cached on the clean
+/// path and asked afresh before a finding).
 /// Memory the driver does not know may be system-allocated pageable memory: nothing is decided.
 fn memory(cx: &mut Cx, stream: u64, dptr: u64, length: u64) {
     let what = match cx.facts.memory_kind(dptr) {
@@ -260,8 +261,19 @@ fn memory(cx: &mut Cx, stream: u64, dptr: u64, length: u64) {
         });
         return;
     }
-    let Some((base, size)) = cx.facts.allocation_range(dptr, true) else {
+    // The range as cached (kept until memory is freed); asked afresh before a finding rests on
+    // it.
+    let Some(cached) = cx.facts.allocation_range(dptr, false) else {
         return;
+    };
+    let fits = |(base, size): (u64, u64)| dptr == base && (length == 0 || length == size);
+    let (base, size) = if fits(cached) {
+        cached
+    } else {
+        match cx.facts.allocation_range(dptr, true) {
+            Some(fresh) => fresh,
+            None => return,
+        }
     };
     if dptr != base {
         cx.flag(&cuda::NOT_ALLOCATION_START, || {
