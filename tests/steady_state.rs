@@ -75,17 +75,13 @@ const STEADY: &[(&str, &str, &[Asked])] = &[
     ("endpoint-limits", "cuLogicalEndpointGetLimits", &[]),
 ];
 
-/// HIP's clean path asks more: every question is wrapped in a read of the thread's last error
-/// (`hipPeekAtLastError`, so that the program's own is kept), and HIP's facts are not cached yet.
+/// HIP's clean path asks more: a call's questions start with a read of the thread's last error
+/// (`hipPeekAtLastError`, so that the program's own is kept), and HIP's pointer facts are not
+/// cached yet (its device count and UUIDs are).
 const HIP_PEEK: Asked = (
     "hipPeekAtLastError",
     1,
     "the thread's last HIP error, read before the shim's own questions and kept for the program",
-);
-const HIP_COUNT: Asked = (
-    "hipGetDeviceCount",
-    1,
-    "the device count, for the invalid-device rules (not cached for HIP yet: issue 24)",
 );
 const HIP_COPY: [Asked; 2] = [
     (
@@ -108,25 +104,21 @@ const HIP_CURRENT: Asked = (
 );
 
 const STEADY_HIP: &[(&str, &str, &[Asked])] = &[
-    (
-        "can-access",
-        "hipDeviceCanAccessPeer",
-        &[HIP_PEEK, HIP_COUNT],
-    ),
+    ("can-access", "hipDeviceCanAccessPeer", &[HIP_PEEK]),
     (
         "copy-stream0",
         "hipMemcpyPeerAsync",
-        &[HIP_PEEK, HIP_COUNT, HIP_COPY[0], HIP_COPY[1], HIP_CURRENT],
+        &[HIP_PEEK, HIP_COPY[0], HIP_COPY[1], HIP_CURRENT],
     ),
     (
         "copy-own-stream",
         "hipMemcpyPeerAsync",
-        &[HIP_PEEK, HIP_COUNT, HIP_COPY[0], HIP_COPY[1]],
+        &[HIP_PEEK, HIP_COPY[0], HIP_COPY[1]],
     ),
     (
         "copy-sync",
         "hipMemcpyPeer",
-        &[HIP_PEEK, HIP_COUNT, HIP_COPY[0], HIP_COPY[1], HIP_CURRENT],
+        &[HIP_PEEK, HIP_COPY[0], HIP_COPY[1], HIP_CURRENT],
     ),
     (
         "attach",
@@ -160,11 +152,6 @@ const STEADY_HIP: &[(&str, &str, &[Asked])] = &[
                 1,
                 "the allocation's base, for the allocation-base rule (not cached for HIP yet: \
                  issue 24)",
-            ),
-            (
-                "hipDeviceGetUuid",
-                1,
-                "the device's UUID for the record (not cached for HIP yet: issue 24)",
             ),
         ],
     ),

@@ -263,6 +263,10 @@ pub struct DriverFacts {
     /// Each device's UUID (it never changes): its two halves, then `uuid_known` set.
     uuids: [[AtomicU64; 2]; CACHED_DEVICES],
     uuid_known: [AtomicU8; CACHED_DEVICES],
+    /// The same for HIP's devices, and HIP's device count (-1: not asked yet).
+    hip_uuids: [[AtomicU64; 2]; CACHED_DEVICES],
+    hip_uuid_known: [AtomicU8; CACHED_DEVICES],
+    hip_device_count: AtomicI32,
     /// Context handle -> its device.
     context_devices: HandleCache,
     /// Stream handle -> its context.
@@ -282,6 +286,9 @@ impl DriverFacts {
             peers: [const { AtomicU8::new(0) }; CACHED_DEVICES * CACHED_DEVICES],
             uuids: [const { [const { AtomicU64::new(0) }; 2] }; CACHED_DEVICES],
             uuid_known: [const { AtomicU8::new(0) }; CACHED_DEVICES],
+            hip_uuids: [const { [const { AtomicU64::new(0) }; 2] }; CACHED_DEVICES],
+            hip_uuid_known: [const { AtomicU8::new(0) }; CACHED_DEVICES],
+            hip_device_count: AtomicI32::new(-1),
             context_devices: HandleCache::new(),
             stream_contexts: HandleCache::new(),
             destroyed_contexts: HandleCache::new(),
@@ -695,19 +702,42 @@ impl Facts for DriverFacts {
     }
 
     fn hip_device_count(&self) -> Option<(c_int, i32)> {
+        // The count never changes: asked once (HIP_VISIBLE_DEVICES is read at the runtime's start).
+        let cached = self.hip_device_count.load(Relaxed);
+        if cached >= 0 {
+            return Some((SUCCESS, cached));
+        }
         let mut count: c_int = 0;
-        query!(HIP_GET_DEVICE_COUNT, fn(*mut c_int), &mut count).map(|code| (code, count))
+        let code = query!(HIP_GET_DEVICE_COUNT, fn(*mut c_int), &mut count)?;
+        if code == SUCCESS {
+            self.hip_device_count.store(count, Relaxed);
+        }
+        Some((code, count))
     }
 
     fn hip_device_uuid(&self, dev: i32) -> Option<(c_int, [u8; 16])> {
+        // A device's UUID never changes: asked once per device.
+        let cached = device_index(dev);
+        if let Some(d) = cached.filter(|&d| self.hip_uuid_known[d].load(Acquire) == 1) {
+            let mut uuid = [0u8; 16];
+            uuid[..8].copy_from_slice(&self.hip_uuids[d][0].load(Relaxed).to_le_bytes());
+            uuid[8..].copy_from_slice(&self.hip_uuids[d][1].load(Relaxed).to_le_bytes());
+            return Some((SUCCESS, uuid));
+        }
         let mut uuid = [0u8; 16];
-        query!(
+        let code = query!(
             HIP_DEVICE_GET_UUID,
             fn(*mut [u8; 16], c_int),
             &mut uuid,
             dev
-        )
-        .map(|code| (code, uuid))
+        )?;
+        if let Some(d) = cached.filter(|_| code == SUCCESS) {
+            let half = |i: usize| u64::from_le_bytes(uuid[i * 8..i * 8 + 8].try_into().unwrap());
+            self.hip_uuids[d][0].store(half(0), Relaxed);
+            self.hip_uuids[d][1].store(half(1), Relaxed);
+            self.hip_uuid_known[d].store(1, Release);
+        }
+        Some((code, uuid))
     }
 
     fn hip_can_access_peer(&self, dev: i32, peer: i32) -> Option<(c_int, bool)> {
