@@ -113,7 +113,7 @@ pub fn keep<A: CallArgs>(
             t,
             number,
             check,
-        })
+        });
     };
     let size = std::mem::size_of::<Kept<A>>();
     // SAFETY: the bytes after `Kept<A>` are the entry's, FILLING is this thread's.

@@ -200,13 +200,13 @@ fn settle_or_record<A: CallArgs, const TRACED: bool>(
                 ts_ns,
                 dur_ns,
                 TRACED,
-            )
-        })
+            );
+        });
     } else if TRACED {
         shielded((), || {
             let extra = Extra::of(dur_ns, &mut cx);
-            record(Some(guard), &args, outcome, ret, seq, ts_ns, &extra, &[])
-        })
+            record(Some(guard), &args, outcome, ret, seq, ts_ns, &extra, &[]);
+        });
     }
 }
 
@@ -247,8 +247,8 @@ fn interrupted<A: Invoke, const TRACED: bool>(args: A) -> c_int {
                             t,
                             &Extra::default(),
                             &[],
-                        )
-                    })
+                        );
+                    });
                 });
             }
         }
@@ -355,7 +355,7 @@ fn missing<A: CallArgs>(args: A) -> c_int {
                 trace::now(),
                 &Extra::default(),
                 &[],
-            )
+            );
         });
     }
     ret

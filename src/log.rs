@@ -423,7 +423,7 @@ mod tests {
     fn parse(text: &str) -> (Filter, Vec<String>) {
         let mut bad = Vec::new();
         let f = Filter::parse(text.as_bytes(), |item| {
-            bad.push(String::from_utf8_lossy(item).into_owned())
+            bad.push(String::from_utf8_lossy(item).into_owned());
         });
         (f, bad)
     }

@@ -156,7 +156,7 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
         w.begin_call_record(record.seq, record.t, s.tid_member, record.info.record_head);
         args.encode(&mut w, record.outcome);
         w.end_object();
-        w.kv_i64("r", record.ret as i64);
+        w.kv_i64("r", i64::from(record.ret));
         if let Some(dur) = record.dur_ns {
             w.kv_u64("d", dur);
         }
@@ -174,7 +174,7 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
     match guard {
         Some(guard) => guard.with_scratch(generation, |s| {
             s.buf.clear();
-            write(s)
+            write(s);
         }),
         None => with_scratch(write),
     }
@@ -293,7 +293,7 @@ pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut Js
     with_scratch(|s| {
         s.buf.extend_from_slice(&[0; FRAME]);
         let mut w = JsonOut::with_fingerprint(s.buf, fingerprint);
-        w.begin_record(seq, now(), s.tid as i64);
+        w.begin_record(seq, now(), i64::from(s.tid));
         w.kv_str("event", event);
         extra(&mut w);
         findings::encode_list(&mut w, findings);
@@ -309,8 +309,8 @@ pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut Js
 fn with_scratch(f: impl FnOnce(Scratch)) {
     crate::guard::with_scratch(FORK_GENERATION.load(Ordering::Relaxed), |s| {
         s.buf.clear();
-        f(s)
-    })
+        f(s);
+    });
 }
 
 fn append<R: crate::writer::Record + ?Sized>(record: &R, slot: &crate::writer::ThreadSlot) {
@@ -335,9 +335,9 @@ fn process_record(buf: &mut Vec<u8>) {
     // seq 0: it describes the process, before any call (whose records may already be queued).
     w.kv_u64("seq", 0);
     w.kv_u64("t", now());
-    w.kv_i64("tid", tid() as i64);
+    w.kv_i64("tid", i64::from(tid()));
     w.kv_str("event", "process");
-    w.kv_u64("pid", pid() as u64);
+    w.kv_u64("pid", u64::from(pid()));
     // SAFETY: getppid has no preconditions and cannot fail.
     w.kv_u64("ppid", unsafe { libc::getppid() } as u64);
     let exe = std::fs::read_link("/proc/self/exe")

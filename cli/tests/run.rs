@@ -412,7 +412,7 @@ fn shim_is_searched_next_to_the_executable_then_in_lib() {
                 .output()
             {
                 Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
-                    std::thread::sleep(Duration::from_millis(20))
+                    std::thread::sleep(Duration::from_millis(20));
                 }
                 result => return result.unwrap(),
             }

@@ -145,7 +145,7 @@ fn word_of<T: Copy>(value: &T) -> u64 {
             (value as *const T).cast::<u8>(),
             (&mut word as *mut u64).cast::<u8>(),
             std::mem::size_of::<T>(),
-        )
+        );
     };
     word
 }
@@ -843,27 +843,27 @@ impl ArgValue for LogicalEndpointPropPtr {
             CU_LOGICAL_ENDPOINT_TYPE_INVALID => w.str("CU_LOGICAL_ENDPOINT_TYPE_INVALID"),
             CU_LOGICAL_ENDPOINT_TYPE_UNICAST => w.str("CU_LOGICAL_ENDPOINT_TYPE_UNICAST"),
             CU_LOGICAL_ENDPOINT_TYPE_MULTICAST => w.str("CU_LOGICAL_ENDPOINT_TYPE_MULTICAST"),
-            other => w.u64(other as u64),
+            other => w.u64(u64::from(other)),
         }
         if p.type_ == CU_LOGICAL_ENDPOINT_TYPE_MULTICAST {
             w.kv_u64(
                 "multicast.numDevices",
-                p.device_or_num_devices as u32 as u64,
+                u64::from(p.device_or_num_devices as u32),
             );
         } else {
-            w.kv_i64("unicast.device", p.device_or_num_devices as i64);
+            w.kv_i64("unicast.device", i64::from(p.device_or_num_devices));
         }
         w.kv_u64("size", p.size);
         w.key("ipcHandleTypes");
         write_flag_names(
             w,
-            p.ipc_handle_types as u64,
+            u64::from(p.ipc_handle_types),
             CUlogicalEndpointIpcHandleType::NAMES,
         );
         w.key("flags");
         write_flag_names(
             w,
-            p.flags as u64,
+            u64::from(p.flags),
             &[
                 (0, "CU_LOGICAL_ENDPOINT_FLAG_NONE"),
                 (1, "CU_LOGICAL_ENDPOINT_FLAG_COUNTED_OPS"),
@@ -1018,16 +1018,20 @@ impl ArgValue for MemAllocationPropPtr {
             return;
         };
         w.begin_object();
-        w.kv_u64("type", p.type_ as u64);
+        w.kv_u64("type", u64::from(p.type_));
         w.key("requestedHandleTypes");
-        write_flag_names(w, p.requested_handle_types as u64, MemHandleTypes::NAMES);
+        write_flag_names(
+            w,
+            u64::from(p.requested_handle_types),
+            MemHandleTypes::NAMES,
+        );
         w.key("location.type");
         match p.location_type {
             CU_MEM_LOCATION_TYPE_DEVICE => w.str("CU_MEM_LOCATION_TYPE_DEVICE"),
             CU_MEM_LOCATION_TYPE_HOST_NUMA => w.str("CU_MEM_LOCATION_TYPE_HOST_NUMA"),
-            other => w.u64(other as u64),
+            other => w.u64(u64::from(other)),
         }
-        w.kv_i64("location.id", p.location_id as i64);
+        w.kv_i64("location.id", i64::from(p.location_id));
         w.end_object();
     }
 }

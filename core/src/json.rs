@@ -68,7 +68,7 @@ impl Cursor {
         self.check(1);
         // SAFETY: as `byte`.
         unsafe { self.at.add(self.n).write(b',') };
-        self.n += comma as usize;
+        self.n += usize::from(comma);
     }
 
     /// # Safety
@@ -125,7 +125,7 @@ impl Cursor {
         // in all; a value >= 0 overwrites the sign with at most 19 digits (i64::MAX).
         unsafe {
             self.at.add(self.n).write(b'-');
-            self.n += (value < 0) as usize;
+            self.n += usize::from(value < 0);
             self.n += write_dec(self.at.add(self.n), value.unsigned_abs());
         }
     }
@@ -146,7 +146,7 @@ impl Cursor {
             self.at
                 .add(self.n)
                 .cast::<[u8; 16]>()
-                .write_unaligned(text.to_le_bytes())
+                .write_unaligned(text.to_le_bytes());
         };
         self.n += digits;
     }
@@ -163,7 +163,7 @@ impl Cursor {
             self.at
                 .add(self.n)
                 .cast::<[u8; 16]>()
-                .write_unaligned(hex16(value).to_le_bytes())
+                .write_unaligned(hex16(value).to_le_bytes());
         };
         self.n += 16;
     }
@@ -245,7 +245,7 @@ fn dec_len(value: u64) -> usize {
     // log10(2) ~ 1233/4096: `t` is floor(log10) of the value or one more (bit-twiddling hacks).
     let bits = 64 - (value | 1).leading_zeros();
     let t = ((bits * 1233) >> 12) as usize;
-    t + ((value | 1) >= POW10[t]) as usize
+    t + usize::from((value | 1) >= POW10[t])
 }
 
 /// Writes `value` in decimal at `dst`, four digits at a time from the end; returns its length.
@@ -270,7 +270,7 @@ unsafe fn write_dec(dst: *mut u8, value: u64) -> usize {
                     .add(2 * pair as usize)
                     .cast::<[u8; 2]>()
                     .read(),
-            )
+            );
         }
     }
     // Small values (device ordinals, results, flags) skip the length.
@@ -328,7 +328,7 @@ fn hex16(value: u64) -> u128 {
         u128::from_le_bytes([b; 16])
     }
     // Byte j (little-endian) of `x` is the j-th byte of `value` from the most significant one.
-    let mut x = value.swap_bytes() as u128;
+    let mut x = u128::from(value.swap_bytes());
     // Spread byte j to byte 2j: halves, then quarters, then bytes.
     x = (x | (x << 32)) & 0x0000_0000_ffff_ffff_0000_0000_ffff_ffff;
     x = (x | (x << 16)) & 0x0000_ffff_0000_ffff_0000_ffff_0000_ffff;
@@ -908,7 +908,7 @@ mod tests {
                 '\r' => out.push_str("\\r"),
                 '\t' => out.push_str("\\t"),
                 c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                    out.push_str(&format!("\\u{:04x}", c as u32))
+                    out.push_str(&format!("\\u{:04x}", c as u32));
                 }
                 c => out.push(c),
             }
@@ -1039,7 +1039,7 @@ mod tests {
         assert_eq!(String::from_utf8(buf).unwrap(), "\"fp:0000000000000040\"");
         let mut buf = Vec::new();
         let mut w = JsonOut::with_fingerprint(&mut buf, |b| {
-            (b[0] as u64).wrapping_mul(0x0102_0304_0506_0708)
+            u64::from(b[0]).wrapping_mul(0x0102_0304_0506_0708)
         });
         w.begin_array();
         w.fingerprint_of(&[0]);

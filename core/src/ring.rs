@@ -646,7 +646,7 @@ mod tests {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let mut ring = vec![0u8; 4 * CHUNK as usize];
         for round in 0..200 {
-            for b in ring.iter_mut() {
+            for b in &mut ring {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;

@@ -91,7 +91,7 @@ impl Config {
         let mut bad = |name: &str, value: &str, why: String, default: &str| {
             warn(format!(
                 "sharecheck-sim: {name}={value:?}: {why}; using the default ({default})"
-            ))
+            ));
         };
 
         if let Some(v) = get(env::SIM_DEVICES) {
@@ -256,7 +256,7 @@ thread_local! {
 /// The configuration in force.
 pub fn config() -> &'static Config {
     #[cfg(test)]
-    if let Some(config) = TEST_CONFIG.with(|c| c.get()) {
+    if let Some(config) = TEST_CONFIG.with(std::cell::Cell::get) {
         return config;
     }
     &GLOBAL

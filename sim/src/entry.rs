@@ -22,7 +22,7 @@ fn call_log() -> Option<&'static OwnedFd> {
                         "sharecheck-sim: {}={}: cannot open: {e}",
                         sharecheck_core::schema::env::SIM_CALL_LOG,
                         path.display()
-                    )
+                    );
                 })
                 .ok()
                 .map(OwnedFd::from)

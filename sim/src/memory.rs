@@ -347,7 +347,7 @@ impl Memory {
                 src as usize as *const u8,
                 dst as usize as *mut u8,
                 n as usize,
-            )
+            );
         };
         Ok(())
     }

@@ -524,7 +524,7 @@ impl Facts for DriverFacts {
             ctx
         )?;
         if code == SUCCESS {
-            self.context_devices.put(ctx.addr(), dev as u32 as u64);
+            self.context_devices.put(ctx.addr(), u64::from(dev as u32));
             Some(Ok(dev))
         } else {
             self.context_devices.forget(ctx.addr());

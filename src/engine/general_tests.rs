@@ -127,7 +127,7 @@ fn a_check_may_raise_only_the_rules_its_catalogue_entry_lists() {
     cx.running(check);
     cx.flag(check.rules[0], String::new);
     let raised = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        cx.flag(&CALL_FAILED, String::new)
+        cx.flag(&CALL_FAILED, String::new);
     }));
     let message = *raised.unwrap_err().downcast::<String>().unwrap();
     assert!(

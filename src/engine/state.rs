@@ -64,7 +64,7 @@ impl Held {
             type_id: TypeId::of::<F>(),
             forget: |at, gone| {
                 // SAFETY: `at` is the `F` made above (this closure is stored beside it only).
-                unsafe { &*at.cast::<F>() }.forget(gone)
+                unsafe { &*at.cast::<F>() }.forget(gone);
             },
         }
     }

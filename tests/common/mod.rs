@@ -122,7 +122,7 @@ impl Scratch {
             "-lsharecheck".to_string(),
             format!("-Wl,-rpath,{target}"),
         ];
-        args.extend(extra.iter().map(|a| a.to_string()));
+        args.extend(extra.iter().map(std::string::ToString::to_string));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         self.compile(source, out, &args)
     }

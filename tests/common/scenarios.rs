@@ -118,7 +118,10 @@ pub fn check_cases(parent: &Scratch, program: &Path, cases: &[Case]) {
     let mut wrong = Vec::new();
     for (scenario, env, expected) in cases {
         let r = run_checked(parent, program, scenario, env);
-        let expected: BTreeSet<String> = expected.iter().map(|s| s.to_string()).collect();
+        let expected: BTreeSet<String> = expected
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect();
         let got = r.rule_ids();
         if got != expected {
             wrong.push(format!(

@@ -151,9 +151,8 @@ impl Timeline {
         ) else {
             return;
         };
-        let args = match record.get("a") {
-            Some(Value::Object(args)) => args,
-            _ => return,
+        let Some(Value::Object(args)) = record.get("a") else {
+            return;
         };
         let wanted = self.keep.iter().any(|prefix| func.starts_with(prefix)) || {
             let mut fps = Vec::new();

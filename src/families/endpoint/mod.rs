@@ -682,7 +682,7 @@ impl BindCall {
                         "device {dev} was not added to leId {id} (added: {:?})",
                         e.members
                     )
-                })
+                });
             }
             _ => {}
         }

@@ -509,7 +509,10 @@ fn hip_record_device(cx: &mut Cx) {
 
 /// The current context's address, when the driver can say and one is current.
 fn current_context(cx: &Cx) -> Option<u64> {
-    cx.facts.current_context().flatten().map(|c| c.addr())
+    cx.facts
+        .current_context()
+        .flatten()
+        .map(sharecheck_core::ffi::CUcontext::addr)
 }
 
 /// Before an open: a handle this process has open in another context of the same device

@@ -173,7 +173,7 @@ fn hip_get(ptr: u64) -> args::hipIpcGetMemHandle {
 
 /// Runs a call the test expects to be clean.
 fn ok<A: Checked>(h: &Harness, args: A) {
-    h.ok(args)
+    h.ok(args);
 }
 
 fn export_event(h: &Harness) {

@@ -197,7 +197,7 @@ impl Check<args::cuCtxEnablePeerAccess> for Enable {
                          {dev}; this context already has access to {enabled} other context(s) \
                          that sharecheck saw enabled"
                     )
-                })
+                });
             }
             _ => {}
         }

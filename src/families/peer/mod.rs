@@ -119,6 +119,6 @@ impl FamilyState for PeerState {
             Lifetime::HipDeviceReset(Some(dev)) => g.forget_hip_device(dev),
             Lifetime::HipDeviceReset(None) => g.forget_hip(),
             Lifetime::MemoryFreed => {}
-        })
+        });
     }
 }

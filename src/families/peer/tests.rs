@@ -140,7 +140,7 @@ fn hip_copy_async(
 
 /// Runs a call the test expects to be clean.
 fn ok<A: Checked>(h: &Harness, args: A) {
-    h.ok(args)
+    h.ok(args);
 }
 
 /// A negative case: its name, the rules its last call must report (exactly), and the scenario.
