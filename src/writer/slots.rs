@@ -79,7 +79,7 @@ pub(super) static NUMBERS: Line<AtomicU64> = Line(AtomicU64::new(0));
 
 /// Set when the process starts to exit ([`close_numbers`]): calls get no record number from
 /// then on (they are forwarded and checked, not recorded), so that the exit record counts
-/// exactly the calls recorded before it.
+/// exactly the calls numbered before it.
 pub(super) static CLOSING: AtomicBool = AtomicBool::new(false);
 
 /// A call's record number, taken once the driver returned and held until its record is written
@@ -131,8 +131,8 @@ pub(super) fn landed(slot: &Slot, shared: bool) {
 
 /// The next record number of the calling thread, from its slot's block, in flight until the
 /// returned [`Number`] is dropped. Only on a thread inside the shim's guard, between calls of
-/// its own (a signal handler's call nested in this thread's is numbered from the shared counter:
-/// it may have interrupted the slot's update).
+/// its own; `nested` (a signal handler's call, whose number is held past the handler's return
+/// and may have interrupted the slot's update): from the shared slot, counted atomically.
 #[inline]
 pub fn next_number(cell: &ThreadSlot, nested: bool) -> Number {
     let index = if nested { SHARED } else { own_slot(cell) };
