@@ -13,10 +13,10 @@
 # untraced; --traced adds runs with SHARECHECK_TRACE=$tmp/%p.jsonl, their tables, and the bytes
 # written per trace record.
 #
-# Cases (scripts/bench/bench.c): can_access_peer (cuDeviceCanAccessPeer(0, 1)),
-# memcpy_peer_async_4B (cuMemcpyPeerAsync of 4 bytes from device 0 to device 1 on a stream),
-# alloc_free_256B (cuMemAlloc_v2 + cuMemFree_v2 of 256 bytes, per pair), ctx_get_current and
-# device_get_count (cuCtxGetCurrent, cuDeviceGetCount: not interposed, so +0 is expected).
+# Cases (scripts/bench/bench.c, which describes each): one per class of covered call. The peer
+# copies on both stream kinds and the synchronous one, the observed copy and memset, stream
+# attach, cuIpcGetMemHandle, cuDeviceCanAccessPeer, cuMemAlloc_v2 + cuMemFree_v2 (per pair), and
+# ctx_get_current and device_get_count (not interposed, so +0 is expected).
 # Every call is a correct use: the script fails loudly if any run writes on stderr (a finding on
 # this path would be a false alarm).
 #
@@ -57,7 +57,7 @@ ln -s "$SIM" "$BENCH_TMP/lib/libcuda.so"
 ln -s "$SIM" "$BENCH_TMP/lib/libcuda.so.1"
 BENCH_BIN="$BENCH_TMP/bench"
 bench_progress "${CC:-cc} -O2 -Wall -Wextra scripts/bench/bench.c -lcuda (the simulator)"
-"${CC:-cc}" -O2 -Wall -Wextra -o "$BENCH_BIN" scripts/bench/bench.c -L"$BENCH_TMP/lib" -lcuda -lpthread \
+"${CC:-cc}" -O2 -Wall -Wextra -o "$BENCH_BIN" scripts/bench/bench.c -L"$BENCH_TMP/lib" -lcuda -lpthread -ldl \
     || bench_fail "compiling scripts/bench/bench.c failed"
 
 # Both modes load the same simulator; only the shim differs. No inherited trace or log setting.

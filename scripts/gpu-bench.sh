@@ -96,8 +96,8 @@ if [[ -e $LIBCUDA_DIR/libcuda.so ]]; then
 else
     LINK=(-L"$LIBCUDA_DIR" -l:libcuda.so.1)
 fi
-bench_progress "$CC -O2 -Wall -Wextra scripts/bench/bench.c ${LINK[*]} -lpthread"
-"$CC" -O2 -Wall -Wextra -o "$BENCH_BIN" scripts/bench/bench.c "${LINK[@]}" -lpthread \
+bench_progress "$CC -O2 -Wall -Wextra scripts/bench/bench.c ${LINK[*]} -lpthread -ldl"
+"$CC" -O2 -Wall -Wextra -o "$BENCH_BIN" scripts/bench/bench.c "${LINK[@]}" -lpthread -ldl \
     || bench_fail "compiling scripts/bench/bench.c failed"
 
 # Run against that library: through LD_LIBRARY_PATH when asked for, or when the dynamic linker

@@ -226,8 +226,9 @@ fn tsc_readable() -> bool {
     rc == 0 && state == libc::PR_TSC_ENABLE
 }
 
+/// The TSC (0 where there is none). Also the phase clock of a measurement build (`phases`).
 #[inline(always)]
-fn read_tsc() -> u64 {
+pub fn read_tsc() -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY: RDTSC has no preconditions; it is only reached in modes `decide` chose after

@@ -12,6 +12,7 @@
 use crate::engine::{self, At, Checked, Cx};
 use crate::findings::Finding;
 use crate::guard::{shielded, Entry, Guard};
+use crate::phases::{self, Phase};
 use crate::{loader, trace};
 use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::CallArgs;
@@ -83,6 +84,7 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     }
     // The call's time, read now and converted after the call, which hides the read's latency.
     let stamp = if TRACED { crate::clock::stamp() } else { 0 };
+    phases::start(A::ID);
     let guard = match Guard::enter() {
         Entry::Whole(guard) => guard,
         // A signal handler's call, made while this thread was in the shim or its driver call.
@@ -92,8 +94,10 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     let Some(real) = loader::real_function(A::ID) else {
         return missing(args);
     };
+    phases::mark(A::ID, Phase::Enter);
     if !A::CHECKED && !TRACED {
         let ret = guard.in_driver(|| args.invoke(real));
+        phases::mark(A::ID, Phase::Driver);
         if ret != 0 {
             explain_failure(&args, ret, guard.call_number());
         }
@@ -112,6 +116,7 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     let mut answer: Option<(Outcome, c_int)> = None;
     let mut dur_ns = None;
     let mut cx = process_cx(&guard);
+    phases::mark(A::ID, Phase::Context);
     let ran = shielded(false, || {
         args.run(&mut cx, |cx| {
             if let Some(code) = cx.refusal() {
@@ -133,7 +138,9 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
             } else {
                 0
             };
+            phases::mark(A::ID, Phase::Before);
             let ret = guard.in_driver(|| args.invoke(real));
+            phases::mark(A::ID, Phase::Driver);
             answer = Some((Outcome::Returned(ret), ret));
             if timed {
                 dur_ns = Some(trace::now_on(guard.clock()).saturating_sub(start));
@@ -142,6 +149,7 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
         });
         true
     });
+    phases::mark(A::ID, Phase::After);
     let (outcome, ret) = answer.unwrap_or_else(|| {
         // A check panicked before the call: forward it untouched.
         let ret = guard.in_driver(|| args.invoke(real));
@@ -160,6 +168,7 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     if ran {
         settle_or_record::<A, TRACED>(&guard, args, cx, (outcome, ret), seq, ts_ns, dur_ns);
     }
+    phases::mark(A::ID, Phase::Settle);
     ret
 }
 

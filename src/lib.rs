@@ -32,6 +32,7 @@ mod fingerprint;
 mod guard;
 mod loader;
 mod log;
+mod phases;
 mod process;
 mod resolvers;
 mod stack;

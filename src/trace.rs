@@ -270,16 +270,31 @@ fn encode_place(w: &mut JsonOut, place: &Place) {
 }
 
 /// A device UUID as `nvidia-smi` writes it: `GPU-` and 32 hex digits in groups of 8-4-4-4-12.
-pub fn uuid_text(uuid: &[u8; 16]) -> String {
-    let hex: String = uuid.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "GPU-{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
+/// Written into a fixed buffer: a record of the call path allocates nothing for it.
+pub fn uuid_text(uuid: &[u8; 16]) -> UuidText {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = *b"GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx";
+    let mut at = 4;
+    for (i, byte) in uuid.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            at += 1; // the '-' already there
+        }
+        text[at] = DIGITS[usize::from(byte >> 4)];
+        text[at + 1] = DIGITS[usize::from(byte & 15)];
+        at += 2;
+    }
+    UuidText(text)
+}
+
+/// [`uuid_text`]'s answer: 40 ASCII bytes.
+pub struct UuidText([u8; 40]);
+
+impl std::ops::Deref for UuidText {
+    type Target = str;
+    fn deref(&self) -> &str {
+        // Only ASCII is ever written into it.
+        std::str::from_utf8(&self.0).unwrap_or("GPU-?")
+    }
 }
 
 /// Writes an event record (`"event"` in place of `"fn"`): findings not tied to one call,
@@ -505,6 +520,23 @@ mod tests {
     fn pattern_keys_expand() {
         assert_eq!(expand("/t/%h-%p.jsonl").unwrap(), "/t/node7-42.jsonl");
         assert_eq!(expand("r%q{RANK}-%q{UNSET}.%%").unwrap(), "r3-.%");
+    }
+
+    /// The groups of `nvidia-smi -L`, each byte as two lowercase digits, high nibble first.
+    #[test]
+    fn uuids_are_written_as_nvidia_smi_writes_them() {
+        let uuid: [u8; 16] = [
+            0x0f, 0xc6, 0x13, 0x3d, 0x8d, 0x03, 0x18, 0x08, 0xc6, 0xf9, 0xfa, 0x4a, 0x25, 0x79,
+            0x9d, 0x19,
+        ];
+        assert_eq!(
+            &*uuid_text(&uuid),
+            "GPU-0fc6133d-8d03-1808-c6f9-fa4a25799d19"
+        );
+        assert_eq!(
+            &*uuid_text(&[0xff; 16]),
+            "GPU-ffffffff-ffff-ffff-ffff-ffffffffffff"
+        );
     }
 
     #[test]

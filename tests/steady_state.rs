@@ -45,33 +45,10 @@ const STEADY: &[(&str, &str, &[Asked])] = &[
              context",
         )],
     ),
-    (
-        "attach",
-        "cuStreamAttachMemAsync",
-        &[(
-            "cuPointerGetAttributes",
-            1,
-            "whether the memory is managed (not cached yet: issue 24)",
-        )],
-    ),
-    (
-        "ipc-get",
-        "cuIpcGetMemHandle",
-        &[
-            (
-                "cuPointerGetAttribute",
-                1,
-                "the allocation's context, which the record carries for the report's \
-                 cross-process checks (not cached yet: issue 24)",
-            ),
-            (
-                "cuPointerGetAttributes",
-                1,
-                "the memory's kind: legacy IPC exports only cuMemAlloc memory (not cached yet: \
-                 issue 24)",
-            ),
-        ],
-    ),
+    // The memory's kind and range, and the allocation's context (for the record), are cached
+    // until memory is freed.
+    ("attach", "cuStreamAttachMemAsync", &[]),
+    ("ipc-get", "cuIpcGetMemHandle", &[]),
     ("endpoint-limits", "cuLogicalEndpointGetLimits", &[]),
 ];
 

@@ -7,14 +7,21 @@
  * compare the two.
  *
  * Usage: bench [--threads T] [--reps R] [--iters CASE=N,...] [--cases CASE,...] [--calibrate MS]
- *              [--probe]
+ *              [--probe] [--ab]
  *
  * Cases (each a loop of N calls, timed with CLOCK_MONOTONIC after one untimed warm-up loop,
  * repeated R times; the result is the median ns per call over the repetitions):
  *   can_access_peer       cuDeviceCanAccessPeer(&v, dev0, dev1)                    ns per call
  *   memcpy_peer_async_4B  cuMemcpyPeerAsync(dst on dev1, ctx1, src on dev0, ctx0, 4, stream),
  *                         the stream made in ctx0; cuStreamSynchronize after every 64 copies,
- *                         outside the timed part                                   ns per call
+ *                         outside the timed part (so for every case on a stream)   ns per call
+ *   memcpy_peer_async_4B_stream0  the same on stream 0 (the legacy default stream) ns per call
+ *   memcpy_peer_4B        cuMemcpyPeer(dst, ctx1, src, ctx0, 4) (synchronous)      ns per call
+ *   memcpy_dtod_async_4B  cuMemcpyDtoDAsync_v2(dst, src, 4, stream): a copy the shim observes
+ *                         (unified addressing: dst on dev1, src on dev0)           ns per call
+ *   memset_d8_async_4B    cuMemsetD8Async(src, 0, 4, stream) (observed)            ns per call
+ *   stream_attach         cuStreamAttachMemAsync(stream, managed 4 KiB, 0, SINGLE) ns per call
+ *   ipc_get_mem_handle    cuIpcGetMemHandle(&h, src)                               ns per call
  *   alloc_free_256B       cuMemAlloc_v2(&p, 256) + cuMemFree_v2(p)                 ns per PAIR
  *   ctx_get_current       cuCtxGetCurrent(&c) (no shim observes it)                ns per call
  *   device_get_count      cuDeviceGetCount(&n) (no shim observes it)               ns per call
@@ -30,12 +37,20 @@
  * thread, and print it as an `ITERS` line that can be passed back with --iters.
  * --probe: print the setup (devices, peer access), and the ITERS line with --calibrate, then
  * exit without running the cases.
+ * --ab: in-process A/B. Every repetition runs its loop twice, alternating which goes first: once
+ * through the functions as linked (the shim's, when it is preloaded) and once through the driver's
+ * own entries (glibc's own dlsym on libcuda.so.1, past any shim's), on the same stream and buffers.
+ * The difference per repetition is the shim's cost with the driver's own run-to-run variance (on
+ * R580 a 4-byte peer copy takes 1.7 to 2.8 us depending on the process) cancelled. Without a shim
+ * both are the driver: the difference is the method's noise. Prints AB lines instead of RESULT.
  *
  * Output lines (tab-separated, for scripts):
  *   INFO  key=value ...
  *   ITERS case=N,case=N,...
  *   RESULT <case> <threads> <median ns> <lowest thread median> <highest thread median> <unit> <N>
  *          <aggregate ns> <median CPU ns>
+ *   AB <case> <threads> <median ns linked> <median ns direct> <median of (linked - direct)> <unit>
+ *      <N> <same: 1 when the linked and the direct entry are one address (no shim)>
  * where the medians are wall-clock ns per call (CLOCK_MONOTONIC); CPU ns is the same measured
  * with the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID: time it waited for a CPU or slept on a
  * lock does not count); aggregate is, per repetition, the time from the first thread's start to
@@ -44,6 +59,7 @@
  * Exit status 0, or 1 with a message on stderr when a driver call failed.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,10 +90,45 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
 CUresult cuMemFree_v2(CUdeviceptr dptr);
 CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
                            CUcontext srcContext, size_t ByteCount, CUstream hStream);
+CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                      CUcontext srcContext, size_t ByteCount);
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                              CUstream hStream);
+CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream);
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags);
+CUresult cuStreamAttachMemAsync(CUstream hStream, CUdeviceptr dptr, size_t length,
+                                unsigned int flags);
+typedef struct {
+    char reserved[64];
+} CUipcMemHandle;
+CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr);
 CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags);
 CUresult cuStreamSynchronize(CUstream hStream);
 CUresult cuStreamDestroy_v2(CUstream hStream);
 CUresult cuGetErrorName(CUresult error, const char **pStr);
+
+/* The covered calls the cases make, through one table: as linked, or the driver's own entries. */
+struct api {
+    CUresult (*can_access_peer)(int *, CUdevice, CUdevice);
+    CUresult (*memcpy_peer_async)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t,
+                                  CUstream);
+    CUresult (*memcpy_peer)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t);
+    CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*memset_d8_async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*stream_attach)(CUstream, CUdeviceptr, size_t, unsigned int);
+    CUresult (*ipc_get)(CUipcMemHandle *, CUdeviceptr);
+    CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+    CUresult (*mem_free)(CUdeviceptr);
+    CUresult (*ctx_get_current)(CUcontext *);
+    CUresult (*device_get_count)(int *);
+};
+static const struct api LINKED = {
+    cuDeviceCanAccessPeer, cuMemcpyPeerAsync, cuMemcpyPeer,  cuMemcpyDtoDAsync_v2,
+    cuMemsetD8Async,       cuStreamAttachMemAsync, cuIpcGetMemHandle, cuMemAlloc_v2,
+    cuMemFree_v2,          cuCtxGetCurrent,   cuDeviceGetCount,
+};
+static struct api g_direct;
+static int g_same; /* every direct entry is the linked one: no shim in between */
 
 /* ---- Errors ---- */
 static void check(CUresult r, const char *what, int line) {
@@ -97,7 +148,8 @@ static void die(const char *msg) {
 }
 
 /* ---- Setup shared by all threads ---- */
-enum { COPY_BYTES = 4, ALLOC_BYTES = 256, SYNC_EVERY = 64 };
+enum { COPY_BYTES = 4, ALLOC_BYTES = 256, MANAGED_BYTES = 4096, SYNC_EVERY = 64 };
+enum { CU_MEM_ATTACH_GLOBAL = 1, CU_MEM_ATTACH_SINGLE = 4 };
 
 static int g_devices;
 static CUdevice g_dev0, g_dev1;
@@ -106,14 +158,46 @@ static int g_can_access;   /* cuDeviceCanAccessPeer(dev0, dev1) */
 static int g_peer_enabled; /* ctx0 -> ctx1 enabled by us */
 
 /* ---- Cases ---- */
-enum { CAN_ACCESS, MEMCPY, ALLOC_FREE, CTX_GET_CURRENT, DEVICE_GET_COUNT, NCASES };
-static const char *const CASE_NAME[NCASES] = {
-    "can_access_peer", "memcpy_peer_async_4B", "alloc_free_256B", "ctx_get_current",
-    "device_get_count",
+enum {
+    CAN_ACCESS,
+    MEMCPY,
+    MEMCPY_STREAM0,
+    MEMCPY_SYNC,
+    DTOD_ASYNC,
+    MEMSET_ASYNC,
+    ATTACH,
+    IPC_GET,
+    ALLOC_FREE,
+    CTX_GET_CURRENT,
+    DEVICE_GET_COUNT,
+    NCASES
 };
-static const char *const CASE_UNIT[NCASES] = {"call", "call", "pair", "call", "call"};
-static long g_iters[NCASES] = {200000, 50000, 20000, 400000, 400000};
-static int g_enabled[NCASES] = {1, 1, 1, 1, 1};
+static const char *const CASE_NAME[NCASES] = {
+    "can_access_peer",      "memcpy_peer_async_4B", "memcpy_peer_async_4B_stream0",
+    "memcpy_peer_4B",       "memcpy_dtod_async_4B", "memset_d8_async_4B",
+    "stream_attach",        "ipc_get_mem_handle",   "alloc_free_256B",
+    "ctx_get_current",      "device_get_count",
+};
+static const char *const CASE_UNIT[NCASES] = {"call", "call", "call", "call", "call", "call",
+                                              "call", "call", "pair", "call", "call"};
+static long g_iters[NCASES] = {200000, 50000, 50000, 5000,   50000, 50000,
+                               50000,  50000, 20000, 400000, 400000};
+static int g_enabled[NCASES] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+
+/* The stream a case enqueues on (synchronized after every SYNC_EVERY calls), or -1: none. */
+static int on_stream(int c) {
+    switch (c) {
+    case MEMCPY:
+    case DTOD_ASYNC:
+    case MEMSET_ASYNC:
+    case ATTACH:
+        return 1;
+    case MEMCPY_STREAM0:
+        return 0;
+    default:
+        return -1;
+    }
+}
 
 /* What one thread owns. */
 struct worker {
@@ -122,12 +206,15 @@ struct worker {
     CUstream stream;
     CUdeviceptr src; /* on dev0, ctx0 */
     CUdeviceptr dst; /* on dev1, ctx1 */
+    CUdeviceptr managed; /* MANAGED_BYTES, attached to `stream` by the attach case */
     double *samples; /* wall ns per call, one per repetition */
     double *cpu;     /* CPU ns per call, one per repetition */
+    double *direct;  /* --ab: wall ns per call through the driver's own entries */
     int64_t *spans;  /* per repetition: when its loop started and ended (CLOCK_MONOTONIC) */
 };
 
 static int g_threads = 1;
+static int g_ab;
 static int g_reps = 11;
 static pthread_barrier_t g_barrier;
 
@@ -137,32 +224,58 @@ static int64_t read_clock(clockid_t id) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* k units of case c, untimed; returns the results OR-ed together. */
-static CUresult run_calls(int c, long k, struct worker *w) {
+/* k units of case c through `a`, untimed; returns the results OR-ed together. */
+static CUresult run_calls(int c, long k, struct worker *w, const struct api *a) {
     CUresult r = 0;
     switch (c) {
     case CAN_ACCESS: {
         int v = 0;
         for (long i = 0; i < k; i++)
-            r |= cuDeviceCanAccessPeer(&v, g_dev0, g_dev1);
+            r |= a->can_access_peer(&v, g_dev0, g_dev1);
         break;
     }
     case MEMCPY:
         for (long i = 0; i < k; i++)
-            r |= cuMemcpyPeerAsync(w->dst, g_ctx1, w->src, g_ctx0, COPY_BYTES, w->stream);
+            r |= a->memcpy_peer_async(w->dst, g_ctx1, w->src, g_ctx0, COPY_BYTES, w->stream);
         break;
+    case MEMCPY_STREAM0:
+        for (long i = 0; i < k; i++)
+            r |= a->memcpy_peer_async(w->dst, g_ctx1, w->src, g_ctx0, COPY_BYTES, NULL);
+        break;
+    case MEMCPY_SYNC:
+        for (long i = 0; i < k; i++)
+            r |= a->memcpy_peer(w->dst, g_ctx1, w->src, g_ctx0, COPY_BYTES);
+        break;
+    case DTOD_ASYNC:
+        for (long i = 0; i < k; i++)
+            r |= a->memcpy_dtod_async(w->dst, w->src, COPY_BYTES, w->stream);
+        break;
+    case MEMSET_ASYNC:
+        for (long i = 0; i < k; i++)
+            r |= a->memset_d8_async(w->src, 0, COPY_BYTES, w->stream);
+        break;
+    case ATTACH:
+        for (long i = 0; i < k; i++)
+            r |= a->stream_attach(w->stream, w->managed, 0, CU_MEM_ATTACH_SINGLE);
+        break;
+    case IPC_GET: {
+        CUipcMemHandle h;
+        for (long i = 0; i < k; i++)
+            r |= a->ipc_get(&h, w->src);
+        break;
+    }
     case ALLOC_FREE: {
         CUdeviceptr p = 0;
         for (long i = 0; i < k; i++) {
-            r |= cuMemAlloc_v2(&p, ALLOC_BYTES);
-            r |= cuMemFree_v2(p);
+            r |= a->mem_alloc(&p, ALLOC_BYTES);
+            r |= a->mem_free(p);
         }
         break;
     }
     case CTX_GET_CURRENT: {
         CUcontext cur = NULL;
         for (long i = 0; i < k; i++)
-            r |= cuCtxGetCurrent(&cur);
+            r |= a->ctx_get_current(&cur);
         if (r == 0 && cur != g_ctx0)
             die("cuCtxGetCurrent did not return ctx0");
         break;
@@ -170,7 +283,7 @@ static CUresult run_calls(int c, long k, struct worker *w) {
     case DEVICE_GET_COUNT: {
         int count = 0;
         for (long i = 0; i < k; i++)
-            r |= cuDeviceGetCount(&count);
+            r |= a->device_get_count(&count);
         break;
     }
     }
@@ -185,16 +298,16 @@ struct timing {
     int64_t last;  /* and ended */
 };
 
-/* One loop of n units of case c. memcpy_peer_async_4B synchronizes its stream after every
- * SYNC_EVERY copies, outside the timed part. */
-static void run_loop(int c, long n, struct worker *w, struct timing *tm) {
-    long block = c == MEMCPY ? SYNC_EVERY : n;
+/* One loop of n units of case c. A case on a stream synchronizes it after every SYNC_EVERY
+ * calls, outside the timed part. */
+static void run_loop(int c, long n, struct worker *w, struct timing *tm, const struct api *a) {
+    long block = on_stream(c) >= 0 ? SYNC_EVERY : n;
     memset(tm, 0, sizeof *tm);
     for (long done = 0; done < n;) {
         long k = n - done < block ? n - done : block;
         int64_t c0 = read_clock(CLOCK_THREAD_CPUTIME_ID);
         int64_t t0 = read_clock(CLOCK_MONOTONIC);
-        CUresult r = run_calls(c, k, w);
+        CUresult r = run_calls(c, k, w, a);
         int64_t t1 = read_clock(CLOCK_MONOTONIC);
         int64_t c1 = read_clock(CLOCK_THREAD_CPUTIME_ID);
         if (done == 0)
@@ -204,8 +317,8 @@ static void run_loop(int c, long n, struct worker *w, struct timing *tm) {
         tm->cpu += c1 - c0;
         done += k;
         CHECK(r);
-        if (c == MEMCPY)
-            CHECK(cuStreamSynchronize(w->stream));
+        if (on_stream(c) >= 0)
+            CHECK(cuStreamSynchronize(on_stream(c) ? w->stream : NULL));
     }
 }
 
@@ -214,12 +327,17 @@ static void worker_setup(struct worker *w) {
     CHECK(cuMemAlloc_v2(&w->dst, COPY_BYTES));
     CHECK(cuCtxSetCurrent(g_ctx0));
     CHECK(cuMemAlloc_v2(&w->src, COPY_BYTES));
+    CHECK(cuMemAllocManaged(&w->managed, MANAGED_BYTES, CU_MEM_ATTACH_GLOBAL));
     CHECK(cuStreamCreate(&w->stream, 0));
 }
 
 static void worker_teardown(struct worker *w) {
+    /* The managed memory back to GLOBAL before its stream goes (else the association silently
+     * reverts when the stream is destroyed, which a checker rightly points out). */
+    CHECK(cuStreamAttachMemAsync(w->stream, w->managed, 0, CU_MEM_ATTACH_GLOBAL));
     CHECK(cuStreamSynchronize(w->stream));
     CHECK(cuStreamDestroy_v2(w->stream));
+    CHECK(cuMemFree_v2(w->managed));
     CHECK(cuMemFree_v2(w->src));
     CHECK(cuMemFree_v2(w->dst));
 }
@@ -244,11 +362,26 @@ static void *worker_main(void *arg) {
         long n = g_iters[c];
         struct timing tm;
         pthread_barrier_wait(&g_barrier);
-        run_loop(c, n, w, &tm); /* warm-up */
+        run_loop(c, n, w, &tm, &LINKED); /* warm-up */
+        if (g_ab)
+            run_loop(c, n, w, &tm, &g_direct);
         for (int rep = 0; rep < g_reps; rep++) {
             int at = c * g_reps + rep;
             pthread_barrier_wait(&g_barrier);
-            run_loop(c, n, w, &tm);
+            if (g_ab && rep % 2) {
+                /* Direct first on every other repetition. */
+                struct timing td;
+                run_loop(c, n, w, &td, &g_direct);
+                w->direct[at] = (double)td.wall / (double)n;
+                run_loop(c, n, w, &tm, &LINKED);
+            } else {
+                run_loop(c, n, w, &tm, &LINKED);
+                if (g_ab) {
+                    struct timing td;
+                    run_loop(c, n, w, &td, &g_direct);
+                    w->direct[at] = (double)td.wall / (double)n;
+                }
+            }
             w->samples[at] = (double)tm.wall / (double)n;
             w->cpu[at] = (double)tm.cpu / (double)n;
             w->spans[2 * at] = tm.first;
@@ -270,14 +403,14 @@ static void calibrate(double ms) {
         /* Grow n until a loop takes a quarter of the target, then scale it to the target by the
          * fastest of three loops of that size (a preempted loop must not shrink n). */
         long n = SYNC_EVERY;
-        run_loop(c, n, &w, &tm);
+        run_loop(c, n, &w, &tm, &LINKED);
         while (tm.wall < ms * 1e6 / 4 && n < (1L << 26)) {
             n *= 4;
-            run_loop(c, n, &w, &tm);
+            run_loop(c, n, &w, &tm, &LINKED);
         }
         int64_t best = tm.wall;
         for (int again = 0; again < 2; again++) {
-            run_loop(c, n, &w, &tm);
+            run_loop(c, n, &w, &tm, &LINKED);
             best = tm.wall < best ? tm.wall : best;
         }
         double per = (double)best / (double)n;
@@ -333,9 +466,44 @@ static void parse_iters(const char *list) {
     }
 }
 
+/* The driver's own entries of the covered calls: looked up by glibc's own dlsym (found with
+ * dlvsym under its symbol version), since a shim's exported dlsym would hand back its wrappers. */
+static void resolve_direct(void) {
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        die("--ab: libcuda.so.1 is not loaded");
+    void *(*real_dlsym)(void *, const char *) = NULL;
+    void *found = dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.34");
+    if (!found)
+        found = dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.2.5");
+    if (!found)
+        die("--ab: glibc's dlsym not found (dlvsym GLIBC_2.34, GLIBC_2.2.5)");
+    memcpy(&real_dlsym, &found, sizeof found);
+#define DIRECT(field, name)                                                                        \
+    do {                                                                                           \
+        void *f = real_dlsym(h, name);                                                             \
+        if (!f)                                                                                    \
+            die("--ab: libcuda.so.1 has no " name);                                                \
+        memcpy(&g_direct.field, &f, sizeof f);                                                     \
+        g_same += (void *)LINKED.field == f;                                                       \
+    } while (0)
+    DIRECT(can_access_peer, "cuDeviceCanAccessPeer");
+    DIRECT(memcpy_peer_async, "cuMemcpyPeerAsync");
+    DIRECT(memcpy_peer, "cuMemcpyPeer");
+    DIRECT(memcpy_dtod_async, "cuMemcpyDtoDAsync_v2");
+    DIRECT(memset_d8_async, "cuMemsetD8Async");
+    DIRECT(stream_attach, "cuStreamAttachMemAsync");
+    DIRECT(ipc_get, "cuIpcGetMemHandle");
+    DIRECT(mem_alloc, "cuMemAlloc_v2");
+    DIRECT(mem_free, "cuMemFree_v2");
+    DIRECT(ctx_get_current, "cuCtxGetCurrent");
+    DIRECT(device_get_count, "cuDeviceGetCount");
+#undef DIRECT
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: bench [--threads T] [--reps R] [--iters CASE=N,...] [--cases CASE,...] "
-                    "[--calibrate MS] [--probe]\n");
+                    "[--calibrate MS] [--probe] [--ab]\n");
     exit(2);
 }
 
@@ -347,6 +515,8 @@ int main(int argc, char **argv) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--probe")) {
             probe = 1;
+        } else if (!strcmp(a, "--ab")) {
+            g_ab = 1;
         } else if (!strcmp(a, "--threads") && v) {
             g_threads = atoi(v), i++;
         } else if (!strcmp(a, "--reps") && v) {
@@ -398,6 +568,8 @@ int main(int argc, char **argv) {
            g_threads, g_reps);
     fflush(stdout);
 
+    if (g_ab)
+        resolve_direct();
     if (calibrate_ms > 0)
         calibrate(calibrate_ms);
     if (!probe) {
@@ -405,8 +577,9 @@ int main(int argc, char **argv) {
         size_t per_thread = NCASES * (size_t)g_reps;
         double *all = calloc((size_t)g_threads * per_thread, sizeof *all);
         double *cpu = calloc((size_t)g_threads * per_thread, sizeof *cpu);
+        double *direct = calloc((size_t)g_threads * per_thread, sizeof *direct);
         int64_t *spans = calloc((size_t)g_threads * per_thread * 2, sizeof *spans);
-        if (!workers || !all || !cpu || !spans)
+        if (!workers || !all || !cpu || !direct || !spans)
             die("out of memory");
         if (pthread_barrier_init(&g_barrier, NULL, (unsigned)g_threads) != 0)
             die("pthread_barrier_init failed");
@@ -414,6 +587,7 @@ int main(int argc, char **argv) {
             workers[t].index = t;
             workers[t].samples = all + (size_t)t * per_thread;
             workers[t].cpu = cpu + (size_t)t * per_thread;
+            workers[t].direct = direct + (size_t)t * per_thread;
             workers[t].spans = spans + (size_t)t * per_thread * 2;
         }
         if (g_threads == 1) {
@@ -429,7 +603,32 @@ int main(int argc, char **argv) {
         double *aggregate = calloc((size_t)g_reps, sizeof *aggregate);
         if (!medians || !aggregate)
             die("out of memory");
-        for (int c = 0; c < NCASES; c++) {
+        for (int c = 0; c < NCASES && g_ab; c++) {
+            if (!g_enabled[c])
+                continue;
+            /* Per thread: the medians of each way and of the per-repetition differences; then
+             * the median over the threads. */
+            double *diff = calloc((size_t)g_reps, sizeof *diff);
+            double *linked_m = calloc((size_t)g_threads, sizeof *linked_m);
+            double *direct_m = calloc((size_t)g_threads, sizeof *direct_m);
+            if (!diff || !linked_m || !direct_m)
+                die("out of memory");
+            for (int t = 0; t < g_threads; t++) {
+                double *l = workers[t].samples + c * g_reps, *d = workers[t].direct + c * g_reps;
+                for (int rep = 0; rep < g_reps; rep++)
+                    diff[rep] = l[rep] - d[rep];
+                medians[t] = median(diff, g_reps);
+                linked_m[t] = median(l, g_reps);
+                direct_m[t] = median(d, g_reps);
+            }
+            printf("AB\t%s\t%d\t%.2f\t%.2f\t%.2f\t%s\t%ld\t%d\n", CASE_NAME[c], g_threads,
+                   median(linked_m, g_threads), median(direct_m, g_threads),
+                   median(medians, g_threads), CASE_UNIT[c], g_iters[c], g_same == 11);
+            free(diff);
+            free(linked_m);
+            free(direct_m);
+        }
+        for (int c = 0; c < NCASES && !g_ab; c++) {
             if (!g_enabled[c])
                 continue;
             for (int t = 0; t < g_threads; t++)
@@ -462,6 +661,7 @@ int main(int argc, char **argv) {
         free(aggregate);
         free(spans);
         free(cpu);
+        free(direct);
         free(all);
         free(workers);
     }

@@ -6,15 +6,32 @@
 # in its record, every valid call the value the driver wrote, and the exit record counts them
 # (check_sigcheck in this script). Usage: SHIM=target/release/libsharecheck.so
 # scripts/gpu/sigcheck.sh
+#
+# R580 is not async-signal-safe: a handler's call that interrupts a driver call of its own thread
+# waits forever on the driver's lock, without the shim too (2026-11-26, 2x H100, 580.159.04: the
+# plain run stopped making progress within a second, every storm thread in FUTEX_WAIT on one
+# address; scripts/gpu/results/2026-11-26-2xH100-R580-sigcheck-plain-deadlock.txt). So the script
+# first runs the program plain (PLAIN_TIMEOUT, 20 s) and says whether the driver deadlocks, then
+# runs the shim with OUTSIDE=1 by default (WRITER_LIFE_HANDLER_OUTSIDE: the handler makes no call
+# while its thread is in one; every handler call is then checked in the handler itself). OUTSIDE=0
+# runs the original storm, which the simulator passes and R580 deadlocks.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 gcc -std=gnu11 -O1 -o /tmp/wl tests/c/writer_life.c -I/usr/local/cuda/include -Iinclude -Itests/c -lcuda -pthread || exit 1
+export WRITER_LIFE_HANDLER_OUTSIDE=${OUTSIDE:-1}
+s=$(date +%s%N)
+WRITER_LIFE_HANDLER_OUTSIDE=0 timeout "${PLAIN_TIMEOUT:-20}" /tmp/wl sigcheck 8 20000 >/tmp/sc-plain.out 2>&1; rc=$?
+echo "plain, handler calls anywhere: rc=$rc $(( ($(date +%s%N)-s)/1000000 ))ms$([ $rc -eq 124 ] && echo ': the driver deadlocked without the shim')"
+s=$(date +%s%N)
+WRITER_LIFE_HANDLER_OUTSIDE=1 timeout "${PLAIN_TIMEOUT:-20}" /tmp/wl sigcheck 8 20000 >/tmp/sc-plain.out 2>&1; rc=$?
+echo "plain, handler calls outside calls: rc=$rc $(( ($(date +%s%N)-s)/1000000 ))ms $(tr '\n' ' ' </tmp/sc-plain.out)"
+echo "with the shim, WRITER_LIFE_HANDLER_OUTSIDE=$WRITER_LIFE_HANDLER_OUTSIDE:"
 bad=0
 for i in $(seq 1 ${RUNS:-10}); do
   d=/tmp/sc$i; rm -rf $d; mkdir -p $d
   s=$(date +%s%N)
-  LD_PRELOAD=$SHIM SHARECHECK_TRACE=$d/%p.jsonl timeout 120 /tmp/wl sigcheck 8 20000 >$d.out 2>$d.err; rc=$?
+  LD_PRELOAD=$SHIM SHARECHECK_TRACE=$d/%p.jsonl timeout 30 /tmp/wl sigcheck 8 20000 >$d.out 2>$d.err; rc=$?
   ms=$(( ($(date +%s%N)-s)/1000000 ))
   line=$(python3 - "$d" "$d.out" <<'PY'
 import json, glob, sys
@@ -30,7 +47,7 @@ ex = [r for r in recs if r.get("event") == "exit"]
 ok = (len(calls) == int(said["DONE"]) and len(bad) == int(said["HANDLER_MISUSES"]) == found
       and wrote == len(good) and len(ex) == 1 and ex[0]["calls"] == len(calls)
       and "calls_unchecked" not in ex[0])
-print(f"calls {len(calls)} done {said['DONE']} handler {said['HANDLER_CALLS']} misuses {said['HANDLER_MISUSES']} "
+print(f"calls {len(calls)} done {said['DONE']} handler {said['HANDLER_CALLS']} skipped {said.get('HANDLER_SKIPPED', '?')} misuses {said['HANDLER_MISUSES']} "
       f"with finding {found} valid {len(good)} with the driver's value {wrote} exit {[e['calls'] for e in ex]} "
       f"unchecked {[e.get('calls_unchecked', 0) for e in ex]} {'OK' if ok else 'BAD'}")
 sys.exit(0 if ok else 1)

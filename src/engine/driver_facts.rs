@@ -159,6 +159,44 @@ struct PointerFacts {
     range: (u64, u64),
     /// `OWNER_UNKNOWN`: not asked yet; `OWNER_NONE`: not plain device memory.
     owner: i64,
+    /// [`kind_code`] of the memory's kind; `KIND_UNKNOWN`: not asked yet (or the driver did not
+    /// know the pointer, which is never cached).
+    kind: u64,
+    /// The context the memory was allocated in; 0: not asked yet (or none).
+    context: u64,
+}
+
+const KIND_UNKNOWN: u64 = 0;
+const KINDS: [MemoryKind; 5] = [
+    MemoryKind::Device,
+    MemoryKind::Managed,
+    MemoryKind::Pool,
+    MemoryKind::Host,
+    MemoryKind::Other,
+];
+
+/// A memory kind as the pointer cache keeps it (never `KIND_UNKNOWN`).
+fn kind_code(kind: MemoryKind) -> u64 {
+    KINDS
+        .iter()
+        .position(|&k| k == kind)
+        .map_or(KIND_UNKNOWN, |i| i as u64 + 1)
+}
+
+fn kind_of(code: u64) -> Option<MemoryKind> {
+    KINDS
+        .get(usize::try_from(code).ok()?.checked_sub(1)?)
+        .copied()
+}
+
+impl PointerFacts {
+    /// Nothing known yet.
+    const NOTHING: PointerFacts = PointerFacts {
+        range: (0, 0),
+        owner: OWNER_UNKNOWN,
+        kind: KIND_UNKNOWN,
+        context: 0,
+    };
 }
 
 const OWNER_UNKNOWN: i64 = i64::MIN;
@@ -172,6 +210,8 @@ struct PointerSlot {
     base: AtomicU64,
     size: AtomicU64,
     owner: AtomicI64,
+    kind: AtomicU64,
+    context: AtomicU64,
 }
 
 /// Pointer facts, valid until memory is freed anywhere: the epoch moves on every observed free,
@@ -194,6 +234,8 @@ impl PointerCache {
                     base: AtomicU64::new(0),
                     size: AtomicU64::new(0),
                     owner: AtomicI64::new(OWNER_UNKNOWN),
+                    kind: AtomicU64::new(KIND_UNKNOWN),
+                    context: AtomicU64::new(0),
                 }
             }; POINTER_SLOTS],
         }
@@ -209,6 +251,8 @@ impl PointerCache {
         let facts = PointerFacts {
             range: (slot.base.load(Relaxed), slot.size.load(Relaxed)),
             owner: slot.owner.load(Relaxed),
+            kind: slot.kind.load(Relaxed),
+            context: slot.context.load(Relaxed),
         };
         std::sync::atomic::fence(Acquire);
         let valid =
@@ -240,12 +284,20 @@ impl PointerCache {
             if merged.owner == OWNER_UNKNOWN {
                 merged.owner = slot.owner.load(Relaxed);
             }
+            if merged.kind == KIND_UNKNOWN {
+                merged.kind = slot.kind.load(Relaxed);
+            }
+            if merged.context == 0 {
+                merged.context = slot.context.load(Relaxed);
+            }
         }
         slot.ptr.store(ptr, Relaxed);
         slot.epoch.store(epoch, Relaxed);
         slot.base.store(merged.range.0, Relaxed);
         slot.size.store(merged.range.1, Relaxed);
         slot.owner.store(merged.owner, Relaxed);
+        slot.kind.store(merged.kind, Relaxed);
+        slot.context.store(merged.context, Relaxed);
         slot.seq.store(before + 2, Release);
     }
 
@@ -381,6 +433,19 @@ impl DriverFacts {
         Some((memory_type == MEMORYTYPE_DEVICE && managed == 0 && ordinal >= 0).then_some(ordinal))
     }
 
+    /// `CU_POINTER_ATTRIBUTE_CONTEXT` of `ptr`, asked.
+    fn query_allocation_context(&self, ptr: u64) -> Option<u64> {
+        let mut ctx: *mut c_void = std::ptr::null_mut();
+        let code = query!(
+            CU_POINTER_GET_ATTRIBUTE,
+            fn(*mut c_void, c_int, u64),
+            (&mut ctx as *mut *mut c_void).cast(),
+            POINTER_ATTRIBUTE_CONTEXT,
+            ptr
+        )?;
+        (code == SUCCESS && !ctx.is_null()).then_some(ctx as usize as u64)
+    }
+
     /// The four attributes that say what kind of memory `ptr` is to legacy IPC, in one call
     /// where the driver has `cuPointerGetAttributes` (which answers zeros for a pointer it does
     /// not know: memory type 0, so `None`).
@@ -445,8 +510,20 @@ impl Facts for DriverFacts {
         self.forget_cached(gone);
     }
 
-    fn memory_kind(&self, ptr: u64) -> Option<MemoryKind> {
-        self.query_memory_kind(ptr)
+    fn memory_kind(&self, ptr: u64, fresh: bool) -> Option<MemoryKind> {
+        let epoch = self.pointers.epoch.load(Acquire);
+        if !fresh {
+            if let Some(kind) = self.pointers.get(ptr).and_then(|f| kind_of(f.kind)) {
+                return Some(kind);
+            }
+        }
+        let kind = self.query_memory_kind(ptr)?;
+        let learnt = PointerFacts {
+            kind: kind_code(kind),
+            ..PointerFacts::NOTHING
+        };
+        self.pointers.put(ptr, epoch, learnt);
+        Some(kind)
     }
 
     fn device_uuid(&self, dev: i32) -> Option<[u8; 16]> {
@@ -472,15 +549,17 @@ impl Facts for DriverFacts {
     }
 
     fn allocation_context(&self, ptr: u64) -> Option<u64> {
-        let mut ctx: *mut c_void = std::ptr::null_mut();
-        let code = query!(
-            CU_POINTER_GET_ATTRIBUTE,
-            fn(*mut c_void, c_int, u64),
-            (&mut ctx as *mut *mut c_void).cast(),
-            POINTER_ATTRIBUTE_CONTEXT,
-            ptr
-        )?;
-        (code == SUCCESS && !ctx.is_null()).then_some(ctx as usize as u64)
+        let epoch = self.pointers.epoch.load(Acquire);
+        if let Some(known) = self.pointers.get(ptr).filter(|f| f.context != 0) {
+            return Some(known.context);
+        }
+        let ctx = self.query_allocation_context(ptr)?;
+        let learnt = PointerFacts {
+            context: ctx,
+            ..PointerFacts::NOTHING
+        };
+        self.pointers.put(ptr, epoch, learnt);
+        Some(ctx)
     }
 
     fn current_context(&self) -> Option<Option<CUcontext>> {
@@ -623,7 +702,7 @@ impl Facts for DriverFacts {
         let range = self.query_range(ptr)?;
         let learnt = PointerFacts {
             range,
-            owner: OWNER_UNKNOWN,
+            ..PointerFacts::NOTHING
         };
         self.pointers.put(ptr, epoch, learnt);
         Some(range)
@@ -638,8 +717,8 @@ impl Facts for DriverFacts {
         }
         let owner = self.query_owner(ptr)?;
         let learnt = PointerFacts {
-            range: (0, 0),
             owner: owner.map_or(OWNER_NONE, i64::from),
+            ..PointerFacts::NOTHING
         };
         self.pointers.put(ptr, epoch, learnt);
         owner
@@ -814,7 +893,11 @@ mod tests {
     use super::*;
 
     fn facts(range: (u64, u64), owner: i64) -> PointerFacts {
-        PointerFacts { range, owner }
+        PointerFacts {
+            range,
+            owner,
+            ..PointerFacts::NOTHING
+        }
     }
 
     #[test]

@@ -56,11 +56,25 @@ pub trait Facts {
     /// The device whose memory `ptr` is, for plain device memory only (managed and host memory
     /// are reachable from every device). May be cached, as `allocation_range`.
     fn device_memory_owner(&self, ptr: u64, fresh: bool) -> Option<i32>;
-    /// What kind of memory `ptr` is, as legacy IPC sees it (asked afresh, never cached); `None`
-    /// when the driver cannot say or does not know the pointer.
-    fn memory_kind(&self, ptr: u64) -> Option<MemoryKind>;
-    /// The context `ptr`'s memory was allocated in (`CU_POINTER_ATTRIBUTE_CONTEXT`, asked
-    /// afresh).
+    /// What kind of memory `ptr` is, as legacy IPC sees it; `None` when the driver cannot say or
+    /// does not know the pointer (never cached). May be cached, as `allocation_range`.
+    fn memory_kind(&self, ptr: u64, fresh: bool) -> Option<MemoryKind>;
+    /// [`Facts::memory_kind`] from the cache when `fine` accepts it, asked afresh otherwise
+    /// (before a finding rests on it).
+    fn memory_kind_confirmed(
+        &self,
+        ptr: u64,
+        fine: fn(Option<MemoryKind>) -> bool,
+    ) -> Option<MemoryKind> {
+        let cached = self.memory_kind(ptr, false);
+        if fine(cached) {
+            cached
+        } else {
+            self.memory_kind(ptr, true)
+        }
+    }
+    /// The context `ptr`'s memory was allocated in (`CU_POINTER_ATTRIBUTE_CONTEXT`). Cached until
+    /// memory is freed: an allocation keeps its context for its life.
     fn allocation_context(&self, ptr: u64) -> Option<u64>;
     /// A device's UUID (`cuDeviceGetUuid`), which names it alike in every process.
     fn device_uuid(&self, dev: i32) -> Option<[u8; 16]>;

@@ -169,7 +169,7 @@ impl Facts for FakeFacts {
         Some([dev as u8; 16])
     }
 
-    fn memory_kind(&self, ptr: u64) -> Option<MemoryKind> {
+    fn memory_kind(&self, ptr: u64, _fresh: bool) -> Option<MemoryKind> {
         let a = self.allocation(ptr)?;
         Some(match self.kinds.borrow().get(&a.base) {
             Some(&kind) => kind,

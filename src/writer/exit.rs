@@ -14,6 +14,10 @@ use super::*;
 /// stopped (in a debugger, say) while it records is not waited for longer, and its record, if it
 /// comes, is not counted.
 pub(super) const EXIT_IDLE_NS: u64 = 1_000_000_000;
+/// The same, for an exit from a signal handler that interrupted its thread's own recording: a
+/// wait without progress may then be for that thread's frozen work (a chunk it took and had not
+/// published yet), which never moves. Records a wait this short leaves out stay in the ring.
+pub(super) const EXIT_IDLE_FROZEN_NS: u64 = 200_000_000;
 pub(super) const EXIT_WAIT_NS: u64 = 3_000_000_000;
 /// The most an exit waits for the calls being recorded, while they or the appends move.
 pub(super) const EXIT_HARD_NS: u64 = 10_000_000_000;
@@ -136,13 +140,18 @@ pub(super) fn finish_lane(w: &Lane, was_open: bool, deadline: u64, frozen: Froze
     let lane = lane_number(w);
     let seen = SLOTS_SEEN.load(Acquire).min(SLOTS);
     let mut stuck = false;
+    let idle = if frozen.0.is_some() {
+        EXIT_IDLE_FROZEN_NS
+    } else {
+        EXIT_IDLE_NS
+    };
     for (index, slot) in SLOT_TABLE[..seen].iter().enumerate() {
         let word = slot.word.load(Acquire);
         if frozen.is(index) && word & BUSY != 0 && word != NO_CHUNK {
             stuck |= chunk_of(word).0 == lane;
             continue;
         }
-        wait_while_moving(deadline, EXIT_IDLE_NS, || {
+        wait_while_moving(deadline, idle, || {
             let word = slot.word.load(Acquire);
             let done = word == NO_CHUNK
                 || chunk_of(word).0 != lane
@@ -154,7 +163,7 @@ pub(super) fn finish_lane(w: &Lane, was_open: bool, deadline: u64, frozen: Froze
     // Records being copied by other threads: their bytes counted, or the time is up (at once
     // when this thread's own copy was interrupted: the lane is never whole then).
     let whole = !stuck
-        && wait_while_moving(deadline, EXIT_IDLE_NS, || {
+        && wait_while_moving(deadline, idle, || {
             let copied: u64 = w.done.iter().map(|d| d.load(Acquire)).sum();
             (copied_up_to(w, end), copied)
         });
@@ -163,7 +172,7 @@ pub(super) fn finish_lane(w: &Lane, was_open: bool, deadline: u64, frozen: Froze
     // SAFETY: gettid has no preconditions and cannot fail.
     let me = unsafe { libc::gettid() };
     let held = !(frozen.0.is_some() && w.append_holder.load(Relaxed) == me)
-        && wait_while_moving(deadline, EXIT_IDLE_NS, || {
+        && wait_while_moving(deadline, idle, || {
             let taken = w
                 .appending
                 .compare_exchange(false, true, AcqRel, Acquire)

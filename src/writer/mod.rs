@@ -35,6 +35,7 @@
 //! - **Fork.** The child drops the parent's mapping, descriptors and chunks without taking any
 //!   lock, and opens its own files (and starts its own writer thread) on its first record.
 
+use crate::clock::monotonic_ns;
 use sharecheck_core::ring::{self, CHUNK, HEADER, RING, SEGMENT, SEGMENTS};
 use std::ffi::{CStr, CString};
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
@@ -231,16 +232,6 @@ fn lane_of(index: usize) -> (usize, &'static Lane) {
 /// The number of lane `w`.
 fn lane_number(w: &Lane) -> usize {
     (w as *const Lane as usize - LANES.as_ptr() as usize) / std::mem::size_of::<Lane>()
-}
-
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: writes one `timespec` to a live local; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn identity(fd: libc::c_int) -> Option<(u64, u64)> {

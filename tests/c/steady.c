@@ -40,12 +40,14 @@ int main(int argc, char **argv) {
     CUdeviceptr managed;
     MUST(cuMemAllocManaged(&managed, 4096, CU_MEM_ATTACH_GLOBAL));
     CUipcMemHandle handle;
+#if CUDA_VERSION >= 13030 /* the logical endpoints: the simulator only (R580 predates them) */
     CUlogicalEndpointProp prop;
     memset(&prop, 0, sizeof prop);
     prop.type = CU_LOGICAL_ENDPOINT_TYPE_UNICAST;
     prop.unicast.device = 0;
     prop.size = 2 << 20;
     size_t align = 0, max = 0;
+#endif
     for (long i = 0; i <= n; i++) {
         if (i == 1) marker();
         int can = 0;
@@ -61,8 +63,10 @@ int main(int argc, char **argv) {
             MUST(cuStreamAttachMemAsync(own, managed, 0, CU_MEM_ATTACH_SINGLE));
         } else if (!strcmp(mode, "ipc-get")) {
             MUST(cuIpcGetMemHandle(&handle, a0));
+#if CUDA_VERSION >= 13030
         } else if (!strcmp(mode, "endpoint-limits")) {
             MUST(cuLogicalEndpointGetLimits(&align, &max, &prop));
+#endif
         } else {
             return 2;
         }

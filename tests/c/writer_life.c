@@ -29,7 +29,8 @@
  *                      calls exit(0) while they run (prints no DONE: the count is not known)
  *   sigcheck THREADS N as sigstorm, but every other call of the handler is a misuse (device 9);
  *                      prints HANDLER_CALLS, HANDLER_MISUSES and the value the driver wrote
- *                      for the valid ones (CAN)
+ *                      for the valid ones (CAN); WRITER_LIFE_HANDLER_OUTSIDE=1: no handler call
+ *                      while its thread is in a call (HANDLER_SKIPPED), for R580
  *   handler-exit N     N calls, then calls without end while a profiling timer's handler calls
  *                      exit(0) at its first tick, wherever it interrupted the thread (prints no DONE)
  * Prints DONE <calls completed by this process> before ending (stdout is flushed first). */
@@ -53,10 +54,15 @@
 
 static CUdevice d0, d1;
 
+/* Set while this thread is in a driver call of `calls` (for WRITER_LIFE_HANDLER_OUTSIDE). */
+static _Thread_local volatile sig_atomic_t in_call;
+
 static void calls(long n) {
     for (long i = 0; i < n; i++) {
         int can = -1;
+        in_call = 1;
         CUresult r = cuDeviceCanAccessPeer(&can, d0, d1);
+        in_call = 0;
         if (r != CUDA_SUCCESS) {
             fprintf(stderr, "CALL_FAILED %d\n", (int)r);
             exit(4);
@@ -100,8 +106,18 @@ static void call_in_handler(int sig) {
 static atomic_long handler_misuses;
 static atomic_int handler_can = -1;
 
+/* WRITER_LIFE_HANDLER_OUTSIDE=1: the handler makes no call while its thread is in one. R580 is
+ * not async-signal-safe: a handler's call into the driver that interrupted a driver call of its
+ * own thread deadlocks on the driver's lock, with or without a shim (measured). */
+static int handler_outside;
+static atomic_long handler_skipped;
+
 static void check_in_handler(int sig) {
     (void)sig;
+    if (handler_outside && in_call) {
+        atomic_fetch_add(&handler_skipped, 1);
+        return;
+    }
     int saved = errno, can = -1;
     long k = atomic_fetch_add(&handler_calls, 1);
     if (k % 2) {
@@ -256,6 +272,8 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "sigcheck") && argc == 4) {
         int threads = (int)n;
         storm_calls = atol(argv[3]);
+        const char *outside = getenv("WRITER_LIFE_HANDLER_OUTSIDE");
+        handler_outside = outside && !strcmp(outside, "1");
         pthread_t t[64];
         if (threads > 64) return 2;
         start_signal_timer();
@@ -270,6 +288,7 @@ int main(int argc, char **argv) {
         printf("HANDLER_CALLS %ld\n", atomic_load(&handler_calls));
         printf("HANDLER_MISUSES %ld\n", atomic_load(&handler_misuses));
         printf("CAN %d\n", atomic_load(&handler_can));
+        printf("HANDLER_SKIPPED %ld\n", atomic_load(&handler_skipped));
         done((long)threads * storm_calls + atomic_load(&handler_calls));
         return 0;
     }

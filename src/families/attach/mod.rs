@@ -243,7 +243,11 @@ fn stream_device(cx: &Cx, stream: u64) -> Option<i32> {
 /// path and asked afresh before a finding).
 /// Memory the driver does not know may be system-allocated pageable memory: nothing is decided.
 fn memory(cx: &mut Cx, stream: u64, dptr: u64, length: u64) {
-    let what = match cx.facts.memory_kind(dptr) {
+    // Cached on the clean path (managed memory), asked afresh before a finding.
+    let kind = cx
+        .facts
+        .memory_kind_confirmed(dptr, |k| k == Some(MemoryKind::Managed));
+    let what = match kind {
         None => return pageable(cx, stream, dptr, length),
         Some(MemoryKind::Managed) => None,
         Some(MemoryKind::Device) => Some("device memory (cuMemAlloc)"),
@@ -555,7 +559,7 @@ impl Check<args::cuStreamDestroy_v2> for StreamDestroyed {
             .stream_destroyed(stream)
             .into_iter()
             .filter(|&d| {
-                facts.memory_kind(d) == Some(MemoryKind::Managed)
+                facts.memory_kind(d, true) == Some(MemoryKind::Managed)
                     && facts
                         .allocation_range(d, true)
                         .is_some_and(|(base, _)| base == d)

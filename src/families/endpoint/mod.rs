@@ -831,7 +831,7 @@ impl BindCall {
     /// BindAddr on memory no observed `cuMemMap` made: the driver says what it is.
     fn check_unmapped(&self, ptr: u64, cx: &mut Cx) {
         let (dev, size) = (self.dev, self.size);
-        match cx.facts.memory_kind(ptr) {
+        match cx.facts.memory_kind(ptr, true) {
             Some(MemoryKind::Pool) => {
                 if let Some((base, len)) = cx.facts.allocation_range(ptr, true) {
                     let room = base + len - ptr;

@@ -347,7 +347,11 @@ fn not_base(
 /// Flags the CUDA export of memory legacy IPC cannot export (decided from the driver's pointer
 /// attributes, asked afresh); `true` when it did.
 fn not_exportable(cx: &mut Cx, ptr: u64) -> bool {
-    let what = match cx.facts.memory_kind(ptr) {
+    // Cached on the clean path (cuMemAlloc memory), asked afresh before a finding.
+    let kind = cx
+        .facts
+        .memory_kind_confirmed(ptr, |k| matches!(k, None | Some(MemoryKind::Device)));
+    let what = match kind {
         None | Some(MemoryKind::Device) => return false,
         Some(MemoryKind::Managed) => "managed memory (cuMemAllocManaged)",
         Some(MemoryKind::Pool) => {

@@ -426,7 +426,7 @@ fn range_past_allocation(cx: &Cx, ptr: u64, bytes: u64) -> Option<Past> {
     // One cached lookup on the clean path; a range past it is confirmed uncached.
     past(Some(cached))?;
     let found = past(facts.allocation_range(ptr, true))?;
-    if facts.memory_kind(ptr) == Some(facts::MemoryKind::Other) {
+    if facts.memory_kind(ptr, true) == Some(facts::MemoryKind::Other) {
         // VMM (or memory opened from another process): adjacent mappings continue the range.
         return facts::uncovered_tail(ptr, bytes, |p| facts.allocation_range(p, true))
             .map(Past::Allocation);

@@ -1,0 +1,120 @@
+//! Where a wrapped call's time goes, in a measurement build (issue 24): with the cargo feature
+//! `phase-times`, every wrapped call reads the TSC at the boundaries of its phases and adds the
+//! cycles to per-function sums; the process's exit writes them to the file named by
+//! `SHARECHECK_PHASES_OUT` (one line per function: calls, then mean ns per phase). Without the
+//! feature every mark is an empty inline function. Made for the GPU hosts, which have no
+//! profiler: `scripts/gpu/phases.sh` builds nothing, it runs a build made with
+//! `cargo build --release --features phase-times`.
+
+use sharecheck_core::functions::FnId;
+
+/// The phases, in the order a call goes through them; a mark ends the phase it names.
+#[derive(Clone, Copy)]
+#[allow(dead_code)]
+pub enum Phase {
+    /// From the export's entry: the guard, the call count, the real function's slot.
+    Enter = 0,
+    /// The check context (driver, states, options, shard).
+    Context,
+    /// The before-steps of the checks, up to the driver call.
+    Before,
+    /// The driver's own call.
+    Driver,
+    /// The after-steps of the checks.
+    After,
+    /// Settling findings and recording, to the return.
+    Settle,
+}
+
+#[cfg(feature = "phase-times")]
+mod imp {
+    use super::Phase;
+    use sharecheck_core::functions::{FnId, FUNCTIONS};
+    use std::cell::Cell;
+    use std::io::Write;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    const PHASES: usize = 6;
+    const NAMES: [&str; PHASES] = ["enter", "context", "before", "driver", "after", "settle"];
+
+    static SUMS: [[AtomicU64; PHASES]; FUNCTIONS.len()] =
+        [const { [const { AtomicU64::new(0) }; PHASES] }; FUNCTIONS.len()];
+    static CALLS: [AtomicU64; FUNCTIONS.len()] = [const { AtomicU64::new(0) }; FUNCTIONS.len()];
+    /// The TSC and the monotonic clock at the first mark, to convert cycles to ns at the end.
+    static FIRST: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+    thread_local! {
+        static LAST: Cell<u64> = const { Cell::new(0) };
+    }
+
+    use crate::clock::{monotonic_ns as mono_ns, read_tsc as tsc};
+
+    pub fn start(id: FnId) {
+        if FIRST[0].load(Ordering::Relaxed) == 0 {
+            FIRST[1].store(mono_ns(), Ordering::Relaxed);
+            FIRST[0].store(tsc(), Ordering::Relaxed);
+        }
+        CALLS[id as usize].fetch_add(1, Ordering::Relaxed);
+        LAST.with(|l| l.set(tsc()));
+    }
+
+    pub fn mark(id: FnId, phase: Phase) {
+        let now = tsc();
+        let before = LAST.with(|l| l.replace(now));
+        SUMS[id as usize][phase as usize].fetch_add(now.wrapping_sub(before), Ordering::Relaxed);
+    }
+
+    #[ctor::dtor]
+    fn dump() {
+        let Some(path) = std::env::var_os("SHARECHECK_PHASES_OUT") else {
+            return;
+        };
+        let (t0, n0) = (
+            FIRST[0].load(Ordering::Relaxed),
+            FIRST[1].load(Ordering::Relaxed),
+        );
+        let (t1, n1) = (tsc(), mono_ns());
+        let ns_per_cycle = if t1 > t0 {
+            (n1 - n0) as f64 / (t1 - t0) as f64
+        } else {
+            0.0
+        };
+        let mut out = String::new();
+        for f in FUNCTIONS {
+            let calls = CALLS[f.id as usize].load(Ordering::Relaxed);
+            if calls == 0 {
+                continue;
+            }
+            out.push_str(&format!("{} calls={calls}", f.symbol));
+            for (p, name) in NAMES.iter().enumerate() {
+                let cycles = SUMS[f.id as usize][p].load(Ordering::Relaxed);
+                out.push_str(&format!(
+                    " {name}={:.1}",
+                    cycles as f64 * ns_per_cycle / calls as f64
+                ));
+            }
+            out.push('\n');
+        }
+        if let Ok(mut file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = file.write_all(out.as_bytes());
+        }
+    }
+}
+
+/// A wrapped call begins.
+#[inline(always)]
+pub fn start(_id: FnId) {
+    #[cfg(feature = "phase-times")]
+    imp::start(_id);
+}
+
+/// A wrapped call ends `phase`.
+#[inline(always)]
+pub fn mark(_id: FnId, _phase: Phase) {
+    #[cfg(feature = "phase-times")]
+    imp::mark(_id, _phase);
+}
