@@ -17,6 +17,10 @@
 // Every unsafe operation sits in its own `unsafe {}` block, even inside an `unsafe fn`, and
 // each block says in a `// SAFETY:` comment why it is sound.
 
+/// Every allocation of the shim's own: lock-free, async-signal-safe (`heap`).
+#[global_allocator]
+static HEAP: heap::ShimHeap = heap::ShimHeap;
+
 pub mod capi;
 mod clock;
 mod config;
@@ -30,6 +34,7 @@ mod families;
 mod findings;
 mod fingerprint;
 mod guard;
+mod heap;
 mod loader;
 mod log;
 mod phases;

@@ -896,6 +896,37 @@ fn every_call_a_signal_handler_makes_is_checked() {
     assert!(exit.get("calls_unchecked").is_none(), "{exit}");
 }
 
+/// A handler's covered call with a finding, made while its thread was inside `malloc` (the
+/// program's own, holding its arena's lock): the finding's message is formatted in the handler,
+/// on the shim's lock-free heap (`src/heap.rs`), never through `malloc`. Through `malloc` every
+/// run of this program hung (on R580 3 of 8 runs of a handler storm did, in a driver call's
+/// `malloc`); the plain program takes 50 ms.
+#[test]
+fn a_handler_s_finding_made_over_the_program_s_malloc_does_not_hang() {
+    let _heavy = heavy();
+    for i in 0..3 {
+        let (s, out) = run(
+            &format!("writer_malloc_storm_{i}"),
+            &["malloc-storm", "8", "200000"],
+        );
+        assert!(out.status.success(), "run {i}: {out:?}");
+        let misuses: usize = printed(&out, "HANDLER_MISUSES").parse().unwrap();
+        assert!(misuses > 0, "the timer fired: {out:?}");
+        let records = s.records();
+        let calls: Vec<&Value> = records
+            .iter()
+            .filter(|r| r["fn"] == "cuDeviceCanAccessPeer")
+            .collect();
+        assert_eq!(calls.len(), done(&out));
+        let found = calls
+            .iter()
+            .filter(|r| r["findings"][0]["rule"] == "cuDeviceCanAccessPeer.invalid-device")
+            .count();
+        assert_eq!(found, misuses, "every misuse has its finding");
+        std::fs::remove_dir_all(&s.dir).unwrap();
+    }
+}
+
 /// The `cuDeviceCanAccessPeer` records of a run's traces and its exit record's counts, read a
 /// line at a time through `sharecheck cat` (a storm's millions of records are not held; an exit
 /// that ran out of time for a thread that did not get a CPU leaves the rest in the ring, which

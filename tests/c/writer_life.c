@@ -31,6 +31,7 @@
  *                      prints HANDLER_CALLS, HANDLER_MISUSES and the value the driver wrote
  *                      for the valid ones (CAN); WRITER_LIFE_HANDLER_OUTSIDE=1: no handler call
  *                      while its thread is in a call (HANDLER_SKIPPED), for R580
+ *   malloc-storm THREADS N  THREADS threads call malloc/free N times under the sigcheck handler
  *   handler-exit N     N calls, then calls without end while a profiling timer's handler calls
  *                      exit(0) at its first tick, wherever it interrupted the thread (prints no DONE)
  * Prints DONE <calls completed by this process> before ending (stdout is flushed first). */
@@ -42,6 +43,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +89,22 @@ static void *storm(void *arg) {
 }
 
 static atomic_long handler_calls;
+
+/* storm_calls rounds of malloc and free of varied sizes (for malloc-storm). */
+static void *malloc_storm(void *arg) {
+    (void)arg;
+    void *keep[16] = {0};
+    unsigned x = (unsigned)(uintptr_t)&keep;
+    for (long i = 0; i < storm_calls; i++) {
+        x = x * 1103515245u + 12345u;
+        int k = (int)(x >> 16) % 16;
+        free(keep[k]);
+        keep[k] = malloc(16 + (x >> 8) % 4096);
+        if (keep[k]) ((volatile char *)keep[k])[0] = 1;
+    }
+    for (int k = 0; k < 16; k++) free(keep[k]);
+    return NULL;
+}
 
 static void call_in_handler(int sig) {
     (void)sig;
@@ -290,6 +308,31 @@ int main(int argc, char **argv) {
         printf("CAN %d\n", atomic_load(&handler_can));
         printf("HANDLER_SKIPPED %ld\n", atomic_load(&handler_skipped));
         done((long)threads * storm_calls + atomic_load(&handler_calls));
+        return 0;
+    }
+    if (!strcmp(mode, "malloc-storm") && argc == 4) {
+        /* THREADS threads call malloc and free N times each (no driver call) while the sigcheck
+         * handler makes calls, every other one a misuse: a handler that interrupts malloc, whose
+         * call's finding the shim reports in the handler. */
+        int threads = (int)n;
+        storm_calls = atol(argv[3]);
+        pthread_t t[64];
+        if (threads > 64) return 2;
+        /* One covered call outside a handler first (LD_PRELOAD.md: the process's first traced
+         * record opens the trace and starts the writer thread, which is not async-signal-safe). */
+        calls(1);
+        start_signal_timer();
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = check_in_handler;
+        sa.sa_flags = SA_RESTART;
+        sigaction(SIGPROF, &sa, NULL);
+        for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, malloc_storm, NULL);
+        for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
+        stop_signal_timer();
+        printf("HANDLER_CALLS %ld\n", atomic_load(&handler_calls));
+        printf("HANDLER_MISUSES %ld\n", atomic_load(&handler_misuses));
+        done(1 + atomic_load(&handler_calls));
         return 0;
     }
     if (!strcmp(mode, "exitstorm") && (argc == 4 || argc == 5)) {
