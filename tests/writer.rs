@@ -868,32 +868,8 @@ fn every_call_a_signal_handler_makes_is_recorded_and_counted() {
 fn every_call_a_signal_handler_makes_is_checked() {
     let _heavy = heavy();
     let (s, out) = run("writer_sigcheck", &["sigcheck", "8", "20000"]);
-    assert!(out.status.success(), "{out:?}");
-    let misuses: usize = printed(&out, "HANDLER_MISUSES").parse().unwrap();
-    let can: i64 = printed(&out, "CAN").parse().unwrap();
+    let misuses = assert_every_handler_call_checked(&s, &out);
     assert!(misuses > 10, "the timer interrupted the calls: {misuses}");
-    let records = s.records();
-    let calls: Vec<&Value> = records
-        .iter()
-        .filter(|r| r["fn"] == "cuDeviceCanAccessPeer")
-        .collect();
-    assert_eq!(calls.len(), done(&out));
-    let (bad, good): (Vec<&Value>, Vec<&Value>) =
-        calls.iter().partition(|r| r["a"]["peerDev"] == 9);
-    assert_eq!(bad.len(), misuses);
-    for r in &bad {
-        assert_eq!(
-            r["findings"][0]["rule"], "cuDeviceCanAccessPeer.invalid-device",
-            "{r}"
-        );
-    }
-    for r in &good {
-        assert_eq!(r["a"]["*canAccessPeer"], can, "{r}");
-        assert!(r.get("findings").is_none(), "{r}");
-    }
-    let exit = records.iter().find(|r| r["event"] == "exit").unwrap();
-    assert_eq!(exit["calls"], calls.len(), "{exit}");
-    assert!(exit.get("calls_unchecked").is_none(), "{exit}");
 }
 
 /// A handler's covered call with a finding, made while its thread was inside `malloc` (the
@@ -909,22 +885,44 @@ fn a_handler_s_finding_made_over_the_program_s_malloc_does_not_hang() {
             &format!("writer_malloc_storm_{i}"),
             &["malloc-storm", "8", "200000"],
         );
-        assert!(out.status.success(), "run {i}: {out:?}");
-        let misuses: usize = printed(&out, "HANDLER_MISUSES").parse().unwrap();
+        let misuses = assert_every_handler_call_checked(&s, &out);
         assert!(misuses > 0, "the timer fired: {out:?}");
-        let records = s.records();
-        let calls: Vec<&Value> = records
-            .iter()
-            .filter(|r| r["fn"] == "cuDeviceCanAccessPeer")
-            .collect();
-        assert_eq!(calls.len(), done(&out));
-        let found = calls
-            .iter()
-            .filter(|r| r["findings"][0]["rule"] == "cuDeviceCanAccessPeer.invalid-device")
-            .count();
-        assert_eq!(found, misuses, "every misuse has its finding");
         std::fs::remove_dir_all(&s.dir).unwrap();
     }
+}
+
+/// A sigcheck-handler run (`writer_life` sigcheck, malloc-storm): it ended well, its trace holds
+/// every call, each misuse of the handler with its finding and each valid call with the value the
+/// driver wrote and none, and its exit record counts them all as checked. Returns the misuses.
+fn assert_every_handler_call_checked(s: &Scratch, out: &Output) -> usize {
+    assert!(out.status.success(), "{out:?}");
+    let misuses: usize = printed(out, "HANDLER_MISUSES").parse().unwrap();
+    let can: i64 = printed(out, "CAN").parse().unwrap();
+    let records = s.records();
+    let calls: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["fn"] == "cuDeviceCanAccessPeer")
+        .collect();
+    assert_eq!(calls.len(), done(out));
+    let (bad, good): (Vec<&Value>, Vec<&Value>) =
+        calls.iter().partition(|r| r["a"]["peerDev"] == 9);
+    assert_eq!(bad.len(), misuses);
+    for r in &bad {
+        assert_eq!(
+            r["findings"][0]["rule"], "cuDeviceCanAccessPeer.invalid-device",
+            "{r}"
+        );
+    }
+    for r in &good {
+        if can >= 0 {
+            assert_eq!(r["a"]["*canAccessPeer"], can, "{r}");
+        }
+        assert!(r.get("findings").is_none(), "{r}");
+    }
+    let exit = records.iter().find(|r| r["event"] == "exit").unwrap();
+    assert_eq!(exit["calls"], calls.len(), "{exit}");
+    assert!(exit.get("calls_unchecked").is_none(), "{exit}");
+    misuses
 }
 
 /// The `cuDeviceCanAccessPeer` records of a run's traces and its exit record's counts, read a

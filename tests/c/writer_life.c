@@ -215,6 +215,30 @@ static void done(long n) {
     fflush(stdout);
 }
 
+/* THREADS threads running `worker` under the sigcheck handler; prints what the handler did and
+ * DONE (each thread's `per_thread` calls, the handler's, and one made before when there were
+ * none per thread). */
+static int check_storm(int threads, void *(*worker)(void *), long per_thread) {
+    pthread_t t[64];
+    if (threads > 64) return 2;
+    start_signal_timer();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = check_in_handler;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGPROF, &sa, NULL);
+    for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, worker, NULL);
+    for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
+    stop_signal_timer();
+    printf("HANDLER_CALLS %ld\n", atomic_load(&handler_calls));
+    printf("HANDLER_MISUSES %ld\n", atomic_load(&handler_misuses));
+    printf("CAN %d\n", atomic_load(&handler_can));
+    printf("HANDLER_SKIPPED %ld\n", atomic_load(&handler_skipped));
+    done(per_thread ? (long)threads * per_thread + atomic_load(&handler_calls)
+                    : 1 + atomic_load(&handler_calls));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) return 2;
     const char *mode = argv[1];
@@ -288,52 +312,20 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(mode, "sigcheck") && argc == 4) {
-        int threads = (int)n;
-        storm_calls = atol(argv[3]);
         const char *outside = getenv("WRITER_LIFE_HANDLER_OUTSIDE");
         handler_outside = outside && !strcmp(outside, "1");
-        pthread_t t[64];
-        if (threads > 64) return 2;
-        start_signal_timer();
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = check_in_handler;
-        sa.sa_flags = SA_RESTART;
-        sigaction(SIGPROF, &sa, NULL);
-        for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, storm, NULL);
-        for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
-        stop_signal_timer();
-        printf("HANDLER_CALLS %ld\n", atomic_load(&handler_calls));
-        printf("HANDLER_MISUSES %ld\n", atomic_load(&handler_misuses));
-        printf("CAN %d\n", atomic_load(&handler_can));
-        printf("HANDLER_SKIPPED %ld\n", atomic_load(&handler_skipped));
-        done((long)threads * storm_calls + atomic_load(&handler_calls));
-        return 0;
+        storm_calls = atol(argv[3]);
+        return check_storm((int)n, storm, storm_calls);
     }
     if (!strcmp(mode, "malloc-storm") && argc == 4) {
         /* THREADS threads call malloc and free N times each (no driver call) while the sigcheck
          * handler makes calls, every other one a misuse: a handler that interrupts malloc, whose
-         * call's finding the shim reports in the handler. */
-        int threads = (int)n;
+         * call's finding the shim reports in the handler. One covered call outside a handler
+         * first (LD_PRELOAD.md: the process's first traced record opens the trace and starts the
+         * writer thread, which is not async-signal-safe). */
         storm_calls = atol(argv[3]);
-        pthread_t t[64];
-        if (threads > 64) return 2;
-        /* One covered call outside a handler first (LD_PRELOAD.md: the process's first traced
-         * record opens the trace and starts the writer thread, which is not async-signal-safe). */
         calls(1);
-        start_signal_timer();
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = check_in_handler;
-        sa.sa_flags = SA_RESTART;
-        sigaction(SIGPROF, &sa, NULL);
-        for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, malloc_storm, NULL);
-        for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
-        stop_signal_timer();
-        printf("HANDLER_CALLS %ld\n", atomic_load(&handler_calls));
-        printf("HANDLER_MISUSES %ld\n", atomic_load(&handler_misuses));
-        done(1 + atomic_load(&handler_calls));
-        return 0;
+        return check_storm((int)n, malloc_storm, 0);
     }
     if (!strcmp(mode, "exitstorm") && (argc == 4 || argc == 5)) {
         int threads = (int)n;
