@@ -8,16 +8,23 @@ set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 gcc -std=gnu11 -O1 -o /tmp/wl tests/c/writer_life.c -I/usr/local/cuda/include -Iinclude -Itests/c -lcuda -pthread || exit 1
-worst=0; bad=0
+worst=0; bad=0; deinit=0
 for i in $(seq 1 ${RUNS:-20}); do
   d=/tmp/es$i; rm -rf $d; mkdir -p $d
   s=$(date +%s%N)
   LD_PRELOAD=$SHIM SHARECHECK_TRACE=$d/%p.jsonl timeout 60 /tmp/wl exitstorm 64 2000 signals >/dev/null 2>$d.err; rc=$?
   ms=$(( ($(date +%s%N)-s)/1000000 )); [ $ms -gt $worst ] && worst=$ms
   line=$(python3 scripts/gpu/count_records.py --check $d); counted=$?
-  echo "run $i rc=$rc ${ms}ms $line"
+  echo "run $i rc=$rc ${ms}ms $line$([ $rc -ne 0 ] && echo " stderr: $(head -c 300 $d.err | tr "\n" " ")")"
   [ $counted -ne 0 ] && bad=$((bad+1))
-  [ $rc -ne 0 ] && bad=$((bad+1))
+  # Exit status 5: a handler's call failed. R580 answers CUDA_ERROR_DEINITIALIZED to a call made
+  # while exit() shuts the driver down, plain too (seen 2026-11-26): the driver's, when its
+  # records are whole; anything else is bad.
+  if [ $rc -eq 5 ] && grep -q CUDA_ERROR_DEINITIALIZED $d.err; then
+    deinit=$((deinit+1))
+  elif [ $rc -ne 0 ]; then
+    bad=$((bad+1))
+  fi
 done
-for i in 1 2 3; do s=$(date +%s%N); timeout 60 /tmp/wl exitstorm 64 2000 signals >/dev/null 2>&1; echo "plain run rc=$? $(( ($(date +%s%N)-s)/1000000 ))ms"; done
-echo "EXITSTORM: worst ${worst}ms, $bad bad of ${RUNS:-20}"
+for i in 1 2 3; do s=$(date +%s%N); timeout 60 /tmp/wl exitstorm 64 2000 signals >/dev/null 2>/tmp/es-plain.err; echo "plain run rc=$? $(( ($(date +%s%N)-s)/1000000 ))ms $(head -c 100 /tmp/es-plain.err)"; done
+echo "EXITSTORM: worst ${worst}ms, $bad bad of ${RUNS:-20}; $deinit where the driver answered a handler DEINITIALIZED during exit"

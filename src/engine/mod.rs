@@ -31,6 +31,7 @@ use sharecheck_core::rules::{self as catalogue, divergences, Kind, Rule, Severit
 use sharecheck_core::schema::env;
 use state::States;
 use std::ffi::c_int;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Why the shim believes a finding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -188,6 +189,7 @@ impl<'a> Cx<'a> {
     pub fn forget(&mut self, gone: state::Lifetime) {
         self.states.forget(gone);
         self.facts.forget(gone);
+        moved_on();
     }
 
     /// Whether anything was found so far (the clean path skips settling).
@@ -523,6 +525,25 @@ pub fn halt_if_asked(recorded: &[Finding]) {
 pub fn after_fork_in_child() {
     state::restart_after_fork_in_child();
     DRIVER.reset();
+    moved_on();
+}
+
+/// The checks' generation: it moves whenever what a clean verdict rests on may have changed
+/// (anything ended, a family's shared state was written, a fork). A check may remember, per
+/// thread, that a call was clean under a generation, and skip its work for the same call while
+/// the generation stays: a stale verdict could only hide a finding, as a cached fact could.
+static GENERATION: AtomicU64 = AtomicU64::new(1);
+
+/// The current [`GENERATION`]: read it before the facts a verdict rests on.
+#[inline]
+pub fn generation() -> u64 {
+    GENERATION.load(Ordering::Acquire)
+}
+
+/// Moves the [`GENERATION`] on (after the change it announces).
+#[inline]
+pub fn moved_on() {
+    GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
 // ---------------------------------------------------------------------------------------------

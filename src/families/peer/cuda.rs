@@ -456,6 +456,27 @@ impl Check<args::cuMemFree_v2> for Freed {
     }
 }
 
+/// A copy the checks found clean: its arguments, the context it was issued in, and the checks'
+/// generation then ([`crate::engine::generation`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct CleanCopy {
+    per_thread: bool,
+    dst: (u64, u64),
+    src: (u64, u64),
+    bytes: u64,
+    stream: Option<u64>,
+    issuing: Option<u64>,
+    generation: u64,
+}
+
+thread_local! {
+    /// This thread's last clean copy: the same copy again, in the same generation, is clean
+    /// again without its checks' work (the ranges, owners and devices of both pointers, the
+    /// grants). A program's copy loop takes that path (issue 24: on R580 the checks' cache
+    /// lines cost more than their instructions).
+    static LAST_CLEAN: std::cell::Cell<Option<CleanCopy>> = const { std::cell::Cell::new(None) };
+}
+
 /// After the copy: the direction it used and a stream to remember it on, when that stream is
 /// not yet known to have carried copies between the two contexts.
 pub struct CopyPlan(Option<(ContextPair, u64)>);
@@ -466,6 +487,28 @@ impl<A: PeerCopy> Check<A> for Copy {
     fn before(&self, a: &A, cx: &mut Cx) -> CopyPlan {
         let facts = cx.facts;
         let ((dst, dst_ctx), (src, src_ctx), bytes) = (a.dst(), a.src(), a.bytes());
+        // Read before any fact the verdict rests on.
+        let generation = crate::engine::generation();
+        // The context the copy is issued in: its stream's, or the current one.
+        let explicit = a.stream().filter(|&s| !is_default_stream(s));
+        let issuing = match explicit {
+            Some(stream) => explicit_stream_context(cx, stream),
+            None => facts.current_context().flatten(),
+        };
+        let this = CleanCopy {
+            per_thread: A::PER_THREAD,
+            dst: (dst, dst_ctx.addr()),
+            src: (src, src_ctx.addr()),
+            bytes,
+            stream: a.stream().map(CUstream::addr),
+            issuing: issuing.map(CUcontext::addr),
+            generation,
+        };
+        if LAST_CLEAN.with(|last| last.get() == Some(this)) {
+            // This thread's last copy, found clean, and nothing it rested on has moved since.
+            return CopyPlan(None);
+        }
+        let clean_before = cx.is_clean();
         if dst_ctx == CUcontext::NULL || src_ctx == CUcontext::NULL {
             let nulls: Vec<&str> = [("dstContext", dst_ctx), ("srcContext", src_ctx)]
                 .into_iter()
@@ -520,12 +563,6 @@ impl<A: PeerCopy> Check<A> for Copy {
                 }
             }
         }
-        // The context the copy is issued in: its stream's, or the current one.
-        let explicit = a.stream().filter(|&s| !is_default_stream(s));
-        let issuing = match explicit {
-            Some(stream) => explicit_stream_context(cx, stream),
-            None => facts.current_context().flatten(),
-        };
         let other = issuing.and_then(|e| {
             if dst_ctx == src_ctx || dst_ctx == CUcontext::NULL || src_ctx == CUcontext::NULL {
                 None
@@ -589,6 +626,9 @@ impl<A: PeerCopy> Check<A> for Copy {
                     )
                 });
             }
+        }
+        if clean_before && cx.is_clean() && remember.is_none() {
+            LAST_CLEAN.with(|last| last.set(Some(this)));
         }
         CopyPlan(remember)
     }

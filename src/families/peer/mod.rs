@@ -100,6 +100,8 @@ impl PeerState {
         for shard in rest {
             f(&mut shard.0.write());
         }
+        // Copies remembered clean may rest on what changed.
+        crate::engine::moved_on();
         result
     }
 }

@@ -818,3 +818,32 @@ fn copies_across_vmm_mappings_and_into_memory_allocated_again_are_silent() {
     let ran = h.call(copy((MEM0, A), (0x7700_0000, B), 64), INVALID_VALUE);
     assert!(ran.is_quiet(), "{:?}", ran.messages);
 }
+
+/// A copy found clean is, for its thread, clean again while nothing moves (the same arguments,
+/// the same issuing context, the same generation): its checks' work is skipped. What it rested
+/// on changing without anything the shim sees (here the fake driver's allocation table) stays
+/// hidden, as a cached fact would; once the generation moves (anything ended, a grant written),
+/// the copy is checked again and the finding comes.
+#[test]
+fn a_copy_found_clean_is_checked_again_once_the_generation_moves() {
+    let h = world();
+    current(&h, Some(A));
+    ok(&h, enable(B, 0));
+    let again = || copy_async((MEM0, A), (MEM1, B), 64, STREAM_A);
+    // The first copy on the stream is remembered on it (a grant written: the generation moves);
+    // the second is the one remembered clean.
+    assert!(h.call(again(), SUCCESS).rules.is_empty());
+    assert!(h.call(again(), SUCCESS).rules.is_empty());
+    // The destination shrinks behind the shim's back: the copy now runs past it.
+    h.facts.allocations.borrow_mut().retain(|a| a.base != MEM0);
+    h.facts.allocate(MEM0, 32, Some(0));
+    let remembered = h.call_as_is(again(), SUCCESS);
+    assert!(remembered.rules.is_empty(), "{:?}", remembered.messages);
+    // A different copy is not the one remembered.
+    let other = h.call_as_is(copy_async((MEM0, A), (MEM1, B), 48, STREAM_A), SUCCESS);
+    let past = "cuMemcpyPeer.range-outside-allocation";
+    assert!(other.rules.contains(&past), "{:?}", other.messages);
+    crate::engine::moved_on();
+    let checked = h.call_as_is(again(), SUCCESS);
+    assert!(checked.rules.contains(&past), "{:?}", checked.messages);
+}
