@@ -65,7 +65,7 @@ impl StreamKey {
 }
 
 /// An accepted attach of managed memory that promised something.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Attached {
     /// The attach's stream, as passed (a destroy names it so).
     stream: u64,
@@ -96,11 +96,17 @@ impl FamilyState for AttachState {
 }
 
 impl AttachState {
-    /// `dptr` was attached with `flags` to `stream`.
-    fn attached(&self, dptr: u64, entry: Attached) {
+    /// `dptr` was attached with `flags` to `stream`; whether that changed what is tracked.
+    fn attached(&self, dptr: u64, entry: Attached) -> bool {
         let old = self.attached.lock().insert(dptr, entry);
         self.count(old, -1);
         self.count(Some(entry), 1);
+        let changed = old != Some(entry);
+        if changed {
+            // An attach remembered clean may rest on what changed.
+            crate::engine::moved_on();
+        }
+        changed
     }
 
     /// The last accepted attach of the allocation that starts at `dptr`.
@@ -111,10 +117,14 @@ impl AttachState {
     /// A stream was created (`non_blocking`: with CU_STREAM_NON_BLOCKING), or destroyed (false).
     fn stream_flags(&self, stream: u64, non_blocking: bool) {
         let mut set = self.non_blocking.lock();
-        if non_blocking {
-            set.insert(stream);
+        let changed = if non_blocking {
+            set.insert(stream)
         } else {
-            set.remove(&stream);
+            set.remove(&stream)
+        };
+        drop(set);
+        if changed {
+            crate::engine::moved_on();
         }
     }
 
@@ -143,12 +153,17 @@ impl AttachState {
         for d in &gone {
             self.count(attached.remove(d), -1);
         }
+        drop(attached);
+        crate::engine::moved_on();
         gone
     }
 
     fn freed(&self, dptr: u64) {
         let old = self.attached.lock().remove(&dptr);
         self.count(old, -1);
+        if old.is_some() {
+            crate::engine::moved_on();
+        }
     }
 
     /// The attachment of the allocation holding `ptr`, if one can concern stream work.
@@ -331,28 +346,82 @@ fn pageable(cx: &mut Cx, stream: u64, dptr: u64, length: u64) {
 macro_rules! attach_cuda_check {
     ($($function:ident: $ptsz:literal),*) => {$(
         impl Check<args::$function> for AttachCuda {
-            type Plan = Option<Attached>;
-            fn before(&self, a: &args::$function, cx: &mut Cx) -> Option<Attached> {
-                attach_cuda(
-                    cx,
-                    a.hStream.addr(),
-                    a.dptr.0,
-                    a.length.0 as u64,
-                    a.flags.0,
-                    $ptsz,
-                );
-                unordered_candidate(cx, a.hStream.addr(), a.dptr.0, $ptsz)
+            type Plan = AttachPlan;
+            fn before(&self, a: &args::$function, cx: &mut Cx) -> AttachPlan {
+                let this = CleanAttach {
+                    stream: a.hStream.addr(),
+                    dptr: a.dptr.0,
+                    length: a.length.0 as u64,
+                    flags: a.flags.0,
+                    ptsz: $ptsz,
+                    generation: crate::engine::generation(),
+                };
+                if LAST_CLEAN.with(|last| last.get() == Some(this)) {
+                    // This thread's last attach, found clean and already tracked, and nothing
+                    // it rested on has moved since.
+                    return AttachPlan::Remembered;
+                }
+                let clean_before = cx.is_clean();
+                attach_cuda(cx, this.stream, this.dptr, this.length, this.flags, $ptsz);
+                let first = unordered_candidate(cx, this.stream, this.dptr, $ptsz);
+                AttachPlan::Checked {
+                    first,
+                    clean: (clean_before && cx.is_clean()).then_some(this),
+                }
             }
-            fn after(&self, a: &args::$function, first: Option<Attached>, ret: c_int, cx: &mut Cx) {
+            fn after(&self, a: &args::$function, plan: AttachPlan, ret: c_int, cx: &mut Cx) {
+                let AttachPlan::Checked { first, clean } = plan else {
+                    return;
+                };
                 if ret == 0 {
                     if let Some(first) = first {
                         unordered(cx, a.hStream.addr(), a.dptr.0, first);
                     }
-                    accepted(cx, a.hStream.addr(), a.dptr.0, a.flags.0, $ptsz);
+                    let changed = accepted(cx, a.hStream.addr(), a.dptr.0, a.flags.0, $ptsz);
+                    // Remembered once an attach changes nothing: the same again, clean, in the
+                    // same generation (its own write moves it).
+                    if let Some(this) = clean.filter(|c| {
+                        !changed
+                            && first.is_none()
+                            && cx.is_clean()
+                            && crate::engine::generation() == c.generation
+                    }) {
+                        LAST_CLEAN.with(|last| last.set(Some(this)));
+                    }
                 }
             }
         }
     )*};
+}
+
+/// What an attach's checks carry to after the call.
+pub enum AttachPlan {
+    /// Remembered clean ([`LAST_CLEAN`]): nothing to do.
+    Remembered,
+    /// Checked: the allocation's last attach when this one may not be ordered after it, and the
+    /// attach itself when its checks found nothing.
+    Checked {
+        first: Option<Attached>,
+        clean: Option<CleanAttach>,
+    },
+}
+
+/// An attach the checks found clean, and the checks' generation then.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct CleanAttach {
+    stream: u64,
+    dptr: u64,
+    length: u64,
+    flags: u32,
+    ptsz: bool,
+    generation: u64,
+}
+
+thread_local! {
+    /// This thread's last clean attach that changed nothing tracked: the same attach again, in
+    /// the same generation, needs none of its checks' work (issue 24: on R580 their cache lines
+    /// cost more than their instructions).
+    static LAST_CLEAN: std::cell::Cell<Option<CleanAttach>> = const { std::cell::Cell::new(None) };
 }
 
 /// Before an attach of `dptr` to `stream`: the allocation's last attach, when it went to another
@@ -414,8 +483,8 @@ macro_rules! stream_created_check {
 
 stream_created_check!(cuStreamCreate: Flags, cuStreamCreateWithPriority: flags);
 
-/// An attach the driver accepted: what it promised, tracked.
-fn accepted(cx: &mut Cx, stream: u64, dptr: u64, flags: u32, ptsz: bool) {
+/// An attach the driver accepted: what it promised, tracked; whether that changed anything.
+fn accepted(cx: &mut Cx, stream: u64, dptr: u64, flags: u32, ptsz: bool) -> bool {
     let key = StreamKey::of(stream, ptsz);
     let exclusive = flags == ATTACH_SINGLE
         && matches!(key, StreamKey::Made(_) | StreamKey::PerThread(_))
@@ -435,7 +504,7 @@ fn accepted(cx: &mut Cx, stream: u64, dptr: u64, flags: u32, ptsz: bool) {
             size,
             exclusive,
         },
-    );
+    )
 }
 
 /// Stream work on memory (an asynchronous copy or memset on `stream`, `ptsz`: through a `_ptsz`

@@ -407,3 +407,36 @@ fn attaches_that_may_be_ordered_are_silent() {
     h.ok(destroy(OTHER));
     h.ok(attach(OTHER, MANAGED, 0, SINGLE));
 }
+
+/// An attach found clean that changed nothing tracked is, for its thread, clean again while
+/// nothing moves: its checks' work is skipped. A change the shim cannot see (here the fake
+/// driver's memory kind) stays hidden, as a cached fact would; an attach that changes what is
+/// tracked, or anything that ends, moves the generation, and the attach is checked again.
+#[test]
+fn an_attach_found_clean_is_checked_again_once_the_generation_moves() {
+    const SINGLE: u32 = 4;
+    let h = world();
+    // The first attach is tracked (a change: the generation moves); the second changes nothing
+    // and is remembered.
+    for _ in 0..2 {
+        assert!(h
+            .call(attach(STREAM, MANAGED, 0, SINGLE), SUCCESS)
+            .rules
+            .is_empty());
+    }
+    h.facts
+        .kinds
+        .borrow_mut()
+        .insert(MANAGED, MemoryKind::Device);
+    let remembered = h.call_as_is(attach(STREAM, MANAGED, 0, SINGLE), SUCCESS);
+    assert!(remembered.rules.is_empty(), "{:?}", remembered.messages);
+    crate::engine::moved_on();
+    let checked = h.call_as_is(attach(STREAM, MANAGED, 0, SINGLE), SUCCESS);
+    assert!(
+        checked
+            .rules
+            .contains(&"cuStreamAttachMemAsync.memory-not-managed"),
+        "{:?}",
+        checked.messages
+    );
+}

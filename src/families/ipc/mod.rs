@@ -390,10 +390,13 @@ impl Check<args::cuIpcGetMemHandle> for GetCuda {
     fn after(&self, a: &args::cuIpcGetMemHandle, _: (), ret: c_int, cx: &mut Cx) {
         if let Some(handle) = a.pHandle.written(Outcome::Returned(ret)) {
             cx.states.family::<IpcState>().exported(&handle.reserved);
-            // The memory's context and device, for the report: destroying the context frees
-            // the memory; an importer's device must reach the device.
-            cx.place().context = cx.facts.allocation_context(a.dptr.0);
-            record_device_of(cx, false);
+            // The memory's context and device, for the report (so only when there is a record):
+            // destroying the context frees the memory; an importer's device must reach the
+            // device.
+            if crate::trace::enabled() {
+                cx.place().context = cx.facts.allocation_context(a.dptr.0);
+                record_device_of(cx, false);
+            }
         }
     }
 }
