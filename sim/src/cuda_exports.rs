@@ -410,6 +410,8 @@ fn free_async(dptr: CUdeviceptr, stream: CUstream) -> Outcome {
 }
 
 exports! {
+    table CUDA_EXPORTS;
+
     fn cuInit(Flags: c_uint) {
         if Flags != 0 {
             return Err(INVALID_VALUE);

@@ -54,10 +54,16 @@ pub fn guarded<R>(symbol: &'static str, on_panic: R, body: impl FnOnce() -> R) -
 /// The `@returning $finish;` form passes every returned code (a panic's included) through
 /// `$finish: fn(Code) -> Code` on its way out; [`hip_exports!`] uses it for HIP's last error.
 macro_rules! exports {
-    (@returning $finish:path; $(
+    (@returning $finish:path; table $table:ident; $(
         $(#[$meta:meta])*
         fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block
-    )*) => {$(
+    )*) => {
+        /// The exports of this block: each one's name and its parameters' Rust types (checked
+        /// against the vendor's headers by `tests::prototypes`).
+        #[cfg(test)]
+        pub const $table: &[(&str, &[&str])] =
+            &[$((stringify!($name), &[$(stringify!($ty)),*])),*];
+        $(
         $(#[$meta])*
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> $crate::types::Code {
@@ -70,7 +76,8 @@ macro_rules! exports {
                 }
             }))
         }
-    )*};
+    )*
+    };
     ($($items:tt)*) => {
         $crate::entry::exports! { @returning $crate::entry::as_returned; $($items)* }
     };

@@ -152,6 +152,8 @@ fn memcpy_peer(
 }
 
 hip_exports! {
+    table HIP_EXPORTS;
+
     fn hipInit(flags: c_uint) {
         if flags != 0 {
             return Err(INVALID_VALUE);
@@ -543,6 +545,8 @@ hip_exports! {
 // Through the plain `exports!`: reading the last error must not record it again (a
 // `hipGetLastError` that returned an error would otherwise set it right back).
 exports! {
+    table HIP_LAST_ERROR;
+
     fn hipGetLastError() {
         match LAST_ERROR.with(|e| e.replace(SUCCESS)) {
             SUCCESS => Ok(()),

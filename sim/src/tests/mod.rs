@@ -23,6 +23,7 @@ mod ipc;
 mod logical_endpoint;
 mod peer;
 mod procaddress;
+mod prototypes;
 mod stream;
 
 pub static HIP_LOCK: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
