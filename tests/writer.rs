@@ -619,9 +619,11 @@ fn the_writer_thread_blocks_every_signal() {
     }
 }
 
-/// A thread whose first covered call is made in a signal handler allocates nothing in the shim:
-/// its record buffer comes from a pool made at load (a handler may have interrupted `malloc`).
-/// The heap grows by exactly what it grows by without the shim (the simulated driver's own).
+/// A thread whose first covered call is made in a signal handler calls nothing that takes
+/// `malloc`'s lock (a handler may have interrupted `malloc`): libc's heap grows by exactly what it
+/// grows by without the shim (the simulated driver's own). The shim's own allocations are on its
+/// lock-free heap (`src/heap.rs`), which `mallinfo2` does not see; this catches a libc function
+/// on the path that allocates for itself.
 #[test]
 fn a_threads_first_record_in_a_signal_handler_allocates_nothing() {
     let s = Scratch::new("signal_record");

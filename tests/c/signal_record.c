@@ -2,7 +2,8 @@
  * (a handler may interrupt malloc itself). The main thread makes one call first (the process's
  * first record opens the trace); then a new thread, which has made no covered call, gets SIGUSR1
  * and its handler makes one. Prints HANDLER_HEAP <bytes the heap grew by during the handler's call>
- * (mallinfo2: the interrupted thread is not in malloc, so asking is safe here), then DONE. */
+ * (mallinfo2: libc's heap, where the shim's own lock-free heap does not show; the interrupted
+ * thread is not in malloc, so asking is safe here), then DONE. */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <malloc.h>
