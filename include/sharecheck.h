@@ -32,6 +32,12 @@ int sharecheck_flush(void);
 // `text` must be NULL or a NUL-terminated string.
 int sharecheck_annotate(const char *text);
 
+// Whether the calling thread is in a call the shim itself makes into the driver (a question of
+// its checks, such as `cuPointerGetAttribute`), not one it forwards for the program: 1 or 0.
+// The simulated driver asks, to log such calls apart and to charge them the cost set by
+// `SHARECHECK_SIM_SHIM_CALL_NS`.
+int sharecheck_asking_driver(void);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -16,7 +16,7 @@
 # Cases (scripts/bench/bench.c, which describes each): one per class of covered call. The peer
 # copies on both stream kinds and the synchronous one, the observed copy and memset, stream
 # attach, cuIpcGetMemHandle, cuDeviceCanAccessPeer, cuMemAlloc_v2 + cuMemFree_v2 (per pair), and
-# ctx_get_current and device_get_count (not interposed, so +0 is expected).
+# ctx_get_current, device_get_count and pointer_get_attribute (not interposed, so +0 is expected).
 # Every call is a correct use: the script fails loudly if any run writes on stderr (a finding on
 # this path would be a false alarm).
 #

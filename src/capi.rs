@@ -59,3 +59,12 @@ pub unsafe extern "C" fn sharecheck_annotate(text: *const c_char) -> c_int {
         -1
     }
 }
+
+/// Whether the calling thread is in a call the shim itself makes into the driver (a question of
+/// its checks, such as `cuPointerGetAttribute`), not one it forwards for the program: 1 or 0.
+/// The simulated driver asks, to log such calls apart and to charge them the cost set by
+/// `SHARECHECK_SIM_SHIM_CALL_NS`.
+#[no_mangle]
+pub extern "C" fn sharecheck_asking_driver() -> c_int {
+    c_int::from(crate::guard::is_asking())
+}

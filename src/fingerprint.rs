@@ -89,11 +89,83 @@ fn parse_key(text: &str) -> Option<(u64, u64)> {
     ))
 }
 
+/// The keyed fingerprint of `bytes`. The thread's last one is remembered (issue 24: an export,
+/// its record and the checks of one call fingerprint the same handle up to three times, and a
+/// program that exports the same memory again gets the same handle): a handle equal to the last
+/// one, compared through [`quick`], gets the same fingerprint without SipHash's rounds. Nothing of
+/// the memo leaves the process's memory.
 pub fn fingerprint(bytes: &[u8]) -> u64 {
+    let q = quick(bytes);
+    let memo = MEMO.with(|m| m as *const Memo);
+    // SAFETY: the thread-local lives as long as this thread, which is the only one to use it.
+    let memo = unsafe { &*memo };
+    // A signal handler that interrupts this thread here finds the memo busy and leaves it alone;
+    // this thread never nests otherwise.
+    if memo.busy.replace(true) {
+        return keyed(bytes);
+    }
+    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+    let fp = match memo.last.get() {
+        Some((last_q, fp)) if last_q == q => fp,
+        _ => {
+            let fp = keyed(bytes);
+            memo.last.set(Some((q, fp)));
+            fp
+        }
+    };
+    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+    memo.busy.set(false);
+    fp
+}
+
+/// SipHash-2-4 of `bytes` under the job's key.
+fn keyed(bytes: &[u8]) -> u64 {
     let (k0, k1) = key();
     let mut h = SipHasher24::new_with_keys(k0, k1);
     h.write(bytes);
     h.finish()
+}
+
+/// A fast 128-bit digest of `bytes`, for recognising the same bytes again: unkeyed and not a
+/// fingerprint, it never leaves the memo. Every byte and the length move it (a test changes each
+/// byte of a handle).
+fn quick(bytes: &[u8]) -> (u64, u64) {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15; // odd: a multiply by it is a bijection
+                                          // Four independent lanes (no dependency between them): a changed word changes its lane's
+                                          // value, since each step is a bijection of the lane and of the word.
+    let step = |h: u64, w: u64| (h ^ w).wrapping_mul(K).rotate_left(29);
+    let word = |b: &[u8]| {
+        let mut w = [0u8; 8];
+        w[..b.len()].copy_from_slice(b);
+        u64::from_le_bytes(w)
+    };
+    let mut h = [bytes.len() as u64, 1, 2, 3];
+    let blocks = bytes.chunks_exact(32);
+    let tail = blocks.remainder();
+    for block in blocks {
+        for (lane, w) in h.iter_mut().zip(block.chunks_exact(8)) {
+            *lane = step(*lane, u64::from_le_bytes(w.try_into().expect("8 bytes")));
+        }
+    }
+    for (lane, w) in h.iter_mut().zip(tail.chunks(8)) {
+        *lane = step(*lane, word(w));
+    }
+    (step(h[0], h[2]), step(h[1], h[3]))
+}
+
+/// This thread's last fingerprint: the digest of its bytes and the fingerprint.
+struct Memo {
+    busy: std::cell::Cell<bool>,
+    last: std::cell::Cell<Option<((u64, u64), u64)>>,
+}
+
+thread_local! {
+    static MEMO: Memo = const {
+        Memo {
+            busy: std::cell::Cell::new(false),
+            last: std::cell::Cell::new(None),
+        }
+    };
 }
 
 #[cfg(test)]
@@ -115,5 +187,22 @@ mod tests {
         let a = fingerprint(&[1; 64]);
         assert_eq!(a, fingerprint(&[1; 64]));
         assert_ne!(a, fingerprint(&[2; 64]));
+    }
+
+    #[test]
+    fn the_remembered_fingerprint_is_the_keyed_one_and_only_for_the_same_bytes() {
+        let mut handle = [7u8; 64];
+        let first = fingerprint(&handle);
+        assert_eq!(first, keyed(&handle));
+        // Every byte matters: the memo gives the last fingerprint only to the same bytes.
+        for i in 0..64 {
+            handle[i] ^= 1;
+            assert_eq!(fingerprint(&handle), keyed(&handle), "byte {i} changed");
+            assert_ne!(fingerprint(&handle), first, "byte {i} changed");
+            handle[i] ^= 1;
+            assert_eq!(fingerprint(&handle), first);
+        }
+        // Lengths differ too.
+        assert_ne!(quick(&[0u8; 8]), quick(&[0u8; 16]));
     }
 }

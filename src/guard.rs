@@ -26,6 +26,8 @@ pub struct ThreadState {
     /// Set while a call that interrupted the shim's own work on this thread is recorded: its
     /// record must not wait for ring space (the interrupted work may be what frees it).
     interrupting: Cell<bool>,
+    /// In a call the shim itself makes into the driver ([`asking`]).
+    asking: Cell<bool>,
     /// Covered calls this thread made (numbers findings when no trace is written).
     calls: Cell<u64>,
     /// This thread's shard of state that many threads read (0 until first asked).
@@ -110,6 +112,32 @@ pub fn thread_id(generation: u32) -> i32 {
     THREAD.with(|t| t.tid(generation))
 }
 
+/// Runs `f`, a call the shim itself makes into the driver (a question of its checks, never a
+/// call it forwards), with the thread marked as asking: [`is_asking`], which the simulated
+/// driver reads through `sharecheck_asking_driver` to tell the shim's calls from the program's.
+#[inline]
+pub fn asking<R>(f: impl FnOnce() -> R) -> R {
+    let was = THREAD.with(|t| t.asking.replace(true));
+    let r = f();
+    THREAD.with(|t| t.asking.set(was));
+    r
+}
+
+/// Runs `f`, a call forwarded for the program, with the thread not marked as asking (a signal
+/// handler's call that interrupted one of the shim's questions).
+#[inline]
+pub fn not_asking<R>(f: impl FnOnce() -> R) -> R {
+    let was = THREAD.with(|t| t.asking.replace(false));
+    let r = f();
+    THREAD.with(|t| t.asking.set(was));
+    r
+}
+
+/// Whether this thread is in a call the shim itself makes into the driver ([`asking`]).
+pub fn is_asking() -> bool {
+    THREAD.with(|t| t.asking.get())
+}
+
 /// Shards of read-mostly state: threads spread over them so that readers do not share a lock
 /// word.
 pub const SHARDS: usize = 8;
@@ -123,6 +151,7 @@ thread_local! {
             kept: Cell::new(false),
             scratch_busy: Cell::new(false),
             interrupting: Cell::new(false),
+            asking: Cell::new(false),
             calls: Cell::new(0),
             shard: Cell::new(0),
             scratch: Cell::new(std::ptr::null_mut()),

@@ -481,7 +481,12 @@ fn a_destroyed_stream_is_never_asked_about() {
         "disable-after-async-copies",
         &[log_env],
     );
-    assert_eq!(driver_calls(&log, "cuStreamQuery"), 1, "{:?}", r.rule_ids());
+    assert_eq!(
+        driver_calls(&log, "shim cuStreamQuery"),
+        1,
+        "{:?}",
+        r.rule_ids()
+    );
     std::fs::remove_file(&log).unwrap();
     // ...once the program destroyed it, the handle is forgotten, not passed to the driver.
     let r = run_checked(
@@ -490,6 +495,7 @@ fn a_destroyed_stream_is_never_asked_about() {
         "disable-after-stream-destroyed",
         &[log_env],
     );
+    assert_eq!(driver_calls(&log, "shim cuStreamQuery"), 0);
     assert_eq!(driver_calls(&log, "cuStreamQuery"), 0);
     assert!(r.findings().is_empty(), "{:?}", r.rule_ids());
 }

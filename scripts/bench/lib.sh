@@ -147,6 +147,7 @@ bench_table() {
             target["alloc_free_256B"] = traced ? "<= +200" : "<= +40"
             target["ctx_get_current"] = "+0"
             target["device_get_count"] = "+0"
+            target["pointer_get_attribute"] = "+0"
             printf "| case | unit | plain ns | %s ns | overhead ns | per-round overhead min..max | shim/plain |%s\n", mode, (with_target ? (traced ? " traced target |" : " untraced target |") : "")
             printf "|---|---|---:|---:|---:|---:|---:|%s\n", with_target ? "---|" : ""
             for (i = 1; i <= ncase; i++) {
@@ -226,6 +227,7 @@ bench_ab_table() {
             tu["alloc_free_256B"] = "<= +40"; tt["alloc_free_256B"] = "<= +200"
             tu["ctx_get_current"] = tt["ctx_get_current"] = "+0"
             tu["device_get_count"] = tt["device_get_count"] = "+0"
+            tu["pointer_get_attribute"] = tt["pointer_get_attribute"] = "+0"
             printf "| case | unit | driver ns | plain: linked - direct (control) | untraced: shim - driver | untraced target |%s\n", (has["traced"] ? " traced: shim - driver | traced target |" : "")
             printf "|---|---|---:|---:|---:|---|%s\n", (has["traced"] ? "---:|---|" : "")
             for (i = 1; i <= ncase; i++) {
@@ -324,7 +326,7 @@ bench_main() {
     echo "- N per loop (plain and shim): ${ITERS[plain]}"
     if [[ $TRACED == 1 ]]; then echo "- N per loop (traced): ${ITERS[traced]}"; fi
     echo "- alloc_free_256B: ns per cuMemAlloc_v2(256) + cuMemFree_v2 pair. The cases on a stream time the enqueue only" \
-        "(cuStreamSynchronize after every 64 calls, untimed). ctx_get_current, device_get_count: not interposed by the shim."
+        "(cuStreamSynchronize after every 64 calls, untimed). ctx_get_current, device_get_count, pointer_get_attribute: not interposed by the shim (the last is the driver's cost of the kind of question the shim's checks ask: SHARECHECK_SIM_SHIM_CALL_NS charges the simulator's answers to the shim that much)."
     echo "- $MT_THREADS threads: 'per thread' is the median over the threads of each thread's own ns per call," \
         "wall clock (with more threads than CPUs, here $cpus, a thread may wait for a CPU inside its loop, which" \
         "makes this figure noisy) and CPU time (CLOCK_THREAD_CPUTIME_ID: waiting for a CPU or sleeping on a lock" \

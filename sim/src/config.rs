@@ -18,6 +18,12 @@ pub const SIM_MAX_PEERS: &str = "SHARECHECK_SIM_MAX_PEERS";
 /// exported on one channel cannot be imported on another (CUDA_ERROR_NOT_PERMITTED, the
 /// importer "does not have access permissions"). Only the simulator reads it.
 pub const SIM_FABRIC_CHANNEL: &str = "SHARECHECK_SIM_FABRIC_CHANNEL";
+/// Nanoseconds every call the shim itself makes into the simulator (a question of its checks,
+/// `sharecheck_asking_driver`) spends before it is answered: what such a question costs on a
+/// real driver (scripts/bench: `pointer_get_attribute`, 37 ns on R580), so that
+/// `scripts/bench.sh` shows what caching saves there. 0 (the default) charges nothing; at most
+/// 1000000. Only the simulator reads it.
+pub const SIM_SHIM_CALL_NS: &str = "SHARECHECK_SIM_SHIM_CALL_NS";
 
 pub const DEFAULT_DEVICES: i32 = 2;
 pub const MAX_DEVICES: i32 = 64;
@@ -66,6 +72,8 @@ pub struct Config {
     pub fabric_channel: u32,
     pub(crate) state_dir: Option<PathBuf>,
     pub call_log: Option<PathBuf>,
+    /// [`SIM_SHIM_CALL_NS`].
+    pub shim_call_ns: u64,
 }
 
 impl Default for Config {
@@ -80,6 +88,7 @@ impl Default for Config {
             fabric_channel: 0,
             state_dir: None,
             call_log: None,
+            shim_call_ns: 0,
         }
     }
 }
@@ -163,6 +172,17 @@ impl Config {
                     SIM_FABRIC_CHANNEL,
                     &v,
                     "expected a channel number from 0".into(),
+                    "0",
+                ),
+            }
+        }
+        if let Some(v) = get(SIM_SHIM_CALL_NS) {
+            match v.trim().parse::<u64>() {
+                Ok(ns) if ns <= 1_000_000 => config.shim_call_ns = ns,
+                _ => bad(
+                    SIM_SHIM_CALL_NS,
+                    &v,
+                    "expected nanoseconds from 0 to 1000000".into(),
                     "0",
                 ),
             }
@@ -344,6 +364,22 @@ mod tests {
         assert_eq!(c.behaviour, Behaviour::R580);
         assert_eq!(c.driver_version, 13030);
         assert!(c.attributes.is_empty());
+    }
+
+    #[test]
+    fn the_cost_of_the_shim_s_calls_is_nanoseconds_up_to_a_millisecond() {
+        assert_eq!(parse(&[]).0.shim_call_ns, 0);
+        let (c, w) = parse(&[(SIM_SHIM_CALL_NS, " 60 ")]);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(c.shim_call_ns, 60);
+        for bad in ["-1", "60ns", "1000001"] {
+            let (c, w) = parse(&[(SIM_SHIM_CALL_NS, bad)]);
+            assert_eq!(c.shim_call_ns, 0, "{bad}");
+            assert!(
+                w.len() == 1 && w[0].contains(SIM_SHIM_CALL_NS),
+                "{bad}: {w:?}"
+            );
+        }
     }
 
     #[test]

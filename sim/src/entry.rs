@@ -30,21 +30,57 @@ fn call_log() -> Option<&'static OwnedFd> {
         .as_ref()
 }
 
-/// Appends `symbol` and a newline to the call log, in one `write` so that the lines of
-/// concurrent threads and processes never interleave (O_APPEND makes each write atomic).
-pub fn log_call(symbol: &str) {
+/// Appends `symbol` and a newline to the call log (`shim SYMBOL` for a call the shim itself
+/// made), in one `write` so that the lines of concurrent threads and processes never interleave
+/// (O_APPEND makes each write atomic).
+pub fn log_call(symbol: &str, by_shim: bool) {
     let Some(fd) = call_log() else { return };
     let mut line = [0u8; 96];
-    let n = symbol.len().min(line.len() - 1);
-    line[..n].copy_from_slice(&symbol.as_bytes()[..n]);
+    let prefix: &[u8] = if by_shim { b"shim " } else { b"" };
+    line[..prefix.len()].copy_from_slice(prefix);
+    let n = prefix.len() + symbol.len().min(line.len() - 1 - prefix.len());
+    line[prefix.len()..n].copy_from_slice(&symbol.as_bytes()[..n - prefix.len()]);
     line[n] = b'\n';
     // SAFETY: writes n+1 initialized bytes from a live buffer to an open descriptor.
     unsafe { libc::write(fd.as_raw_fd(), line.as_ptr().cast(), n + 1) };
 }
 
-/// Runs the body of the exported function `symbol`; a panic becomes `on_panic`.
+/// Whether the shim made the call being received: its `sharecheck_asking_driver` says so (looked
+/// up once; no shim in the process, never).
+fn made_by_shim() -> bool {
+    type Asking = extern "C" fn() -> std::ffi::c_int;
+    static ASKING: OnceLock<Option<Asking>> = OnceLock::new();
+    let asking = ASKING.get_or_init(|| {
+        // SAFETY: a lookup by a NUL-terminated name in the process's global scope.
+        let found =
+            unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"sharecheck_asking_driver".as_ptr()) };
+        // SAFETY: the shim's export of that name is `extern "C" fn() -> c_int` (src/capi.rs).
+        (!found.is_null())
+            .then(|| unsafe { std::mem::transmute::<*mut libc::c_void, Asking>(found) })
+    });
+    asking.is_some_and(|f| f() != 0)
+}
+
+/// Spins for `ns` nanoseconds (the cost charged to a call the shim made).
+fn spend(ns: u64) {
+    let start = std::time::Instant::now();
+    let until = std::time::Duration::from_nanos(ns);
+    while start.elapsed() < until {
+        std::hint::spin_loop();
+    }
+}
+
+/// Runs the body of the exported function `symbol`; a panic becomes `on_panic`. A call the shim
+/// made is logged as such and charged `SHARECHECK_SIM_SHIM_CALL_NS`.
 pub fn guarded<R>(symbol: &'static str, on_panic: R, body: impl FnOnce() -> R) -> R {
-    log_call(symbol);
+    let config = config();
+    if config.call_log.is_some() || config.shim_call_ns > 0 {
+        let by_shim = made_by_shim();
+        log_call(symbol, by_shim);
+        if by_shim && config.shim_call_ns > 0 {
+            spend(config.shim_call_ns);
+        }
+    }
     catch_unwind(AssertUnwindSafe(body)).unwrap_or(on_panic)
 }
 

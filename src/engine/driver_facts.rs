@@ -67,7 +67,7 @@ macro_rules! query {
                 // through.
                 let f: unsafe extern "C" fn($($ty),*) -> c_int = unsafe { std::mem::transmute(address) };
                 // SAFETY: as above.
-                Some(unsafe { f($($arg),*) })
+                Some(crate::guard::asking(|| unsafe { f($($arg),*) }))
             }
         }
     }};
@@ -664,7 +664,7 @@ impl Facts for DriverFacts {
         let f: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int =
             unsafe { std::mem::transmute(address) };
         // SAFETY: `can` is a live local int.
-        let code = unsafe { f(&mut can, dev, peer) };
+        let code = crate::guard::asking(|| unsafe { f(&mut can, dev, peer) });
         (code == SUCCESS).then(|| {
             if let Some(s) = slot {
                 s.store(if can != 0 { 2 } else { 1 }, Relaxed);
@@ -681,7 +681,7 @@ impl Facts for DriverFacts {
             unsafe { std::mem::transmute(address) };
         let (mut alignment, mut max) = (0u64, 0u64);
         // SAFETY: two live local words, and a copy of the properties the shim holds.
-        let code = unsafe { f(&mut alignment, &mut max, prop) };
+        let code = crate::guard::asking(|| unsafe { f(&mut alignment, &mut max, prop) });
         (code == SUCCESS && alignment > 0).then_some((alignment, max))
     }
 
@@ -826,7 +826,7 @@ impl Facts for DriverFacts {
         let f: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int =
             unsafe { std::mem::transmute(address) };
         // SAFETY: `can` is a live local int.
-        let code = unsafe { f(&mut can, dev, peer) };
+        let code = crate::guard::asking(|| unsafe { f(&mut can, dev, peer) });
         Some((code, can != 0))
     }
 

@@ -178,12 +178,37 @@ impl<'a> Cx<'a> {
     }
 
     /// In strict mode: the code to return instead of calling the driver.
+    #[inline(always)]
     pub fn refusal(&self) -> Option<c_int> {
-        if self.found.is_empty() || self.options.mode != Mode::Strict {
+        if self.found.is_empty() {
+            return None;
+        }
+        self.strict_refusal()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn strict_refusal(&self) -> Option<c_int> {
+        if self.options.mode != Mode::Strict {
             return None;
         }
         self.documented_codes(true).first().copied()
     }
+
+    /// Ends a call's context. A clean one holds nothing to free (no finding was ever pushed,
+    /// no place made): it ends without its drop glue, an out-of-line call on the clean path.
+    #[inline(always)]
+    pub fn dispose(self) {
+        if self.found.capacity() == 0 && self.place.is_none() {
+            std::mem::forget(self);
+        } else {
+            Self::drop_held(self);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn drop_held(self) {}
 
     /// Something ended: every family forgets what belonged to it, and so do the fact caches.
     pub fn forget(&mut self, gone: state::Lifetime) {
@@ -208,6 +233,13 @@ pub trait Check<A> {
     const BEFORE: bool = true;
     fn before(&self, args: &A, cx: &mut Cx) -> Self::Plan;
     fn after(&self, _args: &A, _plan: Self::Plan, _ret: c_int, _cx: &mut Cx) {}
+    /// Whether the check has nothing to do on any call now, read from tracked state (no managed
+    /// memory attached, say). A row whose checks are all idle is forwarded as an unchecked one
+    /// when no trace is written.
+    #[inline(always)]
+    fn idle(&self, _states: &States) -> bool {
+        false
+    }
 }
 
 /// `C::BEFORE` of a check value (for the table's generated constants).
@@ -223,6 +255,8 @@ pub trait Checked: sharecheck_core::functions::CallArgs {
     const WRAPPED: bool = sharecheck_core::table::is_wrapped(Self::ID);
     /// No check of the row does anything before the call: it only observes the answer.
     const OBSERVE_ONLY: bool;
+    /// Every check of the row is idle now ([`Check::idle`]).
+    fn idle(states: &States) -> bool;
     /// Runs every check's `before`, then `forward` (the driver call, or a refusal), then every
     /// check's `after` when the driver answered.
     fn run(&self, cx: &mut Cx, forward: impl FnOnce(&mut Cx) -> Outcome) -> Outcome;

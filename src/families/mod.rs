@@ -39,6 +39,11 @@ macro_rules! define_checked {
                 const OBSERVE_ONLY: bool =
                     true $( && !has_before::<Self, _>(&$family::checks::$check) )*;
                 #[inline(always)]
+                fn idle(states: &crate::engine::state::States) -> bool {
+                    let _ = states;
+                    true $( && Check::<Self>::idle(&$family::checks::$check, states) )*
+                }
+                #[inline(always)]
                 fn run(&self, cx: &mut Cx, forward: impl FnOnce(&mut Cx) -> Outcome) -> Outcome {
                     let _ = &cx;
                     compose!(self, cx, forward; $( $family :: $check ),*)

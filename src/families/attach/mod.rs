@@ -88,6 +88,9 @@ pub struct AttachState {
     /// How many attachments can concern stream work (`SINGLE` on a device without concurrent
     /// managed access, and `HOST`): when none, a copy is not looked at.
     watched: AtomicUsize,
+    /// How many allocations `attached` holds (changed under its lock): a free skips the lock
+    /// when none.
+    entries: AtomicUsize,
 }
 
 impl FamilyState for AttachState {
@@ -98,7 +101,10 @@ impl FamilyState for AttachState {
 impl AttachState {
     /// `dptr` was attached with `flags` to `stream`; whether that changed what is tracked.
     fn attached(&self, dptr: u64, entry: Attached) -> bool {
-        let old = self.attached.lock().insert(dptr, entry);
+        let mut attached = self.attached.lock();
+        let old = attached.insert(dptr, entry);
+        self.entries.store(attached.len(), Relaxed);
+        drop(attached);
         self.count(old, -1);
         self.count(Some(entry), 1);
         let changed = old != Some(entry);
@@ -153,13 +159,20 @@ impl AttachState {
         for d in &gone {
             self.count(attached.remove(d), -1);
         }
+        self.entries.store(attached.len(), Relaxed);
         drop(attached);
         crate::engine::moved_on();
         gone
     }
 
     fn freed(&self, dptr: u64) {
-        let old = self.attached.lock().remove(&dptr);
+        if self.entries.load(Relaxed) == 0 {
+            return;
+        }
+        let mut attached = self.attached.lock();
+        let old = attached.remove(&dptr);
+        self.entries.store(attached.len(), Relaxed);
+        drop(attached);
         self.count(old, -1);
         if old.is_some() {
             crate::engine::moved_on();
@@ -584,9 +597,14 @@ macro_rules! access_check {
             type Plan = ();
             #[inline]
             fn before(&self, a: &args::$function, cx: &mut Cx) {
-                if cx.states.family::<AttachState>().watched.load(Relaxed) != 0 {
+                if !Check::<args::$function>::idle(self, cx.states) {
                     access(cx, a.hStream.addr(), $ptsz, &[$(Address::address(&a.$ptr)),*]);
                 }
+            }
+            /// Nothing attached singly or to the host: no stream work can break a promise.
+            #[inline(always)]
+            fn idle(&self, states: &crate::engine::state::States) -> bool {
+                states.family::<AttachState>().watched.load(Relaxed) == 0
             }
         }
     )*};

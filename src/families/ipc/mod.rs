@@ -18,6 +18,7 @@ use sharecheck_core::rules::ipc::{cuda, hip};
 use sharecheck_core::rules::Rule;
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_int;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 pub struct GetCuda;
 pub struct OpenCuda;
@@ -59,6 +60,8 @@ pub mod checks {
 #[derive(Default)]
 pub struct IpcState {
     exported: Mutex<HashSet<u64>>,
+    /// The fingerprint last put in `exported`.
+    last_exported: AtomicU64,
     exported_events: Mutex<HashSet<u64>>,
     opened: Mutex<HashMap<u64, u32>>,
     /// The pointer each opened handle (by fingerprint) was mapped at, and the context current
@@ -75,9 +78,14 @@ impl FamilyState for IpcState {
 
 impl IpcState {
     fn exported(&self, handle: &[u8; 64]) {
-        self.exported
-            .lock()
-            .insert(crate::fingerprint::fingerprint(handle));
+        let fp = crate::fingerprint::fingerprint(handle);
+        // The set only grows, and `last_exported` is set once its fingerprint is in it: a
+        // program that exports the same memory again takes no lock (0 means none yet).
+        if fp != 0 && self.last_exported.load(Relaxed) == fp {
+            return;
+        }
+        self.exported.lock().insert(fp);
+        self.last_exported.store(fp, Relaxed);
     }
 
     fn was_exported(&self, handle: &[u8; 64]) -> bool {
