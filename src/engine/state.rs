@@ -36,6 +36,9 @@ pub trait FamilyState: Default + Send + Sync + 'static {
     /// Forget what belonged to something that ended. Forgetting must always be safe: a check
     /// never reports on tracked state alone without the driver's answer confirming it.
     fn forget(&self, gone: Lifetime);
+    /// Whether [`FamilyState::forget`] does anything when memory is freed. A free is frequent
+    /// and on the program's path: families that keep nothing about memory are not called then.
+    const FORGETS_FREED_MEMORY: bool = true;
 }
 
 /// Slots for the families' states.
@@ -84,6 +87,8 @@ pub struct Reporting {
 #[derive(Default)]
 pub struct States {
     families: [OnceLock<Held>; FAMILY_SLOTS],
+    /// The slots (bits) whose family forgets something when memory is freed.
+    forget_freed: std::sync::atomic::AtomicU32,
     pub reporting: Mutex<Reporting>,
 }
 
@@ -91,7 +96,12 @@ impl States {
     /// Family `F`'s state (made empty on first use).
     #[inline]
     pub fn family<F: FamilyState>(&self) -> &F {
-        let held = self.families[F::SLOT].get_or_init(Held::new::<F>);
+        let held = self.families[F::SLOT].get_or_init(|| {
+            if F::FORGETS_FREED_MEMORY {
+                self.forget_freed.fetch_or(1 << F::SLOT, Ordering::AcqRel);
+            }
+            Held::new::<F>()
+        });
         assert!(
             held.type_id == TypeId::of::<F>(),
             "two families' states in slot {}",
@@ -106,8 +116,19 @@ impl States {
     /// Every family whose state exists forgets what belonged to `gone`.
     #[inline]
     pub fn forget(&self, gone: Lifetime) {
-        for held in self.families.iter().filter_map(OnceLock::get) {
-            (held.forget)(held.at, gone);
+        let mut slots = if gone == Lifetime::MemoryFreed {
+            self.forget_freed.load(Ordering::Acquire)
+        } else {
+            u32::MAX
+        };
+        for held in &self.families {
+            if slots == 0 {
+                break;
+            }
+            if let (1, Some(held)) = (slots & 1, held.get()) {
+                (held.forget)(held.at, gone);
+            }
+            slots >>= 1;
         }
     }
 }
@@ -150,4 +171,36 @@ fn first_states() -> &'static States {
 /// of the parent may have held one of its locks at fork, and only the forking thread lives on.
 pub fn restart_after_fork_in_child() {
     CURRENT.store(Box::into_raw(Box::default()), Ordering::Release);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+    /// A family that counts what it was asked to forget.
+    #[derive(Default)]
+    struct Counting<const SLOT: usize, const FREED: bool>(AtomicUsize);
+
+    impl<const SLOT: usize, const FREED: bool> FamilyState for Counting<SLOT, FREED> {
+        const SLOT: usize = SLOT;
+        const FORGETS_FREED_MEMORY: bool = FREED;
+        fn forget(&self, _: Lifetime) {
+            self.0.fetch_add(1, Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_free_reaches_only_the_families_that_forget_freed_memory() {
+        type Keeps = Counting<6, true>;
+        type Ignores = Counting<7, false>;
+        let states = States::default();
+        let (keeps, ignores) = (states.family::<Keeps>(), states.family::<Ignores>());
+        states.forget(Lifetime::MemoryFreed);
+        assert_eq!((keeps.0.load(Relaxed), ignores.0.load(Relaxed)), (1, 0));
+        // Every other end reaches every family.
+        states.forget(Lifetime::StreamDestroyed(0x10));
+        states.forget(Lifetime::ContextDestroyed(0x20));
+        assert_eq!((keeps.0.load(Relaxed), ignores.0.load(Relaxed)), (3, 2));
+    }
 }

@@ -96,6 +96,7 @@ pub struct AttachState {
 impl FamilyState for AttachState {
     const SLOT: usize = 2;
     fn forget(&self, _: Lifetime) {}
+    const FORGETS_FREED_MEMORY: bool = false;
 }
 
 impl AttachState {

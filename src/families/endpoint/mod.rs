@@ -79,6 +79,7 @@ pub struct EndpointState {
 impl FamilyState for EndpointState {
     const SLOT: usize = 3;
     fn forget(&self, _: Lifetime) {}
+    const FORGETS_FREED_MEMORY: bool = false;
 }
 
 #[derive(Default)]

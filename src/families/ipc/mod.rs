@@ -74,6 +74,7 @@ pub struct IpcState {
 impl FamilyState for IpcState {
     const SLOT: usize = 1;
     fn forget(&self, _: Lifetime) {}
+    const FORGETS_FREED_MEMORY: bool = false;
 }
 
 impl IpcState {
@@ -383,10 +384,23 @@ fn not_exportable(cx: &mut Cx, ptr: u64) -> bool {
     true
 }
 
+thread_local! {
+    /// This thread's last export of memory found clean: the pointer and the checks' generation
+    /// then ([`crate::engine::generation`]: a free, which may change what the pointer is, moves
+    /// it). The same export again in the same generation is clean again without asking.
+    static LAST_CLEAN_GET: std::cell::Cell<Option<(u64, u64)>> = const { std::cell::Cell::new(None) };
+}
+
 impl Check<args::cuIpcGetMemHandle> for GetCuda {
     type Plan = ();
     fn before(&self, a: &args::cuIpcGetMemHandle, cx: &mut Cx) {
         let ptr = a.dptr.0;
+        // Read before any fact the verdict rests on.
+        let this = (ptr, crate::engine::generation());
+        if LAST_CLEAN_GET.with(|last| last.get() == Some(this)) {
+            return;
+        }
+        let clean_before = cx.is_clean();
         if not_exportable(cx, ptr) {
             return;
         }
@@ -394,6 +408,9 @@ impl Check<args::cuIpcGetMemHandle> for GetCuda {
         not_base(cx, &cuda::GET_NOT_ALLOCATION_BASE, "dptr", ptr, |fresh| {
             facts.allocation_range(ptr, fresh)
         });
+        if clean_before && cx.is_clean() {
+            LAST_CLEAN_GET.with(|last| last.set(Some(this)));
+        }
     }
     fn after(&self, a: &args::cuIpcGetMemHandle, _: (), ret: c_int, cx: &mut Cx) {
         if let Some(handle) = a.pHandle.written(Outcome::Returned(ret)) {

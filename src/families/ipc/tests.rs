@@ -661,3 +661,33 @@ fn either_hip_lazy_flag_value_is_silent() {
         ok(&h, open);
     }
 }
+
+#[test]
+fn an_export_found_clean_is_checked_again_once_the_generation_moves() {
+    let h = world();
+    assert!(h.call(get(MEM), SUCCESS).rules.is_empty());
+    // The memory becomes unexportable behind the shim's back: the export remembered clean
+    // stays clean until the generation moves (a free moves it).
+    h.facts.kinds.borrow_mut().insert(MEM, MemoryKind::Pool);
+    let remembered = h.call_as_is(get(MEM), SUCCESS);
+    assert!(remembered.rules.is_empty(), "{:?}", remembered.messages);
+    // Another pointer is not the one remembered.
+    h.facts
+        .kinds
+        .borrow_mut()
+        .insert(IMPORTED, MemoryKind::Pool);
+    let not_exportable = "cuIpcGetMemHandle.memory-not-exportable";
+    let other = h.call_as_is(get(IMPORTED), SUCCESS);
+    assert!(
+        other.rules.contains(&not_exportable),
+        "{:?}",
+        other.messages
+    );
+    crate::engine::moved_on();
+    let checked = h.call_as_is(get(MEM), SUCCESS);
+    assert!(
+        checked.rules.contains(&not_exportable),
+        "{:?}",
+        checked.messages
+    );
+}

@@ -108,10 +108,12 @@ impl PeerState {
 
 impl FamilyState for PeerState {
     const SLOT: usize = 0;
+    /// Grants do not refer to memory.
+    const FORGETS_FREED_MEMORY: bool = false;
     #[inline]
     fn forget(&self, gone: Lifetime) {
         if gone == Lifetime::MemoryFreed {
-            return; // grants do not refer to memory
+            return;
         }
         self.write(|g| match gone {
             Lifetime::ContextDestroyed(ctx) => g.forget_context(ctx),
