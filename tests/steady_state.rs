@@ -54,30 +54,19 @@ const STEADY: &[(&str, &str, &[Asked])] = &[
 
 /// HIP's clean path asks more: a call's questions start with a read of the thread's last error
 /// (`hipPeekAtLastError`, so that the program's own is kept), and HIP's pointer facts are not
-/// cached yet (its device count and UUIDs are).
+/// cached yet (its device count and UUIDs are): a copy or an attach found clean is remembered per
+/// thread until the checks' generation moves, so that repeating it asks no pointer question.
 const HIP_PEEK: Asked = (
     "hipPeekAtLastError",
     1,
     "the thread's last HIP error, read before the shim's own questions and kept for the program",
 );
-const HIP_COPY: [Asked; 2] = [
-    (
-        "hipMemGetAddressRange",
-        2,
-        "both pointers' allocations, for the range rule (not cached for HIP yet: issue 24)",
-    ),
-    (
-        "hipPointerGetAttributes",
-        2,
-        "both pointers' devices, for the pointer-on-device rule (not cached for HIP yet: issue \
-         24)",
-    ),
-];
 const HIP_CURRENT: Asked = (
     "hipGetDevice",
     1,
     "the calling thread's current device, which a copy on the NULL stream (or a synchronous one) \
-     is issued on: HIP keeps it per thread, and hipSetDevice is not interposed",
+     is issued on: HIP keeps it per thread, and hipSetDevice is not interposed; the copy \
+     remembered clean is the same copy issued on the same device",
 );
 
 const STEADY_HIP: &[(&str, &str, &[Asked])] = &[
@@ -85,53 +74,15 @@ const STEADY_HIP: &[(&str, &str, &[Asked])] = &[
     (
         "copy-stream0",
         "hipMemcpyPeerAsync",
-        &[HIP_PEEK, HIP_COPY[0], HIP_COPY[1], HIP_CURRENT],
+        &[HIP_PEEK, HIP_CURRENT],
     ),
-    (
-        "copy-own-stream",
-        "hipMemcpyPeerAsync",
-        &[HIP_PEEK, HIP_COPY[0], HIP_COPY[1]],
-    ),
-    (
-        "copy-sync",
-        "hipMemcpyPeer",
-        &[HIP_PEEK, HIP_COPY[0], HIP_COPY[1], HIP_CURRENT],
-    ),
-    (
-        "attach",
-        "hipStreamAttachMemAsync",
-        &[
-            HIP_PEEK,
-            (
-                "hipPointerGetAttributes",
-                1,
-                "whether the memory is managed (not cached for HIP yet: issue 24)",
-            ),
-        ],
-    ),
-    (
-        "ipc-get",
-        "hipIpcGetMemHandle",
-        &[
-            (
-                "hipPeekAtLastError",
-                2,
-                "as above, once before the export and once after it",
-            ),
-            (
-                "hipPointerGetAttributes",
-                2,
-                "the memory's kind before the export, its device after it (not cached for HIP \
-                 yet: issue 24)",
-            ),
-            (
-                "hipMemGetAddressRange",
-                1,
-                "the allocation's base, for the allocation-base rule (not cached for HIP yet: \
-                 issue 24)",
-            ),
-        ],
-    ),
+    // The stream's device is cached.
+    ("copy-own-stream", "hipMemcpyPeerAsync", &[HIP_PEEK]),
+    ("copy-sync", "hipMemcpyPeer", &[HIP_PEEK, HIP_CURRENT]),
+    // The pointer the runtime said is managed, remembered: no question at all.
+    ("attach", "hipStreamAttachMemAsync", &[]),
+    // The export remembered clean, and its device and UUID for the record: no question.
+    ("ipc-get", "hipIpcGetMemHandle", &[]),
 ];
 
 /// Each symbol of the call log between the program's two markers, counted: the program's own

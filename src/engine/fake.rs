@@ -342,6 +342,21 @@ impl Harness {
         self.call_as_is(args, driver_ret)
     }
 
+    /// Runs `f` (calls that end with one a check remembers) again until no other test moved the
+    /// process's checks' generation while it ran: tests run in parallel, and every test's calls
+    /// move it.
+    pub fn remembering<T>(&self, mut f: impl FnMut(&Harness) -> T) -> T {
+        let own = || crate::engine::OWN_MOVES.with(std::cell::Cell::get);
+        for _ in 0..1000 {
+            let (before, own_before) = (crate::engine::generation(), own());
+            let out = f(self);
+            if crate::engine::generation() - before == own() - own_before {
+                return out;
+            }
+        }
+        panic!("other tests moved the generation during every one of 1000 tries");
+    }
+
     /// [`Harness::call`], keeping what checks remember of earlier calls.
     pub fn call_as_is<A: Checked>(&self, args: A, driver_ret: c_int) -> Ran {
         let options = Options {

@@ -578,6 +578,15 @@ pub fn generation() -> u64 {
 #[inline]
 pub fn moved_on() {
     GENERATION.fetch_add(1, Ordering::AcqRel);
+    #[cfg(test)]
+    OWN_MOVES.with(|n| n.set(n.get() + 1));
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How often this thread moved the generation (tests run in parallel: `fake::Harness`
+    /// tells its own moves from other tests').
+    pub static OWN_MOVES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 // ---------------------------------------------------------------------------------------------

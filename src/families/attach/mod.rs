@@ -681,12 +681,27 @@ impl Check<args::cuMemFree_v2> for MemoryFreed {
 
 attach_cuda_check!(cuStreamAttachMemAsync: false, cuStreamAttachMemAsync_ptsz: true);
 
+thread_local! {
+    /// The pointer of this thread's last HIP attach the runtime said is not plain device memory,
+    /// and the checks' generation then (a free moves it): the same pointer again in the same
+    /// generation is not asked about again (issue 24: HIP's pointer facts are not cached).
+    static LAST_NOT_PLAIN_HIP: std::cell::Cell<Option<(u64, u64)>> = const { std::cell::Cell::new(None) };
+}
+
 impl Check<args::hipStreamAttachMemAsync> for AttachHip {
     type Plan = ();
     fn before(&self, a: &args::hipStreamAttachMemAsync, cx: &mut Cx) {
         flags_not_one(cx, &hip::FLAGS_NOT_ONE, a.flags.0);
         let ptr = a.dev_ptr.addr();
-        if ptr != 0 && HipSession::begin(cx.facts).is_plain_device_memory(ptr) == Some(true) {
+        let this = (ptr, crate::engine::generation());
+        if ptr == 0 || LAST_NOT_PLAIN_HIP.with(|last| last.get() == Some(this)) {
+            return;
+        }
+        let plain = HipSession::begin(cx.facts).is_plain_device_memory(ptr);
+        if plain == Some(false) {
+            LAST_NOT_PLAIN_HIP.with(|last| last.set(Some(this)));
+        }
+        if plain == Some(true) {
             cx.flag(&hip::MEMORY_NOT_MANAGED, || {
                 format!(
                     "dev_ptr {} is device memory (hipMalloc; hipPointerGetAttributes), not \

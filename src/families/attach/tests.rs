@@ -416,19 +416,26 @@ fn attaches_that_may_be_ordered_are_silent() {
 fn an_attach_found_clean_is_checked_again_once_the_generation_moves() {
     const SINGLE: u32 = 4;
     let h = world();
-    // The first attach is tracked (a change: the generation moves); the second changes nothing
-    // and is remembered.
-    for _ in 0..2 {
-        assert!(h
-            .call(attach(STREAM, MANAGED, 0, SINGLE), SUCCESS)
-            .rules
-            .is_empty());
-    }
-    h.facts
-        .kinds
-        .borrow_mut()
-        .insert(MANAGED, MemoryKind::Device);
-    let remembered = h.call_as_is(attach(STREAM, MANAGED, 0, SINGLE), SUCCESS);
+    let kind = h.facts.kinds.borrow().get(&MANAGED).copied();
+    let (first, remembered) = h.remembering(|h| {
+        match kind {
+            Some(kind) => h.facts.kinds.borrow_mut().insert(MANAGED, kind),
+            None => h.facts.kinds.borrow_mut().remove(&MANAGED),
+        };
+        // The first attach is tracked (a change: the generation moves); the second changes
+        // nothing and is remembered.
+        let attach_it = |h: &Harness| h.call(attach(STREAM, MANAGED, 0, SINGLE), SUCCESS);
+        let first = [attach_it(h), attach_it(h)];
+        h.facts
+            .kinds
+            .borrow_mut()
+            .insert(MANAGED, MemoryKind::Device);
+        (
+            first,
+            h.call_as_is(attach(STREAM, MANAGED, 0, SINGLE), SUCCESS),
+        )
+    });
+    assert!(first.iter().all(|r| r.rules.is_empty()));
     assert!(remembered.rules.is_empty(), "{:?}", remembered.messages);
     crate::engine::moved_on();
     let checked = h.call_as_is(attach(STREAM, MANAGED, 0, SINGLE), SUCCESS);
@@ -439,4 +446,35 @@ fn an_attach_found_clean_is_checked_again_once_the_generation_moves() {
         "{:?}",
         checked.messages
     );
+}
+
+#[test]
+fn a_hip_pointer_found_managed_is_asked_again_once_the_generation_moves() {
+    let h = world();
+    let not_managed = "hipStreamAttachMemAsync.memory-not-managed";
+    let set = |h: &Harness, device| {
+        h.facts
+            .allocations
+            .borrow_mut()
+            .retain(|a| a.base != MANAGED);
+        h.facts.allocate(MANAGED, SIZE, device);
+    };
+    let (first, remembered) = h.remembering(|h| {
+        set(h, None);
+        let first = h.call(hip_attach(1), SUCCESS);
+        // The memory becomes plain device memory behind the shim's back: the pointer
+        // remembered as managed is not asked about again until the generation moves (a free
+        // moves it).
+        set(h, Some(0));
+        (first, h.call_as_is(hip_attach(1), SUCCESS))
+    });
+    assert!(!first.rules.contains(&not_managed), "{:?}", first.messages);
+    assert!(
+        !remembered.rules.contains(&not_managed),
+        "{:?}",
+        remembered.messages
+    );
+    crate::engine::moved_on();
+    let asked = h.call_as_is(hip_attach(1), SUCCESS);
+    assert!(asked.rules.contains(&not_managed), "{:?}", asked.messages);
 }

@@ -615,10 +615,38 @@ impl Check<args::cuIpcCloseMemHandle> for CloseCuda {
     }
 }
 
+/// This thread's last HIP export found clean: the pointer and the checks' generation then, and
+/// once asked for a record, the memory's device and its UUID.
+#[derive(Clone, Copy)]
+struct CleanHipGet {
+    ptr: u64,
+    generation: u64,
+    place: Option<(Option<i32>, Option<[u8; 16]>)>,
+}
+
+thread_local! {
+    /// The same export again in the same generation is clean again and its place known, without
+    /// asking the runtime (issue 24: HIP's pointer facts are not cached).
+    static LAST_CLEAN_GET_HIP: std::cell::Cell<Option<CleanHipGet>> = const { std::cell::Cell::new(None) };
+}
+
+/// The remembered export of `ptr` in `generation`, if it is the last one.
+fn clean_hip_get(ptr: u64, generation: u64) -> Option<CleanHipGet> {
+    LAST_CLEAN_GET_HIP
+        .with(std::cell::Cell::get)
+        .filter(|c| c.ptr == ptr && c.generation == generation)
+}
+
 impl Check<args::hipIpcGetMemHandle> for GetHip {
     type Plan = ();
     fn before(&self, a: &args::hipIpcGetMemHandle, cx: &mut Cx) {
         let ptr = a.devPtr.addr();
+        // Read before any fact the verdict rests on.
+        let generation = crate::engine::generation();
+        if clean_hip_get(ptr, generation).is_some() {
+            return;
+        }
+        let clean_before = cx.is_clean();
         let facts = cx.facts;
         // The runtime has one answer per pointer, not a cache: asked once.
         let (plain, range) = {
@@ -636,19 +664,42 @@ impl Check<args::hipIpcGetMemHandle> for GetHip {
             return;
         }
         not_base(cx, &hip::GET_NOT_ALLOCATION_BASE, "devPtr", ptr, |_| range);
+        if clean_before && cx.is_clean() {
+            let clean = CleanHipGet {
+                ptr,
+                generation,
+                place: None,
+            };
+            LAST_CLEAN_GET_HIP.with(|last| last.set(Some(clean)));
+        }
     }
     fn after(&self, a: &args::hipIpcGetMemHandle, _: (), ret: c_int, cx: &mut Cx) {
-        if let Some(handle) = a.handle.written(Outcome::Returned(ret)) {
-            cx.states.family::<IpcState>().exported(&handle.reserved);
-            // The memory's device, for the report (an importer's device must reach it).
-            let facts = cx.facts;
-            let mut hip = HipSession::begin(facts);
-            let device = hip.device_memory_owner(a.devPtr.addr());
-            let uuid = device.and_then(|dev| hip.device_uuid(dev));
-            let place = cx.place();
-            place.device = device;
-            place.uuid = uuid;
+        let Some(handle) = a.handle.written(Outcome::Returned(ret)) else {
+            return;
+        };
+        cx.states.family::<IpcState>().exported(&handle.reserved);
+        // The memory's device, for the report (so only when there is a record): an importer's
+        // device must reach it.
+        if !crate::trace::enabled() {
+            return;
         }
+        let ptr = a.devPtr.addr();
+        let remembered = clean_hip_get(ptr, crate::engine::generation());
+        let (device, uuid) = match remembered.and_then(|c| c.place) {
+            Some(place) => place,
+            None => {
+                let mut hip = HipSession::begin(cx.facts);
+                let device = hip.device_memory_owner(ptr);
+                (device, device.and_then(|dev| hip.device_uuid(dev)))
+            }
+        };
+        if let Some(clean) = remembered {
+            let place = Some((device, uuid));
+            LAST_CLEAN_GET_HIP.with(|last| last.set(Some(CleanHipGet { place, ..clean })));
+        }
+        let place = cx.place();
+        place.device = device;
+        place.uuid = uuid;
     }
 }
 

@@ -665,11 +665,15 @@ fn either_hip_lazy_flag_value_is_silent() {
 #[test]
 fn an_export_found_clean_is_checked_again_once_the_generation_moves() {
     let h = world();
-    assert!(h.call(get(MEM), SUCCESS).rules.is_empty());
-    // The memory becomes unexportable behind the shim's back: the export remembered clean
-    // stays clean until the generation moves (a free moves it).
-    h.facts.kinds.borrow_mut().insert(MEM, MemoryKind::Pool);
-    let remembered = h.call_as_is(get(MEM), SUCCESS);
+    let (first, remembered) = h.remembering(|h| {
+        h.facts.kinds.borrow_mut().remove(&MEM);
+        let first = h.call(get(MEM), SUCCESS);
+        // The memory becomes unexportable behind the shim's back: the export remembered clean
+        // stays clean until the generation moves (a free moves it).
+        h.facts.kinds.borrow_mut().insert(MEM, MemoryKind::Pool);
+        (first, h.call_as_is(get(MEM), SUCCESS))
+    });
+    assert!(first.rules.is_empty(), "{:?}", first.messages);
     assert!(remembered.rules.is_empty(), "{:?}", remembered.messages);
     // Another pointer is not the one remembered.
     h.facts
@@ -685,6 +689,32 @@ fn an_export_found_clean_is_checked_again_once_the_generation_moves() {
     );
     crate::engine::moved_on();
     let checked = h.call_as_is(get(MEM), SUCCESS);
+    assert!(
+        checked.rules.contains(&not_exportable),
+        "{:?}",
+        checked.messages
+    );
+}
+
+#[test]
+fn a_hip_export_found_clean_is_checked_again_once_the_generation_moves() {
+    let h = world();
+    let set = |h: &Harness, device| {
+        h.facts.allocations.borrow_mut().retain(|a| a.base != MEM);
+        h.facts.allocate(MEM, SIZE, device);
+    };
+    let (first, remembered) = h.remembering(|h| {
+        set(h, Some(0));
+        let first = h.call(hip_get(MEM), SUCCESS);
+        // The memory becomes managed behind the shim's back.
+        set(h, None);
+        (first, h.call_as_is(hip_get(MEM), SUCCESS))
+    });
+    assert!(first.rules.is_empty(), "{:?}", first.messages);
+    assert!(remembered.rules.is_empty(), "{:?}", remembered.messages);
+    crate::engine::moved_on();
+    let not_exportable = "hipIpcGetMemHandle.memory-not-exportable";
+    let checked = h.call_as_is(hip_get(MEM), SUCCESS);
     assert!(
         checked.rules.contains(&not_exportable),
         "{:?}",

@@ -258,6 +258,25 @@ fn is_default_stream(stream: *mut c_void) -> bool {
     (stream as usize) <= 2
 }
 
+/// A HIP copy the checks found clean: its arguments, the device it was issued on, and the
+/// checks' generation then ([`crate::engine::generation`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct CleanCopy {
+    dst: (u64, i32),
+    src: (u64, i32),
+    bytes: u64,
+    stream: Option<usize>,
+    issuing: Option<i32>,
+    generation: u64,
+}
+
+thread_local! {
+    /// This thread's last clean HIP copy: the same copy again, issued on the same device in the
+    /// same generation, is clean again without the runtime's pointer questions (issue 24: HIP's
+    /// pointer facts are not cached, so a copy asked four of them).
+    static LAST_CLEAN: std::cell::Cell<Option<CleanCopy>> = const { std::cell::Cell::new(None) };
+}
+
 impl<A: HipPeerCopy> Check<A> for Copy {
     type Plan = ();
 
@@ -265,7 +284,27 @@ impl<A: HipPeerCopy> Check<A> for Copy {
         let ((dst, dst_dev), (src, src_dev), bytes) = (a.dst(), a.src(), a.bytes());
         let stream = a.stream();
         let facts = cx.facts;
+        // Read before any fact the verdict rests on.
+        let generation = crate::engine::generation();
         let mut q = HipSession::begin(facts);
+        // The device the copy is issued on: its stream's, or the current one.
+        let explicit = stream.filter(|&s| !is_default_stream(s));
+        let issuing = match explicit {
+            Some(s) => q.stream_device(s),
+            None => q.current_device(),
+        };
+        let this = CleanCopy {
+            dst: (dst, dst_dev),
+            src: (src, src_dev),
+            bytes,
+            stream: stream.map(|s| s as usize),
+            issuing,
+            generation,
+        };
+        if LAST_CLEAN.with(|last| last.get() == Some(this)) {
+            return;
+        }
+        let clean_before = cx.is_clean();
         let ids = [("dstDeviceId", dst_dev), (A::SRC_NAME, src_dev)];
         let ids_valid = check_ids(cx, &mut q, &MEMCPY_PEER_INVALID_DEVICE, &ids) == Some(true);
         for (name, ptr, id_name, id) in [
@@ -295,14 +334,14 @@ impl<A: HipPeerCopy> Check<A> for Copy {
                 }
             }
         }
-        // The device the copy is issued on: its stream's, or the current one.
-        let explicit = stream.filter(|&s| !is_default_stream(s));
-        let issuing = match explicit {
-            Some(s) => q.stream_device(s),
-            None => q.current_device(),
-        };
         drop(q);
+        let remember = |cx: &Cx| {
+            if clean_before && cx.is_clean() {
+                LAST_CLEAN.with(|last| last.set(Some(this)));
+            }
+        };
         if !ids_valid || dst_dev == src_dev {
+            remember(cx);
             return;
         }
         let other = issuing.and_then(|e| {
@@ -334,6 +373,7 @@ impl<A: HipPeerCopy> Check<A> for Copy {
                 });
             }
         }
+        remember(cx);
     }
 }
 

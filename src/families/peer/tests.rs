@@ -830,18 +830,50 @@ fn a_copy_found_clean_is_checked_again_once_the_generation_moves() {
     current(&h, Some(A));
     ok(&h, enable(B, 0));
     let again = || copy_async((MEM0, A), (MEM1, B), 64, STREAM_A);
-    // The first copy on the stream is remembered on it (a grant written: the generation moves);
-    // the second is the one remembered clean.
-    assert!(h.call(again(), SUCCESS).rules.is_empty());
-    assert!(h.call(again(), SUCCESS).rules.is_empty());
-    // The destination shrinks behind the shim's back: the copy now runs past it.
-    h.facts.allocations.borrow_mut().retain(|a| a.base != MEM0);
-    h.facts.allocate(MEM0, 32, Some(0));
-    let remembered = h.call_as_is(again(), SUCCESS);
+    let set = |h: &Harness, size| {
+        h.facts.allocations.borrow_mut().retain(|a| a.base != MEM0);
+        h.facts.allocate(MEM0, size, Some(0));
+    };
+    let (first, remembered) = h.remembering(|h| {
+        set(h, SIZE);
+        // The first copy on the stream is remembered on it (a grant written: the generation
+        // moves); the second is the one remembered clean.
+        let first = [h.call(again(), SUCCESS), h.call(again(), SUCCESS)];
+        // The destination shrinks behind the shim's back: the copy now runs past it.
+        set(h, 32);
+        (first, h.call_as_is(again(), SUCCESS))
+    });
+    assert!(first.iter().all(|r| r.rules.is_empty()));
     assert!(remembered.rules.is_empty(), "{:?}", remembered.messages);
     // A different copy is not the one remembered.
     let other = h.call_as_is(copy_async((MEM0, A), (MEM1, B), 48, STREAM_A), SUCCESS);
     let past = "cuMemcpyPeer.range-outside-allocation";
+    assert!(other.rules.contains(&past), "{:?}", other.messages);
+    crate::engine::moved_on();
+    let checked = h.call_as_is(again(), SUCCESS);
+    assert!(checked.rules.contains(&past), "{:?}", checked.messages);
+}
+
+#[test]
+fn a_hip_copy_found_clean_is_checked_again_once_the_generation_moves() {
+    let h = world();
+    let again = || hip_copy((MEM1, 1), (MEM0, 0), 64);
+    let set = |h: &Harness, size| {
+        h.facts.allocations.borrow_mut().retain(|a| a.base != MEM1);
+        h.facts.allocate(MEM1, size, Some(1));
+    };
+    let (first, remembered) = h.remembering(|h| {
+        set(h, SIZE);
+        let first = h.call(again(), SUCCESS);
+        // The destination shrinks behind the shim's back: the same copy stays the one
+        // remembered clean until the generation moves (a free moves it).
+        set(h, 32);
+        (first, h.call_as_is(again(), SUCCESS))
+    });
+    assert!(first.rules.is_empty(), "{:?}", first.messages);
+    assert!(remembered.rules.is_empty(), "{:?}", remembered.messages);
+    let past = "hipMemcpyPeer.range-outside-allocation";
+    let other = h.call_as_is(hip_copy((MEM1, 1), (MEM0, 0), 48), SUCCESS);
     assert!(other.rules.contains(&past), "{:?}", other.messages);
     crate::engine::moved_on();
     let checked = h.call_as_is(again(), SUCCESS);
