@@ -231,6 +231,7 @@ fn settle_or_record<A: CallArgs, const TRACED: bool>(
             let extra = Extra::of(dur_ns, &mut cx);
             record(Some(guard), &args, outcome, ret, seq, ts_ns, &extra, &[]);
         });
+        cx.dispose();
     }
 }
 
@@ -335,6 +336,7 @@ fn observe_with<A: Invoke>(args: A, real: usize) -> c_int {
         shielded((), || {
             let mut cx = Cx::new(engine::driver(), engine::states(), engine::options(), 0);
             args.run(&mut cx, |_| Outcome::Returned(ret));
+            cx.dispose();
         });
     }
     ret

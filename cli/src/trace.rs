@@ -639,7 +639,12 @@ fn read_file(
     let mut recovered = 0u64;
     // The last record's `seq` and `t`, and whether an exit record was read.
     let (mut last_seq, mut last_t, mut exit_read) = (0u64, 0u64, false);
-    let mut reader = BufReader::new(file.chain(io::Cursor::new(tail.unwrap_or_default())));
+    // The file as long as it was when opened: a process still running (a server a script left
+    // behind) keeps appending, and a reader that chased its end would never finish.
+    let mut reader = BufReader::new(
+        file.take(file_len)
+            .chain(io::Cursor::new(tail.unwrap_or_default())),
+    );
     let mut buf = Vec::new();
     let mut line_no = 0usize;
     let mut records = 0u64;
@@ -845,6 +850,61 @@ impl Process {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A trace that a running process keeps appending to is read as far as it was when opened:
+    /// the reader never chases its end (found as a `sharecheck run` that never finished while a
+    /// traced background process kept calling).
+    #[test]
+    fn a_trace_still_growing_is_read_as_far_as_it_was_when_opened() {
+        use std::io::Write;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        const GROWING: u64 = 4 << 20;
+        const CAP: u64 = 96 << 20;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("1.jsonl");
+        let batch: String = (1..=1000)
+            .map(|seq| {
+                format!(
+                    "{{\"seq\":{seq},\"t\":{seq},\"tid\":1,\"fn\":\"cuDeviceCanAccessPeer\",\
+                     \"a\":{{\"canAccessPeer\":1,\"dev\":0,\"peerDev\":1}},\"r\":0}}\n"
+                )
+            })
+            .collect();
+        let lines_per_batch = 1000u64;
+        std::fs::write(&path, "{\"v\":2,\"event\":\"process\",\"pid\":1}\n").unwrap();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        // Appends far faster than a reader parses, until the read is over (or CAP bytes).
+        let line_bytes = batch.len() as u64 / lines_per_batch;
+        let writer = {
+            let (path, stop) = (path.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+                let mut written = 0u64;
+                let mut batches = 0u64;
+                while !stop.load(Ordering::Relaxed) && written < CAP {
+                    file.write_all(batch.as_bytes()).unwrap();
+                    written += batch.len() as u64;
+                    batches += 1;
+                }
+                batches * lines_per_batch
+            })
+        };
+        while std::fs::metadata(&path).unwrap().len() < GROWING {
+            std::thread::yield_now();
+        }
+        let mut diagnostics = Diagnostics::default();
+        let stats = read_files(&[path], &mut diagnostics, |_| {});
+        stop.store(true, Ordering::Relaxed);
+        let appended = writer.join().unwrap();
+        // At least what the file held when the reader opened it, and not what was appended
+        // while it read.
+        assert!(stats.records >= GROWING / line_bytes - lines_per_batch);
+        assert!(
+            stats.records < appended,
+            "read {} records, every one appended ({appended}): the reader chased the end",
+            stats.records
+        );
+    }
 
     fn parse(text: &str) -> Result<Record<'_>, String> {
         let mut p = Process {
