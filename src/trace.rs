@@ -139,12 +139,12 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
         return;
     }
     let generation = FORK_GENERATION.load(Ordering::Relaxed);
-    // Compact unless the appender falls behind (then it would hold this thread up).
-    if let (true, Some(guard), None, None, Outcome::Returned(_), []) = (
-        A::COMPACT && !crate::writer::behind(),
+    // Compact unless the appender falls behind (then it would hold this thread up). A place
+    // travels in the compact record (the writer formats it too), unless it names many devices.
+    if let (true, Some(guard), None, Outcome::Returned(_), []) = (
+        A::COMPACT && ring::place_fits(record.place) && !crate::writer::behind(),
         guard,
         record.dur_ns,
-        record.place,
         record.outcome,
         record.findings,
     ) {
@@ -205,6 +205,7 @@ fn write_compact<A: CallArgs>(guard: &Guard, generation: u32, args: &A, record: 
         tid,
         words: &words[..n],
         tags: &tags[..n],
+        place: record.place,
     });
     append(&call, slot);
 }
@@ -215,7 +216,7 @@ struct Compact<'a>(ring::Call<'a>);
 impl crate::writer::Record for Compact<'_> {
     #[inline(always)]
     fn len(&self) -> usize {
-        ring::call_len(self.0.words.len())
+        ring::call_len(self.0.words.len()) + ring::place_len(self.0.place)
     }
     #[inline(always)]
     fn kind(&self) -> u8 {
@@ -235,67 +236,8 @@ fn frame_json(buf: &mut [u8]) -> &[u8] {
     buf
 }
 
-/// Where a call acted, as its trace record says (`"ctx"`, `"dev"`, `"uuid"`, `"unreachable"`):
-/// an IPC open's context (the mapping lives and dies with it), the context of the memory an IPC
-/// export exported; that context's device, the device's UUID (which names it alike in every
-/// process) and the UUIDs of the devices it cannot access (`cuDeviceCanAccessPeer` 0).
-#[derive(Debug, Default)]
-pub struct Place {
-    pub context: Option<u64>,
-    pub device: Option<i32>,
-    pub uuid: Option<[u8; 16]>,
-    pub unreachable: Vec<[u8; 16]>,
-}
-
-/// A record's `"ctx"`, `"dev"`, `"uuid"` and `"unreachable"` (what it knows of them).
-#[cold]
-fn encode_place(w: &mut JsonOut, place: &Place) {
-    if let Some(ctx) = place.context {
-        w.kv_hex("ctx", ctx);
-    }
-    if let Some(dev) = place.device {
-        w.kv_i64("dev", i64::from(dev));
-    }
-    if let Some(uuid) = place.uuid {
-        w.kv_str("uuid", &uuid_text(&uuid));
-    }
-    if !place.unreachable.is_empty() {
-        w.key("unreachable");
-        w.begin_array();
-        for uuid in &place.unreachable {
-            w.str(&uuid_text(uuid));
-        }
-        w.end_array();
-    }
-}
-
-/// A device UUID as `nvidia-smi` writes it: `GPU-` and 32 hex digits in groups of 8-4-4-4-12.
-/// Written into a fixed buffer: a record of the call path allocates nothing for it.
-pub fn uuid_text(uuid: &[u8; 16]) -> UuidText {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = *b"GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx";
-    let mut at = 4;
-    for (i, byte) in uuid.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            at += 1; // the '-' already there
-        }
-        text[at] = DIGITS[usize::from(byte >> 4)];
-        text[at + 1] = DIGITS[usize::from(byte & 15)];
-        at += 2;
-    }
-    UuidText(text)
-}
-
-/// [`uuid_text`]'s answer: 40 ASCII bytes.
-pub struct UuidText([u8; 40]);
-
-impl std::ops::Deref for UuidText {
-    type Target = str;
-    fn deref(&self) -> &str {
-        // Only ASCII is ever written into it.
-        std::str::from_utf8(&self.0).unwrap_or("GPU-?")
-    }
-}
+use sharecheck_core::place::encode_place;
+pub use sharecheck_core::place::Place;
 
 /// Writes an event record (`"event"` in place of `"fn"`): findings not tied to one call,
 /// annotations, exit.
@@ -520,23 +462,6 @@ mod tests {
     fn pattern_keys_expand() {
         assert_eq!(expand("/t/%h-%p.jsonl").unwrap(), "/t/node7-42.jsonl");
         assert_eq!(expand("r%q{RANK}-%q{UNSET}.%%").unwrap(), "r3-.%");
-    }
-
-    /// The groups of `nvidia-smi -L`, each byte as two lowercase digits, high nibble first.
-    #[test]
-    fn uuids_are_written_as_nvidia_smi_writes_them() {
-        let uuid: [u8; 16] = [
-            0x0f, 0xc6, 0x13, 0x3d, 0x8d, 0x03, 0x18, 0x08, 0xc6, 0xf9, 0xfa, 0x4a, 0x25, 0x79,
-            0x9d, 0x19,
-        ];
-        assert_eq!(
-            &*uuid_text(&uuid),
-            "GPU-0fc6133d-8d03-1808-c6f9-fa4a25799d19"
-        );
-        assert_eq!(
-            &*uuid_text(&[0xff; 16]),
-            "GPU-ffffffff-ffff-ffff-ffff-ffffffffffff"
-        );
     }
 
     #[test]

@@ -1015,7 +1015,7 @@ fn run_folds_the_rings_of_processes_that_ended_without_exit_handlers() {
     let (_, exe) = program();
     let s = Scratch::new("writer_fold");
     let script = format!(
-        "{exe} underscore-exit 3000; {exe} idle 1000000000 > /dev/null 2>&1 & \
+        "{exe} underscore-exit 3000; {exe} linger 60 > /dev/null 2>&1 & \
          echo BACKGROUND $!; while [ ! -e {dir}/$!.jsonl.ring ]; do sleep 0.05; done; \
          {exe} underscore-exit 2000",
         exe = exe.display(),

@@ -9,6 +9,7 @@
 //! - [`table`]: the one table of which checks run on which function;
 //! - `crossproc` (feature `report`): report-phase checks over the traces of every process;
 //! - [`options`]: `SHARECHECK_OPTIONS`, shared by the shim and `sharecheck run`;
+//! - [`place`]: where a call acted (context, device, UUIDs), as records say it;
 //! - [`pattern`]: trace file patterns (`%p`, `%h`, `%q{VAR}`, `%%`), one tokenizer;
 //! - [`codes`]: the result codes sharecheck names;
 //! - [`schema`]: constants of the trace file format, environment variables, library names.
@@ -24,6 +25,7 @@ pub mod meanings;
 pub mod names;
 pub mod options;
 pub mod pattern;
+pub mod place;
 pub mod ring;
 pub mod rules;
 pub mod schema;

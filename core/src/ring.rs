@@ -39,6 +39,7 @@
 
 use crate::functions::{encode_snapped, FUNCTIONS};
 use crate::json::JsonOut;
+use crate::place::{encode_place, Place};
 
 /// How a ring file's name ends: `TRACE.ring`.
 pub const SUFFIX: &str = ".ring";
@@ -90,9 +91,28 @@ pub const FRAME: usize = 5;
 /// and `t` (u64), `tid` (i32), then a word (u64) per argument and a tag (u8) per argument.
 pub const CALL_HEAD: usize = FRAME + 2 + 4 + 8 + 8 + 4;
 
-/// A compact call record's length with `args` arguments.
+/// A compact call record's length with `args` arguments (and no place).
 pub const fn call_len(args: usize) -> usize {
     CALL_HEAD + 9 * args
+}
+
+/// A compact call record may end with where the call acted ([`Place`]), after its tags: a byte
+/// saying which of context (1), device (2) and UUID (4) are known, the context (u64), the device
+/// (i32), the UUID (16 bytes), then how many devices it cannot reach (u8) and their UUIDs (16
+/// bytes each). A place naming more unreachable devices than [`PLACE_UNREACHABLE_MAX`] is
+/// written in a JSON record instead.
+pub const PLACE_HEAD: usize = 1 + 8 + 4 + 16 + 1;
+/// The most unreachable devices a compact record's place names.
+pub const PLACE_UNREACHABLE_MAX: usize = 8;
+
+/// The bytes a place adds to a compact call record.
+pub fn place_len(place: Option<&Place>) -> usize {
+    place.map_or(0, |p| PLACE_HEAD + 16 * p.unreachable.len())
+}
+
+/// Whether a compact call record can carry `place`.
+pub fn place_fits(place: Option<&Place>) -> bool {
+    place.is_none_or(|p| p.unreachable.len() <= PLACE_UNREACHABLE_MAX)
 }
 
 /// The JSON line of a compact call record is at most this long (checked by a test on every
@@ -108,6 +128,8 @@ pub struct Call<'a> {
     pub tid: i32,
     pub words: &'a [u64],
     pub tags: &'a [u8],
+    /// Where the call acted ([`place_fits`] it).
+    pub place: Option<&'a Place>,
 }
 
 /// Writes `call` framed into `out[..call_len]` with its kind byte 0 (the writer sets it last),
@@ -119,8 +141,11 @@ pub fn put_call(out: &mut [u8], call: &Call) -> usize {
         .len()
         .min(call.tags.len())
         .min(crate::functions::MAX_ARGS);
-    let len = call_len(n);
+    let len = call_len(n) + place_len(call.place);
     let out = &mut out[..len];
+    if let Some(place) = call.place {
+        put_place(&mut out[call_len(n)..], place);
+    }
     let p = out.as_mut_ptr();
     // SAFETY: `out` holds `len` bytes: the head (`CALL_HEAD`), `n` words and `n` tags, each
     // store within it (unaligned stores of plain integers).
@@ -142,6 +167,41 @@ pub fn put_call(out: &mut [u8], call: &Call) -> usize {
         }
     }
     len
+}
+
+/// Writes a place's bytes (see [`PLACE_HEAD`]) into `out`, exactly [`place_len`] of it.
+fn put_place(out: &mut [u8], place: &Place) {
+    let known = u8::from(place.context.is_some())
+        | u8::from(place.device.is_some()) << 1
+        | u8::from(place.uuid.is_some()) << 2;
+    out[0] = known;
+    out[1..9].copy_from_slice(&place.context.unwrap_or(0).to_le_bytes());
+    out[9..13].copy_from_slice(&place.device.unwrap_or(0).to_le_bytes());
+    out[13..29].copy_from_slice(&place.uuid.unwrap_or([0; 16]));
+    let count = place.unreachable.len().min(PLACE_UNREACHABLE_MAX);
+    out[29] = count as u8;
+    for (k, uuid) in place.unreachable.iter().take(count).enumerate() {
+        out[PLACE_HEAD + 16 * k..PLACE_HEAD + 16 * (k + 1)].copy_from_slice(uuid);
+    }
+}
+
+/// Reads a place's bytes, all of `bytes`; `None` when they are not one ([`put_place`]).
+fn place_of(bytes: &[u8]) -> Option<Place> {
+    if bytes.len() < PLACE_HEAD {
+        return None;
+    }
+    let count = usize::from(bytes[29]);
+    if count > PLACE_UNREACHABLE_MAX || bytes.len() != PLACE_HEAD + 16 * count || bytes[0] > 7 {
+        return None;
+    }
+    let uuid = |at: usize| -> [u8; 16] { bytes[at..at + 16].try_into().unwrap_or_default() };
+    let known = bytes[0];
+    Some(Place {
+        context: (known & 1 != 0).then(|| u64_at(bytes, 1)),
+        device: (known & 2 != 0).then(|| u32_at(bytes, 9) as i32),
+        uuid: (known & 4 != 0).then(|| uuid(13)),
+        unreachable: (0..count).map(|k| uuid(PLACE_HEAD + 16 * k)).collect(),
+    })
 }
 
 /// Identifies the function table compact records refer to (the order of functions and their
@@ -280,9 +340,14 @@ fn call_line(rec: &[u8], sink: &mut impl Sink) -> Result<bool, String> {
         return Ok(false);
     };
     let n = info.params.len();
-    if rec.len() != call_len(n) {
-        return Ok(false);
-    }
+    let place = match rec.len().cmp(&call_len(n)) {
+        std::cmp::Ordering::Less => return Ok(false),
+        std::cmp::Ordering::Equal => None,
+        std::cmp::Ordering::Greater => match place_of(&rec[call_len(n)..]) {
+            Some(place) => Some(place),
+            None => return Ok(false),
+        },
+    };
     let ret = u32_at(rec, 7) as i32;
     let seq = u64_at(rec, 11);
     let t = u64_at(rec, 19);
@@ -291,7 +356,7 @@ fn call_line(rec: &[u8], sink: &mut impl Sink) -> Result<bool, String> {
     for (k, word) in words.iter_mut().enumerate().take(n) {
         *word = u64_at(rec, CALL_HEAD + 8 * k);
     }
-    let tags = &rec[CALL_HEAD + 8 * n..];
+    let tags = &rec[CALL_HEAD + 8 * n..call_len(n)];
     let buf = sink.room(CALL_JSON_MAX)?;
     let mark = buf.len();
     let mut w = JsonOut::new(buf);
@@ -302,6 +367,9 @@ fn call_line(rec: &[u8], sink: &mut impl Sink) -> Result<bool, String> {
     }
     w.end_object();
     w.kv_i64("r", i64::from(ret));
+    if let Some(place) = &place {
+        encode_place(&mut w, place);
+    }
     w.end_record();
     Ok(true)
 }
@@ -395,6 +463,17 @@ mod tests {
 
     /// The JSON line `write_call` formats for a plain call.
     fn json_line<A: CallArgs>(a: &A, outcome: Outcome, seq: u64, t: u64, tid: i32) -> Vec<u8> {
+        line_and_record(a, outcome, (seq, t, tid), None).0
+    }
+
+    /// The JSON line `write_call` formats for a plain call with a place, and the compact record
+    /// the writer would convert to it.
+    fn line_and_record<A: CallArgs>(
+        a: &A,
+        outcome: Outcome,
+        (seq, t, tid): (u64, u64, i32),
+        place: Option<&Place>,
+    ) -> (Vec<u8>, Vec<u8>) {
         let Outcome::Returned(ret) = outcome else {
             unreachable!()
         };
@@ -405,19 +484,31 @@ mod tests {
         a.encode(&mut w, outcome);
         w.end_object();
         w.kv_i64("r", i64::from(ret));
+        if let Some(place) = place {
+            encode_place(&mut w, place);
+        }
         w.end_record();
-        buf
+        (buf, compact_at(a, ret, (seq, t, tid), place))
     }
 
     /// The same call's compact record, framed and finished as the writer copies it.
     fn compact<A: CallArgs>(a: &A, outcome: Outcome, seq: u64, t: u64, tid: i32) -> Vec<u8> {
-        let Outcome::Returned(ret) = outcome else {
-            unreachable!()
-        };
+        line_and_record(a, outcome, (seq, t, tid), None).1
+    }
+
+    /// [`compact`] of a call that returned `ret`, with a place.
+    fn compact_at<A: CallArgs>(
+        a: &A,
+        ret: i32,
+        at: (u64, u64, i32),
+        place: Option<&Place>,
+    ) -> Vec<u8> {
+        let (seq, t, tid) = at;
+        let outcome = Outcome::Returned(ret);
         let (mut words, mut tags) = ([0u64; MAX_ARGS], [0u8; MAX_ARGS]);
         a.snap(outcome, fp, &mut words, &mut tags);
         let n = A::ID.info().params.len();
-        let mut out = vec![0u8; call_len(MAX_ARGS)];
+        let mut out = vec![0u8; call_len(MAX_ARGS) + place_len(place)];
         let len = put_call(
             &mut out,
             &Call {
@@ -428,6 +519,7 @@ mod tests {
                 tid,
                 words: &words[..n],
                 tags: &tags[..n],
+                place,
             },
         );
         out.truncate(len);
@@ -540,13 +632,87 @@ mod tests {
                 (json_line(&a, o, 5, 6, 7), compact(&a, o, 5, 6, 7))
             },
         ];
+        // With a place: an export's context, device and UUID; an open's devices it cannot
+        // reach, as many as a compact record holds; parts unknown.
+        let uuid = |b: u8| [b; 16];
+        let places = [
+            Place {
+                context: Some(0x5555_0000_1234),
+                device: Some(1),
+                uuid: Some(uuid(0xab)),
+                unreachable: vec![],
+            },
+            Place {
+                context: None,
+                device: Some(-1),
+                uuid: None,
+                unreachable: (0..PLACE_UNREACHABLE_MAX as u8).map(uuid).collect(),
+            },
+            Place {
+                context: Some(u64::MAX),
+                ..Place::default()
+            },
+            Place::default(),
+        ];
+        let a = args::cuIpcGetMemHandle {
+            pHandle: Out(&mut handle),
+            dptr: CUdeviceptr(0x1000),
+        };
+        let o = Outcome::Returned(0);
+        let cases = cases.into_iter().chain(places.iter().map(|p| {
+            let at = (5, 6, 7);
+            line_and_record(&a, o, at, Some(p))
+        }));
         for (line, record) in cases {
             let line = String::from_utf8(line).unwrap();
             assert_eq!(String::from_utf8(converted(&record)).unwrap(), line);
             assert!(
+                record.len() <= 512,
+                "a record made on the stack is at most 512 bytes"
+            );
+            assert!(
                 !line.contains("4141"),
                 "a capability's bytes are never written"
             );
+        }
+    }
+
+    /// A place's bytes that are not one (a count past the bound, a length that disagrees,
+    /// unknown bits) make the record unreadable, skipped to its chunk's end, never misread.
+    #[test]
+    fn a_damaged_place_is_never_read_as_one() {
+        let mut handle = CUipcMemHandle { reserved: [1; 64] };
+        let a = args::cuIpcGetMemHandle {
+            pHandle: Out(&mut handle),
+            dptr: CUdeviceptr(0x1000),
+        };
+        let place = Place {
+            context: Some(1),
+            unreachable: vec![[2; 16]],
+            ..Place::default()
+        };
+        let good = compact_at(&a, 0, (1, 2, 3), Some(&place));
+        assert!(!converted(&good).is_empty());
+        let n = <args::cuIpcGetMemHandle as CallArgs>::ID
+            .info()
+            .params
+            .len();
+        let at = call_len(n);
+        type Damage<'a> = &'a dyn Fn(&mut Vec<u8>);
+        let damage: [Damage; 4] = [
+            &|r| r[at] = 8,                                      // unknown bits
+            &|r| r[at + 29] = (PLACE_UNREACHABLE_MAX + 1) as u8, // past the bound
+            &|r| r[at + 29] = 2,                                 // the length says 1
+            &|r| {
+                r.truncate(at + PLACE_HEAD - 1); // too short for a place
+                let len = (r.len() as u32).to_le_bytes();
+                r[1..5].copy_from_slice(&len);
+            },
+        ];
+        for (k, damage) in damage.iter().enumerate() {
+            let mut record = good.clone();
+            damage(&mut record);
+            assert!(converted(&record).is_empty(), "damage {k}");
         }
     }
 
@@ -564,6 +730,16 @@ mod tests {
                 if encode_snapped(f.id, &words, &tags, &mut w) {
                     w.end_object();
                     w.kv_i64("r", i64::from(i32::MIN));
+                    // The longest place a compact record holds.
+                    encode_place(
+                        &mut w,
+                        &Place {
+                            context: Some(u64::MAX),
+                            device: Some(i32::MIN),
+                            uuid: Some([0xff; 16]),
+                            unreachable: vec![[0xff; 16]; PLACE_UNREACHABLE_MAX],
+                        },
+                    );
                     w.end_record();
                 }
             }

@@ -14,6 +14,9 @@
  *                      main thread, after N calls of its own, returns from main
  *   idle N             a thread makes 3 calls and then waits, idle, while the main thread makes N
  *                      (many times the ring); the idle thread ends after them
+ *   linger N           makes one call, then sleeps N seconds and ends: a traced process still
+ *                      running, which writes nothing more and ends by itself (a test that fails
+ *                      leaves no process behind for long, and no growing trace)
  *   wrthread N         makes N calls, then prints WRITER_THREADS <threads named sharecheck-wr> and
  *                      SIGBLK <the first one's blocked-signal mask, hex, from /proc>
  *   findings N K       N calls, every K-th of them to device 9 (a finding, CUDA_ERROR_INVALID_DEVICE),
@@ -401,6 +404,12 @@ int main(int argc, char **argv) {
         pthread_mutex_unlock(&idle_lock);
         pthread_join(t, NULL);
         done(n + 3);
+        return 0;
+    }
+    if (!strcmp(mode, "linger")) {
+        calls(1);
+        sleep((unsigned)n);
+        done(1);
         return 0;
     }
     if (!strcmp(mode, "wrthread")) {
