@@ -50,11 +50,19 @@ pub struct ThreadState {
 const TID_MEMBER: usize = 24;
 
 impl ThreadState {
+    #[inline(always)]
     fn tid(&self, generation: u32) -> i32 {
         let (cached_generation, tid) = self.tid.get();
         if cached_generation == generation {
             return tid;
         }
+        self.learn_tid(generation)
+    }
+
+    /// [`ThreadState::tid`] on the thread's first record (or the first after a fork).
+    #[cold]
+    #[inline(never)]
+    fn learn_tid(&self, generation: u32) -> i32 {
         // SAFETY: gettid has no preconditions and cannot fail.
         let tid = unsafe { libc::gettid() };
         self.tid.set((generation, tid));

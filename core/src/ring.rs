@@ -106,11 +106,13 @@ pub const PLACE_HEAD: usize = 1 + 8 + 4 + 16 + 1;
 pub const PLACE_UNREACHABLE_MAX: usize = 8;
 
 /// The bytes a place adds to a compact call record.
+#[inline]
 pub fn place_len(place: Option<&Place>) -> usize {
     place.map_or(0, |p| PLACE_HEAD + 16 * p.unreachable.len())
 }
 
 /// Whether a compact call record can carry `place`.
+#[inline]
 pub fn place_fits(place: Option<&Place>) -> bool {
     place.is_none_or(|p| p.unreachable.len() <= PLACE_UNREACHABLE_MAX)
 }

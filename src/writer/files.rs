@@ -3,7 +3,19 @@
 
 use super::*;
 
+#[inline(always)]
 pub(super) fn ensure_open(
+    w: &Lane,
+    index: usize,
+    open: impl FnOnce() -> Result<(Opened, Vec<u8>), String>,
+) -> bool {
+    // Open already: every record after the first.
+    w.state.load(Acquire) == OPEN || open_lane(w, index, open)
+}
+
+/// [`ensure_open`] when the lane is not open yet (or stopped).
+#[inline(never)]
+fn open_lane(
     w: &Lane,
     index: usize,
     open: impl FnOnce() -> Result<(Opened, Vec<u8>), String>,
