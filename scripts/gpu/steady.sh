@@ -37,7 +37,9 @@ gcc -shared -fPIC -O2 -o "$W/libcount_driver.so" scripts/gpu/count_driver_calls.
 gcc -std=gnu11 -O1 -o "$W/steady" tests/c/steady.c -I"$CUDA_INC" -Iinclude -Itests/c $L -l:libcuda.so.1 || exit 1
 for case in can-access:cuDeviceCanAccessPeer copy-stream0:cuMemcpyPeerAsync \
     copy-own-stream:cuMemcpyPeerAsync copy-sync:cuMemcpyPeer attach:cuStreamAttachMemAsync \
-    ipc-get:cuIpcGetMemHandle; do
+    ipc-get:cuIpcGetMemHandle ipc-get-event:cuIpcGetEventHandle dtod:cuMemcpyDtoDAsync_v2 \
+    memset:cuMemsetD8Async alloc-free:cuMemAlloc_v2+cuMemFree_v2 \
+    disable-enable:cuCtxDisablePeerAccess+cuCtxEnablePeerAccess; do
   c=${case%%:*}; f=${case#*:}
   for n in 8 1008; do
     rm -f "$W/$c.$n"
@@ -47,8 +49,9 @@ for case in can-access:cuDeviceCanAccessPeer copy-stream0:cuMemcpyPeerAsync \
   done
   per_call=$(python3 - "$W/$c.8" "$W/$c.1008" "$f" <<'PY'
 import sys
-# The case's own function, when counted here, is also the shim's forward of it: one a call.
-own = sys.argv[3]
+# The case's own functions (a pair: A+B), when counted here, are also the shim's forwards of
+# them: one a call each.
+own = set(sys.argv[3].split("+"))
 def read(p):
     d = {}
     for l in open(p):
@@ -56,7 +59,7 @@ def read(p):
         d[name] = int(n)
     return d
 a, b = read(sys.argv[1]), read(sys.argv[2])
-per = {k: (b.get(k, 0) - a.get(k, 0)) / 1000 - (k == own) for k in set(a) | set(b)}
+per = {k: (b.get(k, 0) - a.get(k, 0)) / 1000 - (k in own) for k in set(a) | set(b)}
 print(" ".join(f"{k}={v:g}" for k, v in sorted(per.items()) if v) or "none")
 PY
 )

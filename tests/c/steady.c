@@ -4,7 +4,8 @@
  * call the shim made into the driver for them.
  *
  *   steady CASE N     CASE: can-access, copy-stream0, copy-own-stream, copy-sync, attach,
- *                     ipc-get, endpoint-limits
+ *                     ipc-get, ipc-get-event, dtod, memset, alloc-free (a pair per step),
+ *                     disable-enable (a pair per step: peer access stays enabled), endpoint-limits
  * Prints MARKED <case> once the markers are written. */
 #include <cuda.h>
 #include <stdio.h>
@@ -40,6 +41,9 @@ int main(int argc, char **argv) {
     CUdeviceptr managed;
     MUST(cuMemAllocManaged(&managed, 4096, CU_MEM_ATTACH_GLOBAL));
     CUipcMemHandle handle;
+    CUevent ipc_event;
+    MUST(cuEventCreate(&ipc_event, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+    CUipcEventHandle event_handle;
 #if CUDA_VERSION >= 13030 /* the logical endpoints: the simulator only (R580 predates them) */
     CUlogicalEndpointProp prop;
     memset(&prop, 0, sizeof prop);
@@ -63,6 +67,19 @@ int main(int argc, char **argv) {
             MUST(cuStreamAttachMemAsync(own, managed, 0, CU_MEM_ATTACH_SINGLE));
         } else if (!strcmp(mode, "ipc-get")) {
             MUST(cuIpcGetMemHandle(&handle, a0));
+        } else if (!strcmp(mode, "ipc-get-event")) {
+            MUST(cuIpcGetEventHandle(&event_handle, ipc_event));
+        } else if (!strcmp(mode, "dtod")) {
+            MUST(cuMemcpyDtoDAsync(b1, a0, 4, own));
+        } else if (!strcmp(mode, "memset")) {
+            MUST(cuMemsetD8Async(a0, 0, 4, own));
+        } else if (!strcmp(mode, "alloc-free")) {
+            CUdeviceptr p;
+            MUST(cuMemAlloc(&p, 256));
+            MUST(cuMemFree(p));
+        } else if (!strcmp(mode, "disable-enable")) {
+            MUST(cuCtxDisablePeerAccess(c1));
+            MUST(cuCtxEnablePeerAccess(c1, 0));
 #if CUDA_VERSION >= 13030
         } else if (!strcmp(mode, "endpoint-limits")) {
             MUST(cuLogicalEndpointGetLimits(&align, &max, &prop));

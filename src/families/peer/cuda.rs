@@ -50,11 +50,15 @@ impl Check<args::cuDeviceCanAccessPeer> for CanAccess {
 }
 
 /// The current context and its device, when the driver can tell; `Err(())` when it says that no
-/// context is current.
+/// context is current. The device is the context's, cached per context as `peerContext`'s is
+/// (asked of the current context where the driver cannot be asked about a given one).
 fn current(cx: &Cx) -> Option<Result<(CUcontext, Option<i32>), ()>> {
     match cx.facts.current_context()? {
         None => Some(Err(())),
-        Some(ctx) => Some(Ok((ctx, cx.facts.current_device()))),
+        Some(ctx) => {
+            let dev = cx.facts.context_device(ctx, false).and_then(Result::ok);
+            Some(Ok((ctx, dev.or_else(|| cx.facts.current_device()))))
+        }
     }
 }
 
