@@ -67,6 +67,8 @@ pub struct Cx<'a> {
     /// (rare: IPC exports and opens; one word, `None`, on every other call).
     pub place: Option<Box<Place>>,
     /// Findings were reported before the call ([`before_call_findings`]): the call is explained.
+    /// (`found` and `place` are the only fields that own memory: [`Cx::dispose`] forgets a clean
+    /// context without its drop glue, so a field that owns anything must be added there too.)
     reported_early: bool,
     /// The check running now (debug builds): a rule it raises must be one its `CheckInfo` lists,
     /// which is how the catalogue knows where each rule is checked.
