@@ -45,20 +45,33 @@ pub fn log_call(symbol: &str, by_shim: bool) {
     unsafe { libc::write(fd.as_raw_fd(), line.as_ptr().cast(), n + 1) };
 }
 
-/// Whether the shim made the call being received: its `sharecheck_asking_driver` says so (looked
-/// up once; no shim in the process, never).
+/// Whether the shim made the call being received: its `sharecheck_asking_driver` says so (no shim
+/// in the process: never). Looked up without a lock (a `OnceLock` would hold its waiters while
+/// `dlsym` waits for the loader's lock, which a constructor calling into this library may hold):
+/// two threads may both look it up, and find the same address.
 fn made_by_shim() -> bool {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
     type Asking = extern "C" fn() -> std::ffi::c_int;
-    static ASKING: OnceLock<Option<Asking>> = OnceLock::new();
-    let asking = ASKING.get_or_init(|| {
+    /// 0: not looked up yet; 1: no shim; else the function's address.
+    static ASKING: AtomicUsize = AtomicUsize::new(0);
+    let mut found = ASKING.load(Relaxed);
+    if found == 0 {
         // SAFETY: a lookup by a NUL-terminated name in the process's global scope.
-        let found =
+        let address =
             unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"sharecheck_asking_driver".as_ptr()) };
-        // SAFETY: the shim's export of that name is `extern "C" fn() -> c_int` (src/capi.rs).
-        (!found.is_null())
-            .then(|| unsafe { std::mem::transmute::<*mut libc::c_void, Asking>(found) })
-    });
-    asking.is_some_and(|f| f() != 0)
+        found = if address.is_null() {
+            1
+        } else {
+            address as usize
+        };
+        ASKING.store(found, Relaxed);
+    }
+    if found == 1 {
+        return false;
+    }
+    // SAFETY: the shim's export of that name is `extern "C" fn() -> c_int` (src/capi.rs).
+    let asking = unsafe { std::mem::transmute::<usize, Asking>(found) };
+    asking() != 0
 }
 
 /// Spins for `ns` nanoseconds (the cost charged to a call the shim made).
