@@ -19,6 +19,7 @@ pub mod facts;
 pub mod fake;
 #[cfg(test)]
 mod general_tests;
+pub mod memo;
 pub mod state;
 
 use crate::findings::{self, Finding};
@@ -31,7 +32,6 @@ use sharecheck_core::rules::{self as catalogue, divergences, Kind, Rule, Severit
 use sharecheck_core::schema::env;
 use state::States;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Why the shim believes a finding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -564,32 +564,9 @@ pub fn after_fork_in_child() {
     moved_on();
 }
 
-/// The checks' generation: it moves whenever what a clean verdict rests on may have changed
-/// (anything ended, a family's shared state was written, a fork). A check may remember, per
-/// thread, that a call was clean under a generation, and skip its work for the same call while
-/// the generation stays: a stale verdict could only hide a finding, as a cached fact could.
-static GENERATION: AtomicU64 = AtomicU64::new(1);
-
-/// The current [`GENERATION`]: read it before the facts a verdict rests on.
-#[inline]
-pub fn generation() -> u64 {
-    GENERATION.load(Ordering::Acquire)
-}
-
-/// Moves the [`GENERATION`] on (after the change it announces).
-#[inline]
-pub fn moved_on() {
-    GENERATION.fetch_add(1, Ordering::AcqRel);
-    #[cfg(test)]
-    OWN_MOVES.with(|n| n.set(n.get() + 1));
-}
-
 #[cfg(test)]
-thread_local! {
-    /// How often this thread moved the generation (tests run in parallel: `fake::Harness`
-    /// tells its own moves from other tests').
-    pub static OWN_MOVES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
+pub use memo::OWN_MOVES;
+pub use memo::{generation, moved_on, LastClean, Remember};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers shared by the families.

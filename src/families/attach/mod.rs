@@ -17,7 +17,7 @@ use crate::engine::facts::{
     HipSession, MemoryKind, ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
 };
 use crate::engine::state::{FamilyState, Lifetime};
-use crate::engine::{hex, Check, Cx};
+use crate::engine::{hex, Check, Cx, LastClean, Remember};
 use parking_lot::Mutex;
 use sharecheck_core::functions::args;
 use sharecheck_core::rules::attach::{cuda, hip, lifetime};
@@ -362,15 +362,15 @@ macro_rules! attach_cuda_check {
         impl Check<args::$function> for AttachCuda {
             type Plan = AttachPlan;
             fn before(&self, a: &args::$function, cx: &mut Cx) -> AttachPlan {
+                let generation = crate::engine::generation();
                 let this = CleanAttach {
                     stream: a.hStream.addr(),
                     dptr: a.dptr.0,
                     length: a.length.0 as u64,
                     flags: a.flags.0,
                     ptsz: $ptsz,
-                    generation: crate::engine::generation(),
                 };
-                if LAST_CLEAN.with(|last| last.get() == Some(this)) {
+                if LAST_CLEAN.recall(this, generation).is_some() {
                     // This thread's last attach, found clean and already tracked, and nothing
                     // it rested on has moved since.
                     return AttachPlan::Remembered;
@@ -380,7 +380,7 @@ macro_rules! attach_cuda_check {
                 let first = unordered_candidate(cx, this.stream, this.dptr, $ptsz);
                 AttachPlan::Checked {
                     first,
-                    clean: (clean_before && cx.is_clean()).then_some(this),
+                    clean: (clean_before && cx.is_clean()).then_some((this, generation)),
                 }
             }
             fn after(&self, a: &args::$function, plan: AttachPlan, ret: c_int, cx: &mut Cx) {
@@ -394,13 +394,13 @@ macro_rules! attach_cuda_check {
                     let changed = accepted(cx, a.hStream.addr(), a.dptr.0, a.flags.0, $ptsz);
                     // Remembered once an attach changes nothing: the same again, clean, in the
                     // same generation (its own write moves it).
-                    if let Some(this) = clean.filter(|c| {
+                    if let Some((this, generation)) = clean.filter(|&(_, generation)| {
                         !changed
                             && first.is_none()
                             && cx.is_clean()
-                            && crate::engine::generation() == c.generation
+                            && crate::engine::generation() == generation
                     }) {
-                        LAST_CLEAN.with(|last| last.set(Some(this)));
+                        LAST_CLEAN.keep(this, generation, ());
                     }
                 }
             }
@@ -413,14 +413,14 @@ pub enum AttachPlan {
     /// Remembered clean ([`LAST_CLEAN`]): nothing to do.
     Remembered,
     /// Checked: the allocation's last attach when this one may not be ordered after it, and the
-    /// attach itself when its checks found nothing.
+    /// attach itself and the generation it was checked in when its checks found nothing.
     Checked {
         first: Option<Attached>,
-        clean: Option<CleanAttach>,
+        clean: Option<(CleanAttach, u64)>,
     },
 }
 
-/// An attach the checks found clean, and the checks' generation then.
+/// An attach the checks found clean.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CleanAttach {
     stream: u64,
@@ -428,14 +428,13 @@ pub struct CleanAttach {
     length: u64,
     flags: u32,
     ptsz: bool,
-    generation: u64,
 }
 
 thread_local! {
     /// This thread's last clean attach that changed nothing tracked: the same attach again, in
     /// the same generation, needs none of its checks' work (issue 24: on R580 their cache lines
     /// cost more than their instructions).
-    static LAST_CLEAN: std::cell::Cell<Option<CleanAttach>> = const { std::cell::Cell::new(None) };
+    static LAST_CLEAN: LastClean<CleanAttach> = const { LastClean::new() };
 }
 
 /// Before an attach of `dptr` to `stream`: the allocation's last attach, when it went to another
@@ -685,7 +684,7 @@ thread_local! {
     /// The pointer of this thread's last HIP attach the runtime said is not plain device memory,
     /// and the checks' generation then (a free moves it): the same pointer again in the same
     /// generation is not asked about again (issue 24: HIP's pointer facts are not cached).
-    static LAST_NOT_PLAIN_HIP: std::cell::Cell<Option<(u64, u64)>> = const { std::cell::Cell::new(None) };
+    static LAST_NOT_PLAIN_HIP: LastClean<u64> = const { LastClean::new() };
 }
 
 impl Check<args::hipStreamAttachMemAsync> for AttachHip {
@@ -693,13 +692,13 @@ impl Check<args::hipStreamAttachMemAsync> for AttachHip {
     fn before(&self, a: &args::hipStreamAttachMemAsync, cx: &mut Cx) {
         flags_not_one(cx, &hip::FLAGS_NOT_ONE, a.flags.0);
         let ptr = a.dev_ptr.addr();
-        let this = (ptr, crate::engine::generation());
-        if ptr == 0 || LAST_NOT_PLAIN_HIP.with(|last| last.get() == Some(this)) {
+        let generation = crate::engine::generation();
+        if ptr == 0 || LAST_NOT_PLAIN_HIP.recall(ptr, generation).is_some() {
             return;
         }
         let plain = HipSession::begin(cx.facts).is_plain_device_memory(ptr);
         if plain == Some(false) {
-            LAST_NOT_PLAIN_HIP.with(|last| last.set(Some(this)));
+            LAST_NOT_PLAIN_HIP.keep(ptr, generation, ());
         }
         if plain == Some(true) {
             cx.flag(&hip::MEMORY_NOT_MANAGED, || {

@@ -10,7 +10,7 @@ mod tests;
 
 use crate::engine::facts::{HipSession, MemoryKind};
 use crate::engine::state::{FamilyState, Lifetime};
-use crate::engine::{hex, Check, Cx};
+use crate::engine::{hex, Check, Cx, LastClean, Remember};
 use parking_lot::Mutex;
 use sharecheck_core::ffi::{CUcontext, Outcome};
 use sharecheck_core::functions::args;
@@ -384,11 +384,50 @@ fn not_exportable(cx: &mut Cx, ptr: u64) -> bool {
     true
 }
 
+/// Where exported memory lives, for the export's record: its context (CUDA), its device and the
+/// device's UUID.
+#[derive(Clone, Copy, PartialEq)]
+struct Home {
+    context: Option<u64>,
+    device: Option<i32>,
+    uuid: Option<[u8; 16]>,
+}
+
 thread_local! {
-    /// This thread's last export of memory found clean: the pointer and the checks' generation
-    /// then ([`crate::engine::generation`]: a free, which may change what the pointer is, moves
-    /// it). The same export again in the same generation is clean again without asking.
-    static LAST_CLEAN_GET: std::cell::Cell<Option<(u64, u64)>> = const { std::cell::Cell::new(None) };
+    /// This thread's last export of memory found clean, by pointer: the same export again in the
+    /// same generation (a free, which may change what the pointer is, moves it) is clean again
+    /// without asking, and its home, once a record wanted it, known without asking.
+    static LAST_CLEAN_GET: LastClean<u64, Option<Home>> = const { LastClean::new() };
+    /// The same for HIP (issue 24: HIP's pointer facts are not cached).
+    static LAST_CLEAN_GET_HIP: LastClean<u64, Option<Home>> = const { LastClean::new() };
+}
+
+/// The home of exported `ptr` for its record: remembered with the export's clean verdict, or
+/// found (and then remembered with it).
+fn home_of(
+    memo: &'static std::thread::LocalKey<LastClean<u64, Option<Home>>>,
+    ptr: u64,
+    find: impl FnOnce() -> Home,
+) -> Home {
+    // Read before the facts the home rests on.
+    let generation = crate::engine::generation();
+    let remembered = memo.recall(ptr, generation);
+    if let Some(Some(home)) = remembered {
+        return home;
+    }
+    let home = find();
+    if remembered.is_some() {
+        memo.keep(ptr, generation, Some(home));
+    }
+    home
+}
+
+/// Writes `home` into the call's place.
+fn place_at(cx: &mut Cx, home: Home) {
+    let place = cx.place();
+    place.context = home.context;
+    place.device = home.device;
+    place.uuid = home.uuid;
 }
 
 impl Check<args::cuIpcGetMemHandle> for GetCuda {
@@ -396,8 +435,8 @@ impl Check<args::cuIpcGetMemHandle> for GetCuda {
     fn before(&self, a: &args::cuIpcGetMemHandle, cx: &mut Cx) {
         let ptr = a.dptr.0;
         // Read before any fact the verdict rests on.
-        let this = (ptr, crate::engine::generation());
-        if LAST_CLEAN_GET.with(|last| last.get() == Some(this)) {
+        let generation = crate::engine::generation();
+        if LAST_CLEAN_GET.recall(ptr, generation).is_some() {
             return;
         }
         let clean_before = cx.is_clean();
@@ -409,7 +448,7 @@ impl Check<args::cuIpcGetMemHandle> for GetCuda {
             facts.allocation_range(ptr, fresh)
         });
         if clean_before && cx.is_clean() {
-            LAST_CLEAN_GET.with(|last| last.set(Some(this)));
+            LAST_CLEAN_GET.keep(ptr, generation, None);
         }
     }
     fn after(&self, a: &args::cuIpcGetMemHandle, _: (), ret: c_int, cx: &mut Cx) {
@@ -419,8 +458,17 @@ impl Check<args::cuIpcGetMemHandle> for GetCuda {
             // destroying the context frees the memory; an importer's device must reach the
             // device.
             if crate::trace::enabled() {
-                cx.place().context = cx.facts.allocation_context(a.dptr.0);
-                record_device_of(cx, false);
+                let facts = cx.facts;
+                let home = home_of(&LAST_CLEAN_GET, a.dptr.0, || {
+                    let context = facts.allocation_context(a.dptr.0);
+                    let device = context.and_then(|ctx| context_device(facts, ctx));
+                    Home {
+                        context,
+                        device,
+                        uuid: device.and_then(|dev| facts.device_uuid(dev)),
+                    }
+                });
+                place_at(cx, home);
             }
         }
     }
@@ -445,7 +493,7 @@ macro_rules! open_cuda {
             fn before(&self, a: &args::$function, cx: &mut Cx) -> Self::Plan {
                 // Where the open maps, for its record (the report's context and device rules).
                 cx.place().context = current_context(cx);
-                record_device_of(cx, true);
+                record_reach(cx);
                 open_flags(cx, a.Flags.0);
                 let exported = cx.states.family::<IpcState>().was_exported(&a.handle.reserved);
                 same_process(cx, &cuda::OPEN_SAME_PROCESS, exported);
@@ -494,29 +542,32 @@ impl Check<args::cuCtxDestroy_v2> for ContextDestroyed {
     }
 }
 
-/// Records the device of the place's context and its UUID, and, with `reach`, the UUIDs of the
-/// devices it cannot access (`cuDeviceCanAccessPeer` 0).
-fn record_device_of(cx: &mut Cx, reach: bool) {
-    let Some(ctx) = cx.place().context else {
-        return;
-    };
-    let facts = cx.facts;
-    let Some(dev) = facts
+/// The device of context `ctx` (cached).
+fn context_device(facts: &dyn crate::engine::facts::Facts, ctx: u64) -> Option<i32> {
+    facts
         .context_device(CUcontext(ctx as usize as *mut std::ffi::c_void), false)
         .and_then(Result::ok)
+}
+
+/// Records the device of the place's context, its UUID and the UUIDs of the devices it cannot
+/// access (`cuDeviceCanAccessPeer` 0).
+fn record_reach(cx: &mut Cx) {
+    let facts = cx.facts;
+    let Some(dev) = cx
+        .place()
+        .context
+        .and_then(|ctx| context_device(facts, ctx))
     else {
         return;
     };
     let place = cx.place();
     place.device = Some(dev);
     place.uuid = facts.device_uuid(dev);
-    if reach {
-        let count = facts.device_count().unwrap_or(0);
-        place.unreachable = (0..count)
-            .filter(|&d| d != dev && facts.can_access_peer(dev, d) == Some(false))
-            .filter_map(|d| facts.device_uuid(d))
-            .collect();
-    }
+    let count = facts.device_count().unwrap_or(0);
+    place.unreachable = (0..count)
+        .filter(|&d| d != dev && facts.can_access_peer(dev, d) == Some(false))
+        .filter_map(|d| facts.device_uuid(d))
+        .collect();
 }
 
 /// Records the current HIP device, its UUID and those of the devices it cannot access.
@@ -615,35 +666,13 @@ impl Check<args::cuIpcCloseMemHandle> for CloseCuda {
     }
 }
 
-/// This thread's last HIP export found clean: the pointer and the checks' generation then, and
-/// once asked for a record, the memory's device and its UUID.
-#[derive(Clone, Copy)]
-struct CleanHipGet {
-    ptr: u64,
-    generation: u64,
-    place: Option<(Option<i32>, Option<[u8; 16]>)>,
-}
-
-thread_local! {
-    /// The same export again in the same generation is clean again and its place known, without
-    /// asking the runtime (issue 24: HIP's pointer facts are not cached).
-    static LAST_CLEAN_GET_HIP: std::cell::Cell<Option<CleanHipGet>> = const { std::cell::Cell::new(None) };
-}
-
-/// The remembered export of `ptr` in `generation`, if it is the last one.
-fn clean_hip_get(ptr: u64, generation: u64) -> Option<CleanHipGet> {
-    LAST_CLEAN_GET_HIP
-        .with(std::cell::Cell::get)
-        .filter(|c| c.ptr == ptr && c.generation == generation)
-}
-
 impl Check<args::hipIpcGetMemHandle> for GetHip {
     type Plan = ();
     fn before(&self, a: &args::hipIpcGetMemHandle, cx: &mut Cx) {
         let ptr = a.devPtr.addr();
         // Read before any fact the verdict rests on.
         let generation = crate::engine::generation();
-        if clean_hip_get(ptr, generation).is_some() {
+        if LAST_CLEAN_GET_HIP.recall(ptr, generation).is_some() {
             return;
         }
         let clean_before = cx.is_clean();
@@ -665,12 +694,7 @@ impl Check<args::hipIpcGetMemHandle> for GetHip {
         }
         not_base(cx, &hip::GET_NOT_ALLOCATION_BASE, "devPtr", ptr, |_| range);
         if clean_before && cx.is_clean() {
-            let clean = CleanHipGet {
-                ptr,
-                generation,
-                place: None,
-            };
-            LAST_CLEAN_GET_HIP.with(|last| last.set(Some(clean)));
+            LAST_CLEAN_GET_HIP.keep(ptr, generation, None);
         }
     }
     fn after(&self, a: &args::hipIpcGetMemHandle, _: (), ret: c_int, cx: &mut Cx) {
@@ -684,22 +708,17 @@ impl Check<args::hipIpcGetMemHandle> for GetHip {
             return;
         }
         let ptr = a.devPtr.addr();
-        let remembered = clean_hip_get(ptr, crate::engine::generation());
-        let (device, uuid) = match remembered.and_then(|c| c.place) {
-            Some(place) => place,
-            None => {
-                let mut hip = HipSession::begin(cx.facts);
-                let device = hip.device_memory_owner(ptr);
-                (device, device.and_then(|dev| hip.device_uuid(dev)))
+        let facts = cx.facts;
+        let home = home_of(&LAST_CLEAN_GET_HIP, ptr, || {
+            let mut hip = HipSession::begin(facts);
+            let device = hip.device_memory_owner(ptr);
+            Home {
+                context: None,
+                device,
+                uuid: device.and_then(|dev| hip.device_uuid(dev)),
             }
-        };
-        if let Some(clean) = remembered {
-            let place = Some((device, uuid));
-            LAST_CLEAN_GET_HIP.with(|last| last.set(Some(CleanHipGet { place, ..clean })));
-        }
-        let place = cx.place();
-        place.device = device;
-        place.uuid = uuid;
+        });
+        place_at(cx, home);
     }
 }
 

@@ -2,9 +2,11 @@
 //! the divergence R580 shows with it), and correct calls that stay silent. The end-to-end layer
 //! is `tests/ipc_rules.rs`, with C programs on the simulated driver.
 
+use super::{home_of, Home, LAST_CLEAN_GET};
 use crate::engine::facts::MemoryKind;
 use crate::engine::fake::{check_negative_cases, Case, FakeFacts, Harness};
 use crate::engine::Checked;
+use crate::engine::Remember;
 use sharecheck_core::codes::*;
 use sharecheck_core::ffi::*;
 use sharecheck_core::functions::args;
@@ -720,4 +722,37 @@ fn a_hip_export_found_clean_is_checked_again_once_the_generation_moves() {
         "{:?}",
         checked.messages
     );
+}
+
+#[test]
+fn an_export_s_home_is_found_once_per_clean_verdict_and_again_once_the_generation_moves() {
+    let h = world();
+    let home = |n: i32| Home {
+        context: Some(0xc0),
+        device: Some(n),
+        uuid: None,
+    };
+    let finds = std::cell::Cell::new(0);
+    let find = |n| {
+        finds.set(finds.get() + 1);
+        home(n)
+    };
+    let (first, second) = h.remembering(|_| {
+        finds.set(0);
+        LAST_CLEAN_GET.keep(MEM, crate::engine::generation(), None);
+        let first = home_of(&LAST_CLEAN_GET, MEM, || find(1));
+        // The same export again: its home is remembered with its verdict.
+        (first, home_of(&LAST_CLEAN_GET, MEM, || find(2)))
+    });
+    assert!(
+        first == home(1) && second == home(1),
+        "the first home is kept"
+    );
+    assert_eq!(finds.get(), 1, "found once");
+    // Another pointer, never found clean: found, and not remembered.
+    let _ = home_of(&LAST_CLEAN_GET, IMPORTED, || find(3));
+    assert_eq!(finds.get(), 2);
+    crate::engine::moved_on();
+    let moved = home_of(&LAST_CLEAN_GET, MEM, || find(4));
+    assert!(moved == home(4), "found again once the generation moved");
 }

@@ -4,7 +4,7 @@
 use super::grants::ContextPair;
 use super::PeerState;
 use crate::engine::facts::{self, is_unknown_context};
-use crate::engine::{hex, Check, Cx};
+use crate::engine::{hex, Check, Cx, LastClean, Remember};
 use sharecheck_core::codes::*;
 use sharecheck_core::ffi::{CUcontext, CUstream};
 use sharecheck_core::functions::args;
@@ -460,8 +460,7 @@ impl Check<args::cuMemFree_v2> for Freed {
     }
 }
 
-/// A copy the checks found clean: its arguments, the context it was issued in, and the checks'
-/// generation then ([`crate::engine::generation`]).
+/// A copy the checks found clean: its arguments and the context it was issued in.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct CleanCopy {
     per_thread: bool,
@@ -470,7 +469,6 @@ struct CleanCopy {
     bytes: u64,
     stream: Option<u64>,
     issuing: Option<u64>,
-    generation: u64,
 }
 
 thread_local! {
@@ -478,7 +476,7 @@ thread_local! {
     /// again without its checks' work (the ranges, owners and devices of both pointers, the
     /// grants). A program's copy loop takes that path (issue 24: on R580 the checks' cache
     /// lines cost more than their instructions).
-    static LAST_CLEAN: std::cell::Cell<Option<CleanCopy>> = const { std::cell::Cell::new(None) };
+    static LAST_CLEAN: LastClean<CleanCopy> = const { LastClean::new() };
 }
 
 /// After the copy: the direction it used and a stream to remember it on, when that stream is
@@ -506,9 +504,8 @@ impl<A: PeerCopy> Check<A> for Copy {
             bytes,
             stream: a.stream().map(CUstream::addr),
             issuing: issuing.map(CUcontext::addr),
-            generation,
         };
-        if LAST_CLEAN.with(|last| last.get() == Some(this)) {
+        if LAST_CLEAN.recall(this, generation).is_some() {
             // This thread's last copy, found clean, and nothing it rested on has moved since.
             return CopyPlan(None);
         }
@@ -632,7 +629,7 @@ impl<A: PeerCopy> Check<A> for Copy {
             }
         }
         if clean_before && cx.is_clean() && remember.is_none() {
-            LAST_CLEAN.with(|last| last.set(Some(this)));
+            LAST_CLEAN.keep(this, generation, ());
         }
         CopyPlan(remember)
     }

@@ -3,7 +3,7 @@
 
 use super::PeerState;
 use crate::engine::facts::{self, HipSession};
-use crate::engine::{hex, Check, Cx};
+use crate::engine::{hex, Check, Cx, LastClean, Remember};
 use sharecheck_core::codes::{
     CONTEXT_IS_DESTROYED, INVALID_HANDLE, PEER_ACCESS_ALREADY_ENABLED, PEER_ACCESS_NOT_ENABLED,
 };
@@ -258,8 +258,7 @@ fn is_default_stream(stream: *mut c_void) -> bool {
     (stream as usize) <= 2
 }
 
-/// A HIP copy the checks found clean: its arguments, the device it was issued on, and the
-/// checks' generation then ([`crate::engine::generation`]).
+/// A HIP copy the checks found clean: its arguments and the device it was issued on.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct CleanCopy {
     dst: (u64, i32),
@@ -267,14 +266,13 @@ struct CleanCopy {
     bytes: u64,
     stream: Option<usize>,
     issuing: Option<i32>,
-    generation: u64,
 }
 
 thread_local! {
     /// This thread's last clean HIP copy: the same copy again, issued on the same device in the
     /// same generation, is clean again without the runtime's pointer questions (issue 24: HIP's
     /// pointer facts are not cached, so a copy asked four of them).
-    static LAST_CLEAN: std::cell::Cell<Option<CleanCopy>> = const { std::cell::Cell::new(None) };
+    static LAST_CLEAN: LastClean<CleanCopy> = const { LastClean::new() };
 }
 
 impl<A: HipPeerCopy> Check<A> for Copy {
@@ -299,9 +297,8 @@ impl<A: HipPeerCopy> Check<A> for Copy {
             bytes,
             stream: stream.map(|s| s as usize),
             issuing,
-            generation,
         };
-        if LAST_CLEAN.with(|last| last.get() == Some(this)) {
+        if LAST_CLEAN.recall(this, generation).is_some() {
             return;
         }
         let clean_before = cx.is_clean();
@@ -337,7 +334,7 @@ impl<A: HipPeerCopy> Check<A> for Copy {
         drop(q);
         let remember = |cx: &Cx| {
             if clean_before && cx.is_clean() {
-                LAST_CLEAN.with(|last| last.set(Some(this)));
+                LAST_CLEAN.keep(this, generation, ());
             }
         };
         if !ids_valid || dst_dev == src_dev {

@@ -879,3 +879,52 @@ fn a_hip_copy_found_clean_is_checked_again_once_the_generation_moves() {
     let checked = h.call_as_is(again(), SUCCESS);
     assert!(checked.rules.contains(&past), "{:?}", checked.messages);
 }
+
+#[test]
+fn the_freed_ring_keeps_the_last_frees_most_recent_first() {
+    let freed = super::Freed::default();
+    assert_eq!(freed.recent().count(), 0);
+    freed.push(0x10, None);
+    freed.push(0x20, Some(0));
+    assert_eq!(
+        freed.recent().collect::<Vec<_>>(),
+        [(0x20, Some(0)), (0x10, None)],
+        "sizes kept as known, zero included"
+    );
+    for n in 0..super::FREED_KEPT as u64 + 5 {
+        freed.push(0x1000 + n, Some(n));
+    }
+    let kept: Vec<_> = freed.recent().collect();
+    assert_eq!(kept.len(), super::FREED_KEPT);
+    let last = super::FREED_KEPT as u64 + 4;
+    assert_eq!(kept[0], (0x1000 + last, Some(last)));
+    assert_eq!(kept[super::FREED_KEPT - 1], (0x1000 + 5, Some(5)));
+}
+
+#[test]
+fn a_free_read_while_frees_are_written_is_never_torn() {
+    let freed = std::sync::Arc::new(super::Freed::default());
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let (freed, done) = (freed.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut seen = 0u64;
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    for (base, size) in freed.recent().take(64) {
+                        assert_eq!(size, Some(base * 3), "a torn slot: {base:#x}");
+                        seen += 1;
+                    }
+                }
+                seen
+            })
+        })
+        .collect();
+    for base in 1..200_000u64 {
+        freed.push(base, Some(base * 3));
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().expect("a reader panicked") > 0);
+    }
+}

@@ -1,0 +1,141 @@
+//! Clean verdicts remembered per thread (issue 24): the checks' generation, and one thread's last
+//! clean call of a kind.
+//!
+//! On R580 a check's cache lines cost more than its instructions: the driver's call evicts them.
+//! A program's loop repeats the same call, so a check remembers, per thread, the last call it
+//! found clean, the generation then and what it learned, and skips its work for the same call
+//! while the generation stays. A stale verdict could only hide a finding, as a cached fact could.
+
+use std::cell::Cell;
+use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
+use std::thread::LocalKey;
+
+/// The checks' generation: it moves whenever what a clean verdict rests on may have changed
+/// (anything ended, a family's shared state was written, a fork).
+static GENERATION: AtomicU64 = AtomicU64::new(1);
+
+/// The current [`GENERATION`]: read it before the facts a verdict rests on.
+#[inline]
+pub fn generation() -> u64 {
+    GENERATION.load(Ordering::Acquire)
+}
+
+/// Moves the [`GENERATION`] on (after the change it announces).
+#[inline]
+pub fn moved_on() {
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+    #[cfg(test)]
+    OWN_MOVES.with(|n| n.set(n.get() + 1));
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How often this thread moved the generation (tests run in parallel: `fake::Harness`
+    /// tells its own moves from other tests').
+    pub static OWN_MOVES: Cell<u64> = const { Cell::new(0) };
+}
+
+/// One thread's last clean call of one kind: its key (the arguments and facts its verdict rests
+/// on), the [`generation`] it was found clean in, and what the checks learned then (`V`, `()`
+/// when nothing). Declared in a `thread_local!` with `const { LastClean::new() }` and used
+/// through [`Remember`].
+pub struct LastClean<K: Copy + PartialEq, V: Copy = ()> {
+    last: Cell<Option<(K, u64, V)>>,
+    /// This thread is reading or writing `last`: a signal handler that interrupts it finds the
+    /// memo busy and neither trusts nor changes it (a Cell's copy is several stores).
+    busy: Cell<bool>,
+}
+
+impl<K: Copy + PartialEq, V: Copy> LastClean<K, V> {
+    pub const fn new() -> Self {
+        LastClean {
+            last: Cell::new(None),
+            busy: Cell::new(false),
+        }
+    }
+
+    /// Runs `f` on the memo unless this thread is already inside it (a signal handler
+    /// interrupted it): then `None`.
+    #[inline]
+    fn exclusive<T>(&self, f: impl FnOnce(&Cell<Option<(K, u64, V)>>) -> Option<T>) -> Option<T> {
+        if self.busy.replace(true) {
+            return None;
+        }
+        compiler_fence(Ordering::SeqCst);
+        let out = f(&self.last);
+        compiler_fence(Ordering::SeqCst);
+        self.busy.set(false);
+        out
+    }
+}
+
+/// [`LastClean`]'s use, on its thread-local key.
+pub trait Remember<K, V> {
+    /// What was learned of `key` when it was found clean, if it is this thread's last clean
+    /// call of the kind and `generation` (read before the facts) has not moved since.
+    fn recall(&'static self, key: K, generation: u64) -> Option<V>;
+    /// Remembers `key` clean in `generation`, with what was learned.
+    fn keep(&'static self, key: K, generation: u64, learned: V);
+}
+
+impl<K: Copy + PartialEq + 'static, V: Copy + 'static> Remember<K, V>
+    for LocalKey<LastClean<K, V>>
+{
+    #[inline]
+    fn recall(&'static self, key: K, generation: u64) -> Option<V> {
+        self.with(|memo| {
+            memo.exclusive(|last| match last.get() {
+                Some((k, g, learned)) if k == key && g == generation => Some(learned),
+                _ => None,
+            })
+        })
+    }
+    #[inline]
+    fn keep(&'static self, key: K, generation: u64, learned: V) {
+        self.with(|memo| {
+            memo.exclusive(|last| {
+                last.set(Some((key, generation, learned)));
+                Some(())
+            })
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    thread_local! {
+        static LAST: LastClean<u64, u32> = const { LastClean::new() };
+    }
+
+    #[test]
+    fn a_call_is_recalled_only_under_its_key_and_generation() {
+        assert_eq!(LAST.recall(7, 3), None, "nothing kept yet");
+        LAST.keep(7, 3, 42);
+        assert_eq!(LAST.recall(7, 3), Some(42));
+        assert_eq!(LAST.recall(8, 3), None, "another key");
+        assert_eq!(LAST.recall(7, 4), None, "the generation moved");
+        LAST.keep(8, 4, 1);
+        assert_eq!(LAST.recall(7, 3), None, "only the last call is remembered");
+        assert_eq!(LAST.recall(8, 4), Some(1));
+    }
+
+    #[test]
+    fn a_memo_in_use_is_neither_trusted_nor_changed() {
+        LAST.keep(5, 9, 50);
+        // As a signal handler finds it when it interrupts this thread inside the memo.
+        LAST.with(|m| m.busy.set(true));
+        assert_eq!(LAST.recall(5, 9), None, "not trusted while busy");
+        LAST.keep(6, 9, 60);
+        LAST.with(|m| m.busy.set(false));
+        assert_eq!(LAST.recall(5, 9), Some(50), "not changed while busy");
+    }
+
+    #[test]
+    fn moving_on_changes_the_generation() {
+        let before = generation();
+        moved_on();
+        assert!(generation() > before);
+    }
+}
