@@ -293,28 +293,44 @@ stream_handle!(
     "hipStreamPerThread"
 );
 
-/// `const void *`
-#[repr(transparent)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ConstVoidPtr(pub *const c_void);
-impl ConstVoidPtr {
-    pub fn addr(self) -> u64 {
-        self.0 as usize as u64
-    }
+/// A pointer argument the shim records as an address and never reads.
+macro_rules! const_pointer {
+    ($(#[$doc:meta])* $name:ident, $c:literal) => {
+        $(#[$doc])*
+        #[repr(transparent)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub struct $name(pub *const c_void);
+        impl $name {
+            pub fn addr(self) -> u64 {
+                self.0 as usize as u64
+            }
+        }
+        impl ArgValue for $name {
+            plain_snapshot!();
+            fn c_type() -> String {
+                $c.into()
+            }
+            fn encode(&self, w: &mut JsonOut, _: Outcome) {
+                w.hex(self.addr());
+            }
+            #[inline]
+            fn encode_named(&self, w: &mut JsonOut, name: &'static str, _: Outcome) {
+                w.kv_hex(name, self.addr());
+            }
+        }
+    };
 }
-impl ArgValue for ConstVoidPtr {
-    plain_snapshot!();
-    fn c_type() -> String {
-        "const void *".into()
-    }
-    fn encode(&self, w: &mut JsonOut, _: Outcome) {
-        w.hex(self.addr());
-    }
-    #[inline]
-    fn encode_named(&self, w: &mut JsonOut, name: &'static str, _: Outcome) {
-        w.kv_hex(name, self.addr());
-    }
-}
+
+const_pointer!(
+    /// `const void *`
+    ConstVoidPtr,
+    "const void *"
+);
+const_pointer!(
+    /// `const CUmemAccessDesc *` of `cuMemSetAccess` (recorded as its address).
+    MemAccessDescPtr,
+    "const CUmemAccessDesc *"
+);
 
 macro_rules! number {
     ($(#[$doc:meta])* $name:ident($inner:ty), $c:literal, $write:ident) => {
@@ -611,6 +627,16 @@ flags!(
     [
         (0x0, "CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_NONE"),
         (0x1, "CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_FABRIC")
+    ]
+);
+
+flags!(
+    /// `CUmemAllocationGranularity_flags` (an enum; written by name).
+    GranularityFlags(c_uint),
+    "CUmemAllocationGranularity_flags",
+    [
+        (0x0, "CU_MEM_ALLOC_GRANULARITY_MINIMUM"),
+        (0x1, "CU_MEM_ALLOC_GRANULARITY_RECOMMENDED")
     ]
 );
 

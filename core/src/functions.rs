@@ -91,12 +91,18 @@ macro_rules! interposed_functions {
             cuda cuMemFreeHost [cuMemFreeHost 2000 legacy observed] (p: VoidPtr);
             cuda cuMemFreeAsync [cuMemFreeAsync 11020 legacy observed] (dptr: CUdeviceptr, hStream: CUstream);
             cuda cuMemFreeAsync_ptsz [cuMemFreeAsync 11020 ptsz observed] (dptr: CUdeviceptr, hStream: CUstream);
-            cuda cuMemRelease [cuMemRelease 10020 legacy observed] (handle: CUmemGenericAllocationHandle);
-            // VMM memory: what a logical endpoint bind's memory is (its size, location and handle types).
+            // Virtual memory management (CUDA Driver API "Virtual Memory Management").
             cuda cuMemCreate [cuMemCreate 10020 legacy observed] (handle: Out<CUmemGenericAllocationHandle>, size: Size, prop: MemAllocationPropPtr, flags: ReservedFlags64);
-            cuda cuMemMap [cuMemMap 10020 legacy observed] (ptr: CUdeviceptr, size: Size, offset: Size, handle: CUmemGenericAllocationHandle, flags: ReservedFlags64);
+            cuda cuMemRelease [cuMemRelease 10020 legacy observed] (handle: CUmemGenericAllocationHandle);
+            cuda cuMemRetainAllocationHandle [cuMemRetainAllocationHandle 11000 legacy observed] (handle: Out<CUmemGenericAllocationHandle>, addr: VoidPtr);
+            cuda cuMemExportToShareableHandle [cuMemExportToShareableHandle 10020 legacy observed] (shareableHandle: VoidPtr, handle: CUmemGenericAllocationHandle, handleType: MemHandleTypes, flags: ReservedFlags64);
             cuda cuMemImportFromShareableHandle [cuMemImportFromShareableHandle 10020 legacy observed] (handle: Out<CUmemGenericAllocationHandle>, osHandle: VoidPtr, shHandleType: MemHandleTypes);
+            cuda cuMemAddressReserve [cuMemAddressReserve 10020 legacy observed] (ptr: Out<CUdeviceptr>, size: Size, alignment: Size, addr: CUdeviceptr, flags: ReservedFlags64);
+            cuda cuMemAddressFree [cuMemAddressFree 10020 legacy observed] (ptr: CUdeviceptr, size: Size);
+            cuda cuMemMap [cuMemMap 10020 legacy observed] (ptr: CUdeviceptr, size: Size, offset: Size, handle: CUmemGenericAllocationHandle, flags: ReservedFlags64);
             cuda cuMemUnmap [cuMemUnmap 10020 legacy observed] (ptr: CUdeviceptr, size: Size);
+            cuda cuMemSetAccess [cuMemSetAccess 10020 legacy observed] (ptr: CUdeviceptr, size: Size, desc: MemAccessDescPtr, count: Size);
+            cuda cuMemGetAllocationGranularity [cuMemGetAllocationGranularity 10020 legacy observed] (granularity: Out<Size>, prop: MemAllocationPropPtr, option: GranularityFlags);
             hip hipMalloc [hipMalloc 0 legacy observed] (ptr: Out<VoidPtrOut>, size: Size);
             hip hipMallocManaged [hipMallocManaged 0 legacy observed] (dev_ptr: Out<VoidPtrOut>, size: Size, flags: HipAttachFlags);
             hip hipFree [hipFree 0 legacy observed] (ptr: VoidPtr);

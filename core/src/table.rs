@@ -87,12 +87,18 @@ macro_rules! check_table {
             cuMemFreeHost => lifecycle::MEMORY_FREED;
             cuMemFreeAsync => lifecycle::MEMORY_FREED;
             cuMemFreeAsync_ptsz => lifecycle::MEMORY_FREED;
-            cuMemRelease => endpoint::MEMORY, lifecycle::MEMORY_FREED;
-            cuMemUnmap => endpoint::MEMORY, lifecycle::MEMORY_FREED;
-            // Observed VMM memory: what a logical endpoint bind's memory is.
-            cuMemCreate => endpoint::MEMORY;
-            cuMemMap => endpoint::MEMORY;
-            cuMemImportFromShareableHandle => endpoint::MEMORY;
+            // Virtual memory management; the endpoint binds read what it tracks.
+            cuMemCreate => vmm::CREATE;
+            cuMemRelease => vmm::RELEASE, lifecycle::MEMORY_FREED;
+            cuMemRetainAllocationHandle => vmm::REFERENCED;
+            cuMemExportToShareableHandle => vmm::EXPORT;
+            cuMemImportFromShareableHandle => vmm::REFERENCED;
+            cuMemAddressReserve => vmm::RESERVE;
+            cuMemAddressFree => vmm::ADDRESS_FREE;
+            cuMemMap => vmm::MAP;
+            cuMemUnmap => vmm::UNMAP, lifecycle::MEMORY_FREED;
+            cuMemSetAccess => vmm::SET_ACCESS;
+            cuMemGetAllocationGranularity => ;
             hipMalloc => ;
             hipMallocManaged => ;
             hipFree => lifecycle::MEMORY_FREED;

@@ -1096,14 +1096,42 @@ exports! {
         Ok(())
     }
 
-    /// The simulator hands out no shareable handles for VMM memory (it has no
-    /// cuMemExportToShareableHandle), so no handle can be imported: NOT_SUPPORTED, as a driver
-    /// answers for a handle type the system does not support.
+    /// A POSIX fd (this process's export or another's, passed over a unix socket): a new handle
+    /// to the same memory. Other handle types: NOT_SUPPORTED (no FABRIC without IMEX here).
     fn cuMemImportFromShareableHandle(handle: *mut CUmemGenericAllocationHandle, osHandle: *mut c_void, shHandleType: c_uint) {
         check_initialized()?;
         require(handle)?;
-        let _ = (osHandle, shHandleType);
-        Err(NOT_SUPPORTED)
+        if shHandleType != MEM_HANDLE_TYPE_POSIX_FD {
+            return Err(NOT_SUPPORTED);
+        }
+        // For a POSIX fd, osHandle is the descriptor's number cast to a pointer.
+        let fd = osHandle as usize as c_int;
+        let imported = state::with(|d| d.memory.import_fd(fd))?;
+        // SAFETY: `handle` is not NULL (checked above); documented as a writable handle.
+        unsafe { *handle = imported };
+        Ok(())
+    }
+
+    fn cuMemExportToShareableHandle(shareableHandle: *mut c_void, handle: CUmemGenericAllocationHandle, handleType: c_uint, flags: c_ulonglong) {
+        check_initialized()?;
+        require(shareableHandle)?;
+        if flags != 0 {
+            return Err(INVALID_VALUE);
+        }
+        let fd = state::with(|d| d.memory.export_fd(handle, handleType))?;
+        // SAFETY: `shareableHandle` is not NULL (checked above); for a POSIX fd it is a
+        // writable int, as cuMemExportToShareableHandle documents.
+        unsafe { *shareableHandle.cast::<c_int>() = fd };
+        Ok(())
+    }
+
+    fn cuMemRetainAllocationHandle(handle: *mut CUmemGenericAllocationHandle, addr: *mut c_void) {
+        check_initialized()?;
+        require(handle)?;
+        let retained = state::with(|d| d.memory.retain_physical(addr as usize as u64))?;
+        // SAFETY: `handle` is not NULL (checked above); documented as a writable handle.
+        unsafe { *handle = retained };
+        Ok(())
     }
 
     fn cuMemAddressFree(ptr: CUdeviceptr, size: usize) {

@@ -6,7 +6,10 @@
 //! addresses inside reserved (PROT_NONE) ranges.
 
 use crate::types::Owner;
-use crate::types::{Outcome, ALREADY_MAPPED, INVALID_VALUE, MEM_ATTACH_GLOBAL, OUT_OF_MEMORY};
+use crate::types::{
+    Outcome, INVALID_VALUE, MEM_ATTACH_GLOBAL, MEM_HANDLE_TYPE_POSIX_FD, NOT_SUPPORTED,
+    OUT_OF_MEMORY,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::CStr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -135,7 +138,9 @@ pub struct Physical {
     /// The host NUMA node of host NUMA memory.
     pub numa: Option<i32>,
     pub handle_types: u32,
-    released: bool,
+    /// References the process holds: the create or import, and every retain, less releases
+    /// (R580 answers CUDA_ERROR_INVALID_VALUE to a release past them).
+    references: u32,
     mappings: u32,
 }
 
@@ -410,7 +415,7 @@ impl Memory {
                 device,
                 numa,
                 handle_types,
-                released: false,
+                references: 1,
                 mappings: 0,
             },
         );
@@ -419,21 +424,95 @@ impl Memory {
 
     /// A live (not released) `cuMemCreate` allocation.
     pub fn physical(&self, handle: u64) -> Option<&Physical> {
-        self.physical.get(&handle).filter(|p| !p.released)
+        self.physical.get(&handle).filter(|p| p.references > 0)
     }
 
-    /// `cuMemRelease`: the memory goes when its last mapping goes.
+    /// `cuMemRelease`: the memory goes when its last reference and its last mapping go.
     pub fn release_physical(&mut self, handle: u64) -> Outcome {
         let p = self
             .physical
             .get_mut(&handle)
-            .filter(|p| !p.released)
+            .filter(|p| p.references > 0)
             .ok_or(INVALID_VALUE)?;
-        p.released = true;
-        if p.mappings == 0 {
+        p.references -= 1;
+        if p.references == 0 && p.mappings == 0 {
             self.physical.remove(&handle);
         }
         Ok(())
+    }
+
+    /// `cuMemRetainAllocationHandle`: the handle mapped at `ptr`, with one more reference
+    /// (R580: INVALID_VALUE where nothing is mapped).
+    pub fn retain_physical(&mut self, ptr: u64) -> Outcome<u64> {
+        let handle = self.virtual_mapping(ptr).ok_or(INVALID_VALUE)?.handle;
+        let p = self.physical.get_mut(&handle).ok_or(INVALID_VALUE)?;
+        p.references += 1;
+        Ok(handle)
+    }
+
+    /// `cuMemExportToShareableHandle` to a POSIX fd: a descriptor of the allocation's memory
+    /// (R580: INVALID_VALUE for a handle type the create did not request).
+    pub fn export_fd(&self, handle: u64, handle_type: u32) -> Outcome<libc::c_int> {
+        let p = self.physical(handle).ok_or(INVALID_VALUE)?;
+        if p.handle_types & handle_type == 0 {
+            return Err(INVALID_VALUE);
+        }
+        if handle_type != MEM_HANDLE_TYPE_POSIX_FD {
+            return Err(NOT_SUPPORTED);
+        }
+        // SAFETY: dup of a descriptor this allocation owns; the caller owns the copy.
+        let fd = unsafe { libc::fcntl(p.memfd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(OUT_OF_MEMORY);
+        }
+        Ok(fd)
+    }
+
+    /// `cuMemImportFromShareableHandle` of a POSIX fd (one this or another process exported):
+    /// a new handle to the same memory, as R580 gives even for the process's own export. The
+    /// memory's device is known where this process created it; else device 0.
+    pub fn import_fd(&mut self, fd: libc::c_int) -> Outcome<u64> {
+        // SAFETY: an all-zero `stat` is a valid value of the plain C struct.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat of a descriptor number into a live local; the result is checked.
+        let stat = unsafe { libc::fstat(fd, &mut st) };
+        if fd < 0 || stat != 0 || st.st_size <= 0 {
+            return Err(INVALID_VALUE);
+        }
+        let same = |p: &Physical| {
+            // SAFETY: an all-zero `stat` is a valid value of the plain C struct.
+            let mut own: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: fstat of a descriptor the allocation owns, into a live local.
+            let known = unsafe { libc::fstat(p.memfd.as_raw_fd(), &mut own) } == 0;
+            known && (own.st_dev, own.st_ino) == (st.st_dev, st.st_ino)
+        };
+        let (device, numa) = self
+            .physical
+            .values()
+            .find(|p| same(p))
+            .map_or((0, None), |p| (p.device, p.numa));
+        // SAFETY: dup of the program's descriptor; the copy is the new allocation's own.
+        let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if copy < 0 {
+            return Err(OUT_OF_MEMORY);
+        }
+        // SAFETY: a fresh descriptor this allocation owns from now.
+        let memfd = unsafe { OwnedFd::from_raw_fd(copy) };
+        let id = self.next_id();
+        let handle = crate::handles::encode(crate::handles::Kind::Allocation, id);
+        self.physical.insert(
+            handle,
+            Physical {
+                memfd,
+                size: st.st_size as u64,
+                device,
+                numa,
+                handle_types: MEM_HANDLE_TYPE_POSIX_FD,
+                references: 1,
+                mappings: 0,
+            },
+        );
+        Ok(handle)
     }
 
     /// `cuMemAddressReserve`.
@@ -481,26 +560,32 @@ impl Memory {
         }
     }
 
-    /// `cuMemMap`.
+    /// `cuMemMap`, answering misuses as R580 does (scripts/gpu/results/*-vmm-probe.txt): an
+    /// unknown or released handle, INVALID_VALUE; ptr, size or offset off the granularity, a
+    /// nonzero offset ("currently must be zero"), a range past the allocation or an address
+    /// outside every reservation, NOT_SUPPORTED; a range that runs past its reservation or over
+    /// a mapping, INVALID_VALUE. (R580 accepted a map one granule past a reservation's end,
+    /// presumably into address space its reservation kept beyond the size asked: not modelled.)
     pub fn map(&mut self, ptr: u64, size: u64, offset: u64, handle: u64) -> Outcome {
-        if size == 0 || [ptr, size, offset].iter().any(|v| v % GRANULARITY != 0) {
-            return Err(INVALID_VALUE);
-        }
-        let end = ptr.checked_add(size).ok_or(INVALID_VALUE)?;
         let physical = self
             .physical
             .get(&handle)
-            .filter(|p| !p.released)
+            .filter(|p| p.references > 0 || p.mappings > 0)
             .ok_or(INVALID_VALUE)?;
+        if size == 0 || [ptr, size, offset].iter().any(|v| v % GRANULARITY != 0) || offset != 0 {
+            return Err(NOT_SUPPORTED);
+        }
+        let end = ptr.checked_add(size).ok_or(INVALID_VALUE)?;
         if !matches!(offset.checked_add(size), Some(e) if e <= physical.size) {
-            return Err(INVALID_VALUE);
+            return Err(NOT_SUPPORTED);
         }
         let fd = physical.memfd.as_raw_fd();
         let (&res_base, reservation) = self
             .reservations
             .range_mut(..=ptr)
             .next_back()
-            .ok_or(INVALID_VALUE)?;
+            .filter(|(&base, r)| ptr < base + r.size)
+            .ok_or(NOT_SUPPORTED)?;
         if end > res_base + reservation.size {
             return Err(INVALID_VALUE);
         }
@@ -510,7 +595,7 @@ impl Memory {
             .next_back()
             .is_some_and(|(s, m)| s + m.size > ptr);
         if overlaps {
-            return Err(ALREADY_MAPPED);
+            return Err(INVALID_VALUE);
         }
         map_shared(fd, size, offset, Some(ptr)).ok_or(OUT_OF_MEMORY)?;
         reservation.maps.insert(
@@ -530,14 +615,10 @@ impl Memory {
     }
 
     /// The reservation holding `[ptr, ptr+size)` and the starts of the mappings that cover it
-    /// without a gap, starting at `ptr`, or INVALID_VALUE. With `exact_end` the last mapping must
-    /// also end at `ptr+size` (unmap takes whole mappings; access may be set on a prefix).
-    fn covering_mappings(
-        &mut self,
-        ptr: u64,
-        size: u64,
-        exact_end: bool,
-    ) -> Outcome<(&mut Reservation, Vec<u64>)> {
+    /// without a gap, starting at `ptr`, or INVALID_VALUE (R580 refuses access set on a range
+    /// that starts inside a mapping or runs into unmapped space; a prefix of a mapping is
+    /// accepted here, not measured).
+    fn covering_mappings(&mut self, ptr: u64, size: u64) -> Outcome<(&mut Reservation, Vec<u64>)> {
         let end = ptr.checked_add(size).ok_or(INVALID_VALUE)?;
         let (_, reservation) = self
             .reservations
@@ -552,28 +633,50 @@ impl Memory {
             }
             covered += reservation.maps[s].size;
         }
-        if starts.is_empty() || covered < end || (exact_end && covered != end) {
+        if starts.is_empty() || covered < end {
             return Err(INVALID_VALUE);
         }
         Ok((reservation, starts))
     }
 
-    /// `cuMemUnmap`: `[ptr, ptr+size)` must consist of whole mappings.
+    /// `cuMemUnmap`, as R580 answers: INVALID_VALUE where a mapping is only partly inside
+    /// `[ptr, ptr+size)`; otherwise the mappings inside it are unmapped, and a range (or part of
+    /// one) with nothing mapped is accepted and left alone. Outside every reservation (not
+    /// measured): INVALID_VALUE.
     pub fn unmap(&mut self, ptr: u64, size: u64) -> Outcome {
-        let (reservation, starts) = self.covering_mappings(ptr, size, true)?;
-        map_none(size, Some(ptr)).ok_or(INVALID_VALUE)?;
-        let handles: Vec<u64> = starts
-            .iter()
-            .filter_map(|s| reservation.maps.remove(s))
-            .map(|m| m.handle)
-            .collect();
+        let end = ptr.checked_add(size).ok_or(INVALID_VALUE)?;
+        let (&base, reservation) = self
+            .reservations
+            .range_mut(..=ptr)
+            .next_back()
+            .filter(|(&base, r)| size > 0 && end <= base + r.size)
+            .ok_or(INVALID_VALUE)?;
+        let _ = base;
+        let before = reservation
+            .maps
+            .range(..ptr)
+            .next_back()
+            .is_some_and(|(s, m)| s + m.size > ptr);
+        let starts: Vec<u64> = reservation.maps.range(ptr..end).map(|(s, _)| *s).collect();
+        let past = starts
+            .last()
+            .is_some_and(|s| s + reservation.maps[s].size > end);
+        if before || past {
+            return Err(INVALID_VALUE);
+        }
+        let mut handles = Vec::with_capacity(starts.len());
+        for s in starts {
+            let m = reservation.maps.remove(&s).expect("listed above");
+            map_none(m.size, Some(s)).ok_or(INVALID_VALUE)?;
+            handles.push(m.handle);
+        }
         for handle in handles {
             let physical = self
                 .physical
                 .get_mut(&handle)
                 .expect("mapped handles stay alive");
             physical.mappings -= 1;
-            if physical.released && physical.mappings == 0 {
+            if physical.references == 0 && physical.mappings == 0 {
                 self.physical.remove(&handle);
             }
         }
@@ -582,7 +685,7 @@ impl Memory {
 
     /// `cuMemSetAccess`: `[ptr, ptr+size)` must be fully mapped.
     pub fn set_access(&mut self, ptr: u64, size: u64, grants: &[(i32, bool)]) -> Outcome {
-        let (reservation, starts) = self.covering_mappings(ptr, size, false)?;
+        let (reservation, starts) = self.covering_mappings(ptr, size)?;
         for start in starts {
             let map = reservation.maps.get_mut(&start).expect("found above");
             for &(device, allow) in grants {

@@ -134,6 +134,8 @@ table! {
     Cuda cuMemMap 10020 legacy => cuMemMap;
     Cuda cuMemUnmap 10020 legacy => cuMemUnmap;
     Cuda cuMemImportFromShareableHandle 10020 legacy => cuMemImportFromShareableHandle;
+    Cuda cuMemExportToShareableHandle 10020 legacy => cuMemExportToShareableHandle;
+    Cuda cuMemRetainAllocationHandle 11000 legacy => cuMemRetainAllocationHandle;
     Cuda cuMemSetAccess 10020 legacy => cuMemSetAccess;
     Cuda cuGetErrorName 6000 legacy => cuGetErrorName;
     Cuda cuGetErrorString 6000 legacy => cuGetErrorString;

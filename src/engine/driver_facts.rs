@@ -685,6 +685,20 @@ impl Facts for DriverFacts {
         (code == SUCCESS && alignment > 0).then_some((alignment, max))
     }
 
+    fn allocation_granularity(&self, prop: &[u64; 4]) -> Option<u64> {
+        // CU_MEM_ALLOC_GRANULARITY_MINIMUM.
+        const MINIMUM: c_int = 0;
+        let address = loader::real_function(FnId::cuMemGetAllocationGranularity)?;
+        // SAFETY: the driver's cuMemGetAllocationGranularity(size_t *, const CUmemAllocationProp
+        // *, CUmemAllocationGranularity_flags).
+        let f: unsafe extern "C" fn(*mut usize, *const [u64; 4], c_int) -> c_int =
+            unsafe { std::mem::transmute(address) };
+        let mut granularity = 0usize;
+        // SAFETY: a live local size_t, and the shim's own copy of the properties.
+        let code = crate::guard::asking(|| unsafe { f(&mut granularity, prop, MINIMUM) });
+        (code == SUCCESS && granularity > 0).then_some(granularity as u64)
+    }
+
     fn cached_range(&self, ptr: u64) -> Option<(u64, u64)> {
         self.pointers
             .get(ptr)

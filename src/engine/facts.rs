@@ -86,6 +86,10 @@ pub trait Facts {
     /// `(bindAlignment, maxSize)` of the driver's own `cuLogicalEndpointGetLimits` for `prop`;
     /// `None` where the driver lacks it or refuses the properties.
     fn endpoint_limits(&self, prop: &CUlogicalEndpointProp) -> Option<(u64, u64)>;
+    /// The driver's own `cuMemGetAllocationGranularity(prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM)`
+    /// for a copy of a program's `CUmemAllocationProp` (its 32 bytes); `None` where the driver
+    /// refuses the properties.
+    fn allocation_granularity(&self, prop: &[u64; 4]) -> Option<u64>;
 
     // HIP runtime: raw answers, `None` when the function is missing, else the hipError_t code and
     // the value. Call through [`HipSession`].

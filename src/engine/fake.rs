@@ -52,6 +52,9 @@ pub struct FakeFacts {
     pub kinds: RefCell<HashMap<u64, MemoryKind>>,
     /// `cuLogicalEndpointGetLimits`' answer for every property set (`None`: refused).
     pub endpoint_limits: Cell<Option<(u64, u64)>>,
+    /// `cuMemGetAllocationGranularity`'s minimum for every property set (`None`: refused; 2 MiB
+    /// unless a test sets it).
+    pub granularity: Cell<Option<u64>>,
 }
 
 impl FakeFacts {
@@ -59,6 +62,7 @@ impl FakeFacts {
     /// capability 9 on each, and no context current.
     pub fn devices(count: i32) -> FakeFacts {
         let f = FakeFacts::default();
+        f.granularity.set(Some(2 << 20));
         f.device_count.set(Some(count));
         f.current.set(Some(None));
         for d in 0..count {
@@ -191,6 +195,10 @@ impl Facts for FakeFacts {
 
     fn endpoint_limits(&self, _: &CUlogicalEndpointProp) -> Option<(u64, u64)> {
         self.endpoint_limits.get()
+    }
+
+    fn allocation_granularity(&self, _: &[u64; 4]) -> Option<u64> {
+        self.granularity.get()
     }
 
     fn device_memory_owner(&self, ptr: u64, fresh: bool) -> Option<i32> {

@@ -796,13 +796,8 @@ pub mod checks {
         name: "endpoint.destroy",
         rules: &[&DESTROY_NOT_CREATED, &DESTROY_UNBINDS],
     };
-    /// Observed memory: what `cuMemCreate` made, where `cuMemMap` mapped it, imports, releases
-    /// and unmaps (what a bind's memory is). (`cuLogicalEndpointGetLimits` has no check: the
-    /// shim asks the driver itself for a create's limits.)
-    pub static MEMORY: CheckInfo = CheckInfo {
-        name: "endpoint.memory",
-        rules: &[],
-    };
+    // (`cuLogicalEndpointGetLimits` has no check: the shim asks the driver itself for a
+    // create's limits. What a bind's memory is, the VMM family tracks.)
 }
 
 /// The family: every rule it defines, in catalogue order.
@@ -821,7 +816,6 @@ pub static FAMILY: Family = Family {
         &checks::EXPORT,
         &checks::IMPORT,
         &checks::DESTROY,
-        &checks::MEMORY,
     ],
     reported: report::REPORTED_ON,
     engine: &[],

@@ -16,6 +16,7 @@ pub mod general;
 pub mod ipc;
 pub mod lifecycle;
 pub mod peer;
+pub mod vmm;
 
 use crate::functions::FnInfo;
 
@@ -190,6 +191,7 @@ pub static FAMILIES: &[&Family] = &[
     &ipc::FAMILY,
     &attach::FAMILY,
     &endpoint::FAMILY,
+    &vmm::FAMILY,
     &general::FAMILY,
     &divergences::FAMILY,
 ];

@@ -264,7 +264,8 @@ fn virtual_memory_management() {
         assert_eq!(cuMemAddressReserve(&mut va, 4 * g, 0, 0, 0), SUCCESS);
         assert_eq!(va % g as u64, 0);
         assert_eq!(cuMemMap(va, 2 * g, 0, handle, 0), SUCCESS);
-        assert_eq!(cuMemMap(va, g, 0, handle, 0), ALREADY_MAPPED);
+        // R580: INVALID_VALUE over a mapping.
+        assert_eq!(cuMemMap(va, g, 0, handle, 0), INVALID_VALUE);
         // Mapped but not yet accessible: copies fail.
         assert_eq!(cuMemcpyHtoD_v2(va, b"x".as_ptr().cast(), 1), INVALID_VALUE);
         let access = CUmemAccessDesc {
@@ -282,10 +283,12 @@ fn virtual_memory_management() {
         );
         upload(va + g as u64 - 2, b"span");
         assert_eq!(download(va + g as u64 - 2, 4), b"span");
+        // R580: a nonzero offset is NOT_SUPPORTED ("currently must be zero").
+        assert_eq!(cuMemMap(va + 2 * g as u64, g, g, handle, 0), NOT_SUPPORTED);
         // A second mapping of the same handle sees the same bytes.
-        assert_eq!(cuMemMap(va + 2 * g as u64, g, g, handle, 0), SUCCESS);
+        assert_eq!(cuMemMap(va + 2 * g as u64, g, 0, handle, 0), SUCCESS);
         assert_eq!(cuMemSetAccess(va + 2 * g as u64, g, &access, 1), SUCCESS);
-        assert_eq!(download(va + 2 * g as u64, 2), b"an");
+        assert_eq!(download(va + 3 * g as u64 - 2, 2), b"sp");
         let (mut base, mut size) = (0, 0);
         assert_eq!(
             cuMemGetAddressRange_v2(&mut base, &mut size, va + 5),

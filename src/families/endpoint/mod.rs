@@ -5,9 +5,8 @@
 //! `cuLogicalEndpointIdReserve` handed out; per id, the endpoint it holds (created here, with its
 //! properties and the driver's own `cuLogicalEndpointGetLimits` answer for them, or imported,
 //! whose properties the handle does not tell), the devices added to a multicast team, what the
-//! queries said, and the bindings per device. Besides, the VMM memory a bind may name:
-//! `cuMemCreate` handles (size, location, handle types), `cuMemMap` mappings, handles imported
-//! with `cuMemImportFromShareableHandle`, until `cuMemRelease` / `cuMemUnmap`.
+//! queries said, and the bindings per device. What the VMM memory a bind names is (its handles
+//! and mappings) is the VMM family's state ([`crate::families::vmm::VmmState`]).
 //!
 //! A create's properties are read before the call through [`crate::guard::peek`] (the driver
 //! reads them; a pointer it would fault on is not read), so a create the driver refuses is
@@ -22,6 +21,7 @@ mod tests;
 use crate::engine::facts::MemoryKind;
 use crate::engine::state::{FamilyState, Lifetime};
 use crate::engine::{Check, Cx};
+use crate::families::vmm::{Location, VmmState};
 use crate::guard::peek;
 use parking_lot::Mutex;
 use sharecheck_core::codes::{NOT_PERMITTED, NOT_SUPPORTED};
@@ -29,7 +29,7 @@ use sharecheck_core::ffi::*;
 use sharecheck_core::functions::args;
 use sharecheck_core::rules::endpoint::cuda;
 use sharecheck_core::rules::Rule;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ffi::c_int;
 
 /// `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED`.
@@ -51,7 +51,6 @@ pub struct Unbind;
 pub struct Export;
 pub struct Import;
 pub struct Destroy;
-pub struct Memory;
 
 /// The family's checks, by the names the table uses.
 pub mod checks {
@@ -66,14 +65,12 @@ pub mod checks {
     pub const EXPORT: super::Export = super::Export;
     pub const IMPORT: super::Import = super::Import;
     pub const DESTROY: super::Destroy = super::Destroy;
-    pub const MEMORY: super::Memory = super::Memory;
 }
 
 /// What the family tracks. A forked child starts empty, as every family does.
 #[derive(Default)]
 pub struct EndpointState {
     ids: Mutex<Ids>,
-    memory: Mutex<Vmm>,
 }
 
 impl FamilyState for EndpointState {
@@ -169,42 +166,6 @@ impl std::fmt::Display for Binding {
                 self.size
             ),
         }
-    }
-}
-
-/// Where VMM memory lives (`CUmemLocation`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Location {
-    Device(i32),
-    HostNuma(i32),
-}
-
-/// A `cuMemCreate` allocation as its create said (imported handles say nothing).
-#[derive(Clone, Copy, Debug, Default)]
-struct Physical {
-    size: Option<u64>,
-    location: Option<Location>,
-    handle_types: Option<u32>,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Mapping {
-    size: u64,
-    physical: Physical,
-}
-
-#[derive(Default)]
-struct Vmm {
-    handles: HashMap<u64, Physical>,
-    /// Mapping start -> mapping.
-    maps: BTreeMap<u64, Mapping>,
-}
-
-impl Vmm {
-    /// The mapping holding `ptr`: its start and what it maps.
-    fn mapping(&self, ptr: u64) -> Option<(u64, Mapping)> {
-        let (&start, &m) = self.maps.range(..=ptr).next_back()?;
-        (ptr - start < m.size).then_some((start, m))
     }
 }
 
@@ -733,12 +694,7 @@ impl BindCall {
         let (dev, size) = (self.dev, self.size);
         let physical = match self.memory {
             BindMemory::Address(ptr) => {
-                let mapped = cx
-                    .states
-                    .family::<EndpointState>()
-                    .memory
-                    .lock()
-                    .mapping(ptr);
+                let mapped = cx.states.family::<VmmState>().mapping(ptr);
                 match mapped {
                     Some((start, m)) => {
                         let room = start + m.size - ptr;
@@ -760,14 +716,7 @@ impl BindCall {
                 }
             }
             BindMemory::Handle { handle, offset } => {
-                let known = cx
-                    .states
-                    .family::<EndpointState>()
-                    .memory
-                    .lock()
-                    .handles
-                    .get(&handle)
-                    .copied();
+                let known = cx.states.family::<VmmState>().handle(handle);
                 let Some(p) = known else {
                     cx.tracked(&cuda::BIND_MEM_NOT_CREATED, || {
                         format!(
@@ -1093,108 +1042,6 @@ impl Check<args::cuLogicalEndpointImport> for Import {
                 "this process cannot support the endpoint the handle describes".into()
             }),
             _ => {}
-        }
-    }
-}
-
-/// A live allocation handle and what is known of its memory.
-fn remember_handle(cx: &mut Cx, handle: u64, physical: Physical) {
-    cx.states
-        .family::<EndpointState>()
-        .memory
-        .lock()
-        .handles
-        .insert(handle, physical);
-}
-
-/// VMM memory, observed after the driver succeeded.
-impl Check<args::cuMemCreate> for Memory {
-    type Plan = ();
-    const BEFORE: bool = false;
-    fn before(&self, _: &args::cuMemCreate, _: &mut Cx) {}
-    fn after(&self, a: &args::cuMemCreate, _: (), ret: c_int, cx: &mut Cx) {
-        let outcome = Outcome::Returned(ret);
-        let (Some(handle), Some(p)) = (a.handle.written(outcome), a.prop.read(outcome)) else {
-            return;
-        };
-        let location = match p.location_type {
-            CU_MEM_LOCATION_TYPE_DEVICE => Some(Location::Device(p.location_id)),
-            CU_MEM_LOCATION_TYPE_HOST_NUMA => Some(Location::HostNuma(p.location_id)),
-            _ => None,
-        };
-        let physical = Physical {
-            size: Some(a.size.0 as u64),
-            location,
-            handle_types: Some(p.requested_handle_types),
-        };
-        remember_handle(cx, handle.0, physical);
-    }
-}
-
-impl Check<args::cuMemImportFromShareableHandle> for Memory {
-    type Plan = ();
-    const BEFORE: bool = false;
-    fn before(&self, _: &args::cuMemImportFromShareableHandle, _: &mut Cx) {}
-    fn after(&self, a: &args::cuMemImportFromShareableHandle, _: (), ret: c_int, cx: &mut Cx) {
-        if let Some(handle) = a.handle.written(Outcome::Returned(ret)) {
-            // What the exporter created is not known here; the memory was shareable.
-            let physical = Physical {
-                handle_types: Some(a.shHandleType.0),
-                ..Physical::default()
-            };
-            remember_handle(cx, handle.0, physical);
-        }
-    }
-}
-
-impl Check<args::cuMemMap> for Memory {
-    type Plan = ();
-    const BEFORE: bool = false;
-    fn before(&self, _: &args::cuMemMap, _: &mut Cx) {}
-    fn after(&self, a: &args::cuMemMap, _: (), ret: c_int, cx: &mut Cx) {
-        if ret != 0 {
-            return;
-        }
-        let mut memory = cx.states.family::<EndpointState>().memory.lock();
-        let physical = memory.handles.get(&a.handle.0).copied().unwrap_or_default();
-        let mapping = Mapping {
-            size: a.size.0 as u64,
-            physical,
-        };
-        memory.maps.insert(a.ptr.0, mapping);
-    }
-}
-
-impl Check<args::cuMemUnmap> for Memory {
-    type Plan = ();
-    const BEFORE: bool = false;
-    fn before(&self, _: &args::cuMemUnmap, _: &mut Cx) {}
-    fn after(&self, a: &args::cuMemUnmap, _: (), ret: c_int, cx: &mut Cx) {
-        if ret != 0 {
-            return;
-        }
-        let end = a.ptr.0.saturating_add(a.size.0 as u64);
-        let mut memory = cx.states.family::<EndpointState>().memory.lock();
-        let gone: Vec<u64> = memory.maps.range(a.ptr.0..end).map(|(&s, _)| s).collect();
-        for s in gone {
-            memory.maps.remove(&s);
-        }
-    }
-}
-
-impl Check<args::cuMemRelease> for Memory {
-    type Plan = ();
-    const BEFORE: bool = false;
-    fn before(&self, _: &args::cuMemRelease, _: &mut Cx) {}
-    fn after(&self, a: &args::cuMemRelease, _: (), ret: c_int, cx: &mut Cx) {
-        if ret == 0 {
-            // Mappings keep what they map (the memory lives until they are unmapped).
-            cx.states
-                .family::<EndpointState>()
-                .memory
-                .lock()
-                .handles
-                .remove(&a.handle.0);
         }
     }
 }

@@ -1,0 +1,227 @@
+//! The virtual memory management family (CUDA Driver API, "Virtual Memory Management"): physical
+//! allocations (`cuMemCreate`, `cuMemRelease`, `cuMemRetainAllocationHandle`, imports), address
+//! reservations (`cuMemAddressReserve`, `cuMemAddressFree`), mappings (`cuMemMap`, `cuMemUnmap`)
+//! and access (`cuMemSetAccess`). Contract: the doc comment of each function in CUDA 13.5's
+//! `cuda.h`. What R580 answers to each misuse: `scripts/gpu/results/*-vmm-probe.txt`.
+//!
+//! Granularity rules are decided from the arguments and the driver's own
+//! `cuMemGetAllocationGranularity` answer for the allocation's properties (certain). Rules on
+//! handles, reservations and mappings rest on what the shim saw this process do since it was
+//! loaded: inside a reservation the shim saw made, it knows every mapping (certain); elsewhere a
+//! finding is withdrawn when the driver accepts the call (the memory may predate the shim).
+
+use super::{cuda, CheckInfo, Family, Kind, Rule, Severity, Source};
+
+const SECTION: &str = "Virtual Memory Management";
+
+const fn source(function: &'static str) -> Source {
+    cuda(SECTION, function)
+}
+
+const MAP_RESERVED: &str = "This range must be an address reservation previously reserved with \
+    ::cuMemAddressReserve, and offset + size must be less than the size of the memory \
+    allocation.";
+
+/// Rules of the CUDA driver API.
+pub mod cuda {
+    use super::*;
+
+    pub static CREATE_SIZE_NOT_GRANULAR: Rule = Rule {
+        id: "cuMemCreate.size-not-granular",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "size is a multiple of the minimum granularity the driver gives for the \
+            allocation's properties (cuMemGetAllocationGranularity, \
+            CU_MEM_ALLOC_GRANULARITY_MINIMUM). R580 answers CUDA_ERROR_INVALID_VALUE.",
+        source: source("cuMemCreate"),
+        quote: "The size of this allocation must be a multiple of the the value given via \
+            ::cuMemGetAllocationGranularity with the ::CU_MEM_ALLOC_GRANULARITY_MINIMUM flag.",
+        documented_code: None,
+        fix: "round size up to a multiple of the granularity cuMemGetAllocationGranularity gives \
+            for the same properties",
+    };
+
+    pub static MAP_NOT_GRANULAR: Rule = Rule {
+        id: "cuMemMap.not-granular",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "ptr, size and offset are multiples of the minimum granularity of the \
+            allocation's properties (cuMemGetAllocationGranularity, \
+            CU_MEM_ALLOC_GRANULARITY_MINIMUM). Decided for allocations this process created. \
+            R580 answers CUDA_ERROR_NOT_SUPPORTED.",
+        source: source("cuMemMap"),
+        quote: "Both ptr, size, and offset must be a multiple of the value given via \
+            ::cuMemGetAllocationGranularity with the ::CU_MEM_ALLOC_GRANULARITY_MINIMUM flag.",
+        documented_code: None,
+        fix: "align ptr, size and offset to the allocation granularity",
+    };
+
+    pub static MAP_PAST_ALLOCATION: Rule = Rule {
+        id: "cuMemMap.past-allocation",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "offset + size stays within the allocation (\"less than\" its size is read \
+            as \"at most\", as every driver accepts a mapping of the whole allocation). Decided \
+            for allocations this process created. R580 answers CUDA_ERROR_NOT_SUPPORTED.",
+        source: source("cuMemMap"),
+        quote: MAP_RESERVED,
+        documented_code: None,
+        fix: "map at most the allocation's size from offset",
+    };
+
+    pub static MAP_NOT_RESERVED: Rule = Rule {
+        id: "cuMemMap.not-in-reservation",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "[ptr, ptr + size) lies inside one address range this process reserved \
+            with cuMemAddressReserve and has not freed. Rests on the reservations the shim saw: \
+            withdrawn when the driver accepts. R580 answers CUDA_ERROR_NOT_SUPPORTED for a range \
+            outside every reservation.",
+        source: source("cuMemMap"),
+        quote: MAP_RESERVED,
+        documented_code: None,
+        fix: "reserve the range first (cuMemAddressReserve) and map inside it",
+    };
+
+    pub static MAP_ALREADY_MAPPED: Rule = Rule {
+        id: "cuMemMap.already-mapped",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "Nothing is mapped in [ptr, ptr + size) yet. R580 answers \
+            CUDA_ERROR_INVALID_VALUE.",
+        source: source("cuMemMap"),
+        quote: "::cuMemMap can only create mappings on VA range reservations that are not \
+            currently mapped.",
+        documented_code: None,
+        fix: "unmap the range first (cuMemUnmap), or map into a part of the reservation that is \
+            not mapped",
+    };
+
+    pub static UNMAP_NOT_WHOLE: Rule = Rule {
+        id: "cuMemUnmap.not-whole-mapping",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "[ptr, ptr + size) is exactly one or more whole mappings made with cuMemMap, \
+            with no unmapped gap. R580 answers CUDA_ERROR_INVALID_VALUE to a sub-range of a \
+            mapping, and accepts (doing nothing there) a range or part of a range where nothing \
+            is mapped: reported in both cases, inside a reservation the shim saw made.",
+        source: source("cuMemUnmap"),
+        quote: "The range must be the entire contiguous address range that was mapped to. In \
+            other words, ::cuMemUnmap cannot unmap a sub-range of an address range mapped by \
+            ::cuMemCreate / ::cuMemMap.",
+        documented_code: None,
+        fix: "unmap exactly the ranges cuMemMap mapped, each once",
+    };
+
+    pub static SET_ACCESS_NOT_MAPPED: Rule = Rule {
+        id: "cuMemSetAccess.range-not-mapped",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "[ptr, ptr + size) is fully mapped and made of whole mappings (R580 refuses \
+            a range that starts inside a mapping, with CUDA_ERROR_INVALID_VALUE, as it refuses \
+            one that runs into unmapped space).",
+        source: source("cuMemSetAccess"),
+        quote: "The range must be a fully mapped address range containing all allocations \
+            created by ::cuMemMap / ::cuMemCreate.",
+        documented_code: None,
+        fix: "set access on the whole ranges cuMemMap mapped",
+    };
+
+    pub static ADDRESS_FREE_NOT_RESERVATION: Rule = Rule {
+        id: "cuMemAddressFree.not-reservation",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "ptr and size are exactly a reservation cuMemAddressReserve returned and \
+            not freed since. Rests on the reservations the shim saw: withdrawn when the driver \
+            accepts. R580 answers CUDA_ERROR_INVALID_VALUE.",
+        source: source("cuMemAddressFree"),
+        quote: "The size must match what was given to memAddressReserve and the ptr given must \
+            match what was returned from memAddressReserve.",
+        documented_code: None,
+        fix: "free each reservation once, with the pointer and size of its cuMemAddressReserve",
+    };
+
+    pub static RELEASE_NOT_LIVE: Rule = Rule {
+        id: "cuMemRelease.handle-not-live",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: "handle is a handle this process holds a reference to: created \
+            (cuMemCreate), imported (cuMemImportFromShareableHandle) or retained \
+            (cuMemRetainAllocationHandle), and released fewer times than that. Undefined \
+            behaviour by the document; R580 answers CUDA_ERROR_INVALID_VALUE. Rests on what the \
+            shim saw: withdrawn when the driver accepts.",
+        source: source("cuMemRelease"),
+        quote: "If handle is not a valid handle the behavior is undefined.",
+        documented_code: None,
+        fix: "release each handle once per create, import or retain",
+    };
+}
+
+pub mod checks {
+    use super::*;
+
+    pub static CREATE: CheckInfo = CheckInfo {
+        name: "vmm.create",
+        rules: &[&cuda::CREATE_SIZE_NOT_GRANULAR],
+    };
+    pub static RELEASE: CheckInfo = CheckInfo {
+        name: "vmm.release",
+        rules: &[&cuda::RELEASE_NOT_LIVE],
+    };
+    /// Imports and retains: a reference to a handle.
+    pub static REFERENCED: CheckInfo = CheckInfo {
+        name: "vmm.referenced",
+        rules: &[],
+    };
+    /// An export to a shareable handle (its record: the handle and the type; never the
+    /// shareable handle's bytes, a capability).
+    pub static EXPORT: CheckInfo = CheckInfo {
+        name: "vmm.export",
+        rules: &[],
+    };
+    pub static RESERVE: CheckInfo = CheckInfo {
+        name: "vmm.reserve",
+        rules: &[],
+    };
+    pub static ADDRESS_FREE: CheckInfo = CheckInfo {
+        name: "vmm.address-free",
+        rules: &[&cuda::ADDRESS_FREE_NOT_RESERVATION],
+    };
+    pub static MAP: CheckInfo = CheckInfo {
+        name: "vmm.map",
+        rules: &[
+            &cuda::MAP_NOT_GRANULAR,
+            &cuda::MAP_PAST_ALLOCATION,
+            &cuda::MAP_NOT_RESERVED,
+            &cuda::MAP_ALREADY_MAPPED,
+        ],
+    };
+    pub static UNMAP: CheckInfo = CheckInfo {
+        name: "vmm.unmap",
+        rules: &[&cuda::UNMAP_NOT_WHOLE],
+    };
+    pub static SET_ACCESS: CheckInfo = CheckInfo {
+        name: "vmm.set-access",
+        rules: &[&cuda::SET_ACCESS_NOT_MAPPED],
+    };
+}
+
+/// The family: every rule it defines, in catalogue order.
+pub static FAMILY: Family = Family {
+    name: "vmm",
+    title: "Virtual memory management: allocations, reservations, mappings, access",
+    checks: &[
+        &checks::CREATE,
+        &checks::RELEASE,
+        &checks::REFERENCED,
+        &checks::EXPORT,
+        &checks::RESERVE,
+        &checks::ADDRESS_FREE,
+        &checks::MAP,
+        &checks::UNMAP,
+        &checks::SET_ACCESS,
+    ],
+    reported: &[],
+    engine: &[],
+    divergences: &[],
+};

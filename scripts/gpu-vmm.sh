@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The virtual memory management rules on a real GPU: every scenario of tests/vmm_rules.rs
+# (tests/c/vmm_cuda.c), run plain and under `sharecheck run`, then `sharecheck report` over the
+# run's traces. A scenario passes when the program saw exactly the same results under the shim as
+# plain (every CALL line and the exit status) and the findings are exactly the ones it stages.
+#
+# Usage: scripts/gpu-vmm.sh [OUTDIR]     (default OUTDIR: ./gpu-vmm-out)
+#
+# Needs gcc, python3, the NVIDIA driver's libcuda and CUDA headers (/usr/local/cuda/include, or
+# $CUDA_INCLUDE), and the prebuilt target/release/sharecheck and libsharecheck.so. One GPU is
+# enough. Writes OUTDIR/report.txt (also printed) and exits 1 if any scenario fails. Makes no
+# multicast object; creates at most four granules (8 MiB on H100/H200) of device memory at a time.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+out="${1:-gpu-vmm-out}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+cli="$PWD/target/release/sharecheck"
+[ -x "$cli" ] || { echo "gpu-vmm: $cli is missing: cargo build --release --workspace" >&2; exit 1; }
+include="${CUDA_INCLUDE:-/usr/local/cuda/include}"
+exe="$out/vmm_cuda"
+gcc -O1 -o "$exe" tests/c/vmm_cuda.c -I"$include" -Itests/c -lcuda -ldl
+
+# scenario | expected findings (sorted, comma-separated `rule@function`; `-` for none)
+cases=(
+    "create-size|cuMemCreate.size-not-granular@cuMemCreate"
+    "map-not-granular|cuMemMap.not-granular@cuMemMap"
+    "map-past-allocation|cuMemMap.past-allocation@cuMemMap"
+    "map-not-reserved|cuMemMap.not-in-reservation@cuMemMap"
+    "map-already-mapped|cuMemMap.already-mapped@cuMemMap"
+    "unmap-sub-range|cuMemUnmap.not-whole-mapping@cuMemUnmap"
+    # R580 answers 0 and unmaps nothing.
+    "unmap-nothing|cuMemUnmap.not-whole-mapping@cuMemUnmap"
+    "set-access-not-mapped|cuMemSetAccess.range-not-mapped@cuMemSetAccess"
+    "address-free-part|cuMemAddressFree.not-reservation@cuMemAddressFree"
+    "release-twice|cuMemRelease.handle-not-live@cuMemRelease"
+    "correct|-"
+)
+
+report="$out/report.txt"
+gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
+{
+    echo "## VMM rules on a real GPU: $gpu, $(date -u '+%F %H:%M UTC')"
+    echo
+    echo "scripts/gpu-vmm.sh: tests/c/vmm_cuda.c (gcc, the real libcuda), each scenario plain and under"
+    echo "\`sharecheck run\`, then \`sharecheck report --format json\` over its traces. Shim: $(sha256sum target/release/libsharecheck.so | cut -c1-16)."
+    echo
+} > "$report"
+. scripts/gpu/scenario.sh
+failed=0
+for case in "${cases[@]}"; do
+    scenario="${case%%|*}"
+    expected="${case#*|}"
+    dir="$out/$scenario"
+    run_scenario "$dir" "$expected" "$exe" "$scenario"
+    [ "$verdict" = ok ] || failed=$((failed + 1))
+    {
+        echo "- $scenario: $verdict"
+        echo "  calls (exit $plain_rc plain, $shim_rc shim): $shim_calls"
+        echo "  findings: $got"
+        same="$(grep '^SAME ' "$dir/plain.out" || true)"
+        [ -z "$same" ] || echo "  plain run: $same"
+    } >> "$report"
+done
+echo >> "$report"
+echo "GPU VMM: $(( ${#cases[@]} - failed )) passed, $failed failed" >> "$report"
+cat "$report"
+[ "$failed" -eq 0 ]

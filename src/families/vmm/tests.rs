@@ -1,0 +1,273 @@
+//! Every VMM rule through the fake driver: a negative case where exactly that rule fires, with the
+//! code R580 answers (scripts/gpu/results/*-vmm-probe.txt), and correct lives that stay silent.
+//! The end-to-end layer is `tests/vmm_rules.rs`, with a C program on the simulated driver.
+
+use super::VmmState;
+use crate::engine::fake::{check_negative_cases, Case, FakeFacts, Harness, Ran};
+use crate::engine::state::{FamilyState, Lifetime};
+use sharecheck_core::codes::*;
+use sharecheck_core::ffi::*;
+use sharecheck_core::functions::args;
+
+/// The fake driver's granularity (R580's on H100 and H200 for device memory).
+const G: u64 = 2 << 20;
+/// Where the fake driver reserves.
+const VA: u64 = 0x7f00_0000_0000;
+/// The handle the fake driver's creates return.
+const H: u64 = 0x100;
+const POSIX_FD: u32 = 1;
+
+fn world() -> Harness {
+    Harness::new(FakeFacts::devices(2))
+}
+
+/// A whole `CUmemAllocationProp` (32 bytes) for device 0 with `types`: the check reads all of
+/// it, as the driver does.
+#[repr(C)]
+struct Prop {
+    head: CUmemAllocationPropHead,
+    rest: [u64; 2],
+}
+
+fn prop(types: u32) -> Prop {
+    Prop {
+        head: CUmemAllocationPropHead {
+            type_: 1,
+            requested_handle_types: types,
+            location_type: CU_MEM_LOCATION_TYPE_DEVICE,
+            location_id: 0,
+        },
+        rest: [0; 2],
+    }
+}
+
+fn create_call(h: &Harness, handle: u64, size: u64, ret: i32) -> Ran {
+    let p = prop(POSIX_FD);
+    let mut out = CUmemGenericAllocationHandle(handle);
+    h.call(
+        args::cuMemCreate {
+            handle: Out(&mut out),
+            size: Size(size as usize),
+            prop: MemAllocationPropPtr(&p.head),
+            flags: ReservedFlags64(0),
+        },
+        ret,
+    )
+}
+
+fn create(h: &Harness, handle: u64, size: u64) {
+    let ran = create_call(h, handle, size, SUCCESS);
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+}
+
+fn reserve(h: &Harness, at: u64, size: u64) {
+    let mut out = CUdeviceptr(at);
+    h.ok(args::cuMemAddressReserve {
+        ptr: Out(&mut out),
+        size: Size(size as usize),
+        alignment: Size(0),
+        addr: CUdeviceptr(0),
+        flags: ReservedFlags64(0),
+    });
+}
+
+fn map_at(ptr: u64, size: u64, offset: u64, handle: u64) -> args::cuMemMap {
+    args::cuMemMap {
+        ptr: CUdeviceptr(ptr),
+        size: Size(size as usize),
+        offset: Size(offset as usize),
+        handle: CUmemGenericAllocationHandle(handle),
+        flags: ReservedFlags64(0),
+    }
+}
+
+fn unmap(ptr: u64, size: u64) -> args::cuMemUnmap {
+    args::cuMemUnmap {
+        ptr: CUdeviceptr(ptr),
+        size: Size(size as usize),
+    }
+}
+
+fn set_access(ptr: u64, size: u64) -> args::cuMemSetAccess {
+    args::cuMemSetAccess {
+        ptr: CUdeviceptr(ptr),
+        size: Size(size as usize),
+        desc: MemAccessDescPtr(std::ptr::null()),
+        count: Size(1),
+    }
+}
+
+fn address_free(ptr: u64, size: u64) -> args::cuMemAddressFree {
+    args::cuMemAddressFree {
+        ptr: CUdeviceptr(ptr),
+        size: Size(size as usize),
+    }
+}
+
+fn release(handle: u64) -> args::cuMemRelease {
+    args::cuMemRelease {
+        handle: CUmemGenericAllocationHandle(handle),
+    }
+}
+
+/// Two granules created (handle `H`), four reserved at `VA`, the first two mapped.
+fn mapped(h: &Harness) {
+    create(h, H, 2 * G);
+    reserve(h, VA, 4 * G);
+    h.ok(map_at(VA, 2 * G, 0, H));
+}
+
+const NEGATIVE: &[Case] = &[
+    (
+        "a create of half a granule",
+        &["cuMemCreate.size-not-granular"],
+        |h| create_call(h, H, G / 2, INVALID_VALUE),
+    ),
+    (
+        "a map at an address one page into a granule",
+        &["cuMemMap.not-granular"],
+        |h| {
+            create(h, H, 2 * G);
+            reserve(h, VA, 4 * G);
+            h.call(map_at(VA + 4096, G, 0, H), NOT_SUPPORTED)
+        },
+    ),
+    (
+        "a map running past the allocation",
+        &["cuMemMap.past-allocation"],
+        |h| {
+            create(h, H, 2 * G);
+            reserve(h, VA, 4 * G);
+            h.call(map_at(VA, 3 * G, 0, H), NOT_SUPPORTED)
+        },
+    ),
+    (
+        "a map outside every reservation",
+        &["cuMemMap.not-in-reservation"],
+        |h| {
+            create(h, H, 2 * G);
+            reserve(h, VA, 4 * G);
+            h.call(map_at(VA + 4 * G, G, 0, H), NOT_SUPPORTED)
+        },
+    ),
+    ("a map over a mapping", &["cuMemMap.already-mapped"], |h| {
+        mapped(h);
+        h.call(map_at(VA + G, 2 * G, 0, H), INVALID_VALUE)
+    }),
+    (
+        "an unmap of half a mapping",
+        &["cuMemUnmap.not-whole-mapping"],
+        |h| {
+            mapped(h);
+            h.call(unmap(VA, G), INVALID_VALUE)
+        },
+    ),
+    (
+        "an access set on a range that runs into unmapped space",
+        &["cuMemSetAccess.range-not-mapped"],
+        |h| {
+            mapped(h);
+            h.call(set_access(VA, 3 * G), INVALID_VALUE)
+        },
+    ),
+    (
+        "an address free of part of a reservation",
+        &["cuMemAddressFree.not-reservation"],
+        |h| {
+            reserve(h, VA, 4 * G);
+            h.call(address_free(VA, 2 * G), INVALID_VALUE)
+        },
+    ),
+    (
+        "a release of a handle released already",
+        &["cuMemRelease.handle-not-live"],
+        |h| {
+            create(h, H, 2 * G);
+            h.ok(release(H));
+            h.call(release(H), INVALID_VALUE)
+        },
+    ),
+];
+
+#[test]
+fn each_negative_case_reports_exactly_its_rules_and_every_vmm_rule_has_one() {
+    check_negative_cases(world, NEGATIVE, &["vmm"], []);
+}
+
+/// Created, reserved, mapped in two mappings, access set on both, a reference retained and
+/// released, unmapped one at a time, released while mapped (legal: the memory lives until
+/// unmapped), the reservation freed.
+#[test]
+fn a_vmm_life_done_right_is_silent() {
+    let h = world();
+    create(&h, H, 2 * G);
+    reserve(&h, VA, 4 * G);
+    h.ok(map_at(VA, G, 0, H));
+    h.ok(map_at(VA + G, G, G, H));
+    h.ok(set_access(VA, 2 * G));
+    let mut kept = CUmemGenericAllocationHandle(H);
+    h.ok(args::cuMemRetainAllocationHandle {
+        handle: Out(&mut kept),
+        addr: VoidPtr(VA as usize as *mut std::ffi::c_void),
+    });
+    h.ok(release(H));
+    h.ok(release(H));
+    h.ok(unmap(VA, G));
+    h.ok(unmap(VA + G, G));
+    h.ok(address_free(VA, 4 * G));
+}
+
+/// An unmap of a range where nothing is mapped: R580 answers 0 and does nothing. Inside a
+/// reservation the shim saw made, it knows that: reported though the driver accepted it. In a
+/// reservation it never saw (made before it was loaded), only the driver would know: silent.
+#[test]
+fn an_unmap_of_nothing_is_reported_where_the_shim_knows_the_reservation() {
+    let h = world();
+    mapped(&h);
+    let ran = h.call(unmap(VA + 2 * G, G), SUCCESS);
+    assert_eq!(
+        ran.rules,
+        ["cuMemUnmap.not-whole-mapping"],
+        "{:?}",
+        ran.messages
+    );
+    assert!(
+        ran.messages[0].contains("nothing is mapped at"),
+        "{:?}",
+        ran.messages
+    );
+    let unseen = world();
+    unseen.ok(unmap(VA, G));
+}
+
+/// A map, an access or a free in a reservation the shim did not see made is withdrawn when the
+/// driver accepts it; an unknown handle's release too.
+#[test]
+fn what_predates_the_shim_is_trusted_to_the_driver() {
+    let h = world();
+    h.ok(map_at(VA, G, 0, 0x999));
+    h.ok(set_access(VA, G));
+    h.ok(address_free(VA, 4 * G));
+    h.ok(release(0x999));
+}
+
+/// A granularity the driver does not give (it refused the properties) decides nothing.
+#[test]
+fn without_the_driver_s_granularity_no_granularity_rule_fires() {
+    let h = world();
+    h.facts.granularity.set(None);
+    create(&h, H, G / 2);
+    reserve(&h, VA, 4 * G);
+    h.ok(map_at(VA + 4096, G / 2, 0, H));
+}
+
+/// A context's end clears what is tracked: nothing is claimed about memory it may have taken.
+#[test]
+fn an_ended_context_clears_what_is_tracked() {
+    let h = world();
+    mapped(&h);
+    FamilyState::forget(h.states.family::<VmmState>(), Lifetime::ContextDestroyed(1));
+    assert!(h.states.family::<VmmState>().mapping(VA).is_none());
+    // The reservation is unknown now: its unmapped part is the driver's to judge.
+    h.ok(unmap(VA + 2 * G, G));
+}

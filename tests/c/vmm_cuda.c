@@ -1,0 +1,132 @@
+/* Virtual memory management scenarios for the rule tests: `vmm_cuda SCENARIO`. Every covered
+ * call is printed as `CALL symbol result` (check.h); set-up calls that must succeed are not.
+ * Covered set-up calls are printed too (SETUP). Each negative scenario breaks one rule once
+ * (named in the table of tests/vmm_rules.rs); the
+ * correct one is:
+ *   correct    two granules created with POSIX fd handles, four reserved, mapped as two
+ *              mappings, access set on both, a reference retained and released, the memory
+ *              exported to an fd and imported back (a second handle), the import mapped and
+ *              unmapped, every handle released (one while still mapped), unmapped, freed. */
+#include <cuda.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include "check.h"
+
+/* A covered set-up call: printed (the trace has it too) and required to succeed. */
+#define SETUP(symbol, expr)                                  \
+    do {                                                     \
+        int setup_result_ = (int)(expr);                     \
+        printf("CALL %s %d\n", symbol, setup_result_);      \
+        fflush(stdout);                                      \
+        if (setup_result_ != 0) exit(3);                     \
+    } while (0)
+
+static size_t G; /* the minimum granularity */
+static CUmemAllocationProp prop;
+static CUmemAccessDesc rw;
+
+static CUresult create(CUmemGenericAllocationHandle *h, size_t size) {
+    return cuMemCreate(h, size, &prop, 0);
+}
+
+/* Two granules created, four reserved at *va, the first two mapped. */
+static CUmemGenericAllocationHandle mapped(CUdeviceptr *va) {
+    CUmemGenericAllocationHandle h;
+    SETUP("cuMemCreate", create(&h, 2 * G));
+    SETUP("cuMemAddressReserve", cuMemAddressReserve(va, 4 * G, 0, 0, 0));
+    SETUP("cuMemMap", cuMemMap(*va, 2 * G, 0, h, 0));
+    return h;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return 2;
+    const char *s = argv[1];
+    CUdevice dev;
+    CUcontext ctx;
+    MUST(cuInit(0));
+    MUST(cuDeviceGet(&dev, 0));
+    MUST(cuDevicePrimaryCtxRetain(&ctx, dev));
+    MUST(cuCtxSetCurrent(ctx));
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    MUST(cuMemGetAllocationGranularity(&G, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    memset(&rw, 0, sizeof rw);
+    rw.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    rw.location.id = 0;
+    rw.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CUmemGenericAllocationHandle h = 0;
+    CUdeviceptr va = 0;
+    if (!strcmp(s, "create-size")) {
+        CALL("cuMemCreate", create(&h, G / 2));
+    } else if (!strcmp(s, "map-not-granular")) {
+        SETUP("cuMemCreate", create(&h, 2 * G));
+        SETUP("cuMemAddressReserve", cuMemAddressReserve(&va, 4 * G, 0, 0, 0));
+        CALL("cuMemMap", cuMemMap(va + 4096, G, 0, h, 0));
+    } else if (!strcmp(s, "map-past-allocation")) {
+        SETUP("cuMemCreate", create(&h, 2 * G));
+        SETUP("cuMemAddressReserve", cuMemAddressReserve(&va, 4 * G, 0, 0, 0));
+        CALL("cuMemMap", cuMemMap(va, 3 * G, 0, h, 0));
+    } else if (!strcmp(s, "map-not-reserved")) {
+        SETUP("cuMemCreate", create(&h, 2 * G));
+        SETUP("cuMemAddressReserve", cuMemAddressReserve(&va, 4 * G, 0, 0, 0));
+        SETUP("cuMemAddressFree", cuMemAddressFree(va, 4 * G));
+        CALL("cuMemMap", cuMemMap(va, G, 0, h, 0));
+    } else if (!strcmp(s, "map-already-mapped")) {
+        h = mapped(&va);
+        CALL("cuMemMap", cuMemMap(va + G, 2 * G, 0, h, 0));
+    } else if (!strcmp(s, "unmap-sub-range")) {
+        h = mapped(&va);
+        CALL("cuMemUnmap", cuMemUnmap(va, G));
+    } else if (!strcmp(s, "unmap-nothing")) {
+        h = mapped(&va);
+        CALL("cuMemUnmap", cuMemUnmap(va + 2 * G, G));
+    } else if (!strcmp(s, "set-access-not-mapped")) {
+        h = mapped(&va);
+        CALL("cuMemSetAccess", cuMemSetAccess(va, 3 * G, &rw, 1));
+    } else if (!strcmp(s, "address-free-part")) {
+        SETUP("cuMemAddressReserve", cuMemAddressReserve(&va, 4 * G, 0, 0, 0));
+        CALL("cuMemAddressFree", cuMemAddressFree(va, 2 * G));
+    } else if (!strcmp(s, "release-twice")) {
+        SETUP("cuMemCreate", create(&h, 2 * G));
+        CALL("cuMemRelease", cuMemRelease(h));
+        CALL("cuMemRelease", cuMemRelease(h));
+    } else if (!strcmp(s, "correct")) {
+        CALL("cuMemCreate", create(&h, 2 * G));
+        CALL("cuMemAddressReserve", cuMemAddressReserve(&va, 4 * G, 0, 0, 0));
+        CALL("cuMemMap", cuMemMap(va, G, 0, h, 0));
+        CALL("cuMemMap", cuMemMap(va + G, G, 0, h, 0));
+        CALL("cuMemSetAccess", cuMemSetAccess(va, 2 * G, &rw, 1));
+        CUmemGenericAllocationHandle kept = 0;
+        CALL("cuMemRetainAllocationHandle", cuMemRetainAllocationHandle(&kept, (void *)(uintptr_t)(va + 64)));
+        CALL("cuMemRelease", cuMemRelease(kept));
+        int fd = -1;
+        CALL("cuMemExportToShareableHandle",
+             cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+        CUmemGenericAllocationHandle imported = 0;
+        CALL("cuMemImportFromShareableHandle",
+             cuMemImportFromShareableHandle(&imported, (void *)(uintptr_t)fd,
+                                            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+        close(fd);
+        CALL("cuMemMap", cuMemMap(va + 2 * G, 2 * G, 0, imported, 0));
+        CALL("cuMemSetAccess", cuMemSetAccess(va + 2 * G, 2 * G, &rw, 1));
+        CALL("cuMemsetD8Async", cuMemsetD8Async(va + 2 * G, 7, 64, 0));
+        unsigned char back = 0;
+        MUST(cuCtxSynchronize());
+        MUST(cuMemcpyDtoH(&back, va, 1));
+        printf("SAME %d\n", back == 7);
+        CALL("cuMemUnmap", cuMemUnmap(va + 2 * G, 2 * G));
+        CALL("cuMemRelease", cuMemRelease(imported));
+        CALL("cuMemRelease", cuMemRelease(h));
+        CALL("cuMemUnmap", cuMemUnmap(va, G));
+        CALL("cuMemUnmap", cuMemUnmap(va + G, G));
+        CALL("cuMemAddressFree", cuMemAddressFree(va, 4 * G));
+    } else {
+        fprintf(stderr, "unknown scenario %s\n", s);
+        return 2;
+    }
+    return 0;
+}

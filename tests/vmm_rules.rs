@@ -1,0 +1,85 @@
+//! The virtual memory management rules, each shown firing alone (negative) and a correct program
+//! shown silent (positive), on the simulated driver, which answers each misuse as R580 does
+//! (scripts/gpu/results/*-vmm-probe.txt). Program: tests/c/vmm_cuda.c.
+
+mod common;
+use common::scenarios::*;
+use common::*;
+
+const NONE: &[(&str, &str)] = &[];
+
+const CASES: &[Case] = &[
+    ("create-size", NONE, &["cuMemCreate.size-not-granular"]),
+    ("map-not-granular", NONE, &["cuMemMap.not-granular"]),
+    ("map-past-allocation", NONE, &["cuMemMap.past-allocation"]),
+    ("map-not-reserved", NONE, &["cuMemMap.not-in-reservation"]),
+    ("map-already-mapped", NONE, &["cuMemMap.already-mapped"]),
+    ("unmap-sub-range", NONE, &["cuMemUnmap.not-whole-mapping"]),
+    ("unmap-nothing", NONE, &["cuMemUnmap.not-whole-mapping"]),
+    (
+        "set-access-not-mapped",
+        NONE,
+        &["cuMemSetAccess.range-not-mapped"],
+    ),
+    (
+        "address-free-part",
+        NONE,
+        &["cuMemAddressFree.not-reservation"],
+    ),
+    ("release-twice", NONE, &["cuMemRelease.handle-not-live"]),
+    ("correct", NONE, &[]),
+];
+
+fn program(scratch: &Scratch) -> std::path::PathBuf {
+    let libs = format!("-L{}", scratch.sim_libs().display());
+    scratch.compile("vmm_cuda.c", "vmm_cuda", &[&libs, "-lcuda"])
+}
+
+#[test]
+fn each_misuse_fires_exactly_its_rule_and_correct_use_is_silent() {
+    let scratch = Scratch::new("vmm_cases");
+    let exe = program(&scratch);
+    check_cases(&scratch, &exe, CASES);
+}
+
+/// The simulated driver answers as R580 did: each misuse's code, a release past the references
+/// refused, an unmap of nothing accepted, and memory imported from the process's own export is
+/// the same memory (a memset through the import reads back through the first mapping).
+#[test]
+fn the_simulated_driver_answers_as_r580() {
+    let scratch = Scratch::new("vmm_answers");
+    let exe = program(&scratch);
+    for (scenario, symbol, code) in [
+        ("create-size", "cuMemCreate", 1),
+        ("map-not-granular", "cuMemMap", 801),
+        ("map-past-allocation", "cuMemMap", 801),
+        ("map-not-reserved", "cuMemMap", 801),
+        ("map-already-mapped", "cuMemMap", 1),
+        ("unmap-sub-range", "cuMemUnmap", 1),
+        ("unmap-nothing", "cuMemUnmap", 0),
+        ("set-access-not-mapped", "cuMemSetAccess", 1),
+        ("address-free-part", "cuMemAddressFree", 1),
+    ] {
+        let r = run_checked(&scratch, &exe, scenario, NONE);
+        let calls = printed_calls(&r.out);
+        assert_eq!(
+            calls.last(),
+            Some(&(symbol.to_string(), code)),
+            "{scenario}: {calls:?}"
+        );
+    }
+    let r = run_checked(&scratch, &exe, "release-twice", NONE);
+    let releases: Vec<i64> = printed_calls(&r.out)
+        .into_iter()
+        .filter(|(f, _)| f == "cuMemRelease")
+        .map(|(_, c)| c)
+        .collect();
+    assert_eq!(releases, [0, 1]);
+    let r = run_checked(&scratch, &exe, "correct", NONE);
+    let stdout = String::from_utf8_lossy(&r.out.stdout);
+    assert!(
+        printed_calls(&r.out).iter().all(|(_, c)| *c == 0),
+        "{stdout}"
+    );
+    assert!(stdout.contains("SAME 1"), "{stdout}");
+}
