@@ -35,6 +35,7 @@ cases=(
     "unmap-nothing|cuMemUnmap.not-whole-mapping@cuMemUnmap"
     "set-access-not-mapped|cuMemSetAccess.range-not-mapped@cuMemSetAccess"
     "address-free-part|cuMemAddressFree.not-reservation@cuMemAddressFree"
+    "export-not-requested|cuMemExportToShareableHandle.type-not-requested@cuMemExportToShareableHandle"
     "release-twice|cuMemRelease.handle-not-live@cuMemRelease"
     "correct|-"
 )

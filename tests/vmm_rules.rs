@@ -26,6 +26,11 @@ const CASES: &[Case] = &[
         NONE,
         &["cuMemAddressFree.not-reservation"],
     ),
+    (
+        "export-not-requested",
+        NONE,
+        &["cuMemExportToShareableHandle.type-not-requested"],
+    ),
     ("release-twice", NONE, &["cuMemRelease.handle-not-live"]),
     ("correct", NONE, &[]),
 ];
@@ -59,6 +64,7 @@ fn the_simulated_driver_answers_as_r580() {
         ("unmap-nothing", "cuMemUnmap", 0),
         ("set-access-not-mapped", "cuMemSetAccess", 1),
         ("address-free-part", "cuMemAddressFree", 1),
+        ("export-not-requested", "cuMemExportToShareableHandle", 1),
     ] {
         let r = run_checked(&scratch, &exe, scenario, NONE);
         let calls = printed_calls(&r.out);

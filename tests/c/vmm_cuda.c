@@ -90,6 +90,13 @@ int main(int argc, char **argv) {
     } else if (!strcmp(s, "address-free-part")) {
         SETUP("cuMemAddressReserve", cuMemAddressReserve(&va, 4 * G, 0, 0, 0));
         CALL("cuMemAddressFree", cuMemAddressFree(va, 2 * G));
+    } else if (!strcmp(s, "export-not-requested")) {
+        CUmemAllocationProp none = prop;
+        none.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+        SETUP("cuMemCreate", cuMemCreate(&h, G, &none, 0));
+        int fd = -1;
+        CALL("cuMemExportToShareableHandle",
+             cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
     } else if (!strcmp(s, "release-twice")) {
         SETUP("cuMemCreate", create(&h, 2 * G));
         CALL("cuMemRelease", cuMemRelease(h));

@@ -141,6 +141,24 @@ pub mod cuda {
         fix: "free each reservation once, with the pointer and size of its cuMemAddressReserve",
     };
 
+    pub static EXPORT_TYPE_NOT_REQUESTED: Rule = Rule {
+        id: "cuMemExportToShareableHandle.type-not-requested",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "handleType is one of the handle types the allocation's create requested \
+            (CUmemAllocationProp::requestedHandleTypes): a type it did not request allows no \
+            export of that kind. Decided for allocations this process created. R580 answers \
+            CUDA_ERROR_INVALID_VALUE.",
+        source: source("cuMemExportToShareableHandle"),
+        quote: "CU_MEM_HANDLE_TYPE_NONE: Does not allow any export mechanism. \
+            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: Allows a file descriptor to be used for \
+            exporting. CU_MEM_HANDLE_TYPE_FABRIC: Allows a fabric handle to be used for \
+            exporting.",
+        documented_code: None,
+        fix: "request the handle type when creating the memory (requestedHandleTypes of \
+            cuMemCreate), or export as a type it requested",
+    };
+
     pub static RELEASE_NOT_LIVE: Rule = Rule {
         id: "cuMemRelease.handle-not-live",
         severity: Severity::Warning,
@@ -177,7 +195,7 @@ pub mod checks {
     /// shareable handle's bytes, a capability).
     pub static EXPORT: CheckInfo = CheckInfo {
         name: "vmm.export",
-        rules: &[],
+        rules: &[&cuda::EXPORT_TYPE_NOT_REQUESTED],
     };
     pub static RESERVE: CheckInfo = CheckInfo {
         name: "vmm.reserve",

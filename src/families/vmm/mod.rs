@@ -298,11 +298,28 @@ impl Check<args::cuMemRelease> for Release {
     }
 }
 
-/// Traced (the allocation's handle and the type asked for).
 impl Check<args::cuMemExportToShareableHandle> for Export {
     type Plan = ();
-    const BEFORE: bool = false;
-    fn before(&self, _: &args::cuMemExportToShareableHandle, _: &mut Cx) {}
+    fn before(&self, a: &args::cuMemExportToShareableHandle, cx: &mut Cx) {
+        let wanted = a.handleType.0;
+        let created = cx.states.family::<VmmState>().handle(a.handle.0);
+        // What a create requested (an import says only its own type).
+        let Some(requested) = created
+            .filter(|p| p.size.is_some())
+            .and_then(|p| p.handle_types)
+        else {
+            return;
+        };
+        if requested & wanted == 0 {
+            cx.flag(&cuda::EXPORT_TYPE_NOT_REQUESTED, || {
+                format!(
+                    "handle {} was created with requestedHandleTypes {requested:#x}; handleType \
+                     {wanted:#x} is not among them",
+                    hex(a.handle.0)
+                )
+            });
+        }
+    }
 }
 
 impl Check<args::cuMemAddressReserve> for Reserve {

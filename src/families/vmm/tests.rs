@@ -16,6 +16,7 @@ const VA: u64 = 0x7f00_0000_0000;
 /// The handle the fake driver's creates return.
 const H: u64 = 0x100;
 const POSIX_FD: u32 = 1;
+const FABRIC: u32 = 8;
 
 fn world() -> Harness {
     Harness::new(FakeFacts::devices(2))
@@ -104,6 +105,16 @@ fn address_free(ptr: u64, size: u64) -> args::cuMemAddressFree {
     }
 }
 
+/// An export of `handle` as `handle_type` (the fd or fabric handle is the driver's to write).
+fn export(handle: u64, handle_type: u32) -> args::cuMemExportToShareableHandle {
+    args::cuMemExportToShareableHandle {
+        shareableHandle: VoidPtr(std::ptr::null_mut()),
+        handle: CUmemGenericAllocationHandle(handle),
+        handleType: MemHandleTypes(handle_type),
+        flags: ReservedFlags64(0),
+    }
+}
+
 fn release(handle: u64) -> args::cuMemRelease {
     args::cuMemRelease {
         handle: CUmemGenericAllocationHandle(handle),
@@ -179,6 +190,14 @@ const NEGATIVE: &[Case] = &[
         },
     ),
     (
+        "an export as a type the create did not request",
+        &["cuMemExportToShareableHandle.type-not-requested"],
+        |h| {
+            create(h, H, 2 * G);
+            h.call(export(H, FABRIC), INVALID_VALUE)
+        },
+    ),
+    (
         "a release of a handle released already",
         &["cuMemRelease.handle-not-live"],
         |h| {
@@ -210,6 +229,7 @@ fn a_vmm_life_done_right_is_silent() {
         handle: Out(&mut kept),
         addr: VoidPtr(VA as usize as *mut std::ffi::c_void),
     });
+    h.ok(export(H, POSIX_FD));
     h.ok(release(H));
     h.ok(release(H));
     h.ok(unmap(VA, G));
