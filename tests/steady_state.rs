@@ -64,6 +64,22 @@ const STEADY: &[(&str, &str, &[Asked])] = &[
         )],
     ),
     ("endpoint-limits", "cuLogicalEndpointGetLimits", &[]),
+    // The granularity of a create's properties is the driver's answer, kept for the last
+    // properties asked about (a program creates its chunks alike).
+    ("vmm-create-release", "cuMemCreate+cuMemRelease", &[]),
+    (
+        "vmm-reserve-free",
+        "cuMemAddressReserve+cuMemAddressFree",
+        &[],
+    ),
+    ("vmm-map-unmap", "cuMemMap+cuMemUnmap", &[]),
+    (
+        "vmm-retain-release",
+        "cuMemRetainAllocationHandle+cuMemRelease",
+        &[],
+    ),
+    ("vmm-set-access", "cuMemSetAccess", &[]),
+    ("vmm-export", "cuMemExportToShareableHandle", &[]),
 ];
 
 /// HIP's clean path asks more: a call's questions start with a read of the thread's last error

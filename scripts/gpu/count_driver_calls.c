@@ -34,6 +34,7 @@ enum {
     STREAM_GET_CTX,
     STREAM_QUERY,
     PRIMARY_CTX_GET_STATE,
+    MEM_GET_ALLOCATION_GRANULARITY,
     COUNTED
 };
 
@@ -43,6 +44,7 @@ static const char *const NAMES[COUNTED] = {
     "cuDeviceCanAccessPeer",   "cuMemGetAddressRange_v2",
     "cuPointerGetAttribute",   "cuPointerGetAttributes",
     "cuStreamGetCtx",          "cuStreamQuery",        "cuDevicePrimaryCtxGetState",
+    "cuMemGetAllocationGranularity",
 };
 
 static atomic_long calls[COUNTED];
@@ -125,6 +127,12 @@ CUresult cuStreamQuery(void *stream) {
 CUresult cuDevicePrimaryCtxGetState(int dev, unsigned *flags, int *active) {
     COUNT(PRIMARY_CTX_GET_STATE);
     return ((CUresult(*)(int, unsigned *, int *))real(PRIMARY_CTX_GET_STATE))(dev, flags, active);
+}
+
+CUresult cuMemGetAllocationGranularity(size_t *granularity, const void *prop, int option) {
+    COUNT(MEM_GET_ALLOCATION_GRANULARITY);
+    return ((CUresult(*)(size_t *, const void *, int))real(MEM_GET_ALLOCATION_GRANULARITY))(
+        granularity, prop, option);
 }
 
 __attribute__((destructor)) static void report(void) {

@@ -39,7 +39,10 @@ for case in can-access:cuDeviceCanAccessPeer copy-stream0:cuMemcpyPeerAsync \
     copy-own-stream:cuMemcpyPeerAsync copy-sync:cuMemcpyPeer attach:cuStreamAttachMemAsync \
     ipc-get:cuIpcGetMemHandle ipc-get-event:cuIpcGetEventHandle dtod:cuMemcpyDtoDAsync_v2 \
     memset:cuMemsetD8Async alloc-free:cuMemAlloc_v2+cuMemFree_v2 \
-    disable-enable:cuCtxDisablePeerAccess+cuCtxEnablePeerAccess; do
+    disable-enable:cuCtxDisablePeerAccess+cuCtxEnablePeerAccess \
+    vmm-create-release:cuMemCreate+cuMemRelease vmm-reserve-free:cuMemAddressReserve+cuMemAddressFree \
+    vmm-map-unmap:cuMemMap+cuMemUnmap vmm-retain-release:cuMemRetainAllocationHandle+cuMemRelease \
+    vmm-set-access:cuMemSetAccess vmm-export:cuMemExportToShareableHandle; do
   c=${case%%:*}; f=${case#*:}
   for n in 8 1008; do
     rm -f "$W/$c.$n"

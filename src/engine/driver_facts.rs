@@ -327,6 +327,9 @@ pub struct DriverFacts {
     destroyed_contexts: HandleCache,
     /// Pointer -> its allocation's range and owning device.
     pointers: PointerCache,
+    /// The last `CUmemAllocationProp` (its 32 bytes) whose minimum granularity was asked, and
+    /// the answer (a device's granularity never changes).
+    granularity: parking_lot::Mutex<Option<([u64; 4], u64)>>,
 }
 
 impl DriverFacts {
@@ -345,6 +348,7 @@ impl DriverFacts {
             stream_contexts: HandleCache::new(),
             destroyed_contexts: HandleCache::new(),
             pointers: PointerCache::new(),
+            granularity: parking_lot::const_mutex(None),
         }
     }
 
@@ -688,6 +692,12 @@ impl Facts for DriverFacts {
     fn allocation_granularity(&self, prop: &[u64; 4]) -> Option<u64> {
         // CU_MEM_ALLOC_GRANULARITY_MINIMUM.
         const MINIMUM: c_int = 0;
+        // The last properties asked about: a program creates its chunks alike.
+        let last = *self.granularity.lock();
+        if let Some((known, g)) = last.filter(|(known, _)| known == prop) {
+            let _ = known;
+            return Some(g);
+        }
         let address = loader::real_function(FnId::cuMemGetAllocationGranularity)?;
         // SAFETY: the driver's cuMemGetAllocationGranularity(size_t *, const CUmemAllocationProp
         // *, CUmemAllocationGranularity_flags).
@@ -696,7 +706,9 @@ impl Facts for DriverFacts {
         let mut granularity = 0usize;
         // SAFETY: a live local size_t, and the shim's own copy of the properties.
         let code = crate::guard::asking(|| unsafe { f(&mut granularity, prop, MINIMUM) });
-        (code == SUCCESS && granularity > 0).then_some(granularity as u64)
+        let granularity = (code == SUCCESS && granularity > 0).then_some(granularity as u64)?;
+        *self.granularity.lock() = Some((*prop, granularity));
+        Some(granularity)
     }
 
     fn cached_range(&self, ptr: u64) -> Option<(u64, u64)> {

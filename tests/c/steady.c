@@ -5,12 +5,15 @@
  *
  *   steady CASE N     CASE: can-access, copy-stream0, copy-own-stream, copy-sync, attach,
  *                     ipc-get, ipc-get-event, dtod, memset, alloc-free (a pair per step),
- *                     disable-enable (a pair per step: peer access stays enabled), endpoint-limits
+ *                     disable-enable (a pair per step: peer access stays enabled), endpoint-limits,
+ *                     vmm-create-release, vmm-reserve-free, vmm-map-unmap, vmm-retain-release
+ *                     (pairs), vmm-set-access, vmm-export
  * Prints MARKED <case> once the markers are written. */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "check.h"
 
 static void marker(void) {
@@ -52,6 +55,26 @@ int main(int argc, char **argv) {
     prop.size = 2 << 20;
     size_t align = 0, max = 0;
 #endif
+    /* VMM: one granule of device 0, reserved and mapped read-write (vmm-* cases). */
+    CUmemAllocationProp vmm_prop;
+    memset(&vmm_prop, 0, sizeof vmm_prop);
+    vmm_prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    vmm_prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    vmm_prop.location.id = 0;
+    vmm_prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    size_t g = 0;
+    MUST(cuMemGetAllocationGranularity(&g, &vmm_prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CUmemAccessDesc rw;
+    memset(&rw, 0, sizeof rw);
+    rw.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    rw.location.id = 0;
+    rw.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CUmemGenericAllocationHandle vh;
+    CUdeviceptr va;
+    MUST(cuMemCreate(&vh, g, &vmm_prop, 0));
+    MUST(cuMemAddressReserve(&va, 2 * g, 0, 0, 0));
+    MUST(cuMemMap(va, g, 0, vh, 0));
+    MUST(cuMemSetAccess(va, g, &rw, 1));
     for (long i = 0; i <= n; i++) {
         if (i == 1) marker();
         int can = 0;
@@ -77,6 +100,27 @@ int main(int argc, char **argv) {
             CUdeviceptr p;
             MUST(cuMemAlloc(&p, 256));
             MUST(cuMemFree(p));
+        } else if (!strcmp(mode, "vmm-create-release")) {
+            CUmemGenericAllocationHandle h;
+            MUST(cuMemCreate(&h, g, &vmm_prop, 0));
+            MUST(cuMemRelease(h));
+        } else if (!strcmp(mode, "vmm-reserve-free")) {
+            CUdeviceptr r;
+            MUST(cuMemAddressReserve(&r, g, 0, 0, 0));
+            MUST(cuMemAddressFree(r, g));
+        } else if (!strcmp(mode, "vmm-map-unmap")) {
+            MUST(cuMemMap(va + g, g, 0, vh, 0));
+            MUST(cuMemUnmap(va + g, g));
+        } else if (!strcmp(mode, "vmm-retain-release")) {
+            CUmemGenericAllocationHandle h;
+            MUST(cuMemRetainAllocationHandle(&h, (void *)va));
+            MUST(cuMemRelease(h));
+        } else if (!strcmp(mode, "vmm-set-access")) {
+            MUST(cuMemSetAccess(va, g, &rw, 1));
+        } else if (!strcmp(mode, "vmm-export")) {
+            int fd = -1;
+            MUST(cuMemExportToShareableHandle(&fd, vh, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+            close(fd);
         } else if (!strcmp(mode, "disable-enable")) {
             MUST(cuCtxDisablePeerAccess(c1));
             MUST(cuCtxEnablePeerAccess(c1, 0));
