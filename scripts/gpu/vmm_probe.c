@@ -77,6 +77,8 @@ int main(int argc, char **argv) {
     say("unmap.past-reservation-end", cuMemUnmap(va + 3 * g, 2 * g));
     say("map.outside-reservation", cuMemMap(va + 4 * g, g, 0, h, 0));
     say("map.released-handle-never-created", cuMemMap(va, g, 0, (CUmemGenericAllocationHandle)0, 0));
+    say("map.part-of-allocation", cuMemMap(va, g, 0, h, 0));
+    say("unmap.part-of-allocation", cuMemUnmap(va, g));
     say("map.ok", cuMemMap(va, 2 * g, 0, h, 0));
     say("map.same-range-again", cuMemMap(va, 2 * g, 0, h, 0));
     say("map.overlapping", cuMemMap(va + g, 2 * g, 0, h, 0));

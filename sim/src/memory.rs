@@ -563,7 +563,8 @@ impl Memory {
     /// `cuMemMap`, answering misuses as R580 does (scripts/gpu/results/*-vmm-probe.txt): an
     /// unknown or released handle, INVALID_VALUE; ptr, size or offset off the granularity, a
     /// nonzero offset ("currently must be zero"), a range past the allocation or an address
-    /// outside every reservation, NOT_SUPPORTED; a range that runs past its reservation or over
+    /// outside every reservation, or part of the allocation only, NOT_SUPPORTED; a range that
+    /// runs past its reservation or over
     /// a mapping, INVALID_VALUE. (R580 accepted a map one granule past a reservation's end,
     /// presumably into address space its reservation kept beyond the size asked: not modelled.)
     pub fn map(&mut self, ptr: u64, size: u64, offset: u64, handle: u64) -> Outcome {
@@ -579,7 +580,7 @@ impl Memory {
         if !matches!(offset.checked_add(size), Some(e) if e <= physical.size) {
             return Err(NOT_SUPPORTED);
         }
-        let fd = physical.memfd.as_raw_fd();
+        let (fd, whole) = (physical.memfd.as_raw_fd(), size == physical.size);
         let (&res_base, reservation) = self
             .reservations
             .range_mut(..=ptr)
@@ -596,6 +597,11 @@ impl Memory {
             .is_some_and(|(s, m)| s + m.size > ptr);
         if overlaps {
             return Err(INVALID_VALUE);
+        }
+        // R580 maps an allocation whole or not at all: NOT_SUPPORTED for part of one (an
+        // overlap is answered first here; their order on R580 is not measured).
+        if !whole {
+            return Err(NOT_SUPPORTED);
         }
         map_shared(fd, size, offset, Some(ptr)).ok_or(OUT_OF_MEMORY)?;
         reservation.maps.insert(

@@ -285,10 +285,15 @@ fn virtual_memory_management() {
         assert_eq!(download(va + g as u64 - 2, 4), b"span");
         // R580: a nonzero offset is NOT_SUPPORTED ("currently must be zero").
         assert_eq!(cuMemMap(va + 2 * g as u64, g, g, handle, 0), NOT_SUPPORTED);
+        // R580: part of an allocation is NOT_SUPPORTED (it maps one whole or not at all).
+        assert_eq!(cuMemMap(va + 2 * g as u64, g, 0, handle, 0), NOT_SUPPORTED);
         // A second mapping of the same handle sees the same bytes.
-        assert_eq!(cuMemMap(va + 2 * g as u64, g, 0, handle, 0), SUCCESS);
-        assert_eq!(cuMemSetAccess(va + 2 * g as u64, g, &access, 1), SUCCESS);
-        assert_eq!(download(va + 3 * g as u64 - 2, 2), b"sp");
+        assert_eq!(cuMemMap(va + 2 * g as u64, 2 * g, 0, handle, 0), SUCCESS);
+        assert_eq!(
+            cuMemSetAccess(va + 2 * g as u64, 2 * g, &access, 1),
+            SUCCESS
+        );
+        assert_eq!(download(va + 3 * g as u64 - 2, 4), b"span");
         let (mut base, mut size) = (0, 0);
         assert_eq!(
             cuMemGetAddressRange_v2(&mut base, &mut size, va + 5),
@@ -300,7 +305,7 @@ fn virtual_memory_management() {
         assert_eq!(download(va, 1).len(), 1);
         assert_eq!(cuMemAddressFree(va, 4 * g), INVALID_VALUE, "still mapped");
         assert_eq!(cuMemUnmap(va + 1, g), INVALID_VALUE);
-        assert_eq!(cuMemUnmap(va, 3 * g), SUCCESS);
+        assert_eq!(cuMemUnmap(va, 4 * g), SUCCESS);
         assert_eq!(cuMemcpyHtoD_v2(va, b"x".as_ptr().cast(), 1), INVALID_VALUE);
         assert_eq!(cuMemAddressFree(va, 4 * g), SUCCESS);
     }
