@@ -36,6 +36,7 @@ cases=(
     "set-access-not-mapped|cuMemSetAccess.range-not-mapped@cuMemSetAccess"
     "address-free-part|cuMemAddressFree.not-reservation@cuMemAddressFree"
     "export-not-requested|cuMemExportToShareableHandle.type-not-requested@cuMemExportToShareableHandle"
+    "memset-before-access|vmm.used-before-access@cuMemsetD8_v2"
     "release-twice|cuMemRelease.handle-not-live@cuMemRelease"
     "correct|-"
 )

@@ -31,6 +31,7 @@ const CASES: &[Case] = &[
         NONE,
         &["cuMemExportToShareableHandle.type-not-requested"],
     ),
+    ("memset-before-access", NONE, &["vmm.used-before-access"]),
     ("release-twice", NONE, &["cuMemRelease.handle-not-live"]),
     ("correct", NONE, &[]),
 ];
@@ -65,6 +66,7 @@ fn the_simulated_driver_answers_as_r580() {
         ("set-access-not-mapped", "cuMemSetAccess", 1),
         ("address-free-part", "cuMemAddressFree", 1),
         ("export-not-requested", "cuMemExportToShareableHandle", 1),
+        ("memset-before-access", "cuMemsetD8_v2", 1),
     ] {
         let r = run_checked(&scratch, &exe, scenario, NONE);
         let calls = printed_calls(&r.out);

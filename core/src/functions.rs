@@ -81,6 +81,14 @@ macro_rules! interposed_functions {
             cuda cuMemcpyHtoDAsync_v2_ptsz [cuMemcpyHtoDAsync 7000 ptsz observed] (dstDevice: CUdeviceptr, srcHost: ConstVoidPtr, ByteCount: Size, hStream: CUstream);
             cuda cuMemcpyDtoHAsync_v2 [cuMemcpyDtoHAsync 3020 legacy observed] (dstHost: VoidPtr, srcDevice: CUdeviceptr, ByteCount: Size, hStream: CUstream);
             cuda cuMemcpyDtoHAsync_v2_ptsz [cuMemcpyDtoHAsync 7000 ptsz observed] (dstHost: VoidPtr, srcDevice: CUdeviceptr, ByteCount: Size, hStream: CUstream);
+            cuda cuMemcpyHtoD_v2 [cuMemcpyHtoD 3020 legacy observed] (dstDevice: CUdeviceptr, srcHost: ConstVoidPtr, ByteCount: Size);
+            cuda cuMemcpyHtoD_v2_ptds [cuMemcpyHtoD 7000 ptds observed] (dstDevice: CUdeviceptr, srcHost: ConstVoidPtr, ByteCount: Size);
+            cuda cuMemcpyDtoH_v2 [cuMemcpyDtoH 3020 legacy observed] (dstHost: VoidPtr, srcDevice: CUdeviceptr, ByteCount: Size);
+            cuda cuMemcpyDtoH_v2_ptds [cuMemcpyDtoH 7000 ptds observed] (dstHost: VoidPtr, srcDevice: CUdeviceptr, ByteCount: Size);
+            cuda cuMemcpyDtoD_v2 [cuMemcpyDtoD 3020 legacy observed] (dstDevice: CUdeviceptr, srcDevice: CUdeviceptr, ByteCount: Size);
+            cuda cuMemcpyDtoD_v2_ptds [cuMemcpyDtoD 7000 ptds observed] (dstDevice: CUdeviceptr, srcDevice: CUdeviceptr, ByteCount: Size);
+            cuda cuMemsetD8_v2 [cuMemsetD8 3020 legacy observed] (dstDevice: CUdeviceptr, uc: UChar, N: Size);
+            cuda cuMemsetD8_v2_ptds [cuMemsetD8 7000 ptds observed] (dstDevice: CUdeviceptr, uc: UChar, N: Size);
             cuda cuMemsetD8Async [cuMemsetD8Async 3020 legacy observed] (dstDevice: CUdeviceptr, uc: UChar, N: Size, hStream: CUstream);
             cuda cuMemsetD8Async_ptsz [cuMemsetD8Async 7000 ptsz observed] (dstDevice: CUdeviceptr, uc: UChar, N: Size, hStream: CUstream);
             cuda cuMemsetD32Async [cuMemsetD32Async 3020 legacy observed] (dstDevice: CUdeviceptr, ui: Uint, N: Size, hStream: CUstream);
@@ -399,7 +407,7 @@ mod tests {
             assert_eq!(f.id as usize, i);
             assert_eq!(lookup_symbol(f.symbol.as_bytes()), Some(f.id));
         }
-        assert_eq!(lookup_symbol(b"cuMemcpyHtoD_v2"), None);
+        assert_eq!(lookup_symbol(b"cuMemcpy2D_v2"), None);
         assert_eq!(lookup_symbol(b""), None);
     }
 

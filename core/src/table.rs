@@ -65,19 +65,29 @@ macro_rules! check_table {
             cuDevicePrimaryCtxReset_v2 => lifecycle::PRIMARY_RESET;
             cuStreamDestroy_v2 => attach::STREAM_DESTROYED, lifecycle::STREAM_DESTROYED;
             hipDeviceReset => lifecycle::HIP_DEVICE_RESET;
-            // Observed stream work on memory: what an attach promised about other streams.
-            cuMemcpyAsync => attach::ACCESS_CUDA;
-            cuMemcpyAsync_ptsz => attach::ACCESS_CUDA;
-            cuMemcpyDtoDAsync_v2 => attach::ACCESS_CUDA;
-            cuMemcpyDtoDAsync_v2_ptsz => attach::ACCESS_CUDA;
-            cuMemcpyHtoDAsync_v2 => attach::ACCESS_CUDA;
-            cuMemcpyHtoDAsync_v2_ptsz => attach::ACCESS_CUDA;
-            cuMemcpyDtoHAsync_v2 => attach::ACCESS_CUDA;
-            cuMemcpyDtoHAsync_v2_ptsz => attach::ACCESS_CUDA;
-            cuMemsetD8Async => attach::ACCESS_CUDA;
-            cuMemsetD8Async_ptsz => attach::ACCESS_CUDA;
-            cuMemsetD32Async => attach::ACCESS_CUDA;
-            cuMemsetD32Async_ptsz => attach::ACCESS_CUDA;
+            // Observed stream work on memory: what an attach promised about other streams, and
+            // VMM memory used before access.
+            cuMemcpyAsync => attach::ACCESS_CUDA, vmm::USE;
+            cuMemcpyAsync_ptsz => attach::ACCESS_CUDA, vmm::USE;
+            cuMemcpyDtoDAsync_v2 => attach::ACCESS_CUDA, vmm::USE;
+            cuMemcpyDtoDAsync_v2_ptsz => attach::ACCESS_CUDA, vmm::USE;
+            cuMemcpyHtoDAsync_v2 => attach::ACCESS_CUDA, vmm::USE;
+            cuMemcpyHtoDAsync_v2_ptsz => attach::ACCESS_CUDA, vmm::USE;
+            cuMemcpyDtoHAsync_v2 => attach::ACCESS_CUDA, vmm::USE;
+            cuMemcpyDtoHAsync_v2_ptsz => attach::ACCESS_CUDA, vmm::USE;
+            cuMemsetD8Async => attach::ACCESS_CUDA, vmm::USE;
+            cuMemsetD8Async_ptsz => attach::ACCESS_CUDA, vmm::USE;
+            cuMemsetD32Async => attach::ACCESS_CUDA, vmm::USE;
+            cuMemsetD32Async_ptsz => attach::ACCESS_CUDA, vmm::USE;
+            // Observed synchronous copies and memsets: VMM memory used before access.
+            cuMemcpyHtoD_v2 => vmm::USE;
+            cuMemcpyHtoD_v2_ptds => vmm::USE;
+            cuMemcpyDtoH_v2 => vmm::USE;
+            cuMemcpyDtoH_v2_ptds => vmm::USE;
+            cuMemcpyDtoD_v2 => vmm::USE;
+            cuMemcpyDtoD_v2_ptds => vmm::USE;
+            cuMemsetD8_v2 => vmm::USE;
+            cuMemsetD8_v2_ptds => vmm::USE;
             // Observed memory: frees end what the driver-fact caches hold.
             cuMemAlloc_v2 => ;
             cuMemAllocManaged => ;

@@ -99,6 +99,26 @@ fn on_stream(stream: CUstream, work: impl FnOnce(&mut state::Driver) -> Outcome)
     })
 }
 
+/// `cuMemcpyDtoD` (synchronous; the simulator's work is done when the call returns).
+fn memcpy_dtod(dst: u64, src: u64, n: usize) -> Outcome {
+    check_initialized()?;
+    state::with(|d| {
+        d.current_context()?;
+        d.memory.copy_device(dst, src, n as u64)
+    })
+}
+
+/// `cuMemsetD8` (synchronous).
+fn memset_sync(dst: u64, value: u8, n: usize) -> Outcome {
+    check_initialized()?;
+    state::with(|d| {
+        d.current_context()?;
+        let bytes = vec![value; n];
+        // SAFETY: `bytes` is a live buffer of exactly the bytes copied.
+        unsafe { d.memory.copy_to_device(dst, bytes.as_ptr(), n as u64) }
+    })
+}
+
 /// `cuMemsetD8Async` and `cuMemsetD32Async`: `n` elements of `value`'s `width` bytes.
 fn memset_async(dst: u64, value: u32, width: usize, n: usize, stream: CUstream) -> Outcome {
     on_stream(stream, |d| {
@@ -816,6 +836,22 @@ exports! {
     fn cuMemcpyHtoD_v2_ptds(dstDevice: CUdeviceptr, srcHost: *const c_void, ByteCount: usize) {
         // SAFETY: `srcHost` is NULL or readable for `ByteCount` bytes (`cuMemcpyHtoD`'s contract).
         unsafe { memcpy_htod(dstDevice, srcHost, ByteCount) }
+    }
+
+    fn cuMemcpyDtoD_v2(dstDevice: CUdeviceptr, srcDevice: CUdeviceptr, ByteCount: usize) {
+        memcpy_dtod(dstDevice, srcDevice, ByteCount)
+    }
+
+    fn cuMemcpyDtoD_v2_ptds(dstDevice: CUdeviceptr, srcDevice: CUdeviceptr, ByteCount: usize) {
+        memcpy_dtod(dstDevice, srcDevice, ByteCount)
+    }
+
+    fn cuMemsetD8_v2(dstDevice: CUdeviceptr, uc: u8, N: usize) {
+        memset_sync(dstDevice, uc, N)
+    }
+
+    fn cuMemsetD8_v2_ptds(dstDevice: CUdeviceptr, uc: u8, N: usize) {
+        memset_sync(dstDevice, uc, N)
     }
 
     fn cuMemcpyDtoH_v2(dstHost: *mut c_void, srcDevice: CUdeviceptr, ByteCount: usize) {

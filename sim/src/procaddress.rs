@@ -101,6 +101,10 @@ table! {
     Cuda cuMemGetAddressRange 3020 legacy => cuMemGetAddressRange_v2;
     Cuda cuMemcpyHtoD 3020 legacy => cuMemcpyHtoD_v2;
     Cuda cuMemcpyHtoD 7000 ptds => cuMemcpyHtoD_v2_ptds;
+    Cuda cuMemcpyDtoD 3020 legacy => cuMemcpyDtoD_v2;
+    Cuda cuMemcpyDtoD 7000 ptds => cuMemcpyDtoD_v2_ptds;
+    Cuda cuMemsetD8 3020 legacy => cuMemsetD8_v2;
+    Cuda cuMemsetD8 7000 ptds => cuMemsetD8_v2_ptds;
     Cuda cuMemcpyDtoH 3020 legacy => cuMemcpyDtoH_v2;
     Cuda cuMemcpyDtoH 7000 ptds => cuMemcpyDtoH_v2_ptds;
     Cuda cuPointerGetAttribute 4000 legacy => cuPointerGetAttribute;

@@ -99,6 +99,9 @@ int main(int argc, char **argv) {
         int fd = -1;
         CALL("cuMemExportToShareableHandle",
              cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    } else if (!strcmp(s, "memset-before-access")) {
+        h = mapped(&va);
+        CALL("cuMemsetD8_v2", cuMemsetD8(va, 1, 64));
     } else if (!strcmp(s, "release-twice")) {
         SETUP("cuMemCreate", create(&h, 2 * G));
         CALL("cuMemRelease", cuMemRelease(h));

@@ -159,6 +159,24 @@ pub mod cuda {
             cuMemCreate), or export as a type it requested",
     };
 
+    pub static USED_BEFORE_ACCESS: Rule = Rule {
+        id: "vmm.used-before-access",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "A copy or memset names VMM memory only after cuMemSetAccess gave its \
+            mapping access. Checked on the copies and memsets the shim observes, for mappings \
+            this process made and gave no device access to. R580 answers \
+            CUDA_ERROR_INVALID_VALUE, to the synchronous and the asynchronous calls alike, \
+            without a fault. Rests on what the shim saw: withdrawn when the driver accepts.",
+        source: source("cuMemMap"),
+        quote: "Please note calling ::cuMemMap does not make the address accessible, the caller \
+            needs to update accessibility of a contiguous mapped VA range by calling \
+            ::cuMemSetAccess.",
+        documented_code: None,
+        fix: "give the mapping access (cuMemSetAccess, for the devices that use it) before any \
+            copy, memset or kernel touches it",
+    };
+
     pub static RELEASE_NOT_LIVE: Rule = Rule {
         id: "cuMemRelease.handle-not-live",
         severity: Severity::Warning,
@@ -222,6 +240,11 @@ pub mod checks {
         name: "vmm.set-access",
         rules: &[&cuda::SET_ACCESS_NOT_MAPPED],
     };
+    /// Copies and memsets: memory they name that was mapped and never given access.
+    pub static USE: CheckInfo = CheckInfo {
+        name: "vmm.use",
+        rules: &[&cuda::USED_BEFORE_ACCESS],
+    };
 }
 
 /// The family: every rule it defines, in catalogue order.
@@ -238,6 +261,7 @@ pub static FAMILY: Family = Family {
         &checks::MAP,
         &checks::UNMAP,
         &checks::SET_ACCESS,
+        &checks::USE,
     ],
     reported: &[],
     engine: &[],

@@ -27,6 +27,7 @@ use sharecheck_core::functions::args;
 use sharecheck_core::rules::vmm::cuda;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_int;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 pub struct Create;
 pub struct Release;
@@ -37,6 +38,7 @@ pub struct AddressFree;
 pub struct Map;
 pub struct Unmap;
 pub struct SetAccess;
+pub struct Use;
 
 /// The family's checks, by the names the table uses.
 pub mod checks {
@@ -49,6 +51,7 @@ pub mod checks {
     pub const MAP: super::Map = super::Map;
     pub const UNMAP: super::Unmap = super::Unmap;
     pub const SET_ACCESS: super::SetAccess = super::SetAccess;
+    pub const USE: super::Use = super::Use;
 }
 
 /// Where VMM memory lives (`CUmemLocation`).
@@ -75,6 +78,8 @@ pub struct Mapping {
     pub size: u64,
     pub handle: u64,
     pub physical: Physical,
+    /// Whether `cuMemSetAccess` gave it access (to any device) since it was mapped.
+    pub accessible: bool,
 }
 
 /// A handle this process holds references to.
@@ -89,6 +94,9 @@ struct Handle {
 #[derive(Default)]
 pub struct VmmState {
     inner: Mutex<Vmm>,
+    /// How many mappings have no access yet ([`Vmm::unaccessed`], read without the lock): while
+    /// none, copies and memsets have nothing to check.
+    unaccessed: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -96,8 +104,11 @@ struct Vmm {
     handles: HashMap<u64, Handle>,
     /// Reservation start -> size.
     reservations: BTreeMap<u64, u64>,
-    /// Mapping start -> mapping.
+    /// Mapping start -> mapping. Changed only through [`Vmm::map`], [`Vmm::unmap_inside`] and
+    /// [`Vmm::grant`], which keep `unaccessed`.
     maps: BTreeMap<u64, Mapping>,
+    /// How many of `maps` are not `accessible`.
+    unaccessed: usize,
 }
 
 impl FamilyState for VmmState {
@@ -108,6 +119,7 @@ impl FamilyState for VmmState {
         // What a context or device took with it is not known: nothing tracked is trusted.
         if !matches!(gone, Lifetime::MemoryFreed | Lifetime::StreamDestroyed(_)) {
             *self.inner.lock() = Vmm::default();
+            self.unaccessed.store(0, Relaxed);
         }
     }
 }
@@ -121,6 +133,14 @@ impl VmmState {
     /// What is known of a handle this process holds.
     pub fn handle(&self, handle: u64) -> Option<Physical> {
         self.inner.lock().handles.get(&handle).map(|h| h.physical)
+    }
+
+    /// Changes the mappings under the lock, then publishes how many have no access.
+    fn change_maps<T>(&self, f: impl FnOnce(&mut Vmm) -> T) -> T {
+        let mut vmm = self.inner.lock();
+        let out = f(&mut vmm);
+        self.unaccessed.store(vmm.unaccessed, Relaxed);
+        out
     }
 }
 
@@ -136,6 +156,39 @@ enum Cover {
 }
 
 impl Vmm {
+    fn map(&mut self, start: u64, mapping: Mapping) {
+        if let Some(old) = self.maps.insert(start, mapping) {
+            self.unaccessed -= usize::from(!old.accessible);
+        }
+        self.unaccessed += usize::from(!mapping.accessible);
+    }
+
+    /// Removes the mappings wholly inside `[ptr, end)`.
+    fn unmap_inside(&mut self, ptr: u64, end: u64) {
+        let gone: Vec<u64> = self
+            .maps
+            .range(ptr..end)
+            .filter(|(&s, m)| s + m.size <= end)
+            .map(|(&s, _)| s)
+            .collect();
+        for s in gone {
+            if let Some(m) = self.maps.remove(&s) {
+                self.unaccessed -= usize::from(!m.accessible);
+            }
+        }
+    }
+
+    /// Marks the mappings that overlap `[ptr, end)` accessible.
+    fn grant(&mut self, ptr: u64, end: u64) {
+        let starts: Vec<u64> = self.overlapping(ptr, end).map(|(s, _)| s).collect();
+        for s in starts {
+            if let Some(m) = self.maps.get_mut(&s).filter(|m| !m.accessible) {
+                m.accessible = true;
+                self.unaccessed -= 1;
+            }
+        }
+    }
+
     fn mapping(&self, ptr: u64) -> Option<(u64, Mapping)> {
         let (&start, &m) = self.maps.range(..=ptr).next_back()?;
         (ptr - start < m.size).then_some((start, m))
@@ -365,12 +418,10 @@ impl Check<args::cuMemAddressFree> for AddressFree {
             return;
         }
         let (ptr, end) = (a.ptr.0, a.ptr.0.saturating_add(a.size.0 as u64));
-        let mut vmm = cx.states.family::<VmmState>().inner.lock();
-        vmm.reservations.remove(&ptr);
-        let gone: Vec<u64> = vmm.maps.range(ptr..end).map(|(&s, _)| s).collect();
-        for s in gone {
-            vmm.maps.remove(&s);
-        }
+        cx.states.family::<VmmState>().change_maps(|vmm| {
+            vmm.reservations.remove(&ptr);
+            vmm.unmap_inside(ptr, end);
+        });
     }
 }
 
@@ -439,18 +490,20 @@ impl Check<args::cuMemMap> for Map {
         if ret != 0 {
             return;
         }
-        let mut vmm = cx.states.family::<VmmState>().inner.lock();
-        let physical = vmm
-            .handles
-            .get(&a.handle.0)
-            .map(|h| h.physical)
-            .unwrap_or_default();
-        let mapping = Mapping {
-            size: a.size.0 as u64,
-            handle: a.handle.0,
-            physical,
-        };
-        vmm.maps.insert(a.ptr.0, mapping);
+        cx.states.family::<VmmState>().change_maps(|vmm| {
+            let physical = vmm
+                .handles
+                .get(&a.handle.0)
+                .map(|h| h.physical)
+                .unwrap_or_default();
+            let mapping = Mapping {
+                size: a.size.0 as u64,
+                handle: a.handle.0,
+                physical,
+                accessible: false,
+            };
+            vmm.map(a.ptr.0, mapping);
+        });
     }
 }
 
@@ -498,16 +551,9 @@ impl Check<args::cuMemUnmap> for Unmap {
             return;
         }
         let end = a.ptr.0.saturating_add(a.size.0 as u64);
-        let mut vmm = cx.states.family::<VmmState>().inner.lock();
-        let gone: Vec<u64> = vmm
-            .maps
-            .range(a.ptr.0..end)
-            .filter(|(&s, m)| s + m.size <= end)
-            .map(|(&s, _)| s)
-            .collect();
-        for s in gone {
-            vmm.maps.remove(&s);
-        }
+        cx.states
+            .family::<VmmState>()
+            .change_maps(|vmm| vmm.unmap_inside(a.ptr.0, end));
     }
 }
 
@@ -522,4 +568,98 @@ impl Check<args::cuMemSetAccess> for SetAccess {
             _ => cx.tracked(&cuda::SET_ACCESS_NOT_MAPPED, message),
         }
     }
+    fn after(&self, a: &args::cuMemSetAccess, _: (), ret: c_int, cx: &mut Cx) {
+        if ret == 0 {
+            let end = a.ptr.0.saturating_add(a.size.0 as u64);
+            cx.states
+                .family::<VmmState>()
+                .change_maps(|vmm| vmm.grant(a.ptr.0, end));
+        }
+    }
 }
+
+/// Copies and memsets that name memory mapped and never given access.
+fn used(cx: &mut Cx, addresses: &[(&'static str, u64)]) {
+    for &(name, ptr) in addresses {
+        let Some((start, m)) = cx.states.family::<VmmState>().mapping(ptr) else {
+            continue;
+        };
+        if !m.accessible {
+            cx.tracked(&cuda::USED_BEFORE_ACCESS, || {
+                format!(
+                    "{name} {} is in the mapping [{}, {}) of handle {} (cuMemMap), which \
+                     cuMemSetAccess never gave access to",
+                    hex(ptr),
+                    hex(start),
+                    hex(start + m.size),
+                    hex(m.handle)
+                )
+            });
+        }
+    }
+}
+
+/// The address an argument names.
+trait Address {
+    fn address(&self) -> u64;
+}
+
+impl Address for CUdeviceptr {
+    fn address(&self) -> u64 {
+        self.0
+    }
+}
+
+impl Address for ConstVoidPtr {
+    fn address(&self) -> u64 {
+        self.addr()
+    }
+}
+
+impl Address for VoidPtr {
+    fn address(&self) -> u64 {
+        self.addr()
+    }
+}
+
+macro_rules! use_check {
+    ($($function:ident ($($ptr:ident),*)),* $(,)?) => {$(
+        impl Check<args::$function> for Use {
+            type Plan = ();
+            #[inline]
+            fn before(&self, a: &args::$function, cx: &mut Cx) {
+                if !Check::<args::$function>::idle(self, cx.states) {
+                    used(cx, &[$((stringify!($ptr), Address::address(&a.$ptr))),*]);
+                }
+            }
+            /// Every mapping has access: no copy can use one before it.
+            #[inline(always)]
+            fn idle(&self, states: &crate::engine::state::States) -> bool {
+                states.family::<VmmState>().unaccessed.load(Relaxed) == 0
+            }
+        }
+    )*};
+}
+
+use_check!(
+    cuMemcpyAsync(dst, src),
+    cuMemcpyAsync_ptsz(dst, src),
+    cuMemcpyDtoDAsync_v2(dstDevice, srcDevice),
+    cuMemcpyDtoDAsync_v2_ptsz(dstDevice, srcDevice),
+    cuMemcpyHtoDAsync_v2(dstDevice),
+    cuMemcpyHtoDAsync_v2_ptsz(dstDevice),
+    cuMemcpyDtoHAsync_v2(srcDevice),
+    cuMemcpyDtoHAsync_v2_ptsz(srcDevice),
+    cuMemsetD8Async(dstDevice),
+    cuMemsetD8Async_ptsz(dstDevice),
+    cuMemsetD32Async(dstDevice),
+    cuMemsetD32Async_ptsz(dstDevice),
+    cuMemcpyHtoD_v2(dstDevice),
+    cuMemcpyHtoD_v2_ptds(dstDevice),
+    cuMemcpyDtoH_v2(srcDevice),
+    cuMemcpyDtoH_v2_ptds(srcDevice),
+    cuMemcpyDtoD_v2(dstDevice, srcDevice),
+    cuMemcpyDtoD_v2_ptds(dstDevice, srcDevice),
+    cuMemsetD8_v2(dstDevice),
+    cuMemsetD8_v2_ptds(dstDevice),
+);

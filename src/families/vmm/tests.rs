@@ -115,6 +115,15 @@ fn export(handle: u64, handle_type: u32) -> args::cuMemExportToShareableHandle {
     }
 }
 
+fn memset_async(ptr: u64) -> args::cuMemsetD8Async {
+    args::cuMemsetD8Async {
+        dstDevice: CUdeviceptr(ptr),
+        uc: UChar(1),
+        N: Size(64),
+        hStream: CUstream(std::ptr::null_mut()),
+    }
+}
+
 fn release(handle: u64) -> args::cuMemRelease {
     args::cuMemRelease {
         handle: CUmemGenericAllocationHandle(handle),
@@ -198,6 +207,14 @@ const NEGATIVE: &[Case] = &[
         },
     ),
     (
+        "a memset on a mapping never given access",
+        &["vmm.used-before-access"],
+        |h| {
+            mapped(h);
+            h.call(memset_async(VA + 64), INVALID_VALUE)
+        },
+    ),
+    (
         "a release of a handle released already",
         &["cuMemRelease.handle-not-live"],
         |h| {
@@ -224,6 +241,7 @@ fn a_vmm_life_done_right_is_silent() {
     h.ok(map_at(VA, G, 0, H));
     h.ok(map_at(VA + G, G, G, H));
     h.ok(set_access(VA, 2 * G));
+    h.ok(memset_async(VA + G));
     let mut kept = CUmemGenericAllocationHandle(H);
     h.ok(args::cuMemRetainAllocationHandle {
         handle: Out(&mut kept),
@@ -269,6 +287,23 @@ fn what_predates_the_shim_is_trusted_to_the_driver() {
     h.ok(set_access(VA, G));
     h.ok(address_free(VA, 4 * G));
     h.ok(release(0x999));
+}
+
+/// While every mapping has access, copies and memsets have nothing to check (the rows are idle
+/// when untraced); a mapping without access makes them check, until access is set or it goes.
+#[test]
+fn copies_check_vmm_memory_only_while_a_mapping_lacks_access() {
+    use crate::engine::Checked;
+    let h = world();
+    assert!(args::cuMemsetD8Async::idle(&h.states));
+    mapped(&h);
+    assert!(!args::cuMemsetD8Async::idle(&h.states));
+    h.ok(set_access(VA, 2 * G));
+    assert!(args::cuMemsetD8Async::idle(&h.states));
+    h.ok(map_at(VA + 2 * G, 2 * G, 0, H));
+    assert!(!args::cuMemsetD8Async::idle(&h.states));
+    h.ok(unmap(VA + 2 * G, 2 * G));
+    assert!(args::cuMemsetD8Async::idle(&h.states));
 }
 
 /// A granularity the driver does not give (it refused the properties) decides nothing.
