@@ -1,16 +1,19 @@
-//! The simulator's CUDA exports against CUDA 13.5 `cuda.h`: every export of an `exports!` block
-//! (its table: name and parameter types) is declared by the header, with the same number of
-//! parameters and parameters of the same ABI (the same type; or integers, and enums, of the same
-//! size and signedness; or pointers to such, with the same constness, `void *` standing for any
-//! pointer), checked by the C++ compiler. A negative self-test shows a wrong prototype failing by
-//! name.
+//! The simulator's exports against the headers: CUDA's against CUDA 13.5 `cuda.h`, HIP's against
+//! `hip_runtime_api.h`. Every export of an `exports!` block (its table: name and parameter types)
+//! is declared by the header, with the same number of parameters and parameters of the same ABI
+//! (the same type; or integers, and enums, of the same size and signedness; or pointers to such,
+//! with the same constness, `void *` standing for any pointer), checked by the C++ compiler. A
+//! negative self-test shows a wrong prototype failing by name.
 //!
 //! Headers: `SHARECHECK_CUDA_INCLUDE` (default `.deps/cuda/nvidia/cu13/include` of the
-//! workspace, from `scripts/fetch-deps.sh`); compiler: `SHARECHECK_CXX` (default `g++`).
-//! HIP's exports are not checked here yet: `hip_runtime_api.h` overloads some of them in C++.
+//! workspace, from `scripts/fetch-deps.sh`), `SHARECHECK_HIP_INCLUDE` (default `/usr/include`,
+//! Debian's `libamdhip64-dev`); compiler: `SHARECHECK_CXX` (default `g++`). HIP's C++ overloads
+//! are left out (`__HIP_DISABLE_CPP_FUNCTIONS__`); the one overloaded name the simulator exports
+//! whatever that macro says (`hipMallocAsync`, with a pool in C++) is taken at its C arity.
 
 use crate::cuda_exports::CUDA_EXPORTS;
-use crate::procaddress::lookups::CUDA_LOOKUPS;
+use crate::hip_exports::HIP_EXPORTS;
+use crate::procaddress::lookups::{CUDA_LOOKUPS, HIP_LOOKUPS};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -21,12 +24,13 @@ fn cuda_include() -> PathBuf {
     )
 }
 
-/// A Rust parameter type of the simulator, as `stringify!` writes it, in C.
-fn c_type(rust: &str) -> String {
+/// A Rust parameter type of the simulator, as `stringify!` writes it, in C (`uuid`: the API's
+/// name of the 16-byte UUID struct).
+fn c_type(rust: &str, uuid: &str) -> String {
     let rust = rust.trim();
     for (prefix, cv) in [("*mut", ""), ("*const", "const ")] {
         if let Some(rest) = rust.strip_prefix(prefix) {
-            return format!("{cv}{} *", c_type(rest));
+            return format!("{cv}{} *", c_type(rest, uuid));
         }
     }
     match rust {
@@ -41,15 +45,16 @@ fn c_type(rust: &str) -> String {
         "usize" => "size_t",
         "isize" => "ptrdiff_t",
         "f32" => "float",
-        // `CUuuid`: 16 bytes (`struct { char bytes[16]; }`), which the simulator writes as such.
-        "[u8; 16]" => "CUuuid",
+        // `CUuuid`, `hipUUID`: 16 bytes (`struct { char bytes[16]; }`), which the simulator
+        // writes as such.
+        "[u8; 16]" => uuid,
         other => other, // the simulator's types carry cuda.h's names
     }
     .to_string()
 }
 
+/// The C++ that compares prototypes, after the header's include.
 const PRELUDE: &str = r#"
-#include <cuda.h>
 #include <cstddef>
 #include <type_traits>
 template <class T, bool = std::is_enum<T>::value> struct plain { using type = T; };
@@ -84,18 +89,49 @@ constexpr bool same_abi(R1 (*)(A1...), R2 (*)(A2...)) {
 }
 "#;
 
+/// One API's header and how the check names it.
+struct Api {
+    /// What goes before [`PRELUDE`]: the header's include.
+    include: &'static str,
+    header: &'static str,
+    uuid: &'static str,
+}
+
+const CUDA: Api = Api {
+    include: "#include <cuda.h>\n",
+    header: "cuda.h",
+    uuid: "CUuuid",
+};
+
+const HIP: Api = Api {
+    include: "#define __HIP_PLATFORM_AMD__\n#define __HIP_DISABLE_CPP_FUNCTIONS__\n\
+              #include <hip/hip_runtime_api.h>\n",
+    header: "hip_runtime_api.h",
+    uuid: "hipUUID",
+};
+
+/// HIP names C++ overloads whatever `__HIP_DISABLE_CPP_FUNCTIONS__` says: the simulator's
+/// parameter types, exactly, pick the C prototype (a cast that fails if no overload has them).
+const HIP_OVERLOADED: &[&str] = &["hipMallocAsync"];
+
 /// C++ asserting that each `(name, parameters)` has the header's prototype (returning `int`).
-fn source(exports: &[(&str, Vec<String>)]) -> String {
-    let mut s = PRELUDE.to_string();
+fn source(api: &Api, exports: &[(&str, Vec<String>)]) -> String {
+    let mut s = format!("{}{PRELUDE}", api.include);
+    let header = api.header;
     for (name, params) in exports {
         let params = if params.is_empty() {
             "void".to_string()
         } else {
             params.join(", ")
         };
+        let function = if HIP_OVERLOADED.contains(name) {
+            format!("static_cast<hipError_t (*)({params})>(&::{name})")
+        } else {
+            format!("&::{name}")
+        };
         s.push_str(&format!(
-            "static_assert(same_abi(&::{name}, (int (*)({params}))nullptr), \
-             \"{name}: the simulator's prototype differs from cuda.h\");\n"
+            "static_assert(same_abi({function}, (int (*)({params}))nullptr), \
+             \"{name}: the simulator's prototype differs from {header}\");\n"
         ));
     }
     s
@@ -110,6 +146,7 @@ fn compile(name: &str, source: &str) -> Result<(), String> {
         "{} has no cuda.h: run scripts/fetch-deps.sh (or set SHARECHECK_CUDA_INCLUDE)",
         include.display()
     );
+    let hip = std::env::var_os("SHARECHECK_HIP_INCLUDE").map(PathBuf::from);
     let dir = std::env::temp_dir().join(format!("sharecheck-sim-proto-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join(format!("{name}.cpp"));
@@ -123,6 +160,10 @@ fn compile(name: &str, source: &str) -> Result<(), String> {
             "-isystem",
         ])
         .arg(&include)
+        .args(
+            hip.iter()
+                .flat_map(|h| [std::ffi::OsStr::new("-isystem"), h.as_os_str()]),
+        )
         .arg(&file)
         .output()
         .unwrap_or_else(|e| panic!("{cxx}: {e} (set SHARECHECK_CXX)"));
@@ -138,15 +179,60 @@ fn cuda_exports() -> Vec<(&'static str, Vec<String>)> {
     CUDA_EXPORTS
         .iter()
         .chain(CUDA_LOOKUPS)
-        .map(|(name, params)| (*name, params.iter().map(|p| c_type(p)).collect()))
+        .map(|(name, params)| (*name, params.iter().map(|p| c_type(p, CUDA.uuid)).collect()))
         .collect()
+}
+
+/// What the simulator exports from ROCm releases newer than the HIP 5.2 headers, which do not
+/// declare it.
+const NEWER_THAN_HIP_HEADERS: &[&str] = &["hipGetProcAddress"];
+
+fn hip_exports() -> Vec<(&'static str, Vec<String>)> {
+    HIP_EXPORTS
+        .iter()
+        .chain(HIP_LOOKUPS)
+        .filter(|(name, _)| !NEWER_THAN_HIP_HEADERS.contains(name))
+        .map(|(name, params)| (*name, params.iter().map(|p| c_type(p, HIP.uuid)).collect()))
+        .collect()
+}
+
+#[test]
+fn every_hip_export_has_the_prototype_of_hip_runtime_api_h() {
+    let exports = hip_exports();
+    assert!(exports.len() > 30, "{} exports", exports.len());
+    if let Err(e) = compile("hip", &source(&HIP, &exports)) {
+        let failed: Vec<&str> = e
+            .lines()
+            .filter(|l| l.contains("differs from hip_runtime_api.h") || l.contains("error:"))
+            .collect();
+        panic!("{}\n--- compiler output ---\n{e}", failed.join("\n"));
+    }
+}
+
+/// The HIP check can fail too: a parameter of the wrong size, named by the compiler.
+#[test]
+fn a_wrong_hip_prototype_fails_by_name() {
+    let mut exports = hip_exports();
+    let i = exports
+        .iter()
+        .position(|(n, _)| *n == "hipDeviceCanAccessPeer")
+        .unwrap();
+    exports[i].1[1] = "long long".into();
+    let err = compile("hip_wrong_size", &source(&HIP, &exports)).unwrap_err();
+    assert!(
+        err.contains(
+            "hipDeviceCanAccessPeer: the simulator's prototype differs from \
+                      hip_runtime_api.h"
+        ),
+        "{err}"
+    );
 }
 
 #[test]
 fn every_cuda_export_has_the_prototype_of_cuda_h() {
     let exports = cuda_exports();
     assert!(exports.len() > 100, "{} exports", exports.len());
-    if let Err(e) = compile("cuda", &source(&exports)) {
+    if let Err(e) = compile("cuda", &source(&CUDA, &exports)) {
         let failed: Vec<&str> = e
             .lines()
             .filter(|l| l.contains("differs from cuda.h") || l.contains("error:"))
@@ -165,7 +251,7 @@ fn a_wrong_prototype_fails_by_name() {
     };
     let i = at(&mut exports, "cuDeviceCanAccessPeer");
     exports[i].1[1] = "long long".into();
-    let err = compile("wrong_size", &source(&exports)).unwrap_err();
+    let err = compile("wrong_size", &source(&CUDA, &exports)).unwrap_err();
     assert!(
         err.contains("cuDeviceCanAccessPeer: the simulator's prototype differs"),
         "{err}"
@@ -173,7 +259,7 @@ fn a_wrong_prototype_fails_by_name() {
     let mut exports = cuda_exports();
     let i = at(&mut exports, "cuIpcGetMemHandle");
     exports[i].1.pop();
-    let err = compile("missing", &source(&exports)).unwrap_err();
+    let err = compile("missing", &source(&CUDA, &exports)).unwrap_err();
     assert!(
         err.contains("cuIpcGetMemHandle: the simulator's prototype differs"),
         "{err}"
