@@ -38,6 +38,7 @@ cases=(
     "export-not-requested|cuMemExportToShareableHandle.type-not-requested@cuMemExportToShareableHandle"
     "memset-before-access|vmm.used-before-access@cuMemsetD8_v2"
     "release-twice|cuMemRelease.handle-not-live@cuMemRelease"
+    "leak|cuMemAddressReserve.never-freed@cuMemAddressReserve,cuMemCreate.never-released@cuMemCreate,cuMemMap.never-unmapped@cuMemMap"
     "correct|-"
 )
 

@@ -48,6 +48,48 @@ fn each_misuse_fires_exactly_its_rule_and_correct_use_is_silent() {
     check_cases(&scratch, &exe, CASES);
 }
 
+/// What a process leaves at its exit, found by `sharecheck report` on the calls that made it;
+/// the negative scenarios give back what they set up, and the correct program leaves nothing.
+#[test]
+fn what_a_process_leaves_at_exit_is_found_by_the_report() {
+    let scratch = Scratch::new("vmm_report");
+    let exe = program(&scratch);
+    let r = run_checked(&scratch, &exe, "leak", NONE);
+    assert!(r.rule_ids().is_empty(), "{}", r.stderr());
+    let found = report_phase(&r);
+    let expected: Vec<(String, String)> = [
+        ("cuMemAddressReserve.never-freed", "cuMemAddressReserve"),
+        ("cuMemCreate.never-released", "cuMemCreate"),
+        ("cuMemMap.never-unmapped", "cuMemMap"),
+    ]
+    .iter()
+    .map(|(rule, f)| (rule.to_string(), f.to_string()))
+    .collect();
+    assert_eq!(found, expected);
+    for (scenario, _, _) in CASES {
+        let r = run_checked(&scratch, &exe, scenario, NONE);
+        assert!(
+            report_phase(&r).is_empty(),
+            "{scenario}: {:?}",
+            report_phase(&r)
+        );
+    }
+}
+
+#[test]
+fn every_vmm_rule_has_a_case() {
+    let covered = CASES
+        .iter()
+        .flat_map(|(_, _, ids)| ids.iter().copied())
+        .chain(
+            sharecheck_core::rules::vmm::report::REPORTED_ON
+                .iter()
+                .map(|(rule, _)| rule.id),
+        );
+    let missing = sharecheck_core::rules::without_case(&["vmm"], covered);
+    assert!(missing.is_empty(), "rules without a case: {missing:?}");
+}
+
 /// The simulated driver answers as R580 did: each misuse's code, a release past the references
 /// refused, an unmap of nothing accepted, and memory imported from the process's own export is
 /// the same memory (a memset through the import reads back through the first mapping).
@@ -55,25 +97,32 @@ fn each_misuse_fires_exactly_its_rule_and_correct_use_is_silent() {
 fn the_simulated_driver_answers_as_r580() {
     let scratch = Scratch::new("vmm_answers");
     let exe = program(&scratch);
-    for (scenario, symbol, code) in [
-        ("create-size", "cuMemCreate", 1),
-        ("map-not-granular", "cuMemMap", 801),
-        ("map-past-allocation", "cuMemMap", 801),
-        ("map-not-reserved", "cuMemMap", 801),
-        ("map-already-mapped", "cuMemMap", 1),
-        ("unmap-sub-range", "cuMemUnmap", 1),
-        ("unmap-nothing", "cuMemUnmap", 0),
-        ("set-access-not-mapped", "cuMemSetAccess", 1),
-        ("address-free-part", "cuMemAddressFree", 1),
-        ("export-not-requested", "cuMemExportToShareableHandle", 1),
-        ("memset-before-access", "cuMemsetD8_v2", 1),
+    // The misuse is the symbol's first call in the scenario, its second where the set-up made
+    // one before it (the calls after it give back what was set up).
+    for (scenario, symbol, nth, code) in [
+        ("create-size", "cuMemCreate", 0, 1),
+        ("map-not-granular", "cuMemMap", 0, 801),
+        ("map-past-allocation", "cuMemMap", 0, 801),
+        ("map-not-reserved", "cuMemMap", 0, 801),
+        ("map-already-mapped", "cuMemMap", 1, 1),
+        ("unmap-sub-range", "cuMemUnmap", 0, 1),
+        ("unmap-nothing", "cuMemUnmap", 0, 0),
+        ("set-access-not-mapped", "cuMemSetAccess", 0, 1),
+        ("address-free-part", "cuMemAddressFree", 0, 1),
+        ("export-not-requested", "cuMemExportToShareableHandle", 0, 1),
+        ("memset-before-access", "cuMemsetD8_v2", 0, 1),
     ] {
         let r = run_checked(&scratch, &exe, scenario, NONE);
         let calls = printed_calls(&r.out);
-        assert_eq!(
-            calls.last(),
-            Some(&(symbol.to_string(), code)),
-            "{scenario}: {calls:?}"
+        let misuse = calls.iter().filter(|(f, _)| f == symbol).nth(nth);
+        assert_eq!(misuse.map(|(_, c)| *c), Some(code), "{scenario}: {calls:?}");
+        assert!(
+            calls
+                .iter()
+                .skip_while(|c| Some(*c) != misuse)
+                .skip(1)
+                .all(|(_, c)| *c == 0),
+            "{scenario}: what it set up is given back: {calls:?}"
         );
     }
     let r = run_checked(&scratch, &exe, "release-twice", NONE);

@@ -8,7 +8,9 @@
  *              reference retained (at an address inside the mapping) and released, the memory
  *              exported to an fd and imported back (a second handle), the import mapped whole
  *              beside it and unmapped, every handle released (one while still mapped),
- *              unmapped, freed. */
+ *              unmapped, freed.
+ *   leak       mapped memory the process exits holding: its handle, reservation and mapping
+ *              (found by the report phase). */
 #include <cuda.h>
 #include <stdint.h>
 #include <string.h>
@@ -30,6 +32,14 @@ static CUmemAccessDesc rw;
 
 static CUresult create(CUmemGenericAllocationHandle *h, size_t size) {
     return cuMemCreate(h, size, &prop, 0);
+}
+
+/* After a negative scenario: what it set up is given back (SETUP), so that the only findings are
+ * the misuse's (the report phase finds what a process leaves at exit). */
+static void give_back(CUmemGenericAllocationHandle h, CUdeviceptr va, size_t mapped, size_t reserved) {
+    if (mapped) SETUP("cuMemUnmap", cuMemUnmap(va, mapped));
+    if (reserved) SETUP("cuMemAddressFree", cuMemAddressFree(va, reserved));
+    if (h) SETUP("cuMemRelease", cuMemRelease(h));
 }
 
 /* Two granules created, four reserved at *va, the first two mapped. */
@@ -68,30 +78,38 @@ int main(int argc, char **argv) {
         SETUP("cuMemCreate", create(&h, 2 * G));
         SETUP("cuMemAddressReserve", cuMemAddressReserve(&va, 4 * G, 0, 0, 0));
         CALL("cuMemMap", cuMemMap(va + 4096, G, 0, h, 0));
+        give_back(h, va, 0, 4 * G);
     } else if (!strcmp(s, "map-past-allocation")) {
         SETUP("cuMemCreate", create(&h, 2 * G));
         SETUP("cuMemAddressReserve", cuMemAddressReserve(&va, 4 * G, 0, 0, 0));
         CALL("cuMemMap", cuMemMap(va, 3 * G, 0, h, 0));
+        give_back(h, va, 0, 4 * G);
     } else if (!strcmp(s, "map-not-reserved")) {
         SETUP("cuMemCreate", create(&h, 2 * G));
         SETUP("cuMemAddressReserve", cuMemAddressReserve(&va, 4 * G, 0, 0, 0));
         SETUP("cuMemAddressFree", cuMemAddressFree(va, 4 * G));
         CALL("cuMemMap", cuMemMap(va, G, 0, h, 0));
+        give_back(h, 0, 0, 0);
     } else if (!strcmp(s, "map-already-mapped")) {
         h = mapped(&va);
         CALL("cuMemMap", cuMemMap(va + G, 2 * G, 0, h, 0));
+        give_back(h, va, 2 * G, 4 * G);
     } else if (!strcmp(s, "unmap-sub-range")) {
         h = mapped(&va);
         CALL("cuMemUnmap", cuMemUnmap(va, G));
+        give_back(h, va, 2 * G, 4 * G);
     } else if (!strcmp(s, "unmap-nothing")) {
         h = mapped(&va);
         CALL("cuMemUnmap", cuMemUnmap(va + 2 * G, G));
+        give_back(h, va, 2 * G, 4 * G);
     } else if (!strcmp(s, "set-access-not-mapped")) {
         h = mapped(&va);
         CALL("cuMemSetAccess", cuMemSetAccess(va, 3 * G, &rw, 1));
+        give_back(h, va, 2 * G, 4 * G);
     } else if (!strcmp(s, "address-free-part")) {
         SETUP("cuMemAddressReserve", cuMemAddressReserve(&va, 4 * G, 0, 0, 0));
         CALL("cuMemAddressFree", cuMemAddressFree(va, 2 * G));
+        give_back(0, va, 0, 4 * G);
     } else if (!strcmp(s, "export-not-requested")) {
         CUmemAllocationProp none = prop;
         none.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
@@ -99,9 +117,15 @@ int main(int argc, char **argv) {
         int fd = -1;
         CALL("cuMemExportToShareableHandle",
              cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+        give_back(h, 0, 0, 0);
     } else if (!strcmp(s, "memset-before-access")) {
         h = mapped(&va);
         CALL("cuMemsetD8_v2", cuMemsetD8(va, 1, 64));
+        give_back(h, va, 2 * G, 4 * G);
+    } else if (!strcmp(s, "leak")) {
+        /* Exits holding the handle, the reservation and the mapping (the report phase). */
+        h = mapped(&va);
+        SETUP("cuMemSetAccess", cuMemSetAccess(va, 2 * G, &rw, 1));
     } else if (!strcmp(s, "release-twice")) {
         SETUP("cuMemCreate", create(&h, 2 * G));
         CALL("cuMemRelease", cuMemRelease(h));

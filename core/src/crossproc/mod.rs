@@ -16,6 +16,7 @@
 
 pub mod endpoint;
 pub mod ipc;
+pub mod vmm;
 
 use crate::rules::Rule;
 use serde_json::{Map, Value};
@@ -402,6 +403,9 @@ pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[
     &endpoint::NEVER_DESTROYED,
     &endpoint::NEVER_RELEASED,
     &endpoint::BIND_IMPORTED_UNICAST,
+    &vmm::NEVER_RELEASED,
+    &vmm::NEVER_UNMAPPED,
+    &vmm::NEVER_FREED,
 ];
 
 /// Runs `checks` over a finished timeline.

@@ -209,6 +209,14 @@ pub const REPORT_READS: &[&str] = &[
     "cuCtxDestroy",
     "cuEventDestroy",
     "hipEventDestroy",
+    "cuMemCreate",
+    "cuMemRelease",
+    "cuMemRetainAllocationHandle",
+    "cuMemImportFromShareableHandle",
+    "cuMemAddressReserve",
+    "cuMemAddressFree",
+    "cuMemMap",
+    "cuMemUnmap",
 ];
 
 /// Whether a report-phase check reads this function's calls ([`REPORT_READS`]).

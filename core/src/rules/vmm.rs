@@ -193,6 +193,73 @@ pub mod cuda {
     };
 }
 
+/// Rules decided by `sharecheck report` from a process's trace: what it left at its exit
+/// (`crate::crossproc::vmm`).
+pub mod report {
+    use super::*;
+
+    pub static NEVER_RELEASED_RULE: Rule = Rule {
+        id: "cuMemCreate.never-released",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: "Every reference a process takes to an allocation handle (cuMemCreate, \
+            cuMemImportFromShareableHandle, cuMemRetainAllocationHandle) is released with \
+            cuMemRelease before the process ends: until then the memory stays allocated. \
+            Decided from the trace of a process that ended through exit; each reference left \
+            is reported on the call that took it.",
+        source: source("cuMemRelease"),
+        quote: "The memory allocation will be freed when all outstanding mappings to the memory \
+            are unmapped and when all outstanding references to the handle (including it's \
+            shareable counterparts) are also released. ... Each time a recipient process \
+            imports a shareable handle, it needs to pair it with ::cuMemRelease for the handle \
+            to be freed.",
+        documented_code: None,
+        fix: "release each handle once per create, import or retain (cuMemRelease) when the \
+            process is done with it",
+    };
+
+    pub static NEVER_UNMAPPED_RULE: Rule = Rule {
+        id: "cuMemMap.never-unmapped",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: "Every mapping a process makes (cuMemMap) is unmapped (cuMemUnmap) before \
+            the process ends: a mapping keeps its memory allocated after its handle is \
+            released. Decided from the trace of a process that ended through exit.",
+        source: source("cuMemUnmap"),
+        quote: "Any backing memory allocations will be freed if there are no existing mappings \
+            and there are no unreleased memory handles.",
+        documented_code: None,
+        fix: "unmap each mapping (cuMemUnmap) when the process is done with the memory",
+    };
+
+    pub static NEVER_FREED_RULE: Rule = Rule {
+        id: "cuMemAddressReserve.never-freed",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: "Every address range a process reserves (cuMemAddressReserve) is freed \
+            (cuMemAddressFree) before the process ends. Decided from the trace of a process \
+            that ended through exit.",
+        source: source("cuMemAddressFree"),
+        quote: "Frees a virtual address range reserved by cuMemAddressReserve.",
+        documented_code: None,
+        fix: "free each reservation (cuMemAddressFree) once its mappings are unmapped",
+    };
+
+    /// The report-phase rules and the exact symbols whose calls their findings are attached to.
+    pub static REPORTED_ON: &[(&Rule, &[&str])] = &[
+        (
+            &NEVER_RELEASED_RULE,
+            &[
+                "cuMemCreate",
+                "cuMemImportFromShareableHandle",
+                "cuMemRetainAllocationHandle",
+            ],
+        ),
+        (&NEVER_UNMAPPED_RULE, &["cuMemMap"]),
+        (&NEVER_FREED_RULE, &["cuMemAddressReserve"]),
+    ];
+}
+
 pub mod checks {
     use super::*;
 
@@ -263,7 +330,7 @@ pub static FAMILY: Family = Family {
         &checks::SET_ACCESS,
         &checks::USE,
     ],
-    reported: &[],
+    reported: report::REPORTED_ON,
     engine: &[],
     divergences: &[],
 };

@@ -1,0 +1,334 @@
+//! The VMM family's report-phase checks: what a process left at its exit (their rules:
+//! `crate::rules::vmm::report`). Handles are matched by their value within one process (a
+//! generic allocation handle means nothing in another), addresses by range.
+
+use crate::crossproc::{Call, ReportCheck, ReportFinding, Timeline};
+use crate::rules::vmm::report::*;
+use crate::rules::Rule;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+
+/// The VMM calls these checks read.
+const READS: &[&str] = &[
+    "cuMemCreate",
+    "cuMemRelease",
+    "cuMemRetainAllocationHandle",
+    "cuMemImportFromShareableHandle",
+    "cuMemAddressReserve",
+    "cuMemAddressFree",
+    "cuMemMap",
+    "cuMemUnmap",
+];
+
+/// A report check of one rule: `$decide(timeline)` gives its findings.
+macro_rules! report_check {
+    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $decide:ident) => {
+        $(#[$doc])*
+        pub struct $name;
+        pub static $instance: $name = $name;
+
+        impl ReportCheck for $name {
+            fn rules(&self) -> &'static [&'static Rule] {
+                static RULES: &[&Rule] = &[&$rule];
+                RULES
+            }
+            fn functions(&self) -> &'static [&'static str] {
+                READS
+            }
+            fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
+                $decide(t)
+            }
+        }
+    };
+}
+
+/// A number as a record writes it: `"0x..."` or plain.
+fn number(v: &Value) -> Option<u64> {
+    match v {
+        Value::String(s) => u64::from_str_radix(s.strip_prefix("0x")?, 16).ok(),
+        other => other.as_u64(),
+    }
+}
+
+/// Each process that ended through exit, its successful calls up to its exit in its order, and
+/// the exit's time.
+fn exited_calls(t: &Timeline) -> Vec<(i64, Vec<&Call>)> {
+    let mut by_pid: BTreeMap<i64, Vec<&Call>> = BTreeMap::new();
+    for c in t.calls().iter().filter(|c| c.succeeded()) {
+        if t.exited(c.pid).is_some_and(|exit| c.ts_ns <= exit) {
+            by_pid.entry(c.pid).or_default().push(c);
+        }
+    }
+    by_pid.into_iter().collect()
+}
+
+report_check!(
+    /// References to allocation handles never released before `exit`.
+    NeverReleased,
+    NEVER_RELEASED,
+    NEVER_RELEASED_RULE,
+    never_released
+);
+
+fn never_released(t: &Timeline) -> Vec<ReportFinding> {
+    let mut found = Vec::new();
+    for (pid, calls) in exited_calls(t) {
+        // Per handle, the calls that took a reference still held (a release gives back the
+        // latest).
+        let mut held: HashMap<u64, Vec<&Call>> = HashMap::new();
+        for c in calls {
+            match c.func.as_str() {
+                "cuMemCreate"
+                | "cuMemImportFromShareableHandle"
+                | "cuMemRetainAllocationHandle" => {
+                    if let Some(h) = c.out("handle").and_then(number) {
+                        held.entry(h).or_default().push(c);
+                    }
+                }
+                "cuMemRelease" => {
+                    if let Some(h) = c.arg("handle").and_then(number) {
+                        held.entry(h).or_default().pop();
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut left: Vec<(u64, &Call)> = held
+            .into_iter()
+            .flat_map(|(h, calls)| calls.into_iter().map(move |c| (h, c)))
+            .collect();
+        left.sort_by_key(|(_, c)| (c.ts_ns, c.seq));
+        for (h, c) in left {
+            let how = match c.func.as_str() {
+                "cuMemCreate" => "created",
+                "cuMemImportFromShareableHandle" => "imported",
+                _ => "retained",
+            };
+            found.push(ReportFinding::at(
+                &NEVER_RELEASED_RULE,
+                c,
+                format!(
+                    "the reference to handle {h:#x} {how} here was never released \
+                     (cuMemRelease) before process {pid} exited"
+                ),
+            ));
+        }
+    }
+    found
+}
+
+/// `(start, size)` of a call's range: `ptr` (or the out-parameter `*ptr`) and `size`.
+fn range(c: &Call, ptr: Option<&Value>) -> Option<(u64, u64)> {
+    Some((number(ptr?)?, number(c.arg("size")?)?))
+}
+
+report_check!(
+    /// Mappings never unmapped before `exit`.
+    NeverUnmapped,
+    NEVER_UNMAPPED,
+    NEVER_UNMAPPED_RULE,
+    never_unmapped
+);
+
+fn never_unmapped(t: &Timeline) -> Vec<ReportFinding> {
+    let mut found = Vec::new();
+    for (pid, calls) in exited_calls(t) {
+        let mut maps: BTreeMap<u64, (u64, &Call)> = BTreeMap::new();
+        for c in calls {
+            let Some((start, size)) = range(c, c.arg("ptr")) else {
+                continue;
+            };
+            let end = start.saturating_add(size);
+            match c.func.as_str() {
+                "cuMemMap" => {
+                    maps.insert(start, (size, c));
+                }
+                // Whole mappings inside the range go (as the driver unmaps them).
+                "cuMemUnmap" | "cuMemAddressFree" => {
+                    let gone: Vec<u64> = maps
+                        .range(start..end)
+                        .filter(|(&s, (len, _))| s.saturating_add(*len) <= end)
+                        .map(|(&s, _)| s)
+                        .collect();
+                    for s in gone {
+                        maps.remove(&s);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (start, (size, c)) in maps {
+            found.push(ReportFinding::at(
+                &NEVER_UNMAPPED_RULE,
+                c,
+                format!(
+                    "the mapping [{start:#x}, {:#x}) made here was never unmapped (cuMemUnmap) \
+                     before process {pid} exited",
+                    start.saturating_add(size)
+                ),
+            ));
+        }
+    }
+    found
+}
+
+report_check!(
+    /// Reservations never freed before `exit`.
+    NeverFreed,
+    NEVER_FREED,
+    NEVER_FREED_RULE,
+    never_freed
+);
+
+fn never_freed(t: &Timeline) -> Vec<ReportFinding> {
+    let mut found = Vec::new();
+    for (pid, calls) in exited_calls(t) {
+        let mut reserved: BTreeMap<u64, (u64, &Call)> = BTreeMap::new();
+        for c in calls {
+            match c.func.as_str() {
+                "cuMemAddressReserve" => {
+                    if let Some((start, size)) = range(c, c.out("ptr")) {
+                        reserved.insert(start, (size, c));
+                    }
+                }
+                "cuMemAddressFree" => {
+                    if let Some(start) = c.arg("ptr").and_then(number) {
+                        reserved.remove(&start);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (start, (size, c)) in reserved {
+            found.push(ReportFinding::at(
+                &NEVER_FREED_RULE,
+                c,
+                format!(
+                    "the reservation [{start:#x}, {:#x}) made here was never freed \
+                     (cuMemAddressFree) before process {pid} exited",
+                    start.saturating_add(size)
+                ),
+            ));
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crossproc::decide;
+    use serde_json::{json, Map};
+
+    fn record(pid: i64, ts: u64, func: &str, args: Value, ret: i64) -> Map<String, Value> {
+        json!({"seq": ts, "t": ts, "tid": pid, "fn": func, "a": args, "r": ret,
+            "pid": pid, "ts_ns": ts})
+        .as_object()
+        .unwrap()
+        .clone()
+    }
+
+    fn exit(pid: i64, ts: u64) -> Map<String, Value> {
+        json!({"event": "exit", "pid": pid, "ts_ns": ts})
+            .as_object()
+            .unwrap()
+            .clone()
+    }
+
+    fn found(check: &dyn ReportCheck, records: &[Map<String, Value>]) -> Vec<(u64, String)> {
+        let mut t = Timeline::for_checks(&[check]);
+        for r in records {
+            t.add(r);
+        }
+        t.finish();
+        decide(&t, &[check])
+            .into_iter()
+            .map(|f| (f.ts_ns, f.message))
+            .collect()
+    }
+
+    fn create(ts: u64, h: &str) -> Map<String, Value> {
+        record(
+            10,
+            ts,
+            "cuMemCreate",
+            json!({"*handle": h, "size": 2097152}),
+            0,
+        )
+    }
+    fn on_handle(ts: u64, func: &str, h: &str) -> Map<String, Value> {
+        let key = if func == "cuMemRelease" {
+            "handle"
+        } else {
+            "*handle"
+        };
+        record(10, ts, func, json!({ key: h }), 0)
+    }
+    fn ranged(ts: u64, func: &str, ptr: &str, size: u64) -> Map<String, Value> {
+        let key = if func == "cuMemAddressReserve" {
+            "*ptr"
+        } else {
+            "ptr"
+        };
+        record(10, ts, func, json!({ key: ptr, "size": size }), 0)
+    }
+
+    #[test]
+    fn references_left_at_exit_are_found_on_the_calls_that_took_them() {
+        let got = found(
+            &NEVER_RELEASED,
+            &[
+                create(1, "0xa1"),
+                on_handle(2, "cuMemRetainAllocationHandle", "0xa1"),
+                on_handle(3, "cuMemRelease", "0xa1"),
+                create(4, "0xa2"),
+                on_handle(5, "cuMemRelease", "0xa2"),
+                on_handle(6, "cuMemImportFromShareableHandle", "0xb1"),
+                exit(10, 9),
+            ],
+        );
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(
+            got[0].0, 1,
+            "the create's reference is left: the release gave back the retain's"
+        );
+        assert!(got[0].1.contains("handle 0xa1 created here"), "{got:?}");
+        assert!(got[1].1.contains("handle 0xb1 imported here"), "{got:?}");
+        // Still running (no exit record): nothing to say yet.
+        assert!(found(&NEVER_RELEASED, &[create(1, "0xa1")]).is_empty());
+        // A create that failed took nothing.
+        let failed = record(10, 1, "cuMemCreate", json!({"size": 5}), 1);
+        assert!(found(&NEVER_RELEASED, &[failed, exit(10, 9)]).is_empty());
+    }
+
+    #[test]
+    fn mappings_and_reservations_left_at_exit_are_found_on_their_map_and_reserve() {
+        let records = [
+            ranged(1, "cuMemAddressReserve", "0x1000000", 0x800000),
+            ranged(2, "cuMemMap", "0x1000000", 0x200000),
+            ranged(3, "cuMemMap", "0x1200000", 0x200000),
+            ranged(4, "cuMemUnmap", "0x1000000", 0x200000),
+            ranged(5, "cuMemAddressReserve", "0x9000000", 0x200000),
+            ranged(6, "cuMemAddressFree", "0x9000000", 0x200000),
+            exit(10, 9),
+        ];
+        let maps = found(&NEVER_UNMAPPED, &records);
+        assert_eq!(maps.len(), 1, "{maps:?}");
+        assert_eq!(maps[0].0, 3);
+        assert!(maps[0].1.contains("[0x1200000, 0x1400000)"), "{maps:?}");
+        let reserves = found(&NEVER_FREED, &records);
+        assert_eq!(reserves.len(), 1, "{reserves:?}");
+        assert_eq!(reserves[0].0, 1);
+        assert!(
+            reserves[0].1.contains("[0x1000000, 0x1800000)"),
+            "{reserves:?}"
+        );
+        // An unmap of a range that only covers part of a mapping leaves it (R580 refuses it).
+        let part = [
+            ranged(1, "cuMemMap", "0x1000000", 0x400000),
+            ranged(2, "cuMemUnmap", "0x1000000", 0x200000),
+            exit(10, 9),
+        ];
+        assert_eq!(found(&NEVER_UNMAPPED, &part).len(), 1);
+    }
+}
