@@ -1,8 +1,9 @@
 /* What R580 answers to the VMM calls' misuses (issue 25), before the simulator models them.
  * No multicast object is created. Each line: "case<TAB>answer". Device 0, POSIX fd handles.
  * Build: gcc -O1 -o vmm_probe scripts/gpu/vmm_probe.c -I$CUDA_INC -l:libcuda.so.1
- * Usage: vmm_probe [calls | memset]   (memset: a copy and memset on memory never given access,
- * in a process of their own, in case the driver poisons the context). */
+ * Usage: vmm_probe [calls | memset | fabric]   (memset: a copy and memset on memory never given
+ * access, in a process of their own, in case the driver poisons the context; fabric: FABRIC
+ * handles and what a create asks of IMEX). */
 #include <cuda.h>
 #include <stdio.h>
 #include <string.h>
@@ -50,6 +51,29 @@ int main(int argc, char **argv) {
     rw.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     say("create.ok", cuMemCreate(&h, 2 * g, &fd_prop, 0));
     say("reserve.ok", cuMemAddressReserve(&va, 4 * g, 0, 0, 0));
+    if (!strcmp(mode, "fabric")) {
+        /* FABRIC handles: what the device says, what a create asks of IMEX. */
+        int fabric = -1;
+        say("attribute.fabric-supported", cuDeviceGetAttribute(&fabric, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, dev));
+        printf("fabric-supported\t%d\n", fabric);
+        CUmemAllocationProp fab = prop_of(CU_MEM_HANDLE_TYPE_FABRIC);
+        size_t fg = 0;
+        say("granularity.fabric", cuMemGetAllocationGranularity(&fg, &fab, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+        CUmemGenericAllocationHandle f = 0;
+        CUresult r = cuMemCreate(&f, g, &fab, 0);
+        say("create.fabric", r);
+        if (r == CUDA_SUCCESS) {
+            CUmemFabricHandle fh;
+            say("export.fabric", cuMemExportToShareableHandle(&fh, f, CU_MEM_HANDLE_TYPE_FABRIC, 0));
+            say("release.fabric", cuMemRelease(f));
+        }
+        CUmemAllocationProp both = prop_of(CU_MEM_HANDLE_TYPE_FABRIC | CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+        r = cuMemCreate(&f, g, &both, 0);
+        say("create.fabric-and-fd", r);
+        if (r == CUDA_SUCCESS)
+            say("release.fabric-and-fd", cuMemRelease(f));
+        return 0;
+    }
     if (!strcmp(mode, "memset")) {
         say("map.ok", cuMemMap(va, 2 * g, 0, h, 0));
         say("memsetD8.no-access", cuMemsetD8_v2(va, 1, 64));

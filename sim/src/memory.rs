@@ -405,21 +405,31 @@ impl Memory {
             return Err(INVALID_VALUE);
         }
         let memfd = new_memfd(size)?;
-        let id = self.next_id();
-        let handle = crate::handles::encode(crate::handles::Kind::Allocation, id);
-        self.physical.insert(
-            handle,
-            Physical {
-                memfd,
-                size,
-                device,
-                numa,
-                handle_types,
-                references: 1,
-                mappings: 0,
-            },
-        );
-        Ok(handle)
+        Ok(self.new_physical(memfd, size, device, numa, handle_types))
+    }
+
+    /// A new allocation handle for `memfd`'s memory, with the reference its create or import
+    /// takes.
+    fn new_physical(
+        &mut self,
+        memfd: OwnedFd,
+        size: u64,
+        device: i32,
+        numa: Option<i32>,
+        handle_types: u32,
+    ) -> u64 {
+        let handle = crate::handles::encode(crate::handles::Kind::Allocation, self.next_id());
+        let physical = Physical {
+            memfd,
+            size,
+            device,
+            numa,
+            handle_types,
+            references: 1,
+            mappings: 0,
+        };
+        self.physical.insert(handle, physical);
+        handle
     }
 
     /// A live (not released) `cuMemCreate` allocation.
@@ -498,21 +508,8 @@ impl Memory {
         }
         // SAFETY: a fresh descriptor this allocation owns from now.
         let memfd = unsafe { OwnedFd::from_raw_fd(copy) };
-        let id = self.next_id();
-        let handle = crate::handles::encode(crate::handles::Kind::Allocation, id);
-        self.physical.insert(
-            handle,
-            Physical {
-                memfd,
-                size: st.st_size as u64,
-                device,
-                numa,
-                handle_types: MEM_HANDLE_TYPE_POSIX_FD,
-                references: 1,
-                mappings: 0,
-            },
-        );
-        Ok(handle)
+        let size = st.st_size as u64;
+        Ok(self.new_physical(memfd, size, device, numa, MEM_HANDLE_TYPE_POSIX_FD))
     }
 
     /// `cuMemAddressReserve`.

@@ -2,36 +2,13 @@
 //! an importer did with an endpoint whose type only the exporter's trace tells (their rules:
 //! `crate::rules::endpoint::report`).
 
-use crate::crossproc::{Call, ReportCheck, ReportFinding, Timeline};
+use crate::crossproc::{Call, ReportFinding, Timeline};
 use crate::rules::endpoint::report::*;
-use crate::rules::Rule;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Every logical endpoint call.
 const READS: &[&str] = &["cuLogicalEndpoint"];
-
-/// A report check of one rule: `$decide(timeline)` gives its findings.
-macro_rules! report_check {
-    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $decide:ident) => {
-        $(#[$doc])*
-        pub struct $name;
-        pub static $instance: $name = $name;
-
-        impl ReportCheck for $name {
-            fn rules(&self) -> &'static [&'static Rule] {
-                static RULES: &[&Rule] = &[&$rule];
-                RULES
-            }
-            fn functions(&self) -> &'static [&'static str] {
-                READS
-            }
-            fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
-                $decide(t)
-            }
-        }
-    };
-}
 
 fn number(c: &Call, key: &str) -> Option<u64> {
     c.arg(key).and_then(Value::as_u64)
@@ -53,7 +30,7 @@ fn exited_processes(t: &Timeline) -> Vec<(i64, u64)> {
         .collect()
 }
 
-report_check!(
+timeline_check!(
     /// Endpoints created or imported and never destroyed before `exit`.
     NeverDestroyed,
     NEVER_DESTROYED,
@@ -96,7 +73,7 @@ fn never_destroyed(t: &Timeline) -> Vec<ReportFinding> {
     found
 }
 
-report_check!(
+timeline_check!(
     /// Reserved ids never released before `exit`.
     NeverReleased,
     NEVER_RELEASED,
@@ -149,7 +126,7 @@ fn never_released(t: &Timeline) -> Vec<ReportFinding> {
     found
 }
 
-report_check!(
+timeline_check!(
     /// Binds of an endpoint imported from a unicast one.
     BindImportedUnicast,
     BIND_IMPORTED_UNICAST,
@@ -219,35 +196,8 @@ fn bind_imported_unicast(t: &Timeline) -> Vec<ReportFinding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crossproc::decide;
+    use crate::crossproc::test_records::{exit, found, record};
     use serde_json::{json, Map};
-
-    fn record(pid: i64, ts: u64, func: &str, args: Value, ret: i64) -> Map<String, Value> {
-        json!({"seq": ts, "t": ts, "tid": pid, "fn": func, "a": args, "r": ret,
-            "pid": pid, "ts_ns": ts})
-        .as_object()
-        .unwrap()
-        .clone()
-    }
-
-    fn exit(pid: i64, ts: u64) -> Map<String, Value> {
-        json!({"event": "exit", "pid": pid, "ts_ns": ts})
-            .as_object()
-            .unwrap()
-            .clone()
-    }
-
-    fn found(check: &dyn ReportCheck, records: &[Map<String, Value>]) -> Vec<(u64, String)> {
-        let mut t = Timeline::for_checks(&[check]);
-        for r in records {
-            t.add(r);
-        }
-        t.finish();
-        decide(&t, &[check])
-            .into_iter()
-            .map(|f| (f.ts_ns, f.message))
-            .collect()
-    }
 
     fn reserve(ts: u64, base: u64, count: u64) -> Map<String, Value> {
         record(

@@ -14,8 +14,33 @@
 //! [`ReportCheck`] reads it and returns [`ReportFinding`]s, which the report shows like any other
 //! finding, attached to the call that decided them. Checks are listed in [`REPORT_CHECKS`].
 
+/// A report check of one rule decided over the whole timeline: `$decide(timeline)` gives its
+/// findings; it reads the calls of `READS` (in scope where it is used).
+macro_rules! timeline_check {
+    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $decide:ident) => {
+        $(#[$doc])*
+        pub struct $name;
+        pub static $instance: $name = $name;
+
+        impl $crate::crossproc::ReportCheck for $name {
+            fn rules(&self) -> &'static [&'static $crate::rules::Rule] {
+                static RULES: &[&$crate::rules::Rule] = &[&$rule];
+                RULES
+            }
+            fn functions(&self) -> &'static [&'static str] {
+                READS
+            }
+            fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
+                $decide(t)
+            }
+        }
+    };
+}
+
 pub mod endpoint;
 pub mod ipc;
+#[cfg(test)]
+mod test_records;
 pub mod vmm;
 
 use crate::rules::Rule;

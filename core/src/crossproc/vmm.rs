@@ -2,9 +2,8 @@
 //! `crate::rules::vmm::report`). Handles are matched by their value within one process (a
 //! generic allocation handle means nothing in another), addresses by range.
 
-use crate::crossproc::{Call, ReportCheck, ReportFinding, Timeline};
+use crate::crossproc::{Call, ReportFinding, Timeline};
 use crate::rules::vmm::report::*;
-use crate::rules::Rule;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 
@@ -19,28 +18,6 @@ const READS: &[&str] = &[
     "cuMemMap",
     "cuMemUnmap",
 ];
-
-/// A report check of one rule: `$decide(timeline)` gives its findings.
-macro_rules! report_check {
-    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $decide:ident) => {
-        $(#[$doc])*
-        pub struct $name;
-        pub static $instance: $name = $name;
-
-        impl ReportCheck for $name {
-            fn rules(&self) -> &'static [&'static Rule] {
-                static RULES: &[&Rule] = &[&$rule];
-                RULES
-            }
-            fn functions(&self) -> &'static [&'static str] {
-                READS
-            }
-            fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
-                $decide(t)
-            }
-        }
-    };
-}
 
 /// A number as a record writes it: `"0x..."` or plain.
 fn number(v: &Value) -> Option<u64> {
@@ -62,7 +39,7 @@ fn exited_calls(t: &Timeline) -> Vec<(i64, Vec<&Call>)> {
     by_pid.into_iter().collect()
 }
 
-report_check!(
+timeline_check!(
     /// References to allocation handles never released before `exit`.
     NeverReleased,
     NEVER_RELEASED,
@@ -122,7 +99,7 @@ fn range(c: &Call, ptr: Option<&Value>) -> Option<(u64, u64)> {
     Some((number(ptr?)?, number(c.arg("size")?)?))
 }
 
-report_check!(
+timeline_check!(
     /// Mappings never unmapped before `exit`.
     NeverUnmapped,
     NEVER_UNMAPPED,
@@ -172,7 +149,7 @@ fn never_unmapped(t: &Timeline) -> Vec<ReportFinding> {
     found
 }
 
-report_check!(
+timeline_check!(
     /// Reservations never freed before `exit`.
     NeverFreed,
     NEVER_FREED,
@@ -217,35 +194,8 @@ fn never_freed(t: &Timeline) -> Vec<ReportFinding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crossproc::decide;
+    use crate::crossproc::test_records::{exit, found, record};
     use serde_json::{json, Map};
-
-    fn record(pid: i64, ts: u64, func: &str, args: Value, ret: i64) -> Map<String, Value> {
-        json!({"seq": ts, "t": ts, "tid": pid, "fn": func, "a": args, "r": ret,
-            "pid": pid, "ts_ns": ts})
-        .as_object()
-        .unwrap()
-        .clone()
-    }
-
-    fn exit(pid: i64, ts: u64) -> Map<String, Value> {
-        json!({"event": "exit", "pid": pid, "ts_ns": ts})
-            .as_object()
-            .unwrap()
-            .clone()
-    }
-
-    fn found(check: &dyn ReportCheck, records: &[Map<String, Value>]) -> Vec<(u64, String)> {
-        let mut t = Timeline::for_checks(&[check]);
-        for r in records {
-            t.add(r);
-        }
-        t.finish();
-        decide(&t, &[check])
-            .into_iter()
-            .map(|f| (f.ts_ns, f.message))
-            .collect()
-    }
 
     fn create(ts: u64, h: &str) -> Map<String, Value> {
         record(
