@@ -41,6 +41,12 @@ cases=(
     "leak|cuMemAddressReserve.never-freed@cuMemAddressReserve,cuMemCreate.never-released@cuMemCreate,cuMemMap.never-unmapped@cuMemMap"
     "correct|-"
 )
+# A FABRIC create: refused (CUDA_ERROR_NOT_PERMITTED) where the user has no IMEX channel file.
+if ls /dev/nvidia-caps-imex-channels/channel* > /dev/null 2>&1; then
+    cases+=("fabric-no-imex|-")
+else
+    cases+=("fabric-no-imex|cuMemCreate.fabric-without-imex-channel@cuMemCreate")
+fi
 
 report="$out/report.txt"
 gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"

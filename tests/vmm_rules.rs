@@ -76,11 +76,40 @@ fn what_a_process_leaves_at_exit_is_found_by_the_report() {
     }
 }
 
+/// A FABRIC create the driver refuses for want of an IMEX channel is explained by what the host
+/// lacks; on a host with a channel file the refusal is the driver's to explain.
+#[test]
+fn a_fabric_create_without_an_imex_channel_is_explained() {
+    let scratch = Scratch::new("vmm_fabric");
+    let exe = program(&scratch);
+    let r = run_checked(
+        &scratch,
+        &exe,
+        "fabric-no-imex",
+        &[("SHARECHECK_SIM_FABRIC_CHANNEL", "none")],
+    );
+    assert_eq!(printed_calls(&r.out), [("cuMemCreate".to_string(), 800)]);
+    let channel =
+        std::fs::read_dir("/dev/nvidia-caps-imex-channels").is_ok_and(|mut d| d.next().is_some());
+    let rules = r.rules_besides_failures();
+    if channel {
+        assert!(rules.is_empty(), "{rules:?}");
+    } else {
+        assert_eq!(
+            rules,
+            ["cuMemCreate.fabric-without-imex-channel".to_string()].into(),
+            "{}",
+            r.stderr()
+        );
+    }
+}
+
 #[test]
 fn every_vmm_rule_has_a_case() {
     let covered = CASES
         .iter()
         .flat_map(|(_, _, ids)| ids.iter().copied())
+        .chain(["cuMemCreate.fabric-without-imex-channel"])
         .chain(
             sharecheck_core::rules::vmm::report::REPORTED_ON
                 .iter()

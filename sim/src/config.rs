@@ -16,7 +16,10 @@ pub const SIM_ATTRS: &str = "SHARECHECK_SIM_ATTRS";
 pub const SIM_MAX_PEERS: &str = "SHARECHECK_SIM_MAX_PEERS";
 /// The fabric (IMEX) channel of this process, a number from 0 (the default): a logical endpoint
 /// exported on one channel cannot be imported on another (CUDA_ERROR_NOT_PERMITTED, the
-/// importer "does not have access permissions"). Only the simulator reads it.
+/// importer "does not have access permissions"). `none`: the process has no channel, and a
+/// `cuMemCreate` that requests FABRIC handles answers CUDA_ERROR_NOT_PERMITTED, as R580 does
+/// where no channel file is accessible (scripts/gpu/results/*-fabric-imex.txt). Only the
+/// simulator reads it.
 pub const SIM_FABRIC_CHANNEL: &str = "SHARECHECK_SIM_FABRIC_CHANNEL";
 /// Nanoseconds every call the shim itself makes into the simulator (a question of its checks,
 /// `sharecheck_asking_driver`) spends before it is answered: what such a question costs on a
@@ -70,6 +73,8 @@ pub struct Config {
     pub max_peers: Option<u32>,
     /// [`SIM_FABRIC_CHANNEL`].
     pub fabric_channel: u32,
+    /// [`SIM_FABRIC_CHANNEL`] `none`: no IMEX channel.
+    pub no_fabric_channel: bool,
     pub(crate) state_dir: Option<PathBuf>,
     pub call_log: Option<PathBuf>,
     /// [`SIM_SHIM_CALL_NS`].
@@ -86,6 +91,7 @@ impl Default for Config {
             attributes: HashMap::new(),
             max_peers: None,
             fabric_channel: 0,
+            no_fabric_channel: false,
             state_dir: None,
             call_log: None,
             shim_call_ns: 0,
@@ -168,10 +174,11 @@ impl Config {
         if let Some(v) = get(SIM_FABRIC_CHANNEL) {
             match v.trim().parse::<u32>() {
                 Ok(channel) => config.fabric_channel = channel,
+                Err(_) if v.trim() == "none" => config.no_fabric_channel = true,
                 Err(_) => bad(
                     SIM_FABRIC_CHANNEL,
                     &v,
-                    "expected a channel number from 0".into(),
+                    "expected a channel number from 0, or none".into(),
                     "0",
                 ),
             }
@@ -380,6 +387,15 @@ mod tests {
                 "{bad}: {w:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_process_may_have_no_fabric_channel() {
+        let (c, w) = parse(&[(SIM_FABRIC_CHANNEL, "none")]);
+        assert!(w.is_empty() && c.no_fabric_channel, "{w:?}");
+        let (c, _) = parse(&[(SIM_FABRIC_CHANNEL, "3")]);
+        assert!(!c.no_fabric_channel && c.fabric_channel == 3);
+        assert!(!parse(&[]).0.no_fabric_channel);
     }
 
     #[test]

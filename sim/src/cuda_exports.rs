@@ -1092,6 +1092,10 @@ exports! {
         if types & !(MEM_HANDLE_TYPE_POSIX_FD | MEM_HANDLE_TYPE_FABRIC) != 0 {
             return Err(INVALID_VALUE);
         }
+        // R580 without an IMEX channel file for the user.
+        if types & MEM_HANDLE_TYPE_FABRIC != 0 && config().no_fabric_channel {
+            return Err(NOT_PERMITTED);
+        }
         let created = state::with(|d| d.memory.create_physical(size as u64, device, numa, types))?;
         // SAFETY: `handle` is not NULL (checked above); `cuMemCreate` documents it as a writable
         // `CUmemGenericAllocationHandle`.

@@ -711,6 +711,10 @@ impl Facts for DriverFacts {
         Some(granularity)
     }
 
+    fn imex(&self) -> super::facts::Imex {
+        super::facts::host_imex()
+    }
+
     fn cached_range(&self, ptr: u64) -> Option<(u64, u64)> {
         self.pointers
             .get(ptr)

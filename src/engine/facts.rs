@@ -90,6 +90,9 @@ pub trait Facts {
     /// for a copy of a program's `CUmemAllocationProp` (its 32 bytes); `None` where the driver
     /// refuses the properties.
     fn allocation_granularity(&self, prop: &[u64; 4]) -> Option<u64>;
+    /// What the host has for FABRIC handles ([`Imex`]): read from the filesystem, as the driver
+    /// does, only when a FABRIC create was refused.
+    fn imex(&self) -> Imex;
 
     // HIP runtime: raw answers, `None` when the function is missing, else the hipError_t code and
     // the value. Call through [`HipSession`].
@@ -122,6 +125,38 @@ pub trait Facts {
 }
 
 /// Whether a context-query error says the context is not a live context.
+/// The host's IMEX devices, as `cuMemCreate`'s document asks for FABRIC handles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Imex {
+    /// `nvidia-caps-imex-channels` is listed in /proc/devices.
+    pub listed: bool,
+    /// A channel file in /dev/nvidia-caps-imex-channels the process can open for reading.
+    pub channel: bool,
+}
+
+/// The host's [`Imex`], read without touching the caller's errno.
+pub fn host_imex() -> Imex {
+    // SAFETY: errno is the calling thread's own int.
+    let errno = unsafe { *libc::__errno_location() };
+    let listed = std::fs::read_to_string("/proc/devices").is_ok_and(|d| {
+        d.lines()
+            .any(|l| l.split_whitespace().nth(1) == Some("nvidia-caps-imex-channels"))
+    });
+    let channel = std::fs::read_dir("/dev/nvidia-caps-imex-channels").is_ok_and(|dir| {
+        dir.flatten().any(|e| {
+            let Ok(path) = std::ffi::CString::new(e.path().into_os_string().into_encoded_bytes())
+            else {
+                return false;
+            };
+            // SAFETY: a NUL-terminated path; access only asks the kernel.
+            unsafe { libc::access(path.as_ptr(), libc::R_OK) == 0 }
+        })
+    });
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+    Imex { listed, channel }
+}
+
 pub fn is_unknown_context(code: c_int) -> bool {
     use sharecheck_core::codes::{CONTEXT_IS_DESTROYED, INVALID_CONTEXT, INVALID_HANDLE};
     matches!(

@@ -55,6 +55,8 @@ pub struct FakeFacts {
     /// `cuMemGetAllocationGranularity`'s minimum for every property set (`None`: refused; 2 MiB
     /// unless a test sets it).
     pub granularity: Cell<Option<u64>>,
+    /// The host's IMEX devices (none unless a test says).
+    pub imex: Cell<Option<super::facts::Imex>>,
 }
 
 impl FakeFacts {
@@ -199,6 +201,13 @@ impl Facts for FakeFacts {
 
     fn allocation_granularity(&self, _: &[u64; 4]) -> Option<u64> {
         self.granularity.get()
+    }
+
+    fn imex(&self) -> super::facts::Imex {
+        self.imex.get().unwrap_or(super::facts::Imex {
+            listed: false,
+            channel: false,
+        })
     }
 
     fn device_memory_owner(&self, ptr: u64, fresh: bool) -> Option<i32> {

@@ -9,6 +9,9 @@
  *              exported to an fd and imported back (a second handle), the import mapped whole
  *              beside it and unmapped, every handle released (one while still mapped),
  *              unmapped, freed.
+ *   fabric-no-imex  a create that requests FABRIC handles (refused without an IMEX channel:
+ *              SHARECHECK_SIM_FABRIC_CHANNEL=none on the simulator; a host without a channel file
+ *              on R580)
  *   leak       mapped memory the process exits holding: its handle, reservation and mapping
  *              (found by the report phase). */
 #include <cuda.h>
@@ -122,6 +125,12 @@ int main(int argc, char **argv) {
         h = mapped(&va);
         CALL("cuMemsetD8_v2", cuMemsetD8(va, 1, 64));
         give_back(h, va, 2 * G, 4 * G);
+    } else if (!strcmp(s, "fabric-no-imex")) {
+        CUmemAllocationProp fabric = prop;
+        fabric.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
+        CUresult r = cuMemCreate(&h, G, &fabric, 0);
+        CALL("cuMemCreate", r);
+        if (r == CUDA_SUCCESS) give_back(h, 0, 0, 0); /* a host with an IMEX channel */
     } else if (!strcmp(s, "leak")) {
         /* Exits holding the handle, the reservation and the mapping (the report phase). */
         h = mapped(&va);

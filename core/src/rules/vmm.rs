@@ -41,6 +41,26 @@ pub mod cuda {
             for the same properties",
     };
 
+    pub static FABRIC_WITHOUT_IMEX: Rule = Rule {
+        id: "cuMemCreate.fabric-without-imex-channel",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "Memory created with the FABRIC handle type needs the driver's \
+            nvidia-caps-imex-channels device (listed in /proc/devices) and an IMEX channel file \
+            (/dev/nvidia-caps-imex-channels/channel*) the user can open. Decided when the driver \
+            answers CUDA_ERROR_NOT_PERMITTED, as R580 does without a channel file, from what the \
+            host has.",
+        source: source("cuMemCreate"),
+        quote: "Applications that intend to use ::CU_MEM_HANDLE_TYPE_FABRIC based memory sharing \
+            must ensure: (1) `nvidia-caps-imex-channels` character device is created by the \
+            driver and is listed under /proc/devices (2) have at least one IMEX channel file \
+            accessible by the user launching the application.",
+        documented_code: None,
+        fix: "create an IMEX channel for the user (mknod \
+            /dev/nvidia-caps-imex-channels/channel0 c <major of nvidia-caps-imex-channels> 0, \
+            as the document shows), or request a handle type other than FABRIC",
+    };
+
     pub static MAP_NOT_GRANULAR: Rule = Rule {
         id: "cuMemMap.not-granular",
         severity: Severity::Error,
@@ -265,7 +285,7 @@ pub mod checks {
 
     pub static CREATE: CheckInfo = CheckInfo {
         name: "vmm.create",
-        rules: &[&cuda::CREATE_SIZE_NOT_GRANULAR],
+        rules: &[&cuda::CREATE_SIZE_NOT_GRANULAR, &cuda::FABRIC_WITHOUT_IMEX],
     };
     pub static RELEASE: CheckInfo = CheckInfo {
         name: "vmm.release",

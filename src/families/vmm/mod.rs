@@ -22,6 +22,7 @@ use crate::engine::state::{FamilyState, Lifetime};
 use crate::engine::{hex, Check, Cx};
 use crate::guard::peek;
 use parking_lot::Mutex;
+use sharecheck_core::codes::NOT_PERMITTED;
 use sharecheck_core::ffi::*;
 use sharecheck_core::functions::args;
 use sharecheck_core::rules::vmm::cuda;
@@ -249,14 +250,30 @@ fn referenced(cx: &Cx, handle: u64, physical: impl FnOnce(Option<Physical>) -> P
     h.references = h.references.saturating_add(1);
 }
 
+/// What a create's checks learned before the call: the handle types its properties request and
+/// the granularity the driver gives for them.
+#[derive(Default)]
+pub struct CreatePlan {
+    requested: Option<u32>,
+    granularity: Option<u64>,
+}
+
 impl Check<args::cuMemCreate> for Create {
-    /// The granularity the driver gives for the properties.
-    type Plan = Option<u64>;
-    fn before(&self, a: &args::cuMemCreate, cx: &mut Cx) -> Option<u64> {
+    type Plan = CreatePlan;
+    fn before(&self, a: &args::cuMemCreate, cx: &mut Cx) -> CreatePlan {
         // The driver reads the whole structure (32 bytes); a pointer it would fault on is not
         // read here.
-        let prop: [u64; 4] = peek(a.prop.0.cast::<[u64; 4]>())?;
-        let granularity = cx.facts.allocation_granularity(&prop)?;
+        let Some(prop) = peek(a.prop.0.cast::<[u64; 4]>()) else {
+            return CreatePlan::default();
+        };
+        // `requestedHandleTypes`: the second 32-bit field.
+        let requested = Some((prop[0] >> 32) as u32);
+        let Some(granularity) = cx.facts.allocation_granularity(&prop) else {
+            return CreatePlan {
+                requested,
+                granularity: None,
+            };
+        };
         let size = a.size.0 as u64;
         if !size.is_multiple_of(granularity) {
             cx.flag(&cuda::CREATE_SIZE_NOT_GRANULAR, || {
@@ -266,9 +283,35 @@ impl Check<args::cuMemCreate> for Create {
                 )
             });
         }
-        Some(granularity)
+        CreatePlan {
+            requested,
+            granularity: Some(granularity),
+        }
     }
-    fn after(&self, a: &args::cuMemCreate, granularity: Option<u64>, ret: c_int, cx: &mut Cx) {
+    fn after(&self, a: &args::cuMemCreate, plan: CreatePlan, ret: c_int, cx: &mut Cx) {
+        let fabric = plan
+            .requested
+            .is_some_and(|t| t & CU_MEM_HANDLE_TYPE_FABRIC != 0);
+        if ret == NOT_PERMITTED && fabric {
+            let imex = cx.facts.imex();
+            if !(imex.listed && imex.channel) {
+                cx.shown(&cuda::FABRIC_WITHOUT_IMEX, || {
+                    let missing = if imex.listed {
+                        "the driver lists nvidia-caps-imex-channels in /proc/devices, but no \
+                         channel file in /dev/nvidia-caps-imex-channels can be opened by this \
+                         user"
+                    } else {
+                        "/proc/devices does not list nvidia-caps-imex-channels: the driver \
+                         created no IMEX channel device"
+                    };
+                    format!(
+                        "the create requests CU_MEM_HANDLE_TYPE_FABRIC and the driver refused it \
+                         (CUDA_ERROR_NOT_PERMITTED): {missing}"
+                    )
+                });
+            }
+        }
+        let granularity = plan.granularity;
         let outcome = Outcome::Returned(ret);
         let (Some(handle), Some(p)) = (a.handle.written(outcome), a.prop.read(outcome)) else {
             return;

@@ -43,7 +43,11 @@ fn prop(types: u32) -> Prop {
 }
 
 fn create_call(h: &Harness, handle: u64, size: u64, ret: i32) -> Ran {
-    let p = prop(POSIX_FD);
+    create_typed(h, handle, size, POSIX_FD, ret)
+}
+
+fn create_typed(h: &Harness, handle: u64, size: u64, types: u32, ret: i32) -> Ran {
+    let p = prop(types);
     let mut out = CUmemGenericAllocationHandle(handle);
     h.call(
         args::cuMemCreate {
@@ -142,6 +146,11 @@ const NEGATIVE: &[Case] = &[
         "a create of half a granule",
         &["cuMemCreate.size-not-granular"],
         |h| create_call(h, H, G / 2, INVALID_VALUE),
+    ),
+    (
+        "a FABRIC create refused on a host without an IMEX channel",
+        &["cuMemCreate.fabric-without-imex-channel"],
+        |h| create_typed(h, H, G, FABRIC, NOT_PERMITTED),
     ),
     (
         "a map at an address one page into a granule",
@@ -308,6 +317,46 @@ fn copies_check_vmm_memory_only_while_a_mapping_lacks_access() {
     assert!(!args::cuMemsetD8Async::idle(&h.states));
     h.ok(unmap(VA + 2 * G, 2 * G));
     assert!(args::cuMemsetD8Async::idle(&h.states));
+}
+
+/// A FABRIC create is explained by the IMEX devices only when the host lacks them: with a channel
+/// the refusal is the driver's to explain, and a create that succeeds is silent.
+#[test]
+fn a_fabric_create_is_explained_by_imex_only_where_the_host_lacks_it() {
+    use crate::engine::facts::Imex;
+    let h = world();
+    h.facts.imex.set(Some(Imex {
+        listed: true,
+        channel: false,
+    }));
+    let ran = create_typed(&h, H, G, FABRIC, NOT_PERMITTED);
+    assert!(
+        ran.messages.iter().any(|m| m.contains("no channel file")),
+        "{:?}",
+        ran.messages
+    );
+    h.facts.imex.set(Some(Imex {
+        listed: true,
+        channel: true,
+    }));
+    let ran = create_typed(&h, H, G, FABRIC, NOT_PERMITTED);
+    assert!(
+        !ran.rules
+            .contains(&"cuMemCreate.fabric-without-imex-channel"),
+        "{:?}",
+        ran.rules
+    );
+    h.facts.imex.set(None);
+    let ran = create_typed(&h, H + 1, G, FABRIC, SUCCESS);
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+    // Without FABRIC, NOT_PERMITTED is not this rule's.
+    let ran = create_call(&h, H + 2, G, NOT_PERMITTED);
+    assert!(
+        !ran.rules
+            .contains(&"cuMemCreate.fabric-without-imex-channel"),
+        "{:?}",
+        ran.rules
+    );
 }
 
 /// A granularity the driver does not give (it refused the properties) decides nothing.
