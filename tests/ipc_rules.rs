@@ -137,6 +137,15 @@ const HIP_CASES: &[Case] = &[
             "hipIpcOpenMemHandle.same-process",
         ],
     ),
+    // ROCm 5's value of the flag on the simulator's ROCm 6.2 runtime.
+    (
+        "open-flags-rocm5",
+        &[],
+        &[
+            "hipIpcOpenMemHandle.flags-not-lazy-enable-peer-access",
+            "hipIpcOpenMemHandle.same-process",
+        ],
+    ),
     (
         "close-not-opened",
         &[],

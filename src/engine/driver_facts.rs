@@ -46,6 +46,7 @@ static CU_PRIMARY_CTX_GET_STATE: NamedSlot =
 
 static HIP_GET_DEVICE: NamedSlot = NamedSlot::new(Api::Hip, c"hipGetDevice");
 static HIP_GET_DEVICE_COUNT: NamedSlot = NamedSlot::new(Api::Hip, c"hipGetDeviceCount");
+static HIP_RUNTIME_GET_VERSION: NamedSlot = NamedSlot::new(Api::Hip, c"hipRuntimeGetVersion");
 static HIP_DEVICE_GET_UUID: NamedSlot = NamedSlot::new(Api::Hip, c"hipDeviceGetUuid");
 static HIP_MEM_GET_ADDRESS_RANGE: NamedSlot = NamedSlot::new(Api::Hip, c"hipMemGetAddressRange");
 static HIP_POINTER_GET_ATTRIBUTES: NamedSlot = NamedSlot::new(Api::Hip, c"hipPointerGetAttributes");
@@ -319,6 +320,8 @@ pub struct DriverFacts {
     hip_uuids: [[AtomicU64; 2]; CACHED_DEVICES],
     hip_uuid_known: [AtomicU8; CACHED_DEVICES],
     hip_device_count: AtomicI32,
+    /// HIP's runtime version (-1: not asked yet; it never changes).
+    hip_runtime_version: AtomicI32,
     /// Context handle -> its device.
     context_devices: HandleCache,
     /// Stream handle -> its context.
@@ -344,6 +347,7 @@ impl DriverFacts {
             hip_uuids: [const { [const { AtomicU64::new(0) }; 2] }; CACHED_DEVICES],
             hip_uuid_known: [const { AtomicU8::new(0) }; CACHED_DEVICES],
             hip_device_count: AtomicI32::new(-1),
+            hip_runtime_version: AtomicI32::new(-1),
             context_devices: HandleCache::new(),
             stream_contexts: HandleCache::new(),
             destroyed_contexts: HandleCache::new(),
@@ -822,6 +826,19 @@ impl Facts for DriverFacts {
             self.hip_device_count.store(count, Relaxed);
         }
         Some((code, count))
+    }
+
+    fn hip_runtime_version(&self) -> Option<(c_int, i32)> {
+        let cached = self.hip_runtime_version.load(Relaxed);
+        if cached >= 0 {
+            return Some((SUCCESS, cached));
+        }
+        let mut version: c_int = 0;
+        let code = query!(HIP_RUNTIME_GET_VERSION, fn(*mut c_int), &mut version)?;
+        if code == SUCCESS && version >= 0 {
+            self.hip_runtime_version.store(version, Relaxed);
+        }
+        Some((code, version))
     }
 
     fn hip_device_uuid(&self, dev: i32) -> Option<(c_int, [u8; 16])> {

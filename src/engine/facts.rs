@@ -103,6 +103,8 @@ pub trait Facts {
     fn hip_clear_last_error(&self);
     fn hip_current_device(&self) -> Option<(c_int, i32)>;
     fn hip_device_count(&self) -> Option<(c_int, i32)>;
+    /// `hipRuntimeGetVersion` (HIP_VERSION: major * 10^7 + minor * 10^5 + patch).
+    fn hip_runtime_version(&self) -> Option<(c_int, i32)>;
     fn hip_can_access_peer(&self, dev: i32, peer: i32) -> Option<(c_int, bool)>;
     fn hip_device_uuid(&self, dev: i32) -> Option<(c_int, [u8; 16])>;
     fn hip_allocation_range(&self, ptr: u64) -> Option<(c_int, (u64, u64))>;
@@ -202,6 +204,9 @@ impl<'a> HipSession<'a> {
     }
     pub fn device_count(&mut self) -> Option<i32> {
         self.run(|f| f.hip_device_count())
+    }
+    pub fn runtime_version(&mut self) -> Option<i32> {
+        self.run(|f| f.hip_runtime_version())
     }
     pub fn can_access_peer(&mut self, dev: i32, peer: i32) -> Option<bool> {
         self.run(|f| f.hip_can_access_peer(dev, peer))

@@ -55,6 +55,8 @@ pub struct FakeFacts {
     /// `cuMemGetAllocationGranularity`'s minimum for every property set (`None`: refused; 2 MiB
     /// unless a test sets it).
     pub granularity: Cell<Option<u64>>,
+    /// `hipRuntimeGetVersion`'s answer (`None`: the runtime cannot say).
+    pub hip_runtime_version: Cell<Option<i32>>,
     /// The host's IMEX devices (none unless a test says).
     pub imex: Cell<Option<super::facts::Imex>>,
 }
@@ -254,6 +256,10 @@ impl Facts for FakeFacts {
 
     fn hip_device_count(&self) -> Option<(c_int, i32)> {
         Some((self.hip()?, self.device_count.get()?))
+    }
+
+    fn hip_runtime_version(&self) -> Option<(c_int, i32)> {
+        Some((self.hip()?, self.hip_runtime_version.get()?))
     }
 
     fn hip_can_access_peer(&self, dev: i32, peer: i32) -> Option<(c_int, bool)> {

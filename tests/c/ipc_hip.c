@@ -165,6 +165,12 @@ int main(int argc, char **argv) {
         void *q = NULL;
         CALL("hipIpcGetMemHandle", hipIpcGetMemHandle(&h, p));
         CALL("hipIpcOpenMemHandle", hipIpcOpenMemHandle(&q, h, 3));
+    } else if (!strcmp(argv[1], "open-flags-rocm5")) {
+        /* hipIpcMemLazyEnablePeerAccess of ROCm 5's headers (0) on a ROCm 6 runtime (the
+         * simulator's: 0x1). */
+        void *q = NULL;
+        CALL("hipIpcGetMemHandle", hipIpcGetMemHandle(&h, p));
+        CALL("hipIpcOpenMemHandle", hipIpcOpenMemHandle(&q, h, 0));
     } else if (!strcmp(argv[1], "open-same-process")) {
         void *q = NULL;
         CALL("hipIpcGetMemHandle", hipIpcGetMemHandle(&h, p));

@@ -503,9 +503,11 @@ pub mod hip {
         id: "hipIpcOpenMemHandle.flags-not-lazy-enable-peer-access",
         severity: Severity::Error,
         kind: Kind::Misuse,
-        requirement: "flags must be hipIpcMemLazyEnablePeerAccess. Its value is 0 in the HIP \
-            headers before ROCm 6 and 0x1 from ROCm 6 (the runtime compares flags with its own \
-            header's value), so only a value that is neither is certain misuse.",
+        requirement: "flags must be hipIpcMemLazyEnablePeerAccess of the running runtime: 0 \
+            before ROCm 6 and 0x1 from ROCm 6 (the runtime compares flags with its own header's \
+            value), judged against hipRuntimeGetVersion. A program built with the other \
+            headers misuses this runtime. Where the runtime cannot say its version, only a \
+            value that is neither is reported.",
         source: hip("hipIpcOpenMemHandle"),
         quote: "flags - Flags for this operation. Must be specified as \
             hipIpcMemLazyEnablePeerAccess",

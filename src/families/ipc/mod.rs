@@ -722,21 +722,41 @@ impl Check<args::hipIpcGetMemHandle> for GetHip {
     }
 }
 
+/// The first HIP_VERSION of ROCm 6, where hipIpcMemLazyEnablePeerAccess became 0x1.
+const ROCM_6: i32 = 60_000_000;
+
+/// hipIpcMemLazyEnablePeerAccess is 0 before ROCm 6 and 0x1 from it: judged against the running
+/// runtime's version (`hipRuntimeGetVersion`), or, where it cannot say, only a value that is
+/// neither.
+fn open_flags_hip(cx: &mut Cx, flags: u32) {
+    let version = if flags <= 1 {
+        HipSession::begin(cx.facts).runtime_version()
+    } else {
+        None
+    };
+    let lazy = version.map(|v| u32::from(v >= ROCM_6));
+    if lazy.map_or(flags > 1, |lazy| flags != lazy) {
+        cx.flag(&hip::OPEN_FLAGS, || match (version, lazy) {
+            (Some(v), Some(lazy)) => format!(
+                "flags is {flags:#x}; this runtime (hipRuntimeGetVersion {v}, HIP {}.{}) defines \
+                 hipIpcMemLazyEnablePeerAccess as {lazy:#x}",
+                v / 10_000_000,
+                v / 100_000 % 100
+            ),
+            _ => format!(
+                "flags is {flags:#x}; hipIpcMemLazyEnablePeerAccess is 0 before ROCm 6 and 0x1 \
+                 from it"
+            ),
+        });
+    }
+}
+
 impl Check<args::hipIpcOpenMemHandle> for OpenHip {
     type Plan = ();
     fn before(&self, a: &args::hipIpcOpenMemHandle, cx: &mut Cx) {
         // Where the open maps, for its record (the report's device rule).
         hip_record_device(cx);
-        // hipIpcMemLazyEnablePeerAccess: 0 before ROCm 6, 0x1 from it.
-        let flags = a.flags.0;
-        if flags > 1 {
-            cx.flag(&hip::OPEN_FLAGS, || {
-                format!(
-                    "flags is {flags:#x}; hipIpcMemLazyEnablePeerAccess is 0 before ROCm 6 and \
-                     0x1 from it"
-                )
-            });
-        }
+        open_flags_hip(cx, a.flags.0);
         let exported = cx
             .states
             .family::<IpcState>()

@@ -653,7 +653,29 @@ fn contexts_destroyed_after_their_closes_are_silent() {
     ok(&h, args::cuCtxDestroy_v2 { ctx });
 }
 
-/// Both values hipIpcMemLazyEnablePeerAccess has had (0 before ROCm 6, 0x1 from it) are correct.
+/// The running runtime's own value of hipIpcMemLazyEnablePeerAccess is the correct one: 0 on
+/// ROCm 5 (HIP 5.2 here), 0x1 on ROCm 6 (6.2); the other is a misuse of this runtime, named with
+/// its version.
+#[test]
+fn the_lazy_flag_is_judged_against_the_running_runtime_s_version() {
+    let flags_rule = "hipIpcOpenMemHandle.flags-not-lazy-enable-peer-access";
+    for (version, right, wrong, named) in
+        [(50_221_000, 0, 1, "HIP 5.2"), (60_241_134, 1, 0, "HIP 6.2")]
+    {
+        let h = world();
+        h.facts.hip_runtime_version.set(Some(version));
+        let mut open = hip_open(THEIRS);
+        open.flags = HipIpcMemFlags(right);
+        ok(&h, open);
+        open.flags = HipIpcMemFlags(wrong);
+        let ran = h.call(open, INVALID_VALUE);
+        assert_eq!(ran.rules, [flags_rule], "{version}: {:?}", ran.messages);
+        assert!(ran.messages[0].contains(named), "{:?}", ran.messages);
+    }
+}
+
+/// Where the runtime cannot say its version, both values hipIpcMemLazyEnablePeerAccess has had
+/// (0 before ROCm 6, 0x1 from it) are taken as correct.
 #[test]
 fn either_hip_lazy_flag_value_is_silent() {
     let h = world();
