@@ -23,6 +23,10 @@
  *   stream_attach         cuStreamAttachMemAsync(stream, managed 4 KiB, 0, SINGLE) ns per call
  *   ipc_get_mem_handle    cuIpcGetMemHandle(&h, src)                               ns per call
  *   alloc_free_256B       cuMemAlloc_v2(&p, 256) + cuMemFree_v2(p)                 ns per PAIR
+ *   vmm_map_unmap         cuMemMap of one granule of the thread's VMM allocation into its
+ *                         reservation + cuMemUnmap of it                           ns per PAIR
+ *   vmm_set_access        cuMemSetAccess(read-write for dev0) of the thread's mapped granule
+ *                                                                                  ns per call
  *   ctx_get_current       cuCtxGetCurrent(&c) (no shim observes it)                ns per call
  *   device_get_count      cuDeviceGetCount(&n) (no shim observes it)               ns per call
  *   pointer_get_attribute cuPointerGetAttribute(&type, MEMORY_TYPE, src) (not interposed: the
@@ -111,6 +115,31 @@ CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags);
 CUresult cuStreamSynchronize(CUstream hStream);
 CUresult cuStreamDestroy_v2(CUstream hStream);
 CUresult cuGetErrorName(CUresult error, const char **pStr);
+/* Virtual memory management: CUmemAllocationProp (32 bytes) and CUmemAccessDesc (12). */
+typedef unsigned long long CUmemGenericAllocationHandle;
+typedef struct {
+    unsigned int type, requestedHandleTypes, locationType;
+    int locationId;
+    void *win32HandleMetaData;
+    unsigned char allocFlags[8];
+} CUmemAllocationProp;
+typedef struct {
+    unsigned int locationType;
+    int locationId;
+    unsigned int flags;
+} CUmemAccessDesc;
+CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                       int option);
+CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                     const CUmemAllocationProp *prop, unsigned long long flags);
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle);
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags);
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size);
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags);
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count);
 
 /* The covered calls the cases make, through one table: as linked, or the driver's own entries. */
 struct api {
@@ -127,14 +156,20 @@ struct api {
     CUresult (*ctx_get_current)(CUcontext *);
     CUresult (*device_get_count)(int *);
     CUresult (*pointer_get_attribute)(void *, CUpointer_attribute, CUdeviceptr);
+    CUresult (*mem_map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+                        unsigned long long);
+    CUresult (*mem_unmap)(CUdeviceptr, size_t);
+    CUresult (*mem_set_access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
 };
 static const struct api LINKED = {
     cuDeviceCanAccessPeer, cuMemcpyPeerAsync, cuMemcpyPeer,  cuMemcpyDtoDAsync_v2,
     cuMemsetD8Async,       cuStreamAttachMemAsync, cuIpcGetMemHandle, cuMemAlloc_v2,
     cuMemFree_v2,          cuCtxGetCurrent,   cuDeviceGetCount, cuPointerGetAttribute,
+    cuMemMap,              cuMemUnmap,        cuMemSetAccess,
 };
 static struct api g_direct;
-static int g_same; /* every direct entry is the linked one: no shim in between */
+static int g_same;    /* direct entries that are the linked one */
+static int g_entries; /* direct entries (all the same: no shim in between) */
 
 /* ---- Errors ---- */
 static void check(CUresult r, const char *what, int line) {
@@ -174,6 +209,8 @@ enum {
     ATTACH,
     IPC_GET,
     ALLOC_FREE,
+    VMM_MAP_UNMAP,
+    VMM_SET_ACCESS,
     CTX_GET_CURRENT,
     DEVICE_GET_COUNT,
     POINTER_GET_ATTRIBUTE,
@@ -183,13 +220,18 @@ static const char *const CASE_NAME[NCASES] = {
     "can_access_peer",      "memcpy_peer_async_4B", "memcpy_peer_async_4B_stream0",
     "memcpy_peer_4B",       "memcpy_dtod_async_4B", "memset_d8_async_4B",
     "stream_attach",        "ipc_get_mem_handle",   "alloc_free_256B",
+    "vmm_map_unmap",        "vmm_set_access",
     "ctx_get_current",      "device_get_count",     "pointer_get_attribute",
 };
-static const char *const CASE_UNIT[NCASES] = {"call", "call", "call", "call", "call", "call",
-                                              "call", "call", "pair", "call", "call", "call"};
-static long g_iters[NCASES] = {200000, 50000, 50000, 5000,   50000, 50000,
-                               50000,  50000, 20000, 400000, 400000, 200000};
-static int g_enabled[NCASES] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+static const char *const CASE_UNIT[NCASES] = {"call", "call", "call", "call", "call", "call", "call",
+                                              "call", "pair", "pair", "call", "call", "call", "call"};
+static long g_iters[NCASES] = {200000, 50000, 50000, 5000,   50000,  50000, 50000,
+                               50000,  20000, 5000,  20000,  400000, 400000, 200000};
+static int g_enabled[NCASES] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+
+/* The VMM cases' allocation granularity and properties (device 0). */
+static size_t g_granularity;
+static CUmemAllocationProp g_vmm_prop;
 
 /* The stream a case enqueues on (synchronized after every SYNC_EVERY calls), or -1: none. */
 static int on_stream(int c) {
@@ -214,6 +256,8 @@ struct worker {
     CUdeviceptr src; /* on dev0, ctx0 */
     CUdeviceptr dst; /* on dev1, ctx1 */
     CUdeviceptr managed; /* MANAGED_BYTES, attached to `stream` by the attach case */
+    CUmemGenericAllocationHandle vmm; /* one granule on dev0 */
+    CUdeviceptr va;      /* two granules reserved: the first mapped read-write, the second free */
     double *samples; /* wall ns per call, one per repetition */
     double *cpu;     /* CPU ns per call, one per repetition */
     double *direct;  /* --ab: wall ns per call through the driver's own entries */
@@ -293,6 +337,20 @@ static CUresult run_calls(int c, long k, struct worker *w, const struct api *a) 
             r |= a->device_get_count(&count);
         break;
     }
+    case VMM_MAP_UNMAP: {
+        size_t g = g_granularity;
+        for (long i = 0; i < k; i++) {
+            r |= a->mem_map(w->va + g, g, 0, w->vmm, 0);
+            r |= a->mem_unmap(w->va + g, g);
+        }
+        break;
+    }
+    case VMM_SET_ACCESS: {
+        CUmemAccessDesc rw = {1 /* DEVICE */, 0, 3 /* PROT_READWRITE */};
+        for (long i = 0; i < k; i++)
+            r |= a->mem_set_access(w->va, g_granularity, &rw, 1);
+        break;
+    }
     case POINTER_GET_ATTRIBUTE: {
         unsigned int type = 0;
         for (long i = 0; i < k; i++)
@@ -344,6 +402,11 @@ static void worker_setup(struct worker *w) {
     CHECK(cuMemAlloc_v2(&w->src, COPY_BYTES));
     CHECK(cuMemAllocManaged(&w->managed, MANAGED_BYTES, CU_MEM_ATTACH_GLOBAL));
     CHECK(cuStreamCreate(&w->stream, 0));
+    CUmemAccessDesc rw = {1 /* DEVICE */, 0, 3 /* PROT_READWRITE */};
+    CHECK(cuMemCreate(&w->vmm, g_granularity, &g_vmm_prop, 0));
+    CHECK(cuMemAddressReserve(&w->va, 2 * g_granularity, 0, 0, 0));
+    CHECK(cuMemMap(w->va, g_granularity, 0, w->vmm, 0));
+    CHECK(cuMemSetAccess(w->va, g_granularity, &rw, 1));
 }
 
 static void worker_teardown(struct worker *w) {
@@ -355,6 +418,9 @@ static void worker_teardown(struct worker *w) {
     CHECK(cuMemFree_v2(w->managed));
     CHECK(cuMemFree_v2(w->src));
     CHECK(cuMemFree_v2(w->dst));
+    CHECK(cuMemUnmap(w->va, g_granularity));
+    CHECK(cuMemAddressFree(w->va, 2 * g_granularity));
+    CHECK(cuMemRelease(w->vmm));
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -501,6 +567,7 @@ static void resolve_direct(void) {
             die("--ab: libcuda.so.1 has no " name);                                                \
         memcpy(&g_direct.field, &f, sizeof f);                                                     \
         g_same += (void *)LINKED.field == f;                                                       \
+        g_entries++;                                                                               \
     } while (0)
     DIRECT(can_access_peer, "cuDeviceCanAccessPeer");
     DIRECT(memcpy_peer_async, "cuMemcpyPeerAsync");
@@ -514,6 +581,9 @@ static void resolve_direct(void) {
     DIRECT(ctx_get_current, "cuCtxGetCurrent");
     DIRECT(device_get_count, "cuDeviceGetCount");
     DIRECT(pointer_get_attribute, "cuPointerGetAttribute");
+    DIRECT(mem_map, "cuMemMap");
+    DIRECT(mem_unmap, "cuMemUnmap");
+    DIRECT(mem_set_access, "cuMemSetAccess");
 #undef DIRECT
 }
 
@@ -564,6 +634,10 @@ int main(int argc, char **argv) {
     else
         g_ctx1 = g_ctx0;
     CHECK(cuCtxSetCurrent(g_ctx0));
+    g_vmm_prop.type = 1;         /* CU_MEM_ALLOCATION_TYPE_PINNED */
+    g_vmm_prop.locationType = 1; /* CU_MEM_LOCATION_TYPE_DEVICE */
+    g_vmm_prop.locationId = g_dev0;
+    CHECK(cuMemGetAllocationGranularity(&g_granularity, &g_vmm_prop, 0 /* MINIMUM */));
     if (g_dev1 != g_dev0) {
         CHECK(cuDeviceCanAccessPeer(&g_can_access, g_dev0, g_dev1));
         if (g_can_access) {
@@ -639,7 +713,7 @@ int main(int argc, char **argv) {
             }
             printf("AB\t%s\t%d\t%.2f\t%.2f\t%.2f\t%s\t%ld\t%d\n", CASE_NAME[c], g_threads,
                    median(linked_m, g_threads), median(direct_m, g_threads),
-                   median(medians, g_threads), CASE_UNIT[c], g_iters[c], g_same == 11);
+                   median(medians, g_threads), CASE_UNIT[c], g_iters[c], g_same == g_entries);
             free(diff);
             free(linked_m);
             free(direct_m);

@@ -142,9 +142,10 @@ bench_table() {
             traced = mode == "traced"
             split("memcpy_peer_async_4B memcpy_peer_async_4B_stream0 memcpy_peer_4B", copies, " ")
             for (i in copies) target[copies[i]] = traced ? "<= +250" : "<= +150"
-            split("can_access_peer memcpy_dtod_async_4B memset_d8_async_4B stream_attach ipc_get_mem_handle", calls, " ")
+            split("can_access_peer memcpy_dtod_async_4B memset_d8_async_4B stream_attach ipc_get_mem_handle vmm_set_access", calls, " ")
             for (i in calls) target[calls[i]] = traced ? "<= +100" : "<= +20"
             target["alloc_free_256B"] = traced ? "<= +200" : "<= +40"
+            target["vmm_map_unmap"] = traced ? "<= +200" : "<= +40"
             target["ctx_get_current"] = "+0"
             target["device_get_count"] = "+0"
             target["pointer_get_attribute"] = "+0"
@@ -230,9 +231,10 @@ bench_ab_table() {
         END {
             split("memcpy_peer_async_4B memcpy_peer_async_4B_stream0 memcpy_peer_4B", copies, " ")
             for (i in copies) { tu[copies[i]] = "<= +150"; tt[copies[i]] = "<= +250" }
-            split("can_access_peer memcpy_dtod_async_4B memset_d8_async_4B stream_attach ipc_get_mem_handle", calls, " ")
+            split("can_access_peer memcpy_dtod_async_4B memset_d8_async_4B stream_attach ipc_get_mem_handle vmm_set_access", calls, " ")
             for (i in calls) { tu[calls[i]] = "<= +20"; tt[calls[i]] = "<= +100" }
             tu["alloc_free_256B"] = "<= +40"; tt["alloc_free_256B"] = "<= +200"
+            tu["vmm_map_unmap"] = "<= +40"; tt["vmm_map_unmap"] = "<= +200"
             tu["ctx_get_current"] = tt["ctx_get_current"] = "+0"
             tu["device_get_count"] = tt["device_get_count"] = "+0"
             tu["pointer_get_attribute"] = tt["pointer_get_attribute"] = "+0"
@@ -342,7 +344,7 @@ bench_main() {
         "with its lowest and highest round."
     echo "- N per loop (plain and shim): ${ITERS[plain]}"
     if [[ $TRACED == 1 ]]; then echo "- N per loop (traced): ${ITERS[traced]}"; fi
-    echo "- alloc_free_256B: ns per cuMemAlloc_v2(256) + cuMemFree_v2 pair. The cases on a stream time the enqueue only" \
+    echo "- alloc_free_256B: ns per cuMemAlloc_v2(256) + cuMemFree_v2 pair; vmm_map_unmap: ns per cuMemMap + cuMemUnmap pair of one granule. The cases on a stream time the enqueue only" \
         "(cuStreamSynchronize after every 64 calls, untimed). ctx_get_current, device_get_count, pointer_get_attribute: not interposed by the shim (the last is the driver's cost of the kind of question the shim's checks ask: SHARECHECK_SIM_SHIM_CALL_NS charges the simulator's answers to the shim that much)."
     echo "- $MT_THREADS threads: 'per thread' is the median over the threads of each thread's own ns per call," \
         "wall clock (with more threads than CPUs, here $cpus, a thread may wait for a CPU inside its loop, which" \

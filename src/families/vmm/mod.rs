@@ -22,11 +22,60 @@ use crate::engine::state::{FamilyState, Lifetime};
 use crate::engine::{hex, Check, Cx};
 use crate::guard::peek;
 use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
 use sharecheck_core::codes::NOT_PERMITTED;
 use sharecheck_core::ffi::*;
 use sharecheck_core::functions::args;
 use sharecheck_core::rules::vmm::cuda;
-use std::collections::{BTreeMap, HashMap};
+/// Address-keyed entries in a sorted vector: a process has tens to thousands of reservations
+/// and mappings, and a binary search costs a tenth of a B-tree range walk on every VMM call
+/// (issue 25's budgets).
+#[derive(Debug)]
+struct Sorted<V>(Vec<(u64, V)>);
+
+impl<V> Default for Sorted<V> {
+    fn default() -> Self {
+        Sorted(Vec::new())
+    }
+}
+
+impl<V: Copy> Sorted<V> {
+    /// Where `key` is, or would go.
+    fn at(&self, key: u64) -> Result<usize, usize> {
+        self.0.binary_search_by_key(&key, |&(k, _)| k)
+    }
+    fn get(&self, key: u64) -> Option<V> {
+        self.at(key).ok().map(|i| self.0[i].1)
+    }
+    fn insert(&mut self, key: u64, value: V) -> Option<V> {
+        match self.at(key) {
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, value)),
+            Err(i) => {
+                self.0.insert(i, (key, value));
+                None
+            }
+        }
+    }
+    fn remove(&mut self, key: u64) -> Option<V> {
+        self.at(key).ok().map(|i| self.0.remove(i).1)
+    }
+    /// The last entry at or before `key`.
+    fn at_or_before(&self, key: u64) -> Option<(u64, V)> {
+        let i = self.0.partition_point(|&(k, _)| k <= key);
+        i.checked_sub(1).map(|i| self.0[i])
+    }
+    /// The entries with keys in `[from, end)`, in order.
+    fn range(&self, from: u64, end: u64) -> &[(u64, V)] {
+        let lo = self.0.partition_point(|&(k, _)| k < from);
+        let hi = self.0.partition_point(|&(k, _)| k < end);
+        &self.0[lo..hi.max(lo)]
+    }
+    fn range_mut(&mut self, from: u64, end: u64) -> &mut [(u64, V)] {
+        let lo = self.0.partition_point(|&(k, _)| k < from);
+        let hi = self.0.partition_point(|&(k, _)| k < end);
+        &mut self.0[lo..hi.max(lo)]
+    }
+}
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
@@ -102,12 +151,12 @@ pub struct VmmState {
 
 #[derive(Default)]
 struct Vmm {
-    handles: HashMap<u64, Handle>,
+    handles: FxHashMap<u64, Handle>,
     /// Reservation start -> size.
-    reservations: BTreeMap<u64, u64>,
+    reservations: Sorted<u64>,
     /// Mapping start -> mapping. Changed only through [`Vmm::map`], [`Vmm::unmap_inside`] and
     /// [`Vmm::grant`], which keep `unaccessed`.
-    maps: BTreeMap<u64, Mapping>,
+    maps: Sorted<Mapping>,
     /// How many of `maps` are not `accessible`.
     unaccessed: usize,
 }
@@ -166,38 +215,41 @@ impl Vmm {
 
     /// Removes the mappings wholly inside `[ptr, end)`.
     fn unmap_inside(&mut self, ptr: u64, end: u64) {
-        let gone: Vec<u64> = self
-            .maps
-            .range(ptr..end)
-            .filter(|(&s, m)| s + m.size <= end)
-            .map(|(&s, _)| s)
-            .collect();
-        for s in gone {
-            if let Some(m) = self.maps.remove(&s) {
-                self.unaccessed -= usize::from(!m.accessible);
-            }
+        let entries = &mut self.maps.0;
+        let lo = entries.partition_point(|&(k, _)| k < ptr);
+        // Mappings do not overlap: of those starting in the range, only the last may end past it.
+        let hi = entries.partition_point(|&(k, m)| k < end && k.saturating_add(m.size) <= end);
+        if lo < hi {
+            let closed = entries[lo..hi]
+                .iter()
+                .filter(|(_, m)| !m.accessible)
+                .count();
+            entries.drain(lo..hi);
+            self.unaccessed -= closed;
         }
     }
 
     /// Marks the mappings that overlap `[ptr, end)` accessible.
     fn grant(&mut self, ptr: u64, end: u64) {
-        let starts: Vec<u64> = self.overlapping(ptr, end).map(|(s, _)| s).collect();
-        for s in starts {
-            if let Some(m) = self.maps.get_mut(&s).filter(|m| !m.accessible) {
+        let lo = self.mapping(ptr).map_or(ptr, |(start, _)| start);
+        let mut granted = 0;
+        for (_, m) in self.maps.range_mut(lo, end) {
+            if !m.accessible {
                 m.accessible = true;
-                self.unaccessed -= 1;
+                granted += 1;
             }
         }
+        self.unaccessed -= granted;
     }
 
     fn mapping(&self, ptr: u64) -> Option<(u64, Mapping)> {
-        let (&start, &m) = self.maps.range(..=ptr).next_back()?;
+        let (start, m) = self.maps.at_or_before(ptr)?;
         (ptr - start < m.size).then_some((start, m))
     }
 
     /// The reservation holding all of `[ptr, end)`.
     fn reservation(&self, ptr: u64, end: u64) -> Option<(u64, u64)> {
-        let (&start, &size) = self.reservations.range(..=ptr).next_back()?;
+        let (start, size) = self.reservations.at_or_before(ptr)?;
         (end <= start.saturating_add(size)).then_some((start, size))
     }
 
@@ -206,7 +258,7 @@ impl Vmm {
         let before = self.mapping(ptr).filter(|&(start, _)| start < ptr);
         before
             .into_iter()
-            .chain(self.maps.range(ptr..end).map(|(&s, &m)| (s, m)))
+            .chain(self.maps.range(ptr, end).iter().copied())
     }
 
     fn cover(&self, ptr: u64, end: u64) -> Cover {
@@ -440,8 +492,7 @@ impl Check<args::cuMemAddressFree> for AddressFree {
             .inner
             .lock()
             .reservations
-            .get(&ptr)
-            .copied();
+            .get(ptr);
         if reserved != Some(size) {
             cx.tracked(&cuda::ADDRESS_FREE_NOT_RESERVATION, || match reserved {
                 Some(r) => format!(
@@ -462,7 +513,7 @@ impl Check<args::cuMemAddressFree> for AddressFree {
         }
         let (ptr, end) = (a.ptr.0, a.ptr.0.saturating_add(a.size.0 as u64));
         cx.states.family::<VmmState>().change_maps(|vmm| {
-            vmm.reservations.remove(&ptr);
+            vmm.reservations.remove(ptr);
             vmm.unmap_inside(ptr, end);
         });
     }
@@ -564,22 +615,24 @@ fn not_whole(cover: Cover, vmm_maps: Option<Mapping>) -> String {
 }
 
 /// How `[ptr, ptr + size)` lies over the known mappings, whether it is inside a reservation the
-/// shim saw made (then every mapping in it is known), and the mapping a `Partial` names.
-fn cover_of(cx: &Cx, ptr: u64, size: u64) -> (Cover, bool, Option<Mapping>) {
+/// shim saw made (then every mapping in it is known), the mapping a `Partial` names, and whether
+/// a mapping in it has no access yet.
+fn cover_of(cx: &Cx, ptr: u64, size: u64) -> (Cover, bool, Option<Mapping>, bool) {
     let end = ptr.saturating_add(size);
     let vmm = cx.states.family::<VmmState>().inner.lock();
     let cover = vmm.cover(ptr, end);
     let partial = match cover {
-        Cover::Partial(start) => vmm.maps.get(&start).copied(),
+        Cover::Partial(start) => vmm.maps.get(start),
         _ => None,
     };
-    (cover, vmm.reservation(ptr, end).is_some(), partial)
+    let closed = vmm.unaccessed > 0 && vmm.overlapping(ptr, end).any(|(_, m)| !m.accessible);
+    (cover, vmm.reservation(ptr, end).is_some(), partial, closed)
 }
 
 impl Check<args::cuMemUnmap> for Unmap {
     type Plan = ();
     fn before(&self, a: &args::cuMemUnmap, cx: &mut Cx) {
-        let (cover, seen, partial) = cover_of(cx, a.ptr.0, a.size.0 as u64);
+        let (cover, seen, partial, _) = cover_of(cx, a.ptr.0, a.size.0 as u64);
         let message = || not_whole(cover, partial);
         match cover {
             Cover::Whole => {}
@@ -601,18 +654,20 @@ impl Check<args::cuMemUnmap> for Unmap {
 }
 
 impl Check<args::cuMemSetAccess> for SetAccess {
-    type Plan = ();
-    fn before(&self, a: &args::cuMemSetAccess, cx: &mut Cx) {
-        let (cover, seen, partial) = cover_of(cx, a.ptr.0, a.size.0 as u64);
+    /// Whether a mapping in the range has no access yet (what a success changes).
+    type Plan = bool;
+    fn before(&self, a: &args::cuMemSetAccess, cx: &mut Cx) -> bool {
+        let (cover, seen, partial, closed) = cover_of(cx, a.ptr.0, a.size.0 as u64);
         let message = || not_whole(cover, partial);
         match cover {
             Cover::Whole => {}
             _ if seen => cx.flag(&cuda::SET_ACCESS_NOT_MAPPED, message),
             _ => cx.tracked(&cuda::SET_ACCESS_NOT_MAPPED, message),
         }
+        closed
     }
-    fn after(&self, a: &args::cuMemSetAccess, _: (), ret: c_int, cx: &mut Cx) {
-        if ret == 0 {
+    fn after(&self, a: &args::cuMemSetAccess, closed: bool, ret: c_int, cx: &mut Cx) {
+        if ret == 0 && closed {
             let end = a.ptr.0.saturating_add(a.size.0 as u64);
             cx.states
                 .family::<VmmState>()

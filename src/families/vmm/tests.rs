@@ -379,3 +379,23 @@ fn an_ended_context_clears_what_is_tracked() {
     // The reservation is unknown now: its unmapped part is the driver's to judge.
     h.ok(unmap(VA + 2 * G, G));
 }
+
+#[test]
+fn the_sorted_map_finds_entries_by_address() {
+    let mut s = super::Sorted::<u32>::default();
+    assert_eq!(s.insert(30, 3), None);
+    assert_eq!(s.insert(10, 1), None);
+    assert_eq!(s.insert(20, 2), None);
+    assert_eq!(s.insert(20, 4), Some(2), "a key again replaces its value");
+    assert_eq!(s.get(20), Some(4));
+    assert_eq!(s.get(25), None);
+    assert_eq!(s.at_or_before(25), Some((20, 4)));
+    assert_eq!(s.at_or_before(9), None);
+    assert_eq!(s.range(10, 30), &[(10, 1), (20, 4)]);
+    assert_eq!(s.range(31, 40), &[]);
+    for (_, v) in s.range_mut(20, 31) {
+        *v += 10;
+    }
+    assert_eq!(s.remove(20), Some(14));
+    assert_eq!(s.range(0, 100), &[(10, 1), (30, 13)]);
+}
