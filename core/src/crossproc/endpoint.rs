@@ -2,7 +2,7 @@
 //! an importer did with an endpoint whose type only the exporter's trace tells (their rules:
 //! `crate::rules::endpoint::report`).
 
-use crate::crossproc::{Call, ReportFinding, Timeline};
+use crate::crossproc::{exited_calls, Call, ReportFinding, Timeline};
 use crate::rules::endpoint::report::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -12,22 +12,6 @@ const READS: &[&str] = &["cuLogicalEndpoint"];
 
 fn number(c: &Call, key: &str) -> Option<u64> {
     c.arg(key).and_then(Value::as_u64)
-}
-
-/// The calls of process `pid`, in its order, up to its exit.
-fn until_exit(t: &Timeline, pid: i64, exit: u64) -> impl Iterator<Item = &Call> {
-    t.calls()
-        .iter()
-        .filter(move |c| c.pid == pid && c.ts_ns <= exit)
-}
-
-fn exited_processes(t: &Timeline) -> Vec<(i64, u64)> {
-    let mut pids: Vec<i64> = t.calls().iter().map(|c| c.pid).collect();
-    pids.sort_unstable();
-    pids.dedup();
-    pids.into_iter()
-        .filter_map(|pid| t.exited(pid).map(|exit| (pid, exit)))
-        .collect()
 }
 
 timeline_check!(
@@ -40,9 +24,9 @@ timeline_check!(
 
 fn never_destroyed(t: &Timeline) -> Vec<ReportFinding> {
     let mut found = Vec::new();
-    for (pid, exit) in exited_processes(t) {
+    for (pid, calls) in exited_calls(t) {
         let mut held: BTreeMap<u64, &Call> = BTreeMap::new();
-        for c in until_exit(t, pid, exit).filter(|c| c.succeeded()) {
+        for c in calls {
             let id = number(c, "leId");
             match (c.func.as_str(), id) {
                 ("cuLogicalEndpointCreate" | "cuLogicalEndpointImport", Some(id)) => {
@@ -83,10 +67,10 @@ timeline_check!(
 
 fn never_released(t: &Timeline) -> Vec<ReportFinding> {
     let mut found = Vec::new();
-    for (pid, exit) in exited_processes(t) {
+    for (pid, calls) in exited_calls(t) {
         // Per reserve: the ranges `[start, end)` of its ids still held.
         let mut reserves: Vec<(&Call, Vec<(u64, u64)>)> = Vec::new();
-        for c in until_exit(t, pid, exit).filter(|c| c.succeeded()) {
+        for c in calls {
             let count = number(c, "count").unwrap_or(0);
             if c.func == "cuLogicalEndpointIdReserve" {
                 if let Some(base) = c.out("baseLeId").and_then(Value::as_u64) {

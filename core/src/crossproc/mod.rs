@@ -433,6 +433,18 @@ pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[
     &vmm::NEVER_FREED,
 ];
 
+/// Each process that ended through exit, with its successful calls up to its exit, in its
+/// order: what the families' at-exit checks read.
+pub fn exited_calls(t: &Timeline) -> Vec<(i64, Vec<&Call>)> {
+    let mut by_pid: std::collections::BTreeMap<i64, Vec<&Call>> = Default::default();
+    for c in t.calls().iter().filter(|c| c.succeeded()) {
+        if t.exited(c.pid).is_some_and(|exit| c.ts_ns <= exit) {
+            by_pid.entry(c.pid).or_default().push(c);
+        }
+    }
+    by_pid.into_iter().collect()
+}
+
 /// Runs `checks` over a finished timeline.
 pub fn decide(timeline: &Timeline, checks: &[&dyn ReportCheck]) -> Vec<ReportFinding> {
     let mut found: Vec<ReportFinding> = checks.iter().flat_map(|c| c.decide(timeline)).collect();

@@ -2,7 +2,7 @@
 //! `crate::rules::vmm::report`). Handles are matched by their value within one process (a
 //! generic allocation handle means nothing in another), addresses by range.
 
-use crate::crossproc::{Call, ReportFinding, Timeline};
+use crate::crossproc::{exited_calls, Call, ReportFinding, Timeline};
 use crate::rules::vmm::report::*;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -25,18 +25,6 @@ fn number(v: &Value) -> Option<u64> {
         Value::String(s) => u64::from_str_radix(s.strip_prefix("0x")?, 16).ok(),
         other => other.as_u64(),
     }
-}
-
-/// Each process that ended through exit, its successful calls up to its exit in its order, and
-/// the exit's time.
-fn exited_calls(t: &Timeline) -> Vec<(i64, Vec<&Call>)> {
-    let mut by_pid: BTreeMap<i64, Vec<&Call>> = BTreeMap::new();
-    for c in t.calls().iter().filter(|c| c.succeeded()) {
-        if t.exited(c.pid).is_some_and(|exit| c.ts_ns <= exit) {
-            by_pid.entry(c.pid).or_default().push(c);
-        }
-    }
-    by_pid.into_iter().collect()
 }
 
 timeline_check!(

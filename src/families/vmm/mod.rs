@@ -208,7 +208,7 @@ enum Cover {
 impl Vmm {
     fn map(&mut self, start: u64, mapping: Mapping) {
         if let Some(old) = self.maps.insert(start, mapping) {
-            self.unaccessed -= usize::from(!old.accessible);
+            self.unaccessed = self.unaccessed.saturating_sub(usize::from(!old.accessible));
         }
         self.unaccessed += usize::from(!mapping.accessible);
     }
@@ -225,7 +225,7 @@ impl Vmm {
                 .filter(|(_, m)| !m.accessible)
                 .count();
             entries.drain(lo..hi);
-            self.unaccessed -= closed;
+            self.unaccessed = self.unaccessed.saturating_sub(closed);
         }
     }
 
@@ -239,7 +239,7 @@ impl Vmm {
                 granted += 1;
             }
         }
-        self.unaccessed -= granted;
+        self.unaccessed = self.unaccessed.saturating_sub(granted);
     }
 
     fn mapping(&self, ptr: u64) -> Option<(u64, Mapping)> {
