@@ -253,6 +253,13 @@ pub(super) fn append_in_chunk<R: Record + ?Sized>(w: &Lane, slot: &Slot, record:
             continue; // closed by another thread meanwhile
         }
         write_record(w, start + used, record);
+        if used + len + 128 <= CHUNK {
+            // The next record's lines, fetched for writing while the program and the driver
+            // run: the ring is larger than a core's cache, so a record's first store to a line
+            // would otherwise wait for it (and the next call's locked add for that store).
+            prefetch_for_write(ring_at(w, start + used + len));
+            prefetch_for_write(ring_at(w, start + used + len + 64));
+        }
         if used + len == CHUNK {
             slot.word.store(NO_CHUNK, Release);
             commit(w, start, CHUNK);
@@ -261,6 +268,21 @@ pub(super) fn append_in_chunk<R: Record + ?Sized>(w: &Lane, slot: &Slot, record:
         }
         return true;
     }
+}
+
+/// Asks the CPU to fetch the cache line of `p` for writing (x86-64 `prefetchw`; a no-op
+/// elsewhere). A hint: it never faults, whatever `p` is.
+#[inline(always)]
+fn prefetch_for_write(p: *const u8) {
+    // `prefetchw` itself (the intrinsic's hint becomes `prefetcht0` without the `prfchw` target
+    // feature); CPUs without it execute it as a no-op.
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch has no architectural effect and never faults.
+    unsafe {
+        std::arch::asm!("prefetchw [{}]", in(reg) p, options(nostack, preserves_flags, readonly));
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// The ring's byte for trace offset `at`, which must be reserved by the caller and free.

@@ -726,7 +726,7 @@ impl BindCall {
                     });
                     return;
                 };
-                if let Some(total) = p.size {
+                if let Some(total) = p.size.map(std::num::NonZeroU64::get) {
                     if offset.checked_add(size).is_none_or(|end| end > total) {
                         cx.tracked(&cuda::BIND_MEM_BEYOND_ALLOCATION, || {
                             format!(

@@ -60,8 +60,8 @@ pub mod checks {
 #[derive(Default)]
 pub struct IpcState {
     exported: Mutex<HashSet<u64>>,
-    /// The fingerprint last put in `exported`.
-    last_exported: AtomicU64,
+    /// The quick digest ([`crate::fingerprint::quick`]) of the handle last put in `exported`.
+    last_exported: [AtomicU64; 2],
     exported_events: Mutex<HashSet<u64>>,
     opened: Mutex<HashMap<u64, u32>>,
     /// The pointer each opened handle (by fingerprint) was mapped at, and the context current
@@ -79,14 +79,19 @@ impl FamilyState for IpcState {
 
 impl IpcState {
     fn exported(&self, handle: &[u8; 64]) {
-        let fp = crate::fingerprint::fingerprint(handle);
-        // The set only grows, and `last_exported` is set once its fingerprint is in it: a
-        // program that exports the same memory again takes no lock (0 means none yet).
-        if fp != 0 && self.last_exported.load(Relaxed) == fp {
+        // The set only grows, and `last_exported` is set once the handle's fingerprint is in it:
+        // a program that exports the same memory again takes no lock and no keyed hash. Two
+        // exports racing can only mismatch a digest, which costs one more insert.
+        let q = crate::fingerprint::quick(handle);
+        let last = [&self.last_exported[0], &self.last_exported[1]].map(|a| a.load(Relaxed));
+        if q != (0, 0) && (last[0], last[1]) == q {
             return;
         }
-        self.exported.lock().insert(fp);
-        self.last_exported.store(fp, Relaxed);
+        self.exported
+            .lock()
+            .insert(crate::fingerprint::fingerprint(handle));
+        self.last_exported[0].store(q.0, Relaxed);
+        self.last_exported[1].store(q.1, Relaxed);
     }
 
     fn was_exported(&self, handle: &[u8; 64]) -> bool {

@@ -903,16 +903,23 @@ fn the_freed_ring_keeps_the_last_frees_most_recent_first() {
 
 #[test]
 fn a_free_read_while_frees_are_written_is_never_torn() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
     let freed = std::sync::Arc::new(super::Freed::default());
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    // Readers that have read a free: the writer goes on until every one has, however late the
+    // scheduler starts them.
+    let reading = std::sync::Arc::new(AtomicUsize::new(0));
     let readers: Vec<_> = (0..3)
         .map(|_| {
-            let (freed, done) = (freed.clone(), done.clone());
+            let (freed, done, reading) = (freed.clone(), done.clone(), reading.clone());
             std::thread::spawn(move || {
                 let mut seen = 0u64;
-                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                while !done.load(Relaxed) {
                     for (base, size) in freed.recent().take(64) {
                         assert_eq!(size, Some(base * 3), "a torn slot: {base:#x}");
+                        if seen == 0 {
+                            reading.fetch_add(1, Relaxed);
+                        }
                         seen += 1;
                     }
                 }
@@ -920,10 +927,12 @@ fn a_free_read_while_frees_are_written_is_never_torn() {
             })
         })
         .collect();
-    for base in 1..200_000u64 {
+    let mut base = 1u64;
+    while base < 200_000 || reading.load(Relaxed) < 3 {
         freed.push(base, Some(base * 3));
+        base += 1;
     }
-    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    done.store(true, Relaxed);
     for r in readers {
         assert!(r.join().expect("a reader panicked") > 0);
     }

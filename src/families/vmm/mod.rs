@@ -19,7 +19,7 @@
 mod tests;
 
 use crate::engine::state::{FamilyState, Lifetime};
-use crate::engine::{hex, Check, Cx};
+use crate::engine::{hex, Check, Cx, LastClean, Remember};
 use crate::guard::peek;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
@@ -77,7 +77,8 @@ impl<V: Copy> Sorted<V> {
     }
 }
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 pub struct Create;
 pub struct Release;
@@ -113,13 +114,14 @@ pub enum Location {
 
 /// What is known of the memory behind a handle: what its create said (imported handles say only
 /// their handle type).
+/// Kept with every mapping, so it is small: a mapping and its address fill one cache line.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Physical {
-    pub size: Option<u64>,
+    pub size: Option<NonZeroU64>,
     pub location: Option<Location>,
     pub handle_types: Option<u32>,
     /// The driver's minimum granularity for the create's properties.
-    pub granularity: Option<u64>,
+    pub granularity: Option<NonZeroU64>,
 }
 
 /// One mapping made with `cuMemMap`.
@@ -131,6 +133,9 @@ pub struct Mapping {
     /// Whether `cuMemSetAccess` gave it access (to any device) since it was mapped.
     pub accessible: bool,
 }
+
+// A mapping with its address fits one cache line (the map and unmap checks' search touches it).
+const _: () = assert!(std::mem::size_of::<(u64, Mapping)>() <= 64);
 
 /// A handle this process holds references to.
 #[derive(Clone, Copy, Debug)]
@@ -147,6 +152,9 @@ pub struct VmmState {
     /// How many mappings have no access yet ([`Vmm::unaccessed`], read without the lock): while
     /// none, copies and memsets have nothing to check.
     unaccessed: AtomicUsize,
+    /// [`Vmm::generation`], read without the lock: a remembered clean verdict holds while it
+    /// has not moved.
+    generation: AtomicU64,
 }
 
 #[derive(Default)]
@@ -154,11 +162,13 @@ struct Vmm {
     handles: FxHashMap<u64, Handle>,
     /// Reservation start -> size.
     reservations: Sorted<u64>,
-    /// Mapping start -> mapping. Changed only through [`Vmm::map`], [`Vmm::unmap_inside`] and
-    /// [`Vmm::grant`], which keep `unaccessed`.
+    /// Mapping start -> mapping. Changed only through [`Vmm::map`], [`Vmm::unmap_inside`],
+    /// [`Vmm::take`] and [`Vmm::grant`], which keep `unaccessed` and `generation`.
     maps: Sorted<Mapping>,
     /// How many of `maps` are not `accessible`.
     unaccessed: usize,
+    /// Moved by every change of the reservations or mappings.
+    generation: u64,
 }
 
 impl FamilyState for VmmState {
@@ -168,8 +178,12 @@ impl FamilyState for VmmState {
     fn forget(&self, gone: Lifetime) {
         // What a context or device took with it is not known: nothing tracked is trusted.
         if !matches!(gone, Lifetime::MemoryFreed | Lifetime::StreamDestroyed(_)) {
-            *self.inner.lock() = Vmm::default();
-            self.unaccessed.store(0, Relaxed);
+            self.with(|vmm| {
+                *vmm = Vmm {
+                    generation: vmm.generation + 1,
+                    ..Vmm::default()
+                }
+            });
         }
     }
 }
@@ -185,11 +199,13 @@ impl VmmState {
         self.inner.lock().handles.get(&handle).map(|h| h.physical)
     }
 
-    /// Changes the mappings under the lock, then publishes how many have no access.
-    fn change_maps<T>(&self, f: impl FnOnce(&mut Vmm) -> T) -> T {
+    /// Runs `f` under the lock, then publishes how many mappings have no access and the
+    /// generation. One lock per call on the clean path: a check reads and changes in one go.
+    fn with<T>(&self, f: impl FnOnce(&mut Vmm) -> T) -> T {
         let mut vmm = self.inner.lock();
         let out = f(&mut vmm);
         self.unaccessed.store(vmm.unaccessed, Relaxed);
+        self.generation.store(vmm.generation, Relaxed);
         out
     }
 }
@@ -211,6 +227,28 @@ impl Vmm {
             self.unaccessed = self.unaccessed.saturating_sub(usize::from(!old.accessible));
         }
         self.unaccessed += usize::from(!mapping.accessible);
+        self.generation += 1;
+    }
+
+    /// Removes the mapping at `start` if it is `mapping` (what a staged map put there).
+    fn take(&mut self, start: u64, mapping: Mapping) -> Option<Mapping> {
+        let i = self.maps.at(start).ok()?;
+        let m = self.maps.0[i].1;
+        if m.size != mapping.size || m.handle != mapping.handle {
+            return None;
+        }
+        self.maps.0.remove(i);
+        self.unaccessed = self.unaccessed.saturating_sub(usize::from(!m.accessible));
+        self.generation += 1;
+        Some(m)
+    }
+
+    /// The mapping that is exactly `[ptr, ptr + size)`: its index.
+    fn exact(&self, ptr: u64, size: u64) -> Option<usize> {
+        self.maps
+            .at(ptr)
+            .ok()
+            .filter(|&i| self.maps.0[i].1.size == size)
     }
 
     /// Removes the mappings wholly inside `[ptr, end)`.
@@ -227,19 +265,25 @@ impl Vmm {
             entries.drain(lo..hi);
             self.unaccessed = self.unaccessed.saturating_sub(closed);
         }
+        self.generation += 1;
     }
 
-    /// Marks the mappings that overlap `[ptr, end)` accessible.
-    fn grant(&mut self, ptr: u64, end: u64) {
+    /// Marks the mappings that overlap `[ptr, end)` accessible, or not.
+    fn grant(&mut self, ptr: u64, end: u64, accessible: bool) {
         let lo = self.mapping(ptr).map_or(ptr, |(start, _)| start);
-        let mut granted = 0;
+        let mut changed = 0;
         for (_, m) in self.maps.range_mut(lo, end) {
-            if !m.accessible {
-                m.accessible = true;
-                granted += 1;
+            if m.accessible != accessible {
+                m.accessible = accessible;
+                changed += 1;
             }
         }
-        self.unaccessed = self.unaccessed.saturating_sub(granted);
+        if accessible {
+            self.unaccessed = self.unaccessed.saturating_sub(changed);
+        } else {
+            self.unaccessed += changed;
+        }
+        self.generation += 1;
     }
 
     fn mapping(&self, ptr: u64) -> Option<(u64, Mapping)> {
@@ -251,6 +295,19 @@ impl Vmm {
     fn reservation(&self, ptr: u64, end: u64) -> Option<(u64, u64)> {
         let (start, size) = self.reservations.at_or_before(ptr)?;
         (end <= start.saturating_add(size)).then_some((start, size))
+    }
+
+    /// The first mapping that overlaps `[ptr, end)` (mappings do not overlap each other: the
+    /// one before `ptr` if it reaches past it, else the first that starts in the range).
+    fn first_overlap(&self, ptr: u64, end: u64) -> Option<(u64, Mapping)> {
+        let entries = &self.maps.0;
+        let i = entries.partition_point(|&(k, _)| k < ptr);
+        if let Some(&(start, m)) = i.checked_sub(1).map(|j| &entries[j]) {
+            if start.saturating_add(m.size) > ptr {
+                return Some((start, m));
+            }
+        }
+        entries.get(i).copied().filter(|&(k, _)| k < end)
     }
 
     /// The mappings that overlap `[ptr, end)`, in address order.
@@ -278,6 +335,32 @@ impl Vmm {
             Cover::Whole
         }
     }
+
+    /// How `[ptr, end)` lies over the known mappings ([`Over`]), for a range that is not one
+    /// whole mapping.
+    fn over(&self, ptr: u64, end: u64) -> Over {
+        let cover = self.cover(ptr, end);
+        let partial = match cover {
+            Cover::Partial(start) => self.maps.get(start),
+            _ => None,
+        };
+        Over {
+            cover,
+            seen: self.reservation(ptr, end).is_some(),
+            partial,
+            closed: self.unaccessed > 0 && self.overlapping(ptr, end).any(|(_, m)| !m.accessible),
+        }
+    }
+}
+
+/// How a range lies over the known mappings: its [`Cover`], whether it is inside a reservation
+/// the shim saw made (then every mapping in it is known), the mapping a `Partial` names, and
+/// whether a mapping in it has no access yet.
+struct Over {
+    cover: Cover,
+    seen: bool,
+    partial: Option<Mapping>,
+    closed: bool,
 }
 
 /// `CU_MEM_LOCATION_TYPE_DEVICE` / `_HOST_NUMA` of a create's properties.
@@ -369,10 +452,10 @@ impl Check<args::cuMemCreate> for Create {
             return;
         };
         let physical = Physical {
-            size: Some(a.size.0 as u64),
+            size: NonZeroU64::new(a.size.0 as u64),
             location: location(&p),
             handle_types: Some(p.requested_handle_types),
-            granularity,
+            granularity: granularity.and_then(NonZeroU64::new),
         };
         referenced(cx, handle.0, |_| physical);
     }
@@ -476,8 +559,10 @@ impl Check<args::cuMemAddressReserve> for Reserve {
     fn before(&self, _: &args::cuMemAddressReserve, _: &mut Cx) {}
     fn after(&self, a: &args::cuMemAddressReserve, _: (), ret: c_int, cx: &mut Cx) {
         if let Some(ptr) = a.ptr.written(Outcome::Returned(ret)) {
-            let mut vmm = cx.states.family::<VmmState>().inner.lock();
-            vmm.reservations.insert(ptr.0, a.size.0 as u64);
+            cx.states.family::<VmmState>().with(|vmm| {
+                vmm.reservations.insert(ptr.0, a.size.0 as u64);
+                vmm.generation += 1;
+            });
         }
     }
 }
@@ -512,33 +597,65 @@ impl Check<args::cuMemAddressFree> for AddressFree {
             return;
         }
         let (ptr, end) = (a.ptr.0, a.ptr.0.saturating_add(a.size.0 as u64));
-        cx.states.family::<VmmState>().change_maps(|vmm| {
+        cx.states.family::<VmmState>().with(|vmm| {
             vmm.reservations.remove(ptr);
             vmm.unmap_inside(ptr, end);
         });
     }
 }
 
+/// Whether `v` is a multiple of the granularity `g`: a mask where `g` is a power of two (every
+/// granularity R580 gives), which spares the call path a division.
+#[inline]
+fn granular(v: u64, g: u64) -> bool {
+    if g.is_power_of_two() {
+        v & (g - 1) == 0
+    } else {
+        v.is_multiple_of(g)
+    }
+}
+
+/// A map's mapping, put in the tracked state before the driver's call when nothing overlaps it
+/// (taken back if the driver refuses), so that a success needs no second lock; else added after
+/// a success.
+pub enum MapPlan {
+    Staged(Mapping),
+    Later(Mapping),
+}
+
 impl Check<args::cuMemMap> for Map {
-    type Plan = ();
-    fn before(&self, a: &args::cuMemMap, cx: &mut Cx) {
+    type Plan = MapPlan;
+    fn before(&self, a: &args::cuMemMap, cx: &mut Cx) -> MapPlan {
         let (ptr, size, offset) = (a.ptr.0, a.size.0 as u64, a.offset.0 as u64);
         let end = ptr.saturating_add(size);
-        let (physical, reservation, overlap) = {
-            let vmm = cx.states.family::<VmmState>().inner.lock();
+        let (plan, reservation, overlap) = cx.states.family::<VmmState>().with(|vmm| {
             let physical = vmm.handles.get(&a.handle.0).map(|h| h.physical);
-            let overlap = vmm.overlapping(ptr, end).next();
-            (physical, vmm.reservation(ptr, end), overlap)
+            let mapping = Mapping {
+                size,
+                handle: a.handle.0,
+                physical: physical.unwrap_or_default(),
+                accessible: false,
+            };
+            let overlap = vmm.first_overlap(ptr, end);
+            let plan = if overlap.is_none() && end > ptr {
+                vmm.map(ptr, mapping);
+                MapPlan::Staged(mapping)
+            } else {
+                MapPlan::Later(mapping)
+            };
+            (plan, vmm.reservation(ptr, end), overlap)
+        });
+        let physical = match &plan {
+            MapPlan::Staged(m) | MapPlan::Later(m) => m.physical,
         };
-        let physical = physical.unwrap_or_default();
-        if let Some(g) = physical.granularity {
-            let off: Vec<String> = [("ptr", ptr), ("size", size), ("offset", offset)]
-                .into_iter()
-                .filter(|&(_, v)| !v.is_multiple_of(g))
-                .map(|(name, v)| format!("{name} {v:#x}"))
-                .collect();
-            if !off.is_empty() {
+        if let Some(g) = physical.granularity.map(NonZeroU64::get) {
+            if ![ptr, size, offset].into_iter().all(|v| granular(v, g)) {
                 cx.flag(&cuda::MAP_NOT_GRANULAR, || {
+                    let off: Vec<String> = [("ptr", ptr), ("size", size), ("offset", offset)]
+                        .into_iter()
+                        .filter(|&(_, v)| !granular(v, g))
+                        .map(|(name, v)| format!("{name} {v:#x}"))
+                        .collect();
                     format!(
                         "{} not a multiple of {g:#x}, the allocation's minimum granularity",
                         off.join(", ") + if off.len() == 1 { " is" } else { " are" }
@@ -546,7 +663,7 @@ impl Check<args::cuMemMap> for Map {
                 });
             }
         }
-        if let Some(total) = physical.size {
+        if let Some(total) = physical.size.map(NonZeroU64::get) {
             if offset.checked_add(size).is_none_or(|e| e > total) {
                 cx.flag(&cuda::MAP_PAST_ALLOCATION, || {
                     format!(
@@ -579,31 +696,24 @@ impl Check<args::cuMemMap> for Map {
                 }
             }
         }
+        plan
     }
-    fn after(&self, a: &args::cuMemMap, _: (), ret: c_int, cx: &mut Cx) {
-        if ret != 0 {
-            return;
+    fn after(&self, a: &args::cuMemMap, plan: MapPlan, ret: c_int, cx: &mut Cx) {
+        let state = cx.states.family::<VmmState>();
+        match (ret, plan) {
+            (0, MapPlan::Staged(_)) => {}
+            (0, MapPlan::Later(m)) => state.with(|vmm| vmm.map(a.ptr.0, m)),
+            (_, MapPlan::Staged(m)) => {
+                state.with(|vmm| vmm.take(a.ptr.0, m));
+            }
+            (_, MapPlan::Later(_)) => {}
         }
-        cx.states.family::<VmmState>().change_maps(|vmm| {
-            let physical = vmm
-                .handles
-                .get(&a.handle.0)
-                .map(|h| h.physical)
-                .unwrap_or_default();
-            let mapping = Mapping {
-                size: a.size.0 as u64,
-                handle: a.handle.0,
-                physical,
-                accessible: false,
-            };
-            vmm.map(a.ptr.0, mapping);
-        });
     }
 }
 
 /// The message of a range that is not whole mappings.
-fn not_whole(cover: Cover, vmm_maps: Option<Mapping>) -> String {
-    match (cover, vmm_maps) {
+fn not_whole(over: &Over) -> String {
+    match (over.cover, over.partial) {
         (Cover::Partial(start), Some(m)) => format!(
             "the mapping [{}, {}) is only partly inside the range",
             hex(start),
@@ -614,65 +724,127 @@ fn not_whole(cover: Cover, vmm_maps: Option<Mapping>) -> String {
     }
 }
 
-/// How `[ptr, ptr + size)` lies over the known mappings, whether it is inside a reservation the
-/// shim saw made (then every mapping in it is known), the mapping a `Partial` names, and whether
-/// a mapping in it has no access yet.
-fn cover_of(cx: &Cx, ptr: u64, size: u64) -> (Cover, bool, Option<Mapping>, bool) {
-    let end = ptr.saturating_add(size);
-    let vmm = cx.states.family::<VmmState>().inner.lock();
-    let cover = vmm.cover(ptr, end);
-    let partial = match cover {
-        Cover::Partial(start) => vmm.maps.get(start),
-        _ => None,
-    };
-    let closed = vmm.unaccessed > 0 && vmm.overlapping(ptr, end).any(|(_, m)| !m.accessible);
-    (cover, vmm.reservation(ptr, end).is_some(), partial, closed)
-}
-
 impl Check<args::cuMemUnmap> for Unmap {
-    type Plan = ();
-    fn before(&self, a: &args::cuMemUnmap, cx: &mut Cx) {
-        let (cover, seen, partial, _) = cover_of(cx, a.ptr.0, a.size.0 as u64);
-        let message = || not_whole(cover, partial);
-        match cover {
+    /// The mapping that was exactly the range, taken out of the tracked state before the
+    /// driver's call (put back if the driver refuses); `None`: the range is not one mapping.
+    type Plan = Option<Mapping>;
+    fn before(&self, a: &args::cuMemUnmap, cx: &mut Cx) -> Option<Mapping> {
+        let (ptr, size) = (a.ptr.0, a.size.0 as u64);
+        let over = cx
+            .states
+            .family::<VmmState>()
+            .with(|vmm| match vmm.exact(ptr, size) {
+                Some(i) => {
+                    let m = vmm.maps.0[i].1;
+                    vmm.take(ptr, m)
+                        .map_or_else(|| Err(vmm.over(ptr, ptr + size)), Ok)
+                }
+                None => Err(vmm.over(ptr, ptr.saturating_add(size))),
+            });
+        let over = match over {
+            Ok(staged) => return Some(staged),
+            Err(over) => over,
+        };
+        let message = || not_whole(&over);
+        match over.cover {
             Cover::Whole => {}
             // R580 accepts a range with nothing mapped: reported where the shim knows.
-            Cover::Gap(_) if seen => cx.flag(&cuda::UNMAP_NOT_WHOLE, message),
+            Cover::Gap(_) if over.seen => cx.flag(&cuda::UNMAP_NOT_WHOLE, message),
             Cover::Partial(_) => cx.flag(&cuda::UNMAP_NOT_WHOLE, message),
             Cover::Gap(_) => cx.tracked(&cuda::UNMAP_NOT_WHOLE, message),
         }
+        None
     }
-    fn after(&self, a: &args::cuMemUnmap, _: (), ret: c_int, cx: &mut Cx) {
-        if ret != 0 {
-            return;
+    fn after(&self, a: &args::cuMemUnmap, staged: Option<Mapping>, ret: c_int, cx: &mut Cx) {
+        let state = cx.states.family::<VmmState>();
+        let (ptr, end) = (a.ptr.0, a.ptr.0.saturating_add(a.size.0 as u64));
+        match (ret, staged) {
+            (0, Some(_)) => {}
+            (0, None) => state.with(|vmm| vmm.unmap_inside(ptr, end)),
+            (_, Some(m)) => state.with(|vmm| {
+                if vmm.first_overlap(ptr, end).is_none() {
+                    vmm.map(ptr, m);
+                }
+            }),
+            (_, None) => {}
         }
-        let end = a.ptr.0.saturating_add(a.size.0 as u64);
-        cx.states
-            .family::<VmmState>()
-            .change_maps(|vmm| vmm.unmap_inside(a.ptr.0, end));
     }
 }
 
+/// What a set access changes in the tracked state.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum AccessPlan {
+    /// Nothing: every mapping in the range had access.
+    Nothing,
+    /// The one mapping the range is was given access before the call (taken back if the driver
+    /// refuses).
+    Staged,
+    /// Mappings in the range have no access yet: given after a success.
+    Later,
+}
+
+thread_local! {
+    /// This thread's last clean `cuMemSetAccess` that changed nothing: (ptr, size, the checks'
+    /// generation), in the family's generation. The checks' generation moves at a fork, whose
+    /// child's family generation starts again.
+    static LAST_CLEAN_ACCESS: LastClean<(u64, u64, u64)> = const { LastClean::new() };
+}
+
 impl Check<args::cuMemSetAccess> for SetAccess {
-    /// Whether a mapping in the range has no access yet (what a success changes).
-    type Plan = bool;
-    fn before(&self, a: &args::cuMemSetAccess, cx: &mut Cx) -> bool {
-        let (cover, seen, partial, closed) = cover_of(cx, a.ptr.0, a.size.0 as u64);
-        let message = || not_whole(cover, partial);
-        match cover {
+    type Plan = AccessPlan;
+    fn before(&self, a: &args::cuMemSetAccess, cx: &mut Cx) -> AccessPlan {
+        let (ptr, size) = (a.ptr.0, a.size.0 as u64);
+        let key = (ptr, size, crate::engine::generation());
+        let state = cx.states.family::<VmmState>();
+        if LAST_CLEAN_ACCESS
+            .recall(key, state.generation.load(Relaxed))
+            .is_some()
+        {
+            return AccessPlan::Nothing;
+        }
+        let over = state.with(|vmm| match vmm.exact(ptr, size) {
+            Some(i) => {
+                let plan = if vmm.maps.0[i].1.accessible {
+                    AccessPlan::Nothing
+                } else {
+                    vmm.grant(ptr, ptr + size, true);
+                    AccessPlan::Staged
+                };
+                Ok((plan, vmm.generation))
+            }
+            None => Err(vmm.over(ptr, ptr.saturating_add(size))),
+        });
+        let over = match over {
+            Ok((plan, generation)) => {
+                if plan == AccessPlan::Nothing {
+                    LAST_CLEAN_ACCESS.keep(key, generation, ());
+                }
+                return plan;
+            }
+            Err(over) => over,
+        };
+        let message = || not_whole(&over);
+        match over.cover {
             Cover::Whole => {}
-            _ if seen => cx.flag(&cuda::SET_ACCESS_NOT_MAPPED, message),
+            _ if over.seen => cx.flag(&cuda::SET_ACCESS_NOT_MAPPED, message),
             _ => cx.tracked(&cuda::SET_ACCESS_NOT_MAPPED, message),
         }
-        closed
-    }
-    fn after(&self, a: &args::cuMemSetAccess, closed: bool, ret: c_int, cx: &mut Cx) {
-        if ret == 0 && closed {
-            let end = a.ptr.0.saturating_add(a.size.0 as u64);
-            cx.states
-                .family::<VmmState>()
-                .change_maps(|vmm| vmm.grant(a.ptr.0, end));
+        if over.closed {
+            AccessPlan::Later
+        } else {
+            AccessPlan::Nothing
         }
+    }
+    fn after(&self, a: &args::cuMemSetAccess, plan: AccessPlan, ret: c_int, cx: &mut Cx) {
+        let (ptr, end) = (a.ptr.0, a.ptr.0.saturating_add(a.size.0 as u64));
+        let grant = match (ret, plan) {
+            (0, AccessPlan::Later) => true,
+            (r, AccessPlan::Staged) if r != 0 => false,
+            _ => return,
+        };
+        cx.states
+            .family::<VmmState>()
+            .with(|vmm| vmm.grant(ptr, end, grant));
     }
 }
 

@@ -319,6 +319,63 @@ fn copies_check_vmm_memory_only_while_a_mapping_lacks_access() {
     assert!(args::cuMemsetD8Async::idle(&h.states));
 }
 
+/// A map, unmap or access the shim applied to its state before the driver's call is taken back
+/// when the driver refuses the call: what is tracked is what the driver did.
+#[test]
+fn a_refused_call_leaves_the_tracked_state_as_it_was() {
+    let h = world();
+    create(&h, H, 2 * G);
+    reserve(&h, VA, 4 * G);
+    // A map the driver refuses (nothing the shim knows is wrong with it): not mapped after.
+    assert!(h.call(map_at(VA, 2 * G, 0, H), NOT_SUPPORTED).is_quiet());
+    h.ok(map_at(VA, 2 * G, 0, H));
+    // An unmap the driver refuses: still mapped, so a map over it is reported.
+    assert!(h.call(unmap(VA, 2 * G), INVALID_VALUE).is_quiet());
+    let ran = h.call(map_at(VA, 2 * G, 0, H), INVALID_VALUE);
+    assert_eq!(ran.rules, ["cuMemMap.already-mapped"], "{:?}", ran.messages);
+    // An access the driver refuses: a memset still uses memory without access.
+    assert!(h.call(set_access(VA, 2 * G), INVALID_VALUE).is_quiet());
+    let ran = h.call(memset_async(VA), INVALID_VALUE);
+    assert_eq!(ran.rules, ["vmm.used-before-access"], "{:?}", ran.messages);
+    h.ok(set_access(VA, 2 * G));
+    h.ok(memset_async(VA));
+    h.ok(unmap(VA, 2 * G));
+    h.ok(map_at(VA, 2 * G, 0, H));
+}
+
+/// The same access set again, with no change to the mappings since, is remembered clean: the
+/// check neither looks at nor changes the tracked state. Any change to the mappings ends it.
+#[test]
+fn an_access_set_again_is_remembered_until_the_mappings_change() {
+    let h = world();
+    mapped(&h);
+    h.ok(set_access(VA, 2 * G));
+    // What only the state knows: the mapping gone, without the family's generation moving. A
+    // check that looked would report the range unmapped.
+    let hidden = |h: &Harness| {
+        let state = h.states.family::<VmmState>();
+        let taken = state.inner.lock().maps.remove(VA);
+        let ran = h.call_as_is(set_access(VA, 2 * G), SUCCESS);
+        let m = taken.expect("the mapping was tracked");
+        state.inner.lock().maps.insert(VA, m);
+        ran
+    };
+    let ran = h.remembering(|h| {
+        h.ok(set_access(VA, 2 * G));
+        hidden(h)
+    });
+    assert!(ran.rules.is_empty(), "remembered: {:?}", ran.messages);
+    // A map elsewhere moves the family's generation: the range is looked at again.
+    h.ok(map_at(VA + 2 * G, G, 0, H));
+    let ran = hidden(&h);
+    assert_eq!(
+        ran.rules,
+        ["cuMemSetAccess.range-not-mapped"],
+        "{:?}",
+        ran.messages
+    );
+}
+
 /// A FABRIC create is explained by the IMEX devices only when the host lacks them: with a channel
 /// the refusal is the driver's to explain, and a create that succeeds is silent.
 #[test]
