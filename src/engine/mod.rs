@@ -149,6 +149,12 @@ impl<'a> Cx<'a> {
     /// A muted rule with a documented code still takes part in deciding the call (strict mode's
     /// refusal, a divergence the driver's answer shows), but its message is never built: `report`
     /// drops it. One without a documented code decides nothing, so it costs nothing at all.
+    ///
+    /// Out of line and cold: a check's hot path then holds a call here, not the message's
+    /// formatting (on R580 the driver's work evicts the shim's code, so every line of a check
+    /// costs; issue 24).
+    #[cold]
+    #[inline(never)]
     fn push(&mut self, rule: &'static Rule, message: impl FnOnce() -> String, basis: Basis) {
         #[cfg(debug_assertions)]
         if let Some(check) = self.running {
