@@ -469,7 +469,7 @@ struct Extra {
     /// The driver call's duration (`durations=1`).
     dur_ns: Option<u64>,
     /// Where the checks say the call acted ([`Cx::place`]).
-    place: Option<engine::Place>,
+    place: Option<Box<engine::Place>>,
 }
 
 impl Extra {
@@ -504,7 +504,7 @@ fn record<A: CallArgs>(
             seq,
             t: ts_ns,
             dur_ns: extra.dur_ns,
-            place: extra.place.as_ref(),
+            place: extra.place.as_deref(),
             findings,
         },
     );

@@ -64,9 +64,10 @@ pub struct Cx<'a> {
     /// (`Driver`).
     found: Vec<Pending>,
     /// Where a check says the call acted, written in its trace record for the report phase
-    /// (rare: IPC exports and opens; `None` on every other call). Inline, not boxed: a traced
-    /// export would otherwise allocate and free it on every call.
-    pub place: Option<Place>,
+    /// (rare: IPC exports and opens; one word, `None`, on every other call). Boxed: inline, it
+    /// would make every call's context a memcpy to move (the clean path's instructions grew by a
+    /// fifth).
+    pub place: Option<Box<Place>>,
     /// Findings were reported before the call ([`before_call_findings`]): the call is explained.
     /// (`found` and `place` are the only fields that own memory: [`Cx::dispose`] forgets a clean
     /// context without its drop glue, so a field that owns anything must be added there too.)
@@ -83,7 +84,7 @@ pub use crate::trace::Place;
 impl<'a> Cx<'a> {
     /// The call's [`Place`], made on first use.
     pub fn place(&mut self) -> &mut Place {
-        self.place.get_or_insert_with(Place::default)
+        self.place.get_or_insert_with(Box::default)
     }
 
     #[inline]
@@ -205,15 +206,10 @@ impl<'a> Cx<'a> {
     }
 
     /// Ends a call's context. A clean one holds nothing to free (no finding was ever pushed,
-    /// no unreachable device listed): it ends without its drop glue, an out-of-line call on the clean path.
+    /// no place made): it ends without its drop glue, an out-of-line call on the clean path.
     #[inline(always)]
     pub fn dispose(self) {
-        if self.found.capacity() == 0
-            && self
-                .place
-                .as_ref()
-                .is_none_or(|p| p.unreachable.capacity() == 0)
-        {
+        if self.found.capacity() == 0 && self.place.is_none() {
             std::mem::forget(self);
         } else {
             Self::drop_held(self);
