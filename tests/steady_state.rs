@@ -80,6 +80,15 @@ const STEADY: &[(&str, &str, &[Asked])] = &[
     ),
     ("vmm-set-access", "cuMemSetAccess", &[]),
     ("vmm-export", "cuMemExportToShareableHandle", &[]),
+    // A pool's allocations and exports ask the driver nothing: what the pool family knows it
+    // saw made.
+    (
+        "pool-alloc-free",
+        "cuMemAllocFromPoolAsync+cuMemFreeAsync",
+        &[],
+    ),
+    ("pool-alloc-default", "cuMemAllocAsync+cuMemFreeAsync", &[]),
+    ("pool-export-pointer", "cuMemPoolExportPointer", &[]),
 ];
 
 /// HIP's clean path asks more: a call's questions start with a read of the thread's last error

@@ -232,6 +232,11 @@ macro_rules! opaque_handle {
 }
 
 opaque_handle!(CUcontext, "CUcontext");
+opaque_handle!(
+    /// A memory pool (`cuMemPoolCreate`, an import, or a device's default pool).
+    CUmemoryPool,
+    "CUmemoryPool"
+);
 opaque_handle!(CUevent, "CUevent");
 opaque_handle!(hipEvent_t, "hipEvent_t");
 opaque_handle!(
@@ -899,40 +904,37 @@ impl ArgValue for LogicalEndpointPropPtr {
     }
 }
 
-/// Bytes of a `CUlogicalEndpointFabricHandle` (`CU_IPC_HANDLE_SIZE`), the one handle type of
-/// CUDA 13.3 and 13.4 (`CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_NONE` has no handle).
-pub const LOGICAL_ENDPOINT_FABRIC_HANDLE_SIZE: usize = 64;
+/// The size of the capabilities passed by pointer (`CU_IPC_HANDLE_SIZE`): a logical endpoint's
+/// `CUlogicalEndpointFabricHandle`, the one handle type of CUDA 13.3 and 13.4
+/// (`CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_NONE` has no handle), and a pool pointer's export data
+/// (`CUmemPoolPtrExportData`).
+pub const CAPABILITY_SIZE: usize = 64;
 
-/// The handle bytes behind a logical endpoint handle pointer, once a call succeeded: export wrote
-/// them, import read them; a failed call may have done neither.
-fn endpoint_handle(
-    ptr: *const c_void,
-    outcome: Outcome,
-) -> Option<[u8; LOGICAL_ENDPOINT_FABRIC_HANDLE_SIZE]> {
+/// The bytes behind a capability pointer, once a call succeeded: an export wrote them, an import
+/// read them; a failed call may have done neither.
+fn capability_bytes(ptr: *const c_void, outcome: Outcome) -> Option<[u8; CAPABILITY_SIZE]> {
     if outcome.succeeded() && !ptr.is_null() {
-        // SAFETY: the driver succeeded, so it wrote (export) or read (import) the handle there:
-        // the FABRIC handle's 64 bytes, the only handle type a call can succeed with.
-        Some(unsafe {
-            ptr.cast::<[u8; LOGICAL_ENDPOINT_FABRIC_HANDLE_SIZE]>()
-                .read_unaligned()
-        })
+        // SAFETY: the driver succeeded, so it wrote (export) or read (import) the 64 bytes there
+        // (a logical endpoint call succeeds only with the FABRIC handle's 64 bytes).
+        Some(unsafe { ptr.cast::<[u8; CAPABILITY_SIZE]>().read_unaligned() })
     } else {
         None
     }
 }
 
-/// A logical endpoint handle pointer in a record: `"*handle":"fp:..."` (a capability: only its
-/// keyed fingerprint, never its bytes) once the call succeeded, else the address.
-macro_rules! endpoint_handle_ptr {
+/// A pointer to 64 capability bytes (a logical endpoint's FABRIC handle, a pool pointer's export
+/// data) in a record: `"*handle":"fp:..."` (only its keyed fingerprint, never its bytes) once the
+/// call succeeded, else the address.
+macro_rules! capability_ptr {
     ($(#[$doc:meta])* $name:ident($ptr:ty), $c:literal) => {
         $(#[$doc])*
         #[repr(transparent)]
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub struct $name(pub $ptr);
         impl $name {
-            /// The handle's bytes, once the call succeeded (for its fingerprint only).
-            pub fn bytes(self, outcome: Outcome) -> Option<[u8; LOGICAL_ENDPOINT_FABRIC_HANDLE_SIZE]> {
-                endpoint_handle(self.0 as *const c_void, outcome)
+            /// The bytes, once the call succeeded (for their fingerprint only).
+            pub fn bytes(self, outcome: Outcome) -> Option<[u8; CAPABILITY_SIZE]> {
+                capability_bytes(self.0 as *const c_void, outcome)
             }
         }
         impl ArgValue for $name {
@@ -982,15 +984,21 @@ macro_rules! endpoint_handle_ptr {
     };
 }
 
-endpoint_handle_ptr!(
-    /// The `void *handle` export writes the handle through.
+capability_ptr!(
+    /// The `void *handle` a logical endpoint export writes the handle through.
     LogicalEndpointHandlePtr(*mut c_void),
     "void *"
 );
-endpoint_handle_ptr!(
-    /// The `const void *handle` import reads the handle from.
+capability_ptr!(
+    /// The `const void *handle` a logical endpoint import reads the handle from.
     LogicalEndpointHandleConstPtr(*const c_void),
     "const void *"
+);
+capability_ptr!(
+    /// The `CUmemPoolPtrExportData *` a pool pointer's export writes, or its import reads (the
+    /// data lets a process holding the pool map the memory: a capability).
+    PoolExportDataPtr(*mut c_void),
+    "CUmemPoolPtrExportData *"
 );
 
 /// `CUmemLocationType` values.
@@ -1010,57 +1018,91 @@ pub struct CUmemAllocationPropHead {
     pub location_id: c_int,
 }
 
-/// `const CUmemAllocationProp *` of `cuMemCreate`: decoded when the call succeeded.
-#[repr(transparent)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MemAllocationPropPtr(pub *const CUmemAllocationPropHead);
+/// The pointer to a structure whose first 16 bytes are a [`CUmemAllocationPropHead`] (its type,
+/// handle types and location): decoded when the call succeeded, under the structure's own field
+/// names.
+macro_rules! prop_ptr {
+    ($(#[$doc:meta])* $name:ident, $c:literal, $type_key:literal, $types_key:literal) => {
+        $(#[$doc])*
+        #[repr(transparent)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub struct $name(pub *const CUmemAllocationPropHead);
 
-impl MemAllocationPropPtr {
-    /// The leading fields, if the driver accepted this pointer (a call that succeeded read it).
-    pub fn read(self, outcome: Outcome) -> Option<CUmemAllocationPropHead> {
-        if outcome.succeeded() && !self.0.is_null() {
-            // SAFETY: the driver read this documented input structure (32 bytes) and succeeded;
-            // its first 16 bytes are read here.
-            Some(unsafe { self.0.read_unaligned() })
-        } else {
-            None
+        impl $name {
+            /// The leading fields, if the driver accepted this pointer (a call that succeeded
+            /// read it).
+            pub fn read(self, outcome: Outcome) -> Option<CUmemAllocationPropHead> {
+                if outcome.succeeded() && !self.0.is_null() {
+                    // SAFETY: the driver read this documented input structure (at least 32
+                    // bytes) and succeeded; its first 16 bytes are read here.
+                    Some(unsafe { self.0.read_unaligned() })
+                } else {
+                    None
+                }
+            }
         }
-    }
+
+        impl ArgValue for $name {
+            fn c_type() -> String {
+                $c.into()
+            }
+            fn detach(&mut self, outcome: Outcome, keep: &mut Keep) -> bool {
+                match self.read(outcome) {
+                    Some(value) => keep.put(value).map(|at| self.0 = at.cast_const()).is_some(),
+                    None => true,
+                }
+            }
+            fn encode(&self, w: &mut JsonOut, outcome: Outcome) {
+                let Some(p) = self.read(outcome) else {
+                    w.hex(self.0 as usize as u64);
+                    return;
+                };
+                encode_prop_head(w, &p, $type_key, $types_key);
+            }
+        }
+    };
 }
 
-impl ArgValue for MemAllocationPropPtr {
-    fn c_type() -> String {
-        "const CUmemAllocationProp *".into()
+/// A [`CUmemAllocationPropHead`] as a JSON object, its fields named as in their structure.
+fn encode_prop_head(
+    w: &mut JsonOut,
+    p: &CUmemAllocationPropHead,
+    type_key: &'static str,
+    types_key: &'static str,
+) {
+    w.begin_object();
+    w.kv_u64(type_key, u64::from(p.type_));
+    w.key(types_key);
+    write_flag_names(
+        w,
+        u64::from(p.requested_handle_types),
+        MemHandleTypes::NAMES,
+    );
+    w.key("location.type");
+    match p.location_type {
+        CU_MEM_LOCATION_TYPE_DEVICE => w.str("CU_MEM_LOCATION_TYPE_DEVICE"),
+        CU_MEM_LOCATION_TYPE_HOST_NUMA => w.str("CU_MEM_LOCATION_TYPE_HOST_NUMA"),
+        other => w.u64(u64::from(other)),
     }
-    fn detach(&mut self, outcome: Outcome, keep: &mut Keep) -> bool {
-        match self.read(outcome) {
-            Some(value) => keep.put(value).map(|at| self.0 = at.cast_const()).is_some(),
-            None => true,
-        }
-    }
-    fn encode(&self, w: &mut JsonOut, outcome: Outcome) {
-        let Some(p) = self.read(outcome) else {
-            w.hex(self.0 as usize as u64);
-            return;
-        };
-        w.begin_object();
-        w.kv_u64("type", u64::from(p.type_));
-        w.key("requestedHandleTypes");
-        write_flag_names(
-            w,
-            u64::from(p.requested_handle_types),
-            MemHandleTypes::NAMES,
-        );
-        w.key("location.type");
-        match p.location_type {
-            CU_MEM_LOCATION_TYPE_DEVICE => w.str("CU_MEM_LOCATION_TYPE_DEVICE"),
-            CU_MEM_LOCATION_TYPE_HOST_NUMA => w.str("CU_MEM_LOCATION_TYPE_HOST_NUMA"),
-            other => w.u64(u64::from(other)),
-        }
-        w.kv_i64("location.id", i64::from(p.location_id));
-        w.end_object();
-    }
+    w.kv_i64("location.id", i64::from(p.location_id));
+    w.end_object();
 }
+
+prop_ptr!(
+    /// `const CUmemAllocationProp *` of `cuMemCreate` (32 bytes).
+    MemAllocationPropPtr,
+    "const CUmemAllocationProp *",
+    "type",
+    "requestedHandleTypes"
+);
+prop_ptr!(
+    /// `const CUmemPoolProps *` of `cuMemPoolCreate` (88 bytes; its allocation type, handle types
+    /// and location lead it as they lead `CUmemAllocationProp`).
+    MemPoolPropsPtr,
+    "const CUmemPoolProps *",
+    "allocType",
+    "handleTypes"
+);
 
 #[cfg(test)]
 mod tests {

@@ -111,6 +111,18 @@ macro_rules! interposed_functions {
             cuda cuMemUnmap [cuMemUnmap 10020 legacy observed] (ptr: CUdeviceptr, size: Size);
             cuda cuMemSetAccess [cuMemSetAccess 10020 legacy observed] (ptr: CUdeviceptr, size: Size, desc: MemAccessDescPtr, count: Size);
             cuda cuMemGetAllocationGranularity [cuMemGetAllocationGranularity 10020 legacy observed] (granularity: Out<Size>, prop: MemAllocationPropPtr, option: GranularityFlags);
+            // Stream-ordered memory pools (CUDA Driver API "Stream Ordered Memory Allocator").
+            cuda cuMemPoolCreate [cuMemPoolCreate 11020 legacy observed] (pool: Out<CUmemoryPool>, poolProps: MemPoolPropsPtr);
+            cuda cuMemPoolDestroy [cuMemPoolDestroy 11020 legacy observed] (pool: CUmemoryPool);
+            cuda cuMemAllocAsync [cuMemAllocAsync 11020 legacy observed] (dptr: Out<CUdeviceptr>, bytesize: Size, hStream: CUstream);
+            cuda cuMemAllocAsync_ptsz [cuMemAllocAsync 11020 ptsz observed] (dptr: Out<CUdeviceptr>, bytesize: Size, hStream: CUstream);
+            cuda cuMemAllocFromPoolAsync [cuMemAllocFromPoolAsync 11020 legacy observed] (dptr: Out<CUdeviceptr>, bytesize: Size, pool: CUmemoryPool, hStream: CUstream);
+            cuda cuMemAllocFromPoolAsync_ptsz [cuMemAllocFromPoolAsync 11020 ptsz observed] (dptr: Out<CUdeviceptr>, bytesize: Size, pool: CUmemoryPool, hStream: CUstream);
+            cuda cuMemPoolSetAccess [cuMemPoolSetAccess 11020 legacy observed] (pool: CUmemoryPool, map: MemAccessDescPtr, count: Size);
+            cuda cuMemPoolExportToShareableHandle [cuMemPoolExportToShareableHandle 11020 legacy observed] (handle_out: VoidPtr, pool: CUmemoryPool, handleType: MemHandleTypes, flags: ReservedFlags64);
+            cuda cuMemPoolImportFromShareableHandle [cuMemPoolImportFromShareableHandle 11020 legacy observed] (pool_out: Out<CUmemoryPool>, handle: VoidPtr, handleType: MemHandleTypes, flags: ReservedFlags64);
+            cuda cuMemPoolExportPointer [cuMemPoolExportPointer 11020 legacy observed] (shareData_out: PoolExportDataPtr, ptr: CUdeviceptr);
+            cuda cuMemPoolImportPointer [cuMemPoolImportPointer 11020 legacy observed] (ptr_out: Out<CUdeviceptr>, pool: CUmemoryPool, shareData: PoolExportDataPtr);
             hip hipMalloc [hipMalloc 0 legacy observed] (ptr: Out<VoidPtrOut>, size: Size);
             hip hipMallocManaged [hipMallocManaged 0 legacy observed] (dev_ptr: Out<VoidPtrOut>, size: Size, flags: HipAttachFlags);
             hip hipFree [hipFree 0 legacy observed] (ptr: VoidPtr);

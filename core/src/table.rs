@@ -93,10 +93,10 @@ macro_rules! check_table {
             cuMemAllocManaged => ;
             // The peer check last: its after-step runs first, while the pointer cache still holds
             // the freed range.
-            cuMemFree_v2 => attach::MEMORY_FREED, lifecycle::MEMORY_FREED, peer::FREED_CUDA;
+            cuMemFree_v2 => attach::MEMORY_FREED, lifecycle::MEMORY_FREED, peer::FREED_CUDA, pool::FREED;
             cuMemFreeHost => lifecycle::MEMORY_FREED;
-            cuMemFreeAsync => lifecycle::MEMORY_FREED;
-            cuMemFreeAsync_ptsz => lifecycle::MEMORY_FREED;
+            cuMemFreeAsync => lifecycle::MEMORY_FREED, pool::FREED;
+            cuMemFreeAsync_ptsz => lifecycle::MEMORY_FREED, pool::FREED;
             // Virtual memory management; the endpoint binds read what it tracks.
             cuMemCreate => vmm::CREATE;
             cuMemRelease => vmm::RELEASE, lifecycle::MEMORY_FREED;
@@ -109,6 +109,18 @@ macro_rules! check_table {
             cuMemUnmap => vmm::UNMAP, lifecycle::MEMORY_FREED;
             cuMemSetAccess => vmm::SET_ACCESS;
             cuMemGetAllocationGranularity => ;
+            // Stream-ordered memory pools.
+            cuMemPoolCreate => pool::CREATE;
+            cuMemPoolDestroy => pool::DESTROY;
+            cuMemAllocAsync => pool::ALLOC_DEFAULT;
+            cuMemAllocAsync_ptsz => pool::ALLOC_DEFAULT;
+            cuMemAllocFromPoolAsync => pool::ALLOC;
+            cuMemAllocFromPoolAsync_ptsz => pool::ALLOC;
+            cuMemPoolSetAccess => ;
+            cuMemPoolExportToShareableHandle => pool::EXPORT;
+            cuMemPoolImportFromShareableHandle => pool::IMPORT;
+            cuMemPoolExportPointer => pool::EXPORT_POINTER;
+            cuMemPoolImportPointer => pool::IMPORT_POINTER;
             hipMalloc => ;
             hipMallocManaged => ;
             hipFree => lifecycle::MEMORY_FREED;

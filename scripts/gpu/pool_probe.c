@@ -4,7 +4,8 @@
  * The exporter (parent) makes an exportable pool (POSIX fd), allocates from it and exports the
  * pool and one pointer; the importer (a forked child, which initializes CUDA only after the fork)
  * imports both over a unix socket (SCM_RIGHTS). Then the exporter frees the pointer while the
- * importer still holds it, and the importer uses and frees it afterwards.
+ * importer still holds it, and the importer uses and frees it afterwards; a second pointer is
+ * exported and freed before the importer imports it.
  * Build: gcc -O1 -o pool_probe scripts/gpu/pool_probe.c -I$CUDA_INC -l:libcuda.so.1
  * Usage: pool_probe */
 #include <cuda.h>
@@ -97,9 +98,11 @@ static int importer(int sock) {
     if (init(&s))
         return 2;
     int fd = -1;
-    CUmemPoolPtrExportData data;
-    if (recv_msg(sock, &fd, &data, sizeof data))
+    CUmemPoolPtrExportData sent[2], data, freed;
+    if (recv_msg(sock, &fd, sent, sizeof sent))
         return 3;
+    data = sent[0];
+    freed = sent[1];
     value("received-fd", fd);
     CUmemoryPool pool = 0, again = 0;
     /* A FABRIC import reads a CUmemFabricHandle through the pointer: a zeroed one. */
@@ -116,6 +119,8 @@ static int importer(int sock) {
     value("import-pointer.again-same-address", p != 0 && p == p2);
     if (p2 && p2 != p)
         say("free.second-import", cuMemFree(p2));
+    CUdeviceptr gone = 0;
+    say("import-pointer.exporter-freed-first", cuMemPoolImportPointer(&gone, pool, &freed));
     say("alloc-from-imported-pool", cuMemAllocFromPoolAsync(&x, 1 << 20, pool, s));
     cuStreamSynchronize(s);
     CUmemAccessDesc rw;
@@ -183,13 +188,35 @@ int main(void) {
     cuMemAlloc(&plain_alloc, 1 << 20);
     say("export-pointer.cuMemAlloc", cuMemPoolExportPointer(&other, plain_alloc));
     cuMemFree(plain_alloc);
+    /* A pool not exported yet: its pointers export only once the pool itself is shared. */
+    CUmemoryPool later = 0;
+    CUdeviceptr lp = 0;
+    int lfd = -1;
+    say("pool-create.later", cuMemPoolCreate(&later, &fd_props));
+    say("alloc-from-pool.later", cuMemAllocFromPoolAsync(&lp, 1 << 20, later, s));
+    cuStreamSynchronize(s);
+    say("export-pointer.pool-not-exported", cuMemPoolExportPointer(&other, lp));
+    say("export-pool.later", cuMemPoolExportToShareableHandle(&lfd, later, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    say("export-pointer.pool-exported-later", cuMemPoolExportPointer(&other, lp));
+    say("free-async.later", cuMemFreeAsync(lp, s));
+    cuStreamSynchronize(s);
+    say("pool-destroy.later", cuMemPoolDestroy(later));
+    close(lfd);
     CUmemPoolPtrExportData again;
     cuMemPoolExportPointer(&again, p);
     value("export-pointer.again-same-data", memcmp(&again, &data, sizeof data) == 0);
     CUdeviceptr own_ptr = 0;
     say("import-pointer.own", cuMemPoolImportPointer(&own_ptr, pool, &data));
     value("import-pointer.own-is-ptr", own_ptr == p);
-    if (send_msg(sv[0], fd, &data, sizeof data))
+    /* A second pointer, exported and freed before the importer imports it. */
+    CUdeviceptr p2 = 0;
+    CUmemPoolPtrExportData sent[2];
+    sent[0] = data;
+    say("alloc-from-pool.second", cuMemAllocFromPoolAsync(&p2, 1 << 20, pool, s));
+    say("export-pointer.second", cuMemPoolExportPointer(&sent[1], p2));
+    say("free-async.second-before-import", cuMemFreeAsync(p2, s));
+    cuStreamSynchronize(s);
+    if (send_msg(sv[0], fd, sent, sizeof sent))
         return 3;
     char b;
     if (recv_msg(sv[0], NULL, &b, 1))

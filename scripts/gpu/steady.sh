@@ -42,7 +42,9 @@ for case in can-access:cuDeviceCanAccessPeer copy-stream0:cuMemcpyPeerAsync \
     disable-enable:cuCtxDisablePeerAccess+cuCtxEnablePeerAccess \
     vmm-create-release:cuMemCreate+cuMemRelease vmm-reserve-free:cuMemAddressReserve+cuMemAddressFree \
     vmm-map-unmap:cuMemMap+cuMemUnmap vmm-retain-release:cuMemRetainAllocationHandle+cuMemRelease \
-    vmm-set-access:cuMemSetAccess vmm-export:cuMemExportToShareableHandle; do
+    vmm-set-access:cuMemSetAccess vmm-export:cuMemExportToShareableHandle \
+    pool-alloc-free:cuMemAllocFromPoolAsync+cuMemFreeAsync \
+    pool-alloc-default:cuMemAllocAsync+cuMemFreeAsync pool-export-pointer:cuMemPoolExportPointer; do
   c=${case%%:*}; f=${case#*:}
   for n in 8 1008; do
     rm -f "$W/$c.$n"

@@ -425,8 +425,33 @@ fn free_async(dptr: CUdeviceptr, stream: CUstream) -> Outcome {
         if dptr == 0 {
             return Ok(());
         }
-        d.free_memory(dptr, |a| a.kind == MemKind::Pool)
+        d.free_pool_import(dptr).unwrap_or_else(|| {
+            d.retain_pool_export(dptr);
+            d.free_memory(dptr, |a| a.kind == MemKind::Pool)
+        })
     })
+}
+
+/// `cuMemAllocFromPoolAsync[_ptsz]`.
+///
+/// # Safety
+/// `dptr` is NULL or writable.
+unsafe fn alloc_from_pool(
+    dptr: *mut CUdeviceptr,
+    bytesize: usize,
+    pool: CUmemoryPool,
+    stream: CUstream,
+) -> Outcome {
+    check_initialized()?;
+    require(dptr)?;
+    if bytesize == 0 {
+        return Err(INVALID_VALUE);
+    }
+    let base =
+        state::with(|d| d.pool_allocate(bytesize as u64, pool as usize as u64, to_handle(stream)))?;
+    // SAFETY: `dptr` is not NULL (checked above) and, by this function's contract, writable.
+    unsafe { *dptr = base };
+    Ok(())
 }
 
 exports! {
@@ -781,15 +806,98 @@ exports! {
         unsafe { alloc_async(dptr, bytesize, hStream) }
     }
 
+    fn cuMemAllocFromPoolAsync(dptr: *mut CUdeviceptr, bytesize: usize, pool: CUmemoryPool, hStream: CUstream) {
+        // SAFETY: `dptr` is NULL or a writable `CUdeviceptr` (`cuMemAllocFromPoolAsync`'s contract).
+        unsafe { alloc_from_pool(dptr, bytesize, pool, hStream) }
+    }
+
+    fn cuMemAllocFromPoolAsync_ptsz(dptr: *mut CUdeviceptr, bytesize: usize, pool: CUmemoryPool, hStream: CUstream) {
+        // SAFETY: `dptr` is NULL or a writable `CUdeviceptr` (`cuMemAllocFromPoolAsync`'s contract).
+        unsafe { alloc_from_pool(dptr, bytesize, pool, hStream) }
+    }
+
+    fn cuMemPoolCreate(pool: *mut CUmemoryPool, poolProps: *const CUmemPoolProps) {
+        check_initialized()?;
+        require(pool)?;
+        require(poolProps)?;
+        // SAFETY: `poolProps` is not NULL (checked above) and, as `cuMemPoolCreate` documents,
+        // a readable `CUmemPoolProps`.
+        let props = unsafe { poolProps.read_unaligned() };
+        let created = state::with(|d| d.pool_create(&props))?;
+        // SAFETY: `pool` is not NULL (checked above); documented as a writable `CUmemoryPool`.
+        unsafe { *pool = handles::to_ptr(created) };
+        Ok(())
+    }
+
+    fn cuMemPoolDestroy(pool: CUmemoryPool) {
+        check_initialized()?;
+        state::with(|d| d.pool_destroy(pool as usize as u64))
+    }
+
+    fn cuMemPoolSetAccess(pool: CUmemoryPool, map: *const CUmemAccessDesc, count: usize) {
+        check_initialized()?;
+        require(map)?;
+        if count == 0 {
+            return Err(INVALID_VALUE);
+        }
+        state::with(|d| d.pool_set_access(pool as usize as u64))
+    }
+
+    fn cuMemPoolExportToShareableHandle(handle_out: *mut c_void, pool: CUmemoryPool, handleType: c_uint, flags: c_ulonglong) {
+        check_initialized()?;
+        require(handle_out)?;
+        let fd = state::with(|d| d.pool_export(pool as usize as u64, handleType, flags))?;
+        // SAFETY: `handle_out` is not NULL (checked above); for a POSIX fd it is a writable int,
+        // as cuMemPoolExportToShareableHandle documents.
+        unsafe { *handle_out.cast::<c_int>() = fd };
+        Ok(())
+    }
+
+    fn cuMemPoolImportFromShareableHandle(pool_out: *mut CUmemoryPool, handle: *mut c_void, handleType: c_uint, flags: c_ulonglong) {
+        check_initialized()?;
+        require(pool_out)?;
+        // For a POSIX fd, handle is the descriptor's number cast to a pointer.
+        let imported = state::with(|d| d.pool_import(handle as usize as c_int, handleType, flags))?;
+        // SAFETY: `pool_out` is not NULL (checked above); documented as a writable `CUmemoryPool`.
+        unsafe { *pool_out = handles::to_ptr(imported) };
+        Ok(())
+    }
+
+    fn cuMemPoolExportPointer(shareData_out: *mut CUmemPoolPtrExportData, ptr: CUdeviceptr) {
+        check_initialized()?;
+        require(shareData_out)?;
+        let data = state::with(|d| d.pool_export_pointer(ptr))?;
+        // SAFETY: `shareData_out` is not NULL (checked above); documented as a writable
+        // `CUmemPoolPtrExportData`.
+        unsafe { *shareData_out = CUmemPoolPtrExportData { reserved: data } };
+        Ok(())
+    }
+
+    fn cuMemPoolImportPointer(ptr_out: *mut CUdeviceptr, pool: CUmemoryPool, shareData: *mut CUmemPoolPtrExportData) {
+        check_initialized()?;
+        require(ptr_out)?;
+        require(shareData)?;
+        // SAFETY: `shareData` is not NULL (checked above); documented as readable export data.
+        let data = unsafe { shareData.read_unaligned() }.reserved;
+        let ptr = state::with(|d| d.pool_import_pointer(pool as usize as u64, &data))?;
+        // SAFETY: `ptr_out` is not NULL (checked above); documented as a writable `CUdeviceptr`.
+        unsafe { *ptr_out = ptr };
+        Ok(())
+    }
+
     fn cuMemFree_v2(dptr: CUdeviceptr) {
         check_initialized()?;
         if dptr == 0 {
             return Ok(());
         }
         // "dptr ... must have been returned by ... cuMemAlloc(), cuMemAllocPitch(),
-        // cuMemAllocManaged(), cuMemAllocAsync(), cuMemAllocFromPoolAsync()".
+        // cuMemAllocManaged(), cuMemAllocAsync(), cuMemAllocFromPoolAsync()", or imported with
+        // cuMemPoolImportPointer ("The pointer may be freed with cuMemFree or cuMemFreeAsync").
         state::with(|d| {
-            d.free_memory(dptr, |a| matches!(a.kind, MemKind::Device | MemKind::Managed { .. } | MemKind::Pool))
+            d.free_pool_import(dptr).unwrap_or_else(|| {
+                d.retain_pool_export(dptr);
+                d.free_memory(dptr, |a| matches!(a.kind, MemKind::Device | MemKind::Managed { .. } | MemKind::Pool))
+            })
         })
     }
 

@@ -33,6 +33,8 @@ pub struct IpcHandle {
     pub offset: u64,
     pub size: u64,
     pub device: i32,
+    /// The pool of a pool pointer's export data (0 for the legacy handles).
+    pub pool: u64,
 }
 
 impl IpcHandle {
@@ -46,6 +48,7 @@ impl IpcHandle {
         b[32..40].copy_from_slice(&self.offset.to_le_bytes());
         b[40..48].copy_from_slice(&self.size.to_le_bytes());
         b[48..52].copy_from_slice(&self.device.to_le_bytes());
+        b[52..60].copy_from_slice(&self.pool.to_le_bytes());
         b
     }
 
@@ -61,11 +64,12 @@ impl IpcHandle {
             offset: u64_at(32),
             size: u64_at(40),
             device: u32_at(48) as i32,
+            pool: u64_at(52),
         };
         if &b[0..8] != MAGIC || h.kind != kind {
             return None;
         }
-        if kind == KIND_MEMORY && (h.size == 0 || h.offset >= h.size) {
+        if kind != KIND_EVENT && (h.size == 0 || h.offset >= h.size) {
             return None;
         }
         Some(h)
@@ -93,8 +97,10 @@ impl IpcHandle {
     }
 }
 
+/// The state directory's record of an export (pool pointers are memory too: a free withdraws
+/// them alike).
 pub(crate) fn export_file(kind: u32, pid: u32, id: u64) -> String {
-    let what = if kind == KIND_MEMORY { "mem" } else { "event" };
+    let what = if kind == KIND_EVENT { "event" } else { "mem" };
     format!("{what}-{pid}-{id}")
 }
 
@@ -209,6 +215,7 @@ mod tests {
             offset: 256,
             size: 4096,
             device: 1,
+            pool: 0,
         };
         let bytes = h.encode();
         assert_eq!(IpcHandle::decode(&bytes, KIND_MEMORY), Some(h));

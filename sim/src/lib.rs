@@ -26,6 +26,7 @@ pub mod ipc;
 pub mod logical_endpoint;
 pub mod memory;
 pub mod peer;
+pub mod pool;
 pub mod procaddress;
 pub mod state;
 pub mod state_dir;

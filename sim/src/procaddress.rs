@@ -96,6 +96,15 @@ table! {
     Cuda cuMemFreeHost 2000 legacy => cuMemFreeHost;
     Cuda cuMemAllocAsync 11020 legacy => cuMemAllocAsync;
     Cuda cuMemAllocAsync 11020 ptsz => cuMemAllocAsync_ptsz;
+    Cuda cuMemAllocFromPoolAsync 11020 legacy => cuMemAllocFromPoolAsync;
+    Cuda cuMemAllocFromPoolAsync 11020 ptsz => cuMemAllocFromPoolAsync_ptsz;
+    Cuda cuMemPoolCreate 11020 legacy => cuMemPoolCreate;
+    Cuda cuMemPoolDestroy 11020 legacy => cuMemPoolDestroy;
+    Cuda cuMemPoolSetAccess 11020 legacy => cuMemPoolSetAccess;
+    Cuda cuMemPoolExportToShareableHandle 11020 legacy => cuMemPoolExportToShareableHandle;
+    Cuda cuMemPoolImportFromShareableHandle 11020 legacy => cuMemPoolImportFromShareableHandle;
+    Cuda cuMemPoolExportPointer 11020 legacy => cuMemPoolExportPointer;
+    Cuda cuMemPoolImportPointer 11020 legacy => cuMemPoolImportPointer;
     Cuda cuMemFreeAsync 11020 legacy => cuMemFreeAsync;
     Cuda cuMemFreeAsync 11020 ptsz => cuMemFreeAsync_ptsz;
     Cuda cuMemGetAddressRange 3020 legacy => cuMemGetAddressRange_v2;

@@ -26,6 +26,7 @@ pub type CUevent = *mut c_void;
 /// Green contexts are not simulated: `cuStreamGetCtx_v2` always returns NULL for one.
 pub type CUgreenCtx = *mut c_void;
 pub type CUmemGenericAllocationHandle = u64;
+pub type CUmemoryPool = *mut c_void;
 pub type CUlogicalEndpointId = u32;
 pub type hipStream_t = *mut c_void;
 pub type hipEvent_t = *mut c_void;
@@ -163,6 +164,26 @@ pub struct CUmemAllocationProp {
     pub gpu_direct_rdma_capable: u8,
     pub usage: u16,
     pub reserved: [u8; 4],
+}
+
+/// `CUmemPoolProps` (88 bytes on LP64).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CUmemPoolProps {
+    pub alloc_type: c_uint,
+    pub handle_types: c_uint,
+    pub location: CUmemLocation,
+    pub win32_security_attributes: *mut c_void,
+    pub max_size: usize,
+    pub usage: u16,
+    pub reserved: [u8; 54],
+}
+
+/// `CUmemPoolPtrExportData`: 64 opaque bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CUmemPoolPtrExportData {
+    pub reserved: [u8; 64],
 }
 
 /// `CUmemAccessDesc`.

@@ -11,6 +11,7 @@ pub mod endpoint;
 pub mod ipc;
 pub mod lifecycle;
 pub mod peer;
+pub mod pool;
 pub mod vmm;
 
 use crate::engine::{has_before, Check, Checked, Cx};

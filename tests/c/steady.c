@@ -7,7 +7,8 @@
  *                     ipc-get, ipc-get-event, dtod, memset, alloc-free (a pair per step),
  *                     disable-enable (a pair per step: peer access stays enabled), endpoint-limits,
  *                     vmm-create-release, vmm-reserve-free, vmm-map-unmap, vmm-retain-release
- *                     (pairs), vmm-set-access, vmm-export
+ *                     (pairs), vmm-set-access, vmm-export, pool-alloc-free,
+ *                     pool-alloc-default (pairs), pool-export-pointer
  * Prints MARKED <case> once the markers are written. */
 #include <cuda.h>
 #include <stdio.h>
@@ -75,6 +76,23 @@ int main(int argc, char **argv) {
     MUST(cuMemAddressReserve(&va, 2 * g, 0, 0, 0));
     MUST(cuMemMap(va, g, 0, vh, 0));
     MUST(cuMemSetAccess(va, g, &rw, 1));
+    /* Pools: one created with POSIX fd handles and exported (its pointers export only then), a
+     * megabyte of it for the pointer export. */
+    CUmemPoolProps pool_props;
+    memset(&pool_props, 0, sizeof pool_props);
+    pool_props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pool_props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    pool_props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    pool_props.location.id = 0;
+    CUmemoryPool pool;
+    MUST(cuMemPoolCreate(&pool, &pool_props));
+    int pool_fd = -1;
+    MUST(cuMemPoolExportToShareableHandle(&pool_fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    close(pool_fd);
+    CUdeviceptr pooled;
+    MUST(cuMemAllocFromPoolAsync(&pooled, 1 << 20, pool, own));
+    MUST(cuStreamSynchronize(own));
+    CUmemPoolPtrExportData pool_data;
     for (long i = 0; i <= n; i++) {
         if (i == 1) marker();
         int can = 0;
@@ -121,6 +139,16 @@ int main(int argc, char **argv) {
             int fd = -1;
             MUST(cuMemExportToShareableHandle(&fd, vh, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
             close(fd);
+        } else if (!strcmp(mode, "pool-alloc-free")) {
+            CUdeviceptr p;
+            MUST(cuMemAllocFromPoolAsync(&p, 256, pool, own));
+            MUST(cuMemFreeAsync(p, own));
+        } else if (!strcmp(mode, "pool-alloc-default")) {
+            CUdeviceptr p;
+            MUST(cuMemAllocAsync(&p, 256, own));
+            MUST(cuMemFreeAsync(p, own));
+        } else if (!strcmp(mode, "pool-export-pointer")) {
+            MUST(cuMemPoolExportPointer(&pool_data, pooled));
         } else if (!strcmp(mode, "disable-enable")) {
             MUST(cuCtxDisablePeerAccess(c1));
             MUST(cuCtxEnablePeerAccess(c1, 0));

@@ -39,6 +39,7 @@ macro_rules! timeline_check {
 
 pub mod endpoint;
 pub mod ipc;
+pub mod pool;
 #[cfg(test)]
 mod test_records;
 pub mod vmm;
@@ -431,6 +432,7 @@ pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[
     &vmm::NEVER_RELEASED,
     &vmm::NEVER_UNMAPPED,
     &vmm::NEVER_FREED,
+    &pool::FREED_WHILE_IMPORTED,
 ];
 
 /// Each process that ended through exit, with its successful calls up to its exit, in its

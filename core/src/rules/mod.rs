@@ -16,6 +16,7 @@ pub mod general;
 pub mod ipc;
 pub mod lifecycle;
 pub mod peer;
+pub mod pool;
 pub mod vmm;
 
 use crate::functions::FnInfo;
@@ -192,6 +193,7 @@ pub static FAMILIES: &[&Family] = &[
     &attach::FAMILY,
     &endpoint::FAMILY,
     &vmm::FAMILY,
+    &pool::FAMILY,
     &general::FAMILY,
     &divergences::FAMILY,
 ];
@@ -217,6 +219,8 @@ pub const REPORT_READS: &[&str] = &[
     "cuMemAddressFree",
     "cuMemMap",
     "cuMemUnmap",
+    "cuMemPoolExportPointer",
+    "cuMemPoolImportPointer",
 ];
 
 /// Whether a report-phase check reads this function's calls ([`REPORT_READS`]).

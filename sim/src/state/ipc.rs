@@ -71,6 +71,7 @@ impl Driver {
             offset,
             size: allocation.size,
             device: allocation.device,
+            pool: 0,
         }
         .encode())
     }
@@ -195,6 +196,7 @@ impl Driver {
             offset: 0,
             size: 0,
             device,
+            pool: 0,
         }
         .encode())
     }

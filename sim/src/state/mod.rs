@@ -3,6 +3,7 @@
 mod ipc;
 mod logical_endpoint;
 mod peer;
+mod pool;
 mod stream_event;
 
 pub use stream_event::destroy_stream;
@@ -12,6 +13,7 @@ use crate::ipc::Ipc;
 use crate::logical_endpoint::Endpoints;
 use crate::memory::{Allocation, Memory};
 use crate::peer::Peers;
+use crate::pool::Pools;
 use crate::stream_event::Streams;
 pub use crate::types::Owner;
 use crate::types::{Outcome, INVALID_CONTEXT};
@@ -26,6 +28,7 @@ pub struct Driver {
     pub peers: Peers,
     pub ipc: Ipc,
     pub endpoints: Endpoints,
+    pub pools: Pools,
 }
 
 static DRIVER: LazyLock<Mutex<Driver>> = LazyLock::new(Default::default);

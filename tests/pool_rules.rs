@@ -1,0 +1,170 @@
+//! The stream-ordered pool rules, each shown firing alone (negative) and a correct program that
+//! shares a pool and one of its pointers with a second process shown silent (positive), on the
+//! simulated driver, which answers as R580 does: the probe that measured R580
+//! (scripts/gpu/pool_probe.c, its answers in scripts/gpu/results/*-pool-probe.txt) gets the same
+//! answers from the simulator, plain and under the shim. Program: tests/c/pool_cuda.c.
+
+mod common;
+use common::scenarios::*;
+use common::*;
+
+const NONE: &[(&str, &str)] = &[];
+
+const CASES: &[Case] = &[
+    (
+        "export-none",
+        NONE,
+        &["cuMemPoolExportToShareableHandle.type-not-requested"],
+    ),
+    (
+        "export-fabric",
+        NONE,
+        &["cuMemPoolExportToShareableHandle.type-not-requested"],
+    ),
+    (
+        "alloc-imported",
+        NONE,
+        &["cuMemAllocFromPoolAsync.imported-pool"],
+    ),
+    (
+        "export-pointer-none",
+        NONE,
+        &["cuMemPoolExportPointer.pool-not-shared"],
+    ),
+    (
+        "export-pointer-not-exported",
+        NONE,
+        &["cuMemPoolExportPointer.pool-not-shared"],
+    ),
+    (
+        "export-pointer-default",
+        NONE,
+        &["cuMemPoolExportPointer.pool-not-shared"],
+    ),
+    (
+        "export-pointer-interior",
+        NONE,
+        &["cuMemPoolExportPointer.pool-not-shared"],
+    ),
+    (
+        "import-pointer-own-pool",
+        NONE,
+        &["cuMemPoolImportPointer.pool-not-imported"],
+    ),
+    ("correct", NONE, &[]),
+    // Found by the report phase only (tested below): nothing live.
+    ("freed-while-imported", NONE, &[]),
+];
+
+#[test]
+fn each_misuse_fires_exactly_its_rule_and_correct_use_is_silent() {
+    let scratch = Scratch::new("pool_cases");
+    let libs = format!("-L{}", scratch.sim_libs().display());
+    let exe = scratch.compile("pool_cuda.c", "pool_cuda", &[&libs, "-lcuda"]);
+    check_cases(&scratch, &exe, CASES);
+    // The correct program: every call succeeded, in both processes, and the exporter reads what
+    // the importer wrote through the imported pointer.
+    let r = run_checked(&scratch, &exe, "correct", NONE);
+    let stdout = String::from_utf8_lossy(&r.out.stdout);
+    assert!(
+        printed_calls(&r.out).iter().all(|(_, c)| *c == 0),
+        "{stdout}"
+    );
+    assert!(stdout.contains("SEEN 1"), "{stdout}");
+    let importer_calls = fn_ret(&r.records)
+        .iter()
+        .filter(|(f, _)| f == "cuMemPoolImportPointer")
+        .count();
+    assert_eq!(importer_calls, 1, "the import child's trace is read too");
+}
+
+/// The exporter's free of a pointer another process still holds imported is found by `sharecheck
+/// report` over both processes' traces, on the exporter's free; the correct exchange (the importer
+/// frees first) and every live scenario draw nothing there.
+#[test]
+fn a_free_while_another_process_holds_the_import_is_found_by_the_report() {
+    let scratch = Scratch::new("pool_report");
+    let libs = format!("-L{}", scratch.sim_libs().display());
+    let exe = scratch.compile("pool_cuda.c", "pool_cuda", &[&libs, "-lcuda"]);
+    let r = run_checked(&scratch, &exe, "freed-while-imported", NONE);
+    assert_eq!(
+        report_phase(&r),
+        [(
+            "cuMemFree.pool-pointer-imported-elsewhere".to_string(),
+            "cuMemFreeAsync".to_string()
+        )]
+    );
+    for (scenario, _, _) in CASES
+        .iter()
+        .filter(|(s, _, _)| *s != "freed-while-imported")
+    {
+        let r = run_checked(&scratch, &exe, scenario, NONE);
+        assert!(
+            report_phase(&r).is_empty(),
+            "{scenario}: {:?}",
+            report_phase(&r)
+        );
+    }
+}
+
+/// The pool probe's answers, `who.case` -> code, values included (`value who.what v`); the fd
+/// numbers a process happens to get are left out.
+fn answers(text: &str) -> Vec<String> {
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.contains("received-fd") && !l.trim().is_empty())
+        .map(|l| l.split('\t').take(3).collect::<Vec<_>>().join("\t"))
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// The simulator answers every case of the probe that measured R580 as R580 did, plain and with
+/// the shim preloaded (which changes nothing the program sees).
+#[test]
+fn the_simulator_answers_the_pool_probe_as_r580_did() {
+    let scratch = Scratch::new("pool_probe");
+    let results = root().join("scripts/gpu/results");
+    let measured = std::fs::read_dir(&results)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("-pool-probe.txt"))
+        .max()
+        .expect("a pool probe result");
+    let r580 = answers(&std::fs::read_to_string(&measured).unwrap());
+    assert!(r580.len() > 40, "{}: {r580:?}", measured.display());
+    let exe = scratch.path("pool_probe");
+    let out = std::process::Command::new("cc")
+        .args(["-O1", "-o"])
+        .arg(&exe)
+        .arg(root().join("scripts/gpu/pool_probe.c"))
+        .arg(format!("-I{}", cuda_include().display()))
+        .arg(format!("-L{}", scratch.sim_libs().display()))
+        .arg("-lcuda")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for preload in [false, true] {
+        let mut cmd = scratch.under_shim(&exe);
+        if !preload {
+            cmd.env_remove("LD_PRELOAD");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let sim = answers(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(
+            sim,
+            r580,
+            "preloaded: {preload}; R580: {}",
+            measured.display()
+        );
+    }
+}
