@@ -330,9 +330,14 @@ fn write_stderr(mut bytes: &[u8]) {
 fn render_finding(f: &FindingEvent, out: &mut Buf) {
     let _ = write!(
         out,
-        "sharecheck: {}[{}] {}: {}\n  documented: {}\n  at: pid {} tid {} call #{}; fix: {}\n",
-        f.severity, f.rule, f.call, f.message, f.documented, f.pid, f.tid, f.seq, f.fix
+        "sharecheck: {}[{}] {}: {}\n  documented: {}\n  at: pid {} tid {} ",
+        f.severity, f.rule, f.call, f.message, f.documented, f.pid, f.tid
     );
+    // Seq 0: no call of its own (what a process left at its exit, decided then).
+    let _ = match f.seq {
+        0 => writeln!(out, "at exit; fix: {}", f.fix),
+        seq => writeln!(out, "call #{seq}; fix: {}", f.fix),
+    };
     if !f.stack.is_empty() {
         out.push_str("  stack:\n");
         out.push_str(f.stack);

@@ -76,6 +76,46 @@ fn what_a_process_leaves_at_exit_is_found_by_the_report() {
     }
 }
 
+/// A process that writes no trace gets what it left at its exit reported live, at exit, by the
+/// same rules; a correct process gets nothing, and a traced one leaves the decision to `sharecheck
+/// report` (nothing live).
+#[test]
+fn an_untraced_process_hears_what_it_left_at_exit() {
+    let scratch = Scratch::new("vmm_exit_live");
+    let exe = program(&scratch);
+    let untraced_with = |scenario: &str, options: &str| {
+        let mut cmd = scratch.under_shim(&exe);
+        cmd.env_remove(sharecheck_core::schema::env::TRACE)
+            .env(sharecheck_core::schema::env::OPTIONS, options)
+            .arg(scenario);
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{scenario}: {out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let untraced = |scenario: &str| untraced_with(scenario, "");
+    let stderr = untraced("leak");
+    for rule in [
+        "cuMemCreate.never-released",
+        "cuMemMap.never-unmapped",
+        "cuMemAddressReserve.never-freed",
+    ] {
+        let line = stderr
+            .lines()
+            .find(|l| l.contains(&format!("[{rule}]")))
+            .unwrap_or_else(|| panic!("no {rule} in:\n{stderr}"));
+        assert!(line.starts_with("sharecheck: warning["), "{line}");
+    }
+    assert_eq!(stderr.matches(" at exit; fix: ").count(), 3, "{stderr}");
+    // A muted rule is left out at exit too.
+    let stderr = untraced_with("leak", "mute=cuMemMap.never-unmapped");
+    assert_eq!(stderr.matches(" at exit; fix: ").count(), 2, "{stderr}");
+    assert!(!stderr.contains("never-unmapped"), "{stderr}");
+    let stderr = untraced("correct");
+    assert!(!stderr.contains("never-"), "{stderr}");
+    let traced = run_checked(&scratch, &exe, "leak", NONE);
+    assert!(!traced.stderr().contains("never-"), "{}", traced.stderr());
+}
+
 /// A FABRIC create the driver refuses for want of an IMEX channel is explained by what the host
 /// lacks; on a host with a channel file the refusal is the driver's to explain.
 #[test]

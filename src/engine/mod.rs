@@ -553,6 +553,48 @@ pub fn report(
     kept
 }
 
+/// At the exit of a process that writes no trace: what it still holds that a rule says it must
+/// have given back, decided live from the families' tracked state ([`state::Left`]; with a
+/// trace, `sharecheck report` decides the same rules from it). Printed as findings on the call
+/// that made each thing (`at exit`, no stack: the exit's own would say nothing), within the
+/// duplicate limit, muted rules left out.
+pub fn report_left_at_exit() {
+    let options = options();
+    let states = states();
+    let limit = options.duplicate_limit;
+    let pid = std::process::id();
+    // SAFETY: gettid has no preconditions and cannot fail.
+    let tid = unsafe { libc::gettid() };
+    for left in states.left_at_exit() {
+        if options.is_muted(left.rule.id) {
+            continue;
+        }
+        let Some(mut reporting) = states
+            .reporting
+            .try_lock_for(std::time::Duration::from_millis(200))
+        else {
+            return;
+        };
+        let n = reporting.reported.entry(left.rule.id).or_insert(0);
+        *n = n.saturating_add(1);
+        let n = *n;
+        drop(reporting);
+        findings::counted();
+        let last_of = match limit {
+            0 => None,
+            l if n < l => None,
+            l if n == l => Some(l),
+            _ => continue,
+        };
+        let f = Finding {
+            rule: left.rule,
+            message: left.message,
+            stack: Default::default(),
+        };
+        findings::print(&f, &left.call, pid, tid, 0, last_of);
+    }
+}
+
 /// `halt_on_error=1`: called after the record of a call with an error finding is written.
 pub fn halt_if_asked(recorded: &[Finding]) {
     if options().halt_on_error && recorded.iter().any(|f| f.rule.severity == Severity::Error) {

@@ -39,6 +39,21 @@ pub trait FamilyState: Default + Send + Sync + 'static {
     /// Whether [`FamilyState::forget`] does anything when memory is freed. A free is frequent
     /// and on the program's path: families that keep nothing about memory are not called then.
     const FORGETS_FREED_MEMORY: bool = true;
+    /// What the process still holds as it exits that a rule says it must have given back (a
+    /// handle never released, a mapping never unmapped, ...): reported live when the process
+    /// writes no trace (`sharecheck report` decides the same rules from a trace).
+    fn left_at_exit(&self) -> Vec<Left> {
+        Vec::new()
+    }
+}
+
+/// Something a process left at its exit, for a rule of the report phase decided live.
+#[derive(Debug)]
+pub struct Left {
+    pub rule: &'static sharecheck_core::rules::Rule,
+    /// The function whose call made it, with what it made: `cuMemCreate(handle=0x..)`.
+    pub call: String,
+    pub message: String,
 }
 
 /// Slots for the families' states.
@@ -50,6 +65,7 @@ struct Held {
     at: *const (),
     type_id: TypeId,
     forget: fn(*const (), Lifetime),
+    left: fn(*const ()) -> Vec<Left>,
 }
 
 // SAFETY: `at` points into `state`, which is Send + Sync and lives as long as `Held`.
@@ -68,6 +84,10 @@ impl Held {
             forget: |at, gone| {
                 // SAFETY: `at` is the `F` made above (this closure is stored beside it only).
                 unsafe { &*at.cast::<F>() }.forget(gone);
+            },
+            left: |at| {
+                // SAFETY: as above.
+                unsafe { &*at.cast::<F>() }.left_at_exit()
             },
         }
     }
@@ -111,6 +131,15 @@ impl States {
         // SAFETY: `at` points at the `F` that `held.state` owns (its type checked above), which
         // lives as long as `self`.
         unsafe { &*held.at.cast::<F>() }
+    }
+
+    /// What every family whose state exists says the process left at its exit.
+    pub fn left_at_exit(&self) -> Vec<Left> {
+        self.families
+            .iter()
+            .filter_map(OnceLock::get)
+            .flat_map(|held| (held.left)(held.at))
+            .collect()
     }
 
     /// Every family whose state exists forgets what belonged to `gone`.

@@ -162,6 +162,13 @@ int main(int argc, char **argv) {
     }
     marker();
     MUST(cuStreamSynchronize(own));
+    /* What the set-up made is given back: a process that leaves VMM memory hears of it at exit. */
+    MUST(cuMemFreeAsync(pooled, own));
+    MUST(cuStreamSynchronize(own));
+    MUST(cuMemPoolDestroy(pool));
+    MUST(cuMemUnmap(va, g));
+    MUST(cuMemAddressFree(va, 2 * g));
+    MUST(cuMemRelease(vh));
     printf("MARKED %s\n", mode);
     return 0;
 }

@@ -18,7 +18,7 @@
 #[cfg(test)]
 mod tests;
 
-use crate::engine::state::{FamilyState, Lifetime};
+use crate::engine::state::{FamilyState, Left, Lifetime};
 use crate::engine::{hex, Check, Cx, LastClean, Remember};
 use crate::guard::peek;
 use parking_lot::Mutex;
@@ -173,6 +173,70 @@ struct Vmm {
 
 impl FamilyState for VmmState {
     const SLOT: usize = 4;
+    /// Handles still referenced, mappings never unmapped and reservations never freed: the rules
+    /// `sharecheck report` decides from a trace (`sharecheck_core::rules::vmm::report`).
+    fn left_at_exit(&self) -> Vec<Left> {
+        use sharecheck_core::rules::vmm::report::*;
+        // At exit other threads may still be in a check: a short wait, then nothing said (a
+        // signal handler's exit that interrupted this thread's own check must not wait at all).
+        let Some(vmm) = self
+            .inner
+            .try_lock_for(std::time::Duration::from_millis(200))
+        else {
+            return Vec::new();
+        };
+        let mut left = Vec::new();
+        let mut handles: Vec<(&u64, &Handle)> = vmm
+            .handles
+            .iter()
+            .filter(|(_, h)| h.references > 0)
+            .collect();
+        handles.sort_by_key(|(h, _)| **h);
+        for (&h, handle) in handles {
+            let (call, how) = if handle.physical.size.is_some() {
+                ("cuMemCreate", "created, imported or retained")
+            } else {
+                ("cuMemImportFromShareableHandle", "imported or retained")
+            };
+            let n = handle.references;
+            left.push(Left {
+                rule: &NEVER_RELEASED_RULE,
+                call: format!("{call}(handle={})", hex(h)),
+                message: format!(
+                    "{n} reference{} to handle {} ({how}) never released (cuMemRelease) before \
+                     the process exited",
+                    if n == 1 { "" } else { "s" },
+                    hex(h)
+                ),
+            });
+        }
+        for &(start, m) in &vmm.maps.0 {
+            left.push(Left {
+                rule: &NEVER_UNMAPPED_RULE,
+                call: format!("cuMemMap(ptr={}, size={:#x})", hex(start), m.size),
+                message: format!(
+                    "the mapping [{}, {}) of handle {} was never unmapped (cuMemUnmap) before \
+                     the process exited",
+                    hex(start),
+                    hex(start.saturating_add(m.size)),
+                    hex(m.handle)
+                ),
+            });
+        }
+        for &(start, size) in &vmm.reservations.0 {
+            left.push(Left {
+                rule: &NEVER_FREED_RULE,
+                call: format!("cuMemAddressReserve(size={size:#x}) -> {}", hex(start)),
+                message: format!(
+                    "the reservation [{}, {}) was never freed (cuMemAddressFree) before the \
+                     process exited",
+                    hex(start),
+                    hex(start.saturating_add(size))
+                ),
+            });
+        }
+        left
+    }
     /// Frees, releases and unmaps of VMM memory are this family's own checks.
     const FORGETS_FREED_MEMORY: bool = false;
     fn forget(&self, gone: Lifetime) {

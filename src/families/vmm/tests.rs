@@ -456,3 +456,41 @@ fn the_sorted_map_finds_entries_by_address() {
     assert_eq!(s.remove(20), Some(14));
     assert_eq!(s.range(0, 100), &[(10, 1), (30, 13)]);
 }
+
+/// What a process still holds is what it left at its exit: a handle's references, its mappings,
+/// its reservations; given back, nothing.
+#[test]
+fn what_is_still_held_is_left_at_exit() {
+    use sharecheck_core::rules::vmm::report::*;
+    let h = world();
+    mapped(&h);
+    let rules = |h: &Harness| -> Vec<&str> {
+        h.states
+            .family::<VmmState>()
+            .left_at_exit()
+            .iter()
+            .map(|l| l.rule.id)
+            .collect()
+    };
+    assert_eq!(
+        rules(&h),
+        [
+            NEVER_RELEASED_RULE.id,
+            NEVER_UNMAPPED_RULE.id,
+            NEVER_FREED_RULE.id
+        ]
+    );
+    let left = h.states.family::<VmmState>().left_at_exit();
+    assert!(
+        left[0].message.starts_with("1 reference to handle 0x100"),
+        "{left:?}"
+    );
+    assert!(
+        left[1].call.starts_with("cuMemMap(ptr=0x7f0000000000"),
+        "{left:?}"
+    );
+    h.ok(unmap(VA, 2 * G));
+    h.ok(address_free(VA, 4 * G));
+    h.ok(release(H));
+    assert!(rules(&h).is_empty());
+}
