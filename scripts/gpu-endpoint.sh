@@ -104,17 +104,7 @@ if [ "${driver:-0}" -ge 13030 ]; then
             )
         fi
         . scripts/gpu/scenario.sh
-        for case in "${cases[@]}"; do
-            scenario="${case%%|*}"
-            expected="${case#*|}"
-            run_scenario "$out/$scenario" "$expected" "$out/endpoint_cuda" "$scenario"
-            [ "$verdict" = ok ] || failed=$((failed + 1))
-            {
-                echo "- $scenario: $verdict"
-                echo "  calls (exit $plain_rc plain, $shim_rc shim): $shim_calls"
-                echo "  findings: $got"
-            } >> "$report"
-        done
+        run_cases "$out/endpoint_cuda" "$out" "$report"
     fi
 else
     echo "- scenarios: not run (driver $driver has no logical endpoints)" >> "$report"

@@ -63,27 +63,9 @@ if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')" -ge 2 ]; then
 fi
 
 report="$out/report.txt"
-gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
-{
-    echo "## IPC rules on a real GPU: $gpu, $(date -u '+%F %H:%M UTC')"
-    echo
-    echo "scripts/gpu-ipc.sh: tests/c/ipc_cuda.c (gcc, the real libcuda), each scenario plain and under"
-    echo "\`sharecheck run\`, then \`sharecheck report --format json\` over its traces. Shim: $(sha256sum target/release/libsharecheck.so | cut -c1-16)."
-    echo
-} > "$report"
 . scripts/gpu/scenario.sh
-failed=0
-for case in "${cases[@]}"; do
-    scenario="${case%%|*}"
-    expected="${case#*|}"
-    run_scenario "$out/$scenario" "$expected" "$exe" "$scenario"
-    [ "$verdict" = ok ] || failed=$((failed + 1))
-    {
-        echo "- $scenario: $verdict"
-        echo "  calls (exit $plain_rc plain, $shim_rc shim): $shim_calls"
-        echo "  findings: $got"
-    } >> "$report"
-done
+report_head "$report" IPC scripts/gpu-ipc.sh tests/c/ipc_cuda.c
+run_cases "$exe" "$out" "$report"
 echo >> "$report"
 echo "GPU IPC: $(( ${#cases[@]} - failed )) passed, $failed failed" >> "$report"
 cat "$report"

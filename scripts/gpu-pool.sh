@@ -42,30 +42,9 @@ cases=(
 )
 
 report="$out/report.txt"
-gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
-{
-    echo "## Pool rules on a real GPU: $gpu, $(date -u '+%F %H:%M UTC')"
-    echo
-    echo "scripts/gpu-pool.sh: tests/c/pool_cuda.c (gcc, the real libcuda), each scenario plain and under"
-    echo "\`sharecheck run\`, then \`sharecheck report --format json\` over its traces. Shim: $(sha256sum target/release/libsharecheck.so | cut -c1-16)."
-    echo
-} > "$report"
 . scripts/gpu/scenario.sh
-failed=0
-for case in "${cases[@]}"; do
-    scenario="${case%%|*}"
-    expected="${case#*|}"
-    dir="$out/$scenario"
-    run_scenario "$dir" "$expected" "$exe" "$scenario"
-    [ "$verdict" = ok ] || failed=$((failed + 1))
-    {
-        echo "- $scenario: $verdict"
-        echo "  calls (exit $plain_rc plain, $shim_rc shim): $shim_calls"
-        echo "  findings: $got"
-        seen="$(grep '^SEEN ' "$dir/plain.out" || true)"
-        [ -z "$seen" ] || echo "  plain run: $seen"
-    } >> "$report"
-done
+report_head "$report" Pool scripts/gpu-pool.sh tests/c/pool_cuda.c
+run_cases "$exe" "$out" "$report" "SEEN "
 # The probe: every answer the same under the shim (fd numbers aside).
 "$probe" > "$out/probe-plain.txt" 2> "$out/probe-plain.err" || true
 LD_PRELOAD="$PWD/target/release/libsharecheck.so" "$probe" > "$out/probe-shim.txt" 2> "$out/probe-shim.err" || true

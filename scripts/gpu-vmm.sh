@@ -49,30 +49,9 @@ else
 fi
 
 report="$out/report.txt"
-gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
-{
-    echo "## VMM rules on a real GPU: $gpu, $(date -u '+%F %H:%M UTC')"
-    echo
-    echo "scripts/gpu-vmm.sh: tests/c/vmm_cuda.c (gcc, the real libcuda), each scenario plain and under"
-    echo "\`sharecheck run\`, then \`sharecheck report --format json\` over its traces. Shim: $(sha256sum target/release/libsharecheck.so | cut -c1-16)."
-    echo
-} > "$report"
 . scripts/gpu/scenario.sh
-failed=0
-for case in "${cases[@]}"; do
-    scenario="${case%%|*}"
-    expected="${case#*|}"
-    dir="$out/$scenario"
-    run_scenario "$dir" "$expected" "$exe" "$scenario"
-    [ "$verdict" = ok ] || failed=$((failed + 1))
-    {
-        echo "- $scenario: $verdict"
-        echo "  calls (exit $plain_rc plain, $shim_rc shim): $shim_calls"
-        echo "  findings: $got"
-        same="$(grep '^SAME ' "$dir/plain.out" || true)"
-        [ -z "$same" ] || echo "  plain run: $same"
-    } >> "$report"
-done
+report_head "$report" VMM scripts/gpu-vmm.sh tests/c/vmm_cuda.c
+run_cases "$exe" "$out" "$report" "SAME "
 echo >> "$report"
 echo "GPU VMM: $(( ${#cases[@]} - failed )) passed, $failed failed" >> "$report"
 cat "$report"

@@ -34,3 +34,41 @@ PY
         verdict="FAILED: expected $expected"
     fi
 }
+
+# The report's head (`report_head REPORT FAMILY SCRIPT PROGRAM`): the GPU and driver, the date,
+# how each scenario ran, the shim's hash.
+report_head() {
+    local report="$1" family="$2" script="$3" program="$4" gpu
+    gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
+    {
+        echo "## $family rules on a real GPU: $gpu, $(date -u '+%F %H:%M UTC')"
+        echo
+        echo "$script: $program (gcc, the real libcuda), each scenario plain and under"
+        echo "\`sharecheck run\`, then \`sharecheck report --format json\` over its traces. Shim: $(sha256sum target/release/libsharecheck.so | cut -c1-16)."
+        echo
+    } > "$report"
+}
+
+# Every `scenario|expected` of the array `cases`, run with run_scenario (`run_cases PROGRAM OUT
+# REPORT [PREFIX]`): each one's verdict, calls and findings appended to REPORT, with the plain
+# run's lines that start with PREFIX (`SAME `, say). Adds to `failed` (0 if unset) how many did
+# not pass.
+run_cases() {
+    local program="$1" out="$2" report="$3" prefix="${4:-}" case scenario expected shown
+    failed="${failed:-0}"
+    for case in "${cases[@]}"; do
+        scenario="${case%%|*}"
+        expected="${case#*|}"
+        run_scenario "$out/$scenario" "$expected" "$program" "$scenario"
+        [ "$verdict" = ok ] || failed=$((failed + 1))
+        {
+            echo "- $scenario: $verdict"
+            echo "  calls (exit $plain_rc plain, $shim_rc shim): $shim_calls"
+            echo "  findings: $got"
+            if [ -n "$prefix" ]; then
+                shown="$(grep "^$prefix" "$out/$scenario/plain.out" || true)"
+                [ -z "$shown" ] || echo "  plain run: $shown"
+            fi
+        } >> "$report"
+    done
+}
