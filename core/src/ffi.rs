@@ -735,6 +735,19 @@ impl<T: Pointee> Out<T> {
     pub fn addr(self) -> u64 {
         self.0 as usize as u64
     }
+    /// The value the driver wrote, in place, if it succeeded: for a type of alignment 1 (a
+    /// 64-byte capability, say), which a pointer of any address may name. A check reads it where
+    /// it is, without a copy (issue 24: a 64-byte `memcpy` call on every traced-or-not export).
+    pub fn written_in_place(&self, outcome: Outcome) -> Option<&T> {
+        const { assert!(std::mem::align_of::<T>() == 1) };
+        if outcome.succeeded() && !self.0.is_null() {
+            // SAFETY: the driver returned success, so it wrote a `T` through this pointer, which
+            // any address may hold (alignment 1); the program owns it for the call's duration.
+            Some(unsafe { &*self.0 })
+        } else {
+            None
+        }
+    }
     /// The value the driver wrote, if it succeeded. Never reads a pointer the driver did not write.
     pub fn written(self, outcome: Outcome) -> Option<T> {
         if outcome.succeeded() && !self.0.is_null() {

@@ -457,7 +457,7 @@ impl Check<args::cuIpcGetMemHandle> for GetCuda {
         }
     }
     fn after(&self, a: &args::cuIpcGetMemHandle, _: (), ret: c_int, cx: &mut Cx) {
-        if let Some(handle) = a.pHandle.written(Outcome::Returned(ret)) {
+        if let Some(handle) = a.pHandle.written_in_place(Outcome::Returned(ret)) {
             cx.states.family::<IpcState>().exported(&handle.reserved);
             // The memory's context and device, for the report (so only when there is a record):
             // destroying the context frees the memory; an importer's device must reach the
@@ -703,7 +703,7 @@ impl Check<args::hipIpcGetMemHandle> for GetHip {
         }
     }
     fn after(&self, a: &args::hipIpcGetMemHandle, _: (), ret: c_int, cx: &mut Cx) {
-        let Some(handle) = a.handle.written(Outcome::Returned(ret)) else {
+        let Some(handle) = a.handle.written_in_place(Outcome::Returned(ret)) else {
             return;
         };
         cx.states.family::<IpcState>().exported(&handle.reserved);
