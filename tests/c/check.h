@@ -23,4 +23,16 @@
         }                                                                       \
     } while (0)
 
+/* Device `ordinal`'s primary context, retained and made current, after cuInit (not interposed;
+ * CUDA programs only: cuda.h first). */
+#define USE_PRIMARY_CONTEXT(ordinal)                          \
+    do {                                                      \
+        CUdevice use_dev_;                                    \
+        CUcontext use_ctx_;                                   \
+        MUST(cuInit(0));                                      \
+        MUST(cuDeviceGet(&use_dev_, (ordinal)));              \
+        MUST(cuDevicePrimaryCtxRetain(&use_ctx_, use_dev_));  \
+        MUST(cuCtxSetCurrent(use_ctx_));                      \
+    } while (0)
+
 #endif

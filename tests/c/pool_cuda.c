@@ -73,12 +73,7 @@ static int import_child(int fd, const char *hex, const char *late) {
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     const char *s = argv[1];
-    CUdevice dev;
-    CUcontext ctx;
-    MUST(cuInit(0));
-    MUST(cuDeviceGet(&dev, 0));
-    MUST(cuDevicePrimaryCtxRetain(&ctx, dev));
-    MUST(cuCtxSetCurrent(ctx));
+    USE_PRIMARY_CONTEXT(0);
     MUST(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
     if (argc >= 4 && !strcmp(s, "import-child")) return import_child(atoi(argv[2]), argv[3], argc > 4 ? argv[4] : NULL);
     memset(&props, 0, sizeof props);

@@ -57,12 +57,7 @@ static CUmemGenericAllocationHandle mapped(CUdeviceptr *va) {
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     const char *s = argv[1];
-    CUdevice dev;
-    CUcontext ctx;
-    MUST(cuInit(0));
-    MUST(cuDeviceGet(&dev, 0));
-    MUST(cuDevicePrimaryCtxRetain(&ctx, dev));
-    MUST(cuCtxSetCurrent(ctx));
+    USE_PRIMARY_CONTEXT(0);
     memset(&prop, 0, sizeof prop);
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
