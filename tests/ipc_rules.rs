@@ -336,6 +336,39 @@ fn each_lifetime_mistake_across_processes_is_found_in_the_report() {
     }
 }
 
+/// A process that writes no trace hears at its exit of the memory it opened and never closed
+/// (decided from its own calls), and once that the checks across processes are off (they need
+/// every process's trace); a correct exchange hears only the latter.
+#[test]
+fn an_untraced_importer_hears_what_it_left_open() {
+    let p = programs("ipc_untraced_exit");
+    let stderr = |program: &std::path::Path, scenario: &str| {
+        let mut cmd = p.scratch.under_shim(program);
+        cmd.env_remove(sharecheck_core::schema::env::TRACE)
+            .arg(scenario);
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{scenario}: {out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let off = "wrote no trace: the checks across processes";
+    for (program, rule, correct) in [
+        (&p.cuda, "cuIpcOpenMemHandle.never-closed", "correct"),
+        (&p.hip, "hipIpcOpenMemHandle.never-closed", "exchange"),
+    ] {
+        let left = stderr(program, "never-close");
+        let line = left
+            .lines()
+            .find(|l| l.contains(&format!("warning[{rule}]")))
+            .unwrap_or_else(|| panic!("no {rule} at exit:\n{left}"));
+        assert!(line.contains("was opened once"), "{line}");
+        assert!(left.contains(" at exit; fix: "), "{left}");
+        assert!(left.contains(off), "{left}");
+        let clean = stderr(program, correct);
+        assert!(!clean.contains("never-closed"), "{clean}");
+        assert!(clean.contains(off), "{clean}");
+    }
+}
+
 #[test]
 fn every_ipc_rule_has_a_negative_case() {
     let covered = [CUDA_CASES, HIP_CASES]

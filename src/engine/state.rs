@@ -45,6 +45,11 @@ pub trait FamilyState: Default + Send + Sync + 'static {
     fn left_at_exit(&self) -> Vec<Left> {
         Vec::new()
     }
+    /// Whether the process exported or imported anything another process may hold: then rules
+    /// that need every process's trace apply to it.
+    fn shares_across_processes(&self) -> bool {
+        false
+    }
 }
 
 /// Something a process left at its exit, for a rule of the report phase decided live.
@@ -66,6 +71,7 @@ struct Held {
     type_id: TypeId,
     forget: fn(*const (), Lifetime),
     left: fn(*const ()) -> Vec<Left>,
+    shares: fn(*const ()) -> bool,
 }
 
 // SAFETY: `at` points into `state`, which is Send + Sync and lives as long as `Held`.
@@ -88,6 +94,10 @@ impl Held {
             left: |at| {
                 // SAFETY: as above.
                 unsafe { &*at.cast::<F>() }.left_at_exit()
+            },
+            shares: |at| {
+                // SAFETY: as above.
+                unsafe { &*at.cast::<F>() }.shares_across_processes()
             },
         }
     }
@@ -140,6 +150,14 @@ impl States {
             .filter_map(OnceLock::get)
             .flat_map(|held| (held.left)(held.at))
             .collect()
+    }
+
+    /// Whether any family says the process exported or imported something.
+    pub fn shares_across_processes(&self) -> bool {
+        self.families
+            .iter()
+            .filter_map(OnceLock::get)
+            .any(|held| (held.shares)(held.at))
     }
 
     /// Every family whose state exists forgets what belonged to `gone`.

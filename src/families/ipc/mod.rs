@@ -9,7 +9,7 @@
 mod tests;
 
 use crate::engine::facts::{HipSession, MemoryKind};
-use crate::engine::state::{FamilyState, Lifetime};
+use crate::engine::state::{FamilyState, Left, Lifetime};
 use crate::engine::{hex, Check, Cx, LastClean, Remember};
 use parking_lot::Mutex;
 use sharecheck_core::ffi::{CUcontext, Outcome};
@@ -63,7 +63,7 @@ pub struct IpcState {
     /// The quick digest ([`crate::fingerprint::quick`]) of the handle last put in `exported`.
     last_exported: [AtomicU64; 2],
     exported_events: Mutex<HashSet<u64>>,
-    opened: Mutex<HashMap<u64, u32>>,
+    opened: Mutex<HashMap<u64, Opened>>,
     /// The pointer each opened handle (by fingerprint) was mapped at, and the context current
     /// then (0: unknown).
     mapped: Mutex<HashMap<u64, (u64, u64)>>,
@@ -71,10 +71,81 @@ pub struct IpcState {
     events: Mutex<HashMap<u64, u32>>,
 }
 
+/// How often an opened pointer is open, and through which API.
+#[derive(Clone, Copy, Debug)]
+struct Opened {
+    count: u32,
+    hip: bool,
+}
+
 impl FamilyState for IpcState {
     const SLOT: usize = 1;
     fn forget(&self, _: Lifetime) {}
     const FORGETS_FREED_MEMORY: bool = false;
+    /// Memory opened from another process's handle and never closed
+    /// (`cuIpcOpenMemHandle.never-closed`, `hipIpcOpenMemHandle.never-closed`).
+    fn left_at_exit(&self) -> Vec<Left> {
+        use sharecheck_core::rules::ipc::report::{HIP_NEVER_CLOSED_RULE, NEVER_CLOSED_RULE};
+        let Some(opened) = self
+            .opened
+            .try_lock_for(std::time::Duration::from_millis(200))
+        else {
+            return Vec::new();
+        };
+        let mut open: Vec<(u64, Opened)> = opened
+            .iter()
+            .filter(|(_, o)| o.count > 0)
+            .map(|(&p, &o)| (p, o))
+            .collect();
+        open.sort_unstable_by_key(|&(p, _)| p);
+        open.into_iter()
+            .map(|(ptr, o)| {
+                let (rule, open, close) = if o.hip {
+                    (
+                        &HIP_NEVER_CLOSED_RULE,
+                        "hipIpcOpenMemHandle",
+                        "hipIpcCloseMemHandle",
+                    )
+                } else {
+                    (
+                        &NEVER_CLOSED_RULE,
+                        "cuIpcOpenMemHandle",
+                        "cuIpcCloseMemHandle",
+                    )
+                };
+                let times = if o.count == 1 {
+                    "once".to_string()
+                } else {
+                    format!("{} times", o.count)
+                };
+                Left {
+                    rule,
+                    call: format!("{open}(...) -> {}", hex(ptr)),
+                    message: format!(
+                        "{} was opened {times} from another process's handle and not closed \
+                         ({close}) before the process exited",
+                        hex(ptr)
+                    ),
+                }
+            })
+            .collect()
+    }
+    /// A handle exported, or memory opened from one (at exit: a lock another thread holds for
+    /// long counts as nothing to say).
+    fn shares_across_processes(&self) -> bool {
+        let wait = std::time::Duration::from_millis(200);
+        self.exported
+            .try_lock_for(wait)
+            .is_some_and(|e| !e.is_empty())
+            || self
+                .exported_events
+                .try_lock_for(wait)
+                .is_some_and(|e| !e.is_empty())
+            || self
+                .opened
+                .try_lock_for(wait)
+                .is_some_and(|o| !o.is_empty())
+    }
 }
 
 impl IpcState {
@@ -112,8 +183,12 @@ impl IpcState {
 
     /// An open returned `ptr` (v2 and HIP count every open of the same handle; a legacy open of
     /// an open handle fails, so each success counts one).
-    fn opened(&self, ptr: u64) {
-        *self.opened.lock().entry(ptr).or_insert(0) += 1;
+    fn opened(&self, ptr: u64, hip: bool) {
+        self.opened
+            .lock()
+            .entry(ptr)
+            .or_insert(Opened { count: 0, hip })
+            .count += 1;
     }
 
     /// An open of `handle` in context `ctx` (0: unknown) returned `ptr`.
@@ -121,7 +196,7 @@ impl IpcState {
         self.mapped
             .lock()
             .insert(crate::fingerprint::fingerprint(handle), (ptr, ctx));
-        self.opened(ptr);
+        self.opened(ptr, false);
     }
 
     /// Where `handle` is open in this process, and how often: `None` if it is not.
@@ -140,8 +215,8 @@ impl IpcState {
 
     /// A close of `ptr` succeeded.
     fn closed(&self, ptr: u64) {
-        if let Some(count) = self.opened.lock().get_mut(&ptr) {
-            *count = count.saturating_sub(1);
+        if let Some(o) = self.opened.lock().get_mut(&ptr) {
+            o.count = o.count.saturating_sub(1);
         }
     }
 
@@ -155,8 +230,8 @@ impl IpcState {
             if in_ctx != ctx {
                 return true;
             }
-            if let Some(n) = opened.remove(&ptr).filter(|&n| n > 0) {
-                left.push((ptr, n));
+            if let Some(o) = opened.remove(&ptr).filter(|o| o.count > 0) {
+                left.push((ptr, o.count));
             }
             false
         });
@@ -180,7 +255,7 @@ impl IpcState {
 
     /// How often `ptr` is open: `None` if no open returned it.
     fn open_count(&self, ptr: u64) -> Option<u32> {
-        self.opened.lock().get(&ptr).copied()
+        self.opened.lock().get(&ptr).map(|o| o.count)
     }
 
     /// The open pointer whose mapping `ptr` lies in, given the mapping's base.
@@ -770,7 +845,9 @@ impl Check<args::hipIpcOpenMemHandle> for OpenHip {
     }
     fn after(&self, a: &args::hipIpcOpenMemHandle, _: (), ret: c_int, cx: &mut Cx) {
         if let Some(ptr) = a.devPtr.written(Outcome::Returned(ret)) {
-            cx.states.family::<IpcState>().opened(ptr.0 as usize as u64);
+            cx.states
+                .family::<IpcState>()
+                .opened(ptr.0 as usize as u64, true);
         }
     }
 }
