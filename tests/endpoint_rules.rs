@@ -310,6 +310,32 @@ fn what_a_process_leaves_or_binds_across_processes_is_found_in_the_report() {
     }
 }
 
+/// Untraced, the same leftovers are heard at the process's exit (decided from its own calls),
+/// and a correct program hears none.
+#[test]
+fn an_untraced_process_hears_the_endpoints_and_ids_it_left() {
+    let scratch = Scratch::new("endpoint_untraced_exit");
+    let exe = program(&scratch);
+    let stderr = |scenario: &str| {
+        let mut cmd = scratch.under_shim(&exe);
+        cmd.arg(scenario).env_remove(env::TRACE);
+        String::from_utf8_lossy(&run_ok(&mut cmd).stderr).into_owned()
+    };
+    let left = stderr("leak-endpoint");
+    for rule in [
+        "cuLogicalEndpointCreate.never-destroyed",
+        "cuLogicalEndpointIdReserve.never-released",
+    ] {
+        assert!(
+            left.contains(&format!("warning[{rule}]")),
+            "{rule}:\n{left}"
+        );
+    }
+    let clean = stderr("unicast");
+    assert!(!clean.contains("never-destroyed"), "{clean}");
+    assert!(!clean.contains("IdReserve.never-released"), "{clean}");
+}
+
 #[test]
 fn every_endpoint_rule_has_a_case() {
     let covered = CASES

@@ -19,7 +19,7 @@
 mod tests;
 
 use crate::engine::facts::MemoryKind;
-use crate::engine::state::{FamilyState, Lifetime};
+use crate::engine::state::{FamilyState, Left, Lifetime};
 use crate::engine::{Check, Cx};
 use crate::families::vmm::{Location, VmmState};
 use crate::guard::peek;
@@ -77,6 +77,47 @@ impl FamilyState for EndpointState {
     const SLOT: usize = 3;
     fn forget(&self, _: Lifetime) {}
     const FORGETS_FREED_MEMORY: bool = false;
+    /// Endpoints never destroyed and ids never released (the rules of
+    /// `sharecheck_core::rules::endpoint::report`).
+    fn left_at_exit(&self) -> Vec<Left> {
+        use sharecheck_core::rules::endpoint::report::{NEVER_DESTROYED_RULE, NEVER_RELEASED_RULE};
+        let Some(ids) = self.ids.try_lock_for(std::time::Duration::from_millis(200)) else {
+            return Vec::new();
+        };
+        let mut left: Vec<Left> = ids
+            .endpoints
+            .iter()
+            .map(|(&id, e)| {
+                let (call, how) = match e.created {
+                    Some(_) => ("cuLogicalEndpointCreate", "created"),
+                    None => ("cuLogicalEndpointImport", "imported"),
+                };
+                Left {
+                    rule: &NEVER_DESTROYED_RULE,
+                    call: format!("{call}(leId={id})"),
+                    message: format!(
+                        "leId {id}, {how} by this process, was never destroyed \
+                         (cuLogicalEndpointDestroy) before the process exited"
+                    ),
+                }
+            })
+            .collect();
+        left.extend(ids.reserved.iter().map(|(&start, &end)| Left {
+            rule: &NEVER_RELEASED_RULE,
+            call: format!("cuLogicalEndpointIdReserve(...) -> [{start}, {end})"),
+            message: format!(
+                "ids [{start}, {end}) reserved by this process were never released \
+                 (cuLogicalEndpointIdRelease) before the process exited"
+            ),
+        }));
+        left
+    }
+    /// An endpoint exported or imported.
+    fn shares_across_processes(&self) -> bool {
+        self.ids
+            .try_lock_for(std::time::Duration::from_millis(200))
+            .is_some_and(|ids| ids.endpoints.values().any(|e| e.created.is_none()))
+    }
 }
 
 #[derive(Default)]
