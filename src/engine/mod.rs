@@ -582,7 +582,7 @@ pub fn report_left_at_exit() {
         }
         let Some(mut reporting) = states
             .reporting
-            .try_lock_for(std::time::Duration::from_millis(200))
+            .try_lock_for(crate::engine::state::AT_EXIT_WAIT)
         else {
             return;
         };

@@ -52,6 +52,11 @@ pub trait FamilyState: Default + Send + Sync + 'static {
     }
 }
 
+/// How long the exit's look at a family's state waits for a lock another thread holds: a check
+/// in flight lets go within microseconds; beyond this, nothing is said (a signal handler's exit
+/// that interrupted this thread's own check must not wait for it at all).
+pub const AT_EXIT_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// Something a process left at its exit, for a rule of the report phase decided live.
 #[derive(Debug)]
 pub struct Left {

@@ -81,7 +81,7 @@ impl FamilyState for EndpointState {
     /// `sharecheck_core::rules::endpoint::report`).
     fn left_at_exit(&self) -> Vec<Left> {
         use sharecheck_core::rules::endpoint::report::{NEVER_DESTROYED_RULE, NEVER_RELEASED_RULE};
-        let Some(ids) = self.ids.try_lock_for(std::time::Duration::from_millis(200)) else {
+        let Some(ids) = self.ids.try_lock_for(crate::engine::state::AT_EXIT_WAIT) else {
             return Vec::new();
         };
         let mut left: Vec<Left> = ids
@@ -115,7 +115,7 @@ impl FamilyState for EndpointState {
     /// An endpoint exported or imported.
     fn shares_across_processes(&self) -> bool {
         self.ids
-            .try_lock_for(std::time::Duration::from_millis(200))
+            .try_lock_for(crate::engine::state::AT_EXIT_WAIT)
             .is_some_and(|ids| ids.endpoints.values().any(|e| e.created.is_none()))
     }
 }

@@ -86,10 +86,7 @@ impl FamilyState for IpcState {
     /// (`cuIpcOpenMemHandle.never-closed`, `hipIpcOpenMemHandle.never-closed`).
     fn left_at_exit(&self) -> Vec<Left> {
         use sharecheck_core::rules::ipc::report::{HIP_NEVER_CLOSED_RULE, NEVER_CLOSED_RULE};
-        let Some(opened) = self
-            .opened
-            .try_lock_for(std::time::Duration::from_millis(200))
-        else {
+        let Some(opened) = self.opened.try_lock_for(crate::engine::state::AT_EXIT_WAIT) else {
             return Vec::new();
         };
         let mut open: Vec<(u64, Opened)> = opened
@@ -133,7 +130,7 @@ impl FamilyState for IpcState {
     /// A handle exported, or memory opened from one (at exit: a lock another thread holds for
     /// long counts as nothing to say).
     fn shares_across_processes(&self) -> bool {
-        let wait = std::time::Duration::from_millis(200);
+        let wait = crate::engine::state::AT_EXIT_WAIT;
         self.exported
             .try_lock_for(wait)
             .is_some_and(|e| !e.is_empty())

@@ -90,7 +90,7 @@ impl FamilyState for PoolState {
     /// A pool exported, or a pool imported.
     fn shares_across_processes(&self) -> bool {
         self.inner
-            .try_lock_for(std::time::Duration::from_millis(200))
+            .try_lock_for(crate::engine::state::AT_EXIT_WAIT)
             .is_some_and(|p| !p.imported.is_empty() || p.created.values().any(|c| c.exported))
     }
     fn forget(&self, gone: Lifetime) {

@@ -177,12 +177,7 @@ impl FamilyState for VmmState {
     /// `sharecheck report` decides from a trace (`sharecheck_core::rules::vmm::report`).
     fn left_at_exit(&self) -> Vec<Left> {
         use sharecheck_core::rules::vmm::report::*;
-        // At exit other threads may still be in a check: a short wait, then nothing said (a
-        // signal handler's exit that interrupted this thread's own check must not wait at all).
-        let Some(vmm) = self
-            .inner
-            .try_lock_for(std::time::Duration::from_millis(200))
-        else {
+        let Some(vmm) = self.inner.try_lock_for(crate::engine::state::AT_EXIT_WAIT) else {
             return Vec::new();
         };
         let mut left = Vec::new();
