@@ -348,7 +348,11 @@ fn report_command() -> clap::Command {
                 .value_name("ID")
                 .action(ArgAction::Append)
                 .value_delimiter(',')
-                .help("Only the findings of these rules (comma-separated, repeatable).")
+                .help(
+                    "Only the findings of these rules (comma-separated, repeatable). An ID that \
+                     neither the rule catalogue nor the traces know is a usage error naming the \
+                     IDs that contain it.",
+                )
                 .help_heading("Filters"),
         )
         .arg(

@@ -111,6 +111,9 @@ pub struct Findings {
     /// `call.failed` on calls a report-phase rule may explain: decided at [`Findings::finish`].
     pending: Vec<Occurrence>,
     arrivals: u64,
+    /// Every rule ID the traces hold a finding of, before the filters (kept only while a
+    /// `--rule` filter names rules: an ID neither the catalogue nor the traces know is a typo).
+    pub seen_rules: BTreeSet<String>,
 }
 
 impl Default for Findings {
@@ -133,6 +136,7 @@ impl Findings {
             spool_error: None,
             pending: Vec::new(),
             arrivals: 0,
+            seen_rules: BTreeSet::new(),
         }
     }
 
@@ -169,6 +173,9 @@ impl Findings {
     }
 
     fn accept(&mut self, o: Occurrence) {
+        if !self.gather.filter.rules.is_empty() && !self.seen_rules.contains(o.rule()) {
+            self.seen_rules.insert(o.rule().to_string());
+        }
         if !o.matches(&self.gather.filter) {
             return;
         }

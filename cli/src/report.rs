@@ -167,6 +167,23 @@ pub fn run(args: ReportArgs) -> i32 {
         );
         return EXIT_USAGE;
     }
+    // A `--rule` ID that neither this catalogue nor the traces know is a typo, not a filter that
+    // found nothing: a usage error with the IDs that contain it (as `explain` says).
+    let unknown: Vec<&String> = args
+        .filter
+        .rules
+        .iter()
+        .filter(|id| {
+            sharecheck_core::rules::by_id(id).is_none()
+                && !summary.findings.seen_rules.contains(*id)
+        })
+        .collect();
+    if !unknown.is_empty() {
+        for id in unknown {
+            eprintln!("sharecheck: --rule: {}", crate::rules::unknown_rule(id));
+        }
+        return EXIT_USAGE;
+    }
     if let Some(e) = &summary.findings.spool_error {
         eprintln!("sharecheck: {e}; the findings cannot be listed");
         return EXIT_USAGE;

@@ -52,7 +52,7 @@ pub fn run(args: RulesArgs) -> i32 {
 }
 
 /// The message for an ID no rule has: the IDs that contain it, or how to list them all.
-fn unknown_rule(id: &str) -> String {
+pub fn unknown_rule(id: &str) -> String {
     let close = ids_containing(id);
     match close.len() {
         0 => format!("no rule `{id}` (`sharecheck rules` lists every rule)"),

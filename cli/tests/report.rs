@@ -410,6 +410,30 @@ fn filters_and_the_limit_select_what_is_shown() {
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
+    // A rule ID neither the catalogue nor the traces know is a typo: a usage error naming the
+    // IDs that contain it, not "FINDINGS: none" and exit 0 (an ID only the traces know, as the
+    // ones above, filters as asked).
+    let typo = sharecheck(&dir)
+        .args([
+            "report",
+            "--rule",
+            "cuMemcpyPeer.range-outside",
+            "--fail-on",
+            "error",
+            "t",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&typo.stderr);
+    assert_eq!(typo.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no rule `cuMemcpyPeer.range-outside`; rules containing it: cuMemcpyPeer.range-outside-allocation"),
+        "{stderr}"
+    );
+    assert!(typo.stdout.is_empty(), "no report for a typo");
+    // A catalogue ID no trace holds is a filter that found nothing.
+    let (code, text) = run(&["--rule", "cuMemcpyPeer.range-outside-allocation"]);
+    assert_eq!(code, Some(0), "{text}");
 }
 
 /// Suppressions leave findings out (counted), matched by rule, function and stack frame globs;
