@@ -702,14 +702,19 @@ fn print_summary(
     }
     crate::report::print_diagnostics(diagnostics);
     eprintln!(
-        "sharecheck: {} calls traced in {} processes, {} errors, {} warnings, {} infos; traces: {}",
-        summary.calls,
-        summary.process_count(),
-        summary.count(Severity::Error),
-        summary.count(Severity::Warning),
-        summary.count(Severity::Info),
+        "sharecheck: {} traced in {}, {}, {}, {}; traces: {}",
+        counted(summary.calls as usize, "call", "calls"),
+        counted(summary.process_count(), "process", "processes"),
+        counted(summary.count(Severity::Error), "error", "errors"),
+        counted(summary.count(Severity::Warning), "warning", "warnings"),
+        counted(summary.count(Severity::Info), "info", "infos"),
         watch.describe_written(files)
     );
+}
+
+/// `1 process`, `2 processes`.
+fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -535,7 +535,7 @@ fn summary_counts_the_traces_of_this_run_only() {
     // The summary names the file written.
     let err = stderr(&out);
     let head = format!(
-        "sharecheck: 2 calls traced in 1 processes, 1 errors, 1 warnings, 0 infos; traces: {}/custom/run-",
+        "sharecheck: 2 calls traced in 1 process, 1 error, 1 warning, 0 infos; traces: {}/custom/run-",
         dir.path.display()
     );
     assert!(
@@ -594,7 +594,7 @@ fn error_exitcode_applies_when_this_runs_traces_hold_an_error() {
     let out = run(&["--error-exitcode", "9"], &errors, None);
     assert_eq!(out.status.code(), Some(9), "{out:?}");
     assert!(
-        stderr(&out).contains(" 1 errors, 0 warnings, 0 infos;"),
+        stderr(&out).contains(" 1 error, 0 warnings, 0 infos;"),
         "{out:?}"
     );
     // --quiet: the same status, nothing printed.
@@ -691,7 +691,7 @@ fn error_exitcode_counts_only_traces_this_run_wrote() {
             .rsplit_once("; traces: ")
             .map(|(h, _)| h.to_string())
             .unwrap_or_default(),
-        "sharecheck: 1 calls traced in 1 processes, 1 errors, 0 warnings, 0 infos"
+        "sharecheck: 1 call traced in 1 process, 1 error, 0 warnings, 0 infos"
     );
     let out = run_sh(
         &dir,
@@ -703,7 +703,7 @@ fn error_exitcode_counts_only_traces_this_run_wrote() {
     .unwrap();
     assert_eq!(out.status.code(), Some(9), "{out:?}");
     assert!(
-        stderr(&out).contains(" 1 errors, 0 warnings, 0 infos;"),
+        stderr(&out).contains(" 1 error, 0 warnings, 0 infos;"),
         "{out:?}"
     );
 }
