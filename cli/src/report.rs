@@ -35,7 +35,18 @@ fn traces_or_default(mut traces: Vec<PathBuf>, command: &str, all: bool) -> Opti
         }
         let runs = crate::runs::run_dirs(&default);
         match runs.last() {
-            Some(newest) if !all => traces.push(newest.clone()),
+            Some(newest) if !all => {
+                // Which run is read, when none was named.
+                eprintln!(
+                    "sharecheck: reading {} (the newest of {} run{} in ./{}; name another, or \
+                     --all for every one)",
+                    newest.display(),
+                    runs.len(),
+                    if runs.len() == 1 { "" } else { "s" },
+                    sharecheck_core::schema::DEFAULT_TRACE_DIR
+                );
+                traces.push(newest.clone());
+            }
             Some(_) => {
                 // Every run that wrote a trace (and loose traces of older versions).
                 let has_traces =

@@ -61,7 +61,14 @@ pub fn run(args: RunArgs) -> i32 {
     });
     let status = match execute(&args, &plan.env) {
         Ok(status) => status,
-        Err(status) => return status,
+        Err(status) => {
+            // PROG never started: its run directory holds only the manifest, and kept, it would
+            // become the newest run, which `report` reads by default, and count against --keep.
+            if let Some((_, dir)) = &plan.run_dir {
+                runs::remove_if_only_manifest(dir);
+            }
+            return status;
+        }
     };
     if let (Some(m), Some((base, dir))) = (&manifest, &plan.run_dir) {
         if let Err(e) = m.write(dir, Some((SystemTime::now(), status))) {

@@ -134,6 +134,18 @@ pub fn run_dirs(base: &Path) -> Vec<PathBuf> {
     dirs
 }
 
+/// Removes a run directory that holds nothing but its manifest (its program never started).
+pub fn remove_if_only_manifest(dir: &Path) {
+    let only_manifest = std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .all(|e| e.file_name() == MANIFEST)
+    });
+    if only_manifest {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
 /// Removes the oldest run directories beyond the newest `keep` (0: none removed); returns how
 /// many went.
 pub fn prune(base: &Path, keep: usize) -> Result<usize, String> {

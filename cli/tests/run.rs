@@ -478,6 +478,34 @@ fn program_not_found_or_not_executable() {
         .unwrap();
     assert_eq!(out.status.code(), Some(127));
     assert!(stderr(&out).contains("cannot run sharecheck-no-such-program: not found in PATH"));
+    // A program that never started leaves no run directory: `report` still reads the newest
+    // run that ran, and says which.
+    let base = dir.join(schema::DEFAULT_TRACE_DIR);
+    let runs = || {
+        std::fs::read_dir(&base)
+            .map(|d| d.filter_map(Result::ok).count())
+            .unwrap_or(0)
+    };
+    assert_eq!(
+        runs(),
+        0,
+        "a run directory was left for a program that never started"
+    );
+    let out = run_sh(&dir, &shim, &[], &write_trace()).output().unwrap();
+    assert_eq!(runs(), 1, "{out:?}");
+    let out = sharecheck(&dir)
+        .env(env::SHIM, &shim)
+        .args(["run", "--", "./sharecheck-no-such-program"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    assert_eq!(runs(), 1);
+    let out = sharecheck(&dir).args(["report"]).output().unwrap();
+    assert!(
+        stderr(&out).contains("sharecheck: reading ")
+            && stderr(&out).contains("(the newest of 1 run in ./"),
+        "{out:?}"
+    );
     dir.write("script.txt", "echo hi\n");
     let out = sharecheck(&dir)
         .env(env::SHIM, &shim)
