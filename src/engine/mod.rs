@@ -561,11 +561,11 @@ pub fn report(
 pub fn report_left_at_exit() {
     let options = options();
     let states = states();
-    if states.shares_across_processes() {
+    if states.imports_from_other_processes() {
         crate::log::warn_once(
             "cross-process-off",
             format_args!(
-                "this process shared memory with other processes and wrote no trace: the checks \
+                "this process imported memory from another process and wrote no trace: the checks \
                  across processes (an exporter freeing what another process still holds, ...) \
                  need every process's trace; run it under `sharecheck run` or set {}",
                 sharecheck_core::schema::env::TRACE

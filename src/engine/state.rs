@@ -45,9 +45,10 @@ pub trait FamilyState: Default + Send + Sync + 'static {
     fn left_at_exit(&self) -> Vec<Left> {
         Vec::new()
     }
-    /// Whether the process exported or imported anything another process may hold: then rules
-    /// that need every process's trace apply to it.
-    fn shares_across_processes(&self) -> bool {
+    /// Whether the process imported something another process exported (memory, a pool, an
+    /// endpoint): its use of it is judged by rules that need both processes' traces. (An
+    /// exporter alone cannot know whether anyone imported; the importer says it for the pair.)
+    fn imports_from_other_processes(&self) -> bool {
         false
     }
 }
@@ -102,7 +103,7 @@ impl Held {
             },
             shares: |at| {
                 // SAFETY: as above.
-                unsafe { &*at.cast::<F>() }.shares_across_processes()
+                unsafe { &*at.cast::<F>() }.imports_from_other_processes()
             },
         }
     }
@@ -157,8 +158,8 @@ impl States {
             .collect()
     }
 
-    /// Whether any family says the process exported or imported something.
-    pub fn shares_across_processes(&self) -> bool {
+    /// Whether any family says the process imported something from another process.
+    pub fn imports_from_other_processes(&self) -> bool {
         self.families
             .iter()
             .filter_map(OnceLock::get)

@@ -112,6 +112,14 @@ pub fn mentions_fingerprint(args: Option<&str>) -> bool {
     args.is_some_and(|a| a.contains("\"fp:"))
 }
 
+/// A number as a record writes it: `"0x..."` (addresses, handles) or plain.
+pub fn number(v: &Value) -> Option<u64> {
+    match v {
+        Value::String(s) => u64::from_str_radix(s.strip_prefix("0x")?, 16).ok(),
+        other => other.as_u64(),
+    }
+}
+
 /// `fp:` and 16 hex digits: the only form in which a handle is ever written.
 pub fn is_fingerprint(text: &str) -> bool {
     text.strip_prefix("fp:")

@@ -4,9 +4,8 @@
 //! `*shareData` of `cuMemPoolImportPointer`); what each process freed, by the pointer within that
 //! process.
 
-use crate::crossproc::{Call, ReportFinding, Timeline};
+use crate::crossproc::{number, Call, ReportFinding, Timeline};
 use crate::rules::pool::report::*;
-use serde_json::Value;
 
 /// The calls this check reads (besides those with fingerprints): the frees.
 const READS: &[&str] = &[
@@ -14,14 +13,6 @@ const READS: &[&str] = &[
     "cuMemPoolExportPointer",
     "cuMemPoolImportPointer",
 ];
-
-/// A number as a record writes it: `"0x..."` or plain.
-fn number(v: &Value) -> Option<u64> {
-    match v {
-        Value::String(s) => u64::from_str_radix(s.strip_prefix("0x")?, 16).ok(),
-        other => other.as_u64(),
-    }
-}
 
 /// The first successful free of `ptr` in `after`'s process after it (`cuMemFree`,
 /// `cuMemFreeAsync`, their spellings).
@@ -96,7 +87,7 @@ fn freed_while_imported(t: &Timeline) -> Vec<ReportFinding> {
 mod tests {
     use super::*;
     use crate::crossproc::test_records::{exit, found, record};
-    use serde_json::{json, Map};
+    use serde_json::{json, Map, Value};
 
     const FP: &str = "fp:00112233aabbccdd";
 

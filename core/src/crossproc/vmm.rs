@@ -2,7 +2,7 @@
 //! `crate::rules::vmm::report`). Handles are matched by their value within one process (a
 //! generic allocation handle means nothing in another), addresses by range.
 
-use crate::crossproc::{exited_calls, Call, ReportFinding, Timeline};
+use crate::crossproc::{exited_calls, number, Call, ReportFinding, Timeline};
 use crate::rules::vmm::report::*;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -18,14 +18,6 @@ const READS: &[&str] = &[
     "cuMemMap",
     "cuMemUnmap",
 ];
-
-/// A number as a record writes it: `"0x..."` or plain.
-fn number(v: &Value) -> Option<u64> {
-    match v {
-        Value::String(s) => u64::from_str_radix(s.strip_prefix("0x")?, 16).ok(),
-        other => other.as_u64(),
-    }
-}
 
 timeline_check!(
     /// References to allocation handles never released before `exit`.

@@ -112,8 +112,8 @@ impl FamilyState for EndpointState {
         }));
         left
     }
-    /// An endpoint exported or imported.
-    fn shares_across_processes(&self) -> bool {
+    /// An endpoint imported.
+    fn imports_from_other_processes(&self) -> bool {
         self.ids
             .try_lock_for(crate::engine::state::AT_EXIT_WAIT)
             .is_some_and(|ids| ids.endpoints.values().any(|e| e.created.is_none()))

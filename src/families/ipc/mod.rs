@@ -127,21 +127,12 @@ impl FamilyState for IpcState {
             })
             .collect()
     }
-    /// A handle exported, or memory opened from one (at exit: a lock another thread holds for
+    /// Memory opened from another process's handle (at exit: a lock another thread holds for
     /// long counts as nothing to say).
-    fn shares_across_processes(&self) -> bool {
-        let wait = crate::engine::state::AT_EXIT_WAIT;
-        self.exported
-            .try_lock_for(wait)
-            .is_some_and(|e| !e.is_empty())
-            || self
-                .exported_events
-                .try_lock_for(wait)
-                .is_some_and(|e| !e.is_empty())
-            || self
-                .opened
-                .try_lock_for(wait)
-                .is_some_and(|o| !o.is_empty())
+    fn imports_from_other_processes(&self) -> bool {
+        self.opened
+            .try_lock_for(crate::engine::state::AT_EXIT_WAIT)
+            .is_some_and(|o| !o.is_empty())
     }
 }
 

@@ -87,11 +87,11 @@ impl FamilyState for PoolState {
     const SLOT: usize = 5;
     /// A free of pool memory is this family's own check.
     const FORGETS_FREED_MEMORY: bool = false;
-    /// A pool exported, or a pool imported.
-    fn shares_across_processes(&self) -> bool {
+    /// A pool imported.
+    fn imports_from_other_processes(&self) -> bool {
         self.inner
             .try_lock_for(crate::engine::state::AT_EXIT_WAIT)
-            .is_some_and(|p| !p.imported.is_empty() || p.created.values().any(|c| c.exported))
+            .is_some_and(|p| !p.imported.is_empty())
     }
     fn forget(&self, gone: Lifetime) {
         // Pools belong to no context ("not associated with any CUDA context"); what a device's
