@@ -518,6 +518,10 @@ impl Facts for DriverFacts {
         self.forget_cached(gone);
     }
 
+    fn memory_freed(&self) {
+        self.pointers.invalidate();
+    }
+
     fn memory_kind(&self, ptr: u64, fresh: bool) -> Option<MemoryKind> {
         let epoch = self.pointers.epoch.load(Acquire);
         if !fresh {

@@ -114,6 +114,12 @@ pub trait Facts {
     /// Something ended: drop what a cache holds about it.
     fn forget(&self, _gone: super::state::Lifetime) {}
 
+    /// Memory was freed, released or unmapped: [`Facts::forget`] of
+    /// [`super::state::Lifetime::MemoryFreed`], on a free's short path.
+    fn memory_freed(&self) {
+        self.forget(super::state::Lifetime::MemoryFreed);
+    }
+
     /// Whether the program destroyed this context (`cuCtxDestroy`) and no call since showed it
     /// alive. Such a context is never asked about: on two H200s with R580, asking
     /// `cuCtxGetDevice_v2` for a destroyed context's device answered from freed memory once and

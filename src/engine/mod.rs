@@ -221,10 +221,23 @@ impl<'a> Cx<'a> {
     fn drop_held(self) {}
 
     /// Something ended: every family forgets what belonged to it, and so do the fact caches.
+    #[inline(always)]
     pub fn forget(&mut self, gone: state::Lifetime) {
+        if gone == state::Lifetime::MemoryFreed {
+            // Frees are frequent and on the program's path: the families that keep nothing
+            // about memory are not reached, and the pointer facts are dropped in one step.
+            self.states.forget_freed_memory();
+            self.facts.memory_freed();
+        } else {
+            self.forget_ended(gone);
+        }
+        moved_on();
+    }
+
+    #[inline(never)]
+    fn forget_ended(&mut self, gone: state::Lifetime) {
         self.states.forget(gone);
         self.facts.forget(gone);
-        moved_on();
     }
 
     /// Whether anything was found so far (the clean path skips settling).

@@ -119,9 +119,16 @@ pub struct Reporting {
     pub once: HashSet<String>,
 }
 
+/// Each slot's family state, once made: the one line a check reads to reach its family (the
+/// `Held` beside it spans two lines per slot; on R580 every line a call touches costs, issue 24).
+#[derive(Default)]
+#[repr(align(64))]
+struct Slots([AtomicPtr<()>; FAMILY_SLOTS]);
+
 /// All tracked state of one process.
 #[derive(Default)]
 pub struct States {
+    slots: Slots,
     families: [OnceLock<Held>; FAMILY_SLOTS],
     /// The slots (bits) whose family forgets something when memory is freed.
     forget_freed: std::sync::atomic::AtomicU32,
@@ -130,8 +137,26 @@ pub struct States {
 
 impl States {
     /// Family `F`'s state (made empty on first use).
-    #[inline]
+    #[inline(always)]
     pub fn family<F: FamilyState>(&self) -> &F {
+        let at = self.slots.0[F::SLOT].load(Ordering::Acquire);
+        if at.is_null() {
+            return self.first_family::<F>();
+        }
+        // Only `first_family` stores a slot's pointer, after checking the slot's type; no two
+        // families share a slot (`families::SLOTS_DISTINCT`).
+        debug_assert!(self.families[F::SLOT]
+            .get()
+            .is_some_and(|held| held.type_id == TypeId::of::<F>()));
+        // SAFETY: `at` points at the `F` that `families[F::SLOT]` owns (see above), which lives
+        // as long as `self`.
+        unsafe { &*at.cast::<F>() }
+    }
+
+    /// [`States::family`] the first time: the state made, its type checked, its slot filled.
+    #[cold]
+    #[inline(never)]
+    fn first_family<F: FamilyState>(&self) -> &F {
         let held = self.families[F::SLOT].get_or_init(|| {
             if F::FORGETS_FREED_MEMORY {
                 self.forget_freed.fetch_or(1 << F::SLOT, Ordering::AcqRel);
@@ -144,6 +169,7 @@ impl States {
             F::SLOT
         );
         let _ = &held.state;
+        self.slots.0[F::SLOT].store(held.at.cast_mut(), Ordering::Release);
         // SAFETY: `at` points at the `F` that `held.state` owns (its type checked above), which
         // lives as long as `self`.
         unsafe { &*held.at.cast::<F>() }
@@ -166,8 +192,17 @@ impl States {
             .any(|held| (held.shares)(held.at))
     }
 
+    /// [`States::forget`] of [`Lifetime::MemoryFreed`]: one load when no family forgets freed
+    /// memory (none does today).
+    #[inline(always)]
+    pub fn forget_freed_memory(&self) {
+        if self.forget_freed.load(Ordering::Acquire) != 0 {
+            self.forget(Lifetime::MemoryFreed);
+        }
+    }
+
     /// Every family whose state exists forgets what belonged to `gone`.
-    #[inline]
+    #[inline(never)]
     pub fn forget(&self, gone: Lifetime) {
         let mut slots = if gone == Lifetime::MemoryFreed {
             self.forget_freed.load(Ordering::Acquire)

@@ -7,6 +7,7 @@ use sharecheck_core::functions::args;
 use std::ffi::c_int;
 
 /// Tells every family that `gone` ended, once the driver succeeded.
+#[inline(always)]
 fn ended(cx: &mut Cx, ret: c_int, gone: Option<Lifetime>) {
     if let (0, Some(gone)) = (ret, gone) {
         cx.forget(gone);
@@ -34,6 +35,7 @@ impl<A> Check<A> for MemoryFreed {
     type Plan = ();
     const BEFORE: bool = false;
     fn before(&self, _: &A, _: &mut Cx) {}
+    #[inline(always)]
     fn after(&self, _: &A, _: (), ret: c_int, cx: &mut Cx) {
         ended(cx, ret, Some(Lifetime::MemoryFreed));
     }

@@ -14,8 +14,33 @@ pub mod peer;
 pub mod pool;
 pub mod vmm;
 
+use crate::engine::state::{FamilyState, FAMILY_SLOTS};
 use crate::engine::{has_before, Check, Checked, Cx};
 use sharecheck_core::ffi::Outcome;
+
+/// Every family's slot is its own and in range, checked at compile time: `States::family`
+/// trusts the slot's type on its fast path.
+pub const SLOTS_DISTINCT: () = {
+    let slots = [
+        <peer::PeerState as FamilyState>::SLOT,
+        <ipc::IpcState as FamilyState>::SLOT,
+        <attach::AttachState as FamilyState>::SLOT,
+        <endpoint::EndpointState as FamilyState>::SLOT,
+        <vmm::VmmState as FamilyState>::SLOT,
+        <pool::PoolState as FamilyState>::SLOT,
+    ];
+    let mut i = 0;
+    while i < slots.len() {
+        assert!(slots[i] < FAMILY_SLOTS, "a family's slot is out of range");
+        let mut j = i + 1;
+        while j < slots.len() {
+            assert!(slots[i] != slots[j], "two families share a slot");
+            j += 1;
+        }
+        i += 1;
+    }
+};
+const _: () = SLOTS_DISTINCT;
 
 /// The checks of a row, nested so that each `before` has its own plan and every `after` runs.
 macro_rules! compose {

@@ -166,10 +166,16 @@ impl AttachState {
         gone
     }
 
+    #[inline(always)]
     fn freed(&self, dptr: u64) {
-        if self.entries.load(Relaxed) == 0 {
-            return;
+        if self.entries.load(Relaxed) != 0 {
+            self.forget_freed(dptr);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn forget_freed(&self, dptr: u64) {
         let mut attached = self.attached.lock();
         let old = attached.remove(&dptr);
         self.entries.store(attached.len(), Relaxed);
@@ -671,6 +677,7 @@ impl Check<args::cuMemFree_v2> for MemoryFreed {
     type Plan = ();
     const BEFORE: bool = false;
     fn before(&self, _: &args::cuMemFree_v2, _: &mut Cx) {}
+    #[inline(always)]
     fn after(&self, a: &args::cuMemFree_v2, _: (), ret: c_int, cx: &mut Cx) {
         if ret == 0 {
             cx.states.family::<AttachState>().freed(a.dptr.0);

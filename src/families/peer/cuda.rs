@@ -445,6 +445,7 @@ impl Check<args::cuMemFree_v2> for Freed {
     type Plan = ();
     const BEFORE: bool = false;
     fn before(&self, _: &args::cuMemFree_v2, _: &mut Cx) {}
+    #[inline(always)]
     fn after(&self, a: &args::cuMemFree_v2, _: (), ret: c_int, cx: &mut Cx) {
         if ret == 0 {
             // The pointer cache still holds the range here (this step runs before the others

@@ -106,6 +106,13 @@ impl FamilyState for PoolState {
 }
 
 impl PoolState {
+    /// A pool allocation was freed.
+    #[cold]
+    #[inline(never)]
+    fn forget_allocation(&self, dptr: u64) {
+        self.with(|p| p.allocations.remove(&dptr));
+    }
+
     /// Runs `f` under the lock, then publishes how many allocations are tracked.
     fn with<T>(&self, f: impl FnOnce(&mut Pools) -> T) -> T {
         let mut pools = self.inner.lock();
@@ -215,10 +222,11 @@ macro_rules! freed {
             type Plan = ();
             const BEFORE: bool = false;
             fn before(&self, _: &args::$function, _: &mut Cx) {}
+            #[inline(always)]
             fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
                 let state = state(cx);
                 if ret == 0 && state.allocations.load(Relaxed) != 0 {
-                    state.with(|p| p.allocations.remove(&a.dptr.0));
+                    state.forget_allocation(a.dptr.0);
                 }
             }
             /// No pool allocation tracked: nothing to forget.

@@ -1,0 +1,164 @@
+//! Thread-local variables read with one `%fs`-relative load.
+//!
+//! A `thread_local!` in a shared object is reached through `__tls_get_addr` (the general-dynamic
+//! model): a call into the loader that reads its thread's vector of modules, several cache lines
+//! of the loader's on every access. On R580 every line a covered call touches costs (the driver's
+//! work evicts them; issue 24), and the call path reads the thread's guard and a check's memo.
+//! [`fast_thread_local!`] places a variable in the static TLS block instead (the initial-exec
+//! model, as jemalloc's and tcmalloc's are): the thread pointer plus an offset the loader wrote
+//! in the GOT. The shim is loaded at start (`LD_PRELOAD`, or linked), where static TLS is laid
+//! out for it; a later `dlopen` of it uses the loader's reserve for such objects (Rust's standard
+//! library already needs it: the object carries `DF_STATIC_TLS` either way).
+//!
+//! The variable starts as zero bytes in `.tbss`: a [`Slot`] whose flag says its value is not
+//! made yet. Its first use on a thread makes it from the initial value. The value must need no
+//! drop (nothing runs at thread exit), which every use here is: cells of plain data.
+//! Elsewhere than x86-64 Linux the macro falls back to a `thread_local!`.
+
+use std::cell::{Cell, UnsafeCell};
+use std::mem::MaybeUninit;
+
+/// A variable's storage: zero bytes mean "not made yet".
+#[repr(C)]
+pub struct Slot<T> {
+    made: Cell<bool>,
+    value: UnsafeCell<MaybeUninit<T>>,
+}
+
+impl<T> Slot<T> {
+    /// The storage before the first use (what `.tbss` holds).
+    pub const EMPTY: Slot<T> = Slot {
+        made: Cell::new(false),
+        value: UnsafeCell::new(MaybeUninit::uninit()),
+    };
+}
+
+/// A thread-local variable made by [`fast_thread_local!`].
+pub struct Local<T: 'static> {
+    slot: fn() -> *const Slot<T>,
+    init: fn() -> T,
+}
+
+impl<T: 'static> Local<T> {
+    /// Used by [`fast_thread_local!`] only.
+    pub const fn new(slot: fn() -> *const Slot<T>, init: fn() -> T) -> Self {
+        assert!(
+            !std::mem::needs_drop::<T>(),
+            "a fast thread-local's value is never dropped"
+        );
+        Local { slot, init }
+    }
+
+    /// Runs `f` on this thread's value (made on the thread's first use).
+    #[inline(always)]
+    pub fn with<R>(&'static self, f: impl FnOnce(&T) -> R) -> R {
+        // SAFETY: the slot is this thread's own, valid for the thread's life; the reference does
+        // not leave `f`.
+        let slot = unsafe { &*(self.slot)() };
+        if !slot.made.get() {
+            self.make(slot);
+        }
+        // SAFETY: `made` is set only once the value was written.
+        f(unsafe { (*slot.value.get()).assume_init_ref() })
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn make(&'static self, slot: &Slot<T>) {
+        // SAFETY: nothing refers to the value yet on this thread (`made` is false). A signal
+        // handler that interrupts this writes the same initial value and sets `made` itself;
+        // the value needs no drop, so writing it over is harmless.
+        unsafe { (*slot.value.get()).write((self.init)()) };
+        slot.made.set(true);
+    }
+}
+
+/// `fast_thread_local! { static NAME: Type = init; "symbol" }`: a thread-local read with one
+/// `%fs`-relative load ([the module](self)). The symbol names its storage in the object (hidden:
+/// it is never exported); it must be unique in the crate (the link fails otherwise).
+#[macro_export]
+macro_rules! fast_thread_local {
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $ty:ty = $init:expr; $sym:literal) => {
+        #[allow(non_snake_case)]
+        #[doc(hidden)]
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+            std::arch::global_asm!(
+                concat!(".pushsection .tbss.", $sym, ",\"awT\",@nobits"),
+                ".balign {align}",
+                concat!(".globl ", $sym),
+                concat!(".hidden ", $sym),
+                concat!(".type ", $sym, ", @object"),
+                concat!(".size ", $sym, ", {size}"),
+                concat!($sym, ":"),
+                ".zero {size}",
+                ".popsection",
+                size = const std::mem::size_of::<$crate::tls::Slot<$ty>>(),
+                align = const std::mem::align_of::<$crate::tls::Slot<$ty>>(),
+            );
+
+            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+            #[inline(always)]
+            pub fn slot() -> *const $crate::tls::Slot<$ty> {
+                let at: usize;
+                // SAFETY: reads the thread pointer and the GOT's offset of the slot in the static
+                // TLS block (written by the loader when it placed this object), nothing else.
+                unsafe {
+                    std::arch::asm!(
+                        "mov {at}, qword ptr fs:[0]",
+                        concat!("add {at}, qword ptr [rip + ", $sym, "@GOTTPOFF]"),
+                        at = out(reg) at,
+                        options(pure, readonly, nostack),
+                    );
+                }
+                at as *const $crate::tls::Slot<$ty>
+            }
+
+            #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+            thread_local! {
+                static SLOT: $crate::tls::Slot<$ty> = const { $crate::tls::Slot::EMPTY };
+            }
+
+            #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+            #[inline(always)]
+            pub fn slot() -> *const $crate::tls::Slot<$ty> {
+                SLOT.with(|s| s as *const $crate::tls::Slot<$ty>)
+            }
+
+            pub fn init() -> $ty {
+                $init
+            }
+        }
+        $(#[$attr])*
+        $vis static $name: $crate::tls::Local<$ty> = $crate::tls::Local::new($name::slot, $name::init);
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    crate::fast_thread_local! {
+        static COUNTER: Cell<u32> = Cell::new(7); "sharecheck_tls_test_counter"
+    }
+
+    /// Each thread starts from the initial value and keeps its own.
+    #[test]
+    fn each_thread_has_its_own_value_made_from_the_initial_one() {
+        COUNTER.with(|c| c.set(c.get() + 1));
+        COUNTER.with(|c| c.set(c.get() + 1));
+        assert_eq!(COUNTER.with(Cell::get), 9);
+        let other = std::thread::spawn(|| {
+            let first = COUNTER.with(Cell::get);
+            COUNTER.with(|c| c.set(100));
+            (first, COUNTER.with(Cell::get))
+        })
+        .join()
+        .unwrap();
+        assert_eq!(other, (7, 100));
+        assert_eq!(COUNTER.with(Cell::get), 9, "another thread's write is its own");
+    }
+}
