@@ -182,13 +182,11 @@ struct Memo {
     last: std::cell::Cell<Option<((u64, u64), u64)>>,
 }
 
-thread_local! {
-    static MEMO: Memo = const {
-        Memo {
-            busy: std::cell::Cell::new(false),
-            last: std::cell::Cell::new(None),
-        }
-    };
+crate::fast_thread_local! {
+    static MEMO: Memo = Memo {
+        busy: std::cell::Cell::new(false),
+        last: std::cell::Cell::new(None),
+    }; "sharecheck_tls_fingerprint_memo"
 }
 
 #[cfg(test)]

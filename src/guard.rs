@@ -35,8 +35,8 @@ pub struct ThreadState {
     /// The thread's record buffer (a leaked `Box<Vec<u8>>`; null until first used or while in
     /// use), freed by a pthread key destructor at thread exit.
     scratch: Cell<*mut Vec<u8>>,
-    /// The kernel thread id, with the fork generation it was read in plus one (0: not read; a
-    /// forked child's thread has another id than the parent's that forked).
+    /// The kernel thread id, with the fork generation it was read in (a forked child's thread
+    /// has another id than the parent's that forked).
     tid: Cell<(u32, i32)>,
     /// The records' `,"tid":T` member for that id, and its length (made when the id is read).
     tid_member: Cell<([u8; TID_MEMBER], u8)>,
@@ -53,7 +53,7 @@ impl ThreadState {
     #[inline(always)]
     fn tid(&self, generation: u32) -> i32 {
         let (cached_generation, tid) = self.tid.get();
-        if cached_generation == generation.wrapping_add(1) {
+        if cached_generation == generation {
             return tid;
         }
         self.learn_tid(generation)
@@ -65,7 +65,7 @@ impl ThreadState {
     fn learn_tid(&self, generation: u32) -> i32 {
         // SAFETY: gettid has no preconditions and cannot fail.
         let tid = unsafe { libc::gettid() };
-        self.tid.set((generation.wrapping_add(1), tid));
+        self.tid.set((generation, tid));
         let mut member = [0u8; TID_MEMBER];
         let text = format_tid_member(tid);
         member[..text.len()].copy_from_slice(text.as_bytes());
@@ -150,91 +150,24 @@ pub fn is_asking() -> bool {
 /// word.
 pub const SHARDS: usize = 8;
 
-/// This thread's [`ThreadState`]: all zero bytes at the thread's start (every field's initial
-/// value is zero), so no lazy initialisation and no destructor (it works during thread teardown
-/// and in signal handlers). A constant, not a static: it is a template the tests compare with.
-#[allow(clippy::declare_interior_mutable_const)]
-#[cfg_attr(
-    all(target_arch = "x86_64", target_os = "linux", not(test)),
-    allow(dead_code)
-)]
-const ZEROED_STATE: ThreadState = ThreadState {
-    inside: Cell::new(OUTSIDE),
-    kept: Cell::new(false),
-    scratch_busy: Cell::new(false),
-    interrupting: Cell::new(false),
-    asking: Cell::new(false),
-    calls: Cell::new(0),
-    shard: Cell::new(0),
-    scratch: Cell::new(std::ptr::null_mut()),
-    tid: Cell::new((0, 0)),
-    tid_member: Cell::new(([0; TID_MEMBER], 0)),
-    writer_slot: Cell::new(0),
-    clock: crate::clock::ThreadClock::new(),
-};
-
-/// The thread's state, reached as a `thread_local!` would be (`THREAD.with`).
-struct ThreadKey;
-
-static THREAD: ThreadKey = ThreadKey;
-
-impl ThreadKey {
-    #[inline(always)]
-    fn with<R>(&self, f: impl FnOnce(&ThreadState) -> R) -> R {
-        // SAFETY: the pointer is this thread's own state, valid for the thread's life; the
-        // reference does not leave `f`.
-        f(unsafe { &*thread_state() })
-    }
-}
-
-// On x86-64 Linux the state lives in the static TLS block, read with the initial-exec model:
-// one `%fs`-relative load, where a `thread_local!` in a shared object calls `__tls_get_addr`
-// (two calls per covered call, several cache lines of the loader's each: issue 24, where every
-// line a call touches costs on R580). The shim is loaded at start (LD_PRELOAD, or linked), where
-// static TLS is laid out for it; a `dlopen` of it later uses the loader's reserve for such
-// libraries, as jemalloc's and tcmalloc's initial-exec variables do.
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-std::arch::global_asm!(
-    ".pushsection .tbss.sharecheck_thread_state,\"awT\",@nobits",
-    ".balign {align}",
-    // Global for the object's other code units, hidden from every other object.
-    ".globl sharecheck_thread_state",
-    ".hidden sharecheck_thread_state",
-    ".type sharecheck_thread_state, @object",
-    ".size sharecheck_thread_state, {size}",
-    "sharecheck_thread_state:",
-    ".zero {size}",
-    ".popsection",
-    size = const std::mem::size_of::<ThreadState>(),
-    align = const std::mem::align_of::<ThreadState>(),
-);
-
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-#[inline(always)]
-fn thread_state() -> *const ThreadState {
-    let at: usize;
-    // SAFETY: reads the thread pointer and the GOT's offset of the state in the static TLS
-    // block (set by the loader when it placed this object), nothing else.
-    unsafe {
-        std::arch::asm!(
-            "mov {at}, qword ptr fs:[0]",
-            "add {at}, qword ptr [rip + sharecheck_thread_state@GOTTPOFF]",
-            at = out(reg) at,
-            options(pure, readonly, nostack),
-        );
-    }
-    at as *const ThreadState
-}
-
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-thread_local! {
-    static STATE: ThreadState = const { ZEROED_STATE };
-}
-
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-#[inline(always)]
-fn thread_state() -> *const ThreadState {
-    STATE.with(|t| t as *const ThreadState)
+crate::fast_thread_local! {
+    /// This thread's state: no lazy initialisation beyond a flag and no destructor, so it works
+    /// during thread teardown and in signal handlers; read with one `%fs`-relative load
+    /// ([`crate::tls`]).
+    static THREAD: ThreadState = ThreadState {
+        inside: Cell::new(OUTSIDE),
+        kept: Cell::new(false),
+        scratch_busy: Cell::new(false),
+        interrupting: Cell::new(false),
+        asking: Cell::new(false),
+        calls: Cell::new(0),
+        shard: Cell::new(0),
+        scratch: Cell::new(std::ptr::null_mut()),
+        tid: Cell::new((u32::MAX, 0)),
+        tid_member: Cell::new(([0; TID_MEMBER], 0)),
+        writer_slot: Cell::new(0),
+        clock: crate::clock::ThreadClock::new(),
+    }; "sharecheck_tls_thread"
 }
 
 /// Where a thread is: outside the shim, in its own work, in the driver (a call forwarded).
@@ -733,48 +666,6 @@ pub fn peek<T: Copy>(ptr: *const T) -> Option<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A new thread's state is all zero bytes (the static TLS block's `.tbss`), which must be
-    /// the state a thread starts in: outside the shim, nothing counted, no id read yet.
-    #[test]
-    fn a_new_threads_state_is_the_zeroed_state() {
-        type Fields = (
-            u8,
-            (bool, bool, bool, bool),
-            (u64, u8, bool),
-            ((u32, i32), u8, u64),
-        );
-        fn fields(t: &ThreadState) -> Fields {
-            (
-                t.inside.get(),
-                (
-                    t.kept.get(),
-                    t.scratch_busy.get(),
-                    t.interrupting.get(),
-                    t.asking.get(),
-                ),
-                (t.calls.get(), t.shard.get(), t.scratch.get().is_null()),
-                (t.tid.get(), t.tid_member.get().1, t.writer_slot.get()),
-            )
-        }
-        // SAFETY: every field of ThreadState is valid as zero bytes (Cells of integers, bools
-        // and a raw pointer), which is what this test holds the constant to.
-        let zeroed: ThreadState = unsafe { std::mem::MaybeUninit::zeroed().assume_init() };
-        let template = ZEROED_STATE;
-        assert_eq!(fields(&zeroed), fields(&template));
-        assert_eq!(fields(&template).0, OUTSIDE);
-        let (fresh, tid) = std::thread::spawn(|| {
-            let fresh = THREAD.with(fields);
-            (fresh, thread_id(0))
-        })
-        .join()
-        .unwrap();
-        assert_eq!(fresh, fields(&template));
-        // SAFETY: gettid has no preconditions.
-        let own = unsafe { libc::gettid() };
-        assert_ne!(tid, own, "another thread's id, read fresh");
-        assert!(tid > 0);
-    }
 
     /// A readable value is read; NULL and an unmapped address are not (no fault), and the
     /// caller's errno is what it was, whichever way the read went.

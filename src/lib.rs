@@ -41,5 +41,6 @@ mod phases;
 mod process;
 mod resolvers;
 mod stack;
+pub mod tls;
 mod trace;
 mod writer;

@@ -26,7 +26,9 @@ pub struct Slot<T> {
 }
 
 impl<T> Slot<T> {
-    /// The storage before the first use (what `.tbss` holds).
+    /// The storage before the first use (what `.tbss` holds); a template for the fallback's
+    /// `thread_local!`, never shared.
+    #[allow(clippy::declare_interior_mutable_const)]
     pub const EMPTY: Slot<T> = Slot {
         made: Cell::new(false),
         value: UnsafeCell::new(MaybeUninit::uninit()),
@@ -159,6 +161,10 @@ mod tests {
         .join()
         .unwrap();
         assert_eq!(other, (7, 100));
-        assert_eq!(COUNTER.with(Cell::get), 9, "another thread's write is its own");
+        assert_eq!(
+            COUNTER.with(Cell::get),
+            9,
+            "another thread's write is its own"
+        );
     }
 }

@@ -6,9 +6,9 @@
 //! found clean, the generation then and what it learned, and skips its work for the same call
 //! while the generation stays. A stale verdict could only hide a finding, as a cached fact could.
 
+use crate::tls::Local;
 use std::cell::Cell;
 use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
-use std::thread::LocalKey;
 
 /// The checks' generation: it moves whenever what a clean verdict rests on may have changed
 /// (anything ended, a family's shared state was written, a fork).
@@ -37,7 +37,7 @@ thread_local! {
 
 /// One thread's last clean call of one kind: its key (the arguments and facts its verdict rests
 /// on), the [`generation`] it was found clean in, and what the checks learned then (`V`, `()`
-/// when nothing). Declared in a `thread_local!` with `const { LastClean::new() }` and used
+/// when nothing). Declared with `crate::fast_thread_local!` as `LastClean::new()` and used
 /// through [`Remember`].
 pub struct LastClean<K: Copy + PartialEq, V: Copy = ()> {
     last: Cell<Option<(K, u64, V)>>,
@@ -78,9 +78,7 @@ pub trait Remember<K, V> {
     fn keep(&'static self, key: K, generation: u64, learned: V);
 }
 
-impl<K: Copy + PartialEq + 'static, V: Copy + 'static> Remember<K, V>
-    for LocalKey<LastClean<K, V>>
-{
+impl<K: Copy + PartialEq + 'static, V: Copy + 'static> Remember<K, V> for Local<LastClean<K, V>> {
     #[inline]
     fn recall(&'static self, key: K, generation: u64) -> Option<V> {
         self.with(|memo| {
@@ -105,8 +103,8 @@ impl<K: Copy + PartialEq + 'static, V: Copy + 'static> Remember<K, V>
 mod tests {
     use super::*;
 
-    thread_local! {
-        static LAST: LastClean<u64, u32> = const { LastClean::new() };
+    crate::fast_thread_local! {
+        static LAST: LastClean<u64, u32> = LastClean::new(); "sharecheck_tls_memo_test"
     }
 
     #[test]

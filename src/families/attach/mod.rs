@@ -436,11 +436,11 @@ pub struct CleanAttach {
     ptsz: bool,
 }
 
-thread_local! {
+crate::fast_thread_local! {
     /// This thread's last clean attach that changed nothing tracked: the same attach again, in
     /// the same generation, needs none of its checks' work (issue 24: on R580 their cache lines
     /// cost more than their instructions).
-    static LAST_CLEAN: LastClean<CleanAttach> = const { LastClean::new() };
+    static LAST_CLEAN: LastClean<CleanAttach> = LastClean::new(); "sharecheck_tls_attach_clean"
 }
 
 /// Before an attach of `dptr` to `stream`: the allocation's last attach, when it went to another
@@ -687,11 +687,11 @@ impl Check<args::cuMemFree_v2> for MemoryFreed {
 
 attach_cuda_check!(cuStreamAttachMemAsync: false, cuStreamAttachMemAsync_ptsz: true);
 
-thread_local! {
+crate::fast_thread_local! {
     /// The pointer of this thread's last HIP attach the runtime said is not plain device memory,
     /// and the checks' generation then (a free moves it): the same pointer again in the same
     /// generation is not asked about again (issue 24: HIP's pointer facts are not cached).
-    static LAST_NOT_PLAIN_HIP: LastClean<u64> = const { LastClean::new() };
+    static LAST_NOT_PLAIN_HIP: LastClean<u64> = LastClean::new(); "sharecheck_tls_attach_hip_not_plain"
 }
 
 impl Check<args::hipStreamAttachMemAsync> for AttachHip {

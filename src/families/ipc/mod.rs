@@ -461,19 +461,22 @@ struct Home {
     uuid: Option<[u8; 16]>,
 }
 
-thread_local! {
+crate::fast_thread_local! {
     /// This thread's last export of memory found clean, by pointer: the same export again in the
     /// same generation (a free, which may change what the pointer is, moves it) is clean again
     /// without asking, and its home, once a record wanted it, known without asking.
-    static LAST_CLEAN_GET: LastClean<u64, Option<Home>> = const { LastClean::new() };
+    static LAST_CLEAN_GET: LastClean<u64, Option<Home>> = LastClean::new(); "sharecheck_tls_ipc_clean_get"
+}
+
+crate::fast_thread_local! {
     /// The same for HIP (issue 24: HIP's pointer facts are not cached).
-    static LAST_CLEAN_GET_HIP: LastClean<u64, Option<Home>> = const { LastClean::new() };
+    static LAST_CLEAN_GET_HIP: LastClean<u64, Option<Home>> = LastClean::new(); "sharecheck_tls_ipc_clean_get_hip"
 }
 
 /// The home of exported `ptr` for its record: remembered with the export's clean verdict, or
 /// found (and then remembered with it).
 fn home_of(
-    memo: &'static std::thread::LocalKey<LastClean<u64, Option<Home>>>,
+    memo: &'static crate::tls::Local<LastClean<u64, Option<Home>>>,
     ptr: u64,
     find: impl FnOnce() -> Home,
 ) -> Home {

@@ -472,12 +472,12 @@ struct CleanCopy {
     issuing: Option<u64>,
 }
 
-thread_local! {
+crate::fast_thread_local! {
     /// This thread's last clean copy: the same copy again, in the same generation, is clean
     /// again without its checks' work (the ranges, owners and devices of both pointers, the
     /// grants). A program's copy loop takes that path (issue 24: on R580 the checks' cache
     /// lines cost more than their instructions).
-    static LAST_CLEAN: LastClean<CleanCopy> = const { LastClean::new() };
+    static LAST_CLEAN: LastClean<CleanCopy> = LastClean::new(); "sharecheck_tls_peer_cuda_clean"
 }
 
 /// After the copy: the direction it used and a stream to remember it on, when that stream is

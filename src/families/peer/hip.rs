@@ -268,11 +268,11 @@ struct CleanCopy {
     issuing: Option<i32>,
 }
 
-thread_local! {
+crate::fast_thread_local! {
     /// This thread's last clean HIP copy: the same copy again, issued on the same device in the
     /// same generation, is clean again without the runtime's pointer questions (issue 24: HIP's
     /// pointer facts are not cached, so a copy asked four of them).
-    static LAST_CLEAN: LastClean<CleanCopy> = const { LastClean::new() };
+    static LAST_CLEAN: LastClean<CleanCopy> = LastClean::new(); "sharecheck_tls_peer_hip_clean"
 }
 
 impl<A: HipPeerCopy> Check<A> for Copy {

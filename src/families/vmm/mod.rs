@@ -842,11 +842,11 @@ pub enum AccessPlan {
     Later,
 }
 
-thread_local! {
+crate::fast_thread_local! {
     /// This thread's last clean `cuMemSetAccess` that changed nothing: (ptr, size, the checks'
     /// generation), in the family's generation. The checks' generation moves at a fork, whose
     /// child's family generation starts again.
-    static LAST_CLEAN_ACCESS: LastClean<(u64, u64, u64)> = const { LastClean::new() };
+    static LAST_CLEAN_ACCESS: LastClean<(u64, u64, u64)> = LastClean::new(); "sharecheck_tls_vmm_clean_access"
 }
 
 impl Check<args::cuMemSetAccess> for SetAccess {
