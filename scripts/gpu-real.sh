@@ -14,6 +14,19 @@
 #   cupy-ipc    CuPy IPC between two processes (scripts/gpu/ipc_frameworks.py)
 #   attach      a multi-stream managed-memory program, one SINGLE attach per task and round
 #               (scripts/gpu/attach_tasks.cu, built with nvcc)
+#   nccl-cumem  the nccl job with NCCL_CUMEM_ENABLE=1: NCCL's buffers are cuMem mappings shared
+#               between the ranks as POSIX fds (issue 25), timed
+#   torch-expandable  torch.multiprocessing tensor sharing with expandable segments (VMM memory
+#               exported as POSIX fds; scripts/gpu/vmm_frameworks.py)
+#   cumem-remap a cuMem allocator of the program's own, in a PyTorch process, that sleeps (unmap,
+#               release) and wakes (create, map, access) as vLLM's sleep mode does
+#   vectorAddMMAP, memMapIPCDrv, streamOrderedAllocationIPC
+#               cuda-samples programs (VMM across devices, VMM handles across processes, pools
+#               across processes), built from $SAMPLES (a cuda-samples checkout) when it is set,
+#               timed by their wall time (scripts/gpu/timed.sh)
+#
+# Then one planted mistake in a framework program must be found: cumem-remap-no-access, whose
+# wake maps new memory without giving access again; its report must hold vmm.used-before-access.
 #
 # A job passes when the plain and traced runs exit alike and print the same CHECK/RESULT/SUM
 # lines, and `sharecheck report` finds no error and no warning in its traces (infos are listed);
@@ -22,7 +35,7 @@
 # skipped.
 #
 # Usage: scripts/gpu-real.sh [OUTDIR]     (default ./gpu-real-out; ROUNDS=N for the timed jobs, 9;
-#        ONLY=job,job to run some jobs)
+#        ONLY=job,job to run some jobs; SAMPLES=DIR for the cuda-samples jobs)
 # Needs 2 GPUs, python3 with torch (and cupy for the CuPy jobs), nvcc, and the prebuilt
 # target/release/sharecheck and libsharecheck.so. NVLink multicast stays off. Writes
 # OUTDIR/report.md (also printed); exits 1 if any job fails.
@@ -33,6 +46,7 @@ ROUNDS=${ROUNDS:-9}
 out="${1:-gpu-real-out}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
+root="$PWD"
 cli="$PWD/target/release/sharecheck"
 for f in "$cli" target/release/libsharecheck.so; do
     [ -f "$f" ] || { echo "gpu-real: $f is missing: cargo build --release --workspace" >&2; exit 1; }
@@ -43,7 +57,31 @@ if command -v nvcc >/dev/null && nvcc -O2 -o "$out/attach_tasks" scripts/gpu/att
     attach_ok=1
 fi
 
-# name | timed | needs | command
+samples_ok=0
+if [ -n "${SAMPLES:-}" ] && command -v nvcc >/dev/null; then
+    C="$SAMPLES/Common"; S="$SAMPLES/Samples"; B="$out/samples"
+    mkdir -p "$B/vectorAddMMAP" "$B/memMapIPCDrv" "$B/streamOrderedAllocationIPC"
+    if {
+        nvcc -fatbin -Wno-deprecated-gpu-targets -o "$B/vectorAddMMAP/vectorAdd_kernel64.fatbin" \
+            "$S/0_Introduction/vectorAddMMAP/vectorAdd_kernel.cu" &&
+        g++ -O2 -std=c++17 -I"$C" -I/usr/local/cuda/include -o "$B/vectorAddMMAP/vectorAddMMAP" \
+            "$S/0_Introduction/vectorAddMMAP/vectorAddMMAP.cpp" \
+            "$S/0_Introduction/vectorAddMMAP/multidevicealloc_memmap.cpp" -L/usr/local/cuda/lib64 -lcuda &&
+        nvcc -ptx -I"$C" -o "$B/memMapIPCDrv/memMapIpc_kernel64.ptx" \
+            "$S/3_CUDA_Features/memMapIPCDrv/memMapIpc_kernel.cu" &&
+        g++ -O2 -std=c++17 -I"$C" -I/usr/local/cuda/include -o "$B/memMapIPCDrv/memMapIPCDrv" \
+            "$S/3_CUDA_Features/memMapIPCDrv/memMapIpc.cpp" "$C/helper_multiprocess.cpp" \
+            -L/usr/local/cuda/lib64 -lcuda -lrt &&
+        nvcc -O2 -std=c++17 -I"$C" -o "$B/streamOrderedAllocationIPC/streamOrderedAllocationIPC" \
+            "$S/2_Concepts_and_Techniques/streamOrderedAllocationIPC/streamOrderedAllocationIPC.cu" \
+            "$C/helper_multiprocess.cpp" -lcuda
+    } > "$out/samples-build.txt" 2>&1; then
+        samples_ok=1
+    fi
+fi
+
+# name | timed | needs | command (run in the job's directory where the command names one:
+# the samples find their kernels beside them)
 jobs=(
     "torch-peer|1|torch|python3 scripts/gpu/real_jobs.py torch-peer 1000"
     "nccl|1|torch|python3 scripts/gpu/real_jobs.py nccl 2000"
@@ -52,6 +90,12 @@ jobs=(
     "cupy-peer|0|cupy|python3 scripts/gpu/real_jobs.py cupy-peer"
     "cupy-ipc|0|cupy|python3 scripts/gpu/ipc_frameworks.py cupy-correct"
     "attach|0|attach|$out/attach_tasks 8 500"
+    "nccl-cumem|1|torch|env NCCL_CUMEM_ENABLE=1 python3 scripts/gpu/real_jobs.py nccl 2000"
+    "torch-expandable|0|torch|python3 scripts/gpu/vmm_frameworks.py torch-expandable-mp"
+    "cumem-remap|0|torch|python3 scripts/gpu/vmm_frameworks.py cumem-remap"
+    "vectorAddMMAP|1|samples|$root/scripts/gpu/timed.sh $out/samples/vectorAddMMAP/vectorAddMMAP"
+    "memMapIPCDrv|1|samples|$root/scripts/gpu/timed.sh $out/samples/memMapIPCDrv/memMapIPCDrv"
+    "streamOrderedAllocationIPC|1|samples|$root/scripts/gpu/timed.sh $out/samples/streamOrderedAllocationIPC/streamOrderedAllocationIPC"
 )
 
 report="$out/report.md"
@@ -75,7 +119,8 @@ for job in "${jobs[@]}"; do
     if [ -n "${ONLY:-}" ] && [[ ",$ONLY," != *",$name,"* ]]; then
         continue
     fi
-    if { [ "$needs" = attach ] && [ "$attach_ok" = 0 ]; } || { [ "$needs" != attach ] && ! have "$needs"; }; then
+    if { [ "$needs" = attach ] && [ "$attach_ok" = 0 ]; } || { [ "$needs" = samples ] && [ "$samples_ok" = 0 ]; } ||
+        { [ "$needs" != attach ] && [ "$needs" != samples ] && ! have "$needs"; }; then
         echo "| $name | - | - | - | - | - | - | - | - | skipped ($needs missing) |" >> "$report"
         continue
     fi
@@ -89,12 +134,14 @@ for job in "${jobs[@]}"; do
         if ((r % 2)); then order=(plain traced); else order=(traced plain); fi
         for mode in "${order[@]}"; do
             set +e
+            if [ "$needs" = samples ]; then cd "$(dirname "${cmd##* }")"; fi
             if [ "$mode" = plain ]; then
                 $cmd > "$dir/plain-$r.out" 2> "$dir/plain-$r.err"
             else
                 "$cli" run -q --trace "$dir/traces-$r/%p.jsonl" -- $cmd > "$dir/traced-$r.out" 2> "$dir/traced-$r.err"
             fi
             echo $? > "$dir/$mode-$r.rc"
+            cd "$root"
             set -e
         done
         if ! cmp -s "$dir/plain-$r.rc" "$dir/traced-$r.rc"; then
@@ -107,6 +154,10 @@ for job in "${jobs[@]}"; do
             same=no; problems+=("round $r: output differs ($dir/diff-$r.txt)")
         fi
     done
+    if [ "$(cat "$dir/plain-1.rc")" = 3 ] && grep -q '^SKIP' "$dir/plain-1.out"; then
+        echo "| $name | - | - | - | - | - | - | - | - | skipped ($(grep -m1 '^SKIP' "$dir/plain-1.out")) |" >> "$report"
+        continue
+    fi
     # Findings of every traced round.
     errors=0; warnings=0; infos=0; rules=""
     for ((r = 1; r <= rounds; r++)); do
@@ -143,6 +194,28 @@ PY
     if [ "${#problems[@]}" -gt 0 ]; then result="FAIL: $(IFS='; '; echo "${problems[*]}")"; failed=1; fi
     echo "| $name | $rounds+$rounds | $same | $errors | $warnings | $infos ($rules) | ${plain_t:--} | ${traced_t:--} | $overhead | $result |" >> "$report"
 done
+# The planted mistake: found, named, and the program's own answer unchanged.
+if [ -z "${ONLY:-}" ] || [[ ",$ONLY," == *",planted,"* ]]; then
+    if have torch; then
+        dir="$out/planted"; rm -rf "$dir" && mkdir -p "$dir"
+        set +e
+        python3 scripts/gpu/vmm_frameworks.py cumem-remap-no-access > "$dir/plain.out" 2> "$dir/plain.err"
+        plain_rc=$?
+        "$cli" run -q --trace "$dir/traces/%p.jsonl" -- python3 scripts/gpu/vmm_frameworks.py cumem-remap-no-access \
+            > "$dir/traced.out" 2> "$dir/traced.err"
+        traced_rc=$?
+        "$cli" report "$dir/traces" > "$dir/report.txt" 2>&1
+        set -e
+        found=$(grep -c 'vmm.used-before-access' "$dir/report.txt" || true)
+        same=no; diff <(lines "$dir/plain.out") <(lines "$dir/traced.out") > /dev/null && same=yes
+        result=pass
+        if [ "$plain_rc" != 0 ] || [ "$traced_rc" != 0 ] || [ "$same" = no ] || [ "$found" = 0 ]; then
+            result="FAIL: exit $plain_rc plain, $traced_rc traced; same output: $same; vmm.used-before-access lines: $found ($dir/report.txt)"
+            failed=1
+        fi
+        echo "| planted: cumem-remap-no-access | 1+1 | $same | - | - | vmm.used-before-access found: $found line(s) | - | - | - | $result |" >> "$report"
+    fi
+fi
 echo >> "$report"
 if [ "$failed" = 0 ]; then echo "GPU REAL: every job passed" >> "$report"; else echo "GPU REAL: FAILED" >> "$report"; fi
 cat "$report"

@@ -497,7 +497,8 @@ fn render_handles_text(s: &Summary, out: &mut String) {
     }
 }
 
-fn plural(n: impl Into<u64>, one: &str, many: &str) -> String {
+/// `1 process`, `2 processes`.
+pub fn plural(n: impl Into<u64>, one: &str, many: &str) -> String {
     let n = n.into();
     format!("{n} {}", if n == 1 { one } else { many })
 }
@@ -556,10 +557,10 @@ pub fn render_text(s: &Summary) -> String {
     render_handles_text(s, &mut out);
     let _ = write!(
         out,
-        "\nSUMMARY: {} errors, {} warnings, {} infos",
-        s.count(Severity::Error),
-        s.count(Severity::Warning),
-        s.count(Severity::Info)
+        "\nSUMMARY: {}, {}, {}",
+        plural(s.count(Severity::Error) as u64, "error", "errors"),
+        plural(s.count(Severity::Warning) as u64, "warning", "warnings"),
+        plural(s.count(Severity::Info) as u64, "info", "infos")
     );
     if s.findings.suppressed > 0 {
         let _ = write!(out, " ({} suppressed)", s.findings.suppressed);

@@ -26,6 +26,7 @@ use sharecheck_core::pattern::{self, Token};
 use sharecheck_core::schema::{self, env, libraries};
 
 use crate::args::{RunArgs, Severity, DEFAULT_KEEP_RUNS, EXIT_USAGE};
+use crate::report::plural;
 use crate::runs;
 use crate::summary::{self, Summary};
 use crate::trace::{self, io_reason, Diagnostics};
@@ -710,19 +711,15 @@ fn print_summary(
     crate::report::print_diagnostics(diagnostics);
     eprintln!(
         "sharecheck: {} traced in {}, {}, {}, {}; traces: {}",
-        counted(summary.calls as usize, "call", "calls"),
-        counted(summary.process_count(), "process", "processes"),
-        counted(summary.count(Severity::Error), "error", "errors"),
-        counted(summary.count(Severity::Warning), "warning", "warnings"),
-        counted(summary.count(Severity::Info), "info", "infos"),
+        plural(summary.calls, "call", "calls"),
+        plural(summary.process_count() as u64, "process", "processes"),
+        plural(summary.count(Severity::Error) as u64, "error", "errors"),
+        plural(summary.count(Severity::Warning) as u64, "warning", "warnings"),
+        plural(summary.count(Severity::Info) as u64, "info", "infos"),
         watch.describe_written(files)
     );
 }
 
-/// `1 process`, `2 processes`.
-fn counted(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
 
 // ---------------------------------------------------------------------------------------------
 // Running PROG.

@@ -118,7 +118,7 @@ fn text_output_groups_findings_by_rule() {
     has("PROCESSES");
     has("/usr/bin/app  (no exit record: it crashed, was killed or is still running)");
     assert!(
-        text.ends_with("SUMMARY: 2 errors, 1 warnings, 1 infos\n"),
+        text.ends_with("SUMMARY: 2 errors, 1 warning, 1 info\n"),
         "{text}"
     );
 }
@@ -391,7 +391,7 @@ fn filters_and_the_limit_select_what_is_shown() {
         "{text}"
     );
     assert!(
-        text.contains("SUMMARY: 2 errors, 1 warnings, 1 infos"),
+        text.contains("SUMMARY: 2 errors, 1 warning, 1 info"),
         "{text}"
     );
     let (_, text) = run(&["--severity", "error"]);

@@ -43,7 +43,10 @@ pub mod cuda {
 
     pub static FABRIC_WITHOUT_IMEX: Rule = Rule {
         id: "cuMemCreate.fabric-without-imex-channel",
-        severity: Severity::Error,
+        // Info: the driver's refusal explained. No call tells a program beforehand whether an
+        // IMEX channel is there, so trying FABRIC and falling back is correct use (PyTorch 2.11's
+        // expandable segments do it in every process, measured on R580).
+        severity: Severity::Info,
         kind: Kind::Misuse,
         requirement: "Memory created with the FABRIC handle type needs the driver's \
             nvidia-caps-imex-channels device (listed in /proc/devices) and an IMEX channel file \
@@ -214,13 +217,16 @@ pub mod cuda {
 }
 
 /// Rules decided by `sharecheck report` from a process's trace: what it left at its exit
-/// (`crate::crossproc::vmm`).
+/// (`crate::crossproc::vmm`). Info: the driver frees what a process holds when it ends, so
+/// holding memory until then is harmless (PyTorch's caching allocator keeps its expandable
+/// segments mapped to the end, measured on R580); the finding says where a process took memory
+/// it never gave back, which in a long-running one is memory held for nothing.
 pub mod report {
     use super::*;
 
     pub static NEVER_RELEASED_RULE: Rule = Rule {
         id: "cuMemCreate.never-released",
-        severity: Severity::Warning,
+        severity: Severity::Info,
         kind: Kind::Misuse,
         requirement: "Every reference a process takes to an allocation handle (cuMemCreate, \
             cuMemImportFromShareableHandle, cuMemRetainAllocationHandle) is released with \
@@ -240,7 +246,7 @@ pub mod report {
 
     pub static NEVER_UNMAPPED_RULE: Rule = Rule {
         id: "cuMemMap.never-unmapped",
-        severity: Severity::Warning,
+        severity: Severity::Info,
         kind: Kind::Misuse,
         requirement: "Every mapping a process makes (cuMemMap) is unmapped (cuMemUnmap) before \
             the process ends: a mapping keeps its memory allocated after its handle is \
@@ -254,7 +260,7 @@ pub mod report {
 
     pub static NEVER_FREED_RULE: Rule = Rule {
         id: "cuMemAddressReserve.never-freed",
-        severity: Severity::Warning,
+        severity: Severity::Info,
         kind: Kind::Misuse,
         requirement: "Every address range a process reserves (cuMemAddressReserve) is freed \
             (cuMemAddressFree) before the process ends. Decided from the trace of a process \
