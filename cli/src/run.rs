@@ -714,12 +714,15 @@ fn print_summary(
         plural(summary.calls, "call", "calls"),
         plural(summary.process_count() as u64, "process", "processes"),
         plural(summary.count(Severity::Error) as u64, "error", "errors"),
-        plural(summary.count(Severity::Warning) as u64, "warning", "warnings"),
+        plural(
+            summary.count(Severity::Warning) as u64,
+            "warning",
+            "warnings"
+        ),
         plural(summary.count(Severity::Info) as u64, "info", "infos"),
         watch.describe_written(files)
     );
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // Running PROG.
