@@ -408,9 +408,11 @@ fn report_command() -> clap::Command {
                 .help(
                     "Leave out the findings a suppression of FILE matches (repeatable); they \
                      are counted (\"suppressed\" in JSON), not shown. A line is one \
-                     suppression: conditions rule:GLOB, fn:GLOB and frame:GLOB (any frame of \
-                     the stack, as module+0xOFFSET (symbol)), all of which must hold; # starts \
-                     a comment.",
+                     suppression: conditions rule:GLOB, fn:GLOB (the function called) and \
+                     frames as valgrind writes them, fun:GLOB (a function's whole name) and \
+                     obj:GLOB (a module's path) in order from the innermost frame, ... for any \
+                     frames; frame:GLOB matches any frame's module+0xOFFSET (symbol) text. All \
+                     must hold; # starts a comment.",
                 )
                 .help_heading("Review"),
         )
@@ -418,7 +420,10 @@ fn report_command() -> clap::Command {
             Arg::new("gen-suppressions")
                 .long("gen-suppressions")
                 .action(ArgAction::SetTrue)
-                .help("Print suppressions for the findings shown, instead of the report.")
+                .help(
+                    "Print suppressions for the findings shown, instead of the report: each \
+                     names the innermost function of the program's own code (... fun:NAME).",
+                )
                 .help_heading("Review"),
         )
         .arg(

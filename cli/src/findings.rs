@@ -114,6 +114,8 @@ pub struct Findings {
     /// Every rule ID the traces hold a finding of, before the filters (kept only while a
     /// `--rule` filter names rules: an ID neither the catalogue nor the traces know is a typo).
     pub seen_rules: BTreeSet<String>,
+    /// The names of the frames' functions, for suppressions, baselines and the renderers.
+    pub symbols: crate::symbolize::Symbols,
 }
 
 impl Default for Findings {
@@ -137,6 +139,7 @@ impl Findings {
             pending: Vec::new(),
             arrivals: 0,
             seen_rules: BTreeSet::new(),
+            symbols: crate::symbolize::Symbols::default(),
         }
     }
 
@@ -179,7 +182,12 @@ impl Findings {
         if !o.matches(&self.gather.filter) {
             return;
         }
-        if self.gather.suppressions.iter().any(|s| s.matches(&o)) {
+        if self
+            .gather
+            .suppressions
+            .iter()
+            .any(|s| s.matches(&o, &self.symbols))
+        {
             self.suppressed += 1;
             return;
         }
@@ -188,14 +196,14 @@ impl Findings {
         if let Some(s) = severity {
             self.severities[s as usize] += 1;
         }
-        let key = review::key(&o);
+        let key = review::key(&o, &self.symbols);
         match self.keys.get_mut(&key) {
             Some(n) => *n += 1,
             None => {
                 self.keys.insert(key, 1);
             }
         }
-        let line = review::suppression_line(&o);
+        let line = review::suppression_line(&o, &self.symbols);
         if !self.suppression_lines.contains(&line) {
             self.suppression_lines.insert(line);
         }

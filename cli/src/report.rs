@@ -586,12 +586,7 @@ fn render_findings_text(s: &Summary, out: &mut String) {
     }
     let shown: Vec<(&str, &crate::findings::Group, Vec<&Occurrence>)> =
         groups.into_iter().map(|(r, g)| (r, g, g.shown())).collect();
-    // file:line of the frames of the occurrences shown, one addr2line run per module.
-    let symbols = crate::symbolize::Symbols::resolve(shown.iter().flat_map(|(_, _, occ)| {
-        occ.iter()
-            .flat_map(|o| o.stack().into_iter().map(|(m, off, _)| (m, off)))
-            .collect::<Vec<_>>()
-    }));
+    let symbols = &s.findings.symbols;
     for (rule, group, occ) in &shown {
         let severity = group.first_field("severity").unwrap_or("?");
         let kind = group.first_field("kind").unwrap_or("?");
@@ -611,9 +606,10 @@ fn render_findings_text(s: &Summary, out: &mut String) {
             }
             for (i, (module, offset, symbol)) in o.stack().iter().enumerate() {
                 let _ = write!(out, "      #{i} {module}+{offset:#x}");
-                match (symbols.get(module, *offset), symbol) {
-                    (Some(place), _) => {
-                        let _ = write!(out, " {place}");
+                let functions = symbols.functions(module, *offset);
+                match (functions.first(), symbol) {
+                    (Some(f), _) => {
+                        let _ = write!(out, " {}", f.text());
                     }
                     (None, Some(symbol)) => {
                         let _ = write!(out, " ({symbol})");
@@ -621,6 +617,9 @@ fn render_findings_text(s: &Summary, out: &mut String) {
                     (None, None) => {}
                 }
                 out.push('\n');
+                for outer in functions.iter().skip(1) {
+                    let _ = writeln!(out, "         (inlined into {})", outer.text());
+                }
             }
         }
         if group.count > occ.len() {

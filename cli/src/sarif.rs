@@ -48,7 +48,8 @@ fn split_place(place: &str) -> Option<(&str, &str, u64)> {
 
 /// The physical location of a frame: its source line where resolved, else its module.
 fn frame_location(module: &str, offset: u64, symbols: &Symbols) -> Value {
-    match symbols.get(module, offset).and_then(split_place) {
+    let place = symbols.get(module, offset);
+    match place.as_deref().and_then(split_place) {
         Some((function, file, line)) => {
             let mut loc = json!({
                 "physicalLocation": {
@@ -85,9 +86,11 @@ fn result(o: &Occurrence, symbols: &Symbols, rule_index: Option<usize>) -> Value
     let stack = o.stack();
     let function = o.func.clone().unwrap_or_else(|| "?".into());
     // Where: the innermost frame with a source line, else the function called.
-    let resolved = stack
-        .iter()
-        .find(|(m, off, _)| symbols.get(m, *off).and_then(split_place).is_some());
+    let resolved = stack.iter().find(|(m, off, _)| {
+        symbols
+            .get(m, *off)
+            .is_some_and(|p| split_place(&p).is_some())
+    });
     let mut location = match resolved {
         Some((m, off, _)) => frame_location(m, *off, symbols),
         None => json!({}),
@@ -144,12 +147,7 @@ pub fn render_to(s: &Summary, out: &mut impl std::io::Write) -> std::io::Result<
             })
         })
         .collect();
-    // Two passes over the findings kept: the frames to resolve, then the results.
-    let mut frames = std::collections::BTreeSet::new();
-    for o in s.findings.all() {
-        frames.extend(o.stack().into_iter().map(|(m, off, _)| (m, off)));
-    }
-    let symbols = Symbols::resolve(frames);
+    let symbols = &s.findings.symbols;
     let log = json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",

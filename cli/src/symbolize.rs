@@ -1,84 +1,104 @@
-//! file:line for the frames of findings' stacks, in `sharecheck report`: each module is asked
-//! once, with every offset the report shows from it, through binutils' `addr2line` where it is
-//! installed and the module still exists. Without either, frames stay `module+offset`.
+//! Names and source lines for the frames of findings' stacks, in `sharecheck report`, read in
+//! this process by blazesym: DWARF where the module has it (with the functions inlined at the
+//! address), else the module's symbol table (a program built without `-g` still names `main`),
+//! and debug files found through `.gnu_debuglink` or the build id (under `/usr/lib/debug`).
+//! C++ and Rust names are demangled. Each module is read once; a module that is gone leaves its
+//! frames `module+offset`.
 
-use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
+use blazesym::symbolize::source::{Elf, Source};
+use blazesym::symbolize::{CodeInfo, Input, Symbolized, Symbolizer};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
-/// `(module, offset)` -> `function at file:line`, for what could be resolved.
-#[derive(Debug, Default)]
+/// One function at a frame's address: a frame has one, plus one per function inlined there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Function {
+    pub name: String,
+    /// `file:line` of the address in this function, where debug information has it.
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}
+
+impl Function {
+    /// `name at file:line`, `name at file` or `name`.
+    pub fn text(&self) -> String {
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => format!("{} at {file}:{line}", self.name),
+            (Some(file), None) => format!("{} at {file}", self.name),
+            _ => self.name.clone(),
+        }
+    }
+}
+
+/// `(module, offset)` -> the functions at that address, innermost (inlined) first: resolved on
+/// first asking, each module read once (blazesym keeps what it parsed).
+#[derive(Default)]
 pub struct Symbols {
-    resolved: BTreeMap<(String, u64), String>,
+    symbolizer: Symbolizer,
+    resolved: RefCell<BTreeMap<(String, u64), Rc<[Function]>>>,
+    missing: RefCell<BTreeSet<String>>,
+}
+
+impl std::fmt::Debug for Symbols {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Symbols({} resolved)", self.resolved.borrow().len())
+    }
 }
 
 impl Symbols {
-    /// Resolves `frames` (module, offset), one `addr2line` run per module.
-    pub fn resolve(frames: impl IntoIterator<Item = (String, u64)>) -> Symbols {
-        let mut by_module: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-        for (module, offset) in frames {
-            let offsets = by_module.entry(module).or_default();
-            if !offsets.contains(&offset) {
-                offsets.push(offset);
-            }
+    /// The functions at `offset` of `module` (an offset in the module's address space, as the
+    /// shim records it), innermost first; empty where nothing is known.
+    pub fn functions(&self, module: &str, offset: u64) -> Rc<[Function]> {
+        let key = (module.to_string(), offset);
+        if let Some(known) = self.resolved.borrow().get(&key) {
+            return known.clone();
         }
-        let mut symbols = Symbols::default();
-        for (module, offsets) in by_module {
-            if !std::path::Path::new(&module).is_file() {
-                continue;
-            }
-            let Some(lines) = addr2line(&module, &offsets) else {
-                continue;
-            };
-            for (offset, place) in offsets.iter().zip(lines) {
-                if let Some(place) = place {
-                    symbols.resolved.insert((module.clone(), *offset), place);
-                }
-            }
-        }
-        symbols
+        let found: Rc<[Function]> = self.lookup(module, offset).into();
+        self.resolved.borrow_mut().insert(key, found.clone());
+        found
     }
 
-    pub fn get(&self, module: &str, offset: u64) -> Option<&str> {
-        self.resolved
-            .get(&(module.to_string(), offset))
-            .map(String::as_str)
+    fn lookup(&self, module: &str, offset: u64) -> Vec<Function> {
+        if self.missing.borrow().contains(module) {
+            return Vec::new();
+        }
+        if !std::path::Path::new(module).is_file() {
+            self.missing.borrow_mut().insert(module.to_string());
+            return Vec::new();
+        }
+        let source = Source::Elf(Elf::new(module));
+        // A module blazesym cannot read (not ELF, truncated) keeps its frames as they are.
+        let Ok(sym) = self
+            .symbolizer
+            .symbolize_single(&source, Input::VirtOffset(offset))
+        else {
+            self.missing.borrow_mut().insert(module.to_string());
+            return Vec::new();
+        };
+        let Symbolized::Sym(sym) = sym else {
+            return Vec::new();
+        };
+        let mut functions = Vec::with_capacity(1 + sym.inlined.len());
+        // blazesym lists the outer function first; each one's code information is where the
+        // address lies in it (the next one's call site).
+        functions.push(function(&sym.name, sym.code_info.as_deref()));
+        for inlined in sym.inlined.iter() {
+            functions.push(function(&inlined.name, inlined.code_info.as_ref()));
+        }
+        functions.reverse();
+        functions
+    }
+
+    /// The innermost function at `offset` of `module`, as text (`name at file:line`).
+    pub fn get(&self, module: &str, offset: u64) -> Option<String> {
+        self.functions(module, offset).first().map(Function::text)
     }
 }
-
-/// `addr2line -f -C -e MODULE 0x...`: two lines an address (function, file:line); `??` where
-/// there is no debug information. `None` when the tool is missing or fails.
-fn addr2line(module: &str, offsets: &[u64]) -> Option<Vec<Option<String>>> {
-    let out = Command::new("addr2line")
-        .args(["-f", "-C", "-e", module])
-        .args(offsets.iter().map(|o| format!("{o:#x}")))
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
+fn function(name: &str, code: Option<&CodeInfo>) -> Function {
+    Function {
+        name: name.to_string(),
+        file: code.map(|c| c.to_path().display().to_string()),
+        line: code.and_then(|c| c.line),
     }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<&str> = text.lines().collect();
-    if lines.len() != 2 * offsets.len() {
-        return None;
-    }
-    Some(
-        lines
-            .chunks(2)
-            .map(|pair| {
-                let (function, place) = (pair[0], pair[1]);
-                if place.starts_with("??") {
-                    return None;
-                }
-                // `file:line (discriminator N)`: the discriminator says nothing to a reader.
-                let place = place.split(" (discriminator").next().unwrap_or(place);
-                Some(if function == "??" {
-                    place.to_string()
-                } else {
-                    format!("{function} at {place}")
-                })
-            })
-            .collect(),
-    )
 }

@@ -43,6 +43,8 @@ struct Writer<'a, W: Write> {
     imports: Vec<(String, End)>,
     error: Option<io::Error>,
     gather: &'a Gather,
+    /// The frames' functions, for suppressions that name them.
+    symbols: crate::symbolize::Symbols,
     pub events: u64,
 }
 
@@ -193,7 +195,11 @@ impl<W: Write> Writer<'_, W> {
                 args: None,
             };
             if !o.matches(&self.gather.filter)
-                || self.gather.suppressions.iter().any(|s| s.matches(&o))
+                || self
+                    .gather
+                    .suppressions
+                    .iter()
+                    .any(|s| s.matches(&o, &self.symbols))
             {
                 continue;
             }
@@ -254,6 +260,7 @@ pub fn render_to(
         imports: Vec::new(),
         error: None,
         gather,
+        symbols: crate::symbolize::Symbols::default(),
         events: 0,
     };
     trace::read_files(files, diagnostics, |r| w.add(&r));
