@@ -171,7 +171,7 @@ pub fn render_to(s: &Summary, out: &mut impl std::io::Write) -> std::io::Result<
     let mut any = false;
     for o in s.findings.all() {
         let index = catalogue.iter().position(|r| r.id == o.rule());
-        let value = result(&o, &symbols, index);
+        let value = result(&o, symbols, index);
         out.write_all(if any { b",\n" } else { b"\n" })?;
         crate::safe_json::to_writer(&mut *out, &value)?;
         any = true;

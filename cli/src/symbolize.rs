@@ -31,12 +31,15 @@ impl Function {
     }
 }
 
+/// A frame's address: its module and the offset in the module's address space.
+type Place = (String, u64);
+
 /// `(module, offset)` -> the functions at that address, innermost (inlined) first: resolved on
 /// first asking, each module read once (blazesym keeps what it parsed).
 #[derive(Default)]
 pub struct Symbols {
     symbolizer: Symbolizer,
-    resolved: RefCell<BTreeMap<(String, u64), Rc<[Function]>>>,
+    resolved: RefCell<BTreeMap<Place, Rc<[Function]>>>,
     missing: RefCell<BTreeSet<String>>,
 }
 
@@ -83,7 +86,7 @@ impl Symbols {
         // blazesym lists the outer function first; each one's code information is where the
         // address lies in it (the next one's call site).
         functions.push(function(&sym.name, sym.code_info.as_deref()));
-        for inlined in sym.inlined.iter() {
+        for inlined in &sym.inlined {
             functions.push(function(&inlined.name, inlined.code_info.as_ref()));
         }
         functions.reverse();
