@@ -4,8 +4,10 @@
 //! (`_Unwind_Backtrace` of libgcc_s, which the Rust runtime already links), from the program's
 //! side: the shim's own frames are left out. Each frame is its module (the loaded object's path)
 //! and the offset in it, which `sharecheck report` turns into file:line where the module has
-//! debug information, plus the nearest dynamic symbol the loader knows (`dladdr`). No DWARF is
-//! read in the process under test.
+//! debug information, plus the function that holds it: the dynamic symbol the loader knows
+//! (`dladdr`) where it covers the address, else the module's symbol table, read from its file
+//! (a program's own functions are rarely exported; without `-g` the symbol table still names
+//! `main`). No DWARF is read in the process under test.
 
 use crate::loader::object_of;
 use std::ffi::{c_int, c_void, CStr};
@@ -92,10 +94,16 @@ pub fn capture(depth: usize, skip: Option<usize>) -> Vec<Frame> {
             }
             leaving = false;
         }
+        let module = module_path(&object.path);
+        let offset = (at - object.load_bias) as u64;
+        let symbol = match symbol_at(at) {
+            Some((name, distance, true)) => Some((name, distance)),
+            near => symtab_symbol(&module, offset).or(near.map(|(n, d, _)| (n, d))),
+        };
         frames.push(Frame {
-            module: module_path(&object.path),
-            offset: (at - object.load_bias) as u64,
-            symbol: symbol_at(at),
+            module,
+            offset,
+            symbol,
         });
         if frames.len() == depth {
             break;
@@ -122,12 +130,22 @@ fn module_path(path: &str) -> String {
     }
 }
 
-/// The nearest dynamic symbol at or before `address`, and the distance from it.
-fn symbol_at(address: usize) -> Option<(String, u64)> {
+/// The nearest dynamic symbol at or before `address`, the distance from it, and whether the
+/// symbol's size covers the address (else it is only the nearest the loader knows).
+fn symbol_at(address: usize) -> Option<(String, u64, bool)> {
     // SAFETY: `Dl_info` is plain C data: all zeroes is a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: dladdr only inspects loader tables and writes `info`, a live local.
-    let ok = unsafe { libc::dladdr(address as *const c_void, &mut info) };
+    let mut sym: *const libc::Elf64_Sym = std::ptr::null();
+    // SAFETY: dladdr1 only inspects loader tables and writes `info` and, for RTLD_DL_SYMENT, a
+    // pointer to the symbol's table entry into `sym`: live locals of those types.
+    let ok = unsafe {
+        libc::dladdr1(
+            address as *const c_void,
+            &mut info,
+            &mut sym as *mut *const libc::Elf64_Sym as *mut *mut c_void,
+            RTLD_DL_SYMENT,
+        )
+    };
     if ok == 0 || info.dli_sname.is_null() || info.dli_saddr.is_null() {
         return None;
     }
@@ -135,7 +153,65 @@ fn symbol_at(address: usize) -> Option<(String, u64)> {
     let name = unsafe { CStr::from_ptr(info.dli_sname) }
         .to_string_lossy()
         .into_owned();
-    Some((name, (address - info.dli_saddr as usize) as u64))
+    let distance = (address - info.dli_saddr as usize) as u64;
+    // SAFETY: dladdr1 succeeded with a symbol: `sym` is null or the loader's entry for it, in
+    // the object's symbol table (mapped while the object is loaded).
+    let covers = !sym.is_null() && distance < unsafe { (*sym).st_size };
+    Some((name, distance, covers))
+}
+
+/// `<dlfcn.h>`: ask `dladdr1` for the symbol's table entry.
+const RTLD_DL_SYMENT: c_int = 1;
+
+/// The function of `module`'s symbol table (`.symtab`, else `.dynsym`) that holds `offset` (an
+/// address in the module's own address space), and the distance into it. The file is mapped,
+/// read and unmapped here: a finding's cold path, never a call's.
+fn symtab_symbol(module: &str, offset: u64) -> Option<(String, u64)> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let file = std::fs::File::open(module).ok()?;
+    let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+    if len == 0 {
+        return None;
+    }
+    // SAFETY: a private read-only mapping of a file this function opened; unmapped below, and
+    // the slice over it does not outlive this function.
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE,
+            std::os::fd::AsRawFd::as_raw_fd(&file),
+            0,
+        )
+    };
+    drop(file);
+    if map == libc::MAP_FAILED {
+        return None;
+    }
+    // SAFETY: `map` is `len` readable bytes (above).
+    let bytes = unsafe { std::slice::from_raw_parts(map as *const u8, len) };
+    let found = object::File::parse(bytes).ok().and_then(|elf| {
+        let holds = |s: &object::Symbol| {
+            s.kind() == SymbolKind::Text
+                && s.address() <= offset
+                && offset - s.address() < s.size().max(1)
+        };
+        let best = elf
+            .symbols()
+            .filter(|s| holds(s))
+            .max_by_key(ObjectSymbol::address)
+            .or_else(|| {
+                elf.dynamic_symbols()
+                    .filter(|s| holds(s))
+                    .max_by_key(ObjectSymbol::address)
+            })?;
+        let name = best.name().ok().filter(|n| !n.is_empty())?;
+        Some((name.to_string(), offset - best.address()))
+    });
+    // SAFETY: the mapping made above, no longer referred to.
+    unsafe { libc::munmap(map, len) };
+    found
 }
 
 #[cfg(test)]
@@ -158,6 +234,14 @@ mod tests {
         assert!(frames[0].text().starts_with(&frames[0].module));
         assert!(capture(0, None).is_empty());
         assert_eq!(from_here(2).len(), 2);
+        // `capture` itself, which nothing exports: named from the symbol table.
+        assert!(
+            frames[0]
+                .symbol
+                .as_ref()
+                .is_some_and(|(name, _)| name.contains("capture")),
+            "{frames:?}"
+        );
     }
 
     #[test]

@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 const LAYERS: &[(&str, u8)] = &[
+    ("tls", 0),
     ("guard", 0),
     ("clock", 0),
     ("config", 0),

@@ -40,6 +40,10 @@ pub struct NamedFrame {
     pub module: String,
     pub offset: u64,
     pub function: Option<String>,
+    /// The function the shim named when it captured the frame (the symbol table's or the
+    /// loader's), on the frame's outermost function only: true to the module as it was then,
+    /// where `function` is read from the module as it is now (rebuilt in place, perhaps).
+    pub recorded: Option<String>,
 }
 
 /// The frames of `o`'s stack with their functions: from debug information or the symbol table
@@ -47,23 +51,26 @@ pub struct NamedFrame {
 pub fn named_frames(o: &Occurrence, symbols: &Symbols) -> Vec<NamedFrame> {
     let mut out = Vec::new();
     for (module, offset, symbol) in o.stack() {
+        // `name+0x12` as recorded: the name alone.
+        let recorded = symbol.map(|s| match s.rsplit_once('+') {
+            Some((name, d)) if d.starts_with("0x") => name.to_string(),
+            _ => s,
+        });
         let functions = symbols.functions(&module, offset);
         if functions.is_empty() {
-            // `name+0x12` as recorded: the name alone.
-            let function = symbol.map(|s| match s.rsplit_once('+') {
-                Some((name, d)) if d.starts_with("0x") => name.to_string(),
-                _ => s,
-            });
             out.push(NamedFrame {
                 module,
                 offset,
-                function,
+                function: recorded.clone(),
+                recorded,
             });
         } else {
-            out.extend(functions.iter().map(|f| NamedFrame {
+            let outer = functions.len() - 1;
+            out.extend(functions.iter().enumerate().map(|(i, f)| NamedFrame {
                 module: module.clone(),
                 offset,
                 function: Some(f.name.clone()),
+                recorded: if i == outer { recorded.clone() } else { None },
             }));
         }
     }
@@ -121,7 +128,10 @@ fn frames_match(patterns: &[FramePattern], frames: &[NamedFrame]) -> bool {
                 return false;
             };
             let hit = match p {
-                FramePattern::Fun(g) => frame.function.as_deref().is_some_and(|f| glob(g, f)),
+                FramePattern::Fun(g) => [&frame.function, &frame.recorded]
+                    .into_iter()
+                    .flatten()
+                    .any(|f| glob(g, f)),
                 FramePattern::Obj(g) => glob(g, &frame.module),
                 FramePattern::Any => unreachable!(),
             };
@@ -284,16 +294,31 @@ pub fn generate(lines: &std::collections::BTreeSet<String>) -> String {
 /// known; addresses and pids in messages never).
 pub fn key(o: &Occurrence, symbols: &Symbols) -> String {
     let frames = named_frames(o, symbols);
-    let place = user_frame(&frames)
-        .map(|f| match &f.function {
-            Some(function) => format!(" at {function}"),
-            None => {
-                let name = Path::new(&f.module)
-                    .file_name()
-                    .map_or(f.module.as_str(), |n| {
-                        n.to_str().unwrap_or(f.module.as_str())
-                    });
-                format!(" at {name}+{:#x}", f.offset)
+    let user = frames
+        .iter()
+        .position(|f| !is_system(&f.module))
+        .or((!frames.is_empty()).then_some(0));
+    let place = user
+        .map(|i| {
+            let f = &frames[i];
+            // The name the shim recorded at the call first (on the outermost function at the
+            // frame's address): the module may have been rebuilt in place since, its offsets now
+            // in other functions. Then the name read from the module, then its offset.
+            let name = frames[i..]
+                .iter()
+                .take_while(|g| g.module == f.module && g.offset == f.offset)
+                .find_map(|g| g.recorded.clone())
+                .or_else(|| f.function.clone());
+            match name {
+                Some(function) => format!(" at {function}"),
+                None => {
+                    let file = Path::new(&f.module)
+                        .file_name()
+                        .map_or(f.module.as_str(), |n| {
+                            n.to_str().unwrap_or(f.module.as_str())
+                        });
+                    format!(" at {file}+{:#x}", f.offset)
+                }
             }
         })
         .unwrap_or_default();
@@ -366,6 +391,7 @@ mod tests {
                 module: module.into(),
                 offset: 0,
                 function: function.map(str::to_string),
+                recorded: None,
             })
             .collect()
     }

@@ -490,9 +490,9 @@ fn suppressions_leave_findings_out_and_can_be_generated() {
         .unwrap();
     let text = String::from_utf8(gen.stdout).unwrap();
     assert!(
-        text.contains(
-            "rule:cuMemcpyPeer.memory-freed fn:cuMemcpyPeer frame:/opt/lib/libtorch_cuda.so+*"
-        ),
+        // The innermost function of the program's own code, by the name the shim recorded (the
+        // module is not on this machine).
+        text.contains("rule:cuMemcpyPeer.memory-freed fn:cuMemcpyPeer ... fun:copy\n"),
         "{text}"
     );
     dir.write("gen.supp", &text);
