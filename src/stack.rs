@@ -234,12 +234,13 @@ mod tests {
         assert!(frames[0].text().starts_with(&frames[0].module));
         assert!(capture(0, None).is_empty());
         assert_eq!(from_here(2).len(), 2);
-        // `capture` itself, which nothing exports: named from the symbol table.
+        // `capture` itself (the innermost frame, or under a helper a debug build keeps apart),
+        // which nothing exports: named from the symbol table.
         assert!(
-            frames[0]
+            frames.iter().take(3).any(|f| f
                 .symbol
                 .as_ref()
-                .is_some_and(|(name, _)| name.contains("capture")),
+                .is_some_and(|(name, _)| name.contains("capture"))),
             "{frames:?}"
         );
     }
