@@ -228,7 +228,8 @@ fn settle_or_record<A: CallArgs, const TRACED: bool>(
         });
     } else if TRACED {
         shielded((), || {
-            let extra = Extra::of(dur_ns, &mut cx);
+            let mut extra = Extra::of(dur_ns, &mut cx);
+            extra.stack = accused_stack(A::ID, &cx);
             record(Some(guard), &args, outcome, ret, seq, ts_ns, &extra, &[]);
         });
         cx.dispose();
@@ -299,6 +300,8 @@ pub fn check_kept<A: Invoke, const TRACED: bool>(
         args.run(&mut cx, |_| outcome);
         true
     });
+    // Checked as the thread leaves the shim: the stack now is not the handler's call's.
+    cx.stack_wanted = false;
     if ran {
         settle_or_record::<A, TRACED>(guard, args, cx, (outcome, ret), seq, ts_ns, None);
     }
@@ -431,7 +434,10 @@ fn settle_and_record<A: CallArgs>(
     traced: bool,
 ) {
     let mut cx = cx;
-    let extra = Extra::of(dur_ns, &mut cx);
+    let mut extra = Extra::of(dur_ns, &mut cx);
+    if traced {
+        extra.stack = accused_stack(A::ID, &cx);
+    }
     let found = engine::settle(A::ID.info(), cx, outcome);
     let recorded = if found.is_empty() {
         found
@@ -449,6 +455,10 @@ fn settle_and_record<A: CallArgs>(
         )
     };
     if traced {
+        if !recorded.is_empty() {
+            // Its findings carry the call's stack already.
+            extra.stack = Vec::new();
+        }
         record(
             Some(guard),
             &args,
@@ -470,6 +480,25 @@ struct Extra {
     dur_ns: Option<u64>,
     /// Where the checks say the call acted ([`Cx::place`]).
     place: Option<Box<engine::Place>>,
+    /// The call's stack, for a report-phase rule that may name the call ([`accused_stack`]).
+    stack: Vec<crate::stack::Frame>,
+}
+
+/// The stack of a traced call a report-phase rule may name: every call of a function such a
+/// rule names, except the frequent ones ([`sharecheck_core::rules::ACCUSED_ON_REQUEST`]), whose
+/// checks ask where it matters ([`Cx::keep_stack`]). Empty otherwise, and with `stack_depth=0`.
+#[inline]
+fn accused_stack(id: sharecheck_core::FnId, cx: &Cx) -> Vec<crate::stack::Frame> {
+    use sharecheck_core::rules::Accused;
+    let wanted = match trace::accused(id) {
+        Accused::Never => false,
+        Accused::Always => true,
+        Accused::OnRequest => cx.stack_wanted,
+    };
+    if !wanted || engine::options().stack_depth == 0 {
+        return Vec::new();
+    }
+    engine::capture_stack(engine::options())
 }
 
 impl Extra {
@@ -479,6 +508,7 @@ impl Extra {
         Extra {
             dur_ns,
             place: cx.place.take(),
+            stack: Vec::new(),
         }
     }
 }
@@ -505,6 +535,7 @@ fn record<A: CallArgs>(
             t: ts_ns,
             dur_ns: extra.dur_ns,
             place: extra.place.as_deref(),
+            stack: &extra.stack,
             findings,
         },
     );

@@ -31,21 +31,7 @@ impl Finding {
         w.kv_str("message", &self.message);
         w.kv_str("doc", &self.rule.source.cite());
         w.kv_str("fix", self.rule.fix);
-        if !self.stack.is_empty() {
-            w.key("stack");
-            w.begin_array();
-            for frame in self.stack.iter() {
-                w.begin_object();
-                w.kv_str("module", &frame.module);
-                w.kv_hex("offset", frame.offset);
-                if let Some((name, distance)) = &frame.symbol {
-                    w.kv_str("symbol", name);
-                    w.kv_hex("symbol_offset", *distance);
-                }
-                w.end_object();
-            }
-            w.end_array();
-        }
+        encode_stack(w, &self.stack);
         w.end_object();
     }
 
@@ -121,4 +107,25 @@ pub fn print(f: &Finding, call: &str, pid: u32, tid: i32, seq: u64, last_of: Opt
         last_of,
         stack: &f.stack_text(),
     });
+}
+
+/// `"stack":[{"module":..,"offset":"0x..","symbol":..,"symbol_offset":"0x.."},...]` of a finding
+/// or a call record; nothing for an empty stack.
+pub fn encode_stack(w: &mut JsonOut, stack: &[crate::stack::Frame]) {
+    if stack.is_empty() {
+        return;
+    }
+    w.key("stack");
+    w.begin_array();
+    for frame in stack {
+        w.begin_object();
+        w.kv_str("module", &frame.module);
+        w.kv_hex("offset", frame.offset);
+        if let Some((name, distance)) = &frame.symbol {
+            w.kv_str("symbol", name);
+            w.kv_hex("symbol_offset", *distance);
+        }
+        w.end_object();
+    }
+    w.end_array();
 }

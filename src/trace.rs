@@ -123,6 +123,8 @@ pub struct CallRecord<'a> {
     pub dur_ns: Option<u64>,
     /// Where the checks say the call acted (`Cx::place`).
     pub place: Option<&'a Place>,
+    /// The call's stack, where a report-phase rule may name the call (else empty).
+    pub stack: &'a [crate::stack::Frame],
     pub findings: &'a [Finding],
 }
 
@@ -141,12 +143,13 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
     let generation = FORK_GENERATION.load(Ordering::Relaxed);
     // Compact unless the appender falls behind (then it would hold this thread up). A place
     // travels in the compact record (the writer formats it too), unless it names many devices.
-    if let (true, Some(guard), None, Outcome::Returned(_), []) = (
+    if let (true, Some(guard), None, Outcome::Returned(_), [], []) = (
         A::COMPACT && ring::place_fits(record.place) && !crate::writer::behind(),
         guard,
         record.dur_ns,
         record.outcome,
         record.findings,
+        record.stack,
     ) {
         return write_compact(guard, generation, args, record);
     }
@@ -167,6 +170,7 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
             w.key("forwarded");
             w.bool(false);
         }
+        findings::encode_stack(&mut w, record.stack);
         findings::encode_list(&mut w, record.findings);
         w.end_record();
         append(frame_json(s.buf), s.slot);
@@ -178,6 +182,18 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
         }),
         None => with_scratch(write),
     }
+}
+
+/// [`sharecheck_core::rules::accused`] of a function, from a table made once.
+pub fn accused(id: sharecheck_core::FnId) -> sharecheck_core::rules::Accused {
+    static TABLE: std::sync::OnceLock<Vec<sharecheck_core::rules::Accused>> =
+        std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        sharecheck_core::functions::FUNCTIONS
+            .iter()
+            .map(|f| sharecheck_core::rules::accused(f.symbol))
+            .collect()
+    })[id.info().id as usize]
 }
 
 /// Whether a call with no finding is recorded: always at `trace_level=calls`; at `findings`, only

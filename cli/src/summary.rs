@@ -288,6 +288,9 @@ impl Summary {
         finding.insert("doc".into(), rule.source.cite().into());
         finding.insert("fix".into(), rule.fix.into());
         finding.insert("phase".into(), "report".into());
+        if let Some(stack) = found.stack {
+            finding.insert("stack".into(), stack);
+        }
         if let Some(process) = self.processes.get_mut(&found.pid) {
             process.findings += 1;
             match rule.severity.as_str() {
@@ -300,11 +303,11 @@ impl Summary {
             finding,
             func: Some(found.func),
             pid: found.pid.into(),
-            tid: Value::Null,
+            tid: found.tid.map_or(Value::Null, Value::from),
             seq: found.seq.into(),
             ts_ns: Some(found.ts_ns),
             event: None,
-            args: None,
+            args: Some(Value::Object(found.args)),
         });
     }
 }

@@ -38,7 +38,8 @@ type Place = (String, u64);
 /// first asking, each module read once (blazesym keeps what it parsed).
 #[derive(Default)]
 pub struct Symbols {
-    symbolizer: Symbolizer,
+    /// Made when a first frame is resolved (most reports have none to resolve).
+    symbolizer: std::cell::OnceCell<Symbolizer>,
     resolved: RefCell<BTreeMap<Place, Rc<[Function]>>>,
     missing: RefCell<BTreeSet<String>>,
 }
@@ -74,6 +75,7 @@ impl Symbols {
         // A module blazesym cannot read (not ELF, truncated) keeps its frames as they are.
         let Ok(sym) = self
             .symbolizer
+            .get_or_init(Symbolizer::new)
             .symbolize_single(&source, Input::VirtOffset(offset))
         else {
             self.missing.borrow_mut().insert(module.to_string());

@@ -837,7 +837,9 @@ fn memory_does_not_grow_with_the_number_of_findings() {
         .collect();
     assert_eq!(seqs, (1..=20_000).collect::<Vec<_>>());
     assert!(text_kb < 24 << 10, "text: {text_kb} KB");
-    assert!(json_kb < 32 << 10, "json: {json_kb} KB");
+    // Far below the 60 MB of messages: they are not held. (A debug build measured 31.9 MB before
+    // the report linked a symbolizer, 33.7 MB after; a release build 29.4 MB.)
+    assert!(json_kb < 36 << 10, "json: {json_kb} KB");
 }
 
 /// A trace file of `lines` lines written with `line(i)` after the process record, a line at a

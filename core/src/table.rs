@@ -93,7 +93,7 @@ macro_rules! check_table {
             cuMemAllocManaged => ;
             // The peer check last: its after-step runs first, while the pointer cache still holds
             // the freed range.
-            cuMemFree_v2 => attach::MEMORY_FREED, lifecycle::MEMORY_FREED, peer::FREED_CUDA, pool::FREED;
+            cuMemFree_v2 => attach::MEMORY_FREED, lifecycle::MEMORY_FREED, peer::FREED_CUDA, pool::FREED, ipc::EXPORTED_FREED;
             cuMemFreeHost => lifecycle::MEMORY_FREED;
             cuMemFreeAsync => lifecycle::MEMORY_FREED, pool::FREED;
             cuMemFreeAsync_ptsz => lifecycle::MEMORY_FREED, pool::FREED;
@@ -123,7 +123,7 @@ macro_rules! check_table {
             cuMemPoolImportPointer => pool::IMPORT_POINTER;
             hipMalloc => ;
             hipMallocManaged => ;
-            hipFree => lifecycle::MEMORY_FREED;
+            hipFree => lifecycle::MEMORY_FREED, ipc::EXPORTED_FREED;
             // Observed events (the flags IPC exports need) and streams (the attach family's ordering).
             cuEventCreate => ipc::EVENT_CREATED;
             cuEventDestroy_v2 => ipc::EVENT_CREATED;

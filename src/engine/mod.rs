@@ -72,6 +72,8 @@ pub struct Cx<'a> {
     /// (`found` and `place` are the only fields that own memory: [`Cx::dispose`] forgets a clean
     /// context without its drop glue, so a field that owns anything must be added there too.)
     reported_early: bool,
+    /// A check asked for the call's stack in its record ([`Cx::keep_stack`]).
+    pub stack_wanted: bool,
     /// The check running now (debug builds): a rule it raises must be one its `CheckInfo` lists,
     /// which is how the catalogue knows where each rule is checked.
     #[cfg(debug_assertions)]
@@ -82,6 +84,13 @@ pub struct Cx<'a> {
 pub use crate::trace::Place;
 
 impl<'a> Cx<'a> {
+    /// Keeps the call's stack in its trace record: a report-phase rule may name the call
+    /// ([`sharecheck_core::rules::ACCUSED_ON_REQUEST`]).
+    #[inline]
+    pub fn keep_stack(&mut self) {
+        self.stack_wanted = true;
+    }
+
     /// The call's [`Place`], made on first use.
     pub fn place(&mut self) -> &mut Place {
         self.place.get_or_insert_with(Box::default)
@@ -102,6 +111,7 @@ impl<'a> Cx<'a> {
             found: Vec::new(),
             place: None,
             reported_early: false,
+            stack_wanted: false,
             #[cfg(debug_assertions)]
             running: None,
         }
@@ -287,6 +297,15 @@ pub trait Checked: sharecheck_core::functions::CallArgs {
 
 // ---------------------------------------------------------------------------------------------
 // Settling: the driver's answer against the prediction.
+
+/// The calling thread's stack, from the program's side (the shim's own frames left out), at most
+/// `stack_depth` frames: a finding's, or a call's that a report-phase rule may name.
+pub fn capture_stack(options: &Options) -> Vec<crate::stack::Frame> {
+    crate::stack::capture(
+        options.stack_depth as usize,
+        Some(halt_if_asked as *const () as usize),
+    )
+}
 
 /// Compares the driver's answer with the prediction and returns this call's findings, before
 /// muting and limits.
@@ -546,13 +565,9 @@ pub fn report(
     };
     let call = call();
     let mut kept = kept;
-    let depth = options.stack_depth as usize;
-    if depth > 0 {
-        // One capture for the call: its findings share it. The shim's own frames are left out.
-        let stack = std::sync::Arc::new(crate::stack::capture(
-            depth,
-            Some(halt_if_asked as *const () as usize),
-        ));
+    if options.stack_depth > 0 {
+        // One capture for the call: its findings share it.
+        let stack = std::sync::Arc::new(capture_stack(options));
         for f in &mut kept {
             f.stack = stack.clone();
         }

@@ -190,6 +190,13 @@ pub fn report_phase(r: &Run) -> Vec<(String, String)> {
         .iter()
         .filter(|f| f["phase"] == "report")
         .map(|f| {
+            // Every finding has a place in the program (issue 26): the call's thread and the
+            // stack the trace kept for it.
+            assert!(f["tid"].is_i64(), "a report-phase finding's thread: {f}");
+            assert!(
+                f["stack"].as_array().is_some_and(|s| !s.is_empty()),
+                "a report-phase finding's stack: {f}"
+            );
             (
                 f["rule"].as_str().unwrap().to_string(),
                 f["fn"].as_str().unwrap().to_string(),

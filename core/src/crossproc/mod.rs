@@ -52,6 +52,8 @@ use std::collections::{BTreeMap, HashMap};
 #[derive(Debug, Clone)]
 pub struct Call {
     pub pid: i64,
+    /// The calling thread, where the record says.
+    pub tid: Option<i64>,
     pub seq: u64,
     pub ts_ns: u64,
     /// The exact symbol (`cuIpcOpenMemHandle_v2`, ...).
@@ -67,6 +69,9 @@ pub struct Call {
     /// `"unreachable"`).
     pub uuid: Option<String>,
     pub unreachable: Vec<String>,
+    /// Where in the program the call was made: the record's `"stack"` (kept for calls a
+    /// report-phase rule may name), else the stack of a finding on the record.
+    pub stack: Option<Value>,
 }
 
 impl Call {
@@ -199,8 +204,15 @@ impl Timeline {
             return;
         }
         let args = args.clone();
+        let stack = record.get("stack").cloned().or_else(|| {
+            record
+                .get("findings")
+                .and_then(Value::as_array)
+                .and_then(|f| f.iter().find_map(|f| f.get("stack").cloned()))
+        });
         self.calls.push(Call {
             pid,
+            tid: record.get("tid").and_then(Value::as_i64),
             seq,
             ts_ns,
             func: func.to_string(),
@@ -222,6 +234,7 @@ impl Timeline {
                         .collect()
                 })
                 .unwrap_or_default(),
+            stack,
         });
         self.sorted = false;
     }
@@ -387,10 +400,15 @@ impl Timeline {
 pub struct ReportFinding {
     pub rule: &'static Rule,
     pub pid: i64,
+    pub tid: Option<i64>,
     pub seq: u64,
     pub ts_ns: u64,
     pub func: String,
     pub message: String,
+    /// The call's arguments as recorded (handles as keyed fingerprints).
+    pub args: Map<String, Value>,
+    /// The call's stack, where the trace kept one ([`Call::stack`]).
+    pub stack: Option<Value>,
 }
 
 impl ReportFinding {
@@ -398,10 +416,13 @@ impl ReportFinding {
         ReportFinding {
             rule,
             pid: call.pid,
+            tid: call.tid,
             seq: call.seq,
             ts_ns: call.ts_ns,
             func: call.func.clone(),
             message,
+            args: call.args.clone(),
+            stack: call.stack.clone(),
         }
     }
 }

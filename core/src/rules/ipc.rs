@@ -613,6 +613,12 @@ pub mod checks {
         name: "ipc.close.hip",
         rules: &[&hip::CLOSE_NOT_OPENED],
     };
+    /// A free of memory this process exported: its stack is kept for the report (no rule of
+    /// its own).
+    pub static EXPORTED_FREED: CheckInfo = CheckInfo {
+        name: "ipc.exported-freed",
+        rules: &[],
+    };
 }
 
 /// The family: every rule it defines, in catalogue order.
@@ -632,6 +638,7 @@ pub static FAMILY: Family = Family {
         &checks::CONTEXT_DESTROYED,
         &checks::CLOSE_CUDA,
         &checks::CLOSE_HIP,
+        &checks::EXPORTED_FREED,
     ],
     reported: report::REPORTED_ON,
     engine: &[],

@@ -223,6 +223,47 @@ pub const REPORT_READS: &[&str] = &[
     "cuMemPoolImportPointer",
 ];
 
+/// Functions a report-phase rule accuses that programs call often (a free, an export, a map, an
+/// event's destroy): the shim keeps their stack in the trace only where a check says the call
+/// concerns what other processes share or what a report may name (the first export of a pointer,
+/// the free of exported memory, the first map of a handle). Every other accused function's calls
+/// keep theirs.
+pub const ACCUSED_ON_REQUEST: &[&str] = &[
+    "cuMemFree_v2",
+    "hipFree",
+    "cuMemFreeAsync",
+    "cuMemFreeAsync_ptsz",
+    "cuIpcGetMemHandle",
+    "hipIpcGetMemHandle",
+    "cuMemMap",
+    "cuEventDestroy_v2",
+    "hipEventDestroy",
+];
+
+/// Whether a report-phase rule may attach a finding to this function's calls, and when their
+/// stacks are kept for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accused {
+    Never,
+    /// Every call's stack is kept.
+    Always,
+    /// Kept where a check asks ([`ACCUSED_ON_REQUEST`]).
+    OnRequest,
+}
+
+/// [`Accused`] of a function, from the families' `reported` lists.
+pub fn accused(symbol: &str) -> Accused {
+    let named = FAMILIES
+        .iter()
+        .flat_map(|f| f.reported.iter())
+        .any(|(_, symbols)| symbols.contains(&symbol));
+    match (named, ACCUSED_ON_REQUEST.contains(&symbol)) {
+        (false, _) => Accused::Never,
+        (true, false) => Accused::Always,
+        (true, true) => Accused::OnRequest,
+    }
+}
+
 /// Whether a report-phase check reads this function's calls ([`REPORT_READS`]).
 pub fn read_by_report(info: &FnInfo) -> bool {
     REPORT_READS.iter().any(|p| info.symbol.starts_with(p))

@@ -32,6 +32,7 @@ pub struct EventCreated;
 pub struct ContextDestroyed;
 pub struct OpenEventCuda;
 pub struct OpenEventHip;
+pub struct ExportedFreed;
 
 /// The family's checks, by the names the table uses.
 pub mod checks {
@@ -47,6 +48,7 @@ pub mod checks {
     pub const CONTEXT_DESTROYED: super::ContextDestroyed = super::ContextDestroyed;
     pub const OPEN_EVENT_CUDA: super::OpenEventCuda = super::OpenEventCuda;
     pub const OPEN_EVENT_HIP: super::OpenEventHip = super::OpenEventHip;
+    pub const EXPORTED_FREED: super::ExportedFreed = super::ExportedFreed;
 }
 
 /// What the family tracks: the memory handles this process exported, as keyed fingerprints (a
@@ -69,6 +71,18 @@ pub struct IpcState {
     mapped: Mutex<HashMap<u64, (u64, u64)>>,
     /// The flags of each live event this process created (the shim saw the creation).
     events: Mutex<HashMap<u64, u32>>,
+    /// Memory this process exported while tracing, not freed since (the report may name its
+    /// free: its stack is kept), and a bit per pointer of it ([`pointer_bit`], read without the
+    /// lock; cleared when none is left).
+    exported_memory: Mutex<HashSet<u64>>,
+    exported_memory_bits: AtomicU64,
+}
+
+/// One of 64 bits for a pointer (its bits above a page, folded).
+#[inline(always)]
+fn pointer_bit(ptr: u64) -> u64 {
+    let h = (ptr >> 12) ^ (ptr >> 18) ^ (ptr >> 24) ^ (ptr >> 30);
+    1 << (h & 63)
 }
 
 /// How often an opened pointer is open, and through which API.
@@ -227,13 +241,36 @@ impl IpcState {
         left
     }
 
-    /// An event was created with `flags` (`None`: it was destroyed).
-    fn event(&self, event: u64, flags: Option<u32>) {
+    /// An event was created with `flags` (`None`: it was destroyed): the flags it had.
+    fn event(&self, event: u64, flags: Option<u32>) -> Option<u32> {
         let mut events = self.events.lock();
         match flags {
             Some(flags) => events.insert(event, flags),
             None => events.remove(&event),
-        };
+        }
+    }
+
+    /// `ptr` was exported by this process: a free of it may be named by the report.
+    fn exported_memory(&self, ptr: u64) {
+        let mut exported = self.exported_memory.lock();
+        exported.insert(ptr);
+        self.exported_memory_bits
+            .fetch_or(pointer_bit(ptr), Relaxed);
+    }
+
+    /// `ptr` was freed: whether this process had exported it. Most frees are of memory never
+    /// exported: one load of the pointers' bits tells them apart without the lock.
+    #[inline]
+    fn freed_exported(&self, ptr: u64) -> bool {
+        if self.exported_memory_bits.load(Relaxed) & pointer_bit(ptr) == 0 {
+            return false;
+        }
+        let mut exported = self.exported_memory.lock();
+        let was = exported.remove(&ptr);
+        if exported.is_empty() {
+            self.exported_memory_bits.store(0, Relaxed);
+        }
+        was
     }
 
     /// The flags a live event was created with, if the shim saw its creation.
@@ -336,6 +373,9 @@ get_event!(
         "hipEventInterprocess | hipEventDisableTiming"
 );
 
+/// `CU_EVENT_INTERPROCESS`, `hipEventInterprocess`.
+const INTERPROCESS_EVENT: u32 = 0x4;
+
 /// Event creation and destruction, observed (nothing decided): the flags of each live event.
 macro_rules! event_created {
     ($($function:ident ($out:ident, $flags:ident)),*) => {$(
@@ -357,7 +397,11 @@ macro_rules! event_created {
             fn before(&self, _: &args::$function, _: &mut Cx) {}
             fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
                 if ret == 0 {
-                    cx.states.family::<IpcState>().event(a.$event.addr(), None);
+                    let flags = cx.states.family::<IpcState>().event(a.$event.addr(), None);
+                    // An interprocess event's destroy may be named by the report.
+                    if flags.is_some_and(|f| f & INTERPROCESS_EVENT != 0) {
+                        cx.keep_stack();
+                    }
                 }
             }
         }
@@ -530,7 +574,9 @@ impl Check<args::cuIpcGetMemHandle> for GetCuda {
             // device.
             if crate::trace::enabled() {
                 let facts = cx.facts;
+                let mut first = false;
                 let home = home_of(&LAST_CLEAN_GET, a.dptr.0, || {
+                    first = true;
                     let context = facts.allocation_context(a.dptr.0);
                     let device = context.and_then(|ctx| context_device(facts, ctx));
                     Home {
@@ -540,6 +586,11 @@ impl Check<args::cuIpcGetMemHandle> for GetCuda {
                     }
                 });
                 place_at(cx, home);
+                if first {
+                    // The report may name this export, and the memory's free.
+                    cx.keep_stack();
+                    cx.states.family::<IpcState>().exported_memory(a.dptr.0);
+                }
             }
         }
     }
@@ -780,7 +831,9 @@ impl Check<args::hipIpcGetMemHandle> for GetHip {
         }
         let ptr = a.devPtr.addr();
         let facts = cx.facts;
+        let mut first = false;
         let home = home_of(&LAST_CLEAN_GET_HIP, ptr, || {
+            first = true;
             let mut hip = HipSession::begin(facts);
             let device = hip.device_memory_owner(ptr);
             Home {
@@ -790,6 +843,11 @@ impl Check<args::hipIpcGetMemHandle> for GetHip {
             }
         });
         place_at(cx, home);
+        if first {
+            // The report may name this export, and the memory's free.
+            cx.keep_stack();
+            cx.states.family::<IpcState>().exported_memory(ptr);
+        }
     }
 }
 
@@ -862,3 +920,28 @@ impl Check<args::hipIpcCloseMemHandle> for CloseHip {
         }
     }
 }
+
+/// A free of memory this process exported (while tracing) keeps its stack: the report may name
+/// it (`cuMemFree.ipc-memory-open-elsewhere`, `hipFree.ipc-memory-open-elsewhere`).
+macro_rules! exported_freed {
+    ($($function:ident (|$a:ident| $ptr:expr)),*) => {$(
+        impl Check<args::$function> for ExportedFreed {
+            type Plan = ();
+            const BEFORE: bool = false;
+            fn before(&self, _: &args::$function, _: &mut Cx) {}
+            #[inline(always)]
+            fn after(&self, $a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
+                if ret == 0 && cx.states.family::<IpcState>().freed_exported($ptr) {
+                    cx.keep_stack();
+                }
+            }
+            /// Nothing exported while tracing: no free to keep a stack for.
+            #[inline(always)]
+            fn idle(&self, states: &crate::engine::state::States) -> bool {
+                states.family::<IpcState>().exported_memory_bits.load(Relaxed) == 0
+            }
+        }
+    )*};
+}
+
+exported_freed!(cuMemFree_v2(|a| a.dptr.0), hipFree(|a| a.ptr.addr()));

@@ -106,11 +106,17 @@ impl FamilyState for PoolState {
 }
 
 impl PoolState {
-    /// A pool allocation was freed.
+    /// A pool allocation was freed: whether its pool was exported (its pointers may be held by
+    /// other processes, and the report may name this free).
     #[cold]
     #[inline(never)]
-    fn forget_allocation(&self, dptr: u64) {
-        self.with(|p| p.allocations.remove(&dptr));
+    fn forget_allocation(&self, dptr: u64) -> bool {
+        self.with(|p| match p.allocations.remove(&dptr) {
+            Some((_, Origin::Pool { pool, .. })) => {
+                p.created.get(&pool).is_some_and(|c| c.exported)
+            }
+            _ => false,
+        })
     }
 
     /// Runs `f` under the lock, then publishes how many allocations are tracked.
@@ -225,8 +231,9 @@ macro_rules! freed {
             #[inline(always)]
             fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
                 let state = state(cx);
-                if ret == 0 && state.allocations.load(Relaxed) != 0 {
-                    state.forget_allocation(a.dptr.0);
+                if ret == 0 && state.allocations.load(Relaxed) != 0 && state.forget_allocation(a.dptr.0)
+                {
+                    cx.keep_stack();
                 }
             }
             /// No pool allocation tracked: nothing to forget.

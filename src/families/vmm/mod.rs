@@ -143,6 +143,8 @@ struct Handle {
     physical: Physical,
     /// Creates, imports and retains, less releases.
     references: u32,
+    /// Mapped at least once (the first map keeps its stack for the report).
+    mapped: bool,
 }
 
 /// What the family tracks. A forked child starts empty, as every family does.
@@ -439,6 +441,7 @@ fn referenced(cx: &Cx, handle: u64, physical: impl FnOnce(Option<Physical>) -> P
     let h = vmm.handles.entry(handle).or_insert(Handle {
         physical,
         references: 0,
+        mapped: false,
     });
     h.physical = physical;
     h.references = h.references.saturating_add(1);
@@ -683,12 +686,16 @@ pub enum MapPlan {
 }
 
 impl Check<args::cuMemMap> for Map {
-    type Plan = MapPlan;
-    fn before(&self, a: &args::cuMemMap, cx: &mut Cx) -> MapPlan {
+    /// The map's plan, and whether the handle (one the shim saw taken) was never mapped before:
+    /// its first map keeps its stack for the report.
+    type Plan = (MapPlan, bool);
+    fn before(&self, a: &args::cuMemMap, cx: &mut Cx) -> (MapPlan, bool) {
         let (ptr, size, offset) = (a.ptr.0, a.size.0 as u64, a.offset.0 as u64);
         let end = ptr.saturating_add(size);
-        let (plan, reservation, overlap) = cx.states.family::<VmmState>().with(|vmm| {
-            let physical = vmm.handles.get(&a.handle.0).map(|h| h.physical);
+        let (plan, reservation, overlap, first) = cx.states.family::<VmmState>().with(|vmm| {
+            let held = vmm.handles.get(&a.handle.0);
+            let first = held.is_some_and(|h| !h.mapped);
+            let physical = held.map(|h| h.physical);
             let mapping = Mapping {
                 size,
                 handle: a.handle.0,
@@ -702,7 +709,7 @@ impl Check<args::cuMemMap> for Map {
             } else {
                 MapPlan::Later(mapping)
             };
-            (plan, vmm.reservation(ptr, end), overlap)
+            (plan, vmm.reservation(ptr, end), overlap, first)
         });
         let physical = match &plan {
             MapPlan::Staged(m) | MapPlan::Later(m) => m.physical,
@@ -755,10 +762,18 @@ impl Check<args::cuMemMap> for Map {
                 }
             }
         }
-        plan
+        (plan, first)
     }
-    fn after(&self, a: &args::cuMemMap, plan: MapPlan, ret: c_int, cx: &mut Cx) {
+    fn after(&self, a: &args::cuMemMap, (plan, first): (MapPlan, bool), ret: c_int, cx: &mut Cx) {
         let state = cx.states.family::<VmmState>();
+        if ret == 0 && first {
+            state.with(|vmm| {
+                if let Some(h) = vmm.handles.get_mut(&a.handle.0) {
+                    h.mapped = true;
+                }
+            });
+            cx.keep_stack();
+        }
         match (ret, plan) {
             (0, MapPlan::Staged(_)) => {}
             (0, MapPlan::Later(m)) => state.with(|vmm| vmm.map(a.ptr.0, m)),
