@@ -144,10 +144,13 @@ impl Check<args::cuCtxEnablePeerAccess> for Enable {
             });
         } else {
             attribute_warnings(cx, dev, peer_dev);
-            if cx
-                .states
-                .family::<PeerState>()
-                .read(cx.shard, |g| g.cuda(pair).is_some())
+            // Bad flags are refused first (R580: CUDA_ERROR_INVALID_VALUE, whatever is enabled):
+            // an enable the driver never reaches is not also "already enabled".
+            if a.Flags.0 == 0
+                && cx
+                    .states
+                    .family::<PeerState>()
+                    .read(cx.shard, |g| g.cuda(pair).is_some())
             {
                 cx.tracked(&ENABLE_ALREADY_ENABLED, || {
                     format!(

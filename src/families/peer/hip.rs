@@ -99,10 +99,13 @@ impl Check<args::hipDeviceEnablePeerAccess> for Enable {
             });
             return None;
         }
-        if cx
-            .states
-            .family::<PeerState>()
-            .read(cx.shard, |g| g.hip(dev, peer))
+        // Bad flags are refused before anything else (ROCm's hipDeviceEnablePeerAccess checks
+        // them first): an enable the runtime never reaches is not also "already enabled".
+        if a.flags.0 == 0
+            && cx
+                .states
+                .family::<PeerState>()
+                .read(cx.shard, |g| g.hip(dev, peer))
         {
             cx.tracked(&ENABLE_ALREADY_ENABLED, || {
                 format!(

@@ -225,6 +225,15 @@ const NEGATIVE: &[Case] = &[
         },
     ),
     (
+        "cuda enable twice, the second with flags",
+        &["cuCtxEnablePeerAccess.flags-not-zero"],
+        |h| {
+            current(h, Some(A));
+            ok(h, enable(B, 0));
+            last(h, enable(B, 1), INVALID_VALUE)
+        },
+    ),
+    (
         "cuda enable without unified addressing",
         &["cuCtxEnablePeerAccess.no-unified-addressing"],
         |h| {
