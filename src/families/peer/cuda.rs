@@ -524,25 +524,30 @@ impl<A: PeerCopy> Check<A> for Copy {
                 format!("{} is NULL", nulls.join(" and "))
             });
         }
+        // One finding per rule for the call, naming every argument at fault (dst and src).
+        let (mut outside, mut freed, mut elsewhere) = (Vec::new(), Vec::new(), Vec::new());
         for (name, ptr, ctx, ctx_name) in [
             ("dstDevice", dst, dst_ctx, "dstContext"),
             ("srcDevice", src, src_ctx, "srcContext"),
         ] {
             if bytes > 0 {
                 match range_past_allocation(cx, ptr, bytes) {
-                    Some(Past::Allocation(found)) => cx
-                        .flag(&MEMCPY_PEER_RANGE_OUTSIDE_ALLOCATION, || {
-                            super::range_past_allocation(name, ptr, "ByteCount", bytes, found)
-                        }),
-                    Some(Past::Freed(base, size)) => cx.tracked(&MEMCPY_PEER_MEMORY_FREED, || {
+                    Some(Past::Allocation(found)) => outside.push(super::range_past_allocation(
+                        name,
+                        ptr,
+                        "ByteCount",
+                        bytes,
+                        found,
+                    )),
+                    Some(Past::Freed(base, size)) => {
                         let extent = size.map_or(String::new(), |s| format!(", {s} bytes"));
-                        format!(
+                        freed.push(format!(
                             "{name} {} is memory this process freed (cuMemFree of {}{extent}); \
                              the driver no longer knows it",
                             hex(ptr),
                             hex(base)
-                        )
-                    }),
+                        ));
+                    }
                     None => {}
                 }
             }
@@ -557,16 +562,23 @@ impl<A: PeerCopy> Check<A> for Copy {
             if ctx_dev(false).is_some_and(|d| d != ptr_dev) {
                 let confirmed = facts.device_memory_owner(ptr, true).zip(ctx_dev(true));
                 if let Some((ptr_dev, ctx_dev)) = confirmed.filter(|(p, c)| p != c) {
-                    cx.flag(&MEMCPY_PEER_POINTER_NOT_IN_CONTEXT, || {
-                        format!(
-                            "{name} {} is memory of device {ptr_dev}, but {ctx_name} {} is a \
-                             context of device {ctx_dev}",
-                            hex(ptr),
-                            hex(ctx.addr())
-                        )
-                    });
+                    elsewhere.push(format!(
+                        "{name} {} is memory of device {ptr_dev}, but {ctx_name} {} is a \
+                         context of device {ctx_dev}",
+                        hex(ptr),
+                        hex(ctx.addr())
+                    ));
                 }
             }
+        }
+        if !outside.is_empty() {
+            cx.flag(&MEMCPY_PEER_RANGE_OUTSIDE_ALLOCATION, || outside.join("; "));
+        }
+        if !freed.is_empty() {
+            cx.tracked(&MEMCPY_PEER_MEMORY_FREED, || freed.join("; "));
+        }
+        if !elsewhere.is_empty() {
+            cx.flag(&MEMCPY_PEER_POINTER_NOT_IN_CONTEXT, || elsewhere.join("; "));
         }
         let other = issuing.and_then(|e| {
             if dst_ctx == src_ctx || dst_ctx == CUcontext::NULL || src_ctx == CUcontext::NULL {

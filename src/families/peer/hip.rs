@@ -307,6 +307,8 @@ impl<A: HipPeerCopy> Check<A> for Copy {
         let clean_before = cx.is_clean();
         let ids = [("dstDeviceId", dst_dev), (A::SRC_NAME, src_dev)];
         let ids_valid = check_ids(cx, &mut q, &MEMCPY_PEER_INVALID_DEVICE, &ids) == Some(true);
+        // One finding per rule for the call, naming every argument at fault (dst and src).
+        let (mut outside, mut elsewhere) = (Vec::new(), Vec::new());
         for (name, ptr, id_name, id) in [
             ("dst", dst, "dstDeviceId", dst_dev),
             ("src", src, A::SRC_NAME, src_dev),
@@ -316,25 +318,33 @@ impl<A: HipPeerCopy> Check<A> for Copy {
             }
             if bytes > 0 {
                 if let Some(found) = facts::uncovered_tail(ptr, bytes, |x| q.allocation_range(x)) {
-                    cx.flag(&MEMCPY_PEER_RANGE_OUTSIDE_ALLOCATION, || {
-                        super::range_past_allocation(name, ptr, "sizeBytes", bytes, found)
-                    });
+                    outside.push(super::range_past_allocation(
+                        name,
+                        ptr,
+                        "sizeBytes",
+                        bytes,
+                        found,
+                    ));
                 }
             }
             if ids_valid {
                 if let Some(owner) = q.device_memory_owner(ptr) {
                     if owner != id {
-                        cx.flag(&MEMCPY_PEER_POINTER_NOT_ON_DEVICE, || {
-                            format!(
-                                "{name} {} is memory of device {owner}, but {id_name} is {id}",
-                                hex(ptr)
-                            )
-                        });
+                        elsewhere.push(format!(
+                            "{name} {} is memory of device {owner}, but {id_name} is {id}",
+                            hex(ptr)
+                        ));
                     }
                 }
             }
         }
         drop(q);
+        if !outside.is_empty() {
+            cx.flag(&MEMCPY_PEER_RANGE_OUTSIDE_ALLOCATION, || outside.join("; "));
+        }
+        if !elsewhere.is_empty() {
+            cx.flag(&MEMCPY_PEER_POINTER_NOT_ON_DEVICE, || elsewhere.join("; "));
+        }
         let remember = |cx: &Cx| {
             if clean_before && cx.is_clean() {
                 LAST_CLEAN.keep(this, generation, ());

@@ -309,6 +309,19 @@ const NEGATIVE: &[Case] = &[
         },
     ),
     (
+        // One finding for the call, naming both arguments (issue 26: it was one per argument).
+        "cuda copy past both allocations",
+        &["cuMemcpyPeer.range-outside-allocation"],
+        |h| {
+            current(h, Some(A));
+            last(
+                h,
+                copy((MEM0 + SIZE - 32, A), (MEM1 + SIZE - 32, B), 64),
+                INVALID_VALUE,
+            )
+        },
+    ),
+    (
         "cuda copy from one allocation into the adjacent one (R580 refuses it)",
         &["cuMemcpyPeer.range-outside-allocation"],
         |h| {
@@ -438,6 +451,17 @@ const NEGATIVE: &[Case] = &[
             last(
                 h,
                 hip_copy((MEM0 + SIZE - 32, 0), (MEM1, 1), 64),
+                INVALID_VALUE,
+            )
+        },
+    ),
+    (
+        "hip copy past both allocations",
+        &["hipMemcpyPeer.range-outside-allocation"],
+        |h| {
+            last(
+                h,
+                hip_copy((MEM0 + SIZE - 32, 0), (MEM1 + SIZE - 32, 1), 64),
                 INVALID_VALUE,
             )
         },
