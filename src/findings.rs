@@ -30,6 +30,9 @@ impl Finding {
         w.kv_str("kind", self.rule.kind.as_str());
         w.kv_str("message", &self.message);
         w.kv_str("doc", &self.rule.source.cite());
+        if let Some(url) = self.rule.source.url() {
+            w.kv_str("doc_url", &url);
+        }
         w.kv_str("fix", self.rule.fix);
         encode_stack(w, &self.stack);
         w.end_object();
@@ -92,7 +95,10 @@ pub fn print(f: &Finding, call: &str, pid: u32, tid: i32, seq: u64, last_of: Opt
     if !crate::log::finding_enabled(level) {
         return;
     }
-    let documented = f.rule.source.cite();
+    let documented = match f.rule.source.url() {
+        Some(url) => format!("{} <{url}>", f.rule.source.cite()),
+        None => f.rule.source.cite(),
+    };
     crate::log::finding(&crate::log::FindingEvent {
         level,
         severity: f.rule.severity.as_str(),

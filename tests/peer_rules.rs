@@ -626,7 +626,8 @@ fn a_finding_on_stderr_is_one_actionable_line_then_the_evidence() {
     );
     assert_eq!(
         lines[first + 1],
-        "  documented: CUDA Driver API, Peer Context Memory Access, cuCtxEnablePeerAccess"
+        "  documented: CUDA Driver API, Peer Context Memory Access, cuCtxEnablePeerAccess \
+         <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PEER__ACCESS.html>"
     );
     let at = format!("  at: pid {} tid ", record["pid"].as_u64().unwrap());
     assert!(lines[first + 2].starts_with(&at), "{}", lines[first + 2]);

@@ -646,6 +646,9 @@ fn render_findings_text(s: &Summary, out: &mut String) {
         if let Some(doc) = group.first_field("doc").filter(|d| !d.is_empty()) {
             let _ = writeln!(out, "    doc:   {}", indented(doc, "           "));
         }
+        if let Some(url) = group.first_field("doc_url").filter(|d| !d.is_empty()) {
+            let _ = writeln!(out, "           {}", one_line(url));
+        }
         if let Some(fix) = group.first_field("fix").filter(|f| !f.is_empty()) {
             let _ = writeln!(out, "    fix:   {}", indented(fix, "           "));
         }

@@ -133,7 +133,7 @@ pub fn render_to(s: &Summary, out: &mut impl std::io::Write) -> std::io::Result<
             let functions: Vec<&str> = sharecheck_core::catalogue::functions_of(rule)
                 .map(|f| f.symbol)
                 .collect();
-            json!({
+            let mut described = json!({
                 "id": rule.id,
                 "shortDescription": {"text": rule.requirement},
                 "fullDescription": {"text": format!("{} ({})", rule.quote, rule.source.cite())},
@@ -144,7 +144,11 @@ pub fn render_to(s: &Summary, out: &mut impl std::io::Write) -> std::io::Result<
                     "functions": functions,
                     "documented_code": rule.documented_code,
                 }
-            })
+            });
+            if let Some(url) = rule.source.url() {
+                described["helpUri"] = url.into();
+            }
+            described
         })
         .collect();
     let symbols = &s.findings.symbols;

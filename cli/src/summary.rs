@@ -286,6 +286,9 @@ impl Summary {
         finding.insert("kind".into(), rule.kind.as_str().into());
         finding.insert("message".into(), found.message.into());
         finding.insert("doc".into(), rule.source.cite().into());
+        if let Some(url) = rule.source.url() {
+            finding.insert("doc_url".into(), url.into());
+        }
         finding.insert("fix".into(), rule.fix.into());
         finding.insert("phase".into(), "report".into());
         if let Some(stack) = found.stack {

@@ -20,6 +20,9 @@ pub fn encode(rule: &Rule, w: &mut JsonOut) {
     w.end_array();
     w.kv_str("requirement", rule.requirement);
     w.kv_str("doc", &rule.source.cite());
+    if let Some(url) = rule.source.url() {
+        w.kv_str("doc_url", &url);
+    }
     w.kv_str("quote", rule.quote);
     w.key("documented_code");
     match rule.documented_code {
@@ -132,7 +135,10 @@ pub fn rule_text(rule: &Rule) -> String {
                 }
             },
             rule.requirement,
-            rule.source.cite(),
+            match rule.source.url() {
+                Some(url) => format!("[{}]({url})", rule.source.cite()),
+                None => rule.source.cite(),
+            },
             rule.quote,
         ));
         if let Some(code) = rule.documented_code {

@@ -83,6 +83,32 @@ impl Source {
     pub fn cite(&self) -> String {
         format!("{}, {}, {}", self.document, self.section, self.function)
     }
+
+    /// The vendor's page of the section that documents the function, where one is known: NVIDIA's
+    /// CUDA Driver API reference has a page per section (its functions are anchors in it). None
+    /// for the HIP runtime (its reference moves between ROCm releases) and for sections NVIDIA
+    /// has not published (the 13.3 logical endpoints).
+    pub fn url(&self) -> Option<String> {
+        if self.document != "CUDA Driver API" {
+            return None;
+        }
+        let group = match self.section {
+            "Memory Management" => "MEM",
+            "Peer Context Memory Access" => "PEER__ACCESS",
+            "Virtual Memory Management" => "VA",
+            "Stream Ordered Memory Allocator" => "MALLOC__ASYNC",
+            "Stream Management" => "STREAM",
+            "Event Management" => "EVENT",
+            "Context Management" => "CTX",
+            "Unified Addressing" => "UNIFIED",
+            "Multicast Object Management" => "MULTICAST",
+            "Error codes" => "TYPES",
+            _ => return None,
+        };
+        Some(format!(
+            "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__{group}.html"
+        ))
+    }
 }
 
 /// One checked requirement.
