@@ -201,7 +201,7 @@ fn process_cx(guard: &Guard) -> Cx<'static> {
 /// After a call whose checks ran: its findings settled, reported and recorded, or (none, and
 /// not a covered failure) its plain record.
 #[inline(always)]
-fn settle_or_record<A: CallArgs, const TRACED: bool>(
+fn settle_or_record<A: engine::Checked, const TRACED: bool>(
     guard: &Guard,
     args: A,
     mut cx: Cx,
@@ -229,7 +229,7 @@ fn settle_or_record<A: CallArgs, const TRACED: bool>(
     } else if TRACED {
         shielded((), || {
             let mut extra = Extra::of(dur_ns, &mut cx);
-            extra.stack = accused_stack(A::ID, &cx);
+            extra.stack = accused_stack::<A>(&cx);
             record(Some(guard), &args, outcome, ret, seq, ts_ns, &extra, &[]);
         });
         cx.dispose();
@@ -422,7 +422,7 @@ fn report_before_call<A: CallArgs>(args: &A, found: Vec<Finding>, seq_shown: u64
 #[cold]
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
-fn settle_and_record<A: CallArgs>(
+fn settle_and_record<A: engine::Checked>(
     guard: &Guard,
     args: A,
     cx: Cx,
@@ -436,7 +436,7 @@ fn settle_and_record<A: CallArgs>(
     let mut cx = cx;
     let mut extra = Extra::of(dur_ns, &mut cx);
     if traced {
-        extra.stack = accused_stack(A::ID, &cx);
+        extra.stack = accused_stack::<A>(&cx);
     }
     let found = engine::settle(A::ID.info(), cx, outcome);
     let recorded = if found.is_empty() {
@@ -487,18 +487,27 @@ struct Extra {
 /// The stack of a traced call a report-phase rule may name: every call of a function such a
 /// rule names, except the frequent ones ([`sharecheck_core::rules::ACCUSED_ON_REQUEST`]), whose
 /// checks ask where it matters ([`Cx::keep_stack`]). Empty otherwise, and with `stack_depth=0`.
-#[inline]
-fn accused_stack(id: sharecheck_core::FnId, cx: &Cx) -> Vec<crate::stack::Frame> {
+#[inline(always)]
+fn accused_stack<A: engine::Checked>(cx: &Cx) -> Vec<crate::stack::Frame> {
     use sharecheck_core::rules::Accused;
-    let wanted = match trace::accused(id) {
+    let wanted = match A::ACCUSED {
         Accused::Never => false,
         Accused::Always => true,
         Accused::OnRequest => cx.stack_wanted,
     };
-    if !wanted || engine::options().stack_depth == 0 {
+    if !wanted {
         return Vec::new();
     }
-    engine::capture_stack(engine::options())
+    accused_stack_now()
+}
+
+#[cold]
+#[inline(never)]
+fn accused_stack_now() -> Vec<crate::stack::Frame> {
+    match engine::options().stack_depth {
+        0 => Vec::new(),
+        _ => engine::capture_stack(engine::options()),
+    }
 }
 
 impl Extra {

@@ -35,30 +35,35 @@ impl<T> Slot<T> {
     };
 }
 
-/// A thread-local variable made by [`fast_thread_local!`].
-pub struct Local<T: 'static> {
-    slot: fn() -> *const Slot<T>,
-    init: fn() -> T,
+/// What [`fast_thread_local!`] makes for one variable: where its storage is and how to make its
+/// value. Static functions, so that every access inlines to the `%fs`-relative load.
+pub trait Key: 'static {
+    type Value: 'static;
+    fn slot() -> *const Slot<Self::Value>;
+    fn init() -> Self::Value;
 }
 
-impl<T: 'static> Local<T> {
+/// A thread-local variable made by [`fast_thread_local!`].
+pub struct Local<K: Key>(std::marker::PhantomData<K>);
+
+impl<K: Key> Local<K> {
     /// Used by [`fast_thread_local!`] only.
-    pub const fn new(slot: fn() -> *const Slot<T>, init: fn() -> T) -> Self {
+    pub const fn new() -> Self {
         assert!(
-            !std::mem::needs_drop::<T>(),
+            !std::mem::needs_drop::<K::Value>(),
             "a fast thread-local's value is never dropped"
         );
-        Local { slot, init }
+        Local(std::marker::PhantomData)
     }
 
     /// Runs `f` on this thread's value (made on the thread's first use).
     #[inline(always)]
-    pub fn with<R>(&'static self, f: impl FnOnce(&T) -> R) -> R {
+    pub fn with<R>(&'static self, f: impl FnOnce(&K::Value) -> R) -> R {
         // SAFETY: the slot is this thread's own, valid for the thread's life; the reference does
         // not leave `f`.
-        let slot = unsafe { &*(self.slot)() };
+        let slot = unsafe { &*K::slot() };
         if !slot.made.get() {
-            self.make(slot);
+            Self::make(slot);
         }
         // SAFETY: `made` is set only once the value was written.
         f(unsafe { (*slot.value.get()).assume_init_ref() })
@@ -66,11 +71,11 @@ impl<T: 'static> Local<T> {
 
     #[cold]
     #[inline(never)]
-    fn make(&'static self, slot: &Slot<T>) {
+    fn make(slot: &Slot<K::Value>) {
         // SAFETY: nothing refers to the value yet on this thread (`made` is false). A signal
         // handler that interrupts this writes the same initial value and sets `made` itself;
         // the value needs no drop, so writing it over is harmless.
-        unsafe { (*slot.value.get()).write((self.init)()) };
+        unsafe { (*slot.value.get()).write(K::init()) };
         slot.made.set(true);
     }
 }
@@ -130,12 +135,21 @@ macro_rules! fast_thread_local {
                 SLOT.with(|s| s as *const $crate::tls::Slot<$ty>)
             }
 
-            pub fn init() -> $ty {
-                $init
+            pub(super) struct Key;
+
+            impl $crate::tls::Key for Key {
+                type Value = $ty;
+                #[inline(always)]
+                fn slot() -> *const $crate::tls::Slot<$ty> {
+                    slot()
+                }
+                fn init() -> $ty {
+                    $init
+                }
             }
         }
         $(#[$attr])*
-        $vis static $name: $crate::tls::Local<$ty> = $crate::tls::Local::new($name::slot, $name::init);
+        $vis static $name: $crate::tls::Local<$name::Key> = $crate::tls::Local::new();
     };
 }
 

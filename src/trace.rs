@@ -184,18 +184,6 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
     }
 }
 
-/// [`sharecheck_core::rules::accused`] of a function, from a table made once.
-pub fn accused(id: sharecheck_core::FnId) -> sharecheck_core::rules::Accused {
-    static TABLE: std::sync::OnceLock<Vec<sharecheck_core::rules::Accused>> =
-        std::sync::OnceLock::new();
-    TABLE.get_or_init(|| {
-        sharecheck_core::functions::FUNCTIONS
-            .iter()
-            .map(|f| sharecheck_core::rules::accused(f.symbol))
-            .collect()
-    })[id.info().id as usize]
-}
-
 /// Whether a call with no finding is recorded: always at `trace_level=calls`; at `findings`, only
 /// the calls `sharecheck report`'s cross-process checks read.
 #[inline]

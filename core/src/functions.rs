@@ -404,7 +404,7 @@ mod table {
 pub use table::{args, encode_snapped, lookup_symbol, FnId, FUNCTIONS};
 
 impl FnId {
-    pub fn info(self) -> &'static FnInfo {
+    pub const fn info(self) -> &'static FnInfo {
         &FUNCTIONS[self as usize]
     }
 }

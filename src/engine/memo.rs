@@ -6,7 +6,7 @@
 //! found clean, the generation then and what it learned, and skips its work for the same call
 //! while the generation stays. A stale verdict could only hide a finding, as a cached fact could.
 
-use crate::tls::Local;
+use crate::tls::{Key, Local};
 use std::cell::Cell;
 use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
 
@@ -78,7 +78,12 @@ pub trait Remember<K, V> {
     fn keep(&'static self, key: K, generation: u64, learned: V);
 }
 
-impl<K: Copy + PartialEq + 'static, V: Copy + 'static> Remember<K, V> for Local<LastClean<K, V>> {
+impl<K, V, Q> Remember<K, V> for Local<Q>
+where
+    K: Copy + PartialEq + 'static,
+    V: Copy + 'static,
+    Q: Key<Value = LastClean<K, V>>,
+{
     #[inline]
     fn recall(&'static self, key: K, generation: u64) -> Option<V> {
         self.with(|memo| {

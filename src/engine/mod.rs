@@ -286,6 +286,10 @@ pub trait Checked: sharecheck_core::functions::CallArgs {
     const CHECKED: bool = sharecheck_core::table::is_checked(Self::ID);
     /// Whether the shim stands in for this function ([`sharecheck_core::table::is_wrapped`]).
     const WRAPPED: bool = sharecheck_core::table::is_wrapped(Self::ID);
+    /// Whether a report-phase rule may name this function's calls
+    /// ([`sharecheck_core::rules::accused`]), decided at compile time.
+    const ACCUSED: sharecheck_core::rules::Accused =
+        sharecheck_core::rules::accused(Self::ID.info().symbol);
     /// No check of the row does anything before the call: it only observes the answer.
     const OBSERVE_ONLY: bool;
     /// Every check of the row is idle now ([`Check::idle`]).

@@ -277,13 +277,45 @@ pub enum Accused {
     OnRequest,
 }
 
-/// [`Accused`] of a function, from the families' `reported` lists.
-pub fn accused(symbol: &str) -> Accused {
-    let named = FAMILIES
-        .iter()
-        .flat_map(|f| f.reported.iter())
-        .any(|(_, symbols)| symbols.contains(&symbol));
-    match (named, ACCUSED_ON_REQUEST.contains(&symbol)) {
+/// [`Accused`] of a function, from the families' `reported` lists; decided at compile time for
+/// each wrapped function (a traced call reads no table to know it).
+pub const fn accused(symbol: &str) -> Accused {
+    const fn same(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+    const fn listed(symbol: &str, list: &[&str]) -> bool {
+        let mut i = 0;
+        while i < list.len() {
+            if same(symbol, list[i]) {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+    let mut named = false;
+    let mut f = 0;
+    while f < FAMILIES.len() {
+        let reported = FAMILIES[f].reported;
+        let mut r = 0;
+        while r < reported.len() {
+            named = named || listed(symbol, reported[r].1);
+            r += 1;
+        }
+        f += 1;
+    }
+    match (named, listed(symbol, ACCUSED_ON_REQUEST)) {
         (false, _) => Accused::Never,
         (true, false) => Accused::Always,
         (true, true) => Accused::OnRequest,

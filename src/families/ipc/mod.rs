@@ -519,8 +519,8 @@ crate::fast_thread_local! {
 
 /// The home of exported `ptr` for its record: remembered with the export's clean verdict, or
 /// found (and then remembered with it).
-fn home_of(
-    memo: &'static crate::tls::Local<LastClean<u64, Option<Home>>>,
+fn home_of<Q: crate::tls::Key<Value = LastClean<u64, Option<Home>>>>(
+    memo: &'static crate::tls::Local<Q>,
     ptr: u64,
     find: impl FnOnce() -> Home,
 ) -> Home {
