@@ -47,7 +47,9 @@ pub trait Key: 'static {
 pub struct Local<K: Key>(std::marker::PhantomData<K>);
 
 impl<K: Key> Local<K> {
-    /// Used by [`fast_thread_local!`] only.
+    /// Used by [`fast_thread_local!`] only (no `Default`: a `Local` is made by the macro, beside
+    /// its storage).
+    #[allow(clippy::new_without_default)]
     pub const fn new() -> Self {
         assert!(
             !std::mem::needs_drop::<K::Value>(),
