@@ -37,9 +37,12 @@ fn traces_or_default(mut traces: Vec<PathBuf>, command: &str, all: bool) -> Opti
         match runs.last() {
             Some(newest) if !all => {
                 // Which run is read, when none was named.
+                let what = crate::runs::describe(newest)
+                    .map(|d| format!(": {}", one_line(&d)))
+                    .unwrap_or_default();
                 eprintln!(
-                    "sharecheck: reading {} (the newest of {} run{} in ./{}; name another, or \
-                     --all for every one)",
+                    "sharecheck: reading {}{what} (the newest of {} run{} in ./{}; name another, \
+                     or --all for every one)",
                     newest.display(),
                     runs.len(),
                     if runs.len() == 1 { "" } else { "s" },

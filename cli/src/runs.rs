@@ -134,6 +134,19 @@ pub fn run_dirs(base: &Path) -> Vec<PathBuf> {
     dirs
 }
 
+/// What ran in a run directory, from its manifest: `PROGRAM ARGS, started UTC` (`None` without a
+/// readable manifest).
+pub fn describe(dir: &Path) -> Option<String> {
+    let record: ManifestRecord =
+        serde_json::from_slice(&std::fs::read(dir.join(MANIFEST)).ok()?).ok()?;
+    let mut command = record.program;
+    for arg in &record.args {
+        command.push(' ');
+        command.push_str(arg);
+    }
+    Some(format!("{command}, started {}", record.start_utc))
+}
+
 /// Removes a run directory that holds nothing but its manifest (its program never started).
 pub fn remove_if_only_manifest(dir: &Path) {
     let only_manifest = std::fs::read_dir(dir).is_ok_and(|entries| {

@@ -501,8 +501,11 @@ fn program_not_found_or_not_executable() {
     assert_eq!(out.status.code(), Some(127));
     assert_eq!(runs(), 1);
     let out = sharecheck(&dir).args(["report"]).output().unwrap();
+    // It names the run it reads, and what ran there (issue 26: the report never says which).
     assert!(
         stderr(&out).contains("sharecheck: reading ")
+            && stderr(&out).contains(": /bin/sh -c ")
+            && stderr(&out).contains(", started ")
             && stderr(&out).contains("(the newest of 1 run in ./"),
         "{out:?}"
     );
