@@ -210,3 +210,18 @@ fn the_simulated_driver_answers_as_r580() {
     );
     assert!(stdout.contains("SAME 1"), "{stdout}");
 }
+
+/// A handle imported from a POSIX fd is not matched to an export (an fd names no allocation
+/// outside its process): the report says how many and that it guessed none; a program that
+/// imports nothing hears nothing of it.
+#[test]
+fn posix_fd_imports_are_said_not_matched() {
+    let scratch = Scratch::new("vmm_posix_imports");
+    let exe = program(&scratch);
+    let r = run_checked(&scratch, &exe, "correct", NONE);
+    assert_eq!(report_json(&r)["vmm_posix_imports_not_matched"], 1);
+    let r = run_checked(&scratch, &exe, "leak", NONE);
+    assert!(report_json(&r)
+        .get("vmm_posix_imports_not_matched")
+        .is_none());
+}

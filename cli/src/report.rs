@@ -442,6 +442,10 @@ pub fn render_json_to(
         out.write_all(b",\"ipc\":")?;
         crate::safe_json::to_writer(&mut *out, &views)?;
     }
+    let posix: usize = posix_imports(s).values().sum();
+    if posix > 0 {
+        write!(out, ",\"vmm_posix_imports_not_matched\":{posix}")?;
+    }
     if let Some(baseline) = baseline {
         out.write_all(b",\"baseline\":")?;
         crate::safe_json::to_writer(&mut *out, &baseline)?;
@@ -469,6 +473,41 @@ fn step_pointer(c: &crossproc::Call) -> Value {
         })
         .cloned()
         .unwrap_or(Value::Null)
+}
+
+/// The VMM handles imported from POSIX fds, by process: never matched to the export they came
+/// from. A POSIX fd names no allocation outside its process (on R580 every exported fd is
+/// `/dev/nvidiactl`, one inode), so the report says so instead of guessing (issue 25).
+fn posix_imports(s: &Summary) -> std::collections::BTreeMap<i64, usize> {
+    let mut by_process = std::collections::BTreeMap::new();
+    for c in s.timeline.calls() {
+        let posix = c.arg("shHandleType").is_some_and(|t| {
+            t.as_str()
+                .is_some_and(|t| t.contains("POSIX_FILE_DESCRIPTOR"))
+                || t.as_i64() == Some(1)
+        });
+        if c.func == "cuMemImportFromShareableHandle" && c.succeeded() && posix {
+            *by_process.entry(c.pid).or_insert(0) += 1;
+        }
+    }
+    by_process
+}
+
+/// The VMM IMPORTS section ([`posix_imports`]).
+fn render_posix_imports_text(s: &Summary, out: &mut String) {
+    let by_process = posix_imports(s);
+    let total: usize = by_process.values().sum();
+    if total == 0 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nVMM IMPORTS\n    {} from POSIX fds (cuMemImportFromShareableHandle) in {}: not \
+         matched to their exports. A POSIX fd names no allocation outside its process (on R580 \
+         every exported fd is /dev/nvidiactl, one inode), so no export is guessed.",
+        plural(total as u64, "handle imported", "handles imported"),
+        plural(by_process.len() as u64, "process", "processes")
+    );
 }
 
 /// The IPC HANDLES section: each exported memory or event handle's exchange, in time order.
@@ -558,6 +597,7 @@ pub fn render_text(s: &Summary) -> String {
     render_processes_text(s, &mut out);
     render_functions_text(s, &mut out);
     render_handles_text(s, &mut out);
+    render_posix_imports_text(s, &mut out);
     let _ = write!(
         out,
         "\nSUMMARY: {}, {}, {}",
