@@ -296,12 +296,12 @@ pub fn check_kept<A: Invoke, const TRACED: bool>(
     let outcome = Outcome::Returned(ret);
     let seq = number.as_ref().map_or(0, |n| n.seq);
     let mut cx = process_cx(guard);
+    // Checked as the thread leaves the shim: the stack now is not the handler's call's.
+    cx.stack_refused = true;
     let ran = shielded(false, || {
         args.run(&mut cx, |_| outcome);
         true
     });
-    // Checked as the thread leaves the shim: the stack now is not the handler's call's.
-    cx.stack_wanted = false;
     if ran {
         settle_or_record::<A, TRACED>(guard, args, cx, (outcome, ret), seq, ts_ns, None);
     }
@@ -490,11 +490,12 @@ struct Extra {
 #[inline(always)]
 fn accused_stack<A: engine::Checked>(cx: &Cx) -> Vec<crate::stack::Frame> {
     use sharecheck_core::rules::Accused;
-    let wanted = match A::ACCUSED {
-        Accused::Never => false,
-        Accused::Always => true,
-        Accused::OnRequest => cx.stack_wanted,
-    };
+    let wanted = !cx.stack_refused
+        && match A::ACCUSED {
+            Accused::Never => false,
+            Accused::Always => true,
+            Accused::OnRequest => cx.stack_wanted,
+        };
     if !wanted {
         return Vec::new();
     }

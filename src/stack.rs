@@ -164,54 +164,31 @@ fn symbol_at(address: usize) -> Option<(String, u64, bool)> {
 const RTLD_DL_SYMENT: c_int = 1;
 
 /// The function of `module`'s symbol table (`.symtab`, else `.dynsym`) that holds `offset` (an
-/// address in the module's own address space), and the distance into it. The file is mapped,
-/// read and unmapped here: a finding's cold path, never a call's.
+/// address in the module's own address space), and the distance into it. The file is read with
+/// `pread`, its headers and symbol tables only, never mapped: a file truncated meanwhile (a
+/// library rebuilt in place) then reads short instead of raising SIGBUS in the program. A
+/// finding's cold path, never a call's.
 fn symtab_symbol(module: &str, offset: u64) -> Option<(String, u64)> {
     use object::{Object, ObjectSymbol, SymbolKind};
     let file = std::fs::File::open(module).ok()?;
-    let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
-    if len == 0 {
-        return None;
-    }
-    // SAFETY: a private read-only mapping of a file this function opened; unmapped below, and
-    // the slice over it does not outlive this function.
-    let map = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ,
-            libc::MAP_PRIVATE,
-            std::os::fd::AsRawFd::as_raw_fd(&file),
-            0,
-        )
+    let cache = object::ReadCache::new(file);
+    let elf = object::File::parse(&cache).ok()?;
+    let holds = |s: &object::Symbol<'_, '_, &object::ReadCache<std::fs::File>>| {
+        s.kind() == SymbolKind::Text
+            && s.address() <= offset
+            && offset - s.address() < s.size().max(1)
     };
-    drop(file);
-    if map == libc::MAP_FAILED {
-        return None;
-    }
-    // SAFETY: `map` is `len` readable bytes (above).
-    let bytes = unsafe { std::slice::from_raw_parts(map as *const u8, len) };
-    let found = object::File::parse(bytes).ok().and_then(|elf| {
-        let holds = |s: &object::Symbol| {
-            s.kind() == SymbolKind::Text
-                && s.address() <= offset
-                && offset - s.address() < s.size().max(1)
-        };
-        let best = elf
-            .symbols()
-            .filter(|s| holds(s))
-            .max_by_key(ObjectSymbol::address)
-            .or_else(|| {
-                elf.dynamic_symbols()
-                    .filter(|s| holds(s))
-                    .max_by_key(ObjectSymbol::address)
-            })?;
-        let name = best.name().ok().filter(|n| !n.is_empty())?;
-        Some((name.to_string(), offset - best.address()))
-    });
-    // SAFETY: the mapping made above, no longer referred to.
-    unsafe { libc::munmap(map, len) };
-    found
+    let best = elf
+        .symbols()
+        .filter(|s| holds(s))
+        .max_by_key(ObjectSymbol::address)
+        .or_else(|| {
+            elf.dynamic_symbols()
+                .filter(|s| holds(s))
+                .max_by_key(ObjectSymbol::address)
+        })?;
+    let name = best.name().ok().filter(|n| !n.is_empty())?;
+    Some((name.to_string(), offset - best.address()))
 }
 
 #[cfg(test)]

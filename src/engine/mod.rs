@@ -74,6 +74,9 @@ pub struct Cx<'a> {
     reported_early: bool,
     /// A check asked for the call's stack in its record ([`Cx::keep_stack`]).
     pub stack_wanted: bool,
+    /// The stack now is not the call's (a signal handler's call, checked as its thread leaves
+    /// the shim): none is kept, whatever the function.
+    pub stack_refused: bool,
     /// The check running now (debug builds): a rule it raises must be one its `CheckInfo` lists,
     /// which is how the catalogue knows where each rule is checked.
     #[cfg(debug_assertions)]
@@ -112,6 +115,7 @@ impl<'a> Cx<'a> {
             place: None,
             reported_early: false,
             stack_wanted: false,
+            stack_refused: false,
             #[cfg(debug_assertions)]
             running: None,
         }

@@ -379,6 +379,22 @@ pub fn ids_containing(text: &str) -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Which calls keep their stack for the report: the rare calls a report-phase rule names
+    /// always, the frequent ones on request, the others never.
+    #[test]
+    fn accused_functions_follow_the_reported_lists() {
+        assert_eq!(accused("cuIpcOpenMemHandle_v2"), Accused::Always);
+        assert_eq!(accused("cuMemCreate"), Accused::Always);
+        assert_eq!(accused("cuMemFree_v2"), Accused::OnRequest);
+        assert_eq!(accused("cuMemMap"), Accused::OnRequest);
+        assert_eq!(accused("cuDeviceCanAccessPeer"), Accused::Never);
+        assert_eq!(accused("cuMemFre"), Accused::Never, "whole names only");
+        // Every on-request function is one a rule names.
+        for f in ACCUSED_ON_REQUEST {
+            assert_eq!(accused(f), Accused::OnRequest, "{f}");
+        }
+    }
     use std::collections::HashSet;
 
     #[test]
