@@ -104,6 +104,9 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
         }
         return ret;
     }
+    if TRACED && (!A::CHECKED || A::idle(engine::states())) {
+        return traced_idle(&guard, args, real, stamp);
+    }
 
     // The record's number, held until the call is recorded: an exiting process waits for the
     // numbers in flight. Taken once the driver returned (a call blocked in the driver holds
@@ -180,9 +183,55 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
         (true, Some(n)) => n.seq,
         (true, None) => number.insert(take_number()).seq,
     };
+    phases::mark(A::ID, Phase::Number);
     if ran {
         settle_or_record::<A, TRACED>(&guard, args, cx, (outcome, ret), seq, ts_ns, dur_ns);
     }
+    phases::mark(A::ID, Phase::Settle);
+    ret
+}
+
+/// A traced call whose row has no check with anything to do now: forwarded and recorded
+/// without the checks' context (what they would record is nothing), as the untraced path
+/// forwards it. A covered failure is settled (explained) as on the full path.
+#[inline(always)]
+fn traced_idle<A: Invoke>(guard: &Guard, args: A, real: usize, stamp: u64) -> c_int {
+    let timed = engine::options().durations;
+    let start = if timed {
+        trace::now_on(guard.clock())
+    } else {
+        0
+    };
+    let ret = guard.in_driver(|| args.invoke(real));
+    phases::mark(A::ID, Phase::Driver);
+    let dur_ns = timed.then(|| trace::now_on(guard.clock()).saturating_sub(start));
+    let ts_ns = trace::at_stamp(guard.clock(), stamp);
+    let number = trace::next_seq(guard.writer_slot(), false);
+    phases::mark(A::ID, Phase::Number);
+    let outcome = Outcome::Returned(ret);
+    if ret != 0 && !A::ID.info().observed {
+        let cx = process_cx(guard);
+        settle_or_record::<A, true>(guard, args, cx, (outcome, ret), number.seq, ts_ns, dur_ns);
+    } else {
+        shielded((), || {
+            let extra = Extra {
+                dur_ns,
+                place: None,
+                stack: accused_stack::<A>(false, false),
+            };
+            record(
+                Some(guard),
+                &args,
+                outcome,
+                ret,
+                number.seq,
+                ts_ns,
+                &extra,
+                &[],
+            );
+        });
+    }
+    drop(number);
     phases::mark(A::ID, Phase::Settle);
     ret
 }
@@ -229,7 +278,7 @@ fn settle_or_record<A: engine::Checked, const TRACED: bool>(
     } else if TRACED {
         shielded((), || {
             let mut extra = Extra::of(dur_ns, &mut cx);
-            extra.stack = accused_stack::<A>(&cx);
+            extra.stack = accused_stack::<A>(cx.stack_refused, cx.stack_wanted);
             record(Some(guard), &args, outcome, ret, seq, ts_ns, &extra, &[]);
         });
         cx.dispose();
@@ -436,7 +485,7 @@ fn settle_and_record<A: engine::Checked>(
     let mut cx = cx;
     let mut extra = Extra::of(dur_ns, &mut cx);
     if traced {
-        extra.stack = accused_stack::<A>(&cx);
+        extra.stack = accused_stack::<A>(cx.stack_refused, cx.stack_wanted);
     }
     let found = engine::settle(A::ID.info(), cx, outcome);
     let recorded = if found.is_empty() {
@@ -486,15 +535,16 @@ struct Extra {
 
 /// The stack of a traced call a report-phase rule may name: every call of a function such a
 /// rule names, except the frequent ones ([`sharecheck_core::rules::ACCUSED_ON_REQUEST`]), whose
-/// checks ask where it matters ([`Cx::keep_stack`]). Empty otherwise, and with `stack_depth=0`.
+/// checks ask where it matters (`requested`: [`Cx::keep_stack`]). Empty otherwise, with
+/// `stack_depth=0`, and when `refused` (the call is checked away from its own stack).
 #[inline(always)]
-fn accused_stack<A: engine::Checked>(cx: &Cx) -> Vec<crate::stack::Frame> {
+fn accused_stack<A: engine::Checked>(refused: bool, requested: bool) -> Vec<crate::stack::Frame> {
     use sharecheck_core::rules::Accused;
-    let wanted = !cx.stack_refused
+    let wanted = !refused
         && match A::ACCUSED {
             Accused::Never => false,
             Accused::Always => true,
-            Accused::OnRequest => cx.stack_wanted,
+            Accused::OnRequest => requested,
         };
     if !wanted {
         return Vec::new();

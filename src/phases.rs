@@ -22,6 +22,8 @@ pub enum Phase {
     Driver,
     /// The after-steps of the checks.
     After,
+    /// A traced call's time and record number, once the driver returned.
+    Number,
     /// Settling findings and recording, to the return.
     Settle,
 }
@@ -34,8 +36,10 @@ mod imp {
     use std::io::Write;
     use std::sync::atomic::{AtomicU64, Ordering};
 
-    const PHASES: usize = 6;
-    const NAMES: [&str; PHASES] = ["enter", "context", "before", "driver", "after", "settle"];
+    const PHASES: usize = 7;
+    const NAMES: [&str; PHASES] = [
+        "enter", "context", "before", "driver", "after", "number", "settle",
+    ];
 
     static SUMS: [[AtomicU64; PHASES]; FUNCTIONS.len()] =
         [const { [const { AtomicU64::new(0) }; PHASES] }; FUNCTIONS.len()];

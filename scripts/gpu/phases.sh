@@ -2,8 +2,9 @@
 # Where a covered call's time goes on a real driver (issue 24), with a measurement build of the
 # shim: `cargo build --release --features phase-times` (src/phases.rs), carried here as SHIM. Runs
 # scripts/bench/bench.c's cases on 1 thread untraced and traced under it; the shim writes, per
-# function, the calls and the mean ns of each phase (enter, context, before, driver, after, settle:
-# each includes one TSC read, about 20 to 30 ns on the GPU hosts) to $OUT/phases-<mode>.txt (or
+# function, the calls and the mean ns of each phase (enter, context, before, driver, after,
+# number: a traced call's time and record number, settle: each includes one TSC read, about 20 to
+# 30 ns on the GPU hosts) to $OUT/phases-<mode>.txt (or
 # /tmp). Compare `driver` with the plain figure the bench prints in the same run.
 # Usage: SHIM=/path/to/phase-build/libsharecheck.so scripts/gpu/phases.sh
 set -u

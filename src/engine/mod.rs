@@ -272,7 +272,7 @@ pub trait Check<A> {
     fn after(&self, _args: &A, _plan: Self::Plan, _ret: c_int, _cx: &mut Cx) {}
     /// Whether the check has nothing to do on any call now, read from tracked state (no managed
     /// memory attached, say). A row whose checks are all idle is forwarded as an unchecked one
-    /// when no trace is written.
+    /// (and recorded, with a trace, without the checks' context).
     #[inline(always)]
     fn idle(&self, _states: &States) -> bool {
         false
