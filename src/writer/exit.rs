@@ -79,9 +79,10 @@ impl Frozen {
 /// never: signal handlers' calls, `deferred`). Returns how many are still in flight after it
 /// (their records may follow, or not come).
 pub fn close_numbers(frozen: Frozen, parked: impl Fn() -> u64) -> u64 {
-    // A sequentially consistent store, then loads: with the fence after each thread's raised
-    // count ([`lift`]), a thread that read CLOSING unset is seen in flight here.
+    // A sequentially consistent store and a barrier on every thread, then loads: a thread that
+    // read CLOSING unset is seen in flight here ([`lift`]).
     CLOSING.store(true, SeqCst);
+    asymmetric_fence();
     let in_flight = || -> u64 {
         let seen = SLOTS_SEEN.load(SeqCst).min(SLOTS);
         let own: u64 = SLOT_TABLE[..seen]

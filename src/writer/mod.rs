@@ -318,6 +318,7 @@ pub fn after_fork_in_child() {
     }
     // The parent's chunks, lanes and writer thread are not the child's.
     EPOCH.fetch_add(1, AcqRel);
+    forget_asymmetric_fence();
     let seen = SLOTS_SEEN.swap(0, AcqRel).min(SLOTS);
     for slot in &SLOT_TABLE[..seen] {
         slot.word.store(NO_CHUNK, Release);
