@@ -4,6 +4,7 @@
 #   target/dist/bin/sharecheck            target/dist/bin/sharecheck.debug
 #   target/dist/lib/libsharecheck.so      target/dist/lib/libsharecheck.so.debug
 #   target/dist/lib/libsharecheck_sim.so  target/dist/lib/libsharecheck_sim.so.debug
+#   target/dist/lib/libsharecheck_sim_hip.so  target/dist/lib/libsharecheck_sim_hip.so.debug
 #
 # (`sharecheck run` finds ../lib/libsharecheck.so, and the simulated driver next to it.) Each
 # binary keeps its symbol table and gets a .gnu_debuglink naming its .debug file: gdb and
@@ -35,6 +36,7 @@ split() {
 split "$release/sharecheck" "$dist/bin/sharecheck"
 split "$release/libsharecheck.so" "$dist/lib/libsharecheck.so"
 split "$release/libsharecheck_sim.so" "$dist/lib/libsharecheck_sim.so"
+split "$release/libsharecheck_sim_hip.so" "$dist/lib/libsharecheck_sim_hip.so"
 
 # The split must still give file:line for an exported wrapper.
 lib="$dist/lib/libsharecheck.so"

@@ -212,7 +212,7 @@ fn run_command() -> clap::Command {
          returns its documented code (`sharecheck rules`: Strict code) without reaching the \
          driver.\n\n\
          ENVIRONMENT:\n  {shim_var}  Path of {shim} (default: next to this executable, or \
-         ../lib/{shim} relative to it).\n  {sim_var}  Path of {sim} for --sim.\n  \
+         ../lib/{shim} relative to it).\n  {sim_var}  Path of {sim} for --sim ({sim_hip} is looked for beside it).\n  \
          {key_var}  Key of the IPC handle fingerprints; generated when unset so every process \
          of the job uses the same one.\n\n\
          EXIT STATUS:\n  PROG's exit status; 128+N if PROG was killed by signal N; 126/127 if \
@@ -225,6 +225,7 @@ fn run_command() -> clap::Command {
         shim = libraries::SHIM,
         sim_var = env::SIM_LIBRARY,
         sim = libraries::SIM,
+        sim_hip = libraries::SIM_HIP,
         key_var = env::JOB_KEY,
     );
     clap::Command::new("run")

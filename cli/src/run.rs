@@ -134,7 +134,7 @@ fn prepare(args: &RunArgs) -> Result<Plan, String> {
     let mut sim_dir = None;
     if args.sim {
         let sim_lib = find_sim_library(&shim)?;
-        let dir = make_sim_dir(&sim_lib)?;
+        let dir = make_sim_dir(&sim_lib, &sim_hip_library(&sim_lib)?)?;
         let libdir = dir.path.as_os_str().to_owned();
         set(
             "LD_LIBRARY_PATH",
@@ -328,6 +328,23 @@ fn find_sim_library(shim: &Path) -> Result<PathBuf, String> {
     }
 }
 
+/// The simulated HIP runtime: `libsharecheck_sim_hip.so` beside the simulated CUDA driver.
+fn sim_hip_library(sim_lib: &Path) -> Result<PathBuf, String> {
+    let path = sim_lib
+        .parent()
+        .unwrap_or(Path::new("/"))
+        .join(libraries::SIM_HIP);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "--sim needs the simulated HIP runtime beside the simulated driver, but {} does not \
+             exist; build it (cargo build -p sharecheck-sim-hip) or copy it there",
+            path.display()
+        ))
+    }
+}
+
 fn absolute(path: &Path) -> Result<PathBuf, String> {
     std::path::absolute(path)
         .map_err(|e| format!("cannot make {} absolute: {}", path.display(), io_reason(&e)))
@@ -379,9 +396,9 @@ impl Drop for SimDir {
 }
 
 /// Creates a private (0700) directory under $TMPDIR or /tmp whose driver sonames
-/// (`libcuda.so.1`, `libamdhip64.so`, ...: [`libraries::driver_sonames`]) are symbolic links
-/// to the simulated driver.
-fn make_sim_dir(sim_lib: &Path) -> Result<SimDir, String> {
+/// (`libcuda.so.1`, `libamdhip64.so`, ...: [`libraries::DRIVERS`]) are symbolic links to the
+/// simulated driver (`sim_lib`) and the simulated HIP runtime (`sim_hip`).
+fn make_sim_dir(sim_lib: &Path, sim_hip: &Path) -> Result<SimDir, String> {
     let base = var("TMPDIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| "/tmp".into());
@@ -415,9 +432,16 @@ fn make_sim_dir(sim_lib: &Path) -> Result<SimDir, String> {
             dir.path.display()
         ));
     }
-    for name in libraries::driver_sonames() {
+    let links = libraries::DRIVERS.into_iter().flat_map(|d| {
+        let target = match d.sim {
+            libraries::SIM_HIP => sim_hip,
+            _ => sim_lib,
+        };
+        d.names().map(move |name| (name, target))
+    });
+    for (name, target) in links {
         let link = dir.path.join(name);
-        std::os::unix::fs::symlink(sim_lib, &link).map_err(|e| {
+        std::os::unix::fs::symlink(target, &link).map_err(|e| {
             format!(
                 "cannot create the link {}: {}",
                 link.display(),

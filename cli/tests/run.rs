@@ -292,8 +292,13 @@ fn sim_offers_the_simulated_driver_through_ld_library_path() {
     let dir = TempDir::new("sim");
     let shim = dir.fake_shim("lib");
     let sim = dir.write("simlib/dummy_sim.so", "not really a library");
+    let sim_hip = dir.write(
+        &format!("simlib/{}", libraries::SIM_HIP),
+        "not really a library either",
+    );
     let tmp = dir.mkdir("tmp");
     let sonames: Vec<&str> = libraries::driver_sonames().collect();
+    let cuda_names: Vec<&str> = libraries::CUDA.names().collect();
     let script = format!(
         r#"
         libdir=${{LD_LIBRARY_PATH%%:*}}
@@ -333,10 +338,16 @@ fn sim_offers_the_simulated_driver_through_ld_library_path() {
         6,
         "libcuda.so.1, libcuda.so, libamdhip64.so[.7,.6,.5]"
     );
+    // The CUDA names lead to the simulated driver, the HIP names to the HIP runtime beside it.
     for name in sonames {
+        let target = if cuda_names.contains(&name) {
+            &sim
+        } else {
+            &sim_hip
+        };
         assert_eq!(
             lines.next().unwrap(),
-            format!("{name} -> {}", sim.display())
+            format!("{name} -> {}", target.display())
         );
     }
     assert_eq!(lines.next(), Some("state-ok"));
@@ -381,6 +392,22 @@ fn sim_finds_the_library_next_to_the_shim_or_says_where_it_looked() {
     assert!(err.contains(env::SIM_LIBRARY), "{err}");
 
     dir.write("lib/libsharecheck_sim.so", "");
+    // The HIP runtime is looked for beside it.
+    let out = run_sh(&dir, &shim, &["--sim", "-q"], "exit 0")
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "{}/lib/{} does not exist",
+            dir.path.display(),
+            libraries::SIM_HIP
+        )),
+        "{err}"
+    );
+    dir.write(&format!("lib/{}", libraries::SIM_HIP), "");
     let out = run_sh(
         &dir,
         &shim,

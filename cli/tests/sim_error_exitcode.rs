@@ -50,7 +50,7 @@ fn built_libraries() -> PathBuf {
         .parent()
         .unwrap()
         .to_path_buf();
-    for lib in [libraries::SHIM, libraries::SIM] {
+    for lib in [libraries::SHIM, libraries::SIM, libraries::SIM_HIP] {
         assert!(
             dir.join(lib).is_file(),
             "{} is missing: run `cargo build --workspace` first",

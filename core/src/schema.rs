@@ -109,6 +109,8 @@ pub mod libraries {
         pub prefix: &'static str,
         /// The sonames the shim tries, in order; the first is the one programs link against.
         pub sonames: &'static [&'static CStr],
+        /// The simulated driver's library that stands in for it (its soname is the vendor's).
+        pub sim: &'static str,
     }
 
     impl Driver {
@@ -140,6 +142,7 @@ pub mod libraries {
     pub const CUDA: Driver = Driver {
         prefix: "libcuda.so",
         sonames: &[c"libcuda.so.1", c"libcuda.so"],
+        sim: SIM,
     };
 
     /// The HIP runtime (ROCm 7, 6 and 5 sonames, the unversioned development link first).
@@ -151,6 +154,7 @@ pub mod libraries {
             c"libamdhip64.so.6",
             c"libamdhip64.so.5",
         ],
+        sim: SIM_HIP,
     };
 
     /// Both drivers.
@@ -163,8 +167,11 @@ pub mod libraries {
 
     /// The shim.
     pub const SHIM: &str = "libsharecheck.so";
-    /// The simulated driver.
+    /// The simulated CUDA driver (soname `libcuda.so.1`; the CUDA functions only).
     pub const SIM: &str = "libsharecheck_sim.so";
+    /// The simulated HIP runtime (soname `libamdhip64.so.5`; the HIP functions only), built from
+    /// the same code (`sim/hip`) and found beside [`SIM`].
+    pub const SIM_HIP: &str = "libsharecheck_sim_hip.so";
 
     #[cfg(test)]
     mod tests {

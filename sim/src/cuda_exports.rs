@@ -455,7 +455,7 @@ unsafe fn alloc_from_pool(
 }
 
 exports! {
-    table CUDA_EXPORTS;
+    table CUDA_EXPORTS for "cuda";
 
     fn cuInit(Flags: c_uint) {
         if Flags != 0 {

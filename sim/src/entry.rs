@@ -100,10 +100,13 @@ pub fn guarded<R>(symbol: &'static str, on_panic: R, body: impl FnOnce() -> R) -
 /// Defines exported functions returning a `CUresult`/`hipError_t` whose bodies evaluate to an
 /// [`Outcome`](crate::types::Outcome): `Ok(())` is success, `Err(code)` the error.
 ///
+/// `table NAME for "cuda";` (or `"hip"`) names the API: the library built without it (`sim_hides`,
+/// set by `build.rs`) defines the functions but does not export them.
+///
 /// The `@returning $finish;` form passes every returned code (a panic's included) through
 /// `$finish: fn(Code) -> Code` on its way out; [`hip_exports!`] uses it for HIP's last error.
 macro_rules! exports {
-    (@returning $finish:path; table $table:ident; $(
+    (@returning $finish:path; table $table:ident for $api:literal; $(
         $(#[$meta:meta])*
         fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block
     )*) => {
@@ -114,7 +117,7 @@ macro_rules! exports {
             &[$((stringify!($name), &[$(stringify!($ty)),*])),*];
         $(
         $(#[$meta])*
-        #[no_mangle]
+        #[cfg_attr(not(sim_hides = $api), no_mangle)]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> $crate::types::Code {
             $finish($crate::entry::guarded(stringify!($name), $crate::types::UNKNOWN, || {
                 // A closure, so that `?` and `return` in the body end the body only.

@@ -152,7 +152,7 @@ fn memcpy_peer(
 }
 
 hip_exports! {
-    table HIP_EXPORTS;
+    table HIP_EXPORTS for "hip";
 
     fn hipInit(flags: c_uint) {
         if flags != 0 {
@@ -545,7 +545,7 @@ hip_exports! {
 // Through the plain `exports!`: reading the last error must not record it again (a
 // `hipGetLastError` that returned an error would otherwise set it right back).
 exports! {
-    table HIP_LAST_ERROR;
+    table HIP_LAST_ERROR for "hip";
 
     fn hipGetLastError() {
         match LAST_ERROR.with(|e| e.replace(SUCCESS)) {
@@ -562,14 +562,14 @@ exports! {
     }
 }
 
-#[no_mangle]
+#[cfg_attr(not(sim_hides = "hip"), no_mangle)]
 pub extern "C" fn hipGetErrorName(hip_error: hipError_t) -> *const c_char {
     guarded("hipGetErrorName", c"hipErrorUnknown".as_ptr(), || {
         errors::hip_name(hip_error)
     })
 }
 
-#[no_mangle]
+#[cfg_attr(not(sim_hides = "hip"), no_mangle)]
 pub extern "C" fn hipGetErrorString(hip_error: hipError_t) -> *const c_char {
     guarded("hipGetErrorString", c"unknown error".as_ptr(), || {
         errors::hip_string(hip_error)

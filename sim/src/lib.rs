@@ -1,7 +1,8 @@
-//! sharecheck-sim: a simulated CUDA driver and HIP runtime in one shared library.
+//! sharecheck-sim: a simulated CUDA driver and HIP runtime.
 //!
-//! Installed as `libcuda.so.1`/`libcuda.so` and `libamdhip64.so[.5|.6|.7]` (symlinks to
-//! `libsharecheck_sim.so`), it lets sharecheck's shim, tests and demos run without a GPU. It keeps
+//! Built twice (`build.rs`): as `libsharecheck_sim.so` (soname `libcuda.so.1`, the CUDA functions
+//! exported) and by `hip/` as `libsharecheck_sim_hip.so` (soname `libamdhip64.so.5`, the HIP
+//! functions). Installed as `libcuda.so.1`/`libcuda.so` and `libamdhip64.so[.5|.6|.7]`, it lets sharecheck's shim, tests and demos run without a GPU. It keeps
 //! real state (contexts, memory that really holds bytes, streams, events, peer grants, IPC exports
 //! across processes, logical endpoints) and answers with the codes of the R580 driver or of the
 //! documentation (`SHARECHECK_SIM_BEHAVIOUR`). See README.md beside this crate.

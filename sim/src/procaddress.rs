@@ -379,7 +379,7 @@ pub unsafe fn hip_get_proc_address(
 pub mod lookups {
     use super::*;
     exports! {
-        table CUDA_LOOKUPS;
+        table CUDA_LOOKUPS for "cuda";
 
         fn cuGetProcAddress(symbol: *const c_char, pfn: *mut *mut c_void, cudaVersion: c_int, flags: u64) {
             // SAFETY: `symbol` is NULL or a C string and `pfn` NULL or writable (the contract of
@@ -395,7 +395,7 @@ pub mod lookups {
     }
 
     hip_exports! {
-        table HIP_LOOKUPS;
+        table HIP_LOOKUPS for "hip";
 
         fn hipGetProcAddress(symbol: *const c_char, pfn: *mut *mut c_void, hipVersion: c_int, flags: u64, symbolStatus: *mut c_int) {
             // Every simulated HIP function exists in all versions the table serves.

@@ -37,14 +37,22 @@ impl Drop for Scratch {
     }
 }
 
-/// `cargo build -p sharecheck-sim` into the target directory and profile of this test: `cargo
-/// test` builds the unit-test harness of a cdylib crate, not the cdylib itself.
+/// `cargo build -p sharecheck-sim -p sharecheck-sim-hip` into the target directory and profile
+/// of this test: `cargo test` builds the unit-test harness of a cdylib crate, not the cdylib
+/// itself.
 fn build_library(profile_dir: &Path) -> Result<(), String> {
     let target_dir = profile_dir.parent().ok_or("no target directory")?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| env!("CARGO").to_string());
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "-p", "sharecheck-sim", "--target-dir"])
-        .arg(target_dir);
+    cmd.args([
+        "build",
+        "-p",
+        "sharecheck-sim",
+        "-p",
+        "sharecheck-sim-hip",
+        "--target-dir",
+    ])
+    .arg(target_dir);
     match profile_dir.file_name().and_then(|n| n.to_str()) {
         Some("debug") => {}
         Some("release") => {
@@ -69,7 +77,8 @@ fn build_library(profile_dir: &Path) -> Result<(), String> {
 }
 
 /// `target/<profile>/libsharecheck_sim.so` (the test runs from `target/<profile>/deps/`), brought
-/// up to date first: cargo itself decides whether anything needs rebuilding.
+/// up to date first with `libsharecheck_sim_hip.so` beside it: cargo itself decides whether
+/// anything needs rebuilding.
 fn built_library() -> PathBuf {
     static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
     let built = BUILT.get_or_init(|| {
@@ -126,8 +135,24 @@ fn run_checked(cmd: &mut Command, what: &str) -> Output {
     out
 }
 
+/// The built library standing in for `driver`: the simulated CUDA driver, or the simulated HIP
+/// runtime beside it.
+fn library_for(driver: &libraries::Driver) -> PathBuf {
+    let lib = built_library();
+    lib.with_file_name(driver.sim)
+}
+
+/// Links each of `names` (driver sonames) in `dir` to the built library that stands in for it.
+fn link_drivers(dir: &Path, names: impl Fn(&libraries::Driver) -> Vec<&'static str>) {
+    for driver in &libraries::DRIVERS {
+        for name in names(driver) {
+            std::os::unix::fs::symlink(library_for(driver), dir.join(name)).expect("symlink");
+        }
+    }
+}
+
 /// A directory with every driver soname (`libcuda.so.1`, `libcuda.so`, `libamdhip64.so`, ...)
-/// pointing at the built library, and the smoke program linked against it.
+/// pointing at the built libraries, and the smoke program linked against them.
 struct Fixture {
     dir: Scratch,
     smoke: PathBuf,
@@ -135,11 +160,8 @@ struct Fixture {
 
 impl Fixture {
     fn new(tag: &str) -> Fixture {
-        let lib = built_library();
         let dir = Scratch::new(tag);
-        for name in libraries::driver_sonames() {
-            std::os::unix::fs::symlink(&lib, dir.path().join(name)).expect("symlink");
-        }
+        link_drivers(dir.path(), |d| d.names().collect());
         let smoke = dir.path().join("smoke");
         run_checked(
             Command::new("cc")
@@ -396,15 +418,77 @@ fn max_peers_from_the_environment_and_query_functions() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // A bad value: one line on stderr naming the variable, and no limit.
+    // A bad value: one line on stderr naming the variable from each library that reads it (the
+    // program calls both the CUDA driver and the HIP runtime), and no limit.
     let out = run_checked(
         queries("2").env(env::SIM_MAX_PEERS, "one"),
         "smoke queries with a bad SHARECHECK_SIM_MAX_PEERS",
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert_eq!(lines[0], lines[1], "{stderr}");
     assert!(stderr.contains(env::SIM_MAX_PEERS), "{stderr}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("queries: ok"));
     // Unset: no limit.
     run_checked(&mut queries("2"), "smoke queries without a limit");
+}
+
+/// Each library carries the soname of the vendor library it stands in for (`libcuda.so.1`,
+/// `libamdhip64.so.5`) and exports that API's functions only: a program linked against the
+/// unversioned names (as `cc -lcuda -lamdhip64` links) runs where only the vendor's sonames
+/// exist, and each API comes from its own library. Before, the library had no soname, so such a
+/// program needed `libcuda.so` and `libamdhip64.so` at run time (the development links a GPU
+/// machine may lack).
+#[test]
+fn a_program_linked_against_the_simulator_needs_the_vendor_sonames() {
+    let linked = Scratch::new("soname-link");
+    link_drivers(linked.path(), |d| vec![d.link_name()]);
+    let exe = linked.path().join("smoke");
+    run_checked(
+        Command::new("cc")
+            .arg("-o")
+            .arg(&exe)
+            .arg(c_source("smoke.c"))
+            .arg("-L")
+            .arg(linked.path())
+            .args(["-lcuda", "-lamdhip64", "-ldl"]),
+        "cc smoke.c",
+    );
+    // Run where only the versioned sonames exist.
+    let fx = Fixture::new("soname-run");
+    let only = Scratch::new("soname-only");
+    link_drivers(only.path(), |d| {
+        if d.sim == libraries::SIM {
+            vec!["libcuda.so.1"]
+        } else {
+            vec!["libamdhip64.so.5"]
+        }
+    });
+    for mode in ["basics", "hip-ipc-parent"] {
+        let mut cmd = fx.program(&exe);
+        cmd.env("LD_LIBRARY_PATH", only.path()).arg(mode);
+        run_checked(
+            &mut cmd,
+            &format!("smoke {mode} with only the vendor sonames"),
+        );
+    }
+    // Each library exports its own API: the program's HIP calls come from the HIP library.
+    let libs = |d: &libraries::Driver| {
+        let out = Command::new("nm")
+            .args(["-D", "--defined-only"])
+            .arg(library_for(d))
+            .output()
+            .expect("nm (binutils)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let (cuda, hip) = (libs(&libraries::CUDA), libs(&libraries::HIP));
+    assert!(
+        cuda.contains(" T cuInit\n") && !cuda.contains(" T hip"),
+        "{cuda}"
+    );
+    assert!(
+        hip.contains(" T hipInit\n") && !hip.contains(" T cu"),
+        "{hip}"
+    );
 }

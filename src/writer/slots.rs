@@ -156,8 +156,8 @@ pub(super) fn asymmetric_fence() {
         return;
     }
     // SAFETY: as in `register_asymmetric_fence`.
-    let ok = unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) }
-        == 0;
+    let ok =
+        unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) } == 0;
     if !ok {
         // Cannot happen once registered; if it does, a store buffer drains in well under this.
         let until = monotonic_ns() + 50_000;

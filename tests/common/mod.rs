@@ -35,10 +35,6 @@ pub fn shim() -> PathBuf {
     artifact(libraries::SHIM)
 }
 
-pub fn sim() -> PathBuf {
-    artifact(libraries::SIM)
-}
-
 pub fn cli() -> PathBuf {
     artifact("sharecheck")
 }
@@ -72,14 +68,17 @@ impl Scratch {
         self.dir.join(name)
     }
 
-    /// A directory of symlinks that makes the simulated driver `libcuda` and `libamdhip64`.
+    /// A directory of symlinks that makes the simulated driver `libcuda` and the simulated HIP
+    /// runtime `libamdhip64`.
     pub fn sim_libs(&self) -> PathBuf {
         let dir = self.path("simlib");
         std::fs::create_dir_all(&dir).unwrap();
-        for name in libraries::driver_sonames() {
-            let link = dir.join(name);
-            if !link.exists() {
-                std::os::unix::fs::symlink(sim(), &link).unwrap();
+        for driver in libraries::DRIVERS {
+            for name in driver.names() {
+                let link = dir.join(name);
+                if !link.exists() {
+                    std::os::unix::fs::symlink(artifact(driver.sim), &link).unwrap();
+                }
             }
         }
         dir
