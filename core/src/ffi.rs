@@ -646,6 +646,16 @@ flags!(
 );
 
 flags!(
+    /// `CUmulticastGranularity_flags` (an enum; written by name).
+    MulticastGranularityFlags(c_uint),
+    "CUmulticastGranularity_flags",
+    [
+        (0x0, "CU_MULTICAST_GRANULARITY_MINIMUM"),
+        (0x1, "CU_MULTICAST_GRANULARITY_RECOMMENDED")
+    ]
+);
+
+flags!(
     /// `CUmemAllocationHandleType` (a mask in `requestedHandleTypes`, one value as an argument).
     MemHandleTypes(c_uint),
     "CUmemAllocationHandleType",
@@ -848,39 +858,58 @@ pub struct CUlogicalEndpointProp {
     pub flags: c_uint,
 }
 
-/// `const CUlogicalEndpointProp *`: decoded field by field when the call succeeded.
-#[repr(transparent)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LogicalEndpointPropPtr(pub *const CUlogicalEndpointProp);
+/// A pointer to an input structure the driver reads, decoded field by field (`$encode`) when the
+/// call succeeded: only a call that succeeded is sure to have read it (a failing one may have
+/// stopped before, e.g. NOT_INITIALIZED). A deferred check keeps the structure by value.
+macro_rules! input_ptr {
+    ($(#[$doc:meta])* $name:ident($pointee:ty), $c:literal, $encode:expr) => {
+        $(#[$doc])*
+        #[repr(transparent)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub struct $name(pub *const $pointee);
 
-impl LogicalEndpointPropPtr {
-    /// The properties, if the driver accepted this pointer: only a call that succeeded is sure
-    /// to have read it (a failing one may have stopped before, e.g. NOT_INITIALIZED).
-    pub fn read(self, outcome: Outcome) -> Option<CUlogicalEndpointProp> {
-        if outcome.succeeded() && !self.0.is_null() {
-            // SAFETY: the driver read this documented input structure and succeeded.
-            Some(unsafe { self.0.read_unaligned() })
-        } else {
-            None
+        impl $name {
+            /// The structure, if the driver accepted this pointer (a call that succeeded read
+            /// it).
+            pub fn read(self, outcome: Outcome) -> Option<$pointee> {
+                if outcome.succeeded() && !self.0.is_null() {
+                    // SAFETY: the driver read this documented input structure (at least as
+                    // long as the type read here) and succeeded.
+                    Some(unsafe { self.0.read_unaligned() })
+                } else {
+                    None
+                }
+            }
         }
-    }
+
+        impl ArgValue for $name {
+            fn c_type() -> String {
+                $c.into()
+            }
+            fn detach(&mut self, outcome: Outcome, keep: &mut Keep) -> bool {
+                match self.read(outcome) {
+                    Some(value) => keep.put(value).map(|at| self.0 = at.cast_const()).is_some(),
+                    None => true,
+                }
+            }
+            fn encode(&self, w: &mut JsonOut, outcome: Outcome) {
+                match self.read(outcome) {
+                    Some(p) => {
+                        let encode: fn(&mut JsonOut, &$pointee) = $encode;
+                        encode(w, &p);
+                    }
+                    None => w.hex(self.0 as usize as u64),
+                }
+            }
+        }
+    };
 }
 
-impl ArgValue for LogicalEndpointPropPtr {
-    fn c_type() -> String {
-        "const CUlogicalEndpointProp *".into()
-    }
-    fn detach(&mut self, outcome: Outcome, keep: &mut Keep) -> bool {
-        match self.read(outcome) {
-            Some(value) => keep.put(value).map(|at| self.0 = at.cast_const()).is_some(),
-            None => true,
-        }
-    }
-    fn encode(&self, w: &mut JsonOut, outcome: Outcome) {
-        let Some(p) = self.read(outcome) else {
-            w.hex(self.0 as usize as u64);
-            return;
-        };
+input_ptr!(
+    /// `const CUlogicalEndpointProp *`.
+    LogicalEndpointPropPtr(CUlogicalEndpointProp),
+    "const CUlogicalEndpointProp *",
+    |w, p| {
         w.begin_object();
         w.key("type");
         match p.type_ {
@@ -915,7 +944,32 @@ impl ArgValue for LogicalEndpointPropPtr {
         );
         w.end_object();
     }
+);
+
+/// `CUmulticastObjectProp` (CUDA 12.1; 32 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CUmulticastObjectProp {
+    pub num_devices: c_uint,
+    pub size: usize,
+    pub handle_types: c_ulonglong,
+    pub flags: c_ulonglong,
 }
+
+input_ptr!(
+    /// `const CUmulticastObjectProp *` of `cuMulticastCreate` and `cuMulticastGetGranularity`.
+    MulticastObjectPropPtr(CUmulticastObjectProp),
+    "const CUmulticastObjectProp *",
+    |w, p| {
+        w.begin_object();
+        w.kv_u64("numDevices", u64::from(p.num_devices));
+        w.kv_u64("size", p.size as u64);
+        w.key("handleTypes");
+        write_flag_names(w, p.handle_types, MemHandleTypes::NAMES);
+        w.kv_u64("flags", p.flags);
+        w.end_object();
+    }
+);
 
 /// The size of the capabilities passed by pointer (`CU_IPC_HANDLE_SIZE`): a logical endpoint's
 /// `CUlogicalEndpointFabricHandle`, the one handle type of CUDA 13.3 and 13.4
@@ -1031,51 +1085,6 @@ pub struct CUmemAllocationPropHead {
     pub location_id: c_int,
 }
 
-/// The pointer to a structure whose first 16 bytes are a [`CUmemAllocationPropHead`] (its type,
-/// handle types and location): decoded when the call succeeded, under the structure's own field
-/// names.
-macro_rules! prop_ptr {
-    ($(#[$doc:meta])* $name:ident, $c:literal, $type_key:literal, $types_key:literal) => {
-        $(#[$doc])*
-        #[repr(transparent)]
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub struct $name(pub *const CUmemAllocationPropHead);
-
-        impl $name {
-            /// The leading fields, if the driver accepted this pointer (a call that succeeded
-            /// read it).
-            pub fn read(self, outcome: Outcome) -> Option<CUmemAllocationPropHead> {
-                if outcome.succeeded() && !self.0.is_null() {
-                    // SAFETY: the driver read this documented input structure (at least 32
-                    // bytes) and succeeded; its first 16 bytes are read here.
-                    Some(unsafe { self.0.read_unaligned() })
-                } else {
-                    None
-                }
-            }
-        }
-
-        impl ArgValue for $name {
-            fn c_type() -> String {
-                $c.into()
-            }
-            fn detach(&mut self, outcome: Outcome, keep: &mut Keep) -> bool {
-                match self.read(outcome) {
-                    Some(value) => keep.put(value).map(|at| self.0 = at.cast_const()).is_some(),
-                    None => true,
-                }
-            }
-            fn encode(&self, w: &mut JsonOut, outcome: Outcome) {
-                let Some(p) = self.read(outcome) else {
-                    w.hex(self.0 as usize as u64);
-                    return;
-                };
-                encode_prop_head(w, &p, $type_key, $types_key);
-            }
-        }
-    };
-}
-
 /// A [`CUmemAllocationPropHead`] as a JSON object, its fields named as in their structure.
 fn encode_prop_head(
     w: &mut JsonOut,
@@ -1101,20 +1110,18 @@ fn encode_prop_head(
     w.end_object();
 }
 
-prop_ptr!(
-    /// `const CUmemAllocationProp *` of `cuMemCreate` (32 bytes).
-    MemAllocationPropPtr,
+input_ptr!(
+    /// `const CUmemAllocationProp *` of `cuMemCreate` (32 bytes; its first 16 are read).
+    MemAllocationPropPtr(CUmemAllocationPropHead),
     "const CUmemAllocationProp *",
-    "type",
-    "requestedHandleTypes"
+    |w, p| encode_prop_head(w, p, "type", "requestedHandleTypes")
 );
-prop_ptr!(
+input_ptr!(
     /// `const CUmemPoolProps *` of `cuMemPoolCreate` (88 bytes; its allocation type, handle types
     /// and location lead it as they lead `CUmemAllocationProp`).
-    MemPoolPropsPtr,
+    MemPoolPropsPtr(CUmemAllocationPropHead),
     "const CUmemPoolProps *",
-    "allocType",
-    "handleTypes"
+    |w, p| encode_prop_head(w, p, "allocType", "handleTypes")
 );
 
 #[cfg(test)]
@@ -1126,6 +1133,17 @@ mod tests {
         let mut w = JsonOut::with_fingerprint(&mut buf, |_| 0x1234);
         a.encode(&mut w, outcome);
         String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn multicast_prop_layout_matches_cuda_h() {
+        assert_eq!(std::mem::size_of::<CUmulticastObjectProp>(), 32);
+        assert_eq!(std::mem::offset_of!(CUmulticastObjectProp, size), 8);
+        assert_eq!(
+            std::mem::offset_of!(CUmulticastObjectProp, handle_types),
+            16
+        );
+        assert_eq!(std::mem::offset_of!(CUmulticastObjectProp, flags), 24);
     }
 
     #[test]

@@ -111,6 +111,16 @@ macro_rules! interposed_functions {
             cuda cuMemUnmap [cuMemUnmap 10020 legacy observed] (ptr: CUdeviceptr, size: Size);
             cuda cuMemSetAccess [cuMemSetAccess 10020 legacy observed] (ptr: CUdeviceptr, size: Size, desc: MemAccessDescPtr, count: Size);
             cuda cuMemGetAllocationGranularity [cuMemGetAllocationGranularity 10020 legacy observed] (granularity: Out<Size>, prop: MemAllocationPropPtr, option: GranularityFlags);
+            // Multicast objects (CUDA Driver API "Multicast Object Management"). Never called on
+            // the project's GPU machines: proven on the simulator only.
+            cuda cuMulticastCreate [cuMulticastCreate 12010 legacy] (mcHandle: Out<CUmemGenericAllocationHandle>, prop: MulticastObjectPropPtr);
+            cuda cuMulticastAddDevice [cuMulticastAddDevice 12010 legacy] (mcHandle: CUmemGenericAllocationHandle, dev: CUdevice);
+            cuda cuMulticastBindMem [cuMulticastBindMem 12010 legacy] (mcHandle: CUmemGenericAllocationHandle, mcOffset: Size, memHandle: CUmemGenericAllocationHandle, memOffset: Size, size: Size, flags: ReservedFlags64);
+            cuda cuMulticastBindMem_v2 [cuMulticastBindMem 13010 legacy] (mcHandle: CUmemGenericAllocationHandle, dev: CUdevice, mcOffset: Size, memHandle: CUmemGenericAllocationHandle, memOffset: Size, size: Size, flags: ReservedFlags64);
+            cuda cuMulticastBindAddr [cuMulticastBindAddr 12010 legacy] (mcHandle: CUmemGenericAllocationHandle, mcOffset: Size, memptr: CUdeviceptr, size: Size, flags: ReservedFlags64);
+            cuda cuMulticastBindAddr_v2 [cuMulticastBindAddr 13010 legacy] (mcHandle: CUmemGenericAllocationHandle, dev: CUdevice, mcOffset: Size, memptr: CUdeviceptr, size: Size, flags: ReservedFlags64);
+            cuda cuMulticastUnbind [cuMulticastUnbind 12010 legacy] (mcHandle: CUmemGenericAllocationHandle, dev: CUdevice, mcOffset: Size, size: Size);
+            cuda cuMulticastGetGranularity [cuMulticastGetGranularity 12010 legacy] (granularity: Out<Size>, prop: MulticastObjectPropPtr, option: MulticastGranularityFlags);
             // Stream-ordered memory pools (CUDA Driver API "Stream Ordered Memory Allocator").
             cuda cuMemPoolCreate [cuMemPoolCreate 11020 legacy observed] (pool: Out<CUmemoryPool>, poolProps: MemPoolPropsPtr);
             cuda cuMemPoolDestroy [cuMemPoolDestroy 11020 legacy observed] (pool: CUmemoryPool);

@@ -109,6 +109,15 @@ macro_rules! check_table {
             cuMemUnmap => vmm::UNMAP, lifecycle::MEMORY_FREED;
             cuMemSetAccess => vmm::SET_ACCESS;
             cuMemGetAllocationGranularity => ;
+            // Multicast: traced, no rule yet (issue 25).
+            cuMulticastCreate => ;
+            cuMulticastAddDevice => ;
+            cuMulticastBindMem => ;
+            cuMulticastBindMem_v2 => ;
+            cuMulticastBindAddr => ;
+            cuMulticastBindAddr_v2 => ;
+            cuMulticastUnbind => ;
+            cuMulticastGetGranularity => ;
             // Stream-ordered memory pools.
             cuMemPoolCreate => pool::CREATE;
             cuMemPoolDestroy => pool::DESTROY;

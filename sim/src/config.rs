@@ -27,6 +27,8 @@ pub const SIM_FABRIC_CHANNEL: &str = "SHARECHECK_SIM_FABRIC_CHANNEL";
 /// `scripts/bench.sh` shows what caching saves there. 0 (the default) charges nothing; at most
 /// 1000000. Only the simulator reads it.
 pub const SIM_SHIM_CALL_NS: &str = "SHARECHECK_SIM_SHIM_CALL_NS";
+/// How long a multicast bind waits for the team's devices before the simulator gives up.
+pub const SIM_MULTICAST_WAIT_MS: &str = "SHARECHECK_SIM_MULTICAST_WAIT_MS";
 
 pub const DEFAULT_DEVICES: i32 = 2;
 pub const MAX_DEVICES: i32 = 64;
@@ -79,6 +81,8 @@ pub struct Config {
     pub call_log: Option<PathBuf>,
     /// [`SIM_SHIM_CALL_NS`].
     pub shim_call_ns: u64,
+    /// [`SIM_MULTICAST_WAIT_MS`].
+    pub multicast_wait_ms: u64,
 }
 
 impl Default for Config {
@@ -95,6 +99,7 @@ impl Default for Config {
             state_dir: None,
             call_log: None,
             shim_call_ns: 0,
+            multicast_wait_ms: 10_000,
         }
     }
 }
@@ -191,6 +196,17 @@ impl Config {
                     &v,
                     "expected nanoseconds from 0 to 1000000".into(),
                     "0",
+                ),
+            }
+        }
+        if let Some(v) = get(SIM_MULTICAST_WAIT_MS) {
+            match v.trim().parse::<u64>() {
+                Ok(ms) if ms <= 3_600_000 => config.multicast_wait_ms = ms,
+                _ => bad(
+                    SIM_MULTICAST_WAIT_MS,
+                    &v,
+                    "expected milliseconds from 0 to 3600000".into(),
+                    "10000",
                 ),
             }
         }
@@ -371,6 +387,16 @@ mod tests {
         assert_eq!(c.behaviour, Behaviour::R580);
         assert_eq!(c.driver_version, 13030);
         assert!(c.attributes.is_empty());
+    }
+
+    #[test]
+    fn a_multicast_bind_waits_ten_seconds_or_the_milliseconds_given() {
+        assert_eq!(parse(&[]).0.multicast_wait_ms, 10_000);
+        let (c, w) = parse(&[(SIM_MULTICAST_WAIT_MS, "250")]);
+        assert_eq!((c.multicast_wait_ms, w.len()), (250, 0));
+        let (c, w) = parse(&[(SIM_MULTICAST_WAIT_MS, "soon")]);
+        assert_eq!(c.multicast_wait_ms, 10_000);
+        assert!(w[0].contains(SIM_MULTICAST_WAIT_MS), "{w:?}");
     }
 
     #[test]

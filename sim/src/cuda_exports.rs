@@ -19,6 +19,7 @@ use crate::handles::{self, Kind};
 use crate::ipc::{Api, OpenCodes, OpenMode};
 use crate::logical_endpoint;
 use crate::memory::{MemKind, GRANULARITY};
+use crate::multicast;
 use crate::state::{self, Owner};
 use crate::types::*;
 use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void};
@@ -352,6 +353,83 @@ fn logical_endpoints_available() -> Outcome {
 ///
 /// # Safety
 /// `prop` is NULL or points to a readable `CUmemAllocationProp`.
+/// Waits (without the state's lock) until the team of `handle` is whole, at most the configured
+/// time: `Ok` when whole, INVALID_VALUE for an unknown object, ILLEGAL_STATE after the wait
+/// (announced on stderr: the real driver would block on).
+fn wait_whole(handle: u64, call: &str) -> Outcome {
+    let limit = std::time::Duration::from_millis(crate::config::config().multicast_wait_ms);
+    let start = std::time::Instant::now();
+    loop {
+        match state::with(|d| d.multicast.whole(handle)) {
+            None => return Err(INVALID_VALUE),
+            Some(true) => return Ok(()),
+            Some(false) if start.elapsed() >= limit => {
+                let (want, have) = state::with(|d| d.multicast.missing(handle)).unwrap_or((0, 0));
+                eprintln!(
+                    "sharecheck-sim: {call} waited {} ms for the multicast team ({have} of {want} \
+                     devices added) and answers CUDA_ERROR_ILLEGAL_STATE; a driver would block \
+                     until every device is added",
+                    limit.as_millis()
+                );
+                return Err(ILLEGAL_STATE);
+            }
+            Some(false) => std::thread::sleep(std::time::Duration::from_millis(1)),
+        }
+    }
+}
+
+/// A multicast bind of `mem` (`cuMulticastBindMem[_v2]`), once the team is whole.
+#[allow(clippy::too_many_arguments)]
+fn bind_mem(
+    mc: u64,
+    dev: Option<c_int>,
+    mc_offset: usize,
+    mem: u64,
+    mem_offset: usize,
+    size: usize,
+    flags: u64,
+    call: &str,
+) -> Outcome {
+    wait_whole(mc, call)?;
+    let request = multicast::BindRequest {
+        mc,
+        dev,
+        mc_offset: mc_offset as u64,
+        mem,
+        mem_offset: mem_offset as u64,
+        size: size as u64,
+        flags,
+    };
+    state::with(|d| d.multicast.bind(&d.memory, &request))
+}
+
+/// A multicast bind of the memory mapped at `memptr` (`cuMulticastBindAddr[_v2]`): the mapping's
+/// allocation, from the mapped offset. Pool memory (`cudaMallocAsync`) is not modelled.
+fn bind_addr(
+    mc: u64,
+    dev: Option<c_int>,
+    mc_offset: usize,
+    memptr: u64,
+    size: usize,
+    flags: u64,
+    call: &str,
+) -> Outcome {
+    wait_whole(mc, call)?;
+    state::with(|d| {
+        let m = d.memory.virtual_mapping(memptr).ok_or(INVALID_VALUE)?;
+        let request = multicast::BindRequest {
+            mc,
+            dev,
+            mc_offset: mc_offset as u64,
+            mem: m.handle,
+            mem_offset: m.offset + (memptr - m.start),
+            size: size as u64,
+            flags,
+        };
+        d.multicast.bind(&d.memory, &request)
+    })
+}
+
 unsafe fn allocation_prop(prop: *const CUmemAllocationProp) -> Outcome<CUmemAllocationProp> {
     require(prop)?;
     // SAFETY: `prop` is not NULL (checked above) and, by this function's contract, readable.
@@ -1213,7 +1291,66 @@ exports! {
 
     fn cuMemRelease(handle: CUmemGenericAllocationHandle) {
         check_initialized()?;
-        state::with(|d| d.memory.release_physical(handle))
+        state::with(|d| match d.multicast.is_multicast(handle) {
+            true => d.multicast.release(handle),
+            false => d.memory.release_physical(handle),
+        })
+    }
+
+    fn cuMulticastGetGranularity(granularity: *mut usize, prop: *const CUmulticastObjectProp, option: c_int) {
+        check_initialized()?;
+        require(granularity)?;
+        require(prop)?;
+        // SAFETY: `prop` is not NULL (checked above) and, as `cuMulticastGetGranularity`
+        // documents, a readable `CUmulticastObjectProp`.
+        let prop = unsafe { prop.read_unaligned() };
+        let value = multicast::granularity(prop.size as u64, option)?;
+        // SAFETY: `granularity` is not NULL (checked above); documented as a writable `size_t`.
+        unsafe { *granularity = value as usize };
+        Ok(())
+    }
+
+    fn cuMulticastCreate(mcHandle: *mut CUmemGenericAllocationHandle, prop: *const CUmulticastObjectProp) {
+        check_initialized()?;
+        require(mcHandle)?;
+        require(prop)?;
+        // SAFETY: `prop` is not NULL (checked above) and, as `cuMulticastCreate` documents, a
+        // readable `CUmulticastObjectProp`.
+        let p = unsafe { prop.read_unaligned() };
+        let created = state::with(|d| d.multicast.create(p.num_devices, p.size as u64, p.handle_types, p.flags))?;
+        // SAFETY: `mcHandle` is not NULL (checked above); documented as a writable handle.
+        unsafe { *mcHandle = created };
+        Ok(())
+    }
+
+    fn cuMulticastAddDevice(mcHandle: CUmemGenericAllocationHandle, dev: CUdevice) {
+        check_initialized()?;
+        state::with(|d| d.multicast.add_device(mcHandle, dev))
+    }
+
+    fn cuMulticastBindMem(mcHandle: CUmemGenericAllocationHandle, mcOffset: usize, memHandle: CUmemGenericAllocationHandle, memOffset: usize, size: usize, flags: c_ulonglong) {
+        check_initialized()?;
+        bind_mem(mcHandle, None, mcOffset, memHandle, memOffset, size, flags, "cuMulticastBindMem")
+    }
+
+    fn cuMulticastBindMem_v2(mcHandle: CUmemGenericAllocationHandle, dev: CUdevice, mcOffset: usize, memHandle: CUmemGenericAllocationHandle, memOffset: usize, size: usize, flags: c_ulonglong) {
+        check_initialized()?;
+        bind_mem(mcHandle, Some(dev), mcOffset, memHandle, memOffset, size, flags, "cuMulticastBindMem_v2")
+    }
+
+    fn cuMulticastBindAddr(mcHandle: CUmemGenericAllocationHandle, mcOffset: usize, memptr: CUdeviceptr, size: usize, flags: c_ulonglong) {
+        check_initialized()?;
+        bind_addr(mcHandle, None, mcOffset, memptr, size, flags, "cuMulticastBindAddr")
+    }
+
+    fn cuMulticastBindAddr_v2(mcHandle: CUmemGenericAllocationHandle, dev: CUdevice, mcOffset: usize, memptr: CUdeviceptr, size: usize, flags: c_ulonglong) {
+        check_initialized()?;
+        bind_addr(mcHandle, Some(dev), mcOffset, memptr, size, flags, "cuMulticastBindAddr_v2")
+    }
+
+    fn cuMulticastUnbind(mcHandle: CUmemGenericAllocationHandle, dev: CUdevice, mcOffset: usize, size: usize) {
+        check_initialized()?;
+        state::with(|d| d.multicast.unbind(mcHandle, dev, mcOffset as u64, size as u64))
     }
 
     fn cuMemGetAllocationGranularity(granularity: *mut usize, prop: *const CUmemAllocationProp, option: c_int) {

@@ -26,7 +26,7 @@ const DEFAULT_ATTRIBUTES: &[(i32, i32)] = &[
     (attribute::MEMORY_POOLS_SUPPORTED, 1),
     (attribute::IPC_EVENT_SUPPORTED, 1),
     (128, 1), // HANDLE_TYPE_FABRIC_SUPPORTED
-    // MULTICAST_SUPPORTED (132) stays 0: the simulator does not advertise multicast.
+    (132, 1), // MULTICAST_SUPPORTED, as R580 answers on 2x H200 (multicast-probe)
     (HOST_NUMA_ID, 0),
     (attribute::LOGICAL_ENDPOINT_UNICAST_SUPPORTED, 1),
     // LOGICAL_ENDPOINT_MULTICAST_SUPPORTED (154) stays 0 unless overridden (`d:154=1`).

@@ -13,6 +13,8 @@ pub enum Kind {
     Allocation = 0xA1,
     /// A device's default memory pool (`CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE`): id = device + 1.
     MemPool = 0xB0,
+    /// A multicast object (`cuMulticastCreate`), a generic allocation handle too.
+    Multicast = 0xAC,
 }
 
 const TAG_SHIFT: u32 = 40;

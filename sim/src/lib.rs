@@ -26,6 +26,7 @@ pub mod hip_exports;
 pub mod ipc;
 pub mod logical_endpoint;
 pub mod memory;
+pub mod multicast;
 pub mod peer;
 pub mod pool;
 pub mod procaddress;

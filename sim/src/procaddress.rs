@@ -148,6 +148,14 @@ table! {
     Cuda cuMemUnmap 10020 legacy => cuMemUnmap;
     Cuda cuMemImportFromShareableHandle 10020 legacy => cuMemImportFromShareableHandle;
     Cuda cuMemExportToShareableHandle 10020 legacy => cuMemExportToShareableHandle;
+    Cuda cuMulticastCreate 12010 legacy => cuMulticastCreate;
+    Cuda cuMulticastAddDevice 12010 legacy => cuMulticastAddDevice;
+    Cuda cuMulticastBindMem 12010 legacy => cuMulticastBindMem;
+    Cuda cuMulticastBindMem 13010 legacy => cuMulticastBindMem_v2;
+    Cuda cuMulticastBindAddr 12010 legacy => cuMulticastBindAddr;
+    Cuda cuMulticastBindAddr 13010 legacy => cuMulticastBindAddr_v2;
+    Cuda cuMulticastUnbind 12010 legacy => cuMulticastUnbind;
+    Cuda cuMulticastGetGranularity 12010 legacy => cuMulticastGetGranularity;
     Cuda cuMemRetainAllocationHandle 11000 legacy => cuMemRetainAllocationHandle;
     Cuda cuMemSetAccess 10020 legacy => cuMemSetAccess;
     Cuda cuGetErrorName 6000 legacy => cuGetErrorName;

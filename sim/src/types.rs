@@ -10,7 +10,7 @@ use std::ffi::{c_int, c_uint, c_void};
 
 pub use sharecheck_core::ffi::{
     hipError_t, hipIpcEventHandle_t, hipIpcMemHandle_t, CUipcEventHandle, CUipcMemHandle,
-    CUlogicalEndpointProp, CUresult,
+    CUlogicalEndpointProp, CUmulticastObjectProp, CUresult,
 };
 
 /// A result code of the model: a `CUresult`, and the `hipError_t` of the same number.
@@ -43,6 +43,7 @@ pub const NO_DEVICE: Code = 100;
 pub const MAP_FAILED: Code = 205;
 pub const NOT_FOUND: Code = 500;
 pub const NOT_PERMITTED: Code = 800;
+pub const ILLEGAL_STATE: Code = 401;
 pub const UNKNOWN: Code = 999;
 
 // hipError_t values without a CUresult twin.

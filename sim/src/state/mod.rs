@@ -29,6 +29,7 @@ pub struct Driver {
     pub ipc: Ipc,
     pub endpoints: Endpoints,
     pub pools: Pools,
+    pub multicast: crate::multicast::Teams,
 }
 
 static DRIVER: LazyLock<Mutex<Driver>> = LazyLock::new(Default::default);

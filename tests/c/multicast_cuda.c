@@ -1,0 +1,103 @@
+/* Multicast scenarios on the simulated driver (never on a GPU machine of this project):
+ * `multicast_cuda SCENARIO`. Every covered call is printed as `CALL symbol result` (check.h).
+ *   team        a team of two devices: the granularities asked, both devices added, memory of
+ *               each device bound by handle (cuMulticastBindMem, _v2) and by address
+ *               (cuMulticastBindAddr, _v2), every bind unbound, the object released
+ *   incomplete  a team of two with one device added: the bind blocks (the simulator gives up
+ *               after SHARECHECK_SIM_MULTICAST_WAIT_MS and answers CUDA_ERROR_ILLEGAL_STATE)
+ *   procaddress the _v2 bind and the granularity through cuGetProcAddress (13.1 and 12.1), as
+ *               the runtime calls them */
+#include <cuda.h>
+#include <string.h>
+#include "check.h"
+
+static size_t G;
+
+static CUmulticastObjectProp team_prop(unsigned devices) {
+    CUmulticastObjectProp p;
+    memset(&p, 0, sizeof p);
+    p.numDevices = devices;
+    p.size = 2 * G;
+    p.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    return p;
+}
+
+static CUmemGenericAllocationHandle memory_on(int dev) {
+    CUmemAllocationProp p;
+    memset(&p, 0, sizeof p);
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.location.id = dev;
+    p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CUmemGenericAllocationHandle h;
+    CALL("cuMemCreate", cuMemCreate(&h, G, &p, 0));
+    return h;
+}
+
+/* Memory of `dev` mapped at a fresh reservation. */
+static CUdeviceptr mapped_on(int dev, CUmemGenericAllocationHandle *h) {
+    *h = memory_on(dev);
+    CUdeviceptr va;
+    CALL("cuMemAddressReserve", cuMemAddressReserve(&va, G, 0, 0, 0));
+    CALL("cuMemMap", cuMemMap(va, G, 0, *h, 0));
+    return va;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return 2;
+    const char *s = argv[1];
+    USE_PRIMARY_CONTEXT(0);
+    CUmulticastObjectProp p = team_prop(2);
+    p.size = 2u << 20;
+    CALL("cuMulticastGetGranularity", cuMulticastGetGranularity(&G, &p, CU_MULTICAST_GRANULARITY_MINIMUM));
+    if (!G) return 3;
+    size_t recommended = 0;
+    CALL("cuMulticastGetGranularity", cuMulticastGetGranularity(&recommended, &p, CU_MULTICAST_GRANULARITY_RECOMMENDED));
+    p = team_prop(2);
+    CUmemGenericAllocationHandle mc;
+    CALL("cuMulticastCreate", cuMulticastCreate(&mc, &p));
+    CALL("cuMulticastAddDevice", cuMulticastAddDevice(mc, 0));
+    if (!strcmp(s, "incomplete")) {
+        CUmemGenericAllocationHandle h0 = memory_on(0);
+        CALL("cuMulticastBindMem", cuMulticastBindMem(mc, 0, h0, 0, G, 0));
+        CALL("cuMemRelease", cuMemRelease(mc));
+        CALL("cuMemRelease", cuMemRelease(h0));
+        return 0;
+    }
+    CALL("cuMulticastAddDevice", cuMulticastAddDevice(mc, 1));
+    if (!strcmp(s, "procaddress")) {
+        CUdriverProcAddressQueryResult st;
+        CUresult (*bind_v2)(CUmemGenericAllocationHandle, CUdevice, size_t, CUmemGenericAllocationHandle, size_t, size_t, unsigned long long) = NULL;
+        CUresult (*unbind)(CUmemGenericAllocationHandle, CUdevice, size_t, size_t) = NULL;
+        MUST(cuGetProcAddress("cuMulticastBindMem", (void **)&bind_v2, 13010, 0, &st));
+        MUST(cuGetProcAddress("cuMulticastUnbind", (void **)&unbind, 12010, 0, &st));
+        if (!bind_v2 || !unbind) return 4;
+        CUmemGenericAllocationHandle h1 = memory_on(1);
+        CALL("cuMulticastBindMem_v2", bind_v2(mc, 1, 0, h1, 0, G, 0));
+        CALL("cuMulticastUnbind", unbind(mc, 1, 0, G));
+        CALL("cuMemRelease", cuMemRelease(mc));
+        CALL("cuMemRelease", cuMemRelease(h1));
+        return 0;
+    }
+    /* team */
+    CUmemGenericAllocationHandle h0 = memory_on(0), h1 = memory_on(1), a0, a1;
+    CUdeviceptr va0 = mapped_on(0, &a0), va1 = mapped_on(1, &a1);
+    CALL("cuMulticastBindMem", cuMulticastBindMem(mc, 0, h0, 0, G, 0));
+    CALL("cuMulticastBindMem_v2", cuMulticastBindMem_v2(mc, 1, 0, h1, 0, G, 0));
+    CALL("cuMulticastBindAddr", cuMulticastBindAddr(mc, G, va0, G, 0));
+    CALL("cuMulticastBindAddr_v2", cuMulticastBindAddr_v2(mc, 1, G, va1, G, 0));
+    CALL("cuMulticastUnbind", cuMulticastUnbind(mc, 0, 0, G));
+    CALL("cuMulticastUnbind", cuMulticastUnbind(mc, 1, 0, G));
+    CALL("cuMulticastUnbind", cuMulticastUnbind(mc, 0, G, G));
+    CALL("cuMulticastUnbind", cuMulticastUnbind(mc, 1, G, G));
+    CALL("cuMemRelease", cuMemRelease(mc));
+    CALL("cuMemUnmap", cuMemUnmap(va0, G));
+    CALL("cuMemUnmap", cuMemUnmap(va1, G));
+    CALL("cuMemAddressFree", cuMemAddressFree(va0, G));
+    CALL("cuMemAddressFree", cuMemAddressFree(va1, G));
+    CALL("cuMemRelease", cuMemRelease(h0));
+    CALL("cuMemRelease", cuMemRelease(h1));
+    CALL("cuMemRelease", cuMemRelease(a0));
+    CALL("cuMemRelease", cuMemRelease(a1));
+    return 0;
+}

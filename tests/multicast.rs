@@ -1,0 +1,112 @@
+//! Multicast objects (issue 25), on the simulated driver only (no multicast object is ever
+//! created on the project's GPU machines): every `cuMulticast*` call, through its export and
+//! through `cuGetProcAddress`, is forwarded and recorded with what the program saw, and a correct
+//! team draws no finding. Program: tests/c/multicast_cuda.c.
+
+mod common;
+use common::scenarios::*;
+use common::*;
+
+const NONE: &[(&str, &str)] = &[];
+
+fn program(scratch: &Scratch) -> std::path::PathBuf {
+    let libs = format!("-L{}", scratch.sim_libs().display());
+    scratch.compile("multicast_cuda.c", "multicast_cuda", &[&libs, "-lcuda"])
+}
+
+/// The functions of `r`'s trace whose name starts with `cuMulticast`, with their results.
+fn multicast_calls(r: &Run) -> Vec<(String, i64)> {
+    fn_ret(&r.records)
+        .into_iter()
+        .filter(|(f, _)| f.starts_with("cuMulticast"))
+        .collect()
+}
+
+#[test]
+fn a_team_is_traced_call_by_call_and_draws_no_finding() {
+    let scratch = Scratch::new("multicast_team");
+    let exe = program(&scratch);
+    // run_checked: every printed call is in the trace with the result the program saw.
+    let r = run_checked(&scratch, &exe, "team", NONE);
+    assert!(r.rule_ids().is_empty(), "{}", r.stderr());
+    let calls = multicast_calls(&r);
+    let names: Vec<&str> = calls.iter().map(|(f, _)| f.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "cuMulticastGetGranularity",
+            "cuMulticastGetGranularity",
+            "cuMulticastCreate",
+            "cuMulticastAddDevice",
+            "cuMulticastAddDevice",
+            "cuMulticastBindMem",
+            "cuMulticastBindMem_v2",
+            "cuMulticastBindAddr",
+            "cuMulticastBindAddr_v2",
+            "cuMulticastUnbind",
+            "cuMulticastUnbind",
+            "cuMulticastUnbind",
+            "cuMulticastUnbind",
+        ]
+    );
+    assert!(calls.iter().all(|(_, ret)| *ret == 0), "{calls:?}");
+    // The properties are recorded field by field, the granularity the driver wrote with them.
+    let create = r
+        .records
+        .iter()
+        .find(|c| c["fn"] == "cuMulticastCreate")
+        .unwrap();
+    assert_eq!(create["a"]["prop"]["numDevices"], 2, "{create}");
+    assert_eq!(
+        create["a"]["prop"]["handleTypes"], "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR",
+        "{create}"
+    );
+    let granularity = r
+        .records
+        .iter()
+        .find(|c| c["fn"] == "cuMulticastGetGranularity")
+        .unwrap();
+    assert_eq!(granularity["a"]["*granularity"], 2 << 20, "{granularity}");
+}
+
+/// A bind before the whole team was added blocks in a driver; the simulator gives up after its
+/// wait and answers CUDA_ERROR_ILLEGAL_STATE, saying so, and the trace has the answer.
+#[test]
+fn a_bind_before_the_team_is_whole_waits_and_the_simulator_gives_up() {
+    let scratch = Scratch::new("multicast_incomplete");
+    let exe = program(&scratch);
+    let started = std::time::Instant::now();
+    let r = run_checked(
+        &scratch,
+        &exe,
+        "incomplete",
+        &[("SHARECHECK_SIM_MULTICAST_WAIT_MS", "300")],
+    );
+    assert!(started.elapsed() >= std::time::Duration::from_millis(300));
+    assert!(
+        multicast_calls(&r).contains(&("cuMulticastBindMem".to_string(), 401)),
+        "{:?}",
+        multicast_calls(&r)
+    );
+    assert!(
+        r.stderr().contains("1 of 2 devices added"),
+        "{}",
+        r.stderr()
+    );
+}
+
+/// The runtime's way in: the 13.1 bind (`cuMulticastBindMem_v2`) and the unbind through
+/// `cuGetProcAddress`, recorded under their own symbols.
+#[test]
+fn the_binds_are_traced_through_get_proc_address() {
+    let scratch = Scratch::new("multicast_procaddress");
+    let exe = program(&scratch);
+    let r = run_checked(&scratch, &exe, "procaddress", NONE);
+    let calls = multicast_calls(&r);
+    assert!(
+        calls.contains(&("cuMulticastBindMem_v2".to_string(), 0))
+            && calls.contains(&("cuMulticastUnbind".to_string(), 0)),
+        "{calls:?}"
+    );
+    assert!(r.rule_ids().is_empty(), "{}", r.stderr());
+}
