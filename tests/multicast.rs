@@ -1,13 +1,56 @@
 //! Multicast objects (issue 25), on the simulated driver only (no multicast object is ever
 //! created on the project's GPU machines): every `cuMulticast*` call, through its export and
-//! through `cuGetProcAddress`, is forwarded and recorded with what the program saw, and a correct
-//! team draws no finding. Program: tests/c/multicast_cuda.c.
+//! through `cuGetProcAddress`, is forwarded and recorded with what the program saw; each rule
+//! fires alone on its misuse (negative) and a correct team draws no finding (positive). Program:
+//! tests/c/multicast_cuda.c.
 
 mod common;
 use common::scenarios::*;
 use common::*;
 
 const NONE: &[(&str, &str)] = &[];
+
+const CASES: &[Case] = &[
+    (
+        "create-size",
+        NONE,
+        &["cuMulticastCreate.size-not-granular"],
+    ),
+    ("create-flags", NONE, &["cuMulticastCreate.flags-not-zero"]),
+    ("add-full", NONE, &["cuMulticastAddDevice.team-full"]),
+    (
+        "bind-not-granular",
+        NONE,
+        &["cuMulticastBindMem.not-granular"],
+    ),
+    (
+        "bindaddr-not-granular",
+        NONE,
+        &["cuMulticastBindAddr.not-granular"],
+    ),
+    (
+        "bind-past-memory",
+        NONE,
+        &["cuMulticastBindMem.past-memory"],
+    ),
+    (
+        "bind-past-object",
+        NONE,
+        &["cuMulticastBindMem.past-object"],
+    ),
+    (
+        "bindaddr-past-object",
+        NONE,
+        &["cuMulticastBindAddr.past-object"],
+    ),
+    (
+        "bind-not-on-team",
+        NONE,
+        &["multicast.bind-memory-not-on-team"],
+    ),
+    ("bind-flags", NONE, &["multicast.bind-flags-not-zero"]),
+    ("team", NONE, &[]),
+];
 
 fn program(scratch: &Scratch) -> std::path::PathBuf {
     let libs = format!("-L{}", scratch.sim_libs().display());
@@ -20,6 +63,13 @@ fn multicast_calls(r: &Run) -> Vec<(String, i64)> {
         .into_iter()
         .filter(|(f, _)| f.starts_with("cuMulticast"))
         .collect()
+}
+
+#[test]
+fn each_misuse_fires_exactly_its_rule_and_correct_use_is_silent() {
+    let scratch = Scratch::new("multicast_cases");
+    let exe = program(&scratch);
+    check_cases(&scratch, &exe, CASES);
 }
 
 #[test]

@@ -99,7 +99,7 @@ macro_rules! check_table {
             cuMemFreeAsync_ptsz => lifecycle::MEMORY_FREED, pool::FREED;
             // Virtual memory management; the endpoint binds read what it tracks.
             cuMemCreate => vmm::CREATE;
-            cuMemRelease => vmm::RELEASE, lifecycle::MEMORY_FREED;
+            cuMemRelease => vmm::RELEASE, multicast::RELEASED, lifecycle::MEMORY_FREED;
             cuMemRetainAllocationHandle => vmm::REFERENCED;
             cuMemExportToShareableHandle => vmm::EXPORT;
             cuMemImportFromShareableHandle => vmm::REFERENCED;
@@ -109,13 +109,13 @@ macro_rules! check_table {
             cuMemUnmap => vmm::UNMAP, lifecycle::MEMORY_FREED;
             cuMemSetAccess => vmm::SET_ACCESS;
             cuMemGetAllocationGranularity => ;
-            // Multicast: traced, no rule yet (issue 25).
-            cuMulticastCreate => ;
-            cuMulticastAddDevice => ;
-            cuMulticastBindMem => ;
-            cuMulticastBindMem_v2 => ;
-            cuMulticastBindAddr => ;
-            cuMulticastBindAddr_v2 => ;
+            // Multicast.
+            cuMulticastCreate => multicast::CREATE;
+            cuMulticastAddDevice => multicast::ADD_DEVICE;
+            cuMulticastBindMem => multicast::BIND_MEM;
+            cuMulticastBindMem_v2 => multicast::BIND_MEM;
+            cuMulticastBindAddr => multicast::BIND_ADDR;
+            cuMulticastBindAddr_v2 => multicast::BIND_ADDR;
             cuMulticastUnbind => ;
             cuMulticastGetGranularity => ;
             // Stream-ordered memory pools.

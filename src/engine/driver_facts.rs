@@ -9,8 +9,9 @@
 //! forgets every pointer), and checks ask again, uncached, before a finding rests on them.
 
 use super::facts::{
-    Facts, MemoryKind, ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
-    ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, ATTRIBUTE_UNIFIED_ADDRESSING,
+    Facts, GranularityOf, MemoryKind, ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+    ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
+    ATTRIBUTE_UNIFIED_ADDRESSING,
 };
 use super::state::Lifetime;
 use crate::loader::{self, NamedSlot};
@@ -330,9 +331,9 @@ pub struct DriverFacts {
     destroyed_contexts: HandleCache,
     /// Pointer -> its allocation's range and owning device.
     pointers: PointerCache,
-    /// The last `CUmemAllocationProp` (its 32 bytes) whose minimum granularity was asked, and
-    /// the answer (a device's granularity never changes).
-    granularity: parking_lot::Mutex<Option<([u64; 4], u64)>>,
+    /// The last properties (their 32 bytes) whose minimum granularity was asked, of which kind,
+    /// and the answer (a device's granularity never changes).
+    granularity: parking_lot::Mutex<Option<(GranularityOf, [u64; 4], u64)>>,
 }
 
 impl DriverFacts {
@@ -697,25 +698,29 @@ impl Facts for DriverFacts {
         (code == SUCCESS && alignment > 0).then_some((alignment, max))
     }
 
-    fn allocation_granularity(&self, prop: &[u64; 4]) -> Option<u64> {
-        // CU_MEM_ALLOC_GRANULARITY_MINIMUM.
+    fn granularity(&self, of: GranularityOf, prop: &[u64; 4]) -> Option<u64> {
+        // CU_MEM_ALLOC_GRANULARITY_MINIMUM and CU_MULTICAST_GRANULARITY_MINIMUM.
         const MINIMUM: c_int = 0;
         // The last properties asked about: a program creates its chunks alike.
         let last = *self.granularity.lock();
-        if let Some((known, g)) = last.filter(|(known, _)| known == prop) {
-            let _ = known;
+        if let Some((_, _, g)) = last.filter(|(kind, known, _)| *kind == of && known == prop) {
             return Some(g);
         }
-        let address = loader::real_function(FnId::cuMemGetAllocationGranularity)?;
+        let function = match of {
+            GranularityOf::Allocation => FnId::cuMemGetAllocationGranularity,
+            GranularityOf::Multicast => FnId::cuMulticastGetGranularity,
+        };
+        let address = loader::real_function(function)?;
         // SAFETY: the driver's cuMemGetAllocationGranularity(size_t *, const CUmemAllocationProp
-        // *, CUmemAllocationGranularity_flags).
+        // *, CUmemAllocationGranularity_flags) or cuMulticastGetGranularity(size_t *, const
+        // CUmulticastObjectProp *, CUmulticastGranularity_flags): the same shape.
         let f: unsafe extern "C" fn(*mut usize, *const [u64; 4], c_int) -> c_int =
             unsafe { std::mem::transmute(address) };
         let mut granularity = 0usize;
         // SAFETY: a live local size_t, and the shim's own copy of the properties.
         let code = crate::guard::asking(|| unsafe { f(&mut granularity, prop, MINIMUM) });
         let granularity = (code == SUCCESS && granularity > 0).then_some(granularity as u64)?;
-        *self.granularity.lock() = Some((*prop, granularity));
+        *self.granularity.lock() = Some((of, *prop, granularity));
         Some(granularity)
     }
 

@@ -33,6 +33,15 @@ pub enum MemoryKind {
     Other,
 }
 
+/// Which granularity [`Facts::granularity`] asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GranularityOf {
+    /// `cuMemGetAllocationGranularity` of a `CUmemAllocationProp`.
+    Allocation,
+    /// `cuMulticastGetGranularity` of a `CUmulticastObjectProp`.
+    Multicast,
+}
+
 /// Driver facts. CUDA queries answer directly; HIP queries go through a [`HipSession`], which
 /// keeps the thread's last error as the program left it.
 pub trait Facts {
@@ -86,10 +95,11 @@ pub trait Facts {
     /// `(bindAlignment, maxSize)` of the driver's own `cuLogicalEndpointGetLimits` for `prop`;
     /// `None` where the driver lacks it or refuses the properties.
     fn endpoint_limits(&self, prop: &CUlogicalEndpointProp) -> Option<(u64, u64)>;
-    /// The driver's own `cuMemGetAllocationGranularity(prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM)`
-    /// for a copy of a program's `CUmemAllocationProp` (its 32 bytes); `None` where the driver
-    /// refuses the properties.
-    fn allocation_granularity(&self, prop: &[u64; 4]) -> Option<u64>;
+    /// The driver's own minimum granularity (`cuMemGetAllocationGranularity` or
+    /// `cuMulticastGetGranularity`, option MINIMUM, as `of` says) for a copy of a program's
+    /// properties (`CUmemAllocationProp` or `CUmulticastObjectProp`: 32 bytes each); `None` where
+    /// the driver refuses the properties.
+    fn granularity(&self, of: GranularityOf, prop: &[u64; 4]) -> Option<u64>;
     /// What the host has for FABRIC handles ([`Imex`]): read from the filesystem, as the driver
     /// does, only when a FABRIC create was refused.
     fn imex(&self) -> Imex;

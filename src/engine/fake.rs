@@ -201,7 +201,7 @@ impl Facts for FakeFacts {
         self.endpoint_limits.get()
     }
 
-    fn allocation_granularity(&self, _: &[u64; 4]) -> Option<u64> {
+    fn granularity(&self, _: super::facts::GranularityOf, _: &[u64; 4]) -> Option<u64> {
         self.granularity.get()
     }
 

@@ -10,6 +10,7 @@ pub mod attach;
 pub mod endpoint;
 pub mod ipc;
 pub mod lifecycle;
+pub mod multicast;
 pub mod peer;
 pub mod pool;
 pub mod vmm;
@@ -28,6 +29,7 @@ pub const SLOTS_DISTINCT: () = {
         <endpoint::EndpointState as FamilyState>::SLOT,
         <vmm::VmmState as FamilyState>::SLOT,
         <pool::PoolState as FamilyState>::SLOT,
+        <multicast::MulticastState as FamilyState>::SLOT,
     ];
     let mut i = 0;
     while i < slots.len() {

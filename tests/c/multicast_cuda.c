@@ -6,7 +6,10 @@
  *   incomplete  a team of two with one device added: the bind blocks (the simulator gives up
  *               after SHARECHECK_SIM_MULTICAST_WAIT_MS and answers CUDA_ERROR_ILLEGAL_STATE)
  *   procaddress the _v2 bind and the granularity through cuGetProcAddress (13.1 and 12.1), as
- *               the runtime calls them */
+ *               the runtime calls them
+ * Negative scenarios break one rule once (named in tests/multicast.rs) and give back what they
+ * set up: create-size, create-flags, add-full, bind-not-granular, bindaddr-not-granular,
+ * bind-past-memory, bind-past-object, bindaddr-past-object, bind-not-on-team, bind-flags. */
 #include <cuda.h>
 #include <string.h>
 #include "check.h"
@@ -64,7 +67,60 @@ int main(int argc, char **argv) {
         CALL("cuMemRelease", cuMemRelease(h0));
         return 0;
     }
+    if (!strcmp(s, "create-size") || !strcmp(s, "create-flags")) {
+        CUmulticastObjectProp bad = team_prop(2);
+        if (!strcmp(s, "create-size")) bad.size = G + 4096;
+        else bad.flags = 1;
+        CUmemGenericAllocationHandle other;
+        CALL("cuMulticastCreate", cuMulticastCreate(&other, &bad));
+        CALL("cuMemRelease", cuMemRelease(mc));
+        return 0;
+    }
+    if (!strcmp(s, "bind-not-on-team")) {
+        /* A team of one (device 0), whole; memory of device 1. */
+        CUmulticastObjectProp one = team_prop(1);
+        CUmemGenericAllocationHandle solo, h1 = memory_on(1);
+        CALL("cuMulticastCreate", cuMulticastCreate(&solo, &one));
+        CALL("cuMulticastAddDevice", cuMulticastAddDevice(solo, 0));
+        CALL("cuMulticastBindMem", cuMulticastBindMem(solo, 0, h1, 0, G, 0));
+        CALL("cuMemRelease", cuMemRelease(solo));
+        CALL("cuMemRelease", cuMemRelease(mc));
+        CALL("cuMemRelease", cuMemRelease(h1));
+        return 0;
+    }
     CALL("cuMulticastAddDevice", cuMulticastAddDevice(mc, 1));
+    if (!strcmp(s, "add-full")) {
+        CALL("cuMulticastAddDevice", cuMulticastAddDevice(mc, 0));
+        CALL("cuMemRelease", cuMemRelease(mc));
+        return 0;
+    }
+    if (!strncmp(s, "bind-", 5)) {
+        CUmemGenericAllocationHandle h0 = memory_on(0);
+        if (!strcmp(s, "bind-not-granular"))
+            CALL("cuMulticastBindMem", cuMulticastBindMem(mc, 0, h0, 0, G / 2, 0));
+        else if (!strcmp(s, "bind-past-memory"))
+            CALL("cuMulticastBindMem", cuMulticastBindMem(mc, 0, h0, G, G, 0));
+        else if (!strcmp(s, "bind-past-object"))
+            CALL("cuMulticastBindMem", cuMulticastBindMem(mc, 2 * G, h0, 0, G, 0));
+        else if (!strcmp(s, "bind-flags"))
+            CALL("cuMulticastBindMem", cuMulticastBindMem(mc, 0, h0, 0, G, 1));
+        CALL("cuMemRelease", cuMemRelease(mc));
+        CALL("cuMemRelease", cuMemRelease(h0));
+        return 0;
+    }
+    if (!strncmp(s, "bindaddr-", 9)) {
+        CUmemGenericAllocationHandle a1;
+        CUdeviceptr va1 = mapped_on(1, &a1);
+        if (!strcmp(s, "bindaddr-not-granular"))
+            CALL("cuMulticastBindAddr_v2", cuMulticastBindAddr_v2(mc, 1, 0, va1 + 4096, G, 0));
+        else
+            CALL("cuMulticastBindAddr_v2", cuMulticastBindAddr_v2(mc, 1, 2 * G, va1, G, 0));
+        CALL("cuMemRelease", cuMemRelease(mc));
+        CALL("cuMemUnmap", cuMemUnmap(va1, G));
+        CALL("cuMemAddressFree", cuMemAddressFree(va1, G));
+        CALL("cuMemRelease", cuMemRelease(a1));
+        return 0;
+    }
     if (!strcmp(s, "procaddress")) {
         CUdriverProcAddressQueryResult st;
         CUresult (*bind_v2)(CUmemGenericAllocationHandle, CUdevice, size_t, CUmemGenericAllocationHandle, size_t, size_t, unsigned long long) = NULL;

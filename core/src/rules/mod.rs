@@ -15,6 +15,7 @@ pub mod endpoint;
 pub mod general;
 pub mod ipc;
 pub mod lifecycle;
+pub mod multicast;
 pub mod peer;
 pub mod pool;
 pub mod vmm;
@@ -220,6 +221,7 @@ pub static FAMILIES: &[&Family] = &[
     &endpoint::FAMILY,
     &vmm::FAMILY,
     &pool::FAMILY,
+    &multicast::FAMILY,
     &general::FAMILY,
     &divergences::FAMILY,
 ];

@@ -465,7 +465,10 @@ impl Check<args::cuMemCreate> for Create {
         };
         // `requestedHandleTypes`: the second 32-bit field.
         let requested = Some((prop[0] >> 32) as u32);
-        let Some(granularity) = cx.facts.allocation_granularity(&prop) else {
+        let Some(granularity) = cx
+            .facts
+            .granularity(crate::engine::facts::GranularityOf::Allocation, &prop)
+        else {
             return CreatePlan {
                 requested,
                 granularity: None,
@@ -669,7 +672,7 @@ impl Check<args::cuMemAddressFree> for AddressFree {
 /// Whether `v` is a multiple of the granularity `g`: a mask where `g` is a power of two (every
 /// granularity R580 gives), which spares the call path a division.
 #[inline]
-fn granular(v: u64, g: u64) -> bool {
+pub(crate) fn granular(v: u64, g: u64) -> bool {
     if g.is_power_of_two() {
         v & (g - 1) == 0
     } else {
