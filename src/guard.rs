@@ -663,6 +663,30 @@ pub fn peek<T: Copy>(ptr: *const T) -> Option<T> {
     (read == size as isize).then(|| unsafe { value.assume_init() })
 }
 
+/// Starts a detached thread of the shim's own running `main`, with every signal blocked (the
+/// program's handlers never run on it) and a 256 KiB stack: the writer thread, the multicast
+/// watchdog. Never under the loader's lock (a call's path, not a constructor). Whether it started.
+pub fn spawn_quiet(main: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void) -> bool {
+    // SAFETY: plain pthread calls on live locals; the attribute object is destroyed after use,
+    // and this thread's signal mask is restored right after the thread is made (which inherits
+    // the full mask).
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        libc::pthread_attr_init(&mut attr);
+        libc::pthread_attr_setstacksize(&mut attr, 256 << 10);
+        libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
+        let mut thread: libc::pthread_t = 0;
+        let rc = libc::pthread_create(&mut thread, &attr, main, std::ptr::null_mut());
+        libc::pthread_attr_destroy(&mut attr);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        rc == 0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -273,6 +273,10 @@ pub fn error(text: fmt::Arguments) {
     }
 }
 
+/// The `seq` of a finding about a call that has not returned from the driver (it has no number
+/// yet): printed as such. (0 is a finding at exit.)
+pub const IN_THE_DRIVER: u64 = u64::MAX;
+
 /// One finding, as the fields of its event.
 pub struct FindingEvent<'a> {
     /// Error, Warn or Info, from the rule's severity.
@@ -336,6 +340,9 @@ fn render_finding(f: &FindingEvent, out: &mut Buf) {
     // Seq 0: no call of its own (what a process left at its exit, decided then).
     let _ = match f.seq {
         0 => writeln!(out, "at exit; fix: {}", f.fix),
+        IN_THE_DRIVER => {
+            writeln!(out, "a call still in the driver; fix: {}", f.fix)
+        }
         seq => writeln!(out, "call #{seq}; fix: {}", f.fix),
     };
     if !f.stack.is_empty() {

@@ -89,6 +89,7 @@ extern "C" fn after_fork_in_child() {
     shielded((), || {
         trace::after_fork_in_child();
         engine::after_fork_in_child();
+        crate::families::multicast::watchdog::after_fork_in_child();
     });
 }
 

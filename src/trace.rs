@@ -246,6 +246,17 @@ pub use sharecheck_core::place::Place;
 /// Writes an event record (`"event"` in place of `"fn"`): findings not tied to one call,
 /// annotations, exit.
 pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut JsonOut)) {
+    write_event_of(None, event, findings, extra);
+}
+
+/// [`write_event`] about thread `tid` (`None`: the calling thread), written by another: the
+/// multicast watchdog's finding is about the thread blocked in the driver.
+pub fn write_event_of(
+    tid: Option<i32>,
+    event: &str,
+    findings: &[Finding],
+    extra: impl FnOnce(&mut JsonOut),
+) {
     if !enabled() {
         return;
     }
@@ -254,7 +265,7 @@ pub fn write_event(event: &str, findings: &[Finding], extra: impl FnOnce(&mut Js
     with_scratch(|s| {
         s.buf.extend_from_slice(&[0; FRAME]);
         let mut w = JsonOut::with_fingerprint(s.buf, fingerprint);
-        w.begin_record(seq, now(), i64::from(s.tid));
+        w.begin_record(seq, now(), i64::from(tid.unwrap_or(s.tid)));
         w.kv_str("event", event);
         extra(&mut w);
         findings::encode_list(&mut w, findings);

@@ -119,10 +119,12 @@ fn a_team_is_traced_call_by_call_and_draws_no_finding() {
     assert_eq!(granularity["a"]["*granularity"], 2 << 20, "{granularity}");
 }
 
-/// A bind before the whole team was added blocks in a driver; the simulator gives up after its
-/// wait and answers CUDA_ERROR_ILLEGAL_STATE, saying so, and the trace has the answer.
+/// A bind before the whole team was added blocks in a driver, forever if the team is never
+/// filled: the watchdog reports it while it blocks (here after 300 ms), naming the devices this
+/// process added, on stderr and in the trace; the simulator then gives up (1.5 s) and answers
+/// CUDA_ERROR_ILLEGAL_STATE, saying so, and the trace has the answer.
 #[test]
-fn a_bind_before_the_team_is_whole_waits_and_the_simulator_gives_up() {
+fn a_bind_blocked_on_a_team_never_filled_is_reported_while_it_blocks() {
     let scratch = Scratch::new("multicast_incomplete");
     let exe = program(&scratch);
     let started = std::time::Instant::now();
@@ -130,9 +132,32 @@ fn a_bind_before_the_team_is_whole_waits_and_the_simulator_gives_up() {
         &scratch,
         &exe,
         "incomplete",
-        &[("SHARECHECK_SIM_MULTICAST_WAIT_MS", "300")],
+        &[
+            ("SHARECHECK_SIM_MULTICAST_WAIT_MS", "1500"),
+            ("SHARECHECK_OPTIONS", "blocked_bind_ms=300"),
+        ],
     );
-    assert!(started.elapsed() >= std::time::Duration::from_millis(300));
+    assert!(started.elapsed() >= std::time::Duration::from_millis(1500));
+    let blocked: Vec<&serde_json::Value> = r
+        .records
+        .iter()
+        .filter(|rec| rec["event"] == "multicast-watchdog")
+        .collect();
+    assert_eq!(blocked.len(), 1, "{:?}", r.records);
+    let finding = &blocked[0]["findings"][0];
+    assert_eq!(finding["rule"], "multicast.bind-blocked", "{finding}");
+    let message = finding["message"].as_str().unwrap();
+    assert!(
+        message.contains("cuMulticastBindMem of multicast object")
+            && message.contains("this process added 1 of the team's 2 devices ([0])"),
+        "{message}"
+    );
+    assert!(
+        r.stderr()
+            .contains("sharecheck: warning[multicast.bind-blocked] "),
+        "{}",
+        r.stderr()
+    );
     assert!(
         multicast_calls(&r).contains(&("cuMulticastBindMem".to_string(), 401)),
         "{:?}",
@@ -142,6 +167,26 @@ fn a_bind_before_the_team_is_whole_waits_and_the_simulator_gives_up() {
         r.stderr().contains("1 of 2 devices added"),
         "{}",
         r.stderr()
+    );
+}
+
+/// One thread per device: a bind made before the last device is added blocks until it is, and
+/// returns; blocked for less than `blocked_bind_ms`, it draws no finding.
+#[test]
+fn a_bind_that_waits_briefly_for_the_team_is_silent() {
+    let scratch = Scratch::new("multicast_late_add");
+    let exe = program(&scratch);
+    let r = run_checked(
+        &scratch,
+        &exe,
+        "late-add",
+        &[("SHARECHECK_OPTIONS", "blocked_bind_ms=3000")],
+    );
+    assert!(r.rule_ids().is_empty(), "{}", r.stderr());
+    assert!(
+        multicast_calls(&r).contains(&("cuMulticastBindMem".to_string(), 0)),
+        "{:?}",
+        multicast_calls(&r)
     );
 }
 

@@ -857,6 +857,7 @@ mod tests {
                 mute: Some(vec!["peer-access.unidirectional", "divergence.unlisted"]),
                 duplicate_limit: Some(0),
                 stack_depth: None,
+                blocked_bind_ms: None,
                 trace_level: None,
                 trace_limit: None,
             }

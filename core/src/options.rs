@@ -189,6 +189,11 @@ options_table! {
         help "Frames of the host call stack each finding carries (module+offset, and the \
               symbol the loader knows; `sharecheck report` adds file:line). 0: none. Captured \
               only when a finding exists.";
+    blocked_bind_ms: u32 = 5000, kind Count, syntax "MS",
+        flag "--blocked-bind-ms MS",
+        help "Report a multicast bind still blocked after MS milliseconds (the driver blocks it \
+              until every device of the team is added), naming the devices this process added; \
+              0: never.";
     trace_level: TraceLevel = TraceLevel::Calls, kind TraceLevelKind, syntax "calls|findings",
         flag "--trace-level LEVEL",
         help "`calls`: the trace records every covered call. `findings`: only calls with \
@@ -542,7 +547,7 @@ mod tests {
         assert_eq!(
             text,
             "mode=report:halt_on_error=0:error_exitcode=0:durations=0:duplicate_limit=10:stack_depth=16:\
-             trace_level=calls:trace_limit=0"
+             blocked_bind_ms=5000:trace_level=calls:trace_limit=0"
         );
         assert_eq!(Options::parse(&text), (Options::default(), vec![]));
     }
@@ -646,6 +651,7 @@ mod tests {
                 mute: Some(vec!["peer-access.unidirectional", "divergence.unlisted"]),
                 duplicate_limit: Some(0),
                 stack_depth: None,
+                blocked_bind_ms: None,
                 trace_level: None,
                 trace_limit: None,
             }

@@ -595,7 +595,6 @@ pub fn report(
 /// that made each thing (`at exit`, no stack: the exit's own would say nothing), within the
 /// duplicate limit, muted rules left out.
 pub fn report_left_at_exit() {
-    let options = options();
     let states = states();
     if states.imports_from_other_processes() {
         crate::log::warn_once(
@@ -608,38 +607,51 @@ pub fn report_left_at_exit() {
             ),
         );
     }
-    let limit = options.duplicate_limit;
     let pid = std::process::id();
     // SAFETY: gettid has no preconditions and cannot fail.
     let tid = unsafe { libc::gettid() };
     for left in states.left_at_exit() {
-        if options.is_muted(left.rule.id) {
-            continue;
-        }
-        let Some(mut reporting) = states
-            .reporting
-            .try_lock_for(crate::engine::state::AT_EXIT_WAIT)
-        else {
-            return;
-        };
-        let n = reporting.reported.entry(left.rule.id).or_insert(0);
-        *n = n.saturating_add(1);
-        let n = *n;
-        drop(reporting);
-        findings::counted();
-        let last_of = match limit {
-            0 => None,
-            l if n < l => None,
-            l if n == l => Some(l),
-            _ => continue,
-        };
         let f = Finding {
             rule: left.rule,
             message: left.message,
             stack: Default::default(),
         };
-        findings::print(&f, &left.call, pid, tid, 0, last_of);
+        let at = At { pid, tid, seq: 0 };
+        if report_away(states, &f, &left.call, at, state::AT_EXIT_WAIT).is_none() {
+            return;
+        }
     }
+}
+
+/// A finding made away from its call's thread or moment (at exit; by the multicast watchdog, on
+/// its own thread): a muted rule is dropped, the rest counted against the duplicate limit and
+/// printed with the stack the finding carries (none is captured here). `None` when the
+/// reporting lock did not come within `wait`; else whether it was kept (not muted).
+pub fn report_away(
+    states: &States,
+    f: &Finding,
+    call: &str,
+    at: At,
+    wait: std::time::Duration,
+) -> Option<bool> {
+    let options = options();
+    if options.is_muted(f.rule.id) {
+        return Some(false);
+    }
+    let mut reporting = states.reporting.try_lock_for(wait)?;
+    let n = reporting.reported.entry(f.rule.id).or_insert(0);
+    *n = n.saturating_add(1);
+    let n = *n;
+    drop(reporting);
+    findings::counted();
+    let last_of = match options.duplicate_limit {
+        0 => None,
+        l if n < l => None,
+        l if n == l => Some(l),
+        _ => return Some(true),
+    };
+    findings::print(f, call, at.pid, at.tid, at.seq, last_of);
+    Some(true)
 }
 
 /// `halt_on_error=1`: called after the record of a call with an error finding is written.

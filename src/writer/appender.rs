@@ -13,24 +13,7 @@ pub(super) fn start_appender() {
     {
         return; // running already (or could not be started)
     }
-    // SAFETY: plain pthread calls on live locals; the attribute object is destroyed after use,
-    // and this thread's signal mask is restored right after the thread is made (which inherits
-    // the full mask).
-    let made = unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
-        libc::pthread_attr_init(&mut attr);
-        libc::pthread_attr_setstacksize(&mut attr, 256 << 10);
-        libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
-        let mut thread: libc::pthread_t = 0;
-        let rc = libc::pthread_create(&mut thread, &attr, appender_main, std::ptr::null_mut());
-        libc::pthread_attr_destroy(&mut attr);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        rc == 0
-    };
+    let made = crate::guard::spawn_quiet(appender_main);
     if !made {
         APPENDER.store(FAILED, Release);
         // Segments filled meanwhile found the thread running: append them here.

@@ -5,13 +5,17 @@
  *               (cuMulticastBindAddr, _v2), every bind unbound, the object released
  *   incomplete  a team of two with one device added: the bind blocks (the simulator gives up
  *               after SHARECHECK_SIM_MULTICAST_WAIT_MS and answers CUDA_ERROR_ILLEGAL_STATE)
+ *   late-add    a thread binds device 0's memory before device 1 is added; the main thread adds
+ *               it 200 ms later, and the bind returns: the pattern of one thread per device
  *   procaddress the _v2 bind and the granularity through cuGetProcAddress (13.1 and 12.1), as
  *               the runtime calls them
  * Negative scenarios break one rule once (named in tests/multicast.rs) and give back what they
  * set up: create-size, create-flags, add-full, bind-not-granular, bindaddr-not-granular,
  * bind-past-memory, bind-past-object, bindaddr-past-object, bind-not-on-team, bind-flags. */
 #include <cuda.h>
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 #include "check.h"
 
 static size_t G;
@@ -46,6 +50,19 @@ static CUdeviceptr mapped_on(int dev, CUmemGenericAllocationHandle *h) {
     return va;
 }
 
+struct late_bind {
+    CUcontext ctx;
+    CUmemGenericAllocationHandle mc, mem;
+    int result;
+};
+
+static void *bind_thread(void *arg) {
+    struct late_bind *b = arg;
+    cuCtxSetCurrent(b->ctx);
+    b->result = cuMulticastBindMem(b->mc, 0, b->mem, 0, G, 0);
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     const char *s = argv[1];
@@ -60,6 +77,22 @@ int main(int argc, char **argv) {
     CUmemGenericAllocationHandle mc;
     CALL("cuMulticastCreate", cuMulticastCreate(&mc, &p));
     CALL("cuMulticastAddDevice", cuMulticastAddDevice(mc, 0));
+    if (!strcmp(s, "late-add")) {
+        struct late_bind b = {0};
+        MUST(cuCtxGetCurrent(&b.ctx));
+        b.mc = mc;
+        b.mem = memory_on(0);
+        pthread_t t;
+        if (pthread_create(&t, NULL, bind_thread, &b) != 0) return 4;
+        usleep(200 * 1000);
+        CALL("cuMulticastAddDevice", cuMulticastAddDevice(mc, 1));
+        pthread_join(t, NULL);
+        printf("CALL cuMulticastBindMem %d\n", b.result);
+        CALL("cuMulticastUnbind", cuMulticastUnbind(mc, 0, 0, G));
+        CALL("cuMemRelease", cuMemRelease(mc));
+        CALL("cuMemRelease", cuMemRelease(b.mem));
+        return 0;
+    }
     if (!strcmp(s, "incomplete")) {
         CUmemGenericAllocationHandle h0 = memory_on(0);
         CALL("cuMulticastBindMem", cuMulticastBindMem(mc, 0, h0, 0, G, 0));

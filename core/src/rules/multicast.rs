@@ -155,6 +155,26 @@ pub mod cuda {
             bind per device",
     };
 
+    pub static BIND_BLOCKED: Rule = Rule {
+        id: "multicast.bind-blocked",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: "Every device of the team is added before memory is bound: the driver \
+            blocks a bind until then, and a team that is never filled (a device this process or \
+            another was to add, never added) blocks it forever. Reported while the bind is still \
+            blocked after blocked_bind_ms (SHARECHECK_OPTIONS, 5 s), with the devices this \
+            process added; the bind's own record follows if it returns.",
+        source: source("cuMulticastAddDevice"),
+        quote: "All devices must be added to the multicast team before any memory can be bound \
+            to any device in the team. Any calls to ::cuMulticastBindMem, \
+            ::cuMulticastBindMem_v2, ::cuMulticastBindAddr, or ::cuMulticastBindAddr_v2 will \
+            block until all devices have been added.",
+        documented_code: None,
+        fix: "add every device of the team (cuMulticastAddDevice, numDevices of them, in this \
+            process or the processes the object is exported to) before any bind, or bind from \
+            one thread per device so that the adds are not behind the binds",
+    };
+
     pub static BIND_FLAGS: Rule = Rule {
         id: "multicast.bind-flags-not-zero",
         severity: Severity::Error,
@@ -189,6 +209,7 @@ pub mod checks {
             &cuda::BIND_MEM_PAST_OBJECT,
             &cuda::BIND_MEMORY_NOT_ON_TEAM,
             &cuda::BIND_FLAGS,
+            &cuda::BIND_BLOCKED,
         ],
     };
     pub static BIND_ADDR: CheckInfo = CheckInfo {
@@ -198,6 +219,7 @@ pub mod checks {
             &cuda::BIND_ADDR_PAST_OBJECT,
             &cuda::BIND_MEMORY_NOT_ON_TEAM,
             &cuda::BIND_FLAGS,
+            &cuda::BIND_BLOCKED,
         ],
     };
     /// `cuMemRelease` of a multicast object: its team is forgotten (no rule of its own).

@@ -10,6 +10,7 @@
 
 #[cfg(test)]
 mod tests;
+pub mod watchdog;
 
 use crate::engine::facts::GranularityOf;
 use crate::engine::state::{FamilyState, Lifetime};
@@ -190,10 +191,23 @@ struct Bind {
     mc_offset: u64,
     size: u64,
     flags: u64,
+    /// The object's team, where this process created it.
+    team: Option<Team>,
+}
+
+/// The watchdog armed for a bind that may block: on an object this process did not create, or
+/// whose team it has not filled ([`watchdog`]).
+fn watch(call: &'static str, b: &Bind) -> Option<watchdog::Armed> {
+    match &b.team {
+        Some(team) if team.whole() => None,
+        Some(team) => watchdog::arm(call, b.mc, Some((team.num_devices, team.devices.clone()))),
+        None => watchdog::arm(call, b.mc, None),
+    }
 }
 
 /// The checks every bind shares: its flags, the object's extent, and the memory's device against
-/// a team this process filled. `memory`: what is known of the bound memory. Returns the team.
+/// a team this process filled. `memory`: what is known of the bound memory. Returns the team
+/// (this process's view of it).
 fn check_bind(
     cx: &mut Cx,
     b: &Bind,
@@ -204,7 +218,7 @@ fn check_bind(
         let flags = b.flags;
         cx.flag(&cuda::BIND_FLAGS, || format!("flags is {flags:#x}"));
     }
-    let team = state(cx).team(b.mc)?;
+    let team = b.team.clone()?;
     if b.mc_offset
         .checked_add(b.size)
         .is_none_or(|end| end > team.size)
@@ -233,14 +247,16 @@ fn check_bind(
 macro_rules! bind_mem {
     ($($function:ident),*) => {$(
         impl Check<args::$function> for BindMem {
-            type Plan = ();
-            fn before(&self, a: &args::$function, cx: &mut Cx) {
+            /// Armed while the driver's call runs.
+            type Plan = Option<watchdog::Armed>;
+            fn before(&self, a: &args::$function, cx: &mut Cx) -> Option<watchdog::Armed> {
                 let (size, mem_offset) = (a.size.0 as u64, a.memOffset.0 as u64);
                 let bind = Bind {
                     mc: a.mcHandle.0,
                     mc_offset: a.mcOffset.0 as u64,
                     size,
                     flags: a.flags.0,
+                    team: state(cx).team(a.mcHandle.0),
                 };
                 let memory = cx.states.family::<VmmState>().handle(a.memHandle.0);
                 if let Some(total) = memory.and_then(|m| m.size).map(|s| s.get()) {
@@ -259,6 +275,7 @@ macro_rules! bind_mem {
                     let named = [("size", size), ("mcOffset", bind.mc_offset), ("memOffset", mem_offset)];
                     not_granular(cx, &cuda::BIND_MEM_NOT_GRANULAR, &named, g);
                 }
+                watch(stringify!($function), &bind)
             }
         }
     )*};
@@ -269,14 +286,16 @@ bind_mem!(cuMulticastBindMem, cuMulticastBindMem_v2);
 macro_rules! bind_addr {
     ($($function:ident),*) => {$(
         impl Check<args::$function> for BindAddr {
-            type Plan = ();
-            fn before(&self, a: &args::$function, cx: &mut Cx) {
+            /// Armed while the driver's call runs.
+            type Plan = Option<watchdog::Armed>;
+            fn before(&self, a: &args::$function, cx: &mut Cx) -> Option<watchdog::Armed> {
                 let (size, memptr) = (a.size.0 as u64, a.memptr.0);
                 let bind = Bind {
                     mc: a.mcHandle.0,
                     mc_offset: a.mcOffset.0 as u64,
                     size,
                     flags: a.flags.0,
+                    team: state(cx).team(a.mcHandle.0),
                 };
                 let memory = cx
                     .states
@@ -288,6 +307,7 @@ macro_rules! bind_addr {
                     let named = [("size", size), ("mcOffset", bind.mc_offset), ("memptr", memptr)];
                     not_granular(cx, &cuda::BIND_ADDR_NOT_GRANULAR, &named, g);
                 }
+                watch(stringify!($function), &bind)
             }
         }
     )*};
