@@ -49,6 +49,17 @@ const CASES: &[Case] = &[
         &["multicast.bind-memory-not-on-team"],
     ),
     ("bind-flags", NONE, &["multicast.bind-flags-not-zero"]),
+    (
+        "unbind-not-granular",
+        NONE,
+        &["cuMulticastUnbind.not-granular"],
+    ),
+    (
+        "unbind-past-object",
+        NONE,
+        &["cuMulticastUnbind.past-object"],
+    ),
+    ("unbind-not-a-bind", NONE, &["cuMulticastUnbind.not-a-bind"]),
     ("team", NONE, &[]),
 ];
 

@@ -376,37 +376,25 @@ fn sim_finds_the_library_next_to_the_shim_or_says_where_it_looked() {
     let dir = TempDir::new("simfind");
     let shim = dir.fake_shim("lib");
     let tmp = dir.mkdir("tmp");
-    let out = run_sh(&dir, &shim, &["--sim", "-q"], "exit 0")
-        .env("TMPDIR", &tmp)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = stderr(&out);
-    assert!(
-        err.contains(&format!(
-            "{}/lib/libsharecheck_sim.so does not exist",
-            dir.path.display()
-        )),
-        "{err}"
-    );
+    // The usage error (exit 2) of a run whose library `lib` is missing beside the shim.
+    let missing = |lib: &str| {
+        let out = run_sh(&dir, &shim, &["--sim", "-q"], "exit 0")
+            .env("TMPDIR", &tmp)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("{}/lib/{lib} does not exist", dir.path.display())),
+            "{err}"
+        );
+        err
+    };
+    let err = missing(libraries::SIM);
     assert!(err.contains(env::SIM_LIBRARY), "{err}");
-
     dir.write("lib/libsharecheck_sim.so", "");
     // The HIP runtime is looked for beside it.
-    let out = run_sh(&dir, &shim, &["--sim", "-q"], "exit 0")
-        .env("TMPDIR", &tmp)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = stderr(&out);
-    assert!(
-        err.contains(&format!(
-            "{}/lib/{} does not exist",
-            dir.path.display(),
-            libraries::SIM_HIP
-        )),
-        "{err}"
-    );
+    missing(libraries::SIM_HIP);
     dir.write(&format!("lib/{}", libraries::SIM_HIP), "");
     let out = run_sh(
         &dir,

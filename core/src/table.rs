@@ -116,7 +116,7 @@ macro_rules! check_table {
             cuMulticastBindMem_v2 => multicast::BIND_MEM;
             cuMulticastBindAddr => multicast::BIND_ADDR;
             cuMulticastBindAddr_v2 => multicast::BIND_ADDR;
-            cuMulticastUnbind => ;
+            cuMulticastUnbind => multicast::UNBIND;
             cuMulticastGetGranularity => ;
             // Stream-ordered memory pools.
             cuMemPoolCreate => pool::CREATE;

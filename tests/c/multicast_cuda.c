@@ -11,7 +11,9 @@
  *               the runtime calls them
  * Negative scenarios break one rule once (named in tests/multicast.rs) and give back what they
  * set up: create-size, create-flags, add-full, bind-not-granular, bindaddr-not-granular,
- * bind-past-memory, bind-past-object, bindaddr-past-object, bind-not-on-team, bind-flags. */
+ * bind-past-memory, bind-past-object, bindaddr-past-object, bind-not-on-team, bind-flags,
+ * unbind-not-granular, unbind-past-object (a team this process has not filled: device 0 of two),
+ * unbind-not-a-bind. */
 #include <cuda.h>
 #include <pthread.h>
 #include <string.h>
@@ -121,7 +123,24 @@ int main(int argc, char **argv) {
         CALL("cuMemRelease", cuMemRelease(h1));
         return 0;
     }
+    if (!strcmp(s, "unbind-not-granular") || !strcmp(s, "unbind-past-object")) {
+        if (!strcmp(s, "unbind-not-granular"))
+            CALL("cuMulticastUnbind", cuMulticastUnbind(mc, 0, 0, G / 2));
+        else
+            CALL("cuMulticastUnbind", cuMulticastUnbind(mc, 0, 2 * G, G));
+        CALL("cuMemRelease", cuMemRelease(mc));
+        return 0;
+    }
     CALL("cuMulticastAddDevice", cuMulticastAddDevice(mc, 1));
+    if (!strcmp(s, "unbind-not-a-bind")) {
+        CUmemGenericAllocationHandle h0 = memory_on(0);
+        CALL("cuMulticastBindMem", cuMulticastBindMem(mc, 0, h0, 0, G, 0));
+        CALL("cuMulticastUnbind", cuMulticastUnbind(mc, 0, 0, 2 * G));
+        CALL("cuMulticastUnbind", cuMulticastUnbind(mc, 0, 0, G));
+        CALL("cuMemRelease", cuMemRelease(mc));
+        CALL("cuMemRelease", cuMemRelease(h0));
+        return 0;
+    }
     if (!strcmp(s, "add-full")) {
         CALL("cuMulticastAddDevice", cuMulticastAddDevice(mc, 0));
         CALL("cuMemRelease", cuMemRelease(mc));

@@ -175,6 +175,48 @@ pub mod cuda {
             one thread per device so that the adds are not behind the binds",
     };
 
+    pub static UNBIND_NOT_GRANULAR: Rule = Rule {
+        id: "cuMulticastUnbind.not-granular",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "size and mcOffset are multiples of the object's minimum granularity \
+            (cuMulticastGetGranularity, CU_MULTICAST_GRANULARITY_MINIMUM). Decided for objects \
+            this process created.",
+        source: source("cuMulticastUnbind"),
+        quote: "The intended \\p size of the unbind and the offset in the multicast range ( \\p \
+            mcOffset ) must be a multiple of the value returned by ::cuMulticastGetGranularity \
+            flag ::CU_MULTICAST_GRANULARITY_MINIMUM.",
+        documented_code: None,
+        fix: "unbind with the mcOffset and size of the bind",
+    };
+
+    pub static UNBIND_PAST_OBJECT: Rule = Rule {
+        id: "cuMulticastUnbind.past-object",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "mcOffset + size lies within the multicast object (its \
+            CUmulticastObjectProp::size). Decided for objects this process created.",
+        source: source("cuMulticastUnbind"),
+        quote: "The \\p size + \\p mcOffset cannot be larger than the total size of the \
+            multicast object.",
+        documented_code: None,
+        fix: "unbind with the mcOffset and size of the bind",
+    };
+
+    pub static UNBIND_NOT_A_BIND: Rule = Rule {
+        id: "cuMulticastUnbind.not-a-bind",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: "mcOffset and size are those of a bind of dev's memory (cuMulticastBindMem, \
+            cuMulticastBindAddr): other values are undefined behaviour. Decided for teams this \
+            process filled, whose every bind it made and saw the device of.",
+        source: source("cuMulticastUnbind"),
+        quote: "The \\p mcOffset and the \\p size must match the corresponding values \
+            specified during the bind call. Any other values may result in undefined behavior.",
+        documented_code: None,
+        fix: "unbind each bind whole, with the device, mcOffset and size it was made with",
+    };
+
     pub static BIND_FLAGS: Rule = Rule {
         id: "multicast.bind-flags-not-zero",
         severity: Severity::Error,
@@ -222,6 +264,15 @@ pub mod checks {
             &cuda::BIND_BLOCKED,
         ],
     };
+    /// `cuMulticastUnbind`: the granularity, the extent and the bind it undoes.
+    pub static UNBIND: CheckInfo = CheckInfo {
+        name: "multicast.unbind",
+        rules: &[
+            &cuda::UNBIND_NOT_GRANULAR,
+            &cuda::UNBIND_PAST_OBJECT,
+            &cuda::UNBIND_NOT_A_BIND,
+        ],
+    };
     /// `cuMemRelease` of a multicast object: its team is forgotten (no rule of its own).
     pub static RELEASED: CheckInfo = CheckInfo {
         name: "multicast.released",
@@ -238,6 +289,7 @@ pub static FAMILY: Family = Family {
         &checks::ADD_DEVICE,
         &checks::BIND_MEM,
         &checks::BIND_ADDR,
+        &checks::UNBIND,
         &checks::RELEASED,
     ],
     reported: &[],

@@ -21,21 +21,24 @@ use rustc_hash::FxHashMap;
 use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::args;
 use sharecheck_core::rules::multicast::cuda;
+use sharecheck_core::rules::Rule;
+use std::collections::BTreeMap;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 pub struct Create;
 pub struct AddDevice;
-pub struct BindMem;
-pub struct BindAddr;
+pub struct Binds;
+pub struct Unbind;
 pub struct Released;
 
 /// The family's checks, by the names the table uses.
 pub mod checks {
     pub const CREATE: super::Create = super::Create;
     pub const ADD_DEVICE: super::AddDevice = super::AddDevice;
-    pub const BIND_MEM: super::BindMem = super::BindMem;
-    pub const BIND_ADDR: super::BindAddr = super::BindAddr;
+    pub const BIND_MEM: super::Binds = super::Binds;
+    pub const BIND_ADDR: super::Binds = super::Binds;
+    pub const UNBIND: super::Unbind = super::Unbind;
     pub const RELEASED: super::Released = super::Released;
 }
 
@@ -48,6 +51,11 @@ struct Team {
     granularity: Option<u64>,
     /// The devices this process added, in order.
     devices: Vec<i32>,
+    /// The binds this process made: `(device, mcOffset)` -> size.
+    binds: BTreeMap<(i32, u64), u64>,
+    /// A bind whose device the shim could not tell (a `cuMulticastBindMem` of memory it did not
+    /// see created): the binds above are not all of them.
+    binds_unseen: bool,
 }
 
 impl Team {
@@ -144,6 +152,8 @@ impl Check<args::cuMulticastCreate> for Create {
             size: plan.size,
             granularity: plan.granularity,
             devices: Vec::new(),
+            binds: BTreeMap::new(),
+            binds_unseen: false,
         };
         state(cx).with(|t| t.insert(handle.0, team));
     }
@@ -195,6 +205,44 @@ struct Bind {
     team: Option<Team>,
 }
 
+/// A bind as the family keeps it once the driver accepted it: its device (`None`: not known)
+/// and place in the object.
+pub struct Seen {
+    mc: u64,
+    dev: Option<i32>,
+    mc_offset: u64,
+    size: u64,
+}
+
+/// What a bind's check keeps across the driver's call: the watchdog armed while it runs, and
+/// the bind to remember if it succeeds.
+pub type BindPlan = (Option<watchdog::Armed>, Seen);
+
+/// The device a bind names (`_v2`) or that the bound memory was created on.
+fn bind_device(named: Option<i32>, memory: Option<Physical>) -> Option<i32> {
+    named.or(match memory.and_then(|m| m.location) {
+        Some(Location::Device(d)) => Some(d),
+        _ => None,
+    })
+}
+
+/// After a bind: remembered in its team (or the team told it missed one).
+fn bound(cx: &Cx, seen: &Seen, ret: c_int) {
+    if ret != 0 {
+        return;
+    }
+    state(cx).with(|t| {
+        if let Some(team) = t.get_mut(&seen.mc) {
+            match seen.dev {
+                Some(dev) => {
+                    team.binds.insert((dev, seen.mc_offset), seen.size);
+                }
+                None => team.binds_unseen = true,
+            }
+        }
+    });
+}
+
 /// The watchdog armed for a bind that may block: on an object this process did not create, or
 /// whose team it has not filled ([`watchdog`]).
 fn watch(call: &'static str, b: &Bind) -> Option<watchdog::Armed> {
@@ -211,7 +259,7 @@ fn watch(call: &'static str, b: &Bind) -> Option<watchdog::Armed> {
 fn check_bind(
     cx: &mut Cx,
     b: &Bind,
-    past_object: &'static sharecheck_core::rules::Rule,
+    past_object: &'static Rule,
     memory: Option<Physical>,
 ) -> Option<Team> {
     if b.flags != 0 {
@@ -244,84 +292,131 @@ fn check_bind(
     Some(team)
 }
 
-macro_rules! bind_mem {
-    ($($function:ident),*) => {$(
-        impl Check<args::$function> for BindMem {
-            /// Armed while the driver's call runs.
-            type Plan = Option<watchdog::Armed>;
-            fn before(&self, a: &args::$function, cx: &mut Cx) -> Option<watchdog::Armed> {
-                let (size, mem_offset) = (a.size.0 as u64, a.memOffset.0 as u64);
-                let bind = Bind {
-                    mc: a.mcHandle.0,
-                    mc_offset: a.mcOffset.0 as u64,
-                    size,
-                    flags: a.flags.0,
-                    team: state(cx).team(a.mcHandle.0),
-                };
-                let memory = cx.states.family::<VmmState>().handle(a.memHandle.0);
-                if let Some(total) = memory.and_then(|m| m.size).map(|s| s.get()) {
-                    if mem_offset.checked_add(size).is_none_or(|end| end > total) {
-                        cx.flag(&cuda::BIND_PAST_MEMORY, || {
-                            format!(
-                                "memOffset {mem_offset:#x} + size {size:#x} runs past the \
-                                 allocation's {total:#x} bytes (handle {})",
-                                hex(a.memHandle.0)
-                            )
-                        });
-                    }
+/// What the four binds' arguments give the shared checks.
+trait BindArgs {
+    /// The rules that differ between binding by handle and by address: the object's extent,
+    /// the granularity, and the name of the memory's offset or address.
+    const PAST_OBJECT: &'static Rule;
+    const NOT_GRANULAR: &'static Rule;
+    const MEMORY: &'static str;
+    fn bind(&self, cx: &Cx) -> Bind;
+    /// The device a `_v2` bind names.
+    fn named_device(&self) -> Option<i32>;
+    /// What is known of the bound memory, and its offset (or address), after any check of
+    /// its own.
+    fn memory(&self, cx: &mut Cx) -> (Option<Physical>, u64);
+
+    /// The bind's checks; the watchdog armed while it runs, and the bind to remember.
+    fn plan(&self, cx: &mut Cx, call: &'static str) -> BindPlan {
+        let bind = self.bind(cx);
+        let (memory, at) = self.memory(cx);
+        let team = check_bind(cx, &bind, Self::PAST_OBJECT, memory);
+        if let Some(g) = team.and_then(|t| t.granularity) {
+            let named = [
+                ("size", bind.size),
+                ("mcOffset", bind.mc_offset),
+                (Self::MEMORY, at),
+            ];
+            not_granular(cx, Self::NOT_GRANULAR, &named, g);
+        }
+        let seen = Seen {
+            mc: bind.mc,
+            dev: bind_device(self.named_device(), memory),
+            mc_offset: bind.mc_offset,
+            size: bind.size,
+        };
+        (watch(call, &bind), seen)
+    }
+}
+
+macro_rules! bind_args {
+    ($($function:ident($($dev:ident)?)),*) => {$(
+        impl BindArgs for args::$function {
+            bind_args!(@kind $function);
+            fn bind(&self, cx: &Cx) -> Bind {
+                Bind {
+                    mc: self.mcHandle.0,
+                    mc_offset: self.mcOffset.0 as u64,
+                    size: self.size.0 as u64,
+                    flags: self.flags.0,
+                    team: state(cx).team(self.mcHandle.0),
                 }
-                let team = check_bind(cx, &bind, &cuda::BIND_MEM_PAST_OBJECT, memory);
-                if let Some(g) = team.and_then(|t| t.granularity) {
-                    let named = [("size", size), ("mcOffset", bind.mc_offset), ("memOffset", mem_offset)];
-                    not_granular(cx, &cuda::BIND_MEM_NOT_GRANULAR, &named, g);
-                }
-                watch(stringify!($function), &bind)
+            }
+            fn named_device(&self) -> Option<i32> {
+                None $(.or(Some(self.$dev.0)))?
+            }
+            fn memory(&self, cx: &mut Cx) -> (Option<Physical>, u64) {
+                bind_args!(@memory self, cx, $function)
+            }
+        }
+        impl Check<args::$function> for Binds {
+            type Plan = BindPlan;
+            fn before(&self, a: &args::$function, cx: &mut Cx) -> BindPlan {
+                a.plan(cx, stringify!($function))
+            }
+            fn after(&self, _: &args::$function, (armed, seen): BindPlan, ret: c_int, cx: &mut Cx) {
+                drop(armed);
+                bound(cx, &seen, ret);
             }
         }
     )*};
+    (@kind cuMulticastBindMem) => { bind_args!(@by_handle); };
+    (@kind cuMulticastBindMem_v2) => { bind_args!(@by_handle); };
+    (@kind cuMulticastBindAddr) => { bind_args!(@by_address); };
+    (@kind cuMulticastBindAddr_v2) => { bind_args!(@by_address); };
+    (@by_handle) => {
+        const PAST_OBJECT: &'static Rule = &cuda::BIND_MEM_PAST_OBJECT;
+        const NOT_GRANULAR: &'static Rule = &cuda::BIND_MEM_NOT_GRANULAR;
+        const MEMORY: &'static str = "memOffset";
+    };
+    (@by_address) => {
+        const PAST_OBJECT: &'static Rule = &cuda::BIND_ADDR_PAST_OBJECT;
+        const NOT_GRANULAR: &'static Rule = &cuda::BIND_ADDR_NOT_GRANULAR;
+        const MEMORY: &'static str = "memptr";
+    };
+    (@memory $a:ident, $cx:ident, cuMulticastBindMem) => { by_handle($cx, $a.memHandle.0, $a.memOffset.0 as u64, $a.size.0 as u64) };
+    (@memory $a:ident, $cx:ident, cuMulticastBindMem_v2) => { by_handle($cx, $a.memHandle.0, $a.memOffset.0 as u64, $a.size.0 as u64) };
+    (@memory $a:ident, $cx:ident, cuMulticastBindAddr) => { by_address($cx, $a.memptr.0) };
+    (@memory $a:ident, $cx:ident, cuMulticastBindAddr_v2) => { by_address($cx, $a.memptr.0) };
 }
 
-bind_mem!(cuMulticastBindMem, cuMulticastBindMem_v2);
+bind_args!(
+    cuMulticastBindMem(),
+    cuMulticastBindMem_v2(dev),
+    cuMulticastBindAddr(),
+    cuMulticastBindAddr_v2(dev)
+);
 
-macro_rules! bind_addr {
-    ($($function:ident),*) => {$(
-        impl Check<args::$function> for BindAddr {
-            /// Armed while the driver's call runs.
-            type Plan = Option<watchdog::Armed>;
-            fn before(&self, a: &args::$function, cx: &mut Cx) -> Option<watchdog::Armed> {
-                let (size, memptr) = (a.size.0 as u64, a.memptr.0);
-                let bind = Bind {
-                    mc: a.mcHandle.0,
-                    mc_offset: a.mcOffset.0 as u64,
-                    size,
-                    flags: a.flags.0,
-                    team: state(cx).team(a.mcHandle.0),
-                };
-                let memory = cx
-                    .states
-                    .family::<VmmState>()
-                    .mapping(memptr)
-                    .map(|(_, m)| m.physical);
-                let team = check_bind(cx, &bind, &cuda::BIND_ADDR_PAST_OBJECT, memory);
-                if let Some(g) = team.and_then(|t| t.granularity) {
-                    let named = [("size", size), ("mcOffset", bind.mc_offset), ("memptr", memptr)];
-                    not_granular(cx, &cuda::BIND_ADDR_NOT_GRANULAR, &named, g);
-                }
-                watch(stringify!($function), &bind)
-            }
+/// The allocation `mem` a bind by handle names (what this process saw created), checked to hold
+/// `mem_offset + size`.
+fn by_handle(cx: &mut Cx, mem: u64, mem_offset: u64, size: u64) -> (Option<Physical>, u64) {
+    let memory = cx.states.family::<VmmState>().handle(mem);
+    if let Some(total) = memory.and_then(|m| m.size).map(std::num::NonZero::get) {
+        if mem_offset.checked_add(size).is_none_or(|end| end > total) {
+            cx.flag(&cuda::BIND_PAST_MEMORY, || {
+                format!(
+                    "memOffset {mem_offset:#x} + size {size:#x} runs past the allocation's \
+                     {total:#x} bytes (handle {})",
+                    hex(mem)
+                )
+            });
         }
-    )*};
+    }
+    (memory, mem_offset)
 }
 
-bind_addr!(cuMulticastBindAddr, cuMulticastBindAddr_v2);
+/// The allocation mapped at `memptr`, where this process mapped it.
+fn by_address(cx: &mut Cx, memptr: u64) -> (Option<Physical>, u64) {
+    let memory = cx
+        .states
+        .family::<VmmState>()
+        .mapping(memptr)
+        .map(|(_, m)| m.physical);
+    (memory, memptr)
+}
 
 /// One finding naming every value of `named` that is not a multiple of `g`.
-fn not_granular(
-    cx: &mut Cx,
-    rule: &'static sharecheck_core::rules::Rule,
-    named: &[(&str, u64)],
-    g: u64,
-) {
+fn not_granular(cx: &mut Cx, rule: &'static Rule, named: &[(&str, u64)], g: u64) {
     if named.iter().all(|&(_, v)| granular(v, g)) {
         return;
     }
@@ -336,6 +431,58 @@ fn not_granular(
             off.join(", ") + if off.len() == 1 { " is" } else { " are" }
         )
     });
+}
+
+impl Check<args::cuMulticastUnbind> for Unbind {
+    type Plan = ();
+    fn before(&self, a: &args::cuMulticastUnbind, cx: &mut Cx) {
+        let (handle, dev) = (a.mcHandle.0, a.dev.0);
+        let (mc_offset, size) = (a.mcOffset.0 as u64, a.size.0 as u64);
+        let Some(team) = state(cx).team(handle) else {
+            return;
+        };
+        if let Some(g) = team.granularity {
+            let named = [("size", size), ("mcOffset", mc_offset)];
+            not_granular(cx, &cuda::UNBIND_NOT_GRANULAR, &named, g);
+        }
+        if mc_offset
+            .checked_add(size)
+            .is_none_or(|end| end > team.size)
+        {
+            let total = team.size;
+            cx.flag(&cuda::UNBIND_PAST_OBJECT, || {
+                format!(
+                    "mcOffset {mc_offset:#x} + size {size:#x} runs past the multicast object's \
+                     {total:#x} bytes"
+                )
+            });
+        }
+        if team.whole() && !team.binds_unseen {
+            let bound = team.binds.get(&(dev, mc_offset)).copied();
+            if bound != Some(size) {
+                cx.flag(&cuda::UNBIND_NOT_A_BIND, || match bound {
+                    Some(made) => format!(
+                        "device {dev}'s bind at mcOffset {mc_offset:#x} is {made:#x} bytes, not \
+                         {size:#x}"
+                    ),
+                    None => format!(
+                        "device {dev} has no bind at mcOffset {mc_offset:#x} in multicast object \
+                         {}",
+                        hex(handle)
+                    ),
+                });
+            }
+        }
+    }
+    fn after(&self, a: &args::cuMulticastUnbind, _: (), ret: c_int, cx: &mut Cx) {
+        if ret == 0 {
+            state(cx).with(|t| {
+                if let Some(team) = t.get_mut(&a.mcHandle.0) {
+                    team.binds.remove(&(a.dev.0, a.mcOffset.0 as u64));
+                }
+            });
+        }
+    }
 }
 
 impl Check<args::cuMemRelease> for Released {

@@ -140,6 +140,24 @@ fn bind_addr_v2(h: &Harness, dev: i32, mc_offset: u64, memptr: u64, size: u64, r
     )
 }
 
+fn unbind(h: &Harness, dev: i32, mc_offset: u64, size: u64, ret: i32) -> Ran {
+    h.call(
+        args::cuMulticastUnbind {
+            mcHandle: CUmemGenericAllocationHandle(MC),
+            dev: CUdevice(dev),
+            mcOffset: Size(mc_offset as usize),
+            size: Size(size as usize),
+        },
+        ret,
+    )
+}
+
+/// A team of two of which this process added device 0 only (others may add the rest).
+fn half_team(h: &Harness) {
+    assert!(create_with(h, team_prop(), SUCCESS).rules.is_empty());
+    assert!(add(h, 0, SUCCESS).rules.is_empty());
+}
+
 const NEGATIVE: &[Case] = &[
     (
         "a create whose size is not a multiple of the granularity",
@@ -233,6 +251,32 @@ const NEGATIVE: &[Case] = &[
         },
     ),
     (
+        "an unbind of half a granule",
+        &["cuMulticastUnbind.not-granular"],
+        |h| {
+            half_team(h);
+            unbind(h, 0, 0, G / 2, INVALID_VALUE)
+        },
+    ),
+    (
+        "an unbind past the end of the multicast object",
+        &["cuMulticastUnbind.past-object"],
+        |h| {
+            half_team(h);
+            unbind(h, 0, 2 * G, G, INVALID_VALUE)
+        },
+    ),
+    (
+        "an unbind of more than the bind",
+        &["cuMulticastUnbind.not-a-bind"],
+        |h| {
+            team(h);
+            memory(h, MEM0, 0, G);
+            assert!(bind_mem(h, 0, MEM0, 0, G, 0, SUCCESS).rules.is_empty());
+            unbind(h, 0, 0, 2 * G, INVALID_VALUE)
+        },
+    ),
+    (
         "a bind with flags",
         &["multicast.bind-flags-not-zero"],
         |h| {
@@ -260,12 +304,8 @@ fn a_team_done_right_is_silent() {
     assert!(bind_mem(&h, 0, MEM0, 0, G, 0, SUCCESS).rules.is_empty());
     mapped(&h, MEM1, VA, G);
     assert!(bind_addr_v2(&h, 1, G, VA, G, SUCCESS).rules.is_empty());
-    h.ok(args::cuMulticastUnbind {
-        mcHandle: CUmemGenericAllocationHandle(MC),
-        dev: CUdevice(1),
-        mcOffset: Size(G as usize),
-        size: Size(G as usize),
-    });
+    assert!(unbind(&h, 1, G, G, SUCCESS).rules.is_empty());
+    assert!(unbind(&h, 0, 0, G, SUCCESS).rules.is_empty());
     h.ok(args::cuMemRelease {
         handle: CUmemGenericAllocationHandle(MC),
     });
