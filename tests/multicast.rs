@@ -181,6 +181,46 @@ fn a_bind_blocked_on_a_team_never_filled_is_reported_while_it_blocks() {
     );
 }
 
+/// A multicast object the process exits holding is found on the create that made it: by
+/// `sharecheck report` from the trace, and live at exit when no trace is written; every other
+/// scenario gives back what it made.
+#[test]
+fn a_multicast_object_never_released_is_found_at_exit() {
+    let scratch = Scratch::new("multicast_leak");
+    let exe = program(&scratch);
+    let r = run_checked(&scratch, &exe, "leak", NONE);
+    assert_eq!(
+        report_phase(&r),
+        [(
+            "cuMemCreate.never-released".to_string(),
+            "cuMulticastCreate".to_string()
+        )]
+    );
+    for (scenario, _, _) in CASES {
+        let r = run_checked(&scratch, &exe, scenario, NONE);
+        assert!(
+            report_phase(&r).is_empty(),
+            "{scenario}: {:?}",
+            report_phase(&r)
+        );
+    }
+    let mut cmd = scratch.under_shim(&exe);
+    cmd.env_remove(sharecheck_core::schema::env::TRACE)
+        .arg("leak");
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("[cuMemCreate.never-released]"))
+        .unwrap_or_else(|| panic!("no finding at exit in:\n{stderr}"));
+    assert!(
+        line.starts_with("sharecheck: info[")
+            && line.contains("the multicast object 0x")
+            && line.contains("was never released"),
+        "{line}"
+    );
+}
+
 /// One thread per device: a bind made before the last device is added blocks until it is, and
 /// returns; blocked for less than `blocked_bind_ms`, it draws no finding.
 #[test]

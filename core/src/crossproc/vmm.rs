@@ -13,6 +13,7 @@ const READS: &[&str] = &[
     "cuMemRelease",
     "cuMemRetainAllocationHandle",
     "cuMemImportFromShareableHandle",
+    "cuMulticastCreate",
     "cuMemAddressReserve",
     "cuMemAddressFree",
     "cuMemMap",
@@ -37,8 +38,14 @@ fn never_released(t: &Timeline) -> Vec<ReportFinding> {
             match c.func.as_str() {
                 "cuMemCreate"
                 | "cuMemImportFromShareableHandle"
-                | "cuMemRetainAllocationHandle" => {
-                    if let Some(h) = c.out("handle").and_then(number) {
+                | "cuMemRetainAllocationHandle"
+                | "cuMulticastCreate" => {
+                    let out = if c.func == "cuMulticastCreate" {
+                        "mcHandle"
+                    } else {
+                        "handle"
+                    };
+                    if let Some(h) = c.out(out).and_then(number) {
                         held.entry(h).or_default().push(c);
                     }
                 }
@@ -59,6 +66,7 @@ fn never_released(t: &Timeline) -> Vec<ReportFinding> {
             let how = match c.func.as_str() {
                 "cuMemCreate" => "created",
                 "cuMemImportFromShareableHandle" => "imported",
+                "cuMulticastCreate" => "created (a multicast object)",
                 _ => "retained",
             };
             found.push(ReportFinding::at(

@@ -243,6 +243,7 @@ pub const REPORT_READS: &[&str] = &[
     "cuMemRelease",
     "cuMemRetainAllocationHandle",
     "cuMemImportFromShareableHandle",
+    "cuMulticastCreate",
     "cuMemAddressReserve",
     "cuMemAddressFree",
     "cuMemMap",

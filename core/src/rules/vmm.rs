@@ -229,7 +229,8 @@ pub mod report {
         severity: Severity::Info,
         kind: Kind::Misuse,
         requirement: "Every reference a process takes to an allocation handle (cuMemCreate, \
-            cuMemImportFromShareableHandle, cuMemRetainAllocationHandle) is released with \
+            cuMemImportFromShareableHandle, cuMemRetainAllocationHandle, and cuMulticastCreate \
+            of a multicast object, which cuMemRelease releases too) is released with \
             cuMemRelease before the process ends: until then the memory stays allocated. \
             Decided from the trace of a process that ended through exit; each reference left \
             is reported on the call that took it.",
@@ -279,6 +280,7 @@ pub mod report {
                 "cuMemCreate",
                 "cuMemImportFromShareableHandle",
                 "cuMemRetainAllocationHandle",
+                "cuMulticastCreate",
             ],
         ),
         (&NEVER_UNMAPPED_RULE, &["cuMemMap"]),

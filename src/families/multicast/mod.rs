@@ -84,6 +84,28 @@ impl FamilyState for MulticastState {
     const FORGETS_FREED_MEMORY: bool = false;
     /// A multicast object belongs to no context: nothing ends with one.
     fn forget(&self, _: Lifetime) {}
+    /// Objects created and never released (`cuMemRelease` releases them as it releases any
+    /// allocation handle: the VMM family's rule).
+    fn left_at_exit(&self) -> Vec<crate::engine::state::Left> {
+        use sharecheck_core::rules::vmm::report::NEVER_RELEASED_RULE;
+        let Some(teams) = self.teams.try_lock_for(crate::engine::state::AT_EXIT_WAIT) else {
+            return Vec::new();
+        };
+        let mut handles: Vec<u64> = teams.keys().copied().collect();
+        handles.sort_unstable();
+        handles
+            .into_iter()
+            .map(|h| crate::engine::state::Left {
+                rule: &NEVER_RELEASED_RULE,
+                call: format!("cuMulticastCreate(mcHandle={})", hex(h)),
+                message: format!(
+                    "the multicast object {} created here was never released (cuMemRelease) \
+                     before the process exited",
+                    hex(h)
+                ),
+            })
+            .collect()
+    }
 }
 
 impl MulticastState {
