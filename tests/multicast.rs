@@ -60,6 +60,21 @@ const CASES: &[Case] = &[
         &["cuMulticastUnbind.past-object"],
     ),
     ("unbind-not-a-bind", NONE, &["cuMulticastUnbind.not-a-bind"]),
+    (
+        "bind-not-on-dev",
+        NONE,
+        &["multicast.bind-memory-not-on-dev"],
+    ),
+    (
+        "bind-dev-not-in-team",
+        NONE,
+        &["multicast.bind-dev-not-in-team"],
+    ),
+    (
+        "bind-not-shareable",
+        NONE,
+        &["multicast.bind-memory-not-shareable"],
+    ),
     ("team", NONE, &[]),
 ];
 

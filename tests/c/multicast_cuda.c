@@ -14,7 +14,8 @@
  * set up: create-size, create-flags, add-full, bind-not-granular, bindaddr-not-granular,
  * bind-past-memory, bind-past-object, bindaddr-past-object, bind-not-on-team, bind-flags,
  * unbind-not-granular, unbind-past-object (a team this process has not filled: device 0 of two),
- * unbind-not-a-bind. */
+ * unbind-not-a-bind, bind-not-on-dev, bind-dev-not-in-team (host NUMA memory, a team of one),
+ * bind-not-shareable. */
 #include <cuda.h>
 #include <pthread.h>
 #include <string.h>
@@ -32,16 +33,21 @@ static CUmulticastObjectProp team_prop(unsigned devices) {
     return p;
 }
 
-static CUmemGenericAllocationHandle memory_on(int dev) {
+/* One granule at a location (device or host NUMA node) with handle types `types`. */
+static CUmemGenericAllocationHandle memory_with(CUmemLocationType where, int id, int types) {
     CUmemAllocationProp p;
     memset(&p, 0, sizeof p);
     p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = dev;
-    p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    p.location.type = where;
+    p.location.id = id;
+    p.requestedHandleTypes = (CUmemAllocationHandleType)types;
     CUmemGenericAllocationHandle h;
     CALL("cuMemCreate", cuMemCreate(&h, G, &p, 0));
     return h;
+}
+
+static CUmemGenericAllocationHandle memory_on(int dev) {
+    return memory_with(CU_MEM_LOCATION_TYPE_DEVICE, dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
 }
 
 /* Memory of `dev` mapped at a fresh reservation. */
@@ -113,6 +119,18 @@ int main(int argc, char **argv) {
         CALL("cuMemRelease", cuMemRelease(mc));
         return 0;
     }
+    if (!strcmp(s, "bind-dev-not-in-team")) {
+        CUmulticastObjectProp one = team_prop(1);
+        CUmemGenericAllocationHandle solo;
+        CUmemGenericAllocationHandle host = memory_with(CU_MEM_LOCATION_TYPE_HOST_NUMA, 0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+        CALL("cuMulticastCreate", cuMulticastCreate(&solo, &one));
+        CALL("cuMulticastAddDevice", cuMulticastAddDevice(solo, 0));
+        CALL("cuMulticastBindMem_v2", cuMulticastBindMem_v2(solo, 1, 0, host, 0, G, 0));
+        CALL("cuMemRelease", cuMemRelease(solo));
+        CALL("cuMemRelease", cuMemRelease(mc));
+        CALL("cuMemRelease", cuMemRelease(host));
+        return 0;
+    }
     if (!strcmp(s, "bind-not-on-team")) {
         /* A team of one (device 0), whole; memory of device 1. */
         CUmulticastObjectProp one = team_prop(1);
@@ -158,6 +176,13 @@ int main(int argc, char **argv) {
             CALL("cuMulticastBindMem", cuMulticastBindMem(mc, 2 * G, h0, 0, G, 0));
         else if (!strcmp(s, "bind-flags"))
             CALL("cuMulticastBindMem", cuMulticastBindMem(mc, 0, h0, 0, G, 1));
+        else if (!strcmp(s, "bind-not-on-dev"))
+            CALL("cuMulticastBindMem_v2", cuMulticastBindMem_v2(mc, 1, 0, h0, 0, G, 0));
+        else if (!strcmp(s, "bind-not-shareable")) {
+            CUmemGenericAllocationHandle plain = memory_with(CU_MEM_LOCATION_TYPE_DEVICE, 0, 0);
+            CALL("cuMulticastBindMem", cuMulticastBindMem(mc, 0, plain, 0, G, 0));
+            CALL("cuMemRelease", cuMemRelease(plain));
+        }
         CALL("cuMemRelease", cuMemRelease(mc));
         CALL("cuMemRelease", cuMemRelease(h0));
         return 0;

@@ -175,6 +175,47 @@ pub mod cuda {
             one thread per device so that the adds are not behind the binds",
     };
 
+    pub static BIND_MEMORY_NOT_ON_DEV: Rule = Rule {
+        id: "multicast.bind-memory-not-on-dev",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "A _v2 bind of device memory binds memory created on the device it names \
+            (dev). Decided for allocations this process created (cuMemCreate, their location).",
+        source: source("cuMulticastBindMem_v2"),
+        quote: "For device memory, i.e., type ::CU_MEM_LOCATION_TYPE_DEVICE, the memory \
+            allocation must have been created on the device specified by \\p dev.",
+        documented_code: None,
+        fix: "name the device the memory was created on, or bind that device's own memory",
+    };
+
+    pub static BIND_DEV_NOT_IN_TEAM: Rule = Rule {
+        id: "multicast.bind-dev-not-in-team",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "The device a _v2 bind names was added to the team (cuMulticastAddDevice). \
+            Decided where this process added every device of the team.",
+        source: source("cuMulticastBindMem_v2"),
+        quote: "In both cases, the device named by \\p dev must have been added to the \
+            multicast team via ::cuMulticastAddDevice.",
+        documented_code: None,
+        fix: "add the device to the team before binding for it, or name a device of the team",
+    };
+
+    pub static BIND_MEMORY_NOT_SHAREABLE: Rule = Rule {
+        id: "multicast.bind-memory-not-shareable",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "An object created with handle types (externally shareable) is bound only \
+            to memory created with handle types too. Decided for objects and allocations this \
+            process created.",
+        source: source("cuMulticastBindMem"),
+        quote: "Externally shareable as well as imported multicast objects can be bound only \
+            to externally shareable memory.",
+        documented_code: None,
+        fix: "create the memory with the handle types the object was created with \
+            (CUmemAllocationProp::requestedHandleTypes)",
+    };
+
     pub static UNBIND_NOT_GRANULAR: Rule = Rule {
         id: "cuMulticastUnbind.not-granular",
         severity: Severity::Error,
@@ -250,6 +291,9 @@ pub mod checks {
             &cuda::BIND_PAST_MEMORY,
             &cuda::BIND_MEM_PAST_OBJECT,
             &cuda::BIND_MEMORY_NOT_ON_TEAM,
+            &cuda::BIND_MEMORY_NOT_ON_DEV,
+            &cuda::BIND_DEV_NOT_IN_TEAM,
+            &cuda::BIND_MEMORY_NOT_SHAREABLE,
             &cuda::BIND_FLAGS,
             &cuda::BIND_BLOCKED,
         ],
@@ -260,6 +304,9 @@ pub mod checks {
             &cuda::BIND_ADDR_NOT_GRANULAR,
             &cuda::BIND_ADDR_PAST_OBJECT,
             &cuda::BIND_MEMORY_NOT_ON_TEAM,
+            &cuda::BIND_MEMORY_NOT_ON_DEV,
+            &cuda::BIND_DEV_NOT_IN_TEAM,
+            &cuda::BIND_MEMORY_NOT_SHAREABLE,
             &cuda::BIND_FLAGS,
             &cuda::BIND_BLOCKED,
         ],

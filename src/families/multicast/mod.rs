@@ -47,6 +47,8 @@ pub mod checks {
 struct Team {
     num_devices: u32,
     size: u64,
+    /// `CUmulticastObjectProp::handleTypes`: non-zero, the object is externally shareable.
+    handle_types: u64,
     /// The driver's minimum granularity for its properties.
     granularity: Option<u64>,
     /// The devices this process added, in order.
@@ -130,6 +132,7 @@ fn state<'a>(cx: &Cx<'a>) -> &'a MulticastState {
 pub struct CreatePlan {
     num_devices: u32,
     size: u64,
+    handle_types: u64,
     granularity: Option<u64>,
 }
 
@@ -156,6 +159,7 @@ impl Check<args::cuMulticastCreate> for Create {
         Some(CreatePlan {
             num_devices,
             size,
+            handle_types: prop[2],
             granularity,
         })
     }
@@ -172,6 +176,7 @@ impl Check<args::cuMulticastCreate> for Create {
         let team = Team {
             num_devices: plan.num_devices,
             size: plan.size,
+            handle_types: plan.handle_types,
             granularity: plan.granularity,
             devices: Vec::new(),
             binds: BTreeMap::new(),
@@ -333,6 +338,7 @@ trait BindArgs {
         let bind = self.bind(cx);
         let (memory, at) = self.memory(cx);
         let team = check_bind(cx, &bind, Self::PAST_OBJECT, memory);
+        check_named_device(cx, self.named_device(), team.as_ref(), memory);
         if let Some(g) = team.and_then(|t| t.granularity) {
             let named = [
                 ("size", bind.size),
@@ -435,6 +441,42 @@ fn by_address(cx: &mut Cx, memptr: u64) -> (Option<Physical>, u64) {
         .mapping(memptr)
         .map(|(_, m)| m.physical);
     (memory, memptr)
+}
+
+/// What a bind's memory and (`_v2`) named device owe the team: memory of that device, a device
+/// of a team this process filled, shareable memory for a shareable object.
+fn check_named_device(
+    cx: &mut Cx,
+    named: Option<i32>,
+    team: Option<&Team>,
+    memory: Option<Physical>,
+) {
+    let location = memory.and_then(|m| m.location);
+    if let Some(dev) = named {
+        if let Some(Location::Device(d)) = location.filter(|l| *l != Location::Device(dev)) {
+            cx.flag(&cuda::BIND_MEMORY_NOT_ON_DEV, || {
+                format!("the bind names device {dev}; the memory was created on device {d}")
+            });
+        }
+        if let Some(team) = team.filter(|t| t.whole() && !t.devices.contains(&dev)) {
+            cx.flag(&cuda::BIND_DEV_NOT_IN_TEAM, || {
+                format!(
+                    "the bind names device {dev}; the team's devices are {}",
+                    team.devices()
+                )
+            });
+        }
+    }
+    let plain = memory.and_then(|m| m.handle_types) == Some(0);
+    if let (true, Some(team)) = (plain, team.filter(|t| t.handle_types != 0)) {
+        let types = team.handle_types;
+        cx.flag(&cuda::BIND_MEMORY_NOT_SHAREABLE, || {
+            format!(
+                "the object was created with handle types {types:#x}; the memory with none \
+                 (CUmemAllocationProp::requestedHandleTypes 0)"
+            )
+        });
+    }
 }
 
 /// One finding naming every value of `named` that is not a multiple of `g`.

@@ -62,6 +62,11 @@ fn team(h: &Harness) {
 
 /// A VMM allocation of `size` bytes on `dev` (the VMM family learns its size and location).
 fn memory(h: &Harness, handle: u64, dev: i32, size: u64) {
+    memory_at(h, handle, CU_MEM_LOCATION_TYPE_DEVICE, dev, POSIX_FD, size);
+}
+
+/// A VMM allocation of `size` bytes at a location, with handle types `types`.
+fn memory_at(h: &Harness, handle: u64, location_type: u32, id: i32, types: u32, size: u64) {
     #[repr(C)]
     struct Prop {
         head: CUmemAllocationPropHead,
@@ -70,9 +75,9 @@ fn memory(h: &Harness, handle: u64, dev: i32, size: u64) {
     let p = Prop {
         head: CUmemAllocationPropHead {
             type_: 1,
-            requested_handle_types: POSIX_FD,
-            location_type: CU_MEM_LOCATION_TYPE_DEVICE,
-            location_id: dev,
+            requested_handle_types: types,
+            location_type,
+            location_id: id,
         },
         rest: [0; 2],
     };
@@ -121,6 +126,21 @@ fn bind_mem(
             memOffset: Size(mem_offset as usize),
             size: Size(size as usize),
             flags: ReservedFlags64(flags),
+        },
+        ret,
+    )
+}
+
+fn bind_mem_v2(h: &Harness, dev: i32, mem: u64, ret: i32) -> Ran {
+    h.call(
+        args::cuMulticastBindMem_v2 {
+            mcHandle: CUmemGenericAllocationHandle(MC),
+            dev: CUdevice(dev),
+            mcOffset: Size(0),
+            memHandle: CUmemGenericAllocationHandle(mem),
+            memOffset: Size(0),
+            size: Size(G as usize),
+            flags: ReservedFlags64(0),
         },
         ret,
     )
@@ -274,6 +294,38 @@ const NEGATIVE: &[Case] = &[
             memory(h, MEM0, 0, G);
             assert!(bind_mem(h, 0, MEM0, 0, G, 0, SUCCESS).rules.is_empty());
             unbind(h, 0, 0, 2 * G, INVALID_VALUE)
+        },
+    ),
+    (
+        "a _v2 bind naming a device other than the memory's",
+        &["multicast.bind-memory-not-on-dev"],
+        |h| {
+            team(h);
+            memory(h, MEM1, 1, G);
+            bind_mem_v2(h, 0, MEM1, INVALID_DEVICE)
+        },
+    ),
+    (
+        "a _v2 bind naming a device outside the whole team (host memory)",
+        &["multicast.bind-dev-not-in-team"],
+        |h| {
+            let prop = CUmulticastObjectProp {
+                num_devices: 1,
+                ..team_prop()
+            };
+            assert!(create_with(h, prop, SUCCESS).rules.is_empty());
+            assert!(add(h, 0, SUCCESS).rules.is_empty());
+            memory_at(h, MEM1, CU_MEM_LOCATION_TYPE_HOST_NUMA, 0, POSIX_FD, G);
+            bind_mem_v2(h, 1, MEM1, INVALID_DEVICE)
+        },
+    ),
+    (
+        "a bind of memory without handle types to a shareable object",
+        &["multicast.bind-memory-not-shareable"],
+        |h| {
+            team(h);
+            memory_at(h, MEM0, CU_MEM_LOCATION_TYPE_DEVICE, 0, 0, G);
+            bind_mem(h, 0, MEM0, 0, G, 0, INVALID_VALUE)
         },
     ),
     (
