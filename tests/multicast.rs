@@ -194,6 +194,24 @@ fn a_bind_blocked_on_a_team_never_filled_is_reported_while_it_blocks() {
         "{}",
         r.stderr()
     );
+    // A map of the object blocks as a bind does.
+    let m = run_checked(
+        &scratch,
+        &exe,
+        "map-incomplete",
+        &[
+            ("SHARECHECK_SIM_MULTICAST_WAIT_MS", "1500"),
+            ("SHARECHECK_OPTIONS", "blocked_bind_ms=300"),
+        ],
+    );
+    let blocked: Vec<&serde_json::Value> = m
+        .records
+        .iter()
+        .filter(|rec| rec["event"] == "multicast-watchdog")
+        .collect();
+    assert_eq!(blocked.len(), 1, "{:?}", m.records);
+    assert_eq!(blocked[0]["findings"][0]["rule"], "multicast.map-blocked");
+    assert_eq!(blocked[0]["call"], "cuMemMap");
 }
 
 /// A multicast object the process exits holding is found on the create that made it: by

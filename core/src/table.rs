@@ -105,7 +105,7 @@ macro_rules! check_table {
             cuMemImportFromShareableHandle => vmm::REFERENCED;
             cuMemAddressReserve => vmm::RESERVE;
             cuMemAddressFree => vmm::ADDRESS_FREE;
-            cuMemMap => vmm::MAP;
+            cuMemMap => vmm::MAP, multicast::MAPPED;
             cuMemUnmap => vmm::UNMAP, lifecycle::MEMORY_FREED;
             cuMemSetAccess => vmm::SET_ACCESS;
             cuMemGetAllocationGranularity => ;

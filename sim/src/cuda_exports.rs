@@ -1291,9 +1291,11 @@ exports! {
 
     fn cuMemRelease(handle: CUmemGenericAllocationHandle) {
         check_initialized()?;
-        state::with(|d| match d.multicast.is_multicast(handle) {
-            true => d.multicast.release(handle),
-            false => d.memory.release_physical(handle),
+        state::with(|d| {
+            if d.multicast.is_multicast(handle) {
+                d.multicast.release(handle)?;
+            }
+            d.memory.release_physical(handle)
         })
     }
 
@@ -1317,7 +1319,15 @@ exports! {
         // SAFETY: `prop` is not NULL (checked above) and, as `cuMulticastCreate` documents, a
         // readable `CUmulticastObjectProp`.
         let p = unsafe { prop.read_unaligned() };
-        let created = state::with(|d| d.multicast.create(p.num_devices, p.size as u64, p.handle_types, p.flags))?;
+        let created = state::with(|d| {
+            let handle = d.multicast.create(p.num_devices, p.size as u64, p.handle_types, p.flags)?;
+            // The memory a cuMemMap of the object maps.
+            if let Err(code) = d.memory.create_for_handle(handle, p.size as u64, p.handle_types as u32) {
+                let _ = d.multicast.release(handle);
+                return Err(code);
+            }
+            Ok(handle)
+        })?;
         // SAFETY: `mcHandle` is not NULL (checked above); documented as a writable handle.
         unsafe { *mcHandle = created };
         Ok(())
@@ -1428,6 +1438,10 @@ exports! {
         check_initialized()?;
         if flags != 0 {
             return Err(INVALID_VALUE);
+        }
+        // "A call to cuMemMap will block until all devices have been added."
+        if state::with(|d| d.multicast.whole(handle)) == Some(false) {
+            wait_whole(handle, "cuMemMap")?;
         }
         state::with(|d| d.memory.map(ptr, size as u64, offset as u64, handle))
     }

@@ -432,6 +432,23 @@ impl Memory {
         handle
     }
 
+    /// The memory a multicast object maps to (`cuMulticastCreate`): an allocation under the
+    /// object's own handle, so that `cuMemMap` maps it and `cuMemRelease` gives it back.
+    pub fn create_for_handle(&mut self, handle: u64, size: u64, handle_types: u32) -> Outcome {
+        let memfd = new_memfd(size)?;
+        let physical = Physical {
+            memfd,
+            size,
+            device: -1,
+            numa: None,
+            handle_types,
+            references: 1,
+            mappings: 0,
+        };
+        self.physical.insert(handle, physical);
+        Ok(())
+    }
+
     /// A live (not released) `cuMemCreate` allocation.
     pub fn physical(&self, handle: u64) -> Option<&Physical> {
         self.physical.get(&handle).filter(|p| p.references > 0)

@@ -5,6 +5,7 @@
  *               (cuMulticastBindAddr, _v2), every bind unbound, the object released
  *   incomplete  a team of two with one device added: the bind blocks (the simulator gives up
  *               after SHARECHECK_SIM_MULTICAST_WAIT_MS and answers CUDA_ERROR_ILLEGAL_STATE)
+ *   map-incomplete  a team of two with one device added, mapped (cuMemMap blocks as a bind does)
  *   late-add    a thread binds device 0's memory before device 1 is added; the main thread adds
  *               it 200 ms later, and the bind returns: the pattern of one thread per device
  *   leak        a multicast object the process exits holding (never released: found at exit)
@@ -87,6 +88,14 @@ int main(int argc, char **argv) {
     CALL("cuMulticastCreate", cuMulticastCreate(&mc, &p));
     CALL("cuMulticastAddDevice", cuMulticastAddDevice(mc, 0));
     if (!strcmp(s, "leak")) return 0;
+    if (!strcmp(s, "map-incomplete")) {
+        CUdeviceptr va;
+        CALL("cuMemAddressReserve", cuMemAddressReserve(&va, 2 * G, 0, 0, 0));
+        CALL("cuMemMap", cuMemMap(va, 2 * G, 0, mc, 0));
+        CALL("cuMemAddressFree", cuMemAddressFree(va, 2 * G));
+        CALL("cuMemRelease", cuMemRelease(mc));
+        return 0;
+    }
     if (!strcmp(s, "late-add")) {
         struct late_bind b = {0};
         MUST(cuCtxGetCurrent(&b.ctx));
@@ -225,6 +234,11 @@ int main(int argc, char **argv) {
     CALL("cuMulticastUnbind", cuMulticastUnbind(mc, 1, 0, G));
     CALL("cuMulticastUnbind", cuMulticastUnbind(mc, 0, G, G));
     CALL("cuMulticastUnbind", cuMulticastUnbind(mc, 1, G, G));
+    CUdeviceptr mva;
+    CALL("cuMemAddressReserve", cuMemAddressReserve(&mva, 2 * G, 0, 0, 0));
+    CALL("cuMemMap", cuMemMap(mva, 2 * G, 0, mc, 0));
+    CALL("cuMemUnmap", cuMemUnmap(mva, 2 * G));
+    CALL("cuMemAddressFree", cuMemAddressFree(mva, 2 * G));
     CALL("cuMemRelease", cuMemRelease(mc));
     CALL("cuMemUnmap", cuMemUnmap(va0, G));
     CALL("cuMemUnmap", cuMemUnmap(va1, G));

@@ -258,6 +258,22 @@ pub mod cuda {
         fix: "unbind each bind whole, with the device, mcOffset and size it was made with",
     };
 
+    pub static MAP_BLOCKED: Rule = Rule {
+        id: "multicast.map-blocked",
+        severity: Severity::Warning,
+        kind: Kind::Misuse,
+        requirement: "Every device of the team is added before the object is mapped \
+            (cuMemMap of its handle): the driver blocks the map until then, forever if a device \
+            is never added. Reported while the map is still blocked after blocked_bind_ms \
+            (SHARECHECK_OPTIONS, 5 s), for objects this process created and has not filled.",
+        source: source("cuMulticastAddDevice"),
+        quote: "Similarly all devices must be added to the multicast team before a virtual \
+            address range can be mapped to the multicast object. A call to ::cuMemMap will \
+            block until all devices have been added.",
+        documented_code: None,
+        fix: "add every device of the team (cuMulticastAddDevice) before mapping the object",
+    };
+
     pub static BIND_FLAGS: Rule = Rule {
         id: "multicast.bind-flags-not-zero",
         severity: Severity::Error,
@@ -320,6 +336,11 @@ pub mod checks {
             &cuda::UNBIND_NOT_A_BIND,
         ],
     };
+    /// `cuMemMap` of a multicast object this process created: watched while it blocks.
+    pub static MAPPED: CheckInfo = CheckInfo {
+        name: "multicast.mapped",
+        rules: &[&cuda::MAP_BLOCKED],
+    };
     /// `cuMemRelease` of a multicast object: its team is forgotten (no rule of its own).
     pub static RELEASED: CheckInfo = CheckInfo {
         name: "multicast.released",
@@ -337,6 +358,7 @@ pub static FAMILY: Family = Family {
         &checks::BIND_MEM,
         &checks::BIND_ADDR,
         &checks::UNBIND,
+        &checks::MAPPED,
         &checks::RELEASED,
     ],
     reported: &[],

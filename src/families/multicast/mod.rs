@@ -30,6 +30,7 @@ pub struct Create;
 pub struct AddDevice;
 pub struct Binds;
 pub struct Unbind;
+pub struct Mapped;
 pub struct Released;
 
 /// The family's checks, by the names the table uses.
@@ -39,6 +40,7 @@ pub mod checks {
     pub const BIND_MEM: super::Binds = super::Binds;
     pub const BIND_ADDR: super::Binds = super::Binds;
     pub const UNBIND: super::Unbind = super::Unbind;
+    pub const MAPPED: super::Mapped = super::Mapped;
     pub const RELEASED: super::Released = super::Released;
 }
 
@@ -275,8 +277,11 @@ fn bound(cx: &Cx, seen: &Seen, ret: c_int) {
 fn watch(call: &'static str, b: &Bind) -> Option<watchdog::Armed> {
     match &b.team {
         Some(team) if team.whole() => None,
-        Some(team) => watchdog::arm(call, b.mc, Some((team.num_devices, team.devices.clone()))),
-        None => watchdog::arm(call, b.mc, None),
+        Some(team) => {
+            let known = Some((team.num_devices, team.devices.clone()));
+            watchdog::arm(call, &cuda::BIND_BLOCKED, b.mc, known)
+        }
+        None => watchdog::arm(call, &cuda::BIND_BLOCKED, b.mc, None),
     }
 }
 
@@ -546,6 +551,27 @@ impl Check<args::cuMulticastUnbind> for Unbind {
                 }
             });
         }
+    }
+}
+
+impl Check<args::cuMemMap> for Mapped {
+    /// Armed while the driver's call runs, for an object this process created and has not
+    /// filled (the driver blocks the map until the team is whole).
+    type Plan = Option<watchdog::Armed>;
+    fn before(&self, a: &args::cuMemMap, cx: &mut Cx) -> Option<watchdog::Armed> {
+        let state = state(cx);
+        if state.count.load(Relaxed) == 0 {
+            // The VMM pair's path: one load while no multicast object is tracked.
+            return None;
+        }
+        let team = state.team(a.handle.0).filter(|t| !t.whole())?;
+        let known = Some((team.num_devices, team.devices));
+        watchdog::arm("cuMemMap", &cuda::MAP_BLOCKED, a.handle.0, known)
+    }
+    /// No multicast object tracked: a map is the VMM family's alone.
+    #[inline(always)]
+    fn idle(&self, states: &crate::engine::state::States) -> bool {
+        states.family::<MulticastState>().count.load(Relaxed) == 0
     }
 }
 

@@ -9,7 +9,6 @@
 use crate::engine::{self, At};
 use crate::findings::Finding;
 use parking_lot::{Condvar, Mutex};
-use sharecheck_core::rules::multicast::cuda;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +19,8 @@ struct Pending {
     armed_ns: u64,
     reported: bool,
     call: &'static str,
+    /// What the blocked call breaks: a bind's rule or a map's.
+    rule: &'static sharecheck_core::rules::Rule,
     mc: u64,
     /// What this process knows of the team: `(numDevices, devices added here)`; `None` for an
     /// object it did not create.
@@ -47,9 +48,14 @@ impl Drop for Armed {
     }
 }
 
-/// Arms the bind `call` of object `mc` made now by this thread. `None` when `blocked_bind_ms`
-/// is 0 or the watchdog cannot run.
-pub fn arm(call: &'static str, mc: u64, team: Option<(u32, Vec<i32>)>) -> Option<Armed> {
+/// Arms the bind or map `call` of object `mc` made now by this thread, reported under `rule`.
+/// `None` when `blocked_bind_ms` is 0 or the watchdog cannot run.
+pub fn arm(
+    call: &'static str,
+    rule: &'static sharecheck_core::rules::Rule,
+    mc: u64,
+    team: Option<(u32, Vec<i32>)>,
+) -> Option<Armed> {
     let options = engine::options();
     if options.blocked_bind_ms == 0 || !started() {
         return None;
@@ -64,6 +70,7 @@ pub fn arm(call: &'static str, mc: u64, team: Option<(u32, Vec<i32>)>) -> Option
         armed_ns: crate::clock::monotonic_ns(),
         reported: false,
         call,
+        rule,
         mc,
         team,
         at: At {
@@ -153,12 +160,12 @@ fn finding(p: &Pending, now: u64) -> (Finding, &'static str, At) {
     };
     let message = format!(
         "{} of multicast object {} has been blocked in the driver for {seconds:.1} s: the driver \
-         blocks a bind until every device of the team is added (cuMulticastAddDevice); {team}",
+         blocks it until every device of the team is added (cuMulticastAddDevice); {team}",
         p.call,
         engine::hex(p.mc)
     );
     let f = Finding {
-        rule: &cuda::BIND_BLOCKED,
+        rule: p.rule,
         message,
         stack: p.stack.clone(),
     };
