@@ -172,6 +172,16 @@ fn unbind(h: &Harness, dev: i32, mc_offset: u64, size: u64, ret: i32) -> Ran {
     )
 }
 
+/// A team of one device, device 0, added: whole.
+fn solo_team(h: &Harness) {
+    let prop = CUmulticastObjectProp {
+        num_devices: 1,
+        ..team_prop()
+    };
+    assert!(create_with(h, prop, SUCCESS).rules.is_empty());
+    assert!(add(h, 0, SUCCESS).rules.is_empty());
+}
+
 /// A team of two of which this process added device 0 only (others may add the rest).
 fn half_team(h: &Harness) {
     assert!(create_with(h, team_prop(), SUCCESS).rules.is_empty());
@@ -260,12 +270,7 @@ const NEGATIVE: &[Case] = &[
         "a bind of memory of a device outside the whole team",
         &["multicast.bind-memory-not-on-team"],
         |h| {
-            let prop = CUmulticastObjectProp {
-                num_devices: 1,
-                ..team_prop()
-            };
-            assert!(create_with(h, prop, SUCCESS).rules.is_empty());
-            assert!(add(h, 0, SUCCESS).rules.is_empty());
+            solo_team(h);
             memory(h, MEM1, 1, G);
             bind_mem(h, 0, MEM1, 0, G, 0, INVALID_DEVICE)
         },
@@ -309,12 +314,7 @@ const NEGATIVE: &[Case] = &[
         "a _v2 bind naming a device outside the whole team (host memory)",
         &["multicast.bind-dev-not-in-team"],
         |h| {
-            let prop = CUmulticastObjectProp {
-                num_devices: 1,
-                ..team_prop()
-            };
-            assert!(create_with(h, prop, SUCCESS).rules.is_empty());
-            assert!(add(h, 0, SUCCESS).rules.is_empty());
+            solo_team(h);
             memory_at(h, MEM1, CU_MEM_LOCATION_TYPE_HOST_NUMA, 0, POSIX_FD, G);
             bind_mem_v2(h, 1, MEM1, INVALID_DEVICE)
         },
