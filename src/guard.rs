@@ -691,6 +691,48 @@ pub fn spawn_quiet(main: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void) 
 mod tests {
     use super::*;
 
+    /// The shim's own threads (the writer, the multicast watchdog) start with every signal that
+    /// can be blocked blocked, so the program's handlers never run on them; the caller's mask is
+    /// what it was.
+    #[test]
+    fn a_quiet_thread_blocks_every_signal_and_its_starter_keeps_its_mask() {
+        use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+        static MASK: AtomicU64 = AtomicU64::new(u64::MAX);
+        fn blocked() -> u64 {
+            // SAFETY: a zeroed sigset_t is a valid buffer; reading this thread's own mask.
+            unsafe {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::pthread_sigmask(libc::SIG_SETMASK, std::ptr::null(), &mut set);
+                (1..=31).fold(0u64, |m, sig| {
+                    m | (u64::from(libc::sigismember(&set, sig) == 1) << (sig - 1))
+                })
+            }
+        }
+        extern "C" fn main(_: *mut libc::c_void) -> *mut libc::c_void {
+            MASK.store(blocked(), SeqCst);
+            std::ptr::null_mut()
+        }
+        let before = blocked();
+        assert!(spawn_quiet(main));
+        assert_eq!(blocked(), before, "the starter's mask changed");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while MASK.load(SeqCst) == u64::MAX {
+            assert!(std::time::Instant::now() < deadline, "the thread never ran");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let mask = MASK.load(SeqCst);
+        for sig in 1..=31 {
+            if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+                continue;
+            }
+            assert_ne!(
+                mask & (1 << (sig - 1)),
+                0,
+                "signal {sig} not blocked: {mask:x}"
+            );
+        }
+    }
+
     /// A readable value is read; NULL and an unmapped address are not (no fault), and the
     /// caller's errno is what it was, whichever way the read went.
     #[test]
