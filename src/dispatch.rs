@@ -212,6 +212,10 @@ fn traced_idle<A: Invoke>(guard: &Guard, args: A, real: usize, stamp: u64) -> c_
     if ret != 0 && !A::ID.info().observed {
         let cx = process_cx(guard);
         settle_or_record::<A, true>(guard, args, cx, (outcome, ret), number.seq, ts_ns, dur_ns);
+    } else if dur_ns.is_none() && !stack_wanted::<A>(false, false) {
+        shielded((), || {
+            trace::write_plain(guard, &args, ret, number.seq, ts_ns, None);
+        });
     } else {
         shielded((), || {
             let extra = Extra {
@@ -275,6 +279,15 @@ fn settle_or_record<A: engine::Checked, const TRACED: bool>(
                 TRACED,
             );
         });
+    } else if TRACED
+        && dur_ns.is_none()
+        && outcome == Outcome::Returned(ret)
+        && !stack_wanted::<A>(cx.stack_refused, cx.stack_wanted)
+    {
+        shielded((), || {
+            trace::write_plain(guard, &args, ret, seq, ts_ns, cx.place.as_deref());
+        });
+        cx.dispose();
     } else if TRACED {
         shielded((), || {
             let mut extra = Extra::of(dur_ns, &mut cx);
@@ -539,17 +552,22 @@ struct Extra {
 /// `stack_depth=0`, and when `refused` (the call is checked away from its own stack).
 #[inline(always)]
 fn accused_stack<A: engine::Checked>(refused: bool, requested: bool) -> Vec<crate::stack::Frame> {
+    if !stack_wanted::<A>(refused, requested) {
+        return Vec::new();
+    }
+    accused_stack_now()
+}
+
+/// Whether [`accused_stack`] takes a stack.
+#[inline(always)]
+fn stack_wanted<A: engine::Checked>(refused: bool, requested: bool) -> bool {
     use sharecheck_core::rules::Accused;
-    let wanted = !refused
+    !refused
         && match A::ACCUSED {
             Accused::Never => false,
             Accused::Always => true,
             Accused::OnRequest => requested,
-        };
-    if !wanted {
-        return Vec::new();
-    }
-    accused_stack_now()
+        }
 }
 
 #[cold]

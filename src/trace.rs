@@ -184,6 +184,63 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
     }
 }
 
+/// [`write_call`] of a plain call on the guard's thread: the driver called and returned `ret`, no
+/// finding, no duration, no stack; `place` where the checks said one. The common traced record:
+/// compact and copied into the thread's chunk by [`crate::writer::append_own`] where it can be,
+/// without the general path's layers (issue 24: a traced call's instructions); `write_call`
+/// otherwise.
+#[inline(always)]
+pub fn write_plain<A: CallArgs>(
+    guard: &Guard,
+    args: &A,
+    ret: i32,
+    seq: u64,
+    t: u64,
+    place: Option<&Place>,
+) {
+    let info = A::ID.info();
+    if seq == 0 || !kept_without_findings(info) {
+        return;
+    }
+    if A::COMPACT && ring::place_fits(place) && !crate::writer::behind() {
+        let mut words = [0u64; MAX_ARGS];
+        let mut tags = [0u8; MAX_ARGS];
+        let outcome = Outcome::Returned(ret);
+        args.snap(outcome, fingerprint, &mut words, &mut tags);
+        let n = info.params.len();
+        let (tid, slot) = guard.record_identity(FORK_GENERATION.load(Ordering::Relaxed));
+        let call = Compact(ring::Call {
+            function: info.id as u16,
+            ret,
+            seq,
+            t,
+            tid,
+            words: &words[..n],
+            tags: &tags[..n],
+            place,
+        });
+        if !crate::writer::append_own(&call, slot) {
+            append(&call, slot);
+        }
+        return;
+    }
+    write_call(
+        Some(guard),
+        args,
+        &CallRecord {
+            info,
+            outcome: Outcome::Returned(ret),
+            ret,
+            seq,
+            t,
+            dur_ns: None,
+            place,
+            stack: &[],
+            findings: &[],
+        },
+    );
+}
+
 /// Whether a call with no finding is recorded: always at `trace_level=calls`; at `findings`, only
 /// the calls `sharecheck report`'s cross-process checks read.
 #[inline]

@@ -36,6 +36,47 @@ pub fn append<R: Record + ?Sized>(
     (k == 0 || ensure_lane_open(w, k, index)) && append_record(w, index, record)
 }
 
+/// [`append`]'s common case, for a record made inside the guard (never a signal handler's that
+/// interrupted the shim: those have no guard): the thread's slot and lane known from an earlier
+/// record of this epoch, its lane open, nothing kept for later, and room in its chunk. Returns
+/// false, having written nothing, anywhere else: the caller then takes [`append`]. One look at
+/// each fact, from the thread's cached claim, instead of the general path's layers (issue 24:
+/// a traced call's instructions).
+#[inline(always)]
+pub fn append_own<R: Record + ?Sized>(record: &R, cell: &ThreadSlot) -> bool {
+    let cached = cell.get();
+    let (lane, index) = ((cached >> 24) as u8, cached as u32 & 0xff_ffff);
+    if cached >> 32 != u64::from(EPOCH.load(Relaxed))
+        || lane == 0
+        || index == 0
+        || index as usize > SHARED
+        || STOPPED_ALL.load(Relaxed)
+        || HELD.load(Relaxed) != 0
+    {
+        return false;
+    }
+    let (k, slot) = (usize::from(lane) - 1, &SLOT_TABLE[index as usize - 1]);
+    let w = &LANES[k];
+    let len = record.len() as u64;
+    let word = slot.word.load(Acquire);
+    // `NO_CHUNK` has the `BUSY` bit too.
+    if word & BUSY != 0 || w.state.load(Acquire) != OPEN {
+        return false;
+    }
+    let (in_lane, _, used) = chunk_of(word);
+    if in_lane != k
+        || used + len > CHUNK
+        || slot
+            .word
+            .compare_exchange(word, word | BUSY, Acquire, Relaxed)
+            .is_err()
+    {
+        return false;
+    }
+    copy_into_chunk(w, slot, word, record);
+    true
+}
+
 /// Whether this thread is opening lane `w`: a record made now is a signal handler's, which
 /// interrupted the opening.
 pub(super) fn opening_here(w: &Lane) -> bool {
@@ -238,7 +279,7 @@ pub(super) fn append_in_chunk<R: Record + ?Sized>(w: &Lane, slot: &Slot, record:
             }
             continue;
         }
-        let (lane, start, used) = chunk_of(word);
+        let (lane, _, used) = chunk_of(word);
         if used + len > CHUNK || lane != lane_number(w) {
             // Full, or in another lane (a thread that opened a lane other than its own writes
             // that lane's first record): closed, and a new chunk taken in this lane.
@@ -252,21 +293,30 @@ pub(super) fn append_in_chunk<R: Record + ?Sized>(w: &Lane, slot: &Slot, record:
         {
             continue; // closed by another thread meanwhile
         }
-        write_record(w, start + used, record);
-        if used + len + 128 <= CHUNK {
-            // The next record's lines, fetched for writing while the program and the driver
-            // run: the ring is larger than a core's cache, so a record's first store to a line
-            // would otherwise wait for it (and the next call's locked add for that store).
-            prefetch_for_write(ring_at(w, start + used + len));
-            prefetch_for_write(ring_at(w, start + used + len + 64));
-        }
-        if used + len == CHUNK {
-            slot.word.store(NO_CHUNK, Release);
-            commit(w, start, CHUNK);
-        } else {
-            slot.word.store(word + len, Release);
-        }
+        copy_into_chunk(w, slot, word, record);
         return true;
+    }
+}
+
+/// Copies `record` into the chunk `word` names, whose slot the caller marked busy (`word |
+/// BUSY`) and which has room for it; the chunk is then released, or closed when full.
+#[inline(always)]
+fn copy_into_chunk<R: Record + ?Sized>(w: &Lane, slot: &Slot, word: u64, record: &R) {
+    let len = record.len() as u64;
+    let (_, start, used) = chunk_of(word);
+    write_record(w, start + used, record);
+    if used + len + 128 <= CHUNK {
+        // The next record's lines, fetched for writing while the program and the driver run:
+        // the ring is larger than a core's cache, so a record's first store to a line would
+        // otherwise wait for it (and the next call's locked add for that store).
+        prefetch_for_write(ring_at(w, start + used + len));
+        prefetch_for_write(ring_at(w, start + used + len + 64));
+    }
+    if used + len == CHUNK {
+        slot.word.store(NO_CHUNK, Release);
+        commit(w, start, CHUNK);
+    } else {
+        slot.word.store(word + len, Release);
     }
 }
 
@@ -315,6 +365,7 @@ pub(super) fn write_ring(w: &Lane, at: u64, bytes: &[u8]) {
 
 /// Writes a record (within one segment) to the ring at trace offset `at`: the kind byte last, so
 /// that a reader after a crash finds kind 0 (nothing) where a copy was cut short.
+#[inline(always)]
 pub(super) fn write_record<R: Record + ?Sized>(w: &Lane, at: u64, record: &R) {
     // SAFETY: the caller reserved `record.len()` bytes at `at`, within one segment (so contiguous
     // in the ring), whose slot the previous lap appended: no other thread writes them.
