@@ -103,84 +103,114 @@ fn exports<'t>(
         .iter()
         .filter(|c| c.func == s.export && c.succeeded())
         .map(|export| {
-            let freed = export.arg(s.export_ptr).and_then(|exported| {
-                t.later_in_process(export).find(|c| {
-                    c.func.starts_with(s.free)
-                        && c.succeeded()
-                        && c.arg(s.free_ptr) == Some(exported)
-                })
-            });
+            let freed = export
+                .arg(s.export_ptr)
+                .and_then(|exported| t.first_later(export, s.free, s.free_ptr, exported));
             (*export, freed)
         })
         .collect()
 }
 
-/// How often the mapping `open` returned is still open at `until` (in ns of the wall
-/// clock): the successful opens of its process and context (the record's `"ctx"`) that
-/// returned the same pointer, less the successful closes of it, up to `until` (v2 counts
-/// opens of the same handle); none once that context was destroyed.
-fn still_open(t: &Timeline, s: &Spelling, opens: &[&Call], open: &Call, until: u64) -> usize {
-    let mapped = open.out(s.open_out);
-    let same: Vec<&&Call> = opens
-        .iter()
-        .filter(|o| {
-            o.pid == open.pid
-                && o.out(s.open_out) == mapped
-                && o.ctx == open.ctx
-                && o.ts_ns <= until
-        })
-        .collect();
-    let Some(first) = same.first() else {
+/// Successful opens grouped by what they mapped: a process, the pointer the open returned and
+/// the context it was opened in (the record's `"ctx"`), each group in time order. Built once per
+/// handle (or per check), so that how often a mapping is open is a lookup ([`open_count`]), not
+/// a walk over every open of the handle (issue 27: that walk made the review cubic in a handle's
+/// history).
+struct Opens<'t> {
+    groups: std::collections::HashMap<(i64, String, String), Vec<&'t Call>>,
+}
+
+impl<'t> Opens<'t> {
+    fn of(s: &Spelling, opens: impl IntoIterator<Item = &'t Call>) -> Opens<'t> {
+        let mut groups: std::collections::HashMap<_, Vec<&Call>> = Default::default();
+        for open in opens {
+            groups.entry(Self::key(s, open)).or_default().push(open);
+        }
+        Opens { groups }
+    }
+
+    fn key(s: &Spelling, open: &Call) -> (i64, String, String) {
+        let text = |v: Option<&Value>| v.map_or_else(String::new, Value::to_string);
+        (
+            open.pid,
+            text(open.out(s.open_out)),
+            text(open.ctx.as_ref()),
+        )
+    }
+
+    /// The opens that mapped what `open` mapped (itself included when it is one of them).
+    fn group(&self, s: &Spelling, open: &Call) -> &[&'t Call] {
+        self.groups
+            .get(&Self::key(s, open))
+            .map_or(&[][..], Vec::as_slice)
+    }
+
+    /// Each group, in no particular order.
+    fn each(&self) -> impl Iterator<Item = &[&'t Call]> + '_ {
+        self.groups.values().map(Vec::as_slice)
+    }
+}
+
+/// How often the mapping of `group` (opens of one process, pointer and context: [`Opens`]) is
+/// still open at `until` (in ns of the wall clock): its opens up to `until` (`before`: only
+/// those strictly before it), less the successful closes of the pointer in that process since the
+/// first of them, up to `until` (v2 counts opens of the same handle); none once that context was
+/// destroyed.
+fn open_count(t: &Timeline, s: &Spelling, group: &[&Call], until: u64, before: bool) -> usize {
+    let opened = group.partition_point(|o| o.ts_ns < until || (!before && o.ts_ns == until));
+    let Some(first) = group.first().filter(|_| opened > 0) else {
         return 0;
     };
     // The context the mapping was opened in, destroyed since: the mapping went with it.
-    let context_gone = open.ctx.as_ref().is_some_and(|ctx| {
-        t.later_in_process(first).any(|c| {
-            c.func.starts_with("cuCtxDestroy")
-                && c.succeeded()
-                && c.arg("ctx") == Some(ctx)
-                && c.ts_ns <= until
-        })
-    });
-    if context_gone {
-        return 0;
+    if let Some(ctx) = first.ctx.as_ref() {
+        if t.count_later(first, "cuCtxDestroy", "ctx", ctx, until) > 0 {
+            return 0;
+        }
     }
-    let closed = t
-        .later_in_process(first)
-        .filter(|c| {
-            c.func == s.close && c.succeeded() && c.arg(s.close_ptr) == mapped && c.ts_ns <= until
-        })
-        .count();
-    same.len().saturating_sub(closed)
+    let closed = match first.out(s.open_out) {
+        Some(mapped) => t.count_later(first, s.close, s.close_ptr, mapped, until),
+        None => t
+            .later_in_process(first)
+            .filter(|c| {
+                c.func == s.close
+                    && c.succeeded()
+                    && c.arg(s.close_ptr).is_none()
+                    && c.ts_ns <= until
+            })
+            .count(),
+    };
+    opened.saturating_sub(closed)
 }
 
 /// The processes other than the exporter's that have what `export` exported open at
 /// `at` (ns of the wall clock), each named once: opened before, not closed since, its
 /// context not destroyed, and the process not exited (an exit unmaps what it had open;
-/// leaving it open is that process's own finding).
+/// leaving it open is that process's own finding). `opens`: the handle's successful opens.
 fn open_elsewhere(
     t: &Timeline,
     s: &Spelling,
-    calls: &[&Call],
+    opens: &Opens,
     export: &Call,
     at: u64,
 ) -> Vec<String> {
-    let opens: Vec<&Call> = calls
-        .iter()
-        .copied()
-        .filter(|c| c.pid != export.pid && is_open(s, c) && c.ts_ns < at)
-        .collect();
     let mut pids: Vec<i64> = opens
-        .iter()
-        .filter(|open| {
-            still_open(t, s, &opens, open, at) > 0
-                && t.exited(open.pid).is_none_or(|gone| gone > at)
+        .each()
+        .filter_map(|group| {
+            let pid = group.first()?.pid;
+            (pid != export.pid
+                && open_count(t, s, group, at, true) > 0
+                && t.exited(pid).is_none_or(|gone| gone > at))
+            .then_some(pid)
         })
-        .map(|open| open.pid)
         .collect();
     pids.sort_unstable();
     pids.dedup();
     pids.iter().map(i64::to_string).collect()
+}
+
+/// The successful opens among `calls`, grouped ([`Opens`]).
+fn opens_of<'t>(s: &Spelling, calls: &[&'t Call]) -> Opens<'t> {
+    Opens::of(s, calls.iter().copied().filter(|c| is_open(s, c)))
 }
 
 report_check!(
@@ -211,9 +241,10 @@ fn freed_while_open(
     rule: &'static Rule,
     found: &mut Vec<ReportFinding>,
 ) {
+    let opens = opens_of(s, calls);
     for (export, free) in exports(t, s, calls) {
         let Some(free) = free else { continue };
-        let pids = open_elsewhere(t, s, calls, export, free.ts_ns);
+        let pids = open_elsewhere(t, s, &opens, export, free.ts_ns);
         if pids.is_empty() {
             continue;
         }
@@ -262,10 +293,11 @@ fn opened_after_free(
     let exports = exports(t, s, calls);
     for open in calls.iter().filter(|c| c.func.starts_with(s.open)) {
         // The last export of this handle before the open, by another process.
-        let Some((export, Some(free))) = exports
+        let before = exports.partition_point(|(e, _)| e.ts_ns < open.ts_ns);
+        let Some((export, Some(free))) = exports[..before]
             .iter()
             .rev()
-            .find(|(e, _)| e.pid != open.pid && e.ts_ns < open.ts_ns)
+            .find(|(e, _)| e.pid != open.pid)
         else {
             continue;
         };
@@ -328,20 +360,19 @@ fn context_destroyed_while_open(
     rule: &'static Rule,
     found: &mut Vec<ReportFinding>,
 ) {
+    let opens = opens_of(s, calls);
     for (export, free) in exports(t, s, calls) {
         let Some(ctx) = export.ctx.as_ref() else {
             continue;
         };
-        let Some(destroy) = t.later_in_process(export).find(|c| {
-            c.func.starts_with("cuCtxDestroy") && c.succeeded() && c.arg("ctx") == Some(ctx)
-        }) else {
+        let Some(destroy) = t.first_later(export, "cuCtxDestroy", "ctx", ctx) else {
             continue;
         };
         // A free before the destroy is the free's finding.
         if free.is_some_and(|f| f.ts_ns < destroy.ts_ns) {
             continue;
         }
-        let pids = open_elsewhere(t, s, calls, export, destroy.ts_ns);
+        let pids = open_elsewhere(t, s, &opens, export, destroy.ts_ns);
         if pids.is_empty() {
             continue;
         }
@@ -359,6 +390,9 @@ fn context_destroyed_while_open(
         ));
     }
 }
+
+/// The held mappings of one process and device, by context (its JSON text), each in time order.
+type ByContext<'t> = Vec<(String, Vec<&'t Call>)>;
 
 /// An open in a context of a device while another context of that device of the same
 /// process has a handle of the same exporter (another allocation's) open: the opens'
@@ -391,21 +425,39 @@ impl ReportCheck for SecondContext {
             .iter()
             .filter(|c| c.func.starts_with(s.open) && c.ctx.is_some() && c.dev.is_some())
             .collect();
-        let held: Vec<&Call> = opens.iter().copied().filter(|c| c.succeeded()).collect();
+        let held = Opens::of(s, opens.iter().copied().filter(|c| c.succeeded()));
+        // The held mappings of each process and device, by context, each in time order: an
+        // open looks only at the other contexts' (issue 27).
+        let mut by_device: std::collections::HashMap<(i64, Option<i64>), ByContext> =
+            Default::default();
+        for h in opens.iter().copied().filter(|c| c.succeeded()) {
+            let contexts = by_device.entry((h.pid, h.dev)).or_default();
+            let ctx = h.ctx.as_ref().map_or_else(String::new, Value::to_string);
+            match contexts.iter_mut().find(|(c, _)| *c == ctx) {
+                Some((_, list)) => list.push(h),
+                None => contexts.push((ctx, vec![h])),
+            }
+        }
         let mut found = Vec::new();
         for open in &opens {
             let Some(from) = exporter(open) else {
                 continue;
             };
-            let first = held.iter().find(|h| {
-                h.pid == open.pid
-                    && h.ts_ns < open.ts_ns
-                    && h.dev == open.dev
-                    && h.ctx != open.ctx
-                    && h.fingerprints() != open.fingerprints()
-                    && exporter(h) == Some(from)
-                    && still_open(t, s, &held, h, open.ts_ns) > 0
-            });
+            let ctx = open.ctx.as_ref().map_or_else(String::new, Value::to_string);
+            let first = by_device
+                .get(&(open.pid, open.dev))
+                .into_iter()
+                .flatten()
+                .filter(|(c, _)| *c != ctx)
+                .filter_map(|(_, list)| {
+                    let before = list.partition_point(|h| h.ts_ns < open.ts_ns);
+                    list[..before].iter().copied().find(|h| {
+                        h.fingerprints() != open.fingerprints()
+                            && exporter(h) == Some(from)
+                            && open_count(t, s, held.group(s, h), open.ts_ns, false) > 0
+                    })
+                })
+                .min_by_key(|h| h.pos);
             let Some(first) = first else {
                 continue;
             };
@@ -460,17 +512,35 @@ fn unreachable(
     rule: &'static Rule,
     found: &mut Vec<ReportFinding>,
 ) {
+    // The exports by the UUID of their memory's device, each list in time order; an open is
+    // matched against those of the devices it cannot access only (issue 27).
+    let mut by_device: std::collections::HashMap<&str, Vec<&Call>> = Default::default();
     for (export, _) in exports(t, s, calls) {
-        let Some(there) = export.uuid.as_ref() else {
-            continue;
-        };
-        for open in calls.iter().filter(|c| {
-            c.pid != export.pid
-                && c.func.starts_with(s.open)
-                && c.ts_ns > export.ts_ns
-                && c.uuid.as_ref() != Some(there)
-                && c.unreachable.contains(there)
-        }) {
+        if let Some(there) = export.uuid.as_deref() {
+            by_device.entry(there).or_default().push(export);
+        }
+    }
+    for open in calls
+        .iter()
+        .filter(|c| c.func.starts_with(s.open) && !c.unreachable.is_empty())
+    {
+        let mut from: Vec<(&Call, &str)> = Vec::new();
+        for there in &open.unreachable {
+            if open.uuid.as_ref() == Some(there) {
+                continue;
+            }
+            let list = by_device.get(there.as_str()).map_or(&[][..], Vec::as_slice);
+            let before = list.partition_point(|e| e.ts_ns < open.ts_ns);
+            from.extend(
+                list[..before]
+                    .iter()
+                    .filter(|e| e.pid != open.pid)
+                    .map(|e| (*e, there.as_str())),
+            );
+        }
+        from.sort_by_key(|(e, _)| e.pos);
+        from.dedup_by_key(|(e, _)| e.pos);
+        for (export, there) in from {
             let answer = match open.ret {
                 Some(0) => "the driver opened it anyway".to_string(),
                 Some(code) => format!("the driver answered {code}"),
@@ -498,21 +568,21 @@ fn exporter_exited(
     rule: &'static Rule,
     found: &mut Vec<ReportFinding>,
 ) {
+    let opens = opens_of(s, calls);
     for (export, free) in exports(t, s, calls) {
         // A free before the exit is the free's finding ([`freed_while_open`]).
         let (None, Some(exit)) = (free, t.exited(export.pid)) else {
             continue;
         };
         // So is a destroy of the memory's context ([`context_destroyed_while_open`]).
-        let destroyed = export.ctx.as_ref().is_some_and(|ctx| {
-            t.later_in_process(export).any(|c| {
-                c.func.starts_with("cuCtxDestroy") && c.succeeded() && c.arg("ctx") == Some(ctx)
-            })
-        });
+        let destroyed = export
+            .ctx
+            .as_ref()
+            .is_some_and(|ctx| t.first_later(export, "cuCtxDestroy", "ctx", ctx).is_some());
         if destroyed {
             continue;
         }
-        let pids = open_elsewhere(t, s, calls, export, exit);
+        let pids = open_elsewhere(t, s, &opens, export, exit);
         if pids.is_empty() {
             continue;
         }
@@ -570,10 +640,7 @@ fn destroyed<'t>(
     after: &'t Call,
     event: Option<&Value>,
 ) -> Option<&'t Call> {
-    let event = event?;
-    t.later_in_process(after).find(|c| {
-        c.func.starts_with(s.destroy) && c.succeeded() && c.arg(s.destroy_event) == Some(event)
-    })
+    t.first_later(after, s.destroy, s.destroy_event, event?)
 }
 
 report_check!(
@@ -688,7 +755,8 @@ fn event_destroyed_while_open(
 }
 
 report_check!(
-    /// An importer that ended through `exit` with an opened mapping it never closed.
+    /// An importer that ended through `exit` with an opened mapping it never closed: reported
+    /// once per process and pointer, on the last open of it before the exit.
     NeverClosed,
     NEVER_CLOSED,
     NEVER_CLOSED_RULE,
@@ -711,21 +779,26 @@ fn never_closed(
     rule: &'static Rule,
     found: &mut Vec<ReportFinding>,
 ) {
-    let opens: Vec<&Call> = calls.iter().copied().filter(|c| is_open(s, c)).collect();
-    let mut reported: Vec<(i64, Option<&Value>)> = Vec::new();
-    for open in &opens {
+    let groups = opens_of(s, calls);
+    let mut reported: std::collections::HashSet<(i64, Option<String>)> = Default::default();
+    for open in calls.iter().filter(|c| is_open(s, c)) {
         let Some(exit) = t.exited(open.pid) else {
             continue;
         };
-        let key = (open.pid, open.out(s.open_out));
+        let key = (open.pid, open.out(s.open_out).map(Value::to_string));
         if reported.contains(&key) {
             continue;
         }
-        let left = still_open(t, s, &opens, open, exit);
+        let group = groups.group(s, open);
+        let left = open_count(t, s, group, exit, false);
         if left == 0 {
             continue;
         }
-        reported.push(key);
+        reported.insert(key);
+        // Reported on the mapping's last open before the exit, one the exit left open (the
+        // first may have been closed long before, in a loop that opens the same address again).
+        let before = group.partition_point(|o| o.ts_ns <= exit);
+        let open = group[..before].last().copied().unwrap_or(open);
         let mapped = open.out(s.open_out).map(shown).unwrap_or_default();
         found.push(ReportFinding::at(
             rule,

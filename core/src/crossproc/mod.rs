@@ -70,8 +70,11 @@ pub struct Call {
     pub uuid: Option<String>,
     pub unreachable: Vec<String>,
     /// Where in the program the call was made: the record's `"stack"` (kept for calls a
-    /// report-phase rule may name), else the stack of a finding on the record.
-    pub stack: Option<Value>,
+    /// report-phase rule may name), else the stack of a finding on the record. Shared by every
+    /// call made from the same place ([`Timeline::add`] keeps one copy of each stack).
+    pub stack: Option<std::sync::Arc<Value>>,
+    /// Its place in the timeline's time order (set by [`Timeline::finish`]).
+    pub pos: usize,
 }
 
 impl Call {
@@ -143,7 +146,35 @@ pub struct Timeline {
     by_fingerprint: BTreeMap<String, Vec<usize>>,
     /// Process -> when its `exit` record was written (a process that ended through `exit`).
     exits: BTreeMap<i64, u64>,
+    /// Process -> its calls (indices into `calls`, in time order).
+    by_process: HashMap<i64, Vec<usize>>,
+    /// (process, entry of [`INDEXED`]) -> argument value (its JSON text) -> the successful calls
+    /// of that process, function and value (indices into `calls`, in time order).
+    by_value: HashMap<(i64, usize), HashMap<String, Vec<usize>>>,
+    /// Every stack the kept calls were made from (its JSON text -> the one copy).
+    stacks: HashMap<String, std::sync::Arc<Value>>,
     sorted: bool,
+}
+
+/// The calls the report-phase checks look up by one argument's value ([`Timeline::first_later`],
+/// [`Timeline::count_later`]): a function prefix and the argument. Looking up any other pair
+/// scans the process's later calls instead (the same answer, in time linear in them).
+const INDEXED: &[(&str, &str)] = &[
+    ("cuMemFree", "dptr"),
+    ("hipFree", "ptr"),
+    ("cuIpcCloseMemHandle", "dptr"),
+    ("hipIpcCloseMemHandle", "devPtr"),
+    ("cuCtxDestroy", "ctx"),
+    ("cuEventDestroy", "hEvent"),
+    ("hipEventDestroy", "event"),
+];
+
+/// A value's key in [`Timeline`]'s indexes: a string as it is, anything else as its JSON text.
+fn value_key(value: &Value) -> std::borrow::Cow<'_, str> {
+    match value {
+        Value::String(s) => std::borrow::Cow::Borrowed(s),
+        other => std::borrow::Cow::Owned(other.to_string()),
+    }
 }
 
 impl Timeline {
@@ -204,12 +235,21 @@ impl Timeline {
             return;
         }
         let args = args.clone();
-        let stack = record.get("stack").cloned().or_else(|| {
-            record
-                .get("findings")
-                .and_then(Value::as_array)
-                .and_then(|f| f.iter().find_map(|f| f.get("stack").cloned()))
-        });
+        let stack = record
+            .get("stack")
+            .or_else(|| {
+                record
+                    .get("findings")
+                    .and_then(Value::as_array)
+                    .and_then(|f| f.iter().find_map(|f| f.get("stack")))
+            })
+            .map(|stack| {
+                // One copy of each stack: a loop's calls share theirs (issue 27: memory).
+                self.stacks
+                    .entry(stack.to_string())
+                    .or_insert_with(|| std::sync::Arc::new(stack.clone()))
+                    .clone()
+            });
         self.calls.push(Call {
             pid,
             tid: record.get("tid").and_then(Value::as_i64),
@@ -235,6 +275,7 @@ impl Timeline {
                 })
                 .unwrap_or_default(),
             stack,
+            pos: 0,
         });
         self.sorted = false;
     }
@@ -246,6 +287,11 @@ impl Timeline {
         }
         self.calls.sort_by_key(|c| (c.ts_ns, c.pid, c.seq));
         self.by_fingerprint.clear();
+        self.by_process.clear();
+        self.by_value.clear();
+        for (i, call) in self.calls.iter_mut().enumerate() {
+            call.pos = i;
+        }
         for (i, call) in self.calls.iter().enumerate() {
             for fp in call.fingerprints() {
                 let entry = self.by_fingerprint.entry(fp.to_string()).or_default();
@@ -253,8 +299,83 @@ impl Timeline {
                     entry.push(i);
                 }
             }
+            self.by_process.entry(call.pid).or_default().push(i);
+            if !call.succeeded() {
+                continue;
+            }
+            for (k, (prefix, arg)) in INDEXED.iter().enumerate() {
+                if let (true, Some(value)) = (call.func.starts_with(prefix), call.arg(arg)) {
+                    self.by_value
+                        .entry((call.pid, k))
+                        .or_default()
+                        .entry(value_key(value).into_owned())
+                        .or_default()
+                        .push(i);
+                }
+            }
         }
         self.sorted = true;
+    }
+
+    /// The first successful call of `after`'s process after it whose function starts with
+    /// `prefix` and whose argument `arg` is `value`.
+    pub fn first_later<'a>(
+        &'a self,
+        after: &Call,
+        prefix: &str,
+        arg: &str,
+        value: &Value,
+    ) -> Option<&'a Call> {
+        match self.indexed(after.pid, prefix, arg, value) {
+            Some(list) => {
+                let start = list.partition_point(|&i| i <= after.pos);
+                list.get(start).map(|&i| &self.calls[i])
+            }
+            None => self
+                .later_in_process(after)
+                .find(|c| c.func.starts_with(prefix) && c.succeeded() && c.arg(arg) == Some(value)),
+        }
+    }
+
+    /// How many successful calls of `after`'s process after it, up to `until` (ns of the wall
+    /// clock, inclusive), have a function that starts with `prefix` and the argument `arg` equal
+    /// to `value`.
+    pub fn count_later(
+        &self,
+        after: &Call,
+        prefix: &str,
+        arg: &str,
+        value: &Value,
+        until: u64,
+    ) -> usize {
+        match self.indexed(after.pid, prefix, arg, value) {
+            Some(list) => {
+                let start = list.partition_point(|&i| i <= after.pos);
+                let end = list.partition_point(|&i| self.calls[i].ts_ns <= until);
+                end.saturating_sub(start)
+            }
+            None => self
+                .later_in_process(after)
+                .filter(|c| {
+                    c.func.starts_with(prefix)
+                        && c.succeeded()
+                        && c.arg(arg) == Some(value)
+                        && c.ts_ns <= until
+                })
+                .count(),
+        }
+    }
+
+    /// The indexed calls of `pid` for `prefix`, `arg` and `value` ([`INDEXED`]); `None` when the
+    /// pair is not indexed.
+    fn indexed(&self, pid: i64, prefix: &str, arg: &str, value: &Value) -> Option<&[usize]> {
+        let k = INDEXED.iter().position(|&(p, a)| p == prefix && a == arg)?;
+        Some(
+            self.by_value
+                .get(&(pid, k))
+                .and_then(|values| values.get(value_key(value).as_ref()))
+                .map_or(&[][..], Vec::as_slice),
+        )
     }
 
     pub fn calls(&self) -> &[Call] {
@@ -284,10 +405,16 @@ impl Timeline {
     /// The calls of one process after `after` (same process) in time order (then `seq`, which
     /// orders one thread's calls), for following what became of memory or a handle in that
     /// process.
-    pub fn later_in_process<'a>(&'a self, after: &'a Call) -> impl Iterator<Item = &'a Call> + 'a {
-        self.calls
-            .iter()
-            .filter(move |c| c.pid == after.pid && (c.ts_ns, c.seq) > (after.ts_ns, after.seq))
+    pub fn later_in_process<'a>(
+        &'a self,
+        after: &Call,
+    ) -> impl Iterator<Item = &'a Call> + use<'a> {
+        let list = self
+            .by_process
+            .get(&after.pid)
+            .map_or(&[][..], Vec::as_slice);
+        let start = list.partition_point(|&i| i <= after.pos);
+        list[start..].iter().map(|&i| &self.calls[i])
     }
 }
 
@@ -422,7 +549,7 @@ impl ReportFinding {
             func: call.func.clone(),
             message,
             args: call.args.clone(),
-            stack: call.stack.clone(),
+            stack: call.stack.as_deref().cloned(),
         }
     }
 }
@@ -704,6 +831,8 @@ mod tests {
             f[0].message.contains("(1 open(s) without a close)"),
             "{f:?}"
         );
+        // On the last open of the mapping before the exit.
+        assert_eq!(f[0].ts_ns, 210);
     }
 
     #[test]
@@ -825,5 +954,117 @@ mod tests {
                 view.handle
             );
         }
+    }
+
+    /// The indexed lookups answer as a walk over the process's later calls would: every call,
+    /// every indexed function and value, failed calls and other processes' calls left out.
+    #[test]
+    fn indexed_lookups_agree_with_a_walk_over_the_process() {
+        let mut records = Vec::new();
+        let funcs = [
+            ("cuMemFree_v2", "dptr"),
+            ("cuIpcCloseMemHandle", "dptr"),
+            ("cuCtxDestroy_v2", "ctx"),
+            ("cuEventDestroy_v2", "hEvent"),
+        ];
+        let values = ["0x1", "0x2", "0x3"];
+        for k in 0..240u64 {
+            let (func, arg) = funcs[(k % 4) as usize];
+            let pid = [10, 20][(k / 7 % 2) as usize];
+            // Some ties in time, some failures.
+            let ts = 100 + k / 3 * 10;
+            let ret = i64::from(k % 11 == 0);
+            let value = values[(k * 5 % 3) as usize];
+            records.push((pid, ts, func, serde_json::json!({ arg: value }), ret));
+        }
+        let t = timeline(&records);
+        assert_eq!(t.calls().len(), 240);
+        for after in t.calls() {
+            let walk: Vec<&Call> = t
+                .calls()
+                .iter()
+                .filter(|c| c.pid == after.pid && (c.ts_ns, c.seq) > (after.ts_ns, after.seq))
+                .collect();
+            let later: Vec<u64> = t.later_in_process(after).map(|c| c.seq).collect();
+            assert_eq!(later, walk.iter().map(|c| c.seq).collect::<Vec<_>>());
+            for (prefix, arg) in [
+                ("cuMemFree", "dptr"),
+                ("cuIpcCloseMemHandle", "dptr"),
+                ("cuCtxDestroy", "ctx"),
+                ("cuEventDestroy", "hEvent"),
+            ] {
+                for value in values {
+                    let value = Value::from(value);
+                    let matching: Vec<&&Call> = walk
+                        .iter()
+                        .filter(|c| {
+                            c.func.starts_with(prefix)
+                                && c.succeeded()
+                                && c.arg(arg) == Some(&value)
+                        })
+                        .collect();
+                    assert_eq!(
+                        t.first_later(after, prefix, arg, &value).map(|c| c.seq),
+                        matching.first().map(|c| c.seq)
+                    );
+                    for until in [0, after.ts_ns, after.ts_ns + 15, u64::MAX] {
+                        assert_eq!(
+                            t.count_later(after, prefix, arg, &value, until),
+                            matching.iter().filter(|c| c.ts_ns <= until).count(),
+                            "{prefix} {value} after {} until {until}",
+                            after.seq
+                        );
+                    }
+                }
+            }
+        }
+        // A pair nothing indexes is answered by the walk.
+        let first = &t.calls()[0];
+        assert!(t
+            .first_later(first, "cuMemFree", "other", &Value::from("0x1"))
+            .is_none());
+    }
+
+    /// A handle used for thousands of rounds (the allocator hands out the same address, R580 the
+    /// same handle): each round is decided on its own. One round's free before its close is the
+    /// one finding; the importer's exit with the last round's mapping open is the other.
+    #[test]
+    fn a_long_history_of_one_handle_is_decided_round_by_round() {
+        const ROUNDS: u64 = 3000;
+        const EARLY: u64 = 1234;
+        let mut records = Vec::new();
+        for k in 0..ROUNDS {
+            let at = 1000 * (k + 1);
+            let (close_at, free_at) = if k == EARLY {
+                (at + 300, at + 200)
+            } else {
+                (at + 200, at + 300)
+            };
+            records.push(export(at));
+            records.push(open(at + 100, 0));
+            if k + 1 < ROUNDS {
+                records.push(close(close_at));
+            } else {
+                // The importer exits with the last round's mapping open.
+                records.push(exit(20, at + 150));
+            }
+            records.push(free(free_at));
+        }
+        let t = timeline(&records);
+        let freed_early = 1000 * (EARLY + 1) + 200;
+        assert_eq!(
+            rules_found(&t, &FREED_WHILE_OPEN),
+            [(FREED_WHILE_OPEN.rules()[0].id, 10, freed_early)]
+        );
+        let last_open = 1000 * ROUNDS + 100;
+        assert_eq!(
+            rules_found(&t, &NEVER_CLOSED),
+            [(NEVER_CLOSED.rules()[0].id, 20, last_open)]
+        );
+        assert!(rules_found(&t, &OPENED_AFTER_FREE).is_empty());
+        // The handle view attributes each round's steps to its round.
+        let views = t.handles();
+        assert_eq!(views.len(), 1);
+        assert_eq!(views[0].steps.len() as u64, 4 * ROUNDS - 1);
     }
 }
