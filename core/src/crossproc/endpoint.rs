@@ -130,11 +130,9 @@ fn bind_imported_unicast(t: &Timeline) -> Vec<ReportFinding> {
                 continue;
             };
             // The exporter's create of that id, the last before the export.
-            let create = t.calls().iter().rev().find(|c| {
-                c.pid == export.pid
-                    && c.func == "cuLogicalEndpointCreate"
+            let create = t.earlier_in_process(export).find(|c| {
+                c.func == "cuLogicalEndpointCreate"
                     && c.succeeded()
-                    && (c.ts_ns, c.seq) < (export.ts_ns, export.seq)
                     && number(c, "leId") == Some(exported)
             });
             let prop = create.and_then(|c| c.arg("prop"));

@@ -169,11 +169,19 @@ const INDEXED: &[(&str, &str)] = &[
     ("hipEventDestroy", "event"),
 ];
 
-/// A value's key in [`Timeline`]'s indexes: a string as it is, anything else as its JSON text.
+/// Whether two argument values are the same for the indexes ([`value_key`]).
+fn same_value(a: &Value, b: &Value) -> bool {
+    a == b || value_key(a) == value_key(b)
+}
+
+/// A value's key in [`Timeline`]'s indexes: a number (an address or handle, `"0x..."` or plain)
+/// as its lowercase hex, so that the keys of equal numbers are equal; any other string as it is,
+/// anything else as its JSON text.
 fn value_key(value: &Value) -> std::borrow::Cow<'_, str> {
-    match value {
-        Value::String(s) => std::borrow::Cow::Borrowed(s),
-        other => std::borrow::Cow::Owned(other.to_string()),
+    match (number(value), value) {
+        (Some(n), _) => std::borrow::Cow::Owned(format!("{n:#x}")),
+        (None, Value::String(s)) => std::borrow::Cow::Borrowed(s),
+        (None, other) => std::borrow::Cow::Owned(other.to_string()),
     }
 }
 
@@ -318,7 +326,7 @@ impl Timeline {
     }
 
     /// The first successful call of `after`'s process after it whose function starts with
-    /// `prefix` and whose argument `arg` is `value`.
+    /// `prefix` and whose argument `arg` is `value` (numbers compared as numbers: `"0x10"` is 16).
     pub fn first_later<'a>(
         &'a self,
         after: &Call,
@@ -331,9 +339,11 @@ impl Timeline {
                 let start = list.partition_point(|&i| i <= after.pos);
                 list.get(start).map(|&i| &self.calls[i])
             }
-            None => self
-                .later_in_process(after)
-                .find(|c| c.func.starts_with(prefix) && c.succeeded() && c.arg(arg) == Some(value)),
+            None => self.later_in_process(after).find(|c| {
+                c.func.starts_with(prefix)
+                    && c.succeeded()
+                    && c.arg(arg).is_some_and(|a| same_value(a, value))
+            }),
         }
     }
 
@@ -359,7 +369,7 @@ impl Timeline {
                 .filter(|c| {
                     c.func.starts_with(prefix)
                         && c.succeeded()
-                        && c.arg(arg) == Some(value)
+                        && c.arg(arg).is_some_and(|a| same_value(a, value))
                         && c.ts_ns <= until
                 })
                 .count(),
@@ -400,6 +410,19 @@ impl Timeline {
             .into_iter()
             .flatten()
             .map(|&i| &self.calls[i])
+    }
+
+    /// The calls of `before`'s process before it, latest first.
+    pub fn earlier_in_process<'a>(
+        &'a self,
+        before: &Call,
+    ) -> impl Iterator<Item = &'a Call> + use<'a> {
+        let list = self
+            .by_process
+            .get(&before.pid)
+            .map_or(&[][..], Vec::as_slice);
+        let end = list.partition_point(|&i| i < before.pos);
+        list[..end].iter().rev().map(|&i| &self.calls[i])
     }
 
     /// The calls of one process after `after` (same process) in time order (then `seq`, which
@@ -987,6 +1010,15 @@ mod tests {
                 .collect();
             let later: Vec<u64> = t.later_in_process(after).map(|c| c.seq).collect();
             assert_eq!(later, walk.iter().map(|c| c.seq).collect::<Vec<_>>());
+            let earlier: Vec<u64> = t.earlier_in_process(after).map(|c| c.seq).collect();
+            let walk_back: Vec<u64> = t
+                .calls()
+                .iter()
+                .rev()
+                .filter(|c| c.pid == after.pid && (c.ts_ns, c.seq) < (after.ts_ns, after.seq))
+                .map(|c| c.seq)
+                .collect();
+            assert_eq!(earlier, walk_back);
             for (prefix, arg) in [
                 ("cuMemFree", "dptr"),
                 ("cuIpcCloseMemHandle", "dptr"),

@@ -6,6 +6,7 @@
 
 use crate::crossproc::{number, Call, ReportFinding, Timeline};
 use crate::rules::pool::report::*;
+use serde_json::Value;
 
 /// The calls this check reads (besides those with fingerprints): the frees.
 const READS: &[&str] = &[
@@ -14,15 +15,10 @@ const READS: &[&str] = &[
     "cuMemPoolImportPointer",
 ];
 
-/// The first successful free of `ptr` in `after`'s process after it (`cuMemFree`,
-/// `cuMemFreeAsync`, their spellings).
-fn freed<'a>(t: &'a Timeline, after: &'a Call, ptr: u64) -> Option<&'a Call> {
-    t.later_in_process(after).find(|c| {
-        c.func.starts_with("cuMemFree")
-            && c.func != "cuMemFreeHost"
-            && c.succeeded()
-            && c.arg("dptr").and_then(number) == Some(ptr)
-    })
+/// The first successful free of `ptr` (an argument's value) in `after`'s process after it
+/// (`cuMemFree`, `cuMemFreeAsync`, their spellings; `cuMemFreeHost` takes no `dptr`).
+fn freed<'a>(t: &'a Timeline, after: &Call, ptr: &Value) -> Option<&'a Call> {
+    t.first_later(after, "cuMemFree", "dptr", ptr)
 }
 
 timeline_check!(
@@ -33,53 +29,97 @@ timeline_check!(
     freed_while_imported
 );
 
+/// An import, the pointer it returned, and what ended its hold: when, and how ([`freed_while_imported`]).
+type Import<'t> = (&'t Call, Value, Option<(u64, String)>);
+
 fn freed_while_imported(t: &Timeline) -> Vec<ReportFinding> {
     let mut found = Vec::new();
     for fp in t.fingerprints() {
         let calls: Vec<&Call> = t.sharing(fp).filter(|c| c.succeeded()).collect();
-        for export in calls.iter().filter(|c| c.func == "cuMemPoolExportPointer") {
-            let Some(ptr) = export.arg("ptr").and_then(number) else {
+        // Each import with what ended it: its own free, else its process's exit (`None`: neither
+        // is known, so its hold is never decided). One sweep over the exporters' frees in time
+        // order keeps the imports that began before and did not end by then (issue 27: walking
+        // every import for every export was quadratic in a handle's history).
+        let mut imports: Vec<Import> = Vec::new();
+        for import in calls
+            .iter()
+            .copied()
+            .filter(|c| c.func == "cuMemPoolImportPointer")
+        {
+            let Some(imported) = import.out("ptr_out").filter(|v| number(v).is_some()) else {
                 continue;
             };
-            let Some(free) = freed(t, export, ptr) else {
-                continue;
+            let end = match freed(t, import, imported) {
+                Some(g) => Some((
+                    g.ts_ns,
+                    format!("freed it only later (call #{} of process {})", g.seq, g.pid),
+                )),
+                None => t
+                    .exited(import.pid)
+                    .map(|exit| (exit, "never freed it before exiting".to_string())),
             };
-            for import in calls.iter().filter(|c| {
-                c.func == "cuMemPoolImportPointer"
-                    && c.pid != export.pid
-                    && (c.ts_ns, c.pid) < (free.ts_ns, free.pid)
-            }) {
-                let Some(imported) = import.out("ptr_out").and_then(number) else {
-                    continue;
-                };
-                let held = match freed(t, import, imported) {
-                    Some(g) => (g.ts_ns > free.ts_ns).then(|| {
-                        format!("freed it only later (call #{} of process {})", g.seq, g.pid)
-                    }),
-                    None => match t.exited(import.pid) {
-                        Some(exit) if exit > free.ts_ns => {
-                            Some("never freed it before exiting".to_string())
-                        }
-                        // Ended before the free, or its end is unknown: not decided.
-                        _ => None,
-                    },
-                };
-                if let Some(held) = held {
-                    found.push(ReportFinding::at(
-                        &FREED_WHILE_IMPORTED_RULE,
-                        free,
-                        format!(
-                            "{ptr:#x}, exported with cuMemPoolExportPointer (call #{}), was freed \
-                             while process {} still held its import ({imported:#x}, \
-                             cuMemPoolImportPointer call #{}); that process {held}",
-                            export.seq, import.pid, import.seq
-                        ),
-                    ));
+            imports.push((import, imported.clone(), end));
+        }
+        let mut frees: Vec<(&Call, &Call, u64)> = calls
+            .iter()
+            .copied()
+            .filter(|c| c.func == "cuMemPoolExportPointer")
+            .filter_map(|export| {
+                let ptr = export.arg("ptr").filter(|v| number(v).is_some())?;
+                let free = freed(t, export, ptr)?;
+                Some((export, free, number(ptr)?))
+            })
+            .collect();
+        frees.sort_by_key(|(export, free, _)| ((free.ts_ns, free.pid), export.pos));
+        // Imports begun (in time order) and those not ended yet, by when they end.
+        let mut begun = 0;
+        let mut held: std::collections::BTreeSet<(u64, usize)> = Default::default();
+        let mut at_free: Vec<(usize, &Call, &Call, u64)> = Vec::new();
+        for (export, free, ptr) in frees {
+            while let Some((import, _, end)) = imports.get(begun) {
+                if (import.ts_ns, import.pid) >= (free.ts_ns, free.pid) {
+                    break;
                 }
+                if let Some((until, _)) = end {
+                    held.insert((*until, begun));
+                }
+                begun += 1;
+            }
+            // Ended by the free (or at it): not held.
+            while held.first().is_some_and(|&(until, _)| until <= free.ts_ns) {
+                held.pop_first();
+            }
+            let mut holding: Vec<usize> = held
+                .iter()
+                .map(|&(_, k)| k)
+                .filter(|&k| imports[k].0.pid != export.pid)
+                .collect();
+            holding.sort_unstable();
+            for k in holding {
+                at_free.push((k, export, free, ptr));
             }
         }
+        // In the order the checks have always given: by export, then import, in time order.
+        at_free.sort_by_key(|(k, export, _, _)| (export.pos, *k));
+        for (k, export, free, ptr) in at_free {
+            let (import, imported, end) = &imports[k];
+            let imported = number(imported).unwrap_or(0);
+            let held = end
+                .as_ref()
+                .map(|(_, how)| how.as_str())
+                .unwrap_or_default();
+            found.push(ReportFinding::at(
+                &FREED_WHILE_IMPORTED_RULE,
+                free,
+                format!(
+                    "{ptr:#x}, exported with cuMemPoolExportPointer (call #{}), was freed \
+                     while process {} still held its import ({imported:#x}, \
+                     cuMemPoolImportPointer call #{}); that process {held}",
+                    export.seq, import.pid, import.seq
+                ),
+            ));
+        }
     }
-    found.sort_by_key(|f| (f.ts_ns, f.pid, f.seq));
     found
 }
 
@@ -178,5 +218,38 @@ mod tests {
         // Still running (no exit record, no free): not decided.
         let running = [export(1), import(20, 2), free(10, 3, "0x1000")];
         assert!(found(&FREED_WHILE_IMPORTED, &running).is_empty());
+    }
+
+    /// Thousands of rounds of one export's data (the same address each round): each exporter's
+    /// free is decided against the imports held then. Round EARLY's importer frees after the
+    /// exporter; the last round's importer exits without freeing, after the exporter's free.
+    #[test]
+    fn a_long_history_of_one_export_is_decided_round_by_round() {
+        const ROUNDS: u64 = 3000;
+        const EARLY: u64 = 1234;
+        let mut records = Vec::new();
+        for k in 0..ROUNDS {
+            let at = 100 * (k + 1);
+            records.push(export(at));
+            records.push(import(20, at + 10));
+            if k + 1 == ROUNDS {
+                records.push(free(10, at + 20, "0x1000"));
+                records.push(exit(20, at + 30));
+            } else if k == EARLY {
+                records.push(free(10, at + 20, "0x1000"));
+                records.push(free(20, at + 30, "0x9000"));
+            } else {
+                records.push(free(20, at + 20, "0x9000"));
+                records.push(free(10, at + 30, "0x1000"));
+            }
+        }
+        let got = found(&FREED_WHILE_IMPORTED, &records);
+        let at: Vec<u64> = got.iter().map(|(ts, _)| *ts).collect();
+        assert_eq!(at, [100 * (EARLY + 1) + 20, 100 * ROUNDS + 20], "{got:?}");
+        assert!(got[0].1.contains("freed it only later"), "{got:?}");
+        assert!(
+            got[1].1.contains("never freed it before exiting"),
+            "{got:?}"
+        );
     }
 }
