@@ -9,6 +9,7 @@
 mod args;
 mod findings;
 mod occurrence;
+mod progress;
 mod record;
 mod report;
 mod review;

@@ -258,7 +258,8 @@ pub(crate) fn summarize_with(
         findings: Findings::new(gather),
         ..Summary::default()
     };
-    let stats = trace::read_files(files, diagnostics, |r| summary.add(r));
+    let progress = crate::progress::Progress::for_files(files);
+    let stats = trace::read_files_showing(files, diagnostics, progress, |r| summary.add(r));
     summary.files = stats.files_read;
     summary.unreadable = stats.unreadable;
     let mut explained = std::collections::BTreeSet::new();

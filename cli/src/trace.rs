@@ -88,6 +88,7 @@ impl Diagnostics {
     }
 }
 
+use crate::progress::Progress;
 use crate::record::Head;
 pub use crate::record::Record;
 
@@ -209,11 +210,21 @@ pub struct ReadStats {
 pub fn read_files(
     files: &[PathBuf],
     diagnostics: &mut Diagnostics,
+    on_record: impl FnMut(Record<'_>),
+) -> ReadStats {
+    read_files_showing(files, diagnostics, Progress::hidden(), on_record)
+}
+
+/// [`read_files`], advancing `progress` as the bytes are read.
+pub fn read_files_showing(
+    files: &[PathBuf],
+    diagnostics: &mut Diagnostics,
+    mut progress: Progress,
     mut on_record: impl FnMut(Record<'_>),
 ) -> ReadStats {
     let mut stats = ReadStats::default();
     for path in files {
-        match read_file(path, diagnostics, &mut on_record) {
+        match read_file(path, diagnostics, &mut progress, &mut on_record) {
             Ok(n) => {
                 stats.files_read += 1;
                 stats.records += n;
@@ -625,6 +636,7 @@ pub fn cat_file(
 fn read_file(
     path: &Path,
     diagnostics: &mut Diagnostics,
+    progress: &mut Progress,
     on_record: &mut impl FnMut(Record<'_>),
 ) -> io::Result<u64> {
     let file = File::open(path)?;
@@ -664,6 +676,9 @@ fn read_file(
             break;
         }
         offset += read;
+        if !from_ring {
+            progress.advance(read);
+        }
         line_no += 1;
         if long {
             diagnostics.push(long_line(path, line_no));

@@ -966,3 +966,50 @@ fn terminal_controls_from_a_trace_are_escaped_in_every_output_and_long_problems_
     assert!(stderr.len() < 2000, "{} bytes on stderr", stderr.len());
     assert!(stderr.contains("more characters)"), "{stderr}");
 }
+
+/// `report` of `dir`'s `t` through `script` (util-linux), so that its stderr is a terminal, with
+/// `SHARECHECK_PROGRESS_MIN_BYTES` set to `min`: what the terminal showed.
+fn report_on_a_terminal(dir: &TempDir, min: &str) -> String {
+    let exe = env!("CARGO_BIN_EXE_sharecheck");
+    let mut cmd = std::process::Command::new("script");
+    cmd.current_dir(&dir.path)
+        .args(["-qec", &format!("{exe} report t > report.txt"), "/dev/null"]);
+    for var in common::isolated_vars() {
+        cmd.env_remove(var);
+    }
+    let out = cmd
+        .env(sharecheck_core::schema::env::PROGRESS_MIN_BYTES, min)
+        .output()
+        .expect("util-linux's `script` runs the report on a terminal");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Traces larger than the threshold get a bar on a terminal; smaller ones, and any piped
+/// stderr, nothing.
+#[test]
+fn a_large_read_shows_progress_on_a_terminal_only() {
+    let dir = two_processes();
+    let shown = report_on_a_terminal(&dir, "1");
+    assert!(
+        shown.contains("sharecheck: reading 2 traces ["),
+        "{shown:?}"
+    );
+    assert!(shown.contains(" left"), "{shown:?}");
+    // The report itself is whole on stdout.
+    let report = std::fs::read_to_string(dir.join("report.txt")).unwrap();
+    assert!(report.contains("SUMMARY:"), "{report}");
+    // Below the threshold: nothing on the terminal.
+    assert!(!report_on_a_terminal(&dir, "100000000").contains("reading"));
+    // Piped (not a terminal), whatever the threshold: nothing on stderr.
+    let out = common::sharecheck(&dir)
+        .args(["report", "t"])
+        .env(sharecheck_core::schema::env::PROGRESS_MIN_BYTES, "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -54,6 +54,9 @@ pub mod env {
     pub const SIM_STATE_DIR: &str = "SHARECHECK_SIM_STATE_DIR";
     /// Simulated driver: file the driver appends one line per call to (for call counting in tests).
     pub const SIM_CALL_LOG: &str = "SHARECHECK_SIM_CALL_LOG";
+    /// `sharecheck report`: traces of more bytes than this get a progress bar on a terminal
+    /// (default 256 MiB).
+    pub const PROGRESS_MIN_BYTES: &str = "SHARECHECK_PROGRESS_MIN_BYTES";
 
     /// Every variable above that changes what a run does: a test clears them all so that none
     /// leaks in from the environment it runs in.
@@ -75,6 +78,7 @@ pub mod env {
         SIM_MAX_PEERS,
         SIM_STATE_DIR,
         SIM_CALL_LOG,
+        PROGRESS_MIN_BYTES,
     ];
 
     /// Variables of the build and test tools only (never read by the shim, driver or CLI).
