@@ -2,7 +2,8 @@
 # Installs what the tests need on a fresh Debian 12 machine (run as root; CI runs it too).
 # Idempotent: each step is skipped when its result is already there.
 #
-#   - Debian packages: libamdhip64-dev (HIP 5.2 headers in /usr/include/hip), gcc, g++;
+#   - Debian packages: libamdhip64-dev (HIP 5.2 headers in /usr/include/hip), gcc, g++, bsdutils
+#     (`script`: the report's progress bar is tested on a terminal);
 #   - CUDA 13.5 headers and the real libcudart.so.13, from the pinned PyPI wheel
 #     nvidia-cuda-runtime, unpacked into .deps/cuda at the repository root:
 #       .deps/cuda/nvidia/cu13/include/cuda.h
@@ -22,7 +23,7 @@ say() { echo "fetch-deps: $*"; }
 die() { echo "fetch-deps: error: $*" >&2; exit 1; }
 
 # --- Debian packages ---------------------------------------------------------------------------
-apt_packages=(libamdhip64-dev gcc g++)
+apt_packages=(libamdhip64-dev gcc g++ bsdutils)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
