@@ -113,6 +113,8 @@ pub struct ReportArgs {
     pub gen_suppressions: bool,
     /// An earlier run's traces to compare with (`--baseline`).
     pub baseline: Option<PathBuf>,
+    /// Threads that read the traces (`--jobs`; 0: one per CPU).
+    pub jobs: usize,
 }
 
 /// Which findings a report shows: all of one kind of condition must hold (an empty list allows
@@ -390,6 +392,18 @@ fn report_command() -> clap::Command {
                 .value_parser(value_parser!(usize))
                 .default_value(DEFAULT_LIMIT.to_string())
                 .help("Show at most N occurrences of each rule in text (0: all); every occurrence is counted."),
+        )
+        .arg(
+            Arg::new("jobs")
+                .long("jobs")
+                .short('j')
+                .value_name("N")
+                .value_parser(value_parser!(usize))
+                .default_value("0")
+                .help(
+                    "Read the traces with N threads, one file per thread at a time (0: one per \
+                     CPU). The report is the same whatever N.",
+                ),
         )
         .arg(
             Arg::new("all")
@@ -695,6 +709,7 @@ fn report_args(m: &ArgMatches) -> ReportArgs {
         suppressions: paths(m, "suppressions"),
         gen_suppressions: m.get_flag("gen-suppressions"),
         baseline: m.get_one::<PathBuf>("baseline").cloned(),
+        jobs: *m.get_one::<usize>("jobs").unwrap_or(&0),
     }
 }
 

@@ -16,10 +16,11 @@ use serde_json::{Map, Value};
 use crate::args::{Filter, Severity};
 use crate::occurrence::Occurrence;
 use crate::review::{self, Suppression};
+use crate::symbolize::Symbols;
 
 /// What a report gathers: which findings (filters, suppressions) and how many of each rule it
 /// keeps to show.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Gather {
     pub filter: Filter,
     pub suppressions: Vec<Suppression>,
@@ -27,6 +28,8 @@ pub struct Gather {
     pub limit: usize,
     /// Every finding is kept, in order (JSON, SARIF).
     pub keep_all: bool,
+    /// Threads that read traces at once (`--jobs`; 0: one per CPU this process may run on).
+    pub jobs: usize,
 }
 
 impl Gather {
@@ -114,8 +117,6 @@ pub struct Findings {
     /// Every rule ID the traces hold a finding of, before the filters (kept only while a
     /// `--rule` filter names rules: an ID neither the catalogue nor the traces know is a typo).
     pub seen_rules: BTreeSet<String>,
-    /// The names of the frames' functions, for suppressions, baselines and the renderers.
-    pub symbols: crate::symbolize::Symbols,
 }
 
 impl Default for Findings {
@@ -139,12 +140,17 @@ impl Findings {
             pending: Vec::new(),
             arrivals: 0,
             seen_rules: BTreeSet::new(),
-            symbols: crate::symbolize::Symbols::default(),
         }
     }
 
-    /// Takes one finding in.
-    pub fn add(&mut self, o: Occurrence) {
+    /// What is gathered, and how.
+    pub fn gather(&self) -> &Gather {
+        &self.gather
+    }
+
+    /// Takes one finding in (`symbols`: the names of its frames' functions, for suppressions and
+    /// baselines).
+    pub fn add(&mut self, o: Occurrence, symbols: &Symbols) {
         let generic = o.rule() == sharecheck_core::rules::general::CALL_FAILED.id;
         let readable = o.func.as_deref().is_some_and(|f| {
             sharecheck_core::rules::REPORT_READS
@@ -154,17 +160,17 @@ impl Findings {
         if generic && readable {
             self.pending.push(o);
         } else {
-            self.accept(o);
+            self.accept(o, symbols);
         }
     }
 
     /// After the report-phase checks: the generic explanations of calls they explained
     /// (`(pid, seq)`) are dropped, the rest taken in.
-    pub fn finish(&mut self, explained: &BTreeSet<(i64, u64)>) {
+    pub fn finish(&mut self, explained: &BTreeSet<(i64, u64)>, symbols: &Symbols) {
         for o in std::mem::take(&mut self.pending) {
             let key = o.pid.as_i64().zip(o.seq.as_u64());
             if !key.is_some_and(|k| explained.contains(&k)) {
-                self.accept(o);
+                self.accept(o, symbols);
             }
         }
         if let Some(spool) = &mut self.spool {
@@ -175,7 +181,77 @@ impl Findings {
         }
     }
 
-    fn accept(&mut self, o: Occurrence) {
+    /// Takes in `other`, the findings of the traces read after this one's (a reader of other
+    /// files, on another thread): the same as if this one had read them itself, in order.
+    pub fn absorb(&mut self, other: Findings) {
+        let counted_from = self.arrivals;
+        self.arrivals += other.arrivals;
+        self.total += other.total;
+        for (mine, theirs) in self.severities.iter_mut().zip(other.severities) {
+            *mine += theirs;
+        }
+        self.suppressed += other.suppressed;
+        for (key, n) in other.keys {
+            *self.keys.entry(key).or_default() += n;
+        }
+        self.suppression_lines.extend(other.suppression_lines);
+        self.seen_rules.extend(other.seen_rules);
+        self.pending.extend(other.pending);
+        if self.spool_error.is_none() {
+            self.spool_error = other.spool_error;
+        }
+        if let Some(theirs) = other.spool {
+            let absorbed = match &mut self.spool {
+                Some(mine) => mine.absorb(theirs, counted_from),
+                None => {
+                    // Its run being filled written out first: the arrivals in the file are its
+                    // own, counted from `counted_from` by the reader.
+                    let mut theirs = theirs;
+                    let ended = theirs.end_run();
+                    for run in &mut theirs.runs {
+                        run.2 += counted_from;
+                    }
+                    self.spool = Some(theirs);
+                    ended
+                }
+            };
+            if let Err(e) = absorbed {
+                self.spool_error
+                    .get_or_insert(format!("cannot write a temporary file: {e}"));
+            }
+        }
+        let limit = self.gather.limit;
+        for (rule, theirs) in other.groups {
+            let shifted = theirs.shown.into_iter().map(|mut r| {
+                r.arrival += counted_from;
+                r
+            });
+            match self.groups.get_mut(&rule) {
+                None => {
+                    let group = Group {
+                        shown: shifted.collect(),
+                        ..theirs
+                    };
+                    self.groups.insert(rule, group);
+                }
+                Some(mine) => {
+                    mine.count += theirs.count;
+                    mine.worst = mine.worst.max(theirs.worst);
+                    for (name, n) in theirs.fns {
+                        *mine.fns.entry(name).or_default() += n;
+                    }
+                    for ranked in shifted {
+                        mine.shown.push(ranked);
+                        if limit != 0 && mine.shown.len() > limit {
+                            mine.shown.pop();
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn accept(&mut self, o: Occurrence, symbols: &Symbols) {
         if !self.gather.filter.rules.is_empty() && !self.seen_rules.contains(o.rule()) {
             self.seen_rules.insert(o.rule().to_string());
         }
@@ -186,7 +262,7 @@ impl Findings {
             .gather
             .suppressions
             .iter()
-            .any(|s| s.matches(&o, &self.symbols))
+            .any(|s| s.matches(&o, symbols))
         {
             self.suppressed += 1;
             return;
@@ -196,14 +272,14 @@ impl Findings {
         if let Some(s) = severity {
             self.severities[s as usize] += 1;
         }
-        let key = review::key(&o, &self.symbols);
+        let key = review::key(&o, symbols);
         match self.keys.get_mut(&key) {
             Some(n) => *n += 1,
             None => {
                 self.keys.insert(key, 1);
             }
         }
-        let line = review::suppression_line(&o, &self.symbols);
+        let line = review::suppression_line(&o, symbols);
         if !self.suppression_lines.contains(&line) {
             self.suppression_lines.insert(line);
         }
@@ -304,8 +380,9 @@ struct Spool {
     file: std::fs::File,
     /// The run being filled: (sort key, arrival, finding as JSON).
     run: Vec<(SortKey, u64, String)>,
-    /// Where each written run starts and ends in the file.
-    runs: Vec<(u64, u64)>,
+    /// Where each written run starts and ends in the file, and what its findings' arrivals are
+    /// counted from (a run absorbed from another spool: [`Spool::absorb`]).
+    runs: Vec<(u64, u64, u64)>,
     end: u64,
 }
 
@@ -359,7 +436,29 @@ impl Spool {
             self.end += line.len() as u64 + 1;
         }
         out.flush()?;
-        self.runs.push((start, self.end));
+        self.runs.push((start, self.end, 0));
+        Ok(())
+    }
+
+    /// Appends `other`'s runs to this spool's file, their arrivals counted from `counted_from`
+    /// more (the findings this spool took before them); `other`'s file is closed.
+    fn absorb(&mut self, mut other: Spool, counted_from: u64) -> std::io::Result<()> {
+        use std::io::{Read, Seek, SeekFrom};
+        other.end_run()?;
+        self.end_run()?;
+        let mut from = &other.file;
+        from.seek(SeekFrom::Start(0))?;
+        let mut to = &self.file;
+        to.seek(SeekFrom::Start(self.end))?;
+        let copied = std::io::copy(&mut Read::take(from, other.end), &mut to)?;
+        if copied != other.end {
+            return Err(std::io::Error::other("a spool's runs were cut short"));
+        }
+        for (start, end, n) in other.runs {
+            self.runs
+                .push((start + self.end, end + self.end, n + counted_from));
+        }
+        self.end += other.end;
         Ok(())
     }
 
@@ -368,10 +467,11 @@ impl Spool {
         let mut readers: Vec<RunReader> = self
             .runs
             .iter()
-            .map(|&(start, end)| RunReader {
+            .map(|&(start, end, counted_from)| RunReader {
                 file: &self.file,
                 at: start,
                 end,
+                counted_from,
                 buf: Vec::new(),
                 pos: 0,
             })
@@ -422,6 +522,7 @@ struct RunReader<'a> {
     file: &'a std::fs::File,
     at: u64,
     end: u64,
+    counted_from: u64,
     buf: Vec<u8>,
     pos: usize,
 }
@@ -433,7 +534,9 @@ impl RunReader<'_> {
             if let Some(nl) = self.buf[self.pos..].iter().position(|&b| b == b'\n') {
                 let line = &self.buf[self.pos..self.pos + nl];
                 self.pos += nl + 1;
-                return serde_json::from_slice(line).ok();
+                let mut spooled: Spooled = serde_json::from_slice(line).ok()?;
+                spooled.n += self.counted_from;
+                return Some(spooled);
             }
             if self.at >= self.end {
                 return None;
@@ -481,10 +584,10 @@ mod tests {
         });
         // Arriving out of order (two files of one process, say): the first three by time stay.
         for (seq, ts) in [(5, 50), (1, 10), (9, 90), (3, 30), (2, 20), (7, 70)] {
-            f.add(occ("r.a", 1, seq, ts, "error"));
+            f.add(occ("r.a", 1, seq, ts, "error"), &Symbols::default());
         }
-        f.add(occ("r.b", 2, 1, 5, "info"));
-        f.finish(&BTreeSet::new());
+        f.add(occ("r.b", 2, 1, 5, "info"), &Symbols::default());
+        f.finish(&BTreeSet::new(), &Symbols::default());
         let a = &f.groups["r.a"];
         assert_eq!(a.count, 6);
         let shown: Vec<u64> = a.shown().iter().map(|o| o.seq.as_u64().unwrap()).collect();
@@ -508,11 +611,12 @@ mod tests {
             suppressions: review::parse_suppressions("rule:r.x*", "test").unwrap(),
             limit: 10,
             keep_all: true,
+            jobs: 1,
         });
-        f.add(occ("r.x1", 1, 1, 1, "error"));
-        f.add(occ("r.y", 1, 2, 2, "error"));
-        f.add(occ("r.y", 1, 3, 3, "info"));
-        f.finish(&BTreeSet::new());
+        f.add(occ("r.x1", 1, 1, 1, "error"), &Symbols::default());
+        f.add(occ("r.y", 1, 2, 2, "error"), &Symbols::default());
+        f.add(occ("r.y", 1, 3, 3, "info"), &Symbols::default());
+        f.finish(&BTreeSet::new(), &Symbols::default());
         assert_eq!((f.len(), f.suppressed), (1, 1));
         let all: Vec<Occurrence> = f.all().collect();
         assert_eq!(all.len(), 1);
@@ -531,9 +635,9 @@ mod tests {
             o.func = Some("cuIpcOpenMemHandle_v2".into());
             o
         };
-        f.add(failed(1));
-        f.add(failed(2));
-        f.finish(&BTreeSet::from([(7, 2)]));
+        f.add(failed(1), &Symbols::default());
+        f.add(failed(2), &Symbols::default());
+        f.finish(&BTreeSet::from([(7, 2)]), &Symbols::default());
         let shown: Vec<u64> = f.groups["call.failed"]
             .shown()
             .iter()
@@ -552,10 +656,10 @@ mod tests {
         // Three runs and a bit, in descending time: read back ascending.
         let n = 3 * RUN as u64 + 17;
         for i in 0..n {
-            f.add(occ("r.a", 1, n - i, n - i, "info"));
+            f.add(occ("r.a", 1, n - i, n - i, "info"), &Symbols::default());
         }
-        f.add(occ("r.a", 0, 5, 5, "info"));
-        f.finish(&BTreeSet::new());
+        f.add(occ("r.a", 0, 5, 5, "info"), &Symbols::default());
+        f.finish(&BTreeSet::new(), &Symbols::default());
         let seqs: Vec<(i64, u64)> = f
             .all()
             .map(|o| (o.pid.as_i64().unwrap(), o.seq.as_u64().unwrap()))
@@ -578,9 +682,9 @@ mod tests {
             ..Gather::default()
         });
         for seq in 0..100_000 {
-            f.add(occ("r.a", 1, seq, seq, "warning"));
+            f.add(occ("r.a", 1, seq, seq, "warning"), &Symbols::default());
         }
-        f.finish(&BTreeSet::new());
+        f.finish(&BTreeSet::new(), &Symbols::default());
         assert_eq!(f.groups["r.a"].count, 100_000);
         assert_eq!(f.groups["r.a"].shown.len(), 10);
         assert_eq!(f.keys.len(), 1);

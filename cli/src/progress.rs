@@ -17,6 +17,8 @@ const STEP: u64 = 1 << 20;
 pub struct Progress {
     bar: Option<ProgressBar>,
     pending: u64,
+    /// The bar is this one's to clear when done (not a reading thread's share of it).
+    owner: bool,
 }
 
 impl Progress {
@@ -25,6 +27,7 @@ impl Progress {
         Progress {
             bar: None,
             pending: 0,
+            owner: true,
         }
     }
 
@@ -64,6 +67,17 @@ impl Progress {
         Progress {
             bar: Some(bar),
             pending: 0,
+            owner: true,
+        }
+    }
+
+    /// A share of this bar for a thread reading some of the files: what it reads advances the
+    /// bar; dropping it leaves the bar to this one.
+    pub fn share(&self) -> Progress {
+        Progress {
+            bar: self.bar.clone(),
+            pending: 0,
+            owner: false,
         }
     }
 
@@ -83,7 +97,9 @@ impl Progress {
     pub fn finish(&mut self) {
         if let Some(bar) = self.bar.take() {
             bar.inc(self.pending);
-            bar.finish_and_clear();
+            if self.owner {
+                bar.finish_and_clear();
+            }
         }
     }
 }

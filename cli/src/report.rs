@@ -156,6 +156,7 @@ pub fn run(args: ReportArgs) -> i32 {
         suppressions: suppressions.clone(),
         limit: args.limit,
         keep_all,
+        jobs: args.jobs,
     };
     let keep_all = !args.gen_suppressions && matches!(args.format, Format::Json | Format::Sarif);
     let inputs = trace::collect_inputs(&traces);
@@ -629,7 +630,7 @@ fn render_findings_text(s: &Summary, out: &mut String) {
     }
     let shown: Vec<(&str, &crate::findings::Group, Vec<&Occurrence>)> =
         groups.into_iter().map(|(r, g)| (r, g, g.shown())).collect();
-    let symbols = &s.findings.symbols;
+    let symbols = &s.symbols;
     for (rule, group, occ) in &shown {
         let severity = group.first_field("severity").unwrap_or("?");
         let kind = group.first_field("kind").unwrap_or("?");

@@ -151,7 +151,7 @@ pub fn render_to(s: &Summary, out: &mut impl std::io::Write) -> std::io::Result<
             described
         })
         .collect();
-    let symbols = &s.findings.symbols;
+    let symbols = &s.symbols;
     let log = json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",

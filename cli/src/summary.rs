@@ -47,9 +47,38 @@ pub struct ProcessInfo {
     pub cut: bool,
     /// Tracing stopped before it exited (its exit record says so, made by the reader).
     pub stopped: bool,
+    /// Whether its process record and its exit record were read (what [`ProcessInfo::absorb`]
+    /// takes from a later file of the same process).
+    saw_process: bool,
+    saw_exit: bool,
 }
 
 impl ProcessInfo {
+    /// Takes in what a later file of the same process (another lane) said, as if read after
+    /// this one's records: counts add up, its process and exit records' fields replace these.
+    fn absorb(&mut self, other: ProcessInfo) {
+        if other.saw_process {
+            self.exe = other.exe;
+            self.ppid = other.ppid;
+            self.findings_level = other.findings_level;
+            self.saw_process = true;
+        }
+        if other.saw_exit {
+            self.exited = true;
+            self.stopped = other.stopped;
+            self.calls_made = other.calls_made;
+            self.findings_reported = other.findings_reported;
+            self.calls_unfinished = other.calls_unfinished;
+            self.calls_unchecked = other.calls_unchecked;
+            self.saw_exit = true;
+        }
+        self.calls += other.calls;
+        self.errors += other.errors;
+        self.warnings += other.warnings;
+        self.findings += other.findings;
+        self.cut |= other.cut;
+    }
+
     /// What the row says besides its numbers: how the process ended and what its trace lacks.
     pub fn notes(&self) -> String {
         let mut notes = Vec::new();
@@ -104,9 +133,33 @@ impl ProcessInfo {
     }
 }
 
-/// Everything `report` prints, built from the records of every file.
-#[derive(Default)]
+/// Everything `report` prints: what the records of every file told ([`Tally`]), and the names
+/// of the findings' frames' functions.
 pub struct Summary {
+    pub tally: Tally,
+    /// For suppressions, baselines and the renderers (not shared between threads: each reading
+    /// thread has its own while it reads).
+    pub symbols: crate::symbolize::Symbols,
+}
+
+impl std::ops::Deref for Summary {
+    type Target = Tally;
+    fn deref(&self) -> &Tally {
+        &self.tally
+    }
+}
+
+impl std::ops::DerefMut for Summary {
+    fn deref_mut(&mut self) -> &mut Tally {
+        &mut self.tally
+    }
+}
+
+/// What the records of some files told: counts, processes, findings and the calls the
+/// report-phase checks read. Built by one thread per batch of files and merged in file order
+/// ([`Tally::absorb`]): the same as one thread reading them all in order.
+#[derive(Default)]
+pub struct Tally {
     pub files: usize,
     pub records: u64,
     pub calls: u64,
@@ -124,7 +177,7 @@ pub struct Summary {
     last_function: Option<(String, bool)>,
 }
 
-impl Summary {
+impl Tally {
     pub fn process_count(&self) -> usize {
         self.processes.len() + usize::from(self.records_without_pid)
     }
@@ -133,7 +186,7 @@ impl Summary {
         self.findings.count(severity)
     }
 
-    fn add(&mut self, record: Record) {
+    fn add(&mut self, record: Record, symbols: &crate::symbolize::Symbols) {
         self.records += 1;
         // Whether the report-phase checks read a function's calls is asked once per run of
         // records of one function (a trace is mostly long runs of a few functions).
@@ -169,6 +222,7 @@ impl Summary {
                     process.ppid = obj.get("ppid").and_then(Value::as_i64);
                     process.findings_level =
                         obj.get("trace_level").and_then(Value::as_str) == Some("findings");
+                    process.saw_process = true;
                 }
                 Some("exit") => {
                     let obj = record.obj();
@@ -180,6 +234,7 @@ impl Summary {
                     let count = |key| obj.get(key).and_then(Value::as_u64).unwrap_or(0);
                     process.calls_unfinished = count("calls_unfinished");
                     process.calls_unchecked = count("calls_unchecked");
+                    process.saw_exit = true;
                 }
                 Some(trace::LIMIT_EVENT) => process.cut = true,
                 _ => {}
@@ -227,16 +282,19 @@ impl Summary {
         };
         let args = record.args();
         for finding in findings {
-            self.findings.add(Occurrence {
-                finding,
-                func: found_in.clone(),
-                pid: pid.map_or(Value::Null, Value::from),
-                tid: record.tid().map_or(Value::Null, Value::from),
-                seq: found_seq.clone(),
-                ts_ns: record.ts_ns(),
-                event: event.map(str::to_string),
-                args: args.clone(),
-            });
+            self.findings.add(
+                Occurrence {
+                    finding,
+                    func: found_in.clone(),
+                    pid: pid.map_or(Value::Null, Value::from),
+                    tid: record.tid().map_or(Value::Null, Value::from),
+                    seq: found_seq.clone(),
+                    ts_ns: record.ts_ns(),
+                    event: event.map(str::to_string),
+                    args: args.clone(),
+                },
+                symbols,
+            );
         }
     }
 }
@@ -253,33 +311,138 @@ pub(crate) fn summarize_with(
     checks: &[&dyn ReportCheck],
     gather: Gather,
 ) -> Summary {
-    let mut summary = Summary {
+    let symbols = crate::symbolize::Symbols::default();
+    let jobs = match gather.jobs {
+        0 => std::thread::available_parallelism().map_or(1, usize::from),
+        n => n,
+    };
+    let fresh = Tally {
         timeline: Timeline::for_checks(checks),
         findings: Findings::new(gather),
-        ..Summary::default()
+        ..Tally::default()
     };
     let progress = crate::progress::Progress::for_files(files);
-    let stats = trace::read_files_showing(files, diagnostics, progress, |r| summary.add(r));
-    summary.files = stats.files_read;
-    summary.unreadable = stats.unreadable;
+    let pool = (jobs > 1 && files.len() > 1)
+        .then(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(jobs)
+                .build()
+                .ok()
+        })
+        .flatten();
+    let mut tally = match pool {
+        Some(pool) => read_in_parallel(&pool, files, diagnostics, &fresh, &progress),
+        None => {
+            let mut tally = fresh;
+            let stats =
+                trace::read_files_showing(files, diagnostics, progress, |r| tally.add(r, &symbols));
+            tally.files = stats.files_read;
+            tally.unreadable = stats.unreadable;
+            tally
+        }
+    };
     let mut explained = std::collections::BTreeSet::new();
     if !checks.is_empty() {
-        summary.timeline.finish();
-        let found = crossproc::decide(&summary.timeline, checks);
+        tally.timeline.finish();
+        let found = crossproc::decide(&tally.timeline, checks);
         // A failure a report-phase rule explains needs no generic explanation beside it.
         explained = found.iter().map(|f| (f.pid, f.seq)).collect();
         for f in found {
-            summary.add_report_phase(f);
+            tally.add_report_phase(f, &symbols);
         }
     }
-    summary.findings.finish(&explained);
-    summary
+    tally.findings.finish(&explained, &symbols);
+    Summary { tally, symbols }
 }
 
-impl Summary {
+/// Files read at once, each by a thread of the pool, before their tallies are merged in order:
+/// bounds what waits to be merged (the findings JSON and SARIF keep are in a temporary file per
+/// file until then).
+const BATCH: usize = 64;
+
+/// Reads `files` with the threads of `pool`, a file each at a time, each into a tally like
+/// `fresh`, merged in file order: the same tally, diagnostics and progress as reading them in
+/// order on one thread (issue 27).
+fn read_in_parallel(
+    pool: &rayon::ThreadPool,
+    files: &[PathBuf],
+    diagnostics: &mut Diagnostics,
+    fresh: &Tally,
+    progress: &crate::progress::Progress,
+) -> Tally {
+    use rayon::prelude::*;
+    let mut tally = fresh.empty_copy();
+    for batch in files.chunks(BATCH) {
+        let parts: Vec<(Tally, Diagnostics)> = pool.install(|| {
+            batch
+                .par_iter()
+                .map(|file| {
+                    // The names of frames, resolved by each thread for itself (a cache).
+                    let symbols = crate::symbolize::Symbols::default();
+                    let mut part = fresh.empty_copy();
+                    let mut found = Diagnostics::default();
+                    let stats = trace::read_files_showing(
+                        std::slice::from_ref(file),
+                        &mut found,
+                        progress.share(),
+                        |r| part.add(r, &symbols),
+                    );
+                    part.files = stats.files_read;
+                    part.unreadable = stats.unreadable;
+                    (part, found)
+                })
+                .collect()
+        });
+        for (part, found) in parts {
+            diagnostics.absorb(found);
+            tally.absorb(part);
+        }
+    }
+    tally
+}
+
+impl Tally {
+    /// A tally with nothing read, for the same checks and findings' settings as this one.
+    fn empty_copy(&self) -> Tally {
+        Tally {
+            timeline: self.timeline.clone(),
+            findings: Findings::new(self.findings.gather().clone()),
+            ..Tally::default()
+        }
+    }
+
+    /// Takes in the tally of files read after this one's, as if this one had read them too.
+    fn absorb(&mut self, other: Tally) {
+        self.files += other.files;
+        self.records += other.records;
+        self.calls += other.calls;
+        for (pid, process) in other.processes {
+            match self.processes.get_mut(&pid) {
+                Some(mine) => mine.absorb(process),
+                None => {
+                    self.processes.insert(pid, process);
+                }
+            }
+        }
+        self.records_without_pid |= other.records_without_pid;
+        self.findings.absorb(other.findings);
+        for (name, stats) in other.functions {
+            let mine = self.functions.entry(name).or_default();
+            mine.calls += stats.calls;
+            mine.failures += stats.failures;
+            for (label, n) in stats.failure_names {
+                *mine.failure_names.entry(label).or_default() += n;
+            }
+        }
+        self.unreadable |= other.unreadable;
+        self.timeline.absorb(other.timeline);
+    }
+}
+
+impl Tally {
     /// A finding a report-phase check decided: shown like any other, on the call it rests on,
     /// and marked `"phase":"report"`.
-    fn add_report_phase(&mut self, found: ReportFinding) {
+    fn add_report_phase(&mut self, found: ReportFinding, symbols: &crate::symbolize::Symbols) {
         let rule = found.rule;
         let mut finding = Map::new();
         finding.insert("rule".into(), rule.id.into());
@@ -303,15 +466,18 @@ impl Summary {
                 _ => {}
             }
         }
-        self.findings.add(Occurrence {
-            finding,
-            func: Some(found.func),
-            pid: found.pid.into(),
-            tid: found.tid.map_or(Value::Null, Value::from),
-            seq: found.seq.into(),
-            ts_ns: Some(found.ts_ns),
-            event: None,
-            args: Some(Value::Object(found.args)),
-        });
+        self.findings.add(
+            Occurrence {
+                finding,
+                func: Some(found.func),
+                pid: found.pid.into(),
+                tid: found.tid.map_or(Value::Null, Value::from),
+                seq: found.seq.into(),
+                ts_ns: Some(found.ts_ns),
+                event: None,
+                args: Some(Value::Object(found.args)),
+            },
+            symbols,
+        );
     }
 }

@@ -65,6 +65,14 @@ impl Diagnostics {
     /// Problems kept whole (the ones printed).
     pub const KEPT: usize = 20;
 
+    /// Takes in the problems another reader found in later files, as if found here after these.
+    pub fn absorb(&mut self, other: Diagnostics) {
+        for d in other.kept {
+            self.push(d);
+        }
+        self.more += other.more;
+    }
+
     pub fn push(&mut self, d: Diagnostic) {
         if self.kept.len() < Self::KEPT {
             self.kept.push(d);

@@ -1013,3 +1013,127 @@ fn a_large_read_shows_progress_on_a_terminal_only() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A job of many processes, some with a second lane file, each with findings of several rules
+/// and severities (some on the same call, some with stacks), failed frees a report-phase rule
+/// explains or not, an IPC exchange the cross-process checks decide, bad lines and exits.
+fn many_processes(processes: u32) -> TempDir {
+    let dir = TempDir::new("report-parallel");
+    let fp = |k: u32| format!("fp:{:016x}", 0xabc000 + u64::from(k % 7));
+    for k in 0..processes {
+        let pid = 1000 + k;
+        let process = format!(
+            r#"{{"v":2,"seq":0,"t":0,"tid":{pid},"event":"process","pid":{pid},"ppid":1,"exe":"/usr/bin/app{}","shim_version":"0.1.0","t0_wall_ns":{},"t0_mono_ns":5}}"#,
+            k % 3,
+            1_000 + u64::from(k) * 7
+        );
+        let mut main = vec![process.clone()];
+        let mut lane = vec![process];
+        for n in 1..=40u32 {
+            let seq = n;
+            let t = u64::from(n) * 100 + u64::from(k % 5);
+            let rule = ["CUVAL-a-1", "CUVAL-b-2", "CUVAL-c-3"][(n + k) as usize % 3];
+            let severity = ["error", "warning", "info"][(n * 7 + k) as usize % 3];
+            let stack = format!(
+                r#""stack":[{{"module":"/usr/bin/app","offset":"0x{:x}"}}]"#,
+                0x1000 + (n % 4) * 16
+            );
+            let line = match n % 8 {
+                0 => format!(
+                    r#"{{"seq":{seq},"t":{t},"tid":{pid},"fn":"cuIpcGetMemHandle","a":{{"*pHandle":"{}","dptr":"0x7000{k:x}"}},"r":0}}"#,
+                    fp(k)
+                ),
+                1 => format!(
+                    r#"{{"seq":{seq},"t":{t},"tid":{pid},"fn":"cuIpcOpenMemHandle_v2","a":{{"*pdptr":"0x9000{n:x}","handle":"{}","Flags":1}},"r":0}}"#,
+                    fp(k + 1)
+                ),
+                2 => format!(
+                    r#"{{"seq":{seq},"t":{t},"tid":{pid},"fn":"cuMemFree_v2","a":{{"dptr":"0x7000{k:x}"}},"r":1,"findings":[{{"rule":"call.failed","severity":"info","kind":"misuse","message":"failed","doc":"d"}}]}}"#
+                ),
+                3 => format!(
+                    r#"{{"seq":{seq},"t":{t},"tid":{pid},"fn":"cuMemFree_v2","a":{{"dptr":"0x7000{k:x}"}},"r":0}}"#
+                ),
+                4 => "not json at all".to_string(),
+                _ => format!(
+                    r#"{{"seq":{seq},"t":{t},"tid":{pid},"fn":"cuMemcpyPeerAsync","a":{{"ByteCount":{n}}},"r":{},"findings":[{{"rule":"{rule}","severity":"{severity}","kind":"misuse","message":"m{n}","doc":"d",{stack}}},{{"rule":"CUVAL-b-2","severity":"warning","kind":"misuse","message":"second","doc":"d"}}]}}"#,
+                    n % 2
+                ),
+            };
+            if k % 4 == 0 && n % 3 == 0 {
+                lane.push(line);
+            } else {
+                main.push(line);
+            }
+        }
+        if k % 5 != 0 {
+            main.push(format!(
+                r#"{{"seq":99,"t":9999,"tid":{pid},"event":"exit","calls":40}}"#
+            ));
+        }
+        dir.write(
+            &format!("t/{pid}.jsonl"),
+            &lines(&main.iter().map(String::as_str).collect::<Vec<_>>()),
+        );
+        // Another process with the same pid (another host's, or a pid reused), its records at the
+        // same times: findings that sort equal, kept in the order their files were read.
+        if k % 10 == 3 {
+            let other: Vec<String> = main.iter().map(|l| l.replace("\"m", "\"other m")).collect();
+            dir.write(
+                &format!("t/{pid}.jsonl.9"),
+                &lines(&other.iter().map(String::as_str).collect::<Vec<_>>()),
+            );
+        }
+        if lane.len() > 1 {
+            dir.write(
+                &format!("t/{pid}.lane1.jsonl"),
+                &lines(&lane.iter().map(String::as_str).collect::<Vec<_>>()),
+            );
+        }
+    }
+    dir
+}
+
+/// The report read by many threads is the report read by one, byte for byte, in every format
+/// and with occurrences limited or not (issue 27).
+#[test]
+fn a_report_read_in_parallel_is_the_report_read_in_order() {
+    let dir = many_processes(150);
+    let report = |jobs: &str, extra: &[&str]| {
+        let out = sharecheck(&dir)
+            .args(["report", "t", "--jobs", jobs])
+            .args(extra)
+            .output()
+            .unwrap();
+        (out.status.code(), out.stdout, out.stderr)
+    };
+    for extra in [
+        &[][..],
+        &["--limit", "2"],
+        &["--limit", "0"],
+        &["--format", "json"],
+        &["--format", "sarif"],
+        &["--severity", "warning"],
+    ] {
+        let one = report("1", extra);
+        assert!(
+            one.1.len() > 1000,
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&one.1)
+        );
+        for jobs in ["2", "8"] {
+            let many = report(jobs, extra);
+            assert!(
+                one == many,
+                "{extra:?} with --jobs {jobs}:\n{}\n---\n{}\n---\n{}",
+                String::from_utf8_lossy(&one.1),
+                String::from_utf8_lossy(&many.1),
+                String::from_utf8_lossy(&many.2)
+            );
+        }
+    }
+    // The job has what the comparison is about: findings of the report phase, explained
+    // failures, bad lines and several files of one process.
+    let text = String::from_utf8(report("1", &["--format", "json"]).1).unwrap();
+    assert!(text.contains("\"phase\":\"report\""), "{text}");
+    assert!(dir.join("t/1000.lane1.jsonl").exists());
+}

@@ -137,7 +137,7 @@ pub fn is_fingerprint(text: &str) -> bool {
 /// The calls of every process that the checks read, in time order (ties: by process, then
 /// sequence): those that mention a handle fingerprint, and those of the functions the checks name
 /// ([`ReportCheck::functions`]). A trace of millions of other calls costs nothing here.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Timeline {
     /// Symbol prefixes of the calls kept besides those with fingerprints.
     keep: Vec<&'static str>,
@@ -285,6 +285,16 @@ impl Timeline {
             stack,
             pos: 0,
         });
+        self.sorted = false;
+    }
+
+    /// Takes in the calls and exits `other` kept from later files, as if added here after these.
+    pub fn absorb(&mut self, other: Timeline) {
+        self.calls.extend(other.calls);
+        self.exits.extend(other.exits);
+        for (text, stack) in other.stacks {
+            self.stacks.entry(text).or_insert(stack);
+        }
         self.sorted = false;
     }
 
