@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# How `sharecheck report` scales with the CPUs reading traces (issue 27), on the simulated driver.
+#
+# Usage: scripts/bench-report-parallel.sh [--no-build] [PROCESSES] [RECORDS_EACH] [JOBS...]
+#
+# Builds release (skipped with --no-build; SHARECHECK_BIN names another build's directory, holding
+# sharecheck, libsharecheck.so and libsharecheck_sim.so), writes PROCESSES traces (default 32) of
+# RECORDS_EACH correct calls each (default 250000) with the shim on the simulator
+# (scripts/bench/report_load.c), then times `sharecheck report --jobs N` for each N of JOBS
+# (default 1 2 4 8 16, those above the CPUs skipped) and prints a Markdown table: seconds, records
+# a second, records a second per thread, speed-up over one thread, peak RSS. Fails if any report
+# differs from the one-thread report. The traces are removed afterwards.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+build=1
+if [ "${1:-}" = "--no-build" ]; then build=0; shift; fi
+processes="${1:-32}"
+each="${2:-250000}"
+shift $(( $# > 2 ? 2 : $# ))
+jobs=("$@")
+[ ${#jobs[@]} -gt 0 ] || jobs=(1 2 4 8 16)
+[ "$build" = 1 ] && cargo build --release --workspace -q
+bin="${SHARECHECK_BIN:-$ROOT/target/release}"
+cli="$bin/sharecheck"
+cpus=$(nproc)
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+cc -O2 -o "$tmp/load" scripts/bench/report_load.c -ldl
+# Every process at once, a CPU each, each run in a directory of its own (a run folds the rings
+# left in its directory when it ends: not those of processes other runs are still writing).
+seq "$processes" | xargs -P "$cpus" -I{} "$cli" run --sim -q --trace "$tmp/traces/{}/%p.jsonl" -- "$tmp/load" "$each"
+records=$(( processes * each ))
+bytes=$(du -sb "$tmp/traces" | cut -f1)
+echo "$processes traces, $records records, $(( bytes / 1000000 )) MB, $cpus CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
+echo
+echo "| threads (--jobs) | seconds | records/s | records/s per thread | speed-up | peak RSS MB |"
+echo "|---:|---:|---:|---:|---:|---:|"
+base=""
+for j in "${jobs[@]}"; do
+    [ "$j" -le "$cpus" ] || continue
+    start=$(date +%s.%N)
+    if [ -x /usr/bin/time ]; then
+        /usr/bin/time -f "%M" -o "$tmp/rss" "$cli" report --jobs "$j" "$tmp"/traces/* > "$tmp/report-$j.txt"
+        rss=$(( $(tail -1 "$tmp/rss") / 1024 ))
+    else
+        "$cli" report --jobs "$j" "$tmp"/traces/* > "$tmp/report-$j.txt"
+        rss="?"
+    fi
+    end=$(date +%s.%N)
+    if [ -f "$tmp/report-1.txt" ] && ! cmp -s "$tmp/report-1.txt" "$tmp/report-$j.txt"; then
+        echo "bench-report-parallel.sh: the report with --jobs $j differs from --jobs 1" >&2
+        diff "$tmp/report-1.txt" "$tmp/report-$j.txt" | head -20 >&2
+        exit 1
+    fi
+    awk -v j="$j" -v s="$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" -v r="$records" -v b="${base:-0}" -v m="$rss" 'BEGIN {
+        rate = r / s; printf "| %d | %.2f | %.0f | %.0f | %s | %s |\n", j, s, rate, rate / j, (b > 0 ? sprintf("%.1fx", b / s) : "1.0x"), m }'
+    [ -n "$base" ] || base=$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')
+done
