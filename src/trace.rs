@@ -203,31 +203,7 @@ pub fn write_plain<A: CallArgs>(
         return;
     }
     if A::COMPACT && ring::place_fits(place) && !crate::writer::behind() {
-        let mut words = [0u64; MAX_ARGS];
-        let mut tags = [0u8; MAX_ARGS];
-        let outcome = Outcome::Returned(ret);
-        args.snap(outcome, fingerprint, &mut words, &mut tags);
-        let n = info.params.len();
-        let (tid, slot) = guard.record_identity(FORK_GENERATION.load(Ordering::Relaxed));
-        let call = Compact(ring::Call {
-            function: info.id as u16,
-            ret,
-            seq,
-            t,
-            tid,
-            words: &words[..n],
-            tags: &tags[..n],
-            place,
-        });
-        if !crate::writer::append_own(&call, slot) {
-            append(&call, slot);
-        }
-        return;
-    }
-    write_call(
-        Some(guard),
-        args,
-        &CallRecord {
+        let record = CallRecord {
             info,
             outcome: Outcome::Returned(ret),
             ret,
@@ -237,8 +213,27 @@ pub fn write_plain<A: CallArgs>(
             place,
             stack: &[],
             findings: &[],
-        },
-    );
+        };
+        write_compact(
+            guard,
+            FORK_GENERATION.load(Ordering::Relaxed),
+            args,
+            &record,
+        );
+        return;
+    }
+    let record = CallRecord {
+        info,
+        outcome: Outcome::Returned(ret),
+        ret,
+        seq,
+        t,
+        dur_ns: None,
+        place,
+        stack: &[],
+        findings: &[],
+    };
+    write_call(Some(guard), args, &record);
 }
 
 /// Whether a call with no finding is recorded: always at `trace_level=calls`; at `findings`, only
@@ -250,7 +245,8 @@ fn kept_without_findings(info: &FnInfo) -> bool {
 }
 
 /// A plain call's compact record ([`ring::CALL`]): its values, each argument's snapshot taken
-/// now (an out-parameter read, a capability fingerprinted), written straight into the ring.
+/// now (an out-parameter read, a capability fingerprinted), written straight into the thread's
+/// chunk ([`crate::writer::append_own`]) or, where that cannot be, through [`append`].
 #[inline(always)]
 fn write_compact<A: CallArgs>(guard: &Guard, generation: u32, args: &A, record: &CallRecord) {
     let mut words = [0u64; MAX_ARGS];
@@ -268,7 +264,9 @@ fn write_compact<A: CallArgs>(guard: &Guard, generation: u32, args: &A, record: 
         tags: &tags[..n],
         place: record.place,
     });
-    append(&call, slot);
+    if !crate::writer::append_own(&call, slot) {
+        append(&call, slot);
+    }
 }
 
 /// A compact call record, made in its place in the ring.

@@ -427,12 +427,14 @@ impl Timeline {
         &'a self,
         before: &Call,
     ) -> impl Iterator<Item = &'a Call> + use<'a> {
-        let list = self
-            .by_process
-            .get(&before.pid)
-            .map_or(&[][..], Vec::as_slice);
+        let list = self.of_process(before.pid);
         let end = list.partition_point(|&i| i < before.pos);
         list[..end].iter().rev().map(|&i| &self.calls[i])
+    }
+
+    /// Process `pid`'s calls (indices into `calls`, in time order).
+    fn of_process(&self, pid: i64) -> &[usize] {
+        self.by_process.get(&pid).map_or(&[][..], Vec::as_slice)
     }
 
     /// The calls of one process after `after` (same process) in time order (then `seq`, which
@@ -442,10 +444,7 @@ impl Timeline {
         &'a self,
         after: &Call,
     ) -> impl Iterator<Item = &'a Call> + use<'a> {
-        let list = self
-            .by_process
-            .get(&after.pid)
-            .map_or(&[][..], Vec::as_slice);
+        let list = self.of_process(after.pid);
         let start = list.partition_point(|&i| i <= after.pos);
         list[start..].iter().map(|&i| &self.calls[i])
     }
