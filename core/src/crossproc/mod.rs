@@ -58,7 +58,7 @@ pub struct Call {
     pub ts_ns: u64,
     /// The exact symbol (`cuIpcOpenMemHandle_v2`, ...).
     pub func: String,
-    pub args: Map<String, Value>,
+    pub args: Args,
     /// `None` when the record has no numeric `ret`.
     pub ret: Option<i64>,
     /// The context the call acted in, and its device, where the record says (`"ctx"`, `"dev"`:
@@ -75,6 +75,31 @@ pub struct Call {
     pub stack: Option<std::sync::Arc<Value>>,
     /// Its place in the timeline's time order (set by [`Timeline::finish`]).
     pub pos: usize,
+}
+
+/// A call's arguments as its record wrote them, compact (issue 27: a timeline of millions of
+/// kept calls): the names shared by every call of a timeline (one copy of each), the values as
+/// written, in the record's order.
+#[derive(Debug, Clone, Default)]
+pub struct Args(Box<[(std::sync::Arc<str>, Value)]>);
+
+impl Args {
+    /// The value of argument `name`.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.0.iter().find(|(k, _)| &**k == name).map(|(_, v)| v)
+    }
+
+    /// Every argument, in the record's order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.0.iter().map(|(k, v)| (&**k, v))
+    }
+
+    /// As the record's `"a"` object.
+    pub fn to_map(&self) -> Map<String, Value> {
+        self.iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect()
+    }
 }
 
 impl Call {
@@ -98,7 +123,7 @@ impl Call {
     /// Every handle fingerprint the call's arguments mention (in or out).
     pub fn fingerprints(&self) -> Vec<&str> {
         let mut found = Vec::new();
-        for value in self.args.values() {
+        for (_, value) in self.args.iter() {
             collect_fingerprints(value, &mut found);
         }
         found
@@ -153,6 +178,8 @@ pub struct Timeline {
     by_value: HashMap<(i64, usize), HashMap<String, Vec<usize>>>,
     /// Every stack the kept calls were made from (its JSON text -> the one copy).
     stacks: HashMap<String, std::sync::Arc<Value>>,
+    /// Every argument name of the kept calls (-> the one copy).
+    names: HashMap<String, std::sync::Arc<str>>,
     sorted: bool,
 }
 
@@ -242,7 +269,21 @@ impl Timeline {
         if !wanted {
             return;
         }
-        let args = args.clone();
+        let args = Args(
+            args.iter()
+                .map(|(name, value)| {
+                    let name = match self.names.get(name.as_str()) {
+                        Some(name) => name.clone(),
+                        None => {
+                            let shared: std::sync::Arc<str> = name.as_str().into();
+                            self.names.insert(name.clone(), shared.clone());
+                            shared
+                        }
+                    };
+                    (name, value.clone())
+                })
+                .collect(),
+        );
         let stack = record
             .get("stack")
             .or_else(|| {
@@ -294,6 +335,9 @@ impl Timeline {
         self.exits.extend(other.exits);
         for (text, stack) in other.stacks {
             self.stacks.entry(text).or_insert(stack);
+        }
+        for (text, name) in other.names {
+            self.names.entry(text).or_insert(name);
         }
         self.sorted = false;
     }
@@ -580,7 +624,7 @@ impl ReportFinding {
             ts_ns: call.ts_ns,
             func: call.func.clone(),
             message,
-            args: call.args.clone(),
+            args: call.args.to_map(),
             stack: call.stack.as_deref().cloned(),
         }
     }
