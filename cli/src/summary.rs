@@ -186,7 +186,7 @@ impl Tally {
         self.findings.count(severity)
     }
 
-    fn add(&mut self, record: Record, symbols: &crate::symbolize::Symbols) {
+    fn add(&mut self, record: &Record, symbols: &crate::symbolize::Symbols) {
         self.records += 1;
         // Whether the report-phase checks read a function's calls is asked once per run of
         // records of one function (a trace is mostly long runs of a few functions).

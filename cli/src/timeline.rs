@@ -263,7 +263,7 @@ pub fn render_to(
         symbols: crate::symbolize::Symbols::default(),
         events: 0,
     };
-    trace::read_files(files, diagnostics, |r| w.add(&r));
+    trace::read_files(files, diagnostics, |r| w.add(r));
     w.flows();
     if let Some(e) = w.error.take() {
         return Err(e);

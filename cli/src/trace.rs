@@ -218,7 +218,7 @@ pub struct ReadStats {
 pub fn read_files(
     files: &[PathBuf],
     diagnostics: &mut Diagnostics,
-    on_record: impl FnMut(Record<'_>),
+    on_record: impl FnMut(&Record<'_>),
 ) -> ReadStats {
     read_files_showing(files, diagnostics, Progress::hidden(), on_record)
 }
@@ -228,7 +228,7 @@ pub fn read_files_showing(
     files: &[PathBuf],
     diagnostics: &mut Diagnostics,
     mut progress: Progress,
-    mut on_record: impl FnMut(Record<'_>),
+    mut on_record: impl FnMut(&Record<'_>),
 ) -> ReadStats {
     let mut stats = ReadStats::default();
     for path in files {
@@ -522,6 +522,9 @@ pub const MAX_LINE: usize = ring::RING as usize;
 /// Reads one line (its newline included) into `buf`, at most [`MAX_LINE`] bytes of it; the rest of
 /// a longer line is read past. Returns the bytes read past (0 at the end of the input) and
 /// whether the line was longer.
+/// The reader's buffer: lines within it are read in place; a line longer than it is copied.
+const READ_BUFFER: usize = 256 << 10;
+
 fn read_line_capped(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<(u64, bool)> {
     let (mut read, mut long) = (0u64, false);
     loop {
@@ -645,7 +648,7 @@ fn read_file(
     path: &Path,
     diagnostics: &mut Diagnostics,
     progress: &mut Progress,
-    on_record: &mut impl FnMut(Record<'_>),
+    on_record: &mut impl FnMut(&Record<'_>),
 ) -> io::Result<u64> {
     let file = File::open(path)?;
     let file_len = file.metadata()?.len();
@@ -661,7 +664,8 @@ fn read_file(
     let (mut last_seq, mut last_t, mut exit_read) = (0u64, 0u64, false);
     // The file as long as it was when opened: a process still running (a server a script left
     // behind) keeps appending, and a reader that chased its end would never finish.
-    let mut reader = BufReader::new(
+    let mut reader = BufReader::with_capacity(
+        READ_BUFFER,
         file.take(file_len)
             .chain(io::Cursor::new(tail.unwrap_or_default())),
     );
@@ -672,16 +676,12 @@ fn read_file(
     let mut offset = 0u64;
     // `trace_limit` the file reached, from its `trace-limit` line.
     let mut capped: Option<u64> = None;
-    loop {
-        buf.clear();
-        let (read, long) = read_line_capped(&mut reader, &mut buf)?;
-        if read == 0 {
-            break;
-        }
+    // One line (with its newline, if it has one) of `read` bytes; false: read no further.
+    let mut take_line = |line: &[u8], read: u64, long: bool| -> bool {
         let from_ring = offset >= file_len;
         if from_ring && capped.is_some() {
             // The writer dropped what came after the limit: the ring's copy is not read either.
-            break;
+            return false;
         }
         offset += read;
         if !from_ring {
@@ -690,20 +690,30 @@ fn read_file(
         line_no += 1;
         if long {
             diagnostics.push(long_line(path, line_no));
-            continue;
+            return true;
         }
-        let complete = buf.last() == Some(&b'\n');
+        let complete = line.last() == Some(&b'\n');
         let text = if complete {
-            &buf[..buf.len() - 1]
+            &line[..line.len() - 1]
         } else {
-            &buf[..]
+            line
         };
         // NUL bytes are space the writer reserved but nothing filled: the unused end of a file
         // whose process ended without exit handlers (`_exit`, a fatal signal, `kill -9`), or a
         // record cut short when the process died while writing it. The record after such a gap
         // (if any) is whole.
-        let mut pieces = text.split(|&b| b == 0).filter(|p| !p.is_empty()).peekable();
-        let had_gap = text.contains(&0);
+        let had_gap = memchr::memchr(0, text).is_some();
+        // Without a gap (nearly every line) the line is the one piece, not split byte by byte.
+        let (whole, split) = if had_gap {
+            (None, Some(text.split(|&b| b == 0)))
+        } else {
+            (Some(text), None)
+        };
+        let mut pieces = whole
+            .into_iter()
+            .chain(split.into_iter().flatten())
+            .filter(|p| !p.is_empty())
+            .peekable();
         while let Some(piece) = pieces.next() {
             let last = pieces.peek().is_none();
             if piece.iter().all(u8::is_ascii_whitespace) {
@@ -741,7 +751,7 @@ fn read_file(
                     last_seq = last_seq.max(record.seq().unwrap_or(0));
                     last_t = last_t.max(record.t().unwrap_or(0));
                     exit_read |= record.event() == Some("exit");
-                    on_record(record);
+                    on_record(&record);
                 }
                 Err(_) if !complete => diagnostics.push(Diagnostic {
                     level: Level::Warning,
@@ -758,6 +768,41 @@ fn read_file(
                     message: format!("{why}; skipped this line"),
                 }),
             }
+        }
+        true
+    };
+    loop {
+        // The common case: the whole line in the reader's buffer, read where it is (no copy).
+        let in_place = {
+            let available = loop {
+                match reader.fill_buf() {
+                    Ok(a) => break a,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                }
+            };
+            if available.is_empty() {
+                break;
+            }
+            memchr::memchr(b'\n', available).map(|i| i + 1)
+        };
+        let go_on = match in_place {
+            Some(n) => {
+                let go_on = take_line(&reader.buffer()[..n], n as u64, false);
+                reader.consume(n);
+                go_on
+            }
+            None => {
+                buf.clear();
+                let (read, long) = read_line_capped(&mut reader, &mut buf)?;
+                if read == 0 {
+                    break;
+                }
+                take_line(&buf, read, long)
+            }
+        };
+        if !go_on {
+            break;
         }
     }
     if let Some(limit) = capped {
@@ -800,7 +845,7 @@ fn read_file(
         );
         if let Ok(record) = parse_line(line.as_bytes(), &mut process) {
             records += 1;
-            on_record(record);
+            on_record(&record);
         }
     }
     Ok(records)
