@@ -349,6 +349,18 @@ fn append<R: crate::writer::Record + ?Sized>(record: &R, slot: &crate::writer::T
     });
 }
 
+/// This machine's name (`gethostname`), when it has one.
+fn host_name() -> Option<String> {
+    let mut name = [0u8; 256];
+    // SAFETY: gethostname writes at most `name.len()` bytes into the live local array.
+    if unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) } != 0 {
+        return None;
+    }
+    let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    let host = String::from_utf8_lossy(&name[..len]).into_owned();
+    (!host.is_empty()).then_some(host)
+}
+
 // ---------------------------------------------------------------------------------------------
 // The file.
 
@@ -377,6 +389,11 @@ fn process_record(buf: &mut Vec<u8>) {
     // from another machine).
     if let Some(boot) = sharecheck_core::ring::boot_id() {
         w.kv_str("boot_id", &boot);
+    }
+    // The machine by name, for readers of many hosts' traces (issue 27: a pid names a process
+    // on one host only).
+    if let Some(host) = host_name() {
+        w.kv_str("host", &host);
     }
     let (t0_mono, t0_wall) = clock::base();
     w.kv_u64("t0_wall_ns", t0_wall);

@@ -331,6 +331,12 @@ fn report_folds_only_the_rings_of_processes_of_this_boot() {
         text.contains(&format!("\"boot_id\":\"{boot}\"")),
         "{text:.300}"
     );
+    // And the machine by name.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert!(
+        text.contains(&format!("\"host\":\"{}\"", host.trim())),
+        "{text:.300}"
+    );
     let other = text.replacen(&boot, "00000000-0000-0000-0000-000000000000", 1);
     std::fs::write(&trace, other).unwrap();
     let (summary, stderr) = report_json(&s);
