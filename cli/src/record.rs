@@ -40,6 +40,9 @@ pub struct Head<'a> {
     pub pid: Option<i64>,
     #[serde(default, deserialize_with = "lenient")]
     pub t0_wall_ns: Option<u64>,
+    /// The process record's machine by name.
+    #[serde(default, borrow, deserialize_with = "lenient")]
+    pub host: Option<Cow<'a, str>>,
     /// The process record's boot of its machine (`/proc/sys/kernel/random/boot_id`).
     #[serde(default, borrow, deserialize_with = "lenient")]
     pub boot_id: Option<Cow<'a, str>>,
@@ -142,6 +145,9 @@ pub struct Record<'a> {
     pub head: Head<'a>,
     pid: Option<i64>,
     ts_ns: Option<u64>,
+    /// The machine its process ran on, from its file's process record (its boot id, else its
+    /// host name): a pid names a process on one machine only.
+    machine: Option<std::rc::Rc<str>>,
     full: OnceCell<Map<String, Value>>,
 }
 
@@ -152,8 +158,15 @@ impl<'a> Record<'a> {
             head,
             pid,
             ts_ns,
+            machine: None,
             full: OnceCell::new(),
         }
+    }
+
+    /// The record, its process on `machine` (see the field).
+    pub fn on(mut self, machine: Option<std::rc::Rc<str>>) -> Self {
+        self.machine = machine;
+        self
     }
     pub fn pid(&self) -> Option<i64> {
         self.pid
@@ -231,6 +244,9 @@ impl<'a> Record<'a> {
             }
             if let Some(ts) = self.ts_ns {
                 obj.insert("ts_ns".into(), ts.into());
+            }
+            if let Some(machine) = &self.machine {
+                obj.insert("machine".into(), (**machine).into());
             }
             obj
         })

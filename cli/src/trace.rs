@@ -880,7 +880,7 @@ fn parse_line<'a>(text: &'a [u8], process: &mut Process) -> Result<Record<'a>, S
         }
     }
     let (pid, ts_ns) = process.complete(&head)?;
-    Ok(Record::new(text, head, pid, ts_ns))
+    Ok(Record::new(text, head, pid, ts_ns).on(process.machine.clone()))
 }
 
 /// What a file's process record says about the records after it.
@@ -889,6 +889,8 @@ struct Process {
     pid: Option<i64>,
     /// Wall-clock time (ns) at which the records' `"t"` is 0.
     t0_wall_ns: Option<u64>,
+    /// The machine it ran on: its boot id, else its host name (`None`: the record names neither).
+    machine: Option<std::rc::Rc<str>>,
 }
 
 impl Process {
@@ -904,6 +906,11 @@ impl Process {
             };
             self.pid = Some(pid);
             self.t0_wall_ns = head.t0_wall_ns;
+            self.machine = head
+                .boot_id
+                .as_deref()
+                .or(head.host.as_deref())
+                .map(std::rc::Rc::from);
         } else if self.pid.is_none() {
             return Err("a record before any process record (\"v\":2) in this file".into());
         }
@@ -978,6 +985,7 @@ mod tests {
         let mut p = Process {
             pid: Some(1),
             t0_wall_ns: None,
+            machine: None,
         };
         parse_line(text.as_bytes(), &mut p)
     }

@@ -117,7 +117,7 @@ fn exports<'t>(
 /// a walk over every open of the handle (issue 27: that walk made the review cubic in a handle's
 /// history).
 struct Opens<'t> {
-    groups: std::collections::HashMap<(i64, String, String), Vec<&'t Call>>,
+    groups: std::collections::HashMap<(usize, String, String), Vec<&'t Call>>,
 }
 
 impl<'t> Opens<'t> {
@@ -129,10 +129,10 @@ impl<'t> Opens<'t> {
         Opens { groups }
     }
 
-    fn key(s: &Spelling, open: &Call) -> (i64, String, String) {
+    fn key(s: &Spelling, open: &Call) -> (usize, String, String) {
         let text = |v: Option<&Value>| v.map_or_else(String::new, Value::to_string);
         (
-            open.pid,
+            open.proc,
             text(open.out(s.open_out)),
             text(open.ctx.as_ref()),
         )
@@ -196,11 +196,11 @@ fn open_elsewhere(
     let mut pids: Vec<i64> = opens
         .each()
         .filter_map(|group| {
-            let pid = group.first()?.pid;
-            (pid != export.pid
+            let first = group.first()?;
+            (first.proc != export.proc
                 && open_count(t, s, group, at, true) > 0
-                && t.exited(pid).is_none_or(|gone| gone > at))
-            .then_some(pid)
+                && t.exited(first.proc).is_none_or(|gone| gone > at))
+            .then_some(first.pid)
         })
         .collect();
     pids.sort_unstable();
@@ -297,7 +297,7 @@ fn opened_after_free(
         let Some((export, Some(free))) = exports[..before]
             .iter()
             .rev()
-            .find(|(e, _)| e.pid != open.pid)
+            .find(|(e, _)| e.proc != open.proc)
         else {
             continue;
         };
@@ -411,14 +411,17 @@ impl ReportCheck for SecondContext {
     }
     fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
         let s = &CUDA;
-        let exporter = |open: &Call| -> Option<i64> {
+        let exporter = |open: &Call| -> Option<(usize, i64)> {
             let fps = open.fingerprints();
             let fp = fps.first()?;
             t.sharing(fp)
                 .find(|c| {
-                    c.func == s.export && c.succeeded() && c.pid != open.pid && c.ts_ns < open.ts_ns
+                    c.func == s.export
+                        && c.succeeded()
+                        && c.proc != open.proc
+                        && c.ts_ns < open.ts_ns
                 })
-                .map(|c| c.pid)
+                .map(|c| (c.proc, c.pid))
         };
         let opens: Vec<&Call> = t
             .calls()
@@ -428,10 +431,10 @@ impl ReportCheck for SecondContext {
         let held = Opens::of(s, opens.iter().copied().filter(|c| c.succeeded()));
         // The held mappings of each process and device, by context, each in time order: an
         // open looks only at the other contexts' (issue 27).
-        let mut by_device: std::collections::HashMap<(i64, Option<i64>), ByContext> =
+        let mut by_device: std::collections::HashMap<(usize, Option<i64>), ByContext> =
             Default::default();
         for h in opens.iter().copied().filter(|c| c.succeeded()) {
-            let contexts = by_device.entry((h.pid, h.dev)).or_default();
+            let contexts = by_device.entry((h.proc, h.dev)).or_default();
             let ctx = h.ctx.as_ref().map_or_else(String::new, Value::to_string);
             match contexts.iter_mut().find(|(c, _)| *c == ctx) {
                 Some((_, list)) => list.push(h),
@@ -445,7 +448,7 @@ impl ReportCheck for SecondContext {
             };
             let ctx = open.ctx.as_ref().map_or_else(String::new, Value::to_string);
             let first = by_device
-                .get(&(open.pid, open.dev))
+                .get(&(open.proc, open.dev))
                 .into_iter()
                 .flatten()
                 .filter(|(c, _)| *c != ctx)
@@ -471,11 +474,12 @@ impl ReportCheck for SecondContext {
                 &SECOND_CONTEXT_RULE,
                 open,
                 format!(
-                    "context {} of device {} has a handle of process {from} open \
+                    "context {} of device {} has a handle of process {} open \
                      (another allocation's, opened at {}); this open is in context {} \
                      of the same device: {answer}",
                     ctx(first),
                     open.dev.unwrap_or(-1),
+                    from.1,
                     first.out(s.open_out).map(shown).unwrap_or_default(),
                     ctx(open)
                 ),
@@ -534,7 +538,7 @@ fn unreachable(
             from.extend(
                 list[..before]
                     .iter()
-                    .filter(|e| e.pid != open.pid)
+                    .filter(|e| e.proc != open.proc)
                     .map(|e| (*e, there.as_str())),
             );
         }
@@ -571,7 +575,7 @@ fn exporter_exited(
     let opens = opens_of(s, calls);
     for (export, free) in exports(t, s, calls) {
         // A free before the exit is the free's finding ([`freed_while_open`]).
-        let (None, Some(exit)) = (free, t.exited(export.pid)) else {
+        let (None, Some(exit)) = (free, t.exited(export.proc)) else {
             continue;
         };
         // So is a destroy of the memory's context ([`context_destroyed_while_open`]).
@@ -671,7 +675,7 @@ fn event_never_destroyed(
     found: &mut Vec<ReportFinding>,
 ) {
     for open in calls.iter().filter(|c| c.func == s.open && c.succeeded()) {
-        let Some(exit) = t.exited(open.pid) else {
+        let Some(exit) = t.exited(open.proc) else {
             continue;
         };
         let event = open.out(s.open_out);
@@ -724,13 +728,13 @@ fn event_destroyed_while_open(
         let mut pids: Vec<i64> = calls
             .iter()
             .filter(|open| {
-                open.pid != export.pid
+                open.proc != export.proc
                     && open.func == s.open
                     && open.succeeded()
                     && open.ts_ns < gone.ts_ns
                     && destroyed(t, s, open, open.out(s.open_out))
                         .is_none_or(|d| d.ts_ns > gone.ts_ns)
-                    && t.exited(open.pid).is_none_or(|e| e > gone.ts_ns)
+                    && t.exited(open.proc).is_none_or(|e| e > gone.ts_ns)
             })
             .map(|open| open.pid)
             .collect();
@@ -780,12 +784,12 @@ fn never_closed(
     found: &mut Vec<ReportFinding>,
 ) {
     let groups = opens_of(s, calls);
-    let mut reported: std::collections::HashSet<(i64, Option<String>)> = Default::default();
+    let mut reported: std::collections::HashSet<(usize, Option<String>)> = Default::default();
     for open in calls.iter().filter(|c| is_open(s, c)) {
-        let Some(exit) = t.exited(open.pid) else {
+        let Some(exit) = t.exited(open.proc) else {
             continue;
         };
-        let key = (open.pid, open.out(s.open_out).map(Value::to_string));
+        let key = (open.proc, open.out(s.open_out).map(Value::to_string));
         if reported.contains(&key) {
             continue;
         }

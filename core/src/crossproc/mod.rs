@@ -52,6 +52,10 @@ use std::collections::{BTreeMap, HashMap};
 #[derive(Debug, Clone)]
 pub struct Call {
     pub pid: i64,
+    /// Its process among the timeline's: the pid on its machine (a pid names a process on one
+    /// machine only; the reader gives each record its file's machine, `"machine"`). What the
+    /// checks compare to tell processes apart.
+    pub proc: usize,
     /// The calling thread, where the record says.
     pub tid: Option<i64>,
     pub seq: u64,
@@ -169,13 +173,16 @@ pub struct Timeline {
     calls: Vec<Call>,
     /// Fingerprint -> indices into `calls`, in time order.
     by_fingerprint: BTreeMap<String, Vec<usize>>,
-    /// Process -> when its `exit` record was written (a process that ended through `exit`).
-    exits: BTreeMap<i64, u64>,
-    /// Process -> its calls (indices into `calls`, in time order).
-    by_process: HashMap<i64, Vec<usize>>,
+    /// Process ([`Call::proc`]) -> when its `exit` record was written (a process that ended
+    /// through `exit`).
+    exits: BTreeMap<usize, u64>,
+    /// (machine, pid) -> its [`Call::proc`].
+    procs: HashMap<(Option<String>, i64), usize>,
+    /// Process ([`Call::proc`]) -> its calls (indices into `calls`, in time order).
+    by_process: HashMap<usize, Vec<usize>>,
     /// (process, entry of [`INDEXED`]) -> argument value (its JSON text) -> the successful calls
     /// of that process, function and value (indices into `calls`, in time order).
-    by_value: HashMap<(i64, usize), HashMap<String, Vec<usize>>>,
+    by_value: HashMap<(usize, usize), HashMap<String, Vec<usize>>>,
     /// Every stack the kept calls were made from (its JSON text -> the one copy).
     stacks: HashMap<String, std::sync::Arc<Value>>,
     /// Every argument name of the kept calls (-> the one copy).
@@ -245,7 +252,8 @@ impl Timeline {
         if record.get("event").and_then(Value::as_str) == Some("exit") {
             let pid = record.get("pid").and_then(Value::as_i64);
             if let (Some(pid), Some(ts_ns)) = (pid, record.get("ts_ns").and_then(Value::as_u64)) {
-                self.exits.insert(pid, ts_ns);
+                let proc = self.proc_of(record, pid);
+                self.exits.insert(proc, ts_ns);
             }
             return;
         }
@@ -299,6 +307,7 @@ impl Timeline {
                     .or_insert_with(|| std::sync::Arc::new(stack.clone()))
                     .clone()
             });
+        let proc = self.proc_of(record, pid);
         self.calls.push(Call {
             pid,
             tid: record.get("tid").and_then(Value::as_i64),
@@ -325,14 +334,29 @@ impl Timeline {
                 .unwrap_or_default(),
             stack,
             pos: 0,
+            proc,
         });
         self.sorted = false;
     }
 
     /// Takes in the calls and exits `other` kept from later files, as if added here after these.
     pub fn absorb(&mut self, other: Timeline) {
-        self.calls.extend(other.calls);
-        self.exits.extend(other.exits);
+        // Its processes numbered anew in this timeline (a process may be in both: its lanes).
+        let mut renumbered = vec![0; other.procs.len()];
+        for (key, theirs) in other.procs {
+            let next = self.procs.len();
+            renumbered[theirs] = *self.procs.entry(key).or_insert(next);
+        }
+        self.calls.extend(other.calls.into_iter().map(|mut c| {
+            c.proc = renumbered[c.proc];
+            c
+        }));
+        self.exits.extend(
+            other
+                .exits
+                .into_iter()
+                .map(|(proc, ts)| (renumbered[proc], ts)),
+        );
         for (text, stack) in other.stacks {
             self.stacks.entry(text).or_insert(stack);
         }
@@ -347,7 +371,7 @@ impl Timeline {
         if self.sorted {
             return;
         }
-        self.calls.sort_by_key(|c| (c.ts_ns, c.pid, c.seq));
+        self.calls.sort_by_key(|c| (c.ts_ns, c.pid, c.proc, c.seq));
         self.by_fingerprint.clear();
         self.by_process.clear();
         self.by_value.clear();
@@ -361,14 +385,14 @@ impl Timeline {
                     entry.push(i);
                 }
             }
-            self.by_process.entry(call.pid).or_default().push(i);
+            self.by_process.entry(call.proc).or_default().push(i);
             if !call.succeeded() {
                 continue;
             }
             for (k, (prefix, arg)) in INDEXED.iter().enumerate() {
                 if let (true, Some(value)) = (call.func.starts_with(prefix), call.arg(arg)) {
                     self.by_value
-                        .entry((call.pid, k))
+                        .entry((call.proc, k))
                         .or_default()
                         .entry(value_key(value).into_owned())
                         .or_default()
@@ -388,7 +412,7 @@ impl Timeline {
         arg: &str,
         value: &Value,
     ) -> Option<&'a Call> {
-        match self.indexed(after.pid, prefix, arg, value) {
+        match self.indexed(after.proc, prefix, arg, value) {
             Some(list) => {
                 let start = list.partition_point(|&i| i <= after.pos);
                 list.get(start).map(|&i| &self.calls[i])
@@ -412,7 +436,7 @@ impl Timeline {
         value: &Value,
         until: u64,
     ) -> usize {
-        match self.indexed(after.pid, prefix, arg, value) {
+        match self.indexed(after.proc, prefix, arg, value) {
             Some(list) => {
                 let start = list.partition_point(|&i| i <= after.pos);
                 let end = list.partition_point(|&i| self.calls[i].ts_ns <= until);
@@ -432,11 +456,11 @@ impl Timeline {
 
     /// The indexed calls of `pid` for `prefix`, `arg` and `value` ([`INDEXED`]); `None` when the
     /// pair is not indexed.
-    fn indexed(&self, pid: i64, prefix: &str, arg: &str, value: &Value) -> Option<&[usize]> {
+    fn indexed(&self, proc: usize, prefix: &str, arg: &str, value: &Value) -> Option<&[usize]> {
         let k = INDEXED.iter().position(|&(p, a)| p == prefix && a == arg)?;
         Some(
             self.by_value
-                .get(&(pid, k))
+                .get(&(proc, k))
                 .and_then(|values| values.get(value_key(value).as_ref()))
                 .map_or(&[][..], Vec::as_slice),
         )
@@ -446,10 +470,21 @@ impl Timeline {
         &self.calls
     }
 
-    /// When process `pid` wrote its `exit` record: `None` if it did not (still running, or it
-    /// ended by `_exit`, a signal or `kill -9`).
-    pub fn exited(&self, pid: i64) -> Option<u64> {
-        self.exits.get(&pid).copied()
+    /// When process `proc` ([`Call::proc`]) wrote its `exit` record: `None` if it did not
+    /// (still running, or it ended by `_exit`, a signal or `kill -9`).
+    pub fn exited(&self, proc: usize) -> Option<u64> {
+        self.exits.get(&proc).copied()
+    }
+
+    /// The [`Call::proc`] of a record's process: its pid on its machine (`"machine"`, which the
+    /// reader adds from the file's process record; none in older traces: one machine).
+    fn proc_of(&mut self, record: &Map<String, Value>, pid: i64) -> usize {
+        let machine = record
+            .get("machine")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let next = self.procs.len();
+        *self.procs.entry((machine, pid)).or_insert(next)
     }
 
     /// The fingerprints seen, each once.
@@ -471,14 +506,14 @@ impl Timeline {
         &'a self,
         before: &Call,
     ) -> impl Iterator<Item = &'a Call> + use<'a> {
-        let list = self.of_process(before.pid);
+        let list = self.of_process(before.proc);
         let end = list.partition_point(|&i| i < before.pos);
         list[..end].iter().rev().map(|&i| &self.calls[i])
     }
 
     /// Process `pid`'s calls (indices into `calls`, in time order).
-    fn of_process(&self, pid: i64) -> &[usize] {
-        self.by_process.get(&pid).map_or(&[][..], Vec::as_slice)
+    fn of_process(&self, proc: usize) -> &[usize] {
+        self.by_process.get(&proc).map_or(&[][..], Vec::as_slice)
     }
 
     /// The calls of one process after `after` (same process) in time order (then `seq`, which
@@ -488,7 +523,7 @@ impl Timeline {
         &'a self,
         after: &Call,
     ) -> impl Iterator<Item = &'a Call> + use<'a> {
-        let list = self.of_process(after.pid);
+        let list = self.of_process(after.proc);
         let start = list.partition_point(|&i| i <= after.pos);
         list[start..].iter().map(|&i| &self.calls[i])
     }
@@ -545,10 +580,10 @@ impl Timeline {
     /// address an importer's opens reuse belongs to each open in turn). In order of the export.
     pub fn handles(&self) -> Vec<HandleView<'_>> {
         // Each process's ends of each pointer, in time order, and how many are taken.
-        let mut ends: HashMap<(i64, String), (Vec<&Call>, usize)> = HashMap::new();
+        let mut ends: HashMap<(usize, String), (Vec<&Call>, usize)> = HashMap::new();
         for c in &self.calls {
             if let Some(ptr) = ended_pointer(c) {
-                ends.entry((c.pid, ptr.to_string())).or_default().0.push(c);
+                ends.entry((c.proc, ptr.to_string())).or_default().0.push(c);
             }
         }
         // Exports and opens claim their ends in time order, across every handle.
@@ -575,7 +610,7 @@ impl Timeline {
         exchanges.sort_by_key(|(_, c, _)| (c.ts_ns, c.pid, c.seq));
         let mut claimed: HashMap<&str, Vec<&Call>> = HashMap::new();
         for (fp, c, ptr) in exchanges {
-            let Some((list, taken)) = ends.get_mut(&(c.pid, ptr)) else {
+            let Some((list, taken)) = ends.get_mut(&(c.proc, ptr)) else {
                 continue;
             };
             let after = (c.ts_ns, c.seq);
@@ -670,13 +705,16 @@ pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[
 /// Each process that ended through exit, with its successful calls up to its exit, in its
 /// order: what the families' at-exit checks read.
 pub fn exited_calls(t: &Timeline) -> Vec<(i64, Vec<&Call>)> {
-    let mut by_pid: std::collections::BTreeMap<i64, Vec<&Call>> = Default::default();
+    let mut by_process: BTreeMap<(i64, usize), Vec<&Call>> = Default::default();
     for c in t.calls().iter().filter(|c| c.succeeded()) {
-        if t.exited(c.pid).is_some_and(|exit| c.ts_ns <= exit) {
-            by_pid.entry(c.pid).or_default().push(c);
+        if t.exited(c.proc).is_some_and(|exit| c.ts_ns <= exit) {
+            by_process.entry((c.pid, c.proc)).or_default().push(c);
         }
     }
-    by_pid.into_iter().collect()
+    by_process
+        .into_iter()
+        .map(|((pid, _), calls)| (pid, calls))
+        .collect()
 }
 
 /// Runs `checks` over a finished timeline.
@@ -1151,5 +1189,55 @@ mod tests {
         let views = t.handles();
         assert_eq!(views.len(), 1);
         assert_eq!(views[0].steps.len() as u64, 4 * ROUNDS - 1);
+    }
+
+    /// A pid names a process on one machine only: another machine's process with the importer's
+    /// pid, which exited while the importer still had its mapping open, is not the importer
+    /// (before, its exit was taken for the importer's: a false never-closed).
+    #[test]
+    fn processes_of_one_pid_on_two_machines_are_two_processes() {
+        let on = |machine: &str, (pid, ts, func, args, ret): (i64, u64, &str, Value, i64)| {
+            let mut r = record(pid, 0, ts, func, args, ret);
+            r.insert("machine".into(), machine.into());
+            if func == "exit" {
+                r.remove("fn");
+                r.insert("event".into(), "exit".into());
+            }
+            r
+        };
+        let mut t = Timeline::for_checks(REPORT_CHECKS);
+        for (seq, mut r) in [
+            on("a", export(100)),
+            on("a", open(200, 0)),
+            on("a", close(400)),
+            on("a", free(500)),
+            on("a", exit(20, 600)),
+            on("b", exit(20, 300)),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            r.insert("seq".into(), (seq as u64 + 1).into());
+            t.add(&r);
+        }
+        t.finish();
+        assert!(rules_found(&t, &NEVER_CLOSED).is_empty());
+        assert!(rules_found(&t, &FREED_WHILE_OPEN).is_empty());
+        // The same records without machines (an older trace): one process 20, as before.
+        let mut old = Timeline::for_checks(REPORT_CHECKS);
+        for r in [
+            export(100),
+            open(200, 0),
+            close(400),
+            free(500),
+            exit(20, 600),
+            exit(20, 300),
+        ] {
+            let mut r = on("", r);
+            r.remove("machine");
+            old.add(&r);
+        }
+        old.finish();
+        assert_eq!(rules_found(&old, &NEVER_CLOSED).len(), 1);
     }
 }

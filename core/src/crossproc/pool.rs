@@ -55,7 +55,7 @@ fn freed_while_imported(t: &Timeline) -> Vec<ReportFinding> {
                     format!("freed it only later (call #{} of process {})", g.seq, g.pid),
                 )),
                 None => t
-                    .exited(import.pid)
+                    .exited(import.proc)
                     .map(|exit| (exit, "never freed it before exiting".to_string())),
             };
             imports.push((import, imported.clone(), end));
@@ -92,7 +92,7 @@ fn freed_while_imported(t: &Timeline) -> Vec<ReportFinding> {
             let mut holding: Vec<usize> = held
                 .iter()
                 .map(|&(_, k)| k)
-                .filter(|&k| imports[k].0.pid != export.pid)
+                .filter(|&k| imports[k].0.proc != export.proc)
                 .collect();
             holding.sort_unstable();
             for k in holding {
