@@ -512,6 +512,9 @@ fn render_posix_imports_text(s: &Summary, out: &mut String) {
 }
 
 /// The IPC HANDLES section: each exported memory or event handle's exchange, in time order.
+/// The first and the last steps of each IPC handle shown in text (this many of each).
+const HANDLE_STEPS_SHOWN: usize = 10;
+
 fn render_handles_text(s: &Summary, out: &mut String) {
     let handles = s.timeline.handles();
     if handles.is_empty() {
@@ -525,7 +528,20 @@ fn render_handles_text(s: &Summary, out: &mut String) {
     for v in &handles {
         let _ = writeln!(out, "    {}", v.handle);
         let start = v.steps.first().map_or(0, |c| c.ts_ns);
-        for c in &v.steps {
+        // A handle used for hours has millions of steps: its first and last ones are shown,
+        // every one is in JSON (issue 27).
+        let hidden = v.steps.len().saturating_sub(2 * HANDLE_STEPS_SHOWN);
+        for (k, c) in v.steps.iter().enumerate() {
+            if hidden > 0 && k == HANDLE_STEPS_SHOWN {
+                let _ = writeln!(
+                    out,
+                    "        ... {} (every step: --format json)",
+                    plural(hidden as u64, "more step", "more steps")
+                );
+            }
+            if hidden > 0 && (HANDLE_STEPS_SHOWN..HANDLE_STEPS_SHOWN + hidden).contains(&k) {
+                continue;
+            }
             let ptr = step_pointer(c);
             let ptr = ptr.as_str().map_or_else(|| ptr.to_string(), str::to_string);
             let ret = c.ret.map_or_else(|| "?".to_string(), |r| r.to_string());

@@ -1137,3 +1137,51 @@ fn a_report_read_in_parallel_is_the_report_read_in_order() {
     assert!(text.contains("\"phase\":\"report\""), "{text}");
     assert!(dir.join("t/1000.lane1.jsonl").exists());
 }
+
+/// A handle with a long history shows its first and last steps in text, and how many more
+/// there are; JSON has every step.
+#[test]
+fn a_long_handle_history_is_shown_by_its_ends_in_text() {
+    let dir = TempDir::new("report-handle-steps");
+    let fp = "fp:0011223344556677";
+    let exporter = [
+        PROCESS_100.to_string(),
+        format!(
+            r#"{{"seq":1,"t":1,"tid":100,"fn":"cuIpcGetMemHandle","a":{{"*pHandle":"{fp}","dptr":"0x7000"}},"r":0}}"#
+        ),
+        r#"{"seq":2,"t":100000,"tid":100,"fn":"cuMemFree_v2","a":{"dptr":"0x7000"},"r":0}"#
+            .to_string(),
+    ];
+    let mut importer = vec![PROCESS_200.to_string()];
+    for k in 0..30u64 {
+        importer.push(format!(
+            r#"{{"seq":{},"t":{},"tid":200,"fn":"cuIpcOpenMemHandle_v2","a":{{"*pdptr":"0x9000","handle":"{fp}","Flags":1}},"r":0}}"#,
+            2 * k + 1,
+            10 + 100 * k
+        ));
+        importer.push(format!(
+            r#"{{"seq":{},"t":{},"tid":200,"fn":"cuIpcCloseMemHandle","a":{{"dptr":"0x9000"}},"r":0}}"#,
+            2 * k + 2,
+            60 + 100 * k
+        ));
+    }
+    let text = |l: &[String]| lines(&l.iter().map(String::as_str).collect::<Vec<_>>());
+    dir.write("t/100.jsonl", &text(&exporter));
+    dir.write("t/200.jsonl", &text(&importer));
+    let out = sharecheck(&dir).args(["report", "t"]).output().unwrap();
+    let report = String::from_utf8(out.stdout).unwrap();
+    let steps = report.lines().filter(|l| l.contains(" us  pid ")).count();
+    assert_eq!(steps, 20, "{report}");
+    // 62 steps: the export, 30 opens, 30 closes, the free.
+    assert!(
+        report.contains("... 42 more steps (every step: --format json)"),
+        "{report}"
+    );
+    let out = sharecheck(&dir)
+        .args(["report", "t", "--format", "json"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let shown = json["ipc"][0]["steps"].as_array().map(Vec::len);
+    assert_eq!(shown, Some(62), "{json}");
+}
