@@ -168,6 +168,10 @@ impl<'a> Record<'a> {
         self.machine = machine;
         self
     }
+    /// The machine its process ran on (its file's process record's boot id, else its host).
+    pub fn machine(&self) -> Option<&str> {
+        self.machine.as_deref()
+    }
     pub fn pid(&self) -> Option<i64> {
         self.pid
     }

@@ -724,10 +724,14 @@ fn render_processes_text(s: &Summary, out: &mut String) {
             "    {:>8} {:>8} {:>8} {:>7} {:>9}  exe",
             "pid", "ppid", "calls", "errors", "warnings"
         );
-        for (pid, p) in s.processes.iter().take(MAX_PROCESSES) {
+        for (pid, machine, p) in s.processes.iter().take(MAX_PROCESSES) {
             let ppid = p.ppid.map_or("?".to_string(), |v| v.to_string());
             let exe = one_line(p.exe.as_deref().unwrap_or("?"));
-            let note = p.notes();
+            let mut note = p.notes();
+            if let Some(machine) = machine {
+                // Another machine's process has this pid too.
+                note = format!("  (machine {}){note}", one_line(machine));
+            }
             let _ = writeln!(
                 out,
                 "    {pid:>8} {ppid:>8} {:>8} {:>7} {:>9}  {exe}{note}",
@@ -885,7 +889,15 @@ mod tests {
         assert_eq!((o.pid.as_i64(), o.seq.as_u64()), (Some(10), Some(2)));
         assert_eq!(o.func.as_deref(), Some("cuMemFree_v2"));
         assert_eq!(o.finding["phase"], "report");
-        assert_eq!(early.processes[&10].warnings, 1, "counted for the exporter");
+        assert_eq!(
+            early
+                .processes
+                .iter()
+                .find(|(pid, _, _)| *pid == 10)
+                .map(|(_, _, p)| p.warnings),
+            Some(1),
+            "counted for the exporter"
+        );
         let json: Value = serde_json::from_str(&render_json(&early)).unwrap();
         let id = "cuMemFree.ipc-memory-open-elsewhere";
         assert_eq!(json["findings"][0]["rule"], id);

@@ -133,6 +133,63 @@ impl ProcessInfo {
     }
 }
 
+/// The processes of the traces, by pid and machine (a pid names a process on one machine only:
+/// the process record's boot id, else its host; none in older traces), in pid order.
+#[derive(Debug, Default)]
+pub struct Processes(BTreeMap<i64, Vec<(Option<String>, ProcessInfo)>>);
+
+impl Processes {
+    /// Process `pid` of `machine`, added if new.
+    pub fn entry(&mut self, pid: i64, machine: Option<&str>) -> &mut ProcessInfo {
+        let same = self.0.entry(pid).or_default();
+        let at = match same.iter().position(|(m, _)| m.as_deref() == machine) {
+            Some(at) => at,
+            None => {
+                same.push((machine.map(str::to_string), ProcessInfo::default()));
+                same.len() - 1
+            }
+        };
+        &mut same[at].1
+    }
+
+    /// Process `pid` of `machine`, if known.
+    pub fn get_mut(&mut self, pid: i64, machine: Option<&str>) -> Option<&mut ProcessInfo> {
+        self.0
+            .get_mut(&pid)?
+            .iter_mut()
+            .find(|(m, _)| m.as_deref() == machine)
+            .map(|(_, p)| p)
+    }
+
+    /// Every process: its pid, its machine where another process has the same pid (else
+    /// `None`), and what its records said.
+    pub fn iter(&self) -> impl Iterator<Item = (i64, Option<&str>, &ProcessInfo)> {
+        self.0.iter().flat_map(|(&pid, same)| {
+            let shared = same.len() > 1;
+            same.iter()
+                .map(move |(m, p)| (pid, m.as_deref().filter(|_| shared), p))
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.values().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Takes in the processes of files read after these.
+    fn absorb(&mut self, other: Processes) {
+        for (pid, same) in other.0 {
+            for (machine, process) in same {
+                let mine = self.entry(pid, machine.as_deref());
+                mine.absorb(process);
+            }
+        }
+    }
+}
+
 /// Everything `report` prints: what the records of every file told ([`Tally`]), and the names
 /// of the findings' frames' functions.
 pub struct Summary {
@@ -163,7 +220,7 @@ pub struct Tally {
     pub files: usize,
     pub records: u64,
     pub calls: u64,
-    pub processes: BTreeMap<i64, ProcessInfo>,
+    pub processes: Processes,
     /// Records without a pid still count as one process between them.
     pub records_without_pid: bool,
     /// Gathered as the records stream by ([`Findings`]).
@@ -206,7 +263,7 @@ impl Tally {
         }
         let pid = record.pid();
         let process = match pid {
-            Some(pid) => Some(self.processes.entry(pid).or_default()),
+            Some(pid) => Some(self.processes.entry(pid, record.machine())),
             None => {
                 self.records_without_pid = true;
                 None
@@ -263,7 +320,7 @@ impl Tally {
             return;
         }
         let findings = record.findings();
-        if let Some(process) = pid.and_then(|pid| self.processes.get_mut(&pid)) {
+        if let Some(process) = pid.and_then(|pid| self.processes.get_mut(pid, record.machine())) {
             for f in &findings {
                 process.findings += 1;
                 match f.get("severity").and_then(Value::as_str) {
@@ -416,14 +473,7 @@ impl Tally {
         self.files += other.files;
         self.records += other.records;
         self.calls += other.calls;
-        for (pid, process) in other.processes {
-            match self.processes.get_mut(&pid) {
-                Some(mine) => mine.absorb(process),
-                None => {
-                    self.processes.insert(pid, process);
-                }
-            }
-        }
+        self.processes.absorb(other.processes);
         self.records_without_pid |= other.records_without_pid;
         self.findings.absorb(other.findings);
         for (name, stats) in other.functions {
@@ -458,7 +508,7 @@ impl Tally {
         if let Some(stack) = found.stack {
             finding.insert("stack".into(), stack);
         }
-        if let Some(process) = self.processes.get_mut(&found.pid) {
+        if let Some(process) = self.processes.get_mut(found.pid, found.machine.as_deref()) {
             process.findings += 1;
             match rule.severity.as_str() {
                 "error" => process.errors += 1,

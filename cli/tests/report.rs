@@ -1185,3 +1185,39 @@ fn a_long_handle_history_is_shown_by_its_ends_in_text() {
     let shown = json["ipc"][0]["steps"].as_array().map(Vec::len);
     assert_eq!(shown, Some(62), "{json}");
 }
+
+/// Two machines' processes of one pid are two processes: two rows, each naming its machine.
+#[test]
+fn processes_of_one_pid_on_two_machines_are_two_rows() {
+    let dir = TempDir::new("report-machines");
+    for (machine, calls) in [("aaaa-1", 2), ("bbbb-2", 3)] {
+        let mut l = vec![format!(
+            r#"{{"v":2,"seq":0,"t":0,"tid":100,"event":"process","pid":100,"ppid":1,"exe":"/usr/bin/app","shim_version":"0.1.0","boot_id":"{machine}","host":"h","t0_wall_ns":1,"t0_mono_ns":5}}"#
+        )];
+        for seq in 1..=calls {
+            l.push(format!(
+                r#"{{"seq":{seq},"t":{seq},"tid":100,"fn":"cuCtxEnablePeerAccess","a":{{}},"r":0}}"#
+            ));
+        }
+        dir.write(
+            &format!("t/100.jsonl.{}", &machine[5..]),
+            &lines(&l.iter().map(String::as_str).collect::<Vec<_>>()),
+        );
+    }
+    let out = sharecheck(&dir).args(["report", "t"]).output().unwrap();
+    let report = String::from_utf8(out.stdout).unwrap();
+    assert!(report.contains("2 processes"), "{report}");
+    let rows: Vec<&str> = report
+        .lines()
+        .filter(|l| l.trim_start().starts_with("100 "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{report}");
+    assert!(
+        rows[0].contains("(machine aaaa-1)") && rows[0].contains(" 2 "),
+        "{report}"
+    );
+    assert!(
+        rows[1].contains("(machine bbbb-2)") && rows[1].contains(" 3 "),
+        "{report}"
+    );
+}

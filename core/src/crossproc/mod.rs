@@ -56,6 +56,8 @@ pub struct Call {
     /// machine only; the reader gives each record its file's machine, `"machine"`). What the
     /// checks compare to tell processes apart.
     pub proc: usize,
+    /// Its process's machine, where the record says (`"machine"`).
+    pub machine: Option<std::sync::Arc<str>>,
     /// The calling thread, where the record says.
     pub tid: Option<i64>,
     pub seq: u64,
@@ -185,7 +187,7 @@ pub struct Timeline {
     by_value: HashMap<(usize, usize), HashMap<String, Vec<usize>>>,
     /// Every stack the kept calls were made from (its JSON text -> the one copy).
     stacks: HashMap<String, std::sync::Arc<Value>>,
-    /// Every argument name of the kept calls (-> the one copy).
+    /// Every argument name and machine of the kept calls (-> the one copy).
     names: HashMap<String, std::sync::Arc<str>>,
     sorted: bool,
 }
@@ -279,17 +281,7 @@ impl Timeline {
         }
         let args = Args(
             args.iter()
-                .map(|(name, value)| {
-                    let name = match self.names.get(name.as_str()) {
-                        Some(name) => name.clone(),
-                        None => {
-                            let shared: std::sync::Arc<str> = name.as_str().into();
-                            self.names.insert(name.clone(), shared.clone());
-                            shared
-                        }
-                    };
-                    (name, value.clone())
-                })
+                .map(|(name, value)| (self.intern(name), value.clone()))
                 .collect(),
         );
         let stack = record
@@ -308,8 +300,13 @@ impl Timeline {
                     .clone()
             });
         let proc = self.proc_of(record, pid);
+        let machine = record
+            .get("machine")
+            .and_then(Value::as_str)
+            .map(|m| self.intern(m));
         self.calls.push(Call {
             pid,
+            machine,
             tid: record.get("tid").and_then(Value::as_i64),
             seq,
             ts_ns,
@@ -476,6 +473,18 @@ impl Timeline {
         self.exits.get(&proc).copied()
     }
 
+    /// The one copy of `text` among the timeline's argument names and machines.
+    fn intern(&mut self, text: &str) -> std::sync::Arc<str> {
+        match self.names.get(text) {
+            Some(shared) => shared.clone(),
+            None => {
+                let shared: std::sync::Arc<str> = text.into();
+                self.names.insert(text.to_string(), shared.clone());
+                shared
+            }
+        }
+    }
+
     /// The [`Call::proc`] of a record's process: its pid on its machine (`"machine"`, which the
     /// reader adds from the file's process record; none in older traces: one machine).
     fn proc_of(&mut self, record: &Map<String, Value>, pid: i64) -> usize {
@@ -638,6 +647,8 @@ impl Timeline {
 pub struct ReportFinding {
     pub rule: &'static Rule,
     pub pid: i64,
+    /// The machine of the call's process, where its record says.
+    pub machine: Option<String>,
     pub tid: Option<i64>,
     pub seq: u64,
     pub ts_ns: u64,
@@ -654,6 +665,7 @@ impl ReportFinding {
         ReportFinding {
             rule,
             pid: call.pid,
+            machine: call.machine.as_deref().map(str::to_string),
             tid: call.tid,
             seq: call.seq,
             ts_ns: call.ts_ns,
