@@ -202,26 +202,6 @@ pub fn write_plain<A: CallArgs>(
     if seq == 0 || !kept_without_findings(info) {
         return;
     }
-    if A::COMPACT && ring::place_fits(place) && !crate::writer::behind() {
-        let record = CallRecord {
-            info,
-            outcome: Outcome::Returned(ret),
-            ret,
-            seq,
-            t,
-            dur_ns: None,
-            place,
-            stack: &[],
-            findings: &[],
-        };
-        write_compact(
-            guard,
-            FORK_GENERATION.load(Ordering::Relaxed),
-            args,
-            &record,
-        );
-        return;
-    }
     let record = CallRecord {
         info,
         outcome: Outcome::Returned(ret),
@@ -233,7 +213,16 @@ pub fn write_plain<A: CallArgs>(
         stack: &[],
         findings: &[],
     };
-    write_call(Some(guard), args, &record);
+    if A::COMPACT && ring::place_fits(place) && !crate::writer::behind() {
+        write_compact(
+            guard,
+            FORK_GENERATION.load(Ordering::Relaxed),
+            args,
+            &record,
+        );
+    } else {
+        write_call(Some(guard), args, &record);
+    }
 }
 
 /// Whether a call with no finding is recorded: always at `trace_level=calls`; at `findings`, only
