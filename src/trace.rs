@@ -202,7 +202,7 @@ pub fn write_plain<A: CallArgs>(
     if seq == 0 || !kept_without_findings(info) {
         return;
     }
-    let record = CallRecord {
+    let record = || CallRecord {
         info,
         outcome: Outcome::Returned(ret),
         ret,
@@ -214,15 +214,11 @@ pub fn write_plain<A: CallArgs>(
         findings: &[],
     };
     if A::COMPACT && ring::place_fits(place) && !crate::writer::behind() {
-        write_compact(
-            guard,
-            FORK_GENERATION.load(Ordering::Relaxed),
-            args,
-            &record,
-        );
-    } else {
-        write_call(Some(guard), args, &record);
+        let generation = FORK_GENERATION.load(Ordering::Relaxed);
+        write_compact(guard, generation, args, &record());
+        return;
     }
+    write_call(Some(guard), args, &record());
 }
 
 /// Whether a call with no finding is recorded: always at `trace_level=calls`; at `findings`, only
