@@ -123,7 +123,9 @@ impl Inputs {
 }
 
 /// Expands TRACE arguments: a file is itself, a directory is every `*.jsonl` in it (sorted by
-/// name, not recursive). The same file named twice is read once.
+/// name), or, where it holds none itself, every one in the directories under it (a tree of many
+/// hosts' traces, one directory each: sorted by path; symbolic links to directories are not
+/// followed). The same file named twice is read once.
 pub fn collect_inputs(args: &[PathBuf]) -> Inputs {
     let mut inputs = Inputs::default();
     let mut seen = std::collections::HashSet::new();
@@ -140,12 +142,15 @@ pub fn collect_inputs(args: &[PathBuf]) -> Inputs {
         };
         let mut files = Vec::new();
         if meta.is_dir() {
-            match jsonl_files_in(arg) {
+            match jsonl_files_in(arg).and_then(|found| match found.is_empty() {
+                true => jsonl_files_under(arg),
+                false => Ok(found),
+            }) {
                 Ok(found) if found.is_empty() => inputs.cannot_read(
                     arg,
                     format!(
-                        "this directory holds no *{TRACE_SUFFIX} trace file; \
-                         was the program run with `sharecheck run`?"
+                        "this directory holds no *{TRACE_SUFFIX} trace file, nor do the \
+                         directories under it; was the program run with `sharecheck run`?"
                     ),
                 ),
                 Ok(found) => files = found,
@@ -180,6 +185,26 @@ pub fn jsonl_files_in(dir: &Path) -> io::Result<Vec<PathBuf>> {
         if is_trace && std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
             files.push(path);
         }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// The trace files ([`jsonl_files_in`]) of every directory under `dir`, at any depth, sorted by
+/// path; directories reached through symbolic links are not entered (no cycle).
+pub fn jsonl_files_under(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut dirs = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            dirs.push(entry.path());
+        }
+    }
+    dirs.sort();
+    for sub in dirs {
+        files.extend(jsonl_files_in(&sub)?);
+        files.extend(jsonl_files_under(&sub)?);
     }
     files.sort();
     Ok(files)

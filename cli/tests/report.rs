@@ -1221,3 +1221,37 @@ fn processes_of_one_pid_on_two_machines_are_two_rows() {
         "{report}"
     );
 }
+
+/// A directory that holds no trace itself but a tree of them (one directory per host) is read
+/// whole, each host's processes apart.
+#[test]
+fn a_tree_of_hosts_traces_is_read_whole() {
+    let dir = TempDir::new("report-tree");
+    for (host, boot) in [("node-a", "aaaa"), ("node-b/rack", "bbbb")] {
+        let process = format!(
+            r#"{{"v":2,"seq":0,"t":0,"tid":100,"event":"process","pid":100,"ppid":1,"exe":"/usr/bin/app","shim_version":"0.1.0","boot_id":"{boot}","host":"{host}","t0_wall_ns":1,"t0_mono_ns":5}}"#
+        );
+        dir.write(
+            &format!("t/{host}/100.jsonl"),
+            &lines(&[&process, PEER_100]),
+        );
+    }
+    // Not a trace: ignored wherever it is.
+    dir.write("t/node-a/notes.txt", "hello\n");
+    let out = sharecheck(&dir).args(["report", "t"]).output().unwrap();
+    let report = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains("2 processes"), "{report}");
+    assert!(
+        report.contains("(machine aaaa)") && report.contains("(machine bbbb)"),
+        "{report}"
+    );
+    // An empty tree is still an error naming the directory.
+    dir.mkdir("empty/sub");
+    let out = sharecheck(&dir).args(["report", "empty"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("holds no"),
+        "{out:?}"
+    );
+}
