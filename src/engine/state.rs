@@ -261,6 +261,15 @@ pub fn restart_after_fork_in_child() {
     CURRENT.store(Box::into_raw(Box::default()), Ordering::Release);
 }
 
+/// One of 64 bits for a pointer (its bits above a page, folded): a family keeps the union of its
+/// tracked pointers' bits, read without its lock, so that a free of memory it does not track
+/// (almost every free) costs one load and no lock.
+#[inline(always)]
+pub fn pointer_bit(ptr: u64) -> u64 {
+    let h = (ptr >> 12) ^ (ptr >> 18) ^ (ptr >> 24) ^ (ptr >> 30);
+    1 << (h & 63)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

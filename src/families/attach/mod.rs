@@ -16,15 +16,15 @@ mod tests;
 use crate::engine::facts::{
     HipSession, MemoryKind, ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
 };
-use crate::engine::state::{FamilyState, Lifetime};
+use crate::engine::state::{pointer_bit, FamilyState, Lifetime};
 use crate::engine::{hex, Check, Cx, LastClean, Remember};
 use parking_lot::Mutex;
 use sharecheck_core::functions::args;
 use sharecheck_core::rules::attach::{cuda, hip, lifetime};
 use std::collections::BTreeMap;
 use std::ffi::c_int;
-use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 
 pub struct AttachCuda;
 pub struct AccessCuda;
@@ -88,10 +88,14 @@ pub struct AttachState {
     /// How many attachments can concern stream work (`SINGLE` on a device without concurrent
     /// managed access, and `HOST`): when none, a copy is not looked at.
     watched: AtomicUsize,
-    /// How many allocations `attached` holds (changed under its lock): a free skips the lock
-    /// when none.
-    entries: AtomicUsize,
+    /// The union of the [`pointer_bit`]s of the allocations `attached` holds (changed under
+    /// its lock; a bit may outlive its allocations while more than [`EXACT_BITS`] are held): a
+    /// free of memory whose bit is not set skips the lock.
+    bits: AtomicU64,
 }
+
+/// Up to how many attached allocations [`AttachState::bits`] is recomputed exactly when one goes.
+const EXACT_BITS: usize = 64;
 
 impl FamilyState for AttachState {
     const SLOT: usize = 2;
@@ -104,7 +108,7 @@ impl AttachState {
     fn attached(&self, dptr: u64, entry: Attached) -> bool {
         let mut attached = self.attached.lock();
         let old = attached.insert(dptr, entry);
-        self.entries.store(attached.len(), Relaxed);
+        self.bits.fetch_or(pointer_bit(dptr), Relaxed);
         drop(attached);
         self.count(old, -1);
         self.count(Some(entry), 1);
@@ -160,7 +164,7 @@ impl AttachState {
         for d in &gone {
             self.count(attached.remove(d), -1);
         }
-        self.entries.store(attached.len(), Relaxed);
+        self.removed(&attached);
         drop(attached);
         crate::engine::moved_on();
         gone
@@ -168,8 +172,16 @@ impl AttachState {
 
     #[inline(always)]
     fn freed(&self, dptr: u64) {
-        if self.entries.load(Relaxed) != 0 {
+        if self.bits.load(Relaxed) & pointer_bit(dptr) != 0 {
             self.forget_freed(dptr);
+        }
+    }
+
+    /// After a removal from `attached`: its bits again, exactly while few are held.
+    fn removed(&self, attached: &BTreeMap<u64, Attached>) {
+        if attached.len() <= EXACT_BITS {
+            let bits = attached.keys().fold(0, |bits, &d| bits | pointer_bit(d));
+            self.bits.store(bits, Relaxed);
         }
     }
 
@@ -178,7 +190,7 @@ impl AttachState {
     fn forget_freed(&self, dptr: u64) {
         let mut attached = self.attached.lock();
         let old = attached.remove(&dptr);
-        self.entries.store(attached.len(), Relaxed);
+        self.removed(&attached);
         drop(attached);
         self.count(old, -1);
         if old.is_some() {

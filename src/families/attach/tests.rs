@@ -478,3 +478,35 @@ fn a_hip_pointer_found_managed_is_asked_again_once_the_generation_moves() {
     let asked = h.call_as_is(hip_attach(1), SUCCESS);
     assert!(asked.rules.contains(&not_managed), "{:?}", asked.messages);
 }
+
+/// A free reaches the attaches through a filter of their pointers' bits (read without the lock):
+/// among more attached allocations than the filter tells apart, a freed one is forgotten (its
+/// stream's destroy is silent) and the others are kept (their stream's destroy is reported),
+/// and a free of memory never attached forgets nothing.
+#[test]
+fn a_free_forgets_exactly_its_own_attach_among_many() {
+    const MANY: u64 = 100;
+    let base = |i: u64| 0x100_0000 + i * SIZE;
+    let f = FakeFacts::devices(1);
+    for i in 0..MANY {
+        f.allocate(base(i), SIZE, None);
+    }
+    f.allocate(DEVICE, SIZE, Some(0));
+    let h = Harness::new(f);
+    // Every allocation attached singly to a stream of its own.
+    for i in 0..MANY {
+        h.ok(attach(STREAM + i, base(i), 0, SINGLE));
+    }
+    h.ok(free(DEVICE));
+    for i in (0..MANY).step_by(2) {
+        h.ok(free(base(i)));
+    }
+    for i in 0..MANY {
+        let ran = h.call(destroy(STREAM + i), SUCCESS);
+        if i % 2 == 0 {
+            assert!(ran.is_quiet(), "stream {i}: {:?}", ran.messages);
+        } else {
+            assert_eq!(ran.rules, ["cuStreamDestroy.attached-memory-reverts"], "stream {i}");
+        }
+    }
+}

@@ -9,7 +9,7 @@
 mod tests;
 
 use crate::engine::facts::{HipSession, MemoryKind};
-use crate::engine::state::{FamilyState, Left, Lifetime};
+use crate::engine::state::{pointer_bit, FamilyState, Left, Lifetime};
 use crate::engine::{hex, Check, Cx, LastClean, Remember};
 use parking_lot::Mutex;
 use sharecheck_core::ffi::{CUcontext, Outcome};
@@ -76,13 +76,6 @@ pub struct IpcState {
     /// lock; cleared when none is left).
     exported_memory: Mutex<HashSet<u64>>,
     exported_memory_bits: AtomicU64,
-}
-
-/// One of 64 bits for a pointer (its bits above a page, folded).
-#[inline(always)]
-fn pointer_bit(ptr: u64) -> u64 {
-    let h = (ptr >> 12) ^ (ptr >> 18) ^ (ptr >> 24) ^ (ptr >> 30);
-    1 << (h & 63)
 }
 
 /// How often an opened pointer is open, and through which API.

@@ -680,110 +680,221 @@ pub(crate) fn granular(v: u64, g: u64) -> bool {
     }
 }
 
-/// A map's mapping, put in the tracked state before the driver's call when nothing overlaps it
-/// (taken back if the driver refuses), so that a success needs no second lock; else added after
-/// a success.
-pub enum MapPlan {
-    Staged(Mapping),
-    Later(Mapping),
+/// What a map found, in one pass under the lock ([`Vmm::stage_map`]): the rules it breaks
+/// ([`MapSeen::bad`]) with what their messages name, whether its mapping was put in the tracked
+/// state before the driver's call (nothing overlapped it: taken back if the driver refuses, so a
+/// success needs no second lock), and whether it is the first map of a handle the shim saw taken
+/// (its stack is kept for the report).
+#[derive(Clone, Copy, Default)]
+struct MapSeen {
+    bad: u8,
+    staged: bool,
+    first: bool,
+    /// The allocation's minimum granularity and size (0: not known).
+    granularity: u64,
+    total: u64,
+    /// The first mapping the range overlaps: start, size, handle.
+    overlap: (u64, u64, u64),
 }
 
-impl Check<args::cuMemMap> for Map {
-    /// The map's plan, and whether the handle (one the shim saw taken) was never mapped before:
-    /// its first map keeps its stack for the report.
-    type Plan = (MapPlan, bool);
-    fn before(&self, a: &args::cuMemMap, cx: &mut Cx) -> (MapPlan, bool) {
-        let (ptr, size, offset) = (a.ptr.0, a.size.0 as u64, a.offset.0 as u64);
+const NOT_GRANULAR: u8 = 1;
+const PAST_ALLOCATION: u8 = 2;
+const NOT_RESERVED: u8 = 4;
+const ALREADY_MAPPED: u8 = 8;
+
+/// What a map's check hands to its step after the call.
+#[derive(Clone, Copy)]
+pub struct MapPlan {
+    staged: bool,
+    first: bool,
+}
+
+impl Vmm {
+    /// A map's rules and its mapping staged, in one pass: the clean path's whole work (issue 24:
+    /// on R580 the driver's call evicts what the check touches, so it touches little).
+    #[inline(never)]
+    fn stage_map(&mut self, ptr: u64, size: u64, offset: u64, handle: u64) -> MapSeen {
         let end = ptr.saturating_add(size);
-        let (plan, reservation, overlap, first) = cx.states.family::<VmmState>().with(|vmm| {
-            let held = vmm.handles.get(&a.handle.0);
-            let first = held.is_some_and(|h| !h.mapped);
-            let physical = held.map(|h| h.physical);
-            let mapping = Mapping {
-                size,
-                handle: a.handle.0,
-                physical: physical.unwrap_or_default(),
-                accessible: false,
-            };
-            let overlap = vmm.first_overlap(ptr, end);
-            let plan = if overlap.is_none() && end > ptr {
-                vmm.map(ptr, mapping);
-                MapPlan::Staged(mapping)
-            } else {
-                MapPlan::Later(mapping)
-            };
-            (plan, vmm.reservation(ptr, end), overlap, first)
-        });
-        let physical = match &plan {
-            MapPlan::Staged(m) | MapPlan::Later(m) => m.physical,
+        let held = self.handles.get(&handle);
+        let first = held.is_some_and(|h| !h.mapped);
+        let physical = held.map(|h| h.physical).unwrap_or_default();
+        let mut seen = MapSeen {
+            first,
+            granularity: physical.granularity.map_or(0, NonZeroU64::get),
+            total: physical.size.map_or(0, NonZeroU64::get),
+            ..MapSeen::default()
         };
-        if let Some(g) = physical.granularity.map(NonZeroU64::get) {
-            if ![ptr, size, offset].into_iter().all(|v| granular(v, g)) {
-                cx.flag(&cuda::MAP_NOT_GRANULAR, || {
-                    let off: Vec<String> = [("ptr", ptr), ("size", size), ("offset", offset)]
-                        .into_iter()
-                        .filter(|&(_, v)| !granular(v, g))
-                        .map(|(name, v)| format!("{name} {v:#x}"))
-                        .collect();
-                    format!(
-                        "{} not a multiple of {g:#x}, the allocation's minimum granularity",
-                        off.join(", ") + if off.len() == 1 { " is" } else { " are" }
-                    )
-                });
-            }
+        let g = seen.granularity;
+        if g != 0 && ![ptr, size, offset].into_iter().all(|v| granular(v, g)) {
+            seen.bad |= NOT_GRANULAR;
         }
-        if let Some(total) = physical.size.map(NonZeroU64::get) {
-            if offset.checked_add(size).is_none_or(|e| e > total) {
-                cx.flag(&cuda::MAP_PAST_ALLOCATION, || {
-                    format!(
-                        "offset {offset:#x} + size {size:#x} runs past the allocation's \
-                         {total:#x} bytes (handle {})",
-                        hex(a.handle.0)
-                    )
-                });
-            }
+        if seen.total != 0 && offset.checked_add(size).is_none_or(|e| e > seen.total) {
+            seen.bad |= PAST_ALLOCATION;
         }
-        match reservation {
-            None => cx.tracked(&cuda::MAP_NOT_RESERVED, || {
+        if self.reservation(ptr, end).is_none() {
+            seen.bad |= NOT_RESERVED;
+        }
+        // Where the mapping would go; mappings do not overlap each other, so only the one
+        // before it and the one at it can overlap the range.
+        let i = self.maps.0.partition_point(|&(k, _)| k < ptr);
+        let before = i.checked_sub(1).map(|j| self.maps.0[j]);
+        let overlap = before
+            .filter(|&(start, m)| start.saturating_add(m.size) > ptr)
+            .or_else(|| self.maps.0.get(i).copied().filter(|&(k, _)| k < end));
+        match overlap {
+            Some((start, m)) => {
+                seen.overlap = (start, m.size, m.handle);
+                if seen.bad & NOT_RESERVED == 0 {
+                    seen.bad |= ALREADY_MAPPED;
+                }
+            }
+            None if end > ptr => {
+                let mapping = Mapping {
+                    size,
+                    handle,
+                    physical,
+                    accessible: false,
+                };
+                self.maps.0.insert(i, (ptr, mapping));
+                self.unaccessed += 1;
+                self.generation += 1;
+                seen.staged = true;
+            }
+            None => {}
+        }
+        seen
+    }
+
+    /// Takes out the mapping that is exactly `[ptr, ptr + size)`, if there is one: an unmap's
+    /// clean path.
+    #[inline(never)]
+    fn stage_unmap(&mut self, ptr: u64, size: u64) -> Option<Mapping> {
+        let i = self.maps.at(ptr).ok()?;
+        let m = self.maps.0[i].1;
+        if m.size != size {
+            return None;
+        }
+        self.maps.0.remove(i);
+        self.unaccessed = self.unaccessed.saturating_sub(usize::from(!m.accessible));
+        self.generation += 1;
+        Some(m)
+    }
+}
+
+impl Map {
+    /// The findings of a map that is not clean.
+    #[cold]
+    #[inline(never)]
+    fn report(a: &args::cuMemMap, seen: MapSeen, cx: &mut Cx) {
+        let (ptr, size, offset) = (a.ptr.0, a.size.0 as u64, a.offset.0 as u64);
+        let g = seen.granularity;
+        if seen.bad & NOT_GRANULAR != 0 {
+            cx.flag(&cuda::MAP_NOT_GRANULAR, || {
+                let off: Vec<String> = [("ptr", ptr), ("size", size), ("offset", offset)]
+                    .into_iter()
+                    .filter(|&(_, v)| !granular(v, g))
+                    .map(|(name, v)| format!("{name} {v:#x}"))
+                    .collect();
+                format!(
+                    "{} not a multiple of {g:#x}, the allocation's minimum granularity",
+                    off.join(", ") + if off.len() == 1 { " is" } else { " are" }
+                )
+            });
+        }
+        if seen.bad & PAST_ALLOCATION != 0 {
+            let total = seen.total;
+            cx.flag(&cuda::MAP_PAST_ALLOCATION, || {
+                format!(
+                    "offset {offset:#x} + size {size:#x} runs past the allocation's \
+                     {total:#x} bytes (handle {})",
+                    hex(a.handle.0)
+                )
+            });
+        }
+        if seen.bad & NOT_RESERVED != 0 {
+            cx.tracked(&cuda::MAP_NOT_RESERVED, || {
                 format!(
                     "[{}, {}) is not inside one reservation this process holds \
                      (cuMemAddressReserve)",
                     hex(ptr),
-                    hex(end)
+                    hex(ptr.saturating_add(size))
                 )
-            }),
-            Some(_) => {
-                if let Some((start, m)) = overlap {
-                    cx.flag(&cuda::MAP_ALREADY_MAPPED, || {
-                        format!(
-                            "[{}, {}) is already mapped (handle {})",
-                            hex(start),
-                            hex(start + m.size),
-                            hex(m.handle)
-                        )
-                    });
-                }
-            }
+            });
         }
-        (plan, first)
+        if seen.bad & ALREADY_MAPPED != 0 {
+            let (start, size, handle) = seen.overlap;
+            cx.flag(&cuda::MAP_ALREADY_MAPPED, || {
+                format!(
+                    "[{}, {}) is already mapped (handle {})",
+                    hex(start),
+                    hex(start + size),
+                    hex(handle)
+                )
+            });
+        }
     }
-    fn after(&self, a: &args::cuMemMap, (plan, first): (MapPlan, bool), ret: c_int, cx: &mut Cx) {
+
+    /// After the call, what the clean path leaves: a handle's first map, a mapping not staged
+    /// (added once the driver accepted it), a staged one the driver refused (taken back).
+    #[cold]
+    #[inline(never)]
+    fn settle(a: &args::cuMemMap, plan: MapPlan, ret: c_int, cx: &mut Cx) {
         let state = cx.states.family::<VmmState>();
-        if ret == 0 && first {
+        let (ptr, size, handle) = (a.ptr.0, a.size.0 as u64, a.handle.0);
+        if ret == 0 && plan.first {
             state.with(|vmm| {
-                if let Some(h) = vmm.handles.get_mut(&a.handle.0) {
+                if let Some(h) = vmm.handles.get_mut(&handle) {
                     h.mapped = true;
                 }
             });
             cx.keep_stack();
         }
-        match (ret, plan) {
-            (0, MapPlan::Staged(_)) => {}
-            (0, MapPlan::Later(m)) => state.with(|vmm| vmm.map(a.ptr.0, m)),
-            (_, MapPlan::Staged(m)) => {
-                state.with(|vmm| vmm.take(a.ptr.0, m));
+        match (ret, plan.staged) {
+            (0, false) => state.with(|vmm| {
+                let physical = vmm.handles.get(&handle).map(|h| h.physical);
+                let mapping = Mapping {
+                    size,
+                    handle,
+                    physical: physical.unwrap_or_default(),
+                    accessible: false,
+                };
+                vmm.map(ptr, mapping);
+            }),
+            (r, true) if r != 0 => {
+                let staged = Mapping {
+                    size,
+                    handle,
+                    physical: Physical::default(),
+                    accessible: false,
+                };
+                state.with(|vmm| vmm.take(ptr, staged));
             }
-            (_, MapPlan::Later(_)) => {}
+            _ => {}
+        }
+    }
+}
+
+impl Check<args::cuMemMap> for Map {
+    type Plan = MapPlan;
+    #[inline]
+    fn before(&self, a: &args::cuMemMap, cx: &mut Cx) -> MapPlan {
+        let (ptr, size, offset) = (a.ptr.0, a.size.0 as u64, a.offset.0 as u64);
+        let seen = cx
+            .states
+            .family::<VmmState>()
+            .with(|vmm| vmm.stage_map(ptr, size, offset, a.handle.0));
+        if seen.bad != 0 {
+            Map::report(a, seen, cx);
+        }
+        MapPlan {
+            staged: seen.staged,
+            first: seen.first,
+        }
+    }
+    #[inline]
+    fn after(&self, a: &args::cuMemMap, plan: MapPlan, ret: c_int, cx: &mut Cx) {
+        if plan.first || (ret == 0) != plan.staged {
+            Map::settle(a, plan, ret, cx);
         }
     }
 }
@@ -801,27 +912,16 @@ fn not_whole(over: &Over) -> String {
     }
 }
 
-impl Check<args::cuMemUnmap> for Unmap {
-    /// The mapping that was exactly the range, taken out of the tracked state before the
-    /// driver's call (put back if the driver refuses); `None`: the range is not one mapping.
-    type Plan = Option<Mapping>;
-    fn before(&self, a: &args::cuMemUnmap, cx: &mut Cx) -> Option<Mapping> {
+impl Unmap {
+    /// An unmap of a range that is not exactly one mapping: whole mappings, or not.
+    #[cold]
+    #[inline(never)]
+    fn not_one(a: &args::cuMemUnmap, cx: &mut Cx) {
         let (ptr, size) = (a.ptr.0, a.size.0 as u64);
         let over = cx
             .states
             .family::<VmmState>()
-            .with(|vmm| match vmm.exact(ptr, size) {
-                Some(i) => {
-                    let m = vmm.maps.0[i].1;
-                    vmm.take(ptr, m)
-                        .map_or_else(|| Err(vmm.over(ptr, ptr + size)), Ok)
-                }
-                None => Err(vmm.over(ptr, ptr.saturating_add(size))),
-            });
-        let over = match over {
-            Ok(staged) => return Some(staged),
-            Err(over) => over,
-        };
+            .with(|vmm| vmm.over(ptr, ptr.saturating_add(size)));
         let message = || not_whole(&over);
         match over.cover {
             Cover::Whole => {}
@@ -830,20 +930,47 @@ impl Check<args::cuMemUnmap> for Unmap {
             Cover::Partial(_) => cx.flag(&cuda::UNMAP_NOT_WHOLE, message),
             Cover::Gap(_) => cx.tracked(&cuda::UNMAP_NOT_WHOLE, message),
         }
-        None
     }
-    fn after(&self, a: &args::cuMemUnmap, staged: Option<Mapping>, ret: c_int, cx: &mut Cx) {
+
+    /// After the call, what the clean path leaves: the mappings inside a range that was not one
+    /// mapping (removed once the driver accepted it), a staged one the driver refused (put back).
+    #[cold]
+    #[inline(never)]
+    fn settle(a: &args::cuMemUnmap, staged: Option<Mapping>, ret: c_int, cx: &mut Cx) {
         let state = cx.states.family::<VmmState>();
         let (ptr, end) = (a.ptr.0, a.ptr.0.saturating_add(a.size.0 as u64));
         match (ret, staged) {
-            (0, Some(_)) => {}
             (0, None) => state.with(|vmm| vmm.unmap_inside(ptr, end)),
-            (_, Some(m)) => state.with(|vmm| {
+            (r, Some(m)) if r != 0 => state.with(|vmm| {
                 if vmm.first_overlap(ptr, end).is_none() {
                     vmm.map(ptr, m);
                 }
             }),
-            (_, None) => {}
+            _ => {}
+        }
+    }
+}
+
+impl Check<args::cuMemUnmap> for Unmap {
+    /// The mapping that was exactly the range, taken out of the tracked state before the
+    /// driver's call (put back if the driver refuses); `None`: the range is not one mapping.
+    type Plan = Option<Mapping>;
+    #[inline]
+    fn before(&self, a: &args::cuMemUnmap, cx: &mut Cx) -> Option<Mapping> {
+        let (ptr, size) = (a.ptr.0, a.size.0 as u64);
+        let staged = cx
+            .states
+            .family::<VmmState>()
+            .with(|vmm| vmm.stage_unmap(ptr, size));
+        if staged.is_none() {
+            Unmap::not_one(a, cx);
+        }
+        staged
+    }
+    #[inline]
+    fn after(&self, a: &args::cuMemUnmap, staged: Option<Mapping>, ret: c_int, cx: &mut Cx) {
+        if (ret == 0) == staged.is_none() {
+            Unmap::settle(a, staged, ret, cx);
         }
     }
 }
