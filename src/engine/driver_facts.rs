@@ -308,6 +308,15 @@ impl PointerCache {
     }
 }
 
+impl DriverFacts {
+    /// How often pointer facts were dropped (every free, unmap and release): a part of the
+    /// checks' generation.
+    #[inline(always)]
+    pub(crate) fn pointer_epoch(&self) -> u64 {
+        self.pointers.epoch.load(Acquire)
+    }
+}
+
 /// The driver, asked directly, with the caches described in the module documentation.
 pub struct DriverFacts {
     device_count: AtomicI32,
@@ -519,8 +528,13 @@ impl Facts for DriverFacts {
         self.forget_cached(gone);
     }
 
+    /// The process's facts' pointer epoch is part of the checks' generation
+    /// ([`super::generation`]): moving it moves both, with one locked add.
     fn memory_freed(&self) {
         self.pointers.invalidate();
+        if !std::ptr::eq(self, super::driver()) {
+            super::moved_on();
+        }
     }
 
     fn memory_kind(&self, ptr: u64, fresh: bool) -> Option<MemoryKind> {
@@ -954,6 +968,22 @@ mod tests {
             owner,
             ..PointerFacts::NOTHING
         }
+    }
+
+    /// A free moves the checks' generation with the one locked add that drops the pointer
+    /// facts (the process's facts: their epoch is part of the generation), and through any
+    /// other instance too; only a move of either part moves it.
+    #[test]
+    fn a_free_moves_the_generation_through_the_pointer_epoch() {
+        let before = (crate::engine::generation(), super::super::driver().pointer_epoch());
+        super::super::driver().memory_freed();
+        let after = (crate::engine::generation(), super::super::driver().pointer_epoch());
+        assert!(after.1 > before.1, "the epoch moved");
+        assert!(after.0 > before.0, "the generation moved with it");
+        let other = DriverFacts::new();
+        let before = crate::engine::generation();
+        other.memory_freed();
+        assert!(crate::engine::generation() > before);
     }
 
     #[test]

@@ -125,9 +125,11 @@ pub trait Facts {
     fn forget(&self, _gone: super::state::Lifetime) {}
 
     /// Memory was freed, released or unmapped: [`Facts::forget`] of
-    /// [`super::state::Lifetime::MemoryFreed`], on a free's short path.
+    /// [`super::state::Lifetime::MemoryFreed`], on a free's short path, and the checks'
+    /// generation moved on ([`super::moved_on`]).
     fn memory_freed(&self) {
         self.forget(super::state::Lifetime::MemoryFreed);
+        super::moved_on();
     }
 
     /// Whether the program destroyed this context (`cuCtxDestroy`) and no call since showed it

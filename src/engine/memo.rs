@@ -10,14 +10,20 @@ use crate::tls::{Key, Local};
 use std::cell::Cell;
 use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
 
-/// The checks' generation: it moves whenever what a clean verdict rests on may have changed
-/// (anything ended, a family's shared state was written, a fork).
+/// The checks' generation, less the process's pointer epoch: it moves whenever what a clean
+/// verdict rests on may have changed (anything ended, a family's shared state was written, a
+/// fork).
 static GENERATION: AtomicU64 = AtomicU64::new(1);
 
-/// The current [`GENERATION`]: read it before the facts a verdict rests on.
+/// The current generation: [`GENERATION`] plus the driver facts' pointer epoch, which every
+/// free, unmap and release moves (so a free moves the generation with the one locked add that
+/// drops the pointer facts). Both only grow, so the sum moves whenever either does. Read it
+/// before the facts a verdict rests on.
 #[inline]
 pub fn generation() -> u64 {
-    GENERATION.load(Ordering::Acquire)
+    GENERATION
+        .load(Ordering::Acquire)
+        .wrapping_add(super::driver().pointer_epoch())
 }
 
 /// Moves the [`GENERATION`] on (after the change it announces).

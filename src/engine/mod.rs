@@ -240,12 +240,14 @@ impl<'a> Cx<'a> {
         if gone == state::Lifetime::MemoryFreed {
             // Frees are frequent and on the program's path: the families that keep nothing
             // about memory are not reached, and the pointer facts are dropped in one step.
+            // The facts' step moves the generation too: for the driver's facts, its pointer
+            // epoch is part of the generation (one locked add per free, not two).
             self.states.forget_freed_memory();
             self.facts.memory_freed();
         } else {
             self.forget_ended(gone);
+            moved_on();
         }
-        moved_on();
     }
 
     #[inline(never)]

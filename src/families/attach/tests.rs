@@ -506,7 +506,11 @@ fn a_free_forgets_exactly_its_own_attach_among_many() {
         if i % 2 == 0 {
             assert!(ran.is_quiet(), "stream {i}: {:?}", ran.messages);
         } else {
-            assert_eq!(ran.rules, ["cuStreamDestroy.attached-memory-reverts"], "stream {i}");
+            assert_eq!(
+                ran.rules,
+                ["cuStreamDestroy.attached-memory-reverts"],
+                "stream {i}"
+            );
         }
     }
 }

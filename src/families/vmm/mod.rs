@@ -21,7 +21,6 @@ mod tests;
 use crate::engine::state::{FamilyState, Left, Lifetime};
 use crate::engine::{hex, Check, Cx, LastClean, Remember};
 use crate::guard::peek;
-use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use sharecheck_core::codes::NOT_PERMITTED;
 use sharecheck_core::ffi::*;
@@ -148,9 +147,14 @@ struct Handle {
 }
 
 /// What the family tracks. A forked child starts empty, as every family does.
+/// The family's lock: a spin lock whose release is a plain store (one locked operation per
+/// section, not two), yielding the CPU while another thread holds it. No section calls out of
+/// the shim.
+type Lock<T> = spin::mutex::SpinMutex<T, spin::relax::Yield>;
+
 #[derive(Default)]
 pub struct VmmState {
-    inner: Mutex<Vmm>,
+    inner: Lock<Vmm>,
     /// How many mappings have no access yet ([`Vmm::unaccessed`], read without the lock): while
     /// none, copies and memsets have nothing to check.
     unaccessed: AtomicUsize,
@@ -179,7 +183,7 @@ impl FamilyState for VmmState {
     /// `sharecheck report` decides from a trace (`sharecheck_core::rules::vmm::report`).
     fn left_at_exit(&self) -> Vec<Left> {
         use sharecheck_core::rules::vmm::report::*;
-        let Some(vmm) = self.inner.try_lock_for(crate::engine::state::AT_EXIT_WAIT) else {
+        let Some(vmm) = try_lock_for(&self.inner, crate::engine::state::AT_EXIT_WAIT) else {
             return Vec::new();
         };
         let mut left = Vec::new();
@@ -246,6 +250,23 @@ impl FamilyState for VmmState {
                 }
             });
         }
+    }
+}
+
+/// The lock, waited for at most `wait` (at exit, when another thread may never release it).
+fn try_lock_for<T>(
+    lock: &Lock<T>,
+    wait: std::time::Duration,
+) -> Option<spin::mutex::SpinMutexGuard<'_, T>> {
+    let until = std::time::Instant::now() + wait;
+    loop {
+        if let Some(guard) = lock.try_lock() {
+            return Some(guard);
+        }
+        if std::time::Instant::now() >= until {
+            return None;
+        }
+        std::thread::yield_now();
     }
 }
 
