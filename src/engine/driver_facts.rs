@@ -220,14 +220,18 @@ struct PointerSlot {
 /// unmap, release, context destruction and primary-context end. Lock-free: a slot being written
 /// is simply a miss.
 struct PointerCache {
-    epoch: AtomicU64,
+    /// The epoch of a cache of its own (tests); the process's facts use the process's frees
+    /// ([`super::memo::process_frees`]), part of the checks' generation.
+    own_epoch: AtomicU64,
+    process: bool,
     slots: [PointerSlot; POINTER_SLOTS],
 }
 
 impl PointerCache {
-    const fn new() -> Self {
+    const fn new(process: bool) -> Self {
         PointerCache {
-            epoch: AtomicU64::new(1),
+            own_epoch: AtomicU64::new(1),
+            process,
             slots: [const {
                 PointerSlot {
                     seq: AtomicU64::new(0),
@@ -258,7 +262,7 @@ impl PointerCache {
         };
         std::sync::atomic::fence(Acquire);
         let valid =
-            slot.seq.load(Relaxed) == before && key == ptr && epoch == self.epoch.load(Acquire);
+            slot.seq.load(Relaxed) == before && key == ptr && epoch == self.epoch().load(Acquire);
         valid.then_some(facts)
     }
 
@@ -303,17 +307,17 @@ impl PointerCache {
         slot.seq.store(before + 2, Release);
     }
 
-    fn invalidate(&self) {
-        self.epoch.fetch_add(1, AcqRel);
-    }
-}
-
-impl DriverFacts {
-    /// How often pointer facts were dropped (every free, unmap and release): a part of the
-    /// checks' generation.
     #[inline(always)]
-    pub(crate) fn pointer_epoch(&self) -> u64 {
-        self.pointers.epoch.load(Acquire)
+    fn epoch(&self) -> &AtomicU64 {
+        if self.process {
+            super::memo::process_frees()
+        } else {
+            &self.own_epoch
+        }
+    }
+
+    fn invalidate(&self) {
+        self.epoch().fetch_add(1, AcqRel);
     }
 }
 
@@ -346,7 +350,18 @@ pub struct DriverFacts {
 }
 
 impl DriverFacts {
+    /// Facts with a pointer cache of their own (tests).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub const fn new() -> Self {
+        Self::with_pointers(PointerCache::new(false))
+    }
+
+    /// The process's facts ([`super::driver`]): their pointer epoch is the process's frees.
+    pub const fn process() -> Self {
+        Self::with_pointers(PointerCache::new(true))
+    }
+
+    const fn with_pointers(pointers: PointerCache) -> Self {
         DriverFacts {
             device_count: AtomicI32::new(-1),
             attributes: [const { [const { AtomicI64::new(UNKNOWN_I64) }; CACHED_DEVICES] };
@@ -361,7 +376,7 @@ impl DriverFacts {
             context_devices: HandleCache::new(),
             stream_contexts: HandleCache::new(),
             destroyed_contexts: HandleCache::new(),
-            pointers: PointerCache::new(),
+            pointers,
             granularity: parking_lot::const_mutex(None),
         }
     }
@@ -532,13 +547,13 @@ impl Facts for DriverFacts {
     /// ([`super::generation`]): moving it moves both, with one locked add.
     fn memory_freed(&self) {
         self.pointers.invalidate();
-        if !std::ptr::eq(self, super::driver()) {
+        if !self.pointers.process {
             super::moved_on();
         }
     }
 
     fn memory_kind(&self, ptr: u64, fresh: bool) -> Option<MemoryKind> {
-        let epoch = self.pointers.epoch.load(Acquire);
+        let epoch = self.pointers.epoch().load(Acquire);
         if !fresh {
             if let Some(kind) = self.pointers.get(ptr).and_then(|f| kind_of(f.kind)) {
                 return Some(kind);
@@ -576,7 +591,7 @@ impl Facts for DriverFacts {
     }
 
     fn allocation_context(&self, ptr: u64) -> Option<u64> {
-        let epoch = self.pointers.epoch.load(Acquire);
+        let epoch = self.pointers.epoch().load(Acquire);
         if let Some(known) = self.pointers.get(ptr).filter(|f| f.context != 0) {
             return Some(known.context);
         }
@@ -750,7 +765,7 @@ impl Facts for DriverFacts {
     }
 
     fn allocation_range(&self, ptr: u64, fresh: bool) -> Option<(u64, u64)> {
-        let epoch = self.pointers.epoch.load(Acquire);
+        let epoch = self.pointers.epoch().load(Acquire);
         if !fresh {
             if let Some(known) = self.pointers.get(ptr).filter(|f| f.range.1 != 0) {
                 return Some(known.range);
@@ -766,7 +781,7 @@ impl Facts for DriverFacts {
     }
 
     fn device_memory_owner(&self, ptr: u64, fresh: bool) -> Option<i32> {
-        let epoch = self.pointers.epoch.load(Acquire);
+        let epoch = self.pointers.epoch().load(Acquire);
         if !fresh {
             if let Some(known) = self.pointers.get(ptr).filter(|f| f.owner != OWNER_UNKNOWN) {
                 return (known.owner >= 0).then_some(known.owner as i32);
@@ -975,9 +990,10 @@ mod tests {
     /// other instance too; only a move of either part moves it.
     #[test]
     fn a_free_moves_the_generation_through_the_pointer_epoch() {
-        let before = (crate::engine::generation(), super::super::driver().pointer_epoch());
+        let frees = || crate::engine::memo::process_frees().load(Acquire);
+        let before = (crate::engine::generation(), frees());
         super::super::driver().memory_freed();
-        let after = (crate::engine::generation(), super::super::driver().pointer_epoch());
+        let after = (crate::engine::generation(), frees());
         assert!(after.1 > before.1, "the epoch moved");
         assert!(after.0 > before.0, "the generation moved with it");
         let other = DriverFacts::new();
@@ -988,8 +1004,8 @@ mod tests {
 
     #[test]
     fn a_cached_pointer_is_forgotten_when_memory_is_freed() {
-        let cache = PointerCache::new();
-        let epoch = cache.epoch.load(Acquire);
+        let cache = PointerCache::new(false);
+        let epoch = cache.epoch().load(Acquire);
         cache.put(0x1000, epoch, facts((0x1000, 64), OWNER_UNKNOWN));
         cache.put(0x1000, epoch, facts((0, 0), 1));
         let known = cache.get(0x1000).expect("cached");
@@ -1028,7 +1044,7 @@ mod tests {
         f.context_devices.put(0xa0, 3);
         f.stream_contexts.put(0x50, 0xa0);
         f.stream_contexts.put(0x60, 0xb0);
-        let epoch = f.pointers.epoch.load(Acquire);
+        let epoch = f.pointers.epoch().load(Acquire);
         f.pointers.put(0x1000, epoch, facts((0x1000, 64), 3));
         f.forget_cached(Lifetime::ContextDestroyed(0xa0));
         assert_eq!(f.context_devices.get(0xa0), None);

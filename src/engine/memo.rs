@@ -10,26 +10,40 @@ use crate::tls::{Key, Local};
 use std::cell::Cell;
 use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
 
-/// The checks' generation, less the process's pointer epoch: it moves whenever what a clean
-/// verdict rests on may have changed (anything ended, a family's shared state was written, a
-/// fork).
-static GENERATION: AtomicU64 = AtomicU64::new(1);
+/// The checks' generation: it moves whenever what a clean verdict rests on may have changed
+/// (anything ended, a family's shared state was written, a fork, memory freed). Two counters on
+/// one cache line (every remembered verdict reads both): the moves, and the process's frees,
+/// which are also the driver facts' pointer epoch, so that a free moves both with one locked add.
+#[repr(align(64))]
+struct Generation {
+    moves: AtomicU64,
+    frees: AtomicU64,
+}
 
-/// The current generation: [`GENERATION`] plus the driver facts' pointer epoch, which every
-/// free, unmap and release moves (so a free moves the generation with the one locked add that
-/// drops the pointer facts). Both only grow, so the sum moves whenever either does. Read it
-/// before the facts a verdict rests on.
+static GENERATION: Generation = Generation {
+    moves: AtomicU64::new(1),
+    frees: AtomicU64::new(1),
+};
+
+/// The current generation: both counters, which only grow, so their sum moves whenever either
+/// does. Read it before the facts a verdict rests on.
 #[inline]
 pub fn generation() -> u64 {
     GENERATION
+        .moves
         .load(Ordering::Acquire)
-        .wrapping_add(super::driver().pointer_epoch())
+        .wrapping_add(GENERATION.frees.load(Ordering::Acquire))
 }
 
-/// Moves the [`GENERATION`] on (after the change it announces).
+/// The process's frees: the pointer epoch of the process's driver facts.
+pub(crate) fn process_frees() -> &'static AtomicU64 {
+    &GENERATION.frees
+}
+
+/// Moves the generation on (after the change it announces).
 #[inline]
 pub fn moved_on() {
-    GENERATION.fetch_add(1, Ordering::AcqRel);
+    GENERATION.moves.fetch_add(1, Ordering::AcqRel);
     #[cfg(test)]
     OWN_MOVES.with(|n| n.set(n.get() + 1));
 }

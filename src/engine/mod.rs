@@ -530,7 +530,7 @@ pub struct At {
     pub seq: u64,
 }
 
-static DRIVER: DriverFacts = DriverFacts::new();
+static DRIVER: DriverFacts = DriverFacts::process();
 
 /// The real driver's facts.
 pub fn driver() -> &'static DriverFacts {
