@@ -380,6 +380,13 @@ fn process_record(buf: &mut Vec<u8>) {
     if let Some(host) = host_name() {
         w.kv_str("host", &host);
     }
+    // Its IMEX domain, where known: FABRIC handles are shared within one only.
+    if let Some(domain) = sharecheck_core::imex::domain() {
+        w.kv_str("imex_domain", &domain.id);
+        if let Some(nodes) = domain.nodes {
+            w.kv_u64("imex_nodes", nodes as u64);
+        }
+    }
     let (t0_mono, t0_wall) = clock::base();
     w.kv_u64("t0_wall_ns", t0_wall);
     w.kv_u64("t0_mono_ns", t0_mono);

@@ -1092,3 +1092,24 @@ fn a_stale_ring_without_its_trace_sends_the_trace_to_name_dot_pid() {
     assert_eq!(can_access_calls(&records), done(&out));
     assert_each_call_once(&records);
 }
+
+/// The process record names the IMEX domain `SHARECHECK_IMEX_DOMAIN` gives (where the IMEX
+/// service's node list is not visible), and the report's PROCESSES table shows it.
+#[test]
+fn the_process_record_names_the_imex_domain_given() {
+    let (_, exe) = program();
+    let s = Scratch::new("writer_imex_domain");
+    let mut cmd = s.under_shim(exe);
+    cmd.args(["underscore-exit", "10"])
+        .current_dir(&s.dir)
+        .env(sharecheck_core::schema::env::IMEX_DOMAIN, "rack-7");
+    let out = run_with_timeout(cmd, 120);
+    assert!(out.status.success(), "{out:?}");
+    let trace = s.traces().join(format!("{}.jsonl", out_pid(&s)));
+    let (_, text) = report_text(&s);
+    let record = std::fs::read_to_string(&trace).unwrap();
+    let first = record.lines().next().unwrap_or_default();
+    assert!(first.contains(r#""imex_domain":"rack-7""#), "{first}");
+    assert!(!first.contains("imex_nodes"), "{first}");
+    assert!(text.contains("(IMEX domain rack-7)"), "{text}");
+}

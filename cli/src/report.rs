@@ -728,6 +728,9 @@ fn render_processes_text(s: &Summary, out: &mut String) {
             let ppid = p.ppid.map_or("?".to_string(), |v| v.to_string());
             let exe = one_line(p.exe.as_deref().unwrap_or("?"));
             let mut note = p.notes();
+            if let Some(domain) = &p.imex_domain {
+                note = format!("  (IMEX domain {}){note}", one_line(domain));
+            }
             if let Some(machine) = machine {
                 // Another machine's process has this pid too.
                 note = format!("  (machine {}){note}", one_line(machine));

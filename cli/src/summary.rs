@@ -26,6 +26,8 @@ pub struct FnStats {
 pub struct ProcessInfo {
     pub exe: Option<String>,
     pub ppid: Option<i64>,
+    /// The IMEX domain its process record names (FABRIC handles are shared within one only).
+    pub imex_domain: Option<String>,
     /// Call records read.
     pub calls: u64,
     pub errors: u64,
@@ -60,6 +62,7 @@ impl ProcessInfo {
         if other.saw_process {
             self.exe = other.exe;
             self.ppid = other.ppid;
+            self.imex_domain = other.imex_domain;
             self.findings_level = other.findings_level;
             self.saw_process = true;
         }
@@ -277,6 +280,10 @@ impl Tally {
                     let obj = record.obj();
                     process.exe = obj.get("exe").and_then(Value::as_str).map(String::from);
                     process.ppid = obj.get("ppid").and_then(Value::as_i64);
+                    process.imex_domain = obj
+                        .get("imex_domain")
+                        .and_then(Value::as_str)
+                        .map(String::from);
                     process.findings_level =
                         obj.get("trace_level").and_then(Value::as_str) == Some("findings");
                     process.saw_process = true;

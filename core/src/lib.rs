@@ -20,6 +20,7 @@ pub mod codes;
 pub mod crossproc;
 pub mod ffi;
 pub mod functions;
+pub mod imex;
 pub mod json;
 pub mod meanings;
 pub mod names;

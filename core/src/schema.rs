@@ -57,6 +57,9 @@ pub mod env {
     /// `sharecheck report`: traces of more bytes than this get a progress bar on a terminal
     /// (default 256 MiB).
     pub const PROGRESS_MIN_BYTES: &str = "SHARECHECK_PROGRESS_MIN_BYTES";
+    /// The IMEX domain the process record names, where the IMEX service's node list
+    /// (`/etc/nvidia-imex`) is not visible (a container, a Kubernetes ComputeDomain).
+    pub const IMEX_DOMAIN: &str = "SHARECHECK_IMEX_DOMAIN";
 
     /// Every variable above that changes what a run does: a test clears them all so that none
     /// leaks in from the environment it runs in.
@@ -79,6 +82,7 @@ pub mod env {
         SIM_STATE_DIR,
         SIM_CALL_LOG,
         PROGRESS_MIN_BYTES,
+        IMEX_DOMAIN,
     ];
 
     /// Variables of the build and test tools only (never read by the shim, driver or CLI).
