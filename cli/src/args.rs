@@ -115,6 +115,8 @@ pub struct ReportArgs {
     pub baseline: Option<PathBuf>,
     /// Threads that read the traces (`--jobs`; 0: one per CPU).
     pub jobs: usize,
+    /// Write a partial result there instead of a report (`--partial DIR`).
+    pub partial: Option<PathBuf>,
 }
 
 /// Which findings a report shows: all of one kind of condition must hold (an empty list allows
@@ -403,6 +405,20 @@ fn report_command() -> clap::Command {
                 .help(
                     "Read the traces with N threads, one file per thread at a time (0: one per \
                      CPU). The report is the same whatever N.",
+                ),
+        )
+        .arg(
+            Arg::new("partial")
+                .long("partial")
+                .value_name("DIR")
+                .value_parser(value_parser!(PathBuf))
+                .help(
+                    "Write a partial result to DIR instead of a report: for each trace file, a \
+                     file of the same name holding its process and exit records, the calls with \
+                     findings, the calls the cross-process checks read and the counts of the \
+                     others. `sharecheck report` of many partial results (a directory of them, \
+                     one per host) is the report of all their traces read together: one \
+                     `--partial` step per node (a Slurm job array), then one report.",
                 ),
         )
         .arg(
@@ -710,6 +726,7 @@ fn report_args(m: &ArgMatches) -> ReportArgs {
         gen_suppressions: m.get_flag("gen-suppressions"),
         baseline: m.get_one::<PathBuf>("baseline").cloned(),
         jobs: *m.get_one::<usize>("jobs").unwrap_or(&0),
+        partial: m.get_one::<PathBuf>("partial").cloned(),
     }
 }
 

@@ -9,6 +9,7 @@
 mod args;
 mod findings;
 mod occurrence;
+mod partial;
 mod progress;
 mod record;
 mod report;

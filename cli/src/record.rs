@@ -168,6 +168,10 @@ impl<'a> Record<'a> {
         self.machine = machine;
         self
     }
+    /// The record's line, as read (without its newline).
+    pub fn text(&self) -> &[u8] {
+        self.text
+    }
     /// The machine its process ran on (its file's process record's boot id, else its host).
     pub fn machine(&self) -> Option<&str> {
         self.machine.as_deref()

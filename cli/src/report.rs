@@ -164,6 +164,9 @@ pub fn run(args: ReportArgs) -> i32 {
     // their traces, where this machine ran them.
     trace::compact_all(&inputs.files, trace::Folder::Report);
     let mut diagnostics = inputs.diagnostics;
+    if let Some(out) = &args.partial {
+        return partial(&inputs.files, inputs.unreadable, diagnostics, out, &traces);
+    }
     if args.format == Format::Perfetto && !args.gen_suppressions {
         return timeline(
             &inputs.files,
@@ -711,6 +714,48 @@ fn render_findings_text(s: &Summary, out: &mut String) {
         }
         if let Some(fix) = group.first_field("fix").filter(|f| !f.is_empty()) {
             let _ = writeln!(out, "    fix:   {}", indented(fix, "           "));
+        }
+    }
+}
+
+/// `report --partial DIR`: the partial result of the traces, for a report of many hosts'
+/// ([`crate::partial`]). Exit status 0, or 2 when a trace could not be read whole (the merged
+/// report would lack it) or nothing was.
+fn partial(
+    files: &[PathBuf],
+    unreadable: bool,
+    mut diagnostics: Diagnostics,
+    out: &std::path::Path,
+    traces: &[PathBuf],
+) -> i32 {
+    let written = crate::partial::write(files, out, &mut diagnostics);
+    print_diagnostics(&diagnostics);
+    match written {
+        Err(e) => {
+            eprintln!("sharecheck: {e}; no partial result written");
+            EXIT_USAGE
+        }
+        Ok(w) if w.records_read == 0 => {
+            eprintln!(
+                "sharecheck: no trace record could be read from {}; no partial result written",
+                describe_inputs(traces)
+            );
+            EXIT_USAGE
+        }
+        Ok(w) => {
+            eprintln!(
+                "sharecheck: partial result of {} in {}: {} of {} records kept whole, the rest \
+                 counted",
+                plural(w.files as u64, "trace file", "trace files"),
+                out.display(),
+                w.records_kept,
+                w.records_read
+            );
+            if unreadable || diagnostics.iter().any(|d| d.level == trace::Level::Error) {
+                EXIT_USAGE
+            } else {
+                0
+            }
         }
     }
 }

@@ -238,6 +238,27 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// A partial result's summary record: the calls it left out, counted as if read.
+    fn add_left_out(&mut self, record: &Record) {
+        let counted = crate::partial::counted(record.obj());
+        self.records += counted.records;
+        self.calls += counted.calls;
+        if let Some(process) = record
+            .pid()
+            .and_then(|pid| self.processes.get_mut(pid, record.machine()))
+        {
+            process.calls += counted.calls;
+        }
+        for (name, left) in counted.functions {
+            let stats = self.functions.entry(name).or_default();
+            stats.calls += left.calls;
+            stats.failures += left.failures;
+            for (label, n) in left.failure_names {
+                *stats.failure_names.entry(label).or_default() += n;
+            }
+        }
+    }
+
     pub fn process_count(&self) -> usize {
         self.processes.len() + usize::from(self.records_without_pid)
     }
@@ -247,6 +268,10 @@ impl Tally {
     }
 
     fn add(&mut self, record: &Record, symbols: &crate::symbolize::Symbols) {
+        if record.func().is_none() && record.event() == Some(crate::partial::SUMMARY_EVENT) {
+            self.add_left_out(record);
+            return;
+        }
         self.records += 1;
         // Whether the report-phase checks read a function's calls is asked once per run of
         // records of one function (a trace is mostly long runs of a few functions).

@@ -1255,3 +1255,121 @@ fn a_tree_of_hosts_traces_is_read_whole() {
         "{out:?}"
     );
 }
+
+/// Four hosts' traces: `many_processes`' (cross-process IPC, findings, lanes, a pid on two
+/// machines), without its bad lines, each process on host `pid % 4` (its own boot id), with
+/// plain calls no check reads, some failed.
+fn four_hosts() -> TempDir {
+    let source = many_processes(60);
+    let dir = TempDir::new("report-partial");
+    for entry in std::fs::read_dir(source.join("t")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let pid: u32 = name.split('.').next().unwrap().parse().unwrap();
+        let host = pid % 4;
+        let boot = format!("00000000-0000-0000-0000-00000000000{host}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut out: Vec<String> = text
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| {
+                l.replace(
+                    "\"ppid\":1,",
+                    &format!("\"ppid\":1,\"boot_id\":\"{boot}\","),
+                )
+            })
+            .collect();
+        for n in 0..30u32 {
+            out.push(format!(
+                r#"{{"seq":{},"t":{},"tid":{pid},"fn":"cuDeviceCanAccessPeer","a":{{"dev":0,"peerDev":1}},"r":{}}}"#,
+                200 + n,
+                20_000 + n,
+                [0, 0, 101][n as usize % 3]
+            ));
+        }
+        dir.write(
+            &format!("hosts/h{host}/{name}"),
+            &lines(&out.iter().map(String::as_str).collect::<Vec<_>>()),
+        );
+    }
+    dir
+}
+
+/// A partial result per host, then one report of them all, is the report of every host's
+/// traces read together, in every format (issue 27); the partial results keep the calls with
+/// findings and those the cross-process checks read, and count the rest.
+#[test]
+fn the_report_of_per_host_partial_results_is_the_report_of_the_traces_together() {
+    let dir = four_hosts();
+    for host in 0..4 {
+        let out = sharecheck(&dir)
+            .args(["report", "--partial"])
+            .arg(format!("parts/h{host}"))
+            .arg(format!("hosts/h{host}"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(err.contains("records kept whole"), "{err}");
+    }
+    let kept = std::fs::read_to_string(dir.join("parts/h1/1001.jsonl")).unwrap();
+    let read = std::fs::read_to_string(dir.join("hosts/h1/1001.jsonl")).unwrap();
+    assert!(kept.len() < read.len(), "{kept}");
+    assert!(!kept.contains(r#""fn":"cuDeviceCanAccessPeer""#), "{kept}");
+    assert!(kept.contains(r#""event":"partial-summary""#), "{kept}");
+    assert!(kept.contains("CUDA_ERROR_INVALID_DEVICE"), "{kept}");
+    for extra in [
+        &[][..],
+        &["--limit", "0"],
+        &["--format", "json"],
+        &["--format", "sarif"],
+    ] {
+        let report = |what: &str| {
+            let out = sharecheck(&dir)
+                .args(["report", what])
+                .args(extra)
+                .output()
+                .unwrap();
+            (out.status.code(), out.stdout, out.stderr)
+        };
+        let together = report("hosts");
+        let merged = report("parts");
+        assert!(together.1.len() > 1000, "{extra:?}");
+        assert!(
+            together == merged,
+            "{extra:?}:\n{}\n---\n{}\n---\n{}",
+            String::from_utf8_lossy(&together.1),
+            String::from_utf8_lossy(&merged.1),
+            String::from_utf8_lossy(&merged.2)
+        );
+    }
+    let text = String::from_utf8(
+        sharecheck(&dir)
+            .args(["report", "parts", "--format", "json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(text.contains("\"phase\":\"report\""), "{text:.500}");
+}
+
+/// A partial result is never written over the traces it reads.
+#[test]
+fn a_partial_result_does_not_overwrite_its_traces() {
+    let dir = four_hosts();
+    let before = std::fs::read(dir.join("hosts/h0/1000.jsonl")).unwrap();
+    let out = sharecheck(&dir)
+        .args(["report", "--partial", "hosts/h0", "hosts/h0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("one of the traces read"),
+        "{out:?}"
+    );
+    assert_eq!(
+        std::fs::read(dir.join("hosts/h0/1000.jsonl")).unwrap(),
+        before
+    );
+}
