@@ -3,7 +3,8 @@
 # Idempotent: each step is skipped when its result is already there.
 #
 #   - Debian packages: libamdhip64-dev (HIP 5.2 headers in /usr/include/hip), gcc, g++, bsdutils
-#     (`script`: the report's progress bar is tested on a terminal);
+#     (`script`: the report's progress bar is tested on a terminal), slurm-wlm and munge
+#     (tests/slurm.sh starts a one-node Slurm to run the README's recipe for many hosts);
 #   - CUDA 13.5 headers and the real libcudart.so.13, from the pinned PyPI wheel
 #     nvidia-cuda-runtime, unpacked into .deps/cuda at the repository root:
 #       .deps/cuda/nvidia/cu13/include/cuda.h
@@ -23,7 +24,7 @@ say() { echo "fetch-deps: $*"; }
 die() { echo "fetch-deps: error: $*" >&2; exit 1; }
 
 # --- Debian packages ---------------------------------------------------------------------------
-apt_packages=(libamdhip64-dev gcc g++ bsdutils)
+apt_packages=(libamdhip64-dev gcc g++ bsdutils slurm-wlm munge)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

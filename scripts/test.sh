@@ -34,4 +34,8 @@ cargo test --workspace 2>&1 | tee "$log" || status=$?
 
 echo "== test results"
 grep -E '^(     Running|   Doc-tests|test result:)' "$log" || true
-exit "$status"
+[[ $status == 0 ]] || exit "$status"
+
+# The README's Slurm recipe with a real one-node Slurm (root only; CI fails without it).
+echo "== tests/slurm.sh"
+tests/slurm.sh target/debug/sharecheck
