@@ -7,7 +7,8 @@
 # driver (scripts/bench/report_load.c): RECORDS correct calls (default 2000000) and FINDINGS calls
 # that each carry a finding with its call stack (default 200000), then times `sharecheck report`
 # on each (text, and json/sarif for the findings), and prints records per second and peak RSS
-# (GNU time's %M) as a Markdown table. The traces are removed afterwards.
+# (GNU time's %M) as a Markdown table; then the partial result of each (`report --partial`) and the
+# report of it. The traces are removed afterwards.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -37,3 +38,18 @@ measure "correct calls" "$tmp/plain" "$records" text
 measure "calls with findings" "$tmp/found" "$findings" text
 measure "calls with findings" "$tmp/found" "$findings" json
 measure "calls with findings" "$tmp/found" "$findings" sarif
+# A partial result (`report --partial`, the per-host step of a cluster's review) of each trace,
+# then the report of the partial result: how much smaller it is, and what each step takes.
+echo
+echo "| trace | partial step: seconds | MB in | MB out | report of the partial: seconds | peak RSS MB |"
+echo "|---|---|---|---|---|---|"
+partial() { # name dir
+    local out1 out2
+    out1="$( { /usr/bin/time -f "%e" "$cli" report --partial "$tmp/partial-$1" "$2" > /dev/null 2>&1; } 2>&1 | tail -1)"
+    out2="$( { /usr/bin/time -f "%e %M" "$cli" report "$tmp/partial-$1" > /dev/null; } 2>&1 | tail -1)"
+    read -r secs2 kb <<< "$out2"
+    awk -v n="$1" -v s1="$out1" -v i="$(bytes "$2")" -v o="$(bytes "$tmp/partial-$1")" -v s2="$secs2" -v k="$kb" 'BEGIN {
+        printf "| %s | %.2f | %.0f | %.1f | %.2f | %.1f |\n", n, s1, i / 1e6, o / 1e6, s2, k / 1024 }'
+}
+partial "correct calls" "$tmp/plain"
+partial "calls with findings" "$tmp/found"

@@ -69,13 +69,29 @@ pub fn write(
                 target.display()
             ));
         }
-        let mut kept = Vec::new();
+        // Streamed to the file: memory stays a line and the counts, whatever the trace's size.
+        let cannot_write = |e: std::io::Error| {
+            format!(
+                "cannot write {}: {}",
+                target.display(),
+                trace::io_reason(&e)
+            )
+        };
+        let mut sink = std::io::BufWriter::with_capacity(
+            1 << 16,
+            std::fs::File::create(&target).map_err(cannot_write)?,
+        );
+        let mut failed = None;
         let mut left: BTreeMap<String, Left> = BTreeMap::new();
         let mut left_records = 0u64;
         let stats = trace::read_files(std::slice::from_ref(file), diagnostics, |r| {
             if keeps(&timeline, r) {
-                kept.extend_from_slice(r.text());
-                kept.push(b'\n');
+                if failed.is_none() {
+                    failed = sink
+                        .write_all(r.text())
+                        .and_then(|()| sink.write_all(b"\n"))
+                        .err();
+                }
                 written.records_kept += 1;
                 return;
             }
@@ -90,23 +106,21 @@ pub fn write(
                 }
             }
         });
+        if let Some(e) = failed {
+            return Err(cannot_write(e));
+        }
         if stats.files_read == 0 {
+            drop(sink);
+            let _ = std::fs::remove_file(&target);
             continue;
         }
         written.records_read += stats.records;
         if left_records > 0 {
-            kept.extend_from_slice(summary_record(left_records, &left).as_bytes());
-            kept.push(b'\n');
+            sink.write_all(summary_record(left_records, &left).as_bytes())
+                .and_then(|()| sink.write_all(b"\n"))
+                .map_err(cannot_write)?;
         }
-        std::fs::File::create(&target)
-            .and_then(|mut f| f.write_all(&kept))
-            .map_err(|e| {
-                format!(
-                    "cannot write {}: {}",
-                    target.display(),
-                    trace::io_reason(&e)
-                )
-            })?;
+        sink.flush().map_err(cannot_write)?;
         written.files += 1;
     }
     Ok(written)
