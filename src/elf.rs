@@ -84,6 +84,46 @@ pub fn objects() -> Vec<Object> {
     out
 }
 
+/// `struct dl_phdr_info` of `<link.h>` up to the load and unload counts (glibc has them since
+/// 2.4; the callback's `size` says whether they are there).
+#[repr(C)]
+struct PhdrInfoCounts {
+    addr: libc::Elf64_Addr,
+    name: *const libc::c_char,
+    phdr: *const libc::Elf64_Phdr,
+    phnum: libc::Elf64_Half,
+    adds: libc::c_ulonglong,
+    subs: libc::c_ulonglong,
+}
+
+/// How many objects the loader has loaded and unloaded so far (`dlpi_adds`, `dlpi_subs`): while
+/// both stay, every address is in the object it was in. `None` where the loader does not count.
+pub fn generation() -> Option<(u64, u64)> {
+    unsafe extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        size: libc::size_t,
+        data: *mut c_void,
+    ) -> c_int {
+        if size >= std::mem::size_of::<PhdrInfoCounts>() {
+            // SAFETY: the loader's `dl_phdr_info`, at least as large as `PhdrInfoCounts`, whose
+            // layout is its head; `data` is the Option given below.
+            let (out, info) = unsafe {
+                (
+                    &mut *(data as *mut Option<(u64, u64)>),
+                    &*(info as *const PhdrInfoCounts),
+                )
+            };
+            *out = Some((info.adds, info.subs));
+        }
+        // The counts are the same in every object's info: the first is enough.
+        1
+    }
+    let mut out: Option<(u64, u64)> = None;
+    // SAFETY: `first` matches the callback type and only writes `out`, which outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(first), &mut out as *mut _ as *mut c_void) };
+    out
+}
+
 impl Object {
     fn headers(&self) -> &[libc::Elf64_Phdr] {
         // SAFETY: `phdr` and `phnum` are the loaded object's program headers, mapped for as long

@@ -79,27 +79,28 @@ pub fn capture(depth: usize, skip: Option<usize>) -> Vec<Frame> {
     if depth == 0 {
         return Vec::new();
     }
-    let skip_bias = skip.and_then(object_of).map(|o| o.load_bias);
+    let objects = Objects::now();
+    let skip_bias = skip.and_then(|a| objects.of(a)).map(|o| o.1);
     let mut frames = Vec::new();
     let mut leaving = skip_bias.is_some();
     for ip in instruction_pointers() {
         // A return address points after the call: step back into the call instruction.
         let at = ip.saturating_sub(1);
-        let Some(object) = object_of(at) else {
+        let Some((module, load_bias)) = objects.of(at) else {
             continue;
         };
         if leaving {
-            if Some(object.load_bias) == skip_bias {
+            if Some(load_bias) == skip_bias {
                 continue;
             }
             leaving = false;
         }
-        let module = module_path(&object.path);
-        let offset = (at - object.load_bias) as u64;
-        let symbol = match symbol_at(at) {
+        let module = module.to_string();
+        let offset = (at - load_bias) as u64;
+        let symbol = named(&module, offset, || match symbol_at(at) {
             Some((name, distance, true)) => Some((name, distance)),
             near => symtab_symbol(&module, offset).or(near.map(|(n, d, _)| (n, d))),
-        };
+        });
         frames.push(Frame {
             module,
             offset,
@@ -158,6 +159,91 @@ fn symbol_at(address: usize) -> Option<(String, u64, bool)> {
     // the object's symbol table (mapped while the object is loaded).
     let covers = !sym.is_null() && distance < unsafe { (*sym).st_size };
     Some((name, distance, covers))
+}
+
+/// The module (its path as a frame names it) and load bias of each return address seen, while
+/// the loader has loaded and unloaded nothing since ([`crate::elf::generation`]): `dladdr` costs
+/// about 18,000 instructions a frame (it looks for the nearest symbol too). Bounded, emptied
+/// when full or when the loader's counts move; never waited for (`try_lock`).
+type ObjectCache = std::collections::HashMap<usize, Option<(std::sync::Arc<str>, usize)>>;
+static OBJECTS: parking_lot::Mutex<Option<((u64, u64), ObjectCache)>> =
+    parking_lot::Mutex::new(None);
+
+/// How many addresses [`OBJECTS`] keeps.
+const OBJECTS_KEPT: usize = 4096;
+
+/// The objects of one capture: the loader's counts when it began.
+struct Objects(Option<(u64, u64)>);
+
+impl Objects {
+    fn now() -> Objects {
+        Objects(crate::elf::generation())
+    }
+
+    /// The module and load bias of the object holding `address`.
+    fn of(&self, address: usize) -> Option<(std::sync::Arc<str>, usize)> {
+        let Some(generation) = self.0 else {
+            return Self::find(address);
+        };
+        if let Some(known) = OBJECTS.try_lock().and_then(|cache| match cache.as_ref() {
+            Some((g, map)) if *g == generation => map.get(&address).cloned(),
+            _ => None,
+        }) {
+            return known;
+        }
+        let found = Self::find(address);
+        if let Some(mut cache) = OBJECTS.try_lock() {
+            let fresh = !matches!(cache.as_ref(), Some((g, map)) if *g == generation && map.len() < OBJECTS_KEPT);
+            if fresh {
+                *cache = Some((generation, ObjectCache::default()));
+            }
+            if let Some((_, map)) = cache.as_mut() {
+                map.insert(address, found.clone());
+            }
+        }
+        found
+    }
+
+    fn find(address: usize) -> Option<(std::sync::Arc<str>, usize)> {
+        let object = object_of(address)?;
+        Some((module_path(&object.path).into(), object.load_bias))
+    }
+}
+
+/// The symbol of each frame named so far, by module and offset (a file's code does not move in
+/// it): a finding repeated in a loop (past `duplicate_limit` it is still counted and traced, with
+/// its stack) costs the unwind and a lookup, not `dladdr` and a read of the module's symbol table
+/// per frame (about 100 us per finding, measured on the simulator). Bounded: emptied when full.
+/// Never waited for (`try_lock`): a child forked while another thread held it names its frames
+/// without it.
+type SymbolCache = std::collections::HashMap<(String, u64), Option<(String, u64)>>;
+static NAMED: parking_lot::Mutex<Option<SymbolCache>> = parking_lot::Mutex::new(None);
+
+/// How many frames [`NAMED`] keeps.
+const NAMED_KEPT: usize = 4096;
+
+/// The symbol of `module+offset`: remembered, or found by `find` (and remembered).
+fn named(
+    module: &str,
+    offset: u64,
+    find: impl FnOnce() -> Option<(String, u64)>,
+) -> Option<(String, u64)> {
+    let key = (module.to_string(), offset);
+    if let Some(known) = NAMED
+        .try_lock()
+        .and_then(|cache| cache.as_ref()?.get(&key).cloned())
+    {
+        return known;
+    }
+    let found = find();
+    if let Some(mut cache) = NAMED.try_lock() {
+        let cache = cache.get_or_insert_with(Default::default);
+        if cache.len() >= NAMED_KEPT {
+            cache.clear();
+        }
+        cache.insert(key, found.clone());
+    }
+    found
 }
 
 /// `<dlfcn.h>`: ask `dladdr1` for the symbol's table entry.
@@ -236,5 +322,34 @@ mod tests {
                 .is_none_or(|f| f.module != exe.to_string_lossy()),
             "{skipped:?}"
         );
+    }
+
+    /// The frames of a call made again from the same place (a finding repeated in a loop, named
+    /// from the caches of objects and symbols) are the frames named the first time, and while
+    /// the loader's counts stay the object cache keeps its entries; a library loaded since
+    /// empties it (no name from before can outlive a change of what is loaded).
+    #[test]
+    fn frames_named_again_from_the_caches_are_the_frames_named_first() {
+        // Three captures from one place: the first names its frames, the others find them.
+        let first: Vec<Vec<Frame>> = (0..3).map(|_| from_here(8)).collect();
+        for again in &first[1..] {
+            assert_eq!(&first[0], again);
+        }
+        assert!(first[0].iter().any(|f| f.symbol.is_some()), "{first:?}");
+        let generation = crate::elf::generation().expect("glibc counts loads");
+        assert!(OBJECTS
+            .lock()
+            .as_ref()
+            .is_some_and(|(g, map)| *g == generation && !map.is_empty()));
+        // A library loaded (and kept: the test binary may hold it already) moves the count.
+        let name = std::ffi::CString::new("libm.so.6").unwrap();
+        // SAFETY: dlopen of a system library with a NUL-terminated name.
+        let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW) };
+        assert!(!handle.is_null());
+        let named = from_here(8);
+        assert_eq!(named[0].module, first[0][0].module);
+        assert_eq!(named[0].symbol, first[0][0].symbol);
+        // SAFETY: the handle dlopen returned.
+        unsafe { libc::dlclose(handle) };
     }
 }

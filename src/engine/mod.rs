@@ -573,15 +573,19 @@ pub fn report(
             })
             .collect()
     };
-    let call = call();
+    let printed = shown.iter().any(Option::is_some);
     let mut kept = kept;
-    if options.stack_depth > 0 {
+    // The stack is for the lines printed and the trace's record: a finding repeated past the
+    // duplicate limit without a trace is only counted, and a loop that repeats it pays no
+    // unwind (issue 28: tens of microseconds per call).
+    if options.stack_depth > 0 && (printed || crate::trace::enabled()) {
         // One capture for the call: its findings share it.
         let stack = std::sync::Arc::new(capture_stack(options));
         for f in &mut kept {
             f.stack = stack.clone();
         }
     }
+    let call = if printed { call() } else { String::new() };
     for (f, show) in kept.iter().zip(shown) {
         findings::counted();
         if let Some(last_of) = show {
