@@ -45,7 +45,8 @@ echo "| trace | partial step: seconds | MB in | MB out | report of the partial: 
 echo "|---|---|---|---|---|---|"
 partial() { # name dir
     local out1 out2
-    out1="$( { /usr/bin/time -f "%e" "$cli" report --partial "$tmp/partial-$1" "$2" > /dev/null 2>&1; } 2>&1 | tail -1)"
+    /usr/bin/time -o "$tmp/time" -f "%e" "$cli" report --partial "$tmp/partial-$1" "$2" > /dev/null 2>&1
+    out1="$(tail -1 "$tmp/time")"
     out2="$( { /usr/bin/time -f "%e %M" "$cli" report "$tmp/partial-$1" > /dev/null; } 2>&1 | tail -1)"
     read -r secs2 kb <<< "$out2"
     awk -v n="$1" -v s1="$out1" -v i="$(bytes "$2")" -v o="$(bytes "$tmp/partial-$1")" -v s2="$secs2" -v k="$kb" 'BEGIN {
