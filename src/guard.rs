@@ -632,6 +632,18 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
     }
 }
 
+/// Runs `f`, leaving the calling thread's `errno` as it was: the shim's own system calls (reading
+/// a file, opening the trace) must not change what the program sees.
+#[inline]
+pub fn keeping_errno<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: errno is the calling thread's own int.
+    let errno = unsafe { *libc::__errno_location() };
+    let out = f();
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+    out
+}
+
 /// Reads a `T` the program passed by pointer without trusting the pointer: through
 /// `process_vm_readv` on this process, which fails with `EFAULT` where a plain read would fault.
 /// `None` for NULL, unreadable memory, or a kernel or sandbox that refuses the call. The calling
@@ -651,13 +663,11 @@ pub fn peek<T: Copy>(ptr: *const T) -> Option<T> {
         iov_base: ptr as *mut libc::c_void,
         iov_len: size,
     };
-    // SAFETY: errno is the calling thread's own int.
-    let errno = unsafe { *libc::__errno_location() };
     // SAFETY: `local` covers `value`, which the kernel writes; `remote` is only read by the
     // kernel, which checks it.
-    let read = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
-    // SAFETY: as above.
-    unsafe { *libc::__errno_location() = errno };
+    let read = keeping_errno(|| unsafe {
+        libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0)
+    });
     // SAFETY: the kernel wrote all `size` bytes of `value`; `T: Copy` has no invariants beyond
     // its bytes for the plain C structures this is used on.
     (read == size as isize).then(|| unsafe { value.assume_init() })

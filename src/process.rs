@@ -109,16 +109,14 @@ fn finish_once() {
         return;
     }
     // The program's later exit handlers see the errno they would have seen.
-    // SAFETY: errno is the calling thread's own int.
-    let errno = unsafe { *libc::__errno_location() };
-    if !trace::enabled() && !crate::guard::Guard::is_inside() {
-        // No trace for `sharecheck report` to decide what the process left: decided now (not
-        // from a signal handler's exit that interrupted the shim's own work).
-        shielded((), engine::report_left_at_exit);
-    }
-    shielded((), trace::finish);
-    // SAFETY: as above.
-    unsafe { *libc::__errno_location() = errno };
+    crate::guard::keeping_errno(|| {
+        if !trace::enabled() && !crate::guard::Guard::is_inside() {
+            // No trace for `sharecheck report` to decide what the process left: decided now (not
+            // from a signal handler's exit that interrupted the shim's own work).
+            shielded((), engine::report_left_at_exit);
+        }
+        shielded((), trace::finish);
+    });
 }
 
 extern "C" fn at_exit() {

@@ -1113,3 +1113,14 @@ fn the_process_record_names_the_imex_domain_given() {
     assert!(!first.contains("imex_nodes"), "{first}");
     assert!(text.contains("(IMEX domain rack-7)"), "{text}");
 }
+
+/// Opening the trace at the first covered call (the file, the boot id, the IMEX service's files,
+/// which most machines lack) leaves the program's errno as it was.
+#[test]
+fn opening_the_trace_leaves_errno_as_it_was() {
+    let (s, out) = run("writer_errno", &["errno", "3"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("ERRNO 1234\n"), "{text}");
+    assert!(s.traces().join(format!("{}.jsonl", out_pid(&s))).exists());
+}

@@ -127,16 +127,9 @@ pub fn write(
 }
 
 /// Whether a partial result keeps a record whole: every event, every call with findings, and
-/// every call the cross-process checks read (as [`crate::summary::Tally`] decides it).
+/// every call the cross-process checks read ([`Timeline::wants`], as the report asks).
 fn keeps(timeline: &Timeline, r: &Record<'_>) -> bool {
-    match r.func() {
-        None => true,
-        Some(func) => {
-            r.has_findings()
-                || timeline.reads_function(func)
-                || crossproc::mentions_fingerprint(r.args_text())
-        }
-    }
+    r.func().is_none() || r.has_findings() || timeline.wants(r.func(), None, r.args_text())
 }
 
 fn summary_record(records: u64, left: &BTreeMap<String, Left>) -> String {

@@ -188,7 +188,8 @@ options_table! {
         flag "--stack-depth N",
         help "Frames of the host call stack each finding carries (module+offset, and the \
               symbol the loader knows; `sharecheck report` adds file:line). 0: none. Captured \
-              only when a finding exists.";
+              only for a finding that is printed or traced (one past duplicate_limit without \
+              a trace is only counted).";
     blocked_bind_ms: u32 = 5000, kind Count, syntax "MS",
         flag "--blocked-bind-ms MS",
         help "Report a multicast bind still blocked after MS milliseconds (the driver blocks it \

@@ -156,8 +156,10 @@ pub struct Imex {
 
 /// The host's [`Imex`], read without touching the caller's errno.
 pub fn host_imex() -> Imex {
-    // SAFETY: errno is the calling thread's own int.
-    let errno = unsafe { *libc::__errno_location() };
+    crate::guard::keeping_errno(read_host_imex)
+}
+
+fn read_host_imex() -> Imex {
     let listed = std::fs::read_to_string("/proc/devices").is_ok_and(|d| {
         d.lines()
             .any(|l| l.split_whitespace().nth(1) == Some("nvidia-caps-imex-channels"))
@@ -172,8 +174,6 @@ pub fn host_imex() -> Imex {
             unsafe { libc::access(path.as_ptr(), libc::R_OK) == 0 }
         })
     });
-    // SAFETY: as above.
-    unsafe { *libc::__errno_location() = errno };
     Imex { listed, channel }
 }
 

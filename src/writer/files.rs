@@ -13,9 +13,19 @@ pub(super) fn ensure_open(
     w.state.load(Acquire) == OPEN || open_lane(w, index, open)
 }
 
-/// [`ensure_open`] when the lane is not open yet (or stopped).
+/// [`ensure_open`] when the lane is not open yet (or stopped). Creating the files and reading
+/// what the process record says (the boot id, the IMEX service's files, which most machines
+/// lack) leave the program's errno as it was.
 #[inline(never)]
 fn open_lane(
+    w: &Lane,
+    index: usize,
+    open: impl FnOnce() -> Result<(Opened, Vec<u8>), String>,
+) -> bool {
+    crate::guard::keeping_errno(|| open_lane_keeping_errno(w, index, open))
+}
+
+fn open_lane_keeping_errno(
     w: &Lane,
     index: usize,
     open: impl FnOnce() -> Result<(Opened, Vec<u8>), String>,

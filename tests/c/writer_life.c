@@ -37,6 +37,8 @@
  *   malloc-storm THREADS N  THREADS threads call malloc/free N times under the sigcheck handler
  *   handler-exit N     N calls, then calls without end while a profiling timer's handler calls
  *                      exit(0) at its first tick, wherever it interrupted the thread (prints no DONE)
+ *   errno N            sets errno to 1234, makes its first covered call (the trace opens then) and
+ *                      prints ERRNO <errno after it>, then N-1 more calls
  * Prints DONE <calls completed by this process> before ending (stdout is flushed first). */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -263,6 +265,17 @@ int main(int argc, char **argv) {
         if (!strcmp(mode, "underscore-exit")) _exit(0);
         raise(SIGKILL);
         return 5;
+    }
+    if (!strcmp(mode, "errno") && n > 0) {
+        int can = -1;
+        errno = 1234;
+        CUresult r = cuDeviceCanAccessPeer(&can, d0, d1);
+        int after = errno;
+        if (r != CUDA_SUCCESS) return 4;
+        printf("ERRNO %d\n", after);
+        calls(n - 1);
+        done(n);
+        return 0;
     }
     if (!strcmp(mode, "closefrom") && argc == 4) {
         calls(n);
