@@ -71,6 +71,12 @@ fn on_load() {
     // trace.
     shielded((), || {
         crate::fingerprint::establish_key();
+        // A failed import's FABRIC handle is read only without trusting its pointer.
+        sharecheck_core::ffi::set_untrusted_reader(|ptr, out| {
+            crate::guard::peek(ptr.cast::<[u8; sharecheck_core::ffi::CAPABILITY_SIZE]>())
+                .map(|bytes| *out = bytes)
+                .is_some()
+        });
         let _ = engine::options();
         if trace::enabled() {
             // A thread's first record then allocates nothing.

@@ -145,6 +145,115 @@ fn a_fabric_create_without_an_imex_channel_is_explained() {
     }
 }
 
+/// A FABRIC handle crosses processes: imported where the importer shares the exporter's IMEX
+/// channel (the memory the exporter wrote reads back, and nothing is said), refused in a process
+/// of another IMEX domain, which the report explains from both processes' records. The export and
+/// the imports carry the handle's keyed fingerprint only, the same in all three.
+#[test]
+fn a_fabric_handle_is_imported_in_its_imex_domain_and_refused_in_another() {
+    use std::io::BufRead;
+    let scratch = Scratch::new("vmm_fabric_domains");
+    let exe = program(&scratch);
+    let domain = sharecheck_core::schema::env::IMEX_DOMAIN;
+    let mut exporter = scratch.under_shim(&exe);
+    exporter
+        .arg("fabric-export")
+        .env(domain, "rack-1")
+        .env("SHARECHECK_SIM_FABRIC_CHANNEL", "0")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut exporter = exporter.spawn().unwrap();
+    let mut lines = std::io::BufReader::new(exporter.stdout.take().unwrap()).lines();
+    let handle = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("HANDLE ").map(str::to_string))
+        .expect("the exporter prints its handle");
+    let import = |rack: &str, channel: &str| {
+        let mut cmd = scratch.under_shim(&exe);
+        cmd.args(["fabric-import", &handle])
+            .env(domain, rack)
+            .env("SHARECHECK_SIM_FABRIC_CHANNEL", channel);
+        run_ok(&mut cmd)
+    };
+    let same = import("rack-1", "0");
+    assert_eq!(
+        printed_calls(&same)
+            .iter()
+            .find(|(f, _)| f == "cuMemImportFromShareableHandle"),
+        Some(&("cuMemImportFromShareableHandle".to_string(), 0))
+    );
+    assert_eq!(printed(&same, "VALUE"), "42");
+    let other = import("rack-2", "1");
+    assert_eq!(
+        printed_calls(&other),
+        [("cuMemImportFromShareableHandle".to_string(), 800)]
+    );
+    drop(exporter.stdin.take());
+    assert!(exporter.wait().unwrap().success());
+    assert!(
+        !handle.is_empty()
+            && scratch
+                .records()
+                .iter()
+                .all(|r| !r.to_string().contains(&handle[..32]))
+    );
+    let fps: Vec<String> = calls(&scratch.records())
+        .iter()
+        .filter_map(|c| {
+            let a = &c["a"];
+            a.get("*shareableHandle")
+                .or_else(|| a.get("*osHandle"))
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+        })
+        .collect();
+    assert_eq!(fps.len(), 3, "{fps:?}");
+    assert!(
+        fps.iter().all(|fp| fp.starts_with("fp:") && *fp == fps[0]),
+        "{fps:?}"
+    );
+    let out = std::process::Command::new(cli())
+        .args(["report", "--format", "json"])
+        .arg(scratch.traces())
+        .output()
+        .unwrap();
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let found: Vec<(String, String, i64)> = summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["phase"] == "report" || f["severity"] != "info")
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap_or("").to_string(),
+                f["fn"].as_str().unwrap_or("").to_string(),
+                f["pid"].as_i64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [(
+            "cuMemImportFromShareableHandle.fabric-other-imex-domain".to_string(),
+            "cuMemImportFromShareableHandle".to_string(),
+            other_pid(&scratch, "rack-2"),
+        )],
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// The pid of the process whose record names IMEX domain `domain`.
+fn other_pid(scratch: &Scratch, domain: &str) -> i64 {
+    scratch
+        .records()
+        .iter()
+        .find(|r| r["event"] == "process" && r["imex_domain"] == domain)
+        .and_then(|r| r["pid"].as_i64())
+        .expect("a process record names the domain")
+}
+
 #[test]
 fn every_vmm_rule_has_a_case() {
     let covered = CASES

@@ -1275,10 +1275,26 @@ fn four_hosts() -> TempDir {
             .map(|l| {
                 l.replace(
                     "\"ppid\":1,",
-                    &format!("\"ppid\":1,\"boot_id\":\"{boot}\","),
+                    &format!(
+                        "\"ppid\":1,\"boot_id\":\"{boot}\",\"imex_domain\":\"rack-{}\",",
+                        host / 2
+                    ),
                 )
             })
             .collect();
+        // A FABRIC handle exported on host 0 and refused on host 3, in the other IMEX domain
+        // (decided only where both hosts' calls meet), and imported on host 1, in the same one.
+        let fabric = r#""fp:00000000000fab01","#;
+        match pid {
+            _ if name != format!("{pid}.jsonl") => {}
+            1000 => out.push(format!(
+                r#"{{"seq":300,"t":30000,"tid":{pid},"fn":"cuMemExportToShareableHandle","a":{{"*shareableHandle":{fabric}"handle":"0xa1","handleType":"CU_MEM_HANDLE_TYPE_FABRIC","flags":0}},"r":0}}"#
+            )),
+            1001 | 1007 => out.push(format!(
+                r#"{{"seq":300,"t":30001,"tid":{pid},"fn":"cuMemImportFromShareableHandle","a":{{"handle":"0x7ffc0010","*osHandle":{fabric}"shHandleType":"CU_MEM_HANDLE_TYPE_FABRIC"}},"r":800}}"#
+            )),
+            _ => {}
+        }
         for n in 0..30u32 {
             out.push(format!(
                 r#"{{"seq":{},"t":{},"tid":{pid},"fn":"cuDeviceCanAccessPeer","a":{{"dev":0,"peerDev":1}},"r":{}}}"#,
@@ -1352,6 +1368,27 @@ fn the_report_of_per_host_partial_results_is_the_report_of_the_traces_together()
     )
     .unwrap();
     assert!(text.contains("\"phase\":\"report\""), "{text:.500}");
+    let refused: Vec<&str> = text
+        .match_indices("cuMemImportFromShareableHandle.fabric-other-imex-domain")
+        .map(|(at, _)| &text[at..])
+        .collect();
+    assert!(!refused.is_empty(), "{text:.500}");
+    for part in [&["hosts/h0", "hosts/h3"][..], &["hosts/h0", "hosts/h1"]] {
+        // Each host's traces alone cannot decide it; the two domains' hosts together do.
+        let out = sharecheck(&dir)
+            .args(["report", "--format", "json"])
+            .args(part)
+            .output()
+            .unwrap();
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let found = summary["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["rule"] == "cuMemImportFromShareableHandle.fabric-other-imex-domain")
+            .count();
+        assert_eq!(found, usize::from(part[1] == "hosts/h3"), "{part:?}");
+    }
 }
 
 /// A partial result is never written over the traces it reads.

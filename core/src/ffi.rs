@@ -81,7 +81,34 @@ pub trait ArgValue: Copy + 'static {
     fn detach(&mut self, _outcome: Outcome, _keep: &mut Keep) -> bool {
         true
     }
+    /// The shareable handle type this argument names (`CUmemAllocationHandleType` of an export
+    /// or import), which says what a shareable handle argument of the same call is: the call's
+    /// [`Linked`] value. `None` for every other type.
+    #[inline(always)]
+    fn handle_type(&self) -> Option<c_uint> {
+        None
+    }
+    /// [`Self::encode_named`], knowing the call's shareable handle type (see
+    /// [`Self::handle_type`]); only a shareable handle argument needs it.
+    #[inline(always)]
+    fn encode_linked(&self, w: &mut JsonOut, name: &'static str, outcome: Outcome, _: Linked) {
+        self.encode_named(w, name, outcome);
+    }
+    /// [`Self::snap`], knowing the call's shareable handle type.
+    #[inline(always)]
+    fn snap_linked(&self, outcome: Outcome, fingerprint: Fingerprinter, _: Linked) -> (u64, u8) {
+        self.snap(outcome, fingerprint)
+    }
+    /// [`Self::detach`], knowing the call's shareable handle type.
+    #[inline(always)]
+    fn detach_linked(&mut self, outcome: Outcome, keep: &mut Keep, _: Linked) -> bool {
+        self.detach(outcome, keep)
+    }
 }
+
+/// What one argument of a call tells the others: the call's shareable handle type, where one of
+/// its arguments is a `CUmemAllocationHandleType` ([`ArgValue::handle_type`]).
+pub type Linked = Option<c_uint>;
 
 /// Room for copies of what a call's pointers point to ([`ArgValue::detach`]).
 pub struct Keep<'a> {
@@ -547,7 +574,7 @@ impl std::fmt::Write for StackText {
 }
 
 macro_rules! flags {
-    ($(#[$doc:meta])* $name:ident($inner:ty), $c:literal, [$(($bit:expr, $flag:literal)),* $(,)?]) => {
+    ($(#[$doc:meta])* $name:ident($inner:ty), $c:literal, [$(($bit:expr, $flag:literal)),* $(,)?] $($handle_type:ident)?) => {
         $(#[$doc])*
         #[repr(transparent)]
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -563,6 +590,13 @@ macro_rules! flags {
             fn encode(&self, w: &mut JsonOut, _: Outcome) {
                 write_flag_names(w, self.0 as u64, Self::NAMES);
             }
+            $(
+                /// The call's shareable handle type (see [`ArgValue::handle_type`]).
+                #[inline(always)]
+                fn $handle_type(&self) -> Option<c_uint> {
+                    Some(self.0 as c_uint)
+                }
+            )?
         }
     };
 }
@@ -666,6 +700,7 @@ flags!(
         (0x4, "CU_MEM_HANDLE_TYPE_WIN32_KMT"),
         (0x8, "CU_MEM_HANDLE_TYPE_FABRIC")
     ]
+    handle_type
 );
 
 macro_rules! capability_handle {
@@ -1067,6 +1102,208 @@ capability_ptr!(
     PoolExportDataPtr(*mut c_void),
     "CUmemPoolPtrExportData *"
 );
+
+/// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`.
+pub const CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: c_uint = 1;
+/// `CUDA_ERROR_NOT_PERMITTED`: what an import of a FABRIC handle answers where the importer has
+/// no access to the exporter's IMEX channel.
+const NOT_PERMITTED: c_int = 800;
+
+/// Reads memory the driver may not have read (a failed call's input), without trusting the
+/// pointer: set once by the shim (`process_vm_readv`, which fails where a plain read would
+/// fault). Where none is set, such memory is not read.
+static UNTRUSTED_READER: std::sync::OnceLock<
+    fn(*const c_void, &mut [u8; CAPABILITY_SIZE]) -> bool,
+> = std::sync::OnceLock::new();
+
+/// Sets the reader of [`UNTRUSTED_READER`] (the first call wins).
+pub fn set_untrusted_reader(read: fn(*const c_void, &mut [u8; CAPABILITY_SIZE]) -> bool) {
+    let _ = UNTRUSTED_READER.set(read);
+}
+
+/// What a shareable handle argument of an export or import is, by the call's handle type
+/// ([`Linked`]): a POSIX file descriptor's number, a FABRIC handle (64 capability bytes: only their
+/// keyed fingerprint is written), or an address (another type, or nothing the shim may read).
+#[derive(Clone, Copy)]
+enum Shared {
+    Fd(c_int),
+    Fabric([u8; CAPABILITY_SIZE]),
+    Address(u64),
+}
+
+/// Snapshot tags of a shareable handle argument: its address, a FABRIC handle's fingerprint, an fd.
+const SHARED_ADDRESS: u8 = 0;
+const SHARED_FABRIC: u8 = 1;
+const SHARED_FD: u8 = 2;
+
+impl Shared {
+    /// Writes `"name":fd`, `"*name":"fp:..."` or `"name":"0x..."`.
+    fn encode(self, w: &mut JsonOut, name: &'static str, deref_fd: bool) {
+        match self {
+            Shared::Fd(fd) => {
+                if deref_fd {
+                    w.key_deref(name);
+                } else {
+                    w.key(name);
+                }
+                w.i64(i64::from(fd));
+            }
+            Shared::Fabric(bytes) => {
+                w.key_deref(name);
+                w.fingerprint_of(&bytes);
+            }
+            Shared::Address(at) => w.kv_hex(name, at),
+        }
+    }
+    fn snap(self, fingerprint: Fingerprinter) -> (u64, u8) {
+        match self {
+            Shared::Fd(fd) => (fd as u32 as u64, SHARED_FD),
+            Shared::Fabric(bytes) => (fingerprint(&bytes), SHARED_FABRIC),
+            Shared::Address(at) => (at, SHARED_ADDRESS),
+        }
+    }
+    fn encode_snap(word: u64, tag: u8, w: &mut JsonOut, name: &'static str, deref_fd: bool) {
+        match tag {
+            SHARED_FD => {
+                if deref_fd {
+                    w.key_deref(name);
+                } else {
+                    w.key(name);
+                }
+                w.i64(i64::from(word as u32 as c_int));
+            }
+            SHARED_FABRIC => {
+                w.key_deref(name);
+                w.fingerprint_value(word);
+            }
+            _ => w.kv_hex(name, word),
+        }
+    }
+}
+
+/// The `void *shareableHandle` an export (`cuMemExportToShareableHandle`,
+/// `cuMemPoolExportToShareableHandle`) writes the shareable handle through: once the call
+/// succeeded, `"*name":fd` for a POSIX file descriptor (an `int`), `"*name":"fp:..."` for a
+/// FABRIC handle (`CUmemFabricHandle`, 64 bytes: its keyed fingerprint only); else the address.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShareableHandleOut(pub *mut c_void);
+
+impl ShareableHandleOut {
+    fn shared(self, outcome: Outcome, handle_type: Linked) -> Shared {
+        let at = self.0 as usize as u64;
+        if !outcome.succeeded() || self.0.is_null() {
+            return Shared::Address(at);
+        }
+        match handle_type {
+            Some(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) => {
+                // SAFETY: the export succeeded, so the driver wrote an `int` there (the handle
+                // type "defines type and size of the shareableHandle output parameter").
+                Shared::Fd(unsafe { self.0.cast::<c_int>().read_unaligned() })
+            }
+            Some(CU_MEM_HANDLE_TYPE_FABRIC) => {
+                capability_bytes(self.0, outcome).map_or(Shared::Address(at), Shared::Fabric)
+            }
+            _ => Shared::Address(at),
+        }
+    }
+}
+
+impl ArgValue for ShareableHandleOut {
+    fn c_type() -> String {
+        "void *".into()
+    }
+    /// Without the call's handle type: the address.
+    fn encode(&self, w: &mut JsonOut, _: Outcome) {
+        w.hex(self.0 as usize as u64);
+    }
+    fn encode_linked(&self, w: &mut JsonOut, name: &'static str, outcome: Outcome, linked: Linked) {
+        self.shared(outcome, linked).encode(w, name, true);
+    }
+    const COMPACT: bool = true;
+    fn snap_linked(
+        &self,
+        outcome: Outcome,
+        fingerprint: Fingerprinter,
+        linked: Linked,
+    ) -> (u64, u8) {
+        self.shared(outcome, linked).snap(fingerprint)
+    }
+    fn encode_snap(word: u64, tag: u8, w: &mut JsonOut, name: &'static str) {
+        Shared::encode_snap(word, tag, w, name, true);
+    }
+    fn detach_linked(&mut self, outcome: Outcome, keep: &mut Keep, linked: Linked) -> bool {
+        match self.shared(outcome, linked) {
+            Shared::Fd(fd) => keep.put(fd).map(|at| self.0 = at.cast()).is_some(),
+            Shared::Fabric(bytes) => keep.put(bytes).map(|at| self.0 = at.cast()).is_some(),
+            Shared::Address(_) => true,
+        }
+    }
+}
+
+/// The `void *osHandle` an import (`cuMemImportFromShareableHandle`,
+/// `cuMemPoolImportFromShareableHandle`) reads: for a POSIX file descriptor, the descriptor's
+/// number itself (`"name":fd`); for a FABRIC handle, a pointer to its 64 bytes (`"*name":"fp:..."`,
+/// once the call succeeded, or answered NOT_PERMITTED where the shim can read them without
+/// trusting the pointer: the IMEX check an export and its import are matched for); else the
+/// address.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShareableHandleIn(pub *mut c_void);
+
+impl ShareableHandleIn {
+    fn shared(self, outcome: Outcome, handle_type: Linked) -> Shared {
+        let at = self.0 as usize as u64;
+        match handle_type {
+            // The descriptor's number cast to a pointer, as the document says.
+            Some(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) => Shared::Fd(at as c_int),
+            Some(CU_MEM_HANDLE_TYPE_FABRIC) if !self.0.is_null() => {
+                if let Some(bytes) = capability_bytes(self.0, outcome) {
+                    return Shared::Fabric(bytes);
+                }
+                let mut bytes = [0u8; CAPABILITY_SIZE];
+                match (outcome, UNTRUSTED_READER.get()) {
+                    (Outcome::Returned(NOT_PERMITTED), Some(read)) if read(self.0, &mut bytes) => {
+                        Shared::Fabric(bytes)
+                    }
+                    _ => Shared::Address(at),
+                }
+            }
+            _ => Shared::Address(at),
+        }
+    }
+}
+
+impl ArgValue for ShareableHandleIn {
+    fn c_type() -> String {
+        "void *".into()
+    }
+    /// Without the call's handle type: the address.
+    fn encode(&self, w: &mut JsonOut, _: Outcome) {
+        w.hex(self.0 as usize as u64);
+    }
+    fn encode_linked(&self, w: &mut JsonOut, name: &'static str, outcome: Outcome, linked: Linked) {
+        self.shared(outcome, linked).encode(w, name, false);
+    }
+    const COMPACT: bool = true;
+    fn snap_linked(
+        &self,
+        outcome: Outcome,
+        fingerprint: Fingerprinter,
+        linked: Linked,
+    ) -> (u64, u8) {
+        self.shared(outcome, linked).snap(fingerprint)
+    }
+    fn encode_snap(word: u64, tag: u8, w: &mut JsonOut, name: &'static str) {
+        Shared::encode_snap(word, tag, w, name, false);
+    }
+    fn detach_linked(&mut self, outcome: Outcome, keep: &mut Keep, linked: Linked) -> bool {
+        match self.shared(outcome, linked) {
+            Shared::Fabric(bytes) => keep.put(bytes).map(|at| self.0 = at.cast()).is_some(),
+            Shared::Fd(_) | Shared::Address(_) => true,
+        }
+    }
+}
 
 /// `CUmemLocationType` values.
 pub const CU_MEM_LOCATION_TYPE_DEVICE: c_uint = 1;

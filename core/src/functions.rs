@@ -103,8 +103,8 @@ macro_rules! interposed_functions {
             cuda cuMemCreate [cuMemCreate 10020 legacy observed] (handle: Out<CUmemGenericAllocationHandle>, size: Size, prop: MemAllocationPropPtr, flags: ReservedFlags64);
             cuda cuMemRelease [cuMemRelease 10020 legacy observed] (handle: CUmemGenericAllocationHandle);
             cuda cuMemRetainAllocationHandle [cuMemRetainAllocationHandle 11000 legacy observed] (handle: Out<CUmemGenericAllocationHandle>, addr: VoidPtr);
-            cuda cuMemExportToShareableHandle [cuMemExportToShareableHandle 10020 legacy observed] (shareableHandle: VoidPtr, handle: CUmemGenericAllocationHandle, handleType: MemHandleTypes, flags: ReservedFlags64);
-            cuda cuMemImportFromShareableHandle [cuMemImportFromShareableHandle 10020 legacy observed] (handle: Out<CUmemGenericAllocationHandle>, osHandle: VoidPtr, shHandleType: MemHandleTypes);
+            cuda cuMemExportToShareableHandle [cuMemExportToShareableHandle 10020 legacy observed] (shareableHandle: ShareableHandleOut, handle: CUmemGenericAllocationHandle, handleType: MemHandleTypes, flags: ReservedFlags64);
+            cuda cuMemImportFromShareableHandle [cuMemImportFromShareableHandle 10020 legacy observed] (handle: Out<CUmemGenericAllocationHandle>, osHandle: ShareableHandleIn, shHandleType: MemHandleTypes);
             cuda cuMemAddressReserve [cuMemAddressReserve 10020 legacy observed] (ptr: Out<CUdeviceptr>, size: Size, alignment: Size, addr: CUdeviceptr, flags: ReservedFlags64);
             cuda cuMemAddressFree [cuMemAddressFree 10020 legacy observed] (ptr: CUdeviceptr, size: Size);
             cuda cuMemMap [cuMemMap 10020 legacy observed] (ptr: CUdeviceptr, size: Size, offset: Size, handle: CUmemGenericAllocationHandle, flags: ReservedFlags64);
@@ -129,8 +129,8 @@ macro_rules! interposed_functions {
             cuda cuMemAllocFromPoolAsync [cuMemAllocFromPoolAsync 11020 legacy observed] (dptr: Out<CUdeviceptr>, bytesize: Size, pool: CUmemoryPool, hStream: CUstream);
             cuda cuMemAllocFromPoolAsync_ptsz [cuMemAllocFromPoolAsync 11020 ptsz observed] (dptr: Out<CUdeviceptr>, bytesize: Size, pool: CUmemoryPool, hStream: CUstream);
             cuda cuMemPoolSetAccess [cuMemPoolSetAccess 11020 legacy observed] (pool: CUmemoryPool, map: MemAccessDescPtr, count: Size);
-            cuda cuMemPoolExportToShareableHandle [cuMemPoolExportToShareableHandle 11020 legacy observed] (handle_out: VoidPtr, pool: CUmemoryPool, handleType: MemHandleTypes, flags: ReservedFlags64);
-            cuda cuMemPoolImportFromShareableHandle [cuMemPoolImportFromShareableHandle 11020 legacy observed] (pool_out: Out<CUmemoryPool>, handle: VoidPtr, handleType: MemHandleTypes, flags: ReservedFlags64);
+            cuda cuMemPoolExportToShareableHandle [cuMemPoolExportToShareableHandle 11020 legacy observed] (handle_out: ShareableHandleOut, pool: CUmemoryPool, handleType: MemHandleTypes, flags: ReservedFlags64);
+            cuda cuMemPoolImportFromShareableHandle [cuMemPoolImportFromShareableHandle 11020 legacy observed] (pool_out: Out<CUmemoryPool>, handle: ShareableHandleIn, handleType: MemHandleTypes, flags: ReservedFlags64);
             cuda cuMemPoolExportPointer [cuMemPoolExportPointer 11020 legacy observed] (shareData_out: PoolExportDataPtr, ptr: CUdeviceptr);
             cuda cuMemPoolImportPointer [cuMemPoolImportPointer 11020 legacy observed] (ptr_out: Out<CUdeviceptr>, pool: CUmemoryPool, shareData: PoolExportDataPtr);
             hip hipMalloc [hipMalloc 0 legacy observed] (ptr: Out<VoidPtrOut>, size: Size);
@@ -354,8 +354,9 @@ macro_rules! define_table {
                 impl CallArgs for $sym {
                     const ID: FnId = FnId::$sym;
                     fn encode(&self, w: &mut JsonOut, outcome: Outcome) {
-                        $( self.$arg.encode_named(w, stringify!($arg), outcome); )*
-                        let _ = (w, outcome);
+                        let linked = self.linked();
+                        $( self.$arg.encode_linked(w, stringify!($arg), outcome, linked); )*
+                        let _ = (w, outcome, linked);
                     }
                     const COMPACT: bool = true $( && <$ty as ArgValue>::COMPACT )*;
                     #[inline(always)]
@@ -367,15 +368,25 @@ macro_rules! define_table {
                         words: &mut [u64; MAX_ARGS],
                         tags: &mut [u8; MAX_ARGS],
                     ) {
+                        let linked = self.linked();
                         let mut i = 0;
                         $(
-                            (words[i], tags[i]) = self.$arg.snap(outcome, fingerprint);
+                            (words[i], tags[i]) = self.$arg.snap_linked(outcome, fingerprint, linked);
                             i += 1;
                         )*
                     }
                     #[allow(unused_variables)]
                     fn detach(&mut self, outcome: Outcome, keep: &mut Keep) -> bool {
-                        true $( && self.$arg.detach(outcome, keep) )*
+                        let linked = self.linked();
+                        true $( && self.$arg.detach_linked(outcome, keep, linked) )*
+                    }
+                }
+                impl $sym {
+                    /// The call's shareable handle type, where an argument names one
+                    /// ([`ArgValue::handle_type`]).
+                    #[inline(always)]
+                    fn linked(&self) -> Linked {
+                        None $( .or(self.$arg.handle_type()) )*
                     }
                 }
             )*

@@ -679,6 +679,89 @@ mod tests {
         }
     }
 
+    /// A shareable handle argument is what the call's handle type makes it: an export's fd
+    /// (`"*shareableHandle":7`), an import's fd (`"osHandle":7`, the number itself), a FABRIC
+    /// handle's fingerprint (`"*...":"fp:..."`, never its bytes), or the address (a failed
+    /// export, an unknown type), in the JSON line and the compact record alike.
+    #[test]
+    fn shareable_handles_are_written_by_their_handle_type() {
+        let mut fd: std::ffi::c_int = 7;
+        let mut fabric = [0x41u8; 64];
+        let fd_at = (&mut fd as *mut std::ffi::c_int).cast::<c_void>();
+        let fabric_at = fabric.as_mut_ptr().cast::<c_void>();
+        let export = |shared: *mut c_void, kind: u32| args::cuMemExportToShareableHandle {
+            shareableHandle: ShareableHandleOut(shared),
+            handle: CUmemGenericAllocationHandle(0xa1),
+            handleType: MemHandleTypes(kind),
+            flags: ReservedFlags64(0),
+        };
+        let import = |shared: *mut c_void, kind: u32| args::cuMemImportFromShareableHandle {
+            handle: Out(std::ptr::null_mut()),
+            osHandle: ShareableHandleIn(shared),
+            shHandleType: MemHandleTypes(kind),
+        };
+        let pool_import =
+            |shared: *mut c_void, kind: u32| args::cuMemPoolImportFromShareableHandle {
+                pool_out: Out(std::ptr::null_mut()),
+                handle: ShareableHandleIn(shared),
+                handleType: MemHandleTypes(kind),
+                flags: ReservedFlags64(0),
+            };
+        let ok = Outcome::Returned(0);
+        let cases = [
+            (
+                json_line(&export(fd_at, 1), ok, 1, 2, 3),
+                compact(&export(fd_at, 1), ok, 1, 2, 3),
+                r#""*shareableHandle":7,"#,
+            ),
+            (
+                json_line(&export(fabric_at, 8), ok, 1, 2, 3),
+                compact(&export(fabric_at, 8), ok, 1, 2, 3),
+                r#""*shareableHandle":"fp:"#,
+            ),
+            (
+                json_line(&export(fd_at, 1), Outcome::Returned(1), 1, 2, 3),
+                compact(&export(fd_at, 1), Outcome::Returned(1), 1, 2, 3),
+                r#""shareableHandle":"0x"#,
+            ),
+            (
+                json_line(&export(fd_at, 2), ok, 1, 2, 3),
+                compact(&export(fd_at, 2), ok, 1, 2, 3),
+                r#""shareableHandle":"0x"#,
+            ),
+            (
+                json_line(&import(7 as *mut c_void, 1), Outcome::Returned(1), 1, 2, 3),
+                compact(&import(7 as *mut c_void, 1), Outcome::Returned(1), 1, 2, 3),
+                r#""osHandle":7,"#,
+            ),
+            (
+                json_line(&import(fabric_at, 8), ok, 1, 2, 3),
+                compact(&import(fabric_at, 8), ok, 1, 2, 3),
+                r#""*osHandle":"fp:"#,
+            ),
+            // A refused import's bytes are read only through the shim's reader (none here).
+            (
+                json_line(&import(fabric_at, 8), Outcome::Returned(800), 1, 2, 3),
+                compact(&import(fabric_at, 8), Outcome::Returned(800), 1, 2, 3),
+                r#""osHandle":"0x"#,
+            ),
+            (
+                json_line(&pool_import(fabric_at, 8), ok, 1, 2, 3),
+                compact(&pool_import(fabric_at, 8), ok, 1, 2, 3),
+                r#""*handle":"fp:"#,
+            ),
+        ];
+        for (line, record, member) in cases {
+            let line = String::from_utf8(line).unwrap();
+            assert!(line.contains(member), "{member}: {line}");
+            assert!(
+                !line.contains("4141"),
+                "a FABRIC handle's bytes are never written: {line}"
+            );
+            assert_eq!(String::from_utf8(converted(&record)).unwrap(), line);
+        }
+    }
+
     /// A place's bytes that are not one (a count past the bound, a length that disagrees,
     /// unknown bits) make the record unreadable, skipped to its chunk's end, never misread.
     #[test]

@@ -1391,17 +1391,27 @@ exports! {
         Ok(())
     }
 
-    /// A POSIX fd (this process's export or another's, passed over a unix socket): a new handle
-    /// to the same memory. Other handle types: NOT_SUPPORTED (no FABRIC without IMEX here).
+    /// A POSIX fd (this process's export or another's, passed over a unix socket) or a FABRIC
+    /// handle (another process's of the same IMEX channel, `SHARECHECK_SIM_FABRIC_CHANNEL`): a
+    /// new handle to the same memory. Other handle types: NOT_SUPPORTED.
     fn cuMemImportFromShareableHandle(handle: *mut CUmemGenericAllocationHandle, osHandle: *mut c_void, shHandleType: c_uint) {
         check_initialized()?;
         require(handle)?;
-        if shHandleType != MEM_HANDLE_TYPE_POSIX_FD {
-            return Err(NOT_SUPPORTED);
-        }
-        // For a POSIX fd, osHandle is the descriptor's number cast to a pointer.
-        let fd = osHandle as usize as c_int;
-        let imported = state::with(|d| d.memory.import_fd(fd))?;
+        let imported = match shHandleType {
+            // For a POSIX fd, osHandle is the descriptor's number cast to a pointer.
+            MEM_HANDLE_TYPE_POSIX_FD => {
+                let fd = osHandle as usize as c_int;
+                state::with(|d| d.memory.import_fd(fd))?
+            }
+            MEM_HANDLE_TYPE_FABRIC => {
+                require(osHandle)?;
+                // SAFETY: not NULL (checked above); for a FABRIC handle, osHandle points to the
+                // 64 bytes of a `CUmemFabricHandle`, as the document says.
+                let bytes = unsafe { osHandle.cast::<[u8; crate::memory::FABRIC_HANDLE_SIZE]>().read_unaligned() };
+                state::with(|d| d.memory.import_fabric(&bytes))?
+            }
+            _ => return Err(NOT_SUPPORTED),
+        };
         // SAFETY: `handle` is not NULL (checked above); documented as a writable handle.
         unsafe { *handle = imported };
         Ok(())
@@ -1412,6 +1422,13 @@ exports! {
         require(shareableHandle)?;
         if flags != 0 {
             return Err(INVALID_VALUE);
+        }
+        if handleType == MEM_HANDLE_TYPE_FABRIC {
+            let bytes = state::with(|d| d.memory.export_fabric(handle))?;
+            // SAFETY: `shareableHandle` is not NULL (checked above); for a FABRIC handle it is a
+            // writable `CUmemFabricHandle` (64 bytes), as cuMemExportToShareableHandle documents.
+            unsafe { shareableHandle.cast::<[u8; crate::memory::FABRIC_HANDLE_SIZE]>().write_unaligned(bytes) };
+            return Ok(());
         }
         let fd = state::with(|d| d.memory.export_fd(handle, handleType))?;
         // SAFETY: `shareableHandle` is not NULL (checked above); for a POSIX fd it is a

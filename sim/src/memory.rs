@@ -7,8 +7,8 @@
 
 use crate::types::Owner;
 use crate::types::{
-    Outcome, INVALID_VALUE, MEM_ATTACH_GLOBAL, MEM_HANDLE_TYPE_POSIX_FD, NOT_SUPPORTED,
-    OUT_OF_MEMORY,
+    Outcome, INVALID_VALUE, MEM_ATTACH_GLOBAL, MEM_HANDLE_TYPE_FABRIC, MEM_HANDLE_TYPE_POSIX_FD,
+    NOT_PERMITTED, NOT_SUPPORTED, OUT_OF_MEMORY,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::CStr;
@@ -495,6 +495,73 @@ impl Memory {
         Ok(fd)
     }
 
+    /// `cuMemExportToShareableHandle` of a FABRIC handle: 64 bytes naming this process, the
+    /// export and the allocation's descriptor here, published in the run's state directory with
+    /// this process's IMEX channel ([`crate::config::Config::fabric_channel`]): an importer in a
+    /// process of another channel is refused, as the document says.
+    pub fn export_fabric(&mut self, handle: u64) -> Outcome<[u8; FABRIC_HANDLE_SIZE]> {
+        let p = self.physical(handle).ok_or(INVALID_VALUE)?;
+        if p.handle_types & MEM_HANDLE_TYPE_FABRIC == 0 {
+            return Err(INVALID_VALUE);
+        }
+        let (fd, size, device) = (p.memfd.as_raw_fd(), p.size, p.device);
+        let id = self.next_id();
+        let nonce = crate::state_dir::nonce(id);
+        let channel = crate::config::config().fabric_channel;
+        if !crate::state_dir::write(
+            &fabric_file(std::process::id(), id),
+            &format!("{nonce} {channel}\n"),
+        ) {
+            return Err(OUT_OF_MEMORY);
+        }
+        let mut b = [0u8; FABRIC_HANDLE_SIZE];
+        b[0..8].copy_from_slice(FABRIC_MAGIC);
+        b[8..12].copy_from_slice(&std::process::id().to_le_bytes());
+        b[12..16].copy_from_slice(&fd.to_le_bytes());
+        b[16..24].copy_from_slice(&id.to_le_bytes());
+        b[24..32].copy_from_slice(&nonce.to_le_bytes());
+        b[32..40].copy_from_slice(&size.to_le_bytes());
+        b[40..44].copy_from_slice(&device.to_le_bytes());
+        Ok(b)
+    }
+
+    /// `cuMemImportFromShareableHandle` of a FABRIC handle ([`Memory::export_fabric`]): a new
+    /// handle to the same memory, reached through the exporter's descriptor (the exporter must
+    /// still run). NOT_PERMITTED where this process has no IMEX channel or not the exporter's.
+    pub fn import_fabric(&mut self, b: &[u8; FABRIC_HANDLE_SIZE]) -> Outcome<u64> {
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or_default());
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
+        if &b[0..8] != FABRIC_MAGIC {
+            return Err(INVALID_VALUE);
+        }
+        let (pid, fd, id, nonce) = (u32_at(8), u32_at(12) as i32, u64_at(16), u64_at(24));
+        let (size, device) = (u64_at(32), u32_at(40) as i32);
+        let published = crate::state_dir::read(&fabric_file(pid, id)).and_then(|s| {
+            let mut words = s.split_whitespace();
+            let matches = words.next() == Some(nonce.to_string().as_str());
+            matches
+                .then(|| words.next().and_then(|c| c.parse::<u32>().ok()))
+                .flatten()
+        });
+        let config = crate::config::config();
+        match published {
+            None => return Err(INVALID_VALUE),
+            Some(_) if config.no_fabric_channel => return Err(NOT_PERMITTED),
+            Some(channel) if channel != config.fabric_channel => return Err(NOT_PERMITTED),
+            Some(_) => {}
+        }
+        let path =
+            std::ffi::CString::new(format!("/proc/{pid}/fd/{fd}")).map_err(|_| INVALID_VALUE)?;
+        // SAFETY: opens a path from a live C string; the result is checked.
+        let opened = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+        if opened < 0 {
+            return Err(INVALID_VALUE);
+        }
+        // SAFETY: a fresh descriptor this allocation owns from now.
+        let memfd = unsafe { OwnedFd::from_raw_fd(opened) };
+        Ok(self.new_physical(memfd, size, device, None, MEM_HANDLE_TYPE_FABRIC))
+    }
+
     /// `cuMemImportFromShareableHandle` of a POSIX fd (one this or another process exported):
     /// a new handle to the same memory, as R580 gives even for the process's own export. The
     /// memory's device is known where this process created it; else device 0.
@@ -743,4 +810,13 @@ impl Memory {
             physical: self.physical.get(&map.handle)?,
         })
     }
+}
+
+/// The bytes of a simulated FABRIC handle (`CUmemFabricHandle`).
+pub const FABRIC_HANDLE_SIZE: usize = 64;
+const FABRIC_MAGIC: &[u8; 8] = b"SCSIMFB\0";
+
+/// The state file of a FABRIC export: "nonce channel".
+fn fabric_file(pid: u32, id: u64) -> String {
+    format!("fabric-{pid}-{id}")
 }

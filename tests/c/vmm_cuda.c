@@ -13,7 +13,13 @@
  *              SHARECHECK_SIM_FABRIC_CHANNEL=none on the simulator; a host without a channel file
  *              on R580)
  *   leak       mapped memory the process exits holding: its handle, reservation and mapping
- *              (found by the report phase). */
+ *              (found by the report phase).
+ *   fabric-export  a granule created with FABRIC handles, mapped, given access and set to 42,
+ *              exported as a FABRIC handle printed as `HANDLE <128 hex digits>`; the process then
+ *              waits for its stdin to close before it gives everything back (an importer reaches
+ *              the memory while the exporter runs).
+ *   fabric-import HEX  that handle imported; where the import succeeds, mapped, given access
+ *              and its first byte printed as `VALUE <n>`, then given back. */
 #include <cuda.h>
 #include <stdint.h>
 #include <string.h>
@@ -126,6 +132,43 @@ int main(int argc, char **argv) {
         CUresult r = cuMemCreate(&h, G, &fabric, 0);
         CALL("cuMemCreate", r);
         if (r == CUDA_SUCCESS) give_back(h, 0, 0, 0); /* a host with an IMEX channel */
+    } else if (!strcmp(s, "fabric-export")) {
+        CUmemAllocationProp fabric = prop;
+        fabric.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
+        SETUP("cuMemCreate", cuMemCreate(&h, G, &fabric, 0));
+        SETUP("cuMemAddressReserve", cuMemAddressReserve(&va, G, 0, 0, 0));
+        SETUP("cuMemMap", cuMemMap(va, G, 0, h, 0));
+        SETUP("cuMemSetAccess", cuMemSetAccess(va, G, &rw, 1));
+        MUST(cuMemsetD8(va, 42, 64));
+        CUmemFabricHandle shared;
+        CALL("cuMemExportToShareableHandle",
+             cuMemExportToShareableHandle(&shared, h, CU_MEM_HANDLE_TYPE_FABRIC, 0));
+        printf("HANDLE ");
+        for (size_t i = 0; i < sizeof shared.data; i++) printf("%02x", shared.data[i]);
+        printf("\n");
+        fflush(stdout);
+        char line[64];
+        while (fgets(line, sizeof line, stdin)) {
+        }
+        give_back(h, va, G, G);
+    } else if (!strcmp(s, "fabric-import") && argc > 2) {
+        CUmemFabricHandle shared;
+        for (size_t i = 0; i < sizeof shared.data; i++) {
+            unsigned int byte = 0;
+            if (sscanf(argv[2] + 2 * i, "%2x", &byte) != 1) return 2;
+            shared.data[i] = (unsigned char)byte;
+        }
+        CUresult r = cuMemImportFromShareableHandle(&h, &shared, CU_MEM_HANDLE_TYPE_FABRIC);
+        CALL("cuMemImportFromShareableHandle", r);
+        if (r == CUDA_SUCCESS) {
+            SETUP("cuMemAddressReserve", cuMemAddressReserve(&va, G, 0, 0, 0));
+            SETUP("cuMemMap", cuMemMap(va, G, 0, h, 0));
+            SETUP("cuMemSetAccess", cuMemSetAccess(va, G, &rw, 1));
+            unsigned char first = 0;
+            MUST(cuMemcpyDtoH(&first, va, 1));
+            printf("VALUE %d\n", first);
+            give_back(h, va, G, G);
+        }
     } else if (!strcmp(s, "leak")) {
         /* Exits holding the handle, the reservation and the mapping (the report phase). */
         h = mapped(&va);

@@ -180,6 +180,9 @@ pub struct Timeline {
     exits: BTreeMap<usize, u64>,
     /// (machine, pid) -> its [`Call::proc`].
     procs: HashMap<(Option<String>, i64), usize>,
+    /// Process ([`Call::proc`]) -> the IMEX domain its process record names (FABRIC handles are
+    /// shared within one only).
+    domains: BTreeMap<usize, String>,
     /// Process ([`Call::proc`]) -> its calls (indices into `calls`, in time order).
     by_process: HashMap<usize, Vec<usize>>,
     /// (process, entry of [`INDEXED`]) -> argument value (its JSON text) -> the successful calls
@@ -238,7 +241,7 @@ impl Timeline {
     /// the functions the checks read, and calls whose arguments hold a handle fingerprint.
     pub fn wants(&self, func: Option<&str>, event: Option<&str>, args: Option<&str>) -> bool {
         match func {
-            None => event == Some("exit"),
+            None => matches!(event, Some("exit" | "process")),
             Some(func) => self.reads_function(func) || mentions_fingerprint(args),
         }
     }
@@ -248,9 +251,18 @@ impl Timeline {
         self.keep.iter().any(|prefix| func.starts_with(prefix))
     }
 
-    /// Adds one trace record; event records (no `"fn"`) other than `exit`, records without a
-    /// process or time, and calls no check reads are skipped.
+    /// Adds one trace record; event records (no `"fn"`) other than `exit` and `process` (its
+    /// IMEX domain), records without a process or time, and calls no check reads are skipped.
     pub fn add(&mut self, record: &Map<String, Value>) {
+        if record.get("event").and_then(Value::as_str) == Some("process") {
+            let pid = record.get("pid").and_then(Value::as_i64);
+            let domain = record.get("imex_domain").and_then(Value::as_str);
+            if let (Some(pid), Some(domain)) = (pid, domain) {
+                let proc = self.proc_of(record, pid);
+                self.domains.insert(proc, domain.to_string());
+            }
+            return;
+        }
         if record.get("event").and_then(Value::as_str) == Some("exit") {
             let pid = record.get("pid").and_then(Value::as_i64);
             if let (Some(pid), Some(ts_ns)) = (pid, record.get("ts_ns").and_then(Value::as_u64)) {
@@ -353,6 +365,12 @@ impl Timeline {
                 .exits
                 .into_iter()
                 .map(|(proc, ts)| (renumbered[proc], ts)),
+        );
+        self.domains.extend(
+            other
+                .domains
+                .into_iter()
+                .map(|(proc, domain)| (renumbered[proc], domain)),
         );
         for (text, stack) in other.stacks {
             self.stacks.entry(text).or_insert(stack);
@@ -471,6 +489,11 @@ impl Timeline {
     /// (still running, or it ended by `_exit`, a signal or `kill -9`).
     pub fn exited(&self, proc: usize) -> Option<u64> {
         self.exits.get(&proc).copied()
+    }
+
+    /// The IMEX domain process `proc`'s record names, where it names one.
+    pub fn imex_domain(&self, proc: usize) -> Option<&str> {
+        self.domains.get(&proc).map(String::as_str)
     }
 
     /// The one copy of `text` among the timeline's argument names and machines.
@@ -711,7 +734,9 @@ pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[
     &vmm::NEVER_RELEASED,
     &vmm::NEVER_UNMAPPED,
     &vmm::NEVER_FREED,
+    &vmm::FABRIC_OTHER_DOMAIN,
     &pool::FREED_WHILE_IMPORTED,
+    &pool::FABRIC_OTHER_DOMAIN,
 ];
 
 /// Each process that ended through exit, with its successful calls up to its exit, in its

@@ -22,6 +22,23 @@ fn freed<'a>(t: &'a Timeline, after: &Call, ptr: &Value) -> Option<&'a Call> {
 }
 
 timeline_check!(
+    /// Pools exported as FABRIC handles, refused to an importer in another IMEX domain.
+    FabricOtherDomain,
+    FABRIC_OTHER_DOMAIN,
+    FABRIC_OTHER_DOMAIN_RULE,
+    fabric_other_domain
+);
+
+fn fabric_other_domain(t: &Timeline) -> Vec<ReportFinding> {
+    crate::crossproc::vmm::imported_across_domains(
+        t,
+        ("cuMemPoolImportFromShareableHandle", "handle"),
+        ("cuMemPoolExportToShareableHandle", "handle_out"),
+        &FABRIC_OTHER_DOMAIN_RULE,
+    )
+}
+
+timeline_check!(
     /// An exporter's free of a pool allocation an importer still held.
     FreedWhileImported,
     FREED_WHILE_IMPORTED,
@@ -251,5 +268,61 @@ mod tests {
             got[1].1.contains("never freed it before exiting"),
             "{got:?}"
         );
+    }
+
+    /// A pool exported as a FABRIC handle on node-a, imported on node-b (`ret`), in the domains
+    /// given.
+    fn fabric_pool(exporter: &str, importer: &str, ret: i64) -> Vec<(u64, String)> {
+        use crate::crossproc::test_records::{on, process};
+        let pool = |pid, ts, func: &str, args: Value, ret| {
+            on(
+                if pid == 1 { "node-a" } else { "node-b" },
+                record(pid, ts, func, args, ret),
+            )
+        };
+        found(
+            &FABRIC_OTHER_DOMAIN,
+            &[
+                process(1, "node-a", Some(exporter)),
+                process(2, "node-b", Some(importer)),
+                pool(
+                    1,
+                    1,
+                    "cuMemPoolExportToShareableHandle",
+                    json!({"*handle_out": FP, "pool": "0x5", "handleType": "CU_MEM_HANDLE_TYPE_FABRIC"}),
+                    0,
+                ),
+                pool(
+                    2,
+                    2,
+                    "cuMemPoolImportFromShareableHandle",
+                    json!({"handle": "0x7ffc0010", "*handle": FP, "handleType": "CU_MEM_HANDLE_TYPE_FABRIC"}),
+                    ret,
+                ),
+            ],
+        )
+    }
+
+    #[test]
+    fn a_fabric_pool_refused_in_another_imex_domain_is_found_on_its_import() {
+        let got = fabric_pool("d1", "d2", 800);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].0, 2);
+        assert!(
+            got[0]
+                .1
+                .contains("cuMemPoolExportToShareableHandle call #1"),
+            "{got:?}"
+        );
+        assert!(
+            got[0].1.contains("IMEX domain d1") && got[0].1.contains("IMEX domain d2"),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_fabric_pool_imported_in_its_own_domain_is_silent() {
+        assert!(fabric_pool("d1", "d1", 800).is_empty());
+        assert!(fabric_pool("d1", "d2", 0).is_empty());
     }
 }

@@ -21,6 +21,21 @@ pub fn exit(pid: i64, ts: u64) -> Map<String, Value> {
         .clone()
 }
 
+/// Process `pid`'s process record on `machine`, naming its IMEX domain (`None`: none known).
+pub fn process(pid: i64, machine: &str, domain: Option<&str>) -> Map<String, Value> {
+    let mut r = json!({"event": "process", "pid": pid, "ts_ns": 0, "machine": machine});
+    if let Some(domain) = domain {
+        r["imex_domain"] = domain.into();
+    }
+    r.as_object().unwrap().clone()
+}
+
+/// [`record`] of a process on `machine` (as the reader gives every record of its file).
+pub fn on(machine: &str, mut record: Map<String, Value>) -> Map<String, Value> {
+    record.insert("machine".into(), machine.into());
+    record
+}
+
 /// `check`'s findings over `records`: each one's time and message.
 pub fn found(check: &dyn ReportCheck, records: &[Map<String, Value>]) -> Vec<(u64, String)> {
     let mut t = Timeline::for_checks(&[check]);

@@ -21,6 +21,75 @@ const READS: &[&str] = &[
 ];
 
 timeline_check!(
+    /// FABRIC handles refused to an importer in another IMEX domain than the exporter's.
+    FabricOtherDomain,
+    FABRIC_OTHER_DOMAIN,
+    FABRIC_OTHER_DOMAIN_RULE,
+    fabric_other_domain
+);
+
+fn fabric_other_domain(t: &Timeline) -> Vec<ReportFinding> {
+    imported_across_domains(
+        t,
+        ("cuMemImportFromShareableHandle", "osHandle"),
+        ("cuMemExportToShareableHandle", "shareableHandle"),
+        &FABRIC_OTHER_DOMAIN_RULE,
+    )
+}
+
+/// The failed FABRIC imports (`import`: the function and its handle argument) whose handle a
+/// process of another IMEX domain exported (`export`), each matched by the handle's keyed
+/// fingerprint (`"*name":"fp:..."`, in either direction of time: the hosts' clocks are not one).
+/// Only where both process records name their domain.
+pub(crate) fn imported_across_domains(
+    t: &Timeline,
+    import: (&str, &str),
+    export: (&str, &str),
+    rule: &'static crate::rules::Rule,
+) -> Vec<ReportFinding> {
+    let mut found = Vec::new();
+    for c in t
+        .calls()
+        .iter()
+        .filter(|c| c.func == import.0 && !c.succeeded())
+    {
+        let Some(fp) = c.out(import.1).and_then(Value::as_str) else {
+            continue;
+        };
+        let Some(here) = t.imex_domain(c.proc) else {
+            continue;
+        };
+        let Some(e) = t
+            .sharing(fp)
+            .find(|e| e.func == export.0 && e.succeeded() && e.out(export.1).is_some())
+        else {
+            continue;
+        };
+        let Some(there) = t.imex_domain(e.proc).filter(|&d| d != here) else {
+            continue;
+        };
+        let on = e
+            .machine
+            .as_deref()
+            .filter(|m| c.machine.as_deref() != Some(*m))
+            .map(|m| format!(" on machine {m}"))
+            .unwrap_or_default();
+        let ret = c.ret.map_or_else(|| "?".to_string(), |r| r.to_string());
+        found.push(ReportFinding::at(
+            rule,
+            c,
+            format!(
+                "the FABRIC handle {fp} was exported by process {}{on} ({} call #{}) in IMEX \
+                 domain {there}; this process is in IMEX domain {here}, whose IMEX channels do \
+                 not reach the exporter's, and the import answered {ret}",
+                e.pid, e.func, e.seq
+            ),
+        ));
+    }
+    found
+}
+
+timeline_check!(
     /// References to allocation handles never released before `exit`.
     NeverReleased,
     NEVER_RELEASED,
@@ -268,5 +337,78 @@ mod tests {
             exit(10, 9),
         ];
         assert_eq!(found(&NEVER_UNMAPPED, &part).len(), 1);
+    }
+
+    /// A FABRIC export on one machine and imports of its handle on others: what the two
+    /// processes' IMEX domains make of a failed import.
+    fn fabric(domains: [Option<&str>; 3], import_ret: i64) -> Vec<(u64, String)> {
+        use crate::crossproc::test_records::{on, process};
+        let export = on(
+            "node-a",
+            record(
+                10,
+                1,
+                "cuMemExportToShareableHandle",
+                json!({"*shareableHandle": "fp:00000000000000f1", "handle": "0xa1",
+                    "handleType": "CU_MEM_HANDLE_TYPE_FABRIC"}),
+                0,
+            ),
+        );
+        let import = |pid: i64, machine: &str, ts: u64, ret: i64| {
+            on(
+                machine,
+                record(
+                    pid,
+                    ts,
+                    "cuMemImportFromShareableHandle",
+                    json!({"osHandle": "0x7ffc0010", "*osHandle": "fp:00000000000000f1",
+                        "shHandleType": "CU_MEM_HANDLE_TYPE_FABRIC"}),
+                    ret,
+                ),
+            )
+        };
+        found(
+            &FABRIC_OTHER_DOMAIN,
+            &[
+                process(10, "node-a", domains[0]),
+                process(20, "node-b", domains[1]),
+                process(30, "node-c", domains[2]),
+                export,
+                import(20, "node-b", 5, import_ret),
+                // Before the export by this host's clock: matched all the same.
+                import(30, "node-c", 0, import_ret),
+            ],
+        )
+    }
+
+    #[test]
+    fn a_fabric_import_refused_in_another_imex_domain_names_both_domains() {
+        let got = fabric([Some("d1"), Some("d2"), Some("d1")], 800);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(
+            got[0].0, 5,
+            "the import on node-b, not node-c's of the same domain"
+        );
+        for part in [
+            "fp:00000000000000f1",
+            "process 10 on machine node-a",
+            "cuMemExportToShareableHandle call #1",
+            "IMEX domain d1",
+            "this process is in IMEX domain d2",
+            "answered 800",
+        ] {
+            assert!(got[0].1.contains(part), "{part}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn a_fabric_import_in_the_same_domain_or_an_unknown_one_or_that_succeeded_is_silent() {
+        // Correct use: every import in the exporter's domain, refused or not for other reasons.
+        assert!(fabric([Some("d1"), Some("d1"), Some("d1")], 800).is_empty());
+        // A domain not known on either side: nothing to decide.
+        assert!(fabric([None, Some("d2"), Some("d2")], 800).is_empty());
+        assert!(fabric([Some("d1"), None, None], 800).is_empty());
+        // An import that worked was not refused, whatever the records say of domains.
+        assert!(fabric([Some("d1"), Some("d2"), Some("d2")], 0).is_empty());
     }
 }

@@ -117,11 +117,30 @@ pub mod report {
             the allocation",
     };
 
+    pub static FABRIC_OTHER_DOMAIN_RULE: Rule = Rule {
+        id: "cuMemPoolImportFromShareableHandle.fabric-other-imex-domain",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: crate::rules::vmm::report::FABRIC_OTHER_DOMAIN_REQUIREMENT,
+        source: source("cuMemPoolImportFromShareableHandle"),
+        quote: "If \\p handleType is ::CU_MEM_HANDLE_TYPE_FABRIC and the importer process has \
+            not been granted access to the same IMEX channel as the exporter process, this API \
+            will error as ::CUDA_ERROR_NOT_PERMITTED.",
+        documented_code: None,
+        fix: crate::rules::vmm::report::FABRIC_OTHER_DOMAIN_FIX,
+    };
+
     /// Each report-phase rule with the functions whose calls its findings attach to.
-    pub static REPORTED_ON: &[(&Rule, &[&str])] = &[(
-        &FREED_WHILE_IMPORTED_RULE,
-        &["cuMemFree_v2", "cuMemFreeAsync", "cuMemFreeAsync_ptsz"],
-    )];
+    pub static REPORTED_ON: &[(&Rule, &[&str])] = &[
+        (
+            &FREED_WHILE_IMPORTED_RULE,
+            &["cuMemFree_v2", "cuMemFreeAsync", "cuMemFreeAsync_ptsz"],
+        ),
+        (
+            &FABRIC_OTHER_DOMAIN_RULE,
+            &["cuMemPoolImportFromShareableHandle"],
+        ),
+    ];
 }
 
 /// The family's checks, by the names the check table uses.

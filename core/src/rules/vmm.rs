@@ -272,8 +272,41 @@ pub mod report {
         fix: "free each reservation (cuMemAddressFree) once its mappings are unmapped",
     };
 
+    /// What a FABRIC import across IMEX domains is, for the VMM import and the pool import.
+    pub const FABRIC_OTHER_DOMAIN_REQUIREMENT: &str = "A FABRIC handle is imported only by a \
+        process granted access to the same IMEX channel as the exporter process, and an IMEX \
+        channel reaches only the nodes of one IMEX domain (the nodes whose IMEX services know \
+        each other: the node list of /etc/nvidia-imex/nodes_config.cfg). Decided from the traces \
+        of both processes, on another node or the same one: a failed import is matched to its \
+        export by the handle's keyed fingerprint, and the two process records name different \
+        IMEX domains (from each node's IMEX configuration, or SHARECHECK_IMEX_DOMAIN where the \
+        configuration is not visible, as in a container). Where either domain is not known, \
+        nothing is said.";
+    pub const FABRIC_OTHER_DOMAIN_FIX: &str = "import a FABRIC handle only in a process on a node \
+        of the exporter's IMEX domain (both nodes in the same IMEX node list, their IMEX services \
+        running); between IMEX domains, move the data another way (NCCL over the network, or a \
+        copy through host memory)";
+
+    pub static FABRIC_OTHER_DOMAIN_RULE: Rule = Rule {
+        id: "cuMemImportFromShareableHandle.fabric-other-imex-domain",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: FABRIC_OTHER_DOMAIN_REQUIREMENT,
+        source: source("cuMemImportFromShareableHandle"),
+        quote:
+            "If \\p shHandleType is ::CU_MEM_HANDLE_TYPE_FABRIC and the importer process has not \
+            been granted access to the same IMEX channel as the exporter process, this API will \
+            error as ::CUDA_ERROR_NOT_PERMITTED.",
+        documented_code: None,
+        fix: FABRIC_OTHER_DOMAIN_FIX,
+    };
+
     /// The report-phase rules and the exact symbols whose calls their findings are attached to.
     pub static REPORTED_ON: &[(&Rule, &[&str])] = &[
+        (
+            &FABRIC_OTHER_DOMAIN_RULE,
+            &["cuMemImportFromShareableHandle"],
+        ),
         (
             &NEVER_RELEASED_RULE,
             &[

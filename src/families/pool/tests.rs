@@ -52,7 +52,7 @@ fn import(h: &Harness, pool: u64) {
     let mut out = CUmemoryPool(pool as *mut c_void);
     h.ok(args::cuMemPoolImportFromShareableHandle {
         pool_out: Out(&mut out),
-        handle: VoidPtr(7 as *mut c_void),
+        handle: ShareableHandleIn(7 as *mut c_void),
         handleType: MemHandleTypes(POSIX_FD),
         flags: ReservedFlags64(0),
     });
@@ -84,7 +84,7 @@ fn export(h: &Harness, pool: u64, handle_type: u32, ret: i32) -> Ran {
     let mut fd = 0i32;
     h.call(
         args::cuMemPoolExportToShareableHandle {
-            handle_out: VoidPtr((&mut fd as *mut i32).cast()),
+            handle_out: ShareableHandleOut((&mut fd as *mut i32).cast()),
             pool: CUmemoryPool(pool as *mut c_void),
             handleType: MemHandleTypes(handle_type),
             flags: ReservedFlags64(0),

@@ -112,7 +112,7 @@ fn address_free(ptr: u64, size: u64) -> args::cuMemAddressFree {
 /// An export of `handle` as `handle_type` (the fd or fabric handle is the driver's to write).
 fn export(handle: u64, handle_type: u32) -> args::cuMemExportToShareableHandle {
     args::cuMemExportToShareableHandle {
-        shareableHandle: VoidPtr(std::ptr::null_mut()),
+        shareableHandle: ShareableHandleOut(std::ptr::null_mut()),
         handle: CUmemGenericAllocationHandle(handle),
         handleType: MemHandleTypes(handle_type),
         flags: ReservedFlags64(0),
