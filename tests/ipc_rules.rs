@@ -510,3 +510,28 @@ fn an_importer_that_cannot_reach_the_exporters_device_is_found_in_the_report() {
         assert!(report_phase(&r).is_empty(), "{:?}", report_phase(&r));
     }
 }
+
+/// An export of memory the thread exported before, with nothing freed since, leaves the memory's
+/// place (context, device, UUID) out of its record: the first export of the handle has it, and
+/// the report gives it to the later ones. After a free, the next export has its own again.
+#[test]
+fn an_export_again_leaves_its_place_to_the_first_export_of_its_handle() {
+    let p = programs("ipc_export_again");
+    let r = run_checked(&p.scratch, &p.cuda, "export-again", &[]);
+    assert!(r.findings().is_empty(), "{}", r.stderr());
+    let exports: Vec<&serde_json::Value> = calls(&r.records)
+        .into_iter()
+        .filter(|c| c["fn"] == "cuIpcGetMemHandle")
+        .collect();
+    assert_eq!(exports.len(), 3, "{exports:?}");
+    let placed: Vec<bool> = exports
+        .iter()
+        .map(|e| e.get("ctx").is_some() && e.get("dev").is_some() && e.get("uuid").is_some())
+        .collect();
+    assert_eq!(placed, [true, false, true], "{exports:?}");
+    assert!(
+        exports.iter().all(|e| e.get("dev").is_none_or(|d| *d == 0)),
+        "{exports:?}"
+    );
+    assert_eq!(exports[0]["a"]["*pHandle"], exports[1]["a"]["*pHandle"]);
+}

@@ -1,6 +1,8 @@
 /* CUDA IPC scenarios for the rule tests: `ipc_cuda SCENARIO`. Every covered call is printed as
  * `CALL symbol result` (check.h); set-up calls that must succeed are not.
  *   export-interior   exports a pointer 256 bytes into its allocation
+ *   export-again      exports an allocation twice, frees it, allocates the same size and exports
+ *                     that (a caching allocator's pattern)
  *   open-flags        opens its own handle with Flags 0 (cuIpcOpenMemHandle_v2)
  *   open-v1-flags     the same through the legacy cuIpcOpenMemHandle, with Flags 3
  *   open-same-process opens its own handle, with the right flags
@@ -350,6 +352,12 @@ int main(int argc, char **argv) {
     MUST(cuMemAlloc(&p, BYTES));
     if (!strcmp(s, "export-interior")) {
         CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p + 256));
+    } else if (!strcmp(s, "export-again")) {
+        CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p));
+        CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p));
+        CALL("cuMemFree_v2", cuMemFree(p));
+        MUST(cuMemAlloc(&p, BYTES));
+        CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p));
     } else if (!strcmp(s, "open-flags")) {
         CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p));
         CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&q, h, 0));

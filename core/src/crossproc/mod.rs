@@ -387,6 +387,7 @@ impl Timeline {
             return;
         }
         self.calls.sort_by_key(|c| (c.ts_ns, c.pid, c.proc, c.seq));
+        self.inherit_export_places();
         self.by_fingerprint.clear();
         self.by_process.clear();
         self.by_value.clear();
@@ -489,6 +490,35 @@ impl Timeline {
     /// (still running, or it ended by `_exit`, a signal or `kill -9`).
     pub fn exited(&self, proc: usize) -> Option<u64> {
         self.exits.get(&proc).copied()
+    }
+
+    /// Gives an IPC export whose record has no place (`"ctx"`, `"dev"`, `"uuid"`) the place of
+    /// the same process's earlier export of the same handle: the shim leaves it out of an export
+    /// of memory the thread exported before with nothing freed since (issue 24), which is the
+    /// same memory in the same context. The calls are in time order.
+    fn inherit_export_places(&mut self) {
+        type Home = (Option<Value>, Option<i64>, Option<String>);
+        let mut homes: HashMap<(usize, String), Home> = HashMap::new();
+        for call in &mut self.calls {
+            if !matches!(
+                call.func.as_str(),
+                "cuIpcGetMemHandle" | "hipIpcGetMemHandle"
+            ) || !call.succeeded()
+            {
+                continue;
+            }
+            let Some(fp) = call.fingerprints().first().map(ToString::to_string) else {
+                continue;
+            };
+            let key = (call.proc, fp);
+            if call.ctx.is_some() || call.dev.is_some() || call.uuid.is_some() {
+                homes.insert(key, (call.ctx.clone(), call.dev, call.uuid.clone()));
+            } else if let Some((ctx, dev, uuid)) = homes.get(&key) {
+                call.ctx = ctx.clone();
+                call.dev = *dev;
+                call.uuid = uuid.clone();
+            }
+        }
     }
 
     /// The IMEX domain process `proc`'s record names, where it names one.
@@ -951,6 +981,68 @@ mod tests {
         // Exported again (new memory at the same address, the same handle on R580): the open is
         // the new memory's.
         assert!(found(&[export(100), free(200), export(250), open(300, 0)]).is_empty());
+    }
+
+    /// An export with no place takes the place of the same process's earlier export of the same
+    /// handle; another handle's and another process's do not lend theirs.
+    #[test]
+    fn an_export_without_its_place_takes_the_first_export_of_its_handle_s() {
+        let placed = |pid: i64, ts: u64, fp: &str| {
+            let mut r = record(
+                pid,
+                ts,
+                ts,
+                "cuIpcGetMemHandle",
+                serde_json::json!({"*pHandle": fp, "dptr": "0x7000000"}),
+                0,
+            );
+            r.insert("ctx".into(), "0xc1".into());
+            r.insert("dev".into(), 1.into());
+            r.insert("uuid".into(), "GPU-aa".into());
+            r
+        };
+        let bare = |pid: i64, ts: u64, fp: &str, ret: i64| {
+            record(
+                pid,
+                ts,
+                ts,
+                "cuIpcGetMemHandle",
+                serde_json::json!({"*pHandle": fp, "dptr": "0x7000000"}),
+                ret,
+            )
+        };
+        let other = "fp:00000000000000b2";
+        let mut t = Timeline::for_checks(REPORT_CHECKS);
+        for r in [
+            bare(10, 1, FP, 0),
+            placed(10, 2, FP),
+            bare(10, 3, FP, 0),
+            bare(10, 4, other, 0),
+            bare(20, 5, FP, 0),
+            placed(20, 6, other),
+            bare(20, 7, other, 0),
+        ] {
+            t.add(&r);
+        }
+        t.finish();
+        let places: Vec<(u64, Option<i64>, Option<&str>)> = t
+            .calls()
+            .iter()
+            .map(|c| (c.ts_ns, c.dev, c.uuid.as_deref()))
+            .collect();
+        assert_eq!(
+            places,
+            [
+                (1, None, None),
+                (2, Some(1), Some("GPU-aa")),
+                (3, Some(1), Some("GPU-aa")),
+                (4, None, None),
+                (5, None, None),
+                (6, Some(1), Some("GPU-aa")),
+                (7, Some(1), Some("GPU-aa")),
+            ]
+        );
+        assert_eq!(t.calls()[2].ctx, Some(Value::from("0xc1")));
     }
 
     #[test]
