@@ -875,7 +875,7 @@ fn every_call_a_signal_handler_makes_is_recorded_and_counted() {
 #[test]
 fn every_call_a_signal_handler_makes_is_checked() {
     let _heavy = heavy();
-    let (s, out) = run("writer_sigcheck", &["sigcheck", "8", "20000"]);
+    let (s, out) = run("writer_sigcheck", &["sigcheck", "8", "40000"]);
     let misuses = assert_every_handler_call_checked(&s, &out);
     assert!(misuses > 10, "the timer interrupted the calls: {misuses}");
 }

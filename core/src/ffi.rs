@@ -1181,6 +1181,51 @@ impl Shared {
     }
 }
 
+/// The `ArgValue` of a shareable handle argument, by what its `shared` says: `$out` for an export's
+/// (its fd is what the pointer points to, `"*name":fd`, and is kept by a detached call), false
+/// for an import's (the fd is the argument itself, `"name":fd`).
+macro_rules! shareable_arg {
+    ($name:ident, $out:expr) => {
+        impl ArgValue for $name {
+            fn c_type() -> String {
+                "void *".into()
+            }
+            /// Without the call's handle type: the address.
+            fn encode(&self, w: &mut JsonOut, _: Outcome) {
+                w.hex(self.0 as usize as u64);
+            }
+            fn encode_linked(
+                &self,
+                w: &mut JsonOut,
+                name: &'static str,
+                outcome: Outcome,
+                linked: Linked,
+            ) {
+                self.shared(outcome, linked).encode(w, name, $out);
+            }
+            const COMPACT: bool = true;
+            fn snap_linked(
+                &self,
+                outcome: Outcome,
+                fingerprint: Fingerprinter,
+                linked: Linked,
+            ) -> (u64, u8) {
+                self.shared(outcome, linked).snap(fingerprint)
+            }
+            fn encode_snap(word: u64, tag: u8, w: &mut JsonOut, name: &'static str) {
+                Shared::encode_snap(word, tag, w, name, $out);
+            }
+            fn detach_linked(&mut self, outcome: Outcome, keep: &mut Keep, linked: Linked) -> bool {
+                match self.shared(outcome, linked) {
+                    Shared::Fd(fd) if $out => keep.put(fd).map(|at| self.0 = at.cast()).is_some(),
+                    Shared::Fabric(bytes) => keep.put(bytes).map(|at| self.0 = at.cast()).is_some(),
+                    Shared::Fd(_) | Shared::Address(_) => true,
+                }
+            }
+        }
+    };
+}
+
 /// The `void *shareableHandle` an export (`cuMemExportToShareableHandle`,
 /// `cuMemPoolExportToShareableHandle`) writes the shareable handle through: once the call
 /// succeeded, `"*name":fd` for a POSIX file descriptor (an `int`), `"*name":"fp:..."` for a
@@ -1209,37 +1254,7 @@ impl ShareableHandleOut {
     }
 }
 
-impl ArgValue for ShareableHandleOut {
-    fn c_type() -> String {
-        "void *".into()
-    }
-    /// Without the call's handle type: the address.
-    fn encode(&self, w: &mut JsonOut, _: Outcome) {
-        w.hex(self.0 as usize as u64);
-    }
-    fn encode_linked(&self, w: &mut JsonOut, name: &'static str, outcome: Outcome, linked: Linked) {
-        self.shared(outcome, linked).encode(w, name, true);
-    }
-    const COMPACT: bool = true;
-    fn snap_linked(
-        &self,
-        outcome: Outcome,
-        fingerprint: Fingerprinter,
-        linked: Linked,
-    ) -> (u64, u8) {
-        self.shared(outcome, linked).snap(fingerprint)
-    }
-    fn encode_snap(word: u64, tag: u8, w: &mut JsonOut, name: &'static str) {
-        Shared::encode_snap(word, tag, w, name, true);
-    }
-    fn detach_linked(&mut self, outcome: Outcome, keep: &mut Keep, linked: Linked) -> bool {
-        match self.shared(outcome, linked) {
-            Shared::Fd(fd) => keep.put(fd).map(|at| self.0 = at.cast()).is_some(),
-            Shared::Fabric(bytes) => keep.put(bytes).map(|at| self.0 = at.cast()).is_some(),
-            Shared::Address(_) => true,
-        }
-    }
-}
+shareable_arg!(ShareableHandleOut, true);
 
 /// The `void *osHandle` an import (`cuMemImportFromShareableHandle`,
 /// `cuMemPoolImportFromShareableHandle`) reads: for a POSIX file descriptor, the descriptor's
@@ -1274,36 +1289,7 @@ impl ShareableHandleIn {
     }
 }
 
-impl ArgValue for ShareableHandleIn {
-    fn c_type() -> String {
-        "void *".into()
-    }
-    /// Without the call's handle type: the address.
-    fn encode(&self, w: &mut JsonOut, _: Outcome) {
-        w.hex(self.0 as usize as u64);
-    }
-    fn encode_linked(&self, w: &mut JsonOut, name: &'static str, outcome: Outcome, linked: Linked) {
-        self.shared(outcome, linked).encode(w, name, false);
-    }
-    const COMPACT: bool = true;
-    fn snap_linked(
-        &self,
-        outcome: Outcome,
-        fingerprint: Fingerprinter,
-        linked: Linked,
-    ) -> (u64, u8) {
-        self.shared(outcome, linked).snap(fingerprint)
-    }
-    fn encode_snap(word: u64, tag: u8, w: &mut JsonOut, name: &'static str) {
-        Shared::encode_snap(word, tag, w, name, false);
-    }
-    fn detach_linked(&mut self, outcome: Outcome, keep: &mut Keep, linked: Linked) -> bool {
-        match self.shared(outcome, linked) {
-            Shared::Fabric(bytes) => keep.put(bytes).map(|at| self.0 = at.cast()).is_some(),
-            Shared::Fd(_) | Shared::Address(_) => true,
-        }
-    }
-}
+shareable_arg!(ShareableHandleIn, false);
 
 /// `CUmemLocationType` values.
 pub const CU_MEM_LOCATION_TYPE_DEVICE: c_uint = 1;

@@ -708,50 +708,31 @@ mod tests {
                 flags: ReservedFlags64(0),
             };
         let ok = Outcome::Returned(0);
+        let refused = Outcome::Returned(800);
+        fn both<A: CallArgs>(a: &A, o: Outcome) -> (Vec<u8>, Vec<u8>) {
+            (json_line(a, o, 1, 2, 3), compact(a, o, 1, 2, 3))
+        }
         let cases = [
+            (both(&export(fd_at, 1), ok), r#""*shareableHandle":7,"#),
             (
-                json_line(&export(fd_at, 1), ok, 1, 2, 3),
-                compact(&export(fd_at, 1), ok, 1, 2, 3),
-                r#""*shareableHandle":7,"#,
-            ),
-            (
-                json_line(&export(fabric_at, 8), ok, 1, 2, 3),
-                compact(&export(fabric_at, 8), ok, 1, 2, 3),
+                both(&export(fabric_at, 8), ok),
                 r#""*shareableHandle":"fp:"#,
             ),
             (
-                json_line(&export(fd_at, 1), Outcome::Returned(1), 1, 2, 3),
-                compact(&export(fd_at, 1), Outcome::Returned(1), 1, 2, 3),
+                both(&export(fd_at, 1), Outcome::Returned(1)),
                 r#""shareableHandle":"0x"#,
             ),
+            (both(&export(fd_at, 2), ok), r#""shareableHandle":"0x"#),
             (
-                json_line(&export(fd_at, 2), ok, 1, 2, 3),
-                compact(&export(fd_at, 2), ok, 1, 2, 3),
-                r#""shareableHandle":"0x"#,
-            ),
-            (
-                json_line(&import(7 as *mut c_void, 1), Outcome::Returned(1), 1, 2, 3),
-                compact(&import(7 as *mut c_void, 1), Outcome::Returned(1), 1, 2, 3),
+                both(&import(7 as *mut c_void, 1), Outcome::Returned(1)),
                 r#""osHandle":7,"#,
             ),
-            (
-                json_line(&import(fabric_at, 8), ok, 1, 2, 3),
-                compact(&import(fabric_at, 8), ok, 1, 2, 3),
-                r#""*osHandle":"fp:"#,
-            ),
+            (both(&import(fabric_at, 8), ok), r#""*osHandle":"fp:"#),
             // A refused import's bytes are read only through the shim's reader (none here).
-            (
-                json_line(&import(fabric_at, 8), Outcome::Returned(800), 1, 2, 3),
-                compact(&import(fabric_at, 8), Outcome::Returned(800), 1, 2, 3),
-                r#""osHandle":"0x"#,
-            ),
-            (
-                json_line(&pool_import(fabric_at, 8), ok, 1, 2, 3),
-                compact(&pool_import(fabric_at, 8), ok, 1, 2, 3),
-                r#""*handle":"fp:"#,
-            ),
+            (both(&import(fabric_at, 8), refused), r#""osHandle":"0x"#),
+            (both(&pool_import(fabric_at, 8), ok), r#""*handle":"fp:"#),
         ];
-        for (line, record, member) in cases {
+        for ((line, record), member) in cases {
             let line = String::from_utf8(line).unwrap();
             assert!(line.contains(member), "{member}: {line}");
             assert!(
