@@ -24,7 +24,7 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize};
 
 /// Calls kept at once, in the whole process.
-pub const ENTRIES: usize = 64;
+pub const ENTRIES: usize = 256;
 /// Bytes of an entry: the call and the copies of what its pointers point to.
 const BYTES: usize = 1024;
 
