@@ -91,9 +91,8 @@ macro_rules! check_table {
             // Observed memory: frees end what the driver-fact caches hold.
             cuMemAlloc_v2 => ;
             cuMemAllocManaged => ;
-            // The peer check last: its after-step runs first, while the pointer cache still holds
-            // the freed range.
-            cuMemFree_v2 => attach::MEMORY_FREED, lifecycle::MEMORY_FREED, peer::FREED_CUDA, pool::FREED, ipc::EXPORTED_FREED;
+            // A free is kept among the recent frees that a peer copy's explanation reads.
+            cuMemFree_v2 => attach::MEMORY_FREED, lifecycle::POINTER_FREED, pool::FREED, ipc::EXPORTED_FREED;
             cuMemFreeHost => lifecycle::MEMORY_FREED;
             cuMemFreeAsync => lifecycle::MEMORY_FREED, pool::FREED;
             cuMemFreeAsync_ptsz => lifecycle::MEMORY_FREED, pool::FREED;

@@ -316,8 +316,9 @@ impl PointerCache {
         }
     }
 
-    fn invalidate(&self) {
-        self.epoch().fetch_add(1, AcqRel);
+    /// Moves the epoch on; returns the add's number.
+    fn invalidate(&self) -> u64 {
+        self.epoch().fetch_add(1, AcqRel)
     }
 }
 
@@ -389,17 +390,19 @@ impl DriverFacts {
                 self.destroyed_contexts.put(ctx, 1);
                 self.context_devices.forget(ctx);
                 self.stream_contexts.forget_if(|c| c == ctx);
-                self.pointers.invalidate(); // its memory is freed with it
+                let _ = self.pointers.invalidate(); // its memory is freed with it
             }
             Lifetime::StreamDestroyed(stream) => self.stream_contexts.forget(stream),
             Lifetime::PrimaryContextEnded(_) => {
                 // The primary context's handle may come back for a new context: forget all.
                 self.context_devices.clear();
                 self.stream_contexts.clear();
-                self.pointers.invalidate();
+                let _ = self.pointers.invalidate();
             }
             Lifetime::HipDeviceReset(_) => {}
-            Lifetime::MemoryFreed => self.pointers.invalidate(),
+            Lifetime::MemoryFreed => {
+                let _ = self.pointers.invalidate();
+            }
         }
     }
 
@@ -416,7 +419,7 @@ impl DriverFacts {
         }
         self.context_devices.clear();
         self.stream_contexts.clear();
-        self.pointers.invalidate();
+        let _ = self.pointers.invalidate();
     }
 
     fn query_range(&self, ptr: u64) -> Option<(u64, u64)> {
@@ -545,11 +548,12 @@ impl Facts for DriverFacts {
 
     /// The process's facts' pointer epoch is part of the checks' generation
     /// ([`super::generation`]): moving it moves both, with one locked add.
-    fn memory_freed(&self) {
-        self.pointers.invalidate();
+    fn memory_freed(&self) -> u64 {
+        let n = self.pointers.invalidate();
         if !self.pointers.process {
             super::moved_on();
         }
+        n
     }
 
     fn memory_kind(&self, ptr: u64, fresh: bool) -> Option<MemoryKind> {
@@ -1015,7 +1019,7 @@ mod tests {
             "range and owner merge"
         );
         assert!(cache.get(0x2000).is_none());
-        cache.invalidate();
+        let _ = cache.invalidate();
         assert!(
             cache.get(0x1000).is_none(),
             "a free anywhere forgets every pointer"

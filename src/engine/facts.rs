@@ -126,10 +126,11 @@ pub trait Facts {
 
     /// Memory was freed, released or unmapped: [`Facts::forget`] of
     /// [`super::state::Lifetime::MemoryFreed`], on a free's short path, and the checks'
-    /// generation moved on ([`super::moved_on`]).
-    fn memory_freed(&self) {
+    /// generation moved on ([`super::moved_on`]). Returns the end's number, unique in the process
+    /// (the one locked add that moved the generation returned it).
+    fn memory_freed(&self) -> u64 {
         self.forget(super::state::Lifetime::MemoryFreed);
-        super::moved_on();
+        super::moved_on()
     }
 
     /// Whether the program destroyed this context (`cuCtxDestroy`) and no call since showed it

@@ -40,12 +40,13 @@ pub(crate) fn process_frees() -> &'static AtomicU64 {
     &GENERATION.frees
 }
 
-/// Moves the generation on (after the change it announces).
+/// Moves the generation on (after the change it announces); returns the move's number (unique).
 #[inline]
-pub fn moved_on() {
-    GENERATION.moves.fetch_add(1, Ordering::AcqRel);
+pub fn moved_on() -> u64 {
+    let n = GENERATION.moves.fetch_add(1, Ordering::AcqRel);
     #[cfg(test)]
     OWN_MOVES.with(|n| n.set(n.get() + 1));
+    n
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 
 pub mod driver_facts;
 pub mod facts;
+pub mod frees;
 #[cfg(test)]
 pub mod fake;
 #[cfg(test)]
@@ -238,16 +239,23 @@ impl<'a> Cx<'a> {
     #[inline(always)]
     pub fn forget(&mut self, gone: state::Lifetime) {
         if gone == state::Lifetime::MemoryFreed {
-            // Frees are frequent and on the program's path: the families that keep nothing
-            // about memory are not reached, and the pointer facts are dropped in one step.
-            // The facts' step moves the generation too: for the driver's facts, its pointer
-            // epoch is part of the generation (one locked add per free, not two).
-            self.states.forget_freed_memory();
-            self.facts.memory_freed();
+            let _ = self.memory_freed();
         } else {
             self.forget_ended(gone);
-            moved_on();
+            let _ = moved_on();
         }
+    }
+
+    /// Memory ended ([`state::Lifetime::MemoryFreed`]); returns the end's number, unique in the
+    /// process. Frees are frequent and on the program's path: the families that keep nothing
+    /// about memory are not reached, and the pointer facts are dropped in one step. The facts'
+    /// step moves the generation too: for the driver's facts, its pointer epoch is part of the
+    /// generation (one locked add per free, not two, and its number names the free in
+    /// [`States::frees`](state::States)).
+    #[inline(always)]
+    pub fn memory_freed(&mut self) -> u64 {
+        self.states.forget_freed_memory();
+        self.facts.memory_freed()
     }
 
     #[inline(never)]

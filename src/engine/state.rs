@@ -132,6 +132,8 @@ pub struct States {
     families: [OnceLock<Held>; FAMILY_SLOTS],
     /// The slots (bits) whose family forgets something when memory is freed.
     forget_freed: std::sync::atomic::AtomicU32,
+    /// The process's recent frees (a forked child starts without its parent's).
+    pub frees: super::frees::RecentFrees,
     pub reporting: Mutex<Reporting>,
 }
 
@@ -268,6 +270,13 @@ pub fn restart_after_fork_in_child() {
 pub fn pointer_bit(ptr: u64) -> u64 {
     let h = (ptr >> 12) ^ (ptr >> 18) ^ (ptr >> 24) ^ (ptr >> 30);
     1 << (h & 63)
+}
+
+/// Whether `bits` (a union of [`pointer_bit`]s) may hold `ptr`: no fold at all while none is held
+/// (a free's usual case).
+#[inline(always)]
+pub fn may_hold(bits: u64, ptr: u64) -> bool {
+    bits != 0 && bits & pointer_bit(ptr) != 0
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub struct PrimaryReset;
 pub struct StreamDestroyed;
 pub struct HipDeviceReset;
 pub struct MemoryFreed;
+pub struct PointerFreed;
 
 pub mod checks {
     pub const CONTEXT_DESTROYED: super::ContextDestroyed = super::ContextDestroyed;
@@ -28,6 +29,7 @@ pub mod checks {
     pub const STREAM_DESTROYED: super::StreamDestroyed = super::StreamDestroyed;
     pub const HIP_DEVICE_RESET: super::HipDeviceReset = super::HipDeviceReset;
     pub const MEMORY_FREED: super::MemoryFreed = super::MemoryFreed;
+    pub const POINTER_FREED: super::PointerFreed = super::PointerFreed;
 }
 
 /// Any call that frees, releases or unmaps memory (the table says which).
@@ -38,6 +40,30 @@ impl<A> Check<A> for MemoryFreed {
     #[inline(always)]
     fn after(&self, _: &A, _: (), ret: c_int, cx: &mut Cx) {
         ended(cx, ret, Some(Lifetime::MemoryFreed));
+    }
+}
+
+/// `cuMemFree_v2`: the memory ends, as for [`MemoryFreed`], and the free is kept in the process's
+/// recent frees (`States::frees`) with the size the pointer cache knew, under the number of the
+/// end's own locked add (issue 24: one locked operation per free).
+impl Check<args::cuMemFree_v2> for PointerFreed {
+    type Plan = ();
+    const BEFORE: bool = false;
+    fn before(&self, _: &args::cuMemFree_v2, _: &mut Cx) {}
+    #[inline(always)]
+    fn after(&self, a: &args::cuMemFree_v2, _: (), ret: c_int, cx: &mut Cx) {
+        if ret != 0 {
+            return;
+        }
+        // Read before the end moves the pointer epoch, which forgets it.
+        let base = a.dptr.0;
+        let size = cx
+            .facts
+            .cached_range(base)
+            .filter(|&(b, _)| b == base)
+            .map(|(_, s)| s);
+        let n = cx.memory_freed();
+        cx.states.frees.put(n, base, size);
     }
 }
 

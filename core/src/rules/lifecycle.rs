@@ -18,5 +18,6 @@ pub mod checks {
         STREAM_DESTROYED = "lifecycle.stream-destroyed";
         HIP_DEVICE_RESET = "lifecycle.hip-device-reset";
         MEMORY_FREED = "lifecycle.memory-freed";
+        POINTER_FREED = "lifecycle.pointer-freed";
     }
 }

@@ -518,11 +518,6 @@ pub mod checks {
         name: "peer.copy-stream.cuda",
         rules: &[&cuda::MEMCPY_PEER_ASYNC_INVALID_STREAM],
     };
-    /// A free: the memory a later copy may still name.
-    pub static FREED_CUDA: CheckInfo = CheckInfo {
-        name: "peer.freed.cuda",
-        rules: &[],
-    };
     pub static CAN_ACCESS_HIP: CheckInfo = CheckInfo {
         name: "peer.can-access.hip",
         rules: &[
@@ -569,7 +564,6 @@ pub static FAMILY: Family = Family {
         &checks::DISABLE_CUDA,
         &checks::COPY_CUDA,
         &checks::COPY_STREAM_CUDA,
-        &checks::FREED_CUDA,
         &checks::CAN_ACCESS_HIP,
         &checks::ENABLE_HIP,
         &checks::DISABLE_HIP,

@@ -16,7 +16,7 @@ mod tests;
 use crate::engine::facts::{
     HipSession, MemoryKind, ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
 };
-use crate::engine::state::{pointer_bit, FamilyState, Lifetime};
+use crate::engine::state::{may_hold, pointer_bit, FamilyState, Lifetime};
 use crate::engine::{hex, Check, Cx, LastClean, Remember};
 use parking_lot::Mutex;
 use sharecheck_core::functions::args;
@@ -172,7 +172,7 @@ impl AttachState {
 
     #[inline(always)]
     fn freed(&self, dptr: u64) {
-        if self.bits.load(Relaxed) & pointer_bit(dptr) != 0 {
+        if may_hold(self.bits.load(Relaxed), dptr) {
             self.forget_freed(dptr);
         }
     }

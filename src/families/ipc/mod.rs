@@ -9,7 +9,7 @@
 mod tests;
 
 use crate::engine::facts::{HipSession, MemoryKind};
-use crate::engine::state::{pointer_bit, FamilyState, Left, Lifetime};
+use crate::engine::state::{may_hold, pointer_bit, FamilyState, Left, Lifetime};
 use crate::engine::{hex, Check, Cx, LastClean, Remember};
 use parking_lot::Mutex;
 use sharecheck_core::ffi::{CUcontext, Outcome};
@@ -255,7 +255,7 @@ impl IpcState {
     /// exported: one load of the pointers' bits tells them apart without the lock.
     #[inline]
     fn freed_exported(&self, ptr: u64) -> bool {
-        if self.exported_memory_bits.load(Relaxed) & pointer_bit(ptr) == 0 {
+        if !may_hold(self.exported_memory_bits.load(Relaxed), ptr) {
             return false;
         }
         let mut exported = self.exported_memory.lock();

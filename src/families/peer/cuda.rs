@@ -427,7 +427,7 @@ fn range_past_allocation(cx: &Cx, ptr: u64, bytes: u64) -> Option<Past> {
     let Some(cached) = facts.allocation_range(ptr, false) else {
         // The driver was asked (ranges it does not know are never cached) and does not know
         // `ptr`: memory this process freed, if it was.
-        let (base, size) = cx.states.family::<PeerState>().freed_at(ptr)?;
+        let (base, size) = cx.states.frees.freed_at(ptr)?;
         return Some(Past::Freed(base, size));
     };
     // One cached lookup on the clean path; a range past it is confirmed uncached.
@@ -439,29 +439,6 @@ fn range_past_allocation(cx: &Cx, ptr: u64, bytes: u64) -> Option<Past> {
             .map(Past::Allocation);
     }
     Some(Past::Allocation(found))
-}
-
-/// A free, observed: what a later copy may still name.
-pub struct Freed;
-
-impl Check<args::cuMemFree_v2> for Freed {
-    type Plan = ();
-    const BEFORE: bool = false;
-    fn before(&self, _: &args::cuMemFree_v2, _: &mut Cx) {}
-    #[inline(always)]
-    fn after(&self, a: &args::cuMemFree_v2, _: (), ret: c_int, cx: &mut Cx) {
-        if ret == 0 {
-            // The pointer cache still holds the range here (this step runs before the others
-            // of the row, whose first forgets every pointer).
-            let base = a.dptr.0;
-            let size = cx
-                .facts
-                .cached_range(base)
-                .filter(|&(b, _)| b == base)
-                .map(|(_, s)| s);
-            cx.states.family::<PeerState>().freed(base, size);
-        }
-    }
 }
 
 /// A copy the checks found clean: its arguments and the context it was issued in.
