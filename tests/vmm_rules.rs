@@ -258,6 +258,7 @@ fn other_pid(scratch: &Scratch, domain: &str) -> i64 {
 fn every_vmm_rule_has_a_case() {
     let covered = CASES
         .iter()
+        .chain(HIP_CASES)
         .flat_map(|(_, _, ids)| ids.iter().copied())
         .chain(["cuMemCreate.fabric-without-imex-channel"])
         .chain(
@@ -333,4 +334,67 @@ fn posix_fd_imports_are_said_not_matched() {
     assert!(report_json(&r)
         .get("vmm_posix_imports_not_matched")
         .is_none());
+}
+
+/// HIP's cases (tests/c/vmm_hip.c), with the ROCm 6.2 runtime's answers on the simulator: each
+/// misuse fires exactly its rule; a correct life is silent and every call is traced.
+const HIP_CASES: &[Case] = &[
+    ("create-flags", NONE, &["hipMemCreate.flags-not-zero"]),
+    (
+        "reserve-flags",
+        NONE,
+        &["hipMemAddressReserve.flags-not-zero"],
+    ),
+    (
+        "export-flags",
+        NONE,
+        &["hipMemExportToShareableHandle.flags-not-zero"],
+    ),
+    ("map-flags", NONE, &["hipMemMap.flags-not-zero"]),
+    ("map-offset", NONE, &["hipMemMap.offset-not-zero"]),
+    ("release-twice", NONE, &["hipMemRelease.not-held"]),
+    (
+        "address-free-twice",
+        NONE,
+        &["hipMemAddressFree.not-reservation"],
+    ),
+    ("correct", NONE, &[]),
+];
+
+#[test]
+fn each_hip_misuse_fires_exactly_its_rule_and_correct_use_is_silent() {
+    let scratch = Scratch::new("vmm_hip_cases");
+    let libs = format!("-L{}", scratch.sim_libs().display());
+    let exe = scratch.compile("vmm_hip.c", "vmm_hip", &[&libs, "-lamdhip64"]);
+    check_cases(&scratch, &exe, HIP_CASES);
+    let r = run_checked(&scratch, &exe, "correct", NONE);
+    let traced: Vec<String> = calls(&r.records)
+        .iter()
+        .filter(|c| c["r"] == 0)
+        .filter_map(|c| c["fn"].as_str().map(str::to_owned))
+        .filter(|f| f.starts_with("hipMem"))
+        .collect();
+    assert_eq!(
+        traced,
+        [
+            "hipMemCreate",
+            "hipMemAddressReserve",
+            "hipMemMap",
+            "hipMemSetAccess",
+            "hipMemExportToShareableHandle",
+            "hipMemImportFromShareableHandle",
+            "hipMemRelease",
+            "hipMemUnmap",
+            "hipMemRelease",
+            "hipMemAddressFree",
+        ],
+        "{}",
+        r.stderr()
+    );
+    // The export's descriptor is in its record, as for CUDA (a number, never a handle's bytes).
+    let export = calls(&r.records)
+        .into_iter()
+        .find(|c| c["fn"] == "hipMemExportToShareableHandle")
+        .expect("the export is traced");
+    assert!(export["a"]["*shareableHandle"].is_i64(), "{export}");
 }

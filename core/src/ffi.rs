@@ -363,6 +363,16 @@ const_pointer!(
     MemAccessDescPtr,
     "const CUmemAccessDesc *"
 );
+const_pointer!(
+    /// `const hipMemAccessDesc *` of `hipMemSetAccess` (recorded as its address).
+    HipMemAccessDescPtr,
+    "const hipMemAccessDesc *"
+);
+const_pointer!(
+    /// `const hipMemAllocationProp *` of `hipMemCreate` (recorded as its address).
+    HipMemAllocationPropPtr,
+    "const hipMemAllocationProp *"
+);
 
 macro_rules! number {
     ($(#[$doc:meta])* $name:ident($inner:ty), $c:literal, $write:ident) => {
@@ -460,6 +470,12 @@ number!(
     /// A generic allocation handle from `cuMemCreate`.
     CUmemGenericAllocationHandle(u64),
     "CUmemGenericAllocationHandle",
+    hex
+);
+number!(
+    /// HIP's generic allocation handle (`hipMemCreate`; a pointer in C, a word here).
+    hipMemGenericAllocationHandle_t(u64),
+    "hipMemGenericAllocationHandle_t",
     hex
 );
 number!(
@@ -699,6 +715,19 @@ flags!(
         (0x2, "CU_MEM_HANDLE_TYPE_WIN32"),
         (0x4, "CU_MEM_HANDLE_TYPE_WIN32_KMT"),
         (0x8, "CU_MEM_HANDLE_TYPE_FABRIC")
+    ]
+    handle_type
+);
+
+flags!(
+    /// `hipMemAllocationHandleType` (HIP 5.2: no FABRIC).
+    HipMemHandleTypes(c_uint),
+    "hipMemAllocationHandleType",
+    [
+        (0x0, "hipMemHandleTypeNone"),
+        (0x1, "hipMemHandleTypePosixFileDescriptor"),
+        (0x2, "hipMemHandleTypeWin32"),
+        (0x4, "hipMemHandleTypeWin32Kmt")
     ]
     handle_type
 );

@@ -69,6 +69,17 @@ macro_rules! interposed_functions {
             hip hipStreamAttachMemAsync [hipStreamAttachMemAsync 0 legacy] (stream: hipStream_t, dev_ptr: VoidPtr, length: Size, flags: HipAttachFlags);
             // HIP lifecycle.
             hip hipDeviceReset [hipDeviceReset 0 legacy] ();
+            // Virtual memory management (HIP 5.2: "beta").
+            hip hipMemCreate [hipMemCreate 0 legacy observed] (handle: Out<hipMemGenericAllocationHandle_t>, size: Size, prop: HipMemAllocationPropPtr, flags: ReservedFlags64);
+            hip hipMemRelease [hipMemRelease 0 legacy observed] (handle: hipMemGenericAllocationHandle_t);
+            hip hipMemRetainAllocationHandle [hipMemRetainAllocationHandle 0 legacy observed] (handle: Out<hipMemGenericAllocationHandle_t>, addr: VoidPtr);
+            hip hipMemExportToShareableHandle [hipMemExportToShareableHandle 0 legacy observed] (shareableHandle: ShareableHandleOut, handle: hipMemGenericAllocationHandle_t, handleType: HipMemHandleTypes, flags: ReservedFlags64);
+            hip hipMemImportFromShareableHandle [hipMemImportFromShareableHandle 0 legacy observed] (handle: Out<hipMemGenericAllocationHandle_t>, osHandle: ShareableHandleIn, shHandleType: HipMemHandleTypes);
+            hip hipMemAddressReserve [hipMemAddressReserve 0 legacy observed] (ptr: Out<VoidPtrOut>, size: Size, alignment: Size, addr: VoidPtr, flags: ReservedFlags64);
+            hip hipMemAddressFree [hipMemAddressFree 0 legacy observed] (devPtr: VoidPtr, size: Size);
+            hip hipMemMap [hipMemMap 0 legacy observed] (ptr: VoidPtr, size: Size, offset: Size, handle: hipMemGenericAllocationHandle_t, flags: ReservedFlags64);
+            hip hipMemUnmap [hipMemUnmap 0 legacy observed] (ptr: VoidPtr, size: Size);
+            hip hipMemSetAccess [hipMemSetAccess 0 legacy observed] (ptr: VoidPtr, size: Size, desc: HipMemAccessDescPtr, count: Size);
             // Observed: interposed only while a check in the table runs on them; otherwise every
             // lookup hands out the driver's own function.
             // Memory: what frees or unmaps memory ends what the shim knows of it.

@@ -108,6 +108,16 @@ macro_rules! check_table {
             cuMemUnmap => vmm::UNMAP, lifecycle::MEMORY_FREED;
             cuMemSetAccess => vmm::SET_ACCESS;
             cuMemGetAllocationGranularity => ;
+            hipMemCreate => vmm::CREATE_HIP;
+            hipMemRelease => vmm::RELEASE_HIP, lifecycle::MEMORY_FREED;
+            hipMemRetainAllocationHandle => vmm::REFERENCED_HIP;
+            hipMemExportToShareableHandle => vmm::EXPORT_HIP;
+            hipMemImportFromShareableHandle => vmm::REFERENCED_HIP;
+            hipMemAddressReserve => vmm::RESERVE_HIP;
+            hipMemAddressFree => vmm::ADDRESS_FREE_HIP;
+            hipMemMap => vmm::MAP_HIP;
+            hipMemUnmap => vmm::UNMAP_HIP, lifecycle::MEMORY_FREED;
+            hipMemSetAccess => vmm::SET_ACCESS_HIP;
             // Multicast.
             cuMulticastCreate => multicast::CREATE;
             cuMulticastAddDevice => multicast::ADD_DEVICE;

@@ -430,7 +430,9 @@ fn bind_addr(
     })
 }
 
-unsafe fn allocation_prop(prop: *const CUmemAllocationProp) -> Outcome<CUmemAllocationProp> {
+pub(crate) unsafe fn allocation_prop(
+    prop: *const CUmemAllocationProp,
+) -> Outcome<CUmemAllocationProp> {
     require(prop)?;
     // SAFETY: `prop` is not NULL (checked above) and, by this function's contract, readable.
     let prop = unsafe { prop.read_unaligned() };

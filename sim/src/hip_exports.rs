@@ -23,7 +23,7 @@ use crate::memory::{Allocation, MemKind, RegionKind};
 use crate::state::{self, Owner};
 use crate::types::*;
 use std::cell::Cell;
-use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void};
 
 /// HIP_VERSION of ROCm 6.2 (major * 10^7 + minor * 10^5 + patch).
 const HIP_VERSION: c_int = 60_241_134;
@@ -480,6 +480,152 @@ hip_exports! {
 
     fn hipMemcpyPeerAsync(dst: *mut c_void, dstDeviceId: c_int, src: *const c_void, srcDevice: c_int, sizeBytes: usize, stream: hipStream_t) {
         memcpy_peer(dst, dstDeviceId, src, srcDevice, sizeBytes, Some(stream))
+    }
+
+    // Virtual memory management, as the ROCm 6.2 CLR answers (`hipamd/src/hip_vm.cpp`; not
+    // measured on AMD hardware). Where the CLR dereferences what it did not find (an address
+    // free or unmap of an address it does not know), the simulator answers hipErrorInvalidValue
+    // instead of crashing; where it does not look (a release), it accepts, as the CLR does.
+
+    fn hipMemCreate(handle: *mut u64, size: usize, prop: *const CUmemAllocationProp, flags: c_ulonglong) {
+        require(handle)?;
+        if size == 0 || flags != 0 {
+            return Err(INVALID_VALUE);
+        }
+        // SAFETY: `prop` is NULL or a readable `hipMemAllocationProp` (32 bytes, laid out as
+        // `CUmemAllocationProp`), as `hipMemCreate` documents.
+        let prop = unsafe { crate::cuda_exports::allocation_prop(prop) }?;
+        if prop.location.type_ != MEM_LOCATION_TYPE_DEVICE {
+            return Err(INVALID_VALUE);
+        }
+        let types = prop.requested_handle_types;
+        if types != 0 && types != MEM_HANDLE_TYPE_POSIX_FD {
+            return Err(NOT_SUPPORTED);
+        }
+        let created = state::with(|d| d.memory.create_physical(size as u64, prop.location.id, None, types))?;
+        // SAFETY: `handle` is not NULL (checked above); documented as a writable handle.
+        unsafe { *handle = created };
+        Ok(())
+    }
+
+    /// The CLR drops a reference of whatever the handle points to, without looking.
+    fn hipMemRelease(handle: u64) {
+        if handle == 0 {
+            return Err(INVALID_VALUE);
+        }
+        let _ = state::with(|d| d.memory.release_physical(handle));
+        Ok(())
+    }
+
+    fn hipMemRetainAllocationHandle(handle: *mut u64, addr: *mut c_void) {
+        require(handle)?;
+        require(addr)?;
+        let retained = state::with(|d| d.memory.retain_physical(addr as usize as u64))?;
+        // SAFETY: `handle` is not NULL (checked above); documented as a writable handle.
+        unsafe { *handle = retained };
+        Ok(())
+    }
+
+    fn hipMemExportToShareableHandle(shareableHandle: *mut c_void, handle: u64, handleType: c_uint, flags: c_ulonglong) {
+        if flags != 0 || handle == 0 {
+            return Err(INVALID_VALUE);
+        }
+        require(shareableHandle)?;
+        // The CLR exports only the type the create requested.
+        let requested = state::with(|d| d.memory.physical(handle).map(|p| p.handle_types));
+        if requested != Some(handleType) {
+            return Err(INVALID_VALUE);
+        }
+        let fd = state::with(|d| d.memory.export_fd(handle, handleType))?;
+        // SAFETY: `shareableHandle` is not NULL (checked above); for a POSIX fd it is a
+        // writable int.
+        unsafe { *shareableHandle.cast::<c_int>() = fd };
+        Ok(())
+    }
+
+    /// `osHandle`: the descriptor's number cast to a pointer.
+    fn hipMemImportFromShareableHandle(handle: *mut u64, osHandle: *mut c_void, shHandleType: c_uint) {
+        require(handle)?;
+        require(osHandle)?;
+        if shHandleType != MEM_HANDLE_TYPE_POSIX_FD {
+            return Err(INVALID_VALUE);
+        }
+        let imported = state::with(|d| d.memory.import_fd(osHandle as usize as c_int))?;
+        // SAFETY: `handle` is not NULL (checked above); documented as a writable handle.
+        unsafe { *handle = imported };
+        Ok(())
+    }
+
+    fn hipMemGetAllocationGranularity(granularity: *mut usize, prop: *const CUmemAllocationProp, option: c_uint) {
+        require(granularity)?;
+        // SAFETY: `prop` is NULL or a readable `hipMemAllocationProp`, as documented.
+        let prop = unsafe { crate::cuda_exports::allocation_prop(prop) }?;
+        // hipMemAllocationGranularityMinimum (0) or _Recommended (1), for device memory.
+        if prop.location.type_ != MEM_LOCATION_TYPE_DEVICE || option > 1 {
+            return Err(INVALID_VALUE);
+        }
+        // SAFETY: `granularity` is not NULL (checked above); documented as a writable `size_t`.
+        unsafe { *granularity = crate::memory::GRANULARITY as usize };
+        Ok(())
+    }
+
+    fn hipMemAddressReserve(ptr: *mut *mut c_void, size: usize, alignment: usize, addr: *mut c_void, flags: c_ulonglong) {
+        require(ptr)?;
+        if flags != 0 {
+            return Err(INVALID_VALUE);
+        }
+        // hipErrorMemoryAllocation (2) for a size off the granularity or an alignment that is
+        // not a power of two.
+        if size == 0 || size as u64 % crate::memory::GRANULARITY != 0 || (alignment != 0 && !alignment.is_power_of_two()) {
+            return Err(OUT_OF_MEMORY);
+        }
+        let base = state::with(|d| d.memory.reserve(size as u64, alignment as u64, addr as usize as u64))?;
+        // SAFETY: `ptr` is not NULL (checked above); documented as a writable `void *`.
+        unsafe { *ptr = base as usize as *mut c_void };
+        Ok(())
+    }
+
+    /// The CLR frees the whole reservation at `devPtr`, whatever `size` says.
+    fn hipMemAddressFree(devPtr: *mut c_void, size: usize) {
+        if devPtr.is_null() || size == 0 {
+            return Err(INVALID_VALUE);
+        }
+        let ptr = devPtr as usize as u64;
+        state::with(|d| {
+            let whole = d.memory.reservation_size(ptr).ok_or(INVALID_VALUE)?;
+            d.memory.free_reservation(ptr, whole)
+        })
+    }
+
+    fn hipMemMap(ptr: *mut c_void, size: usize, offset: usize, handle: u64, flags: c_ulonglong) {
+        if ptr.is_null() || handle == 0 || size == 0 || offset != 0 || flags != 0 {
+            return Err(INVALID_VALUE);
+        }
+        state::with(|d| d.memory.map(ptr as usize as u64, size as u64, 0, handle)).map_err(|_| INVALID_VALUE)
+    }
+
+    fn hipMemUnmap(ptr: *mut c_void, size: usize) {
+        if ptr.is_null() || size == 0 {
+            return Err(INVALID_VALUE);
+        }
+        state::with(|d| d.memory.unmap(ptr as usize as u64, size as u64))
+    }
+
+    fn hipMemSetAccess(ptr: *mut c_void, size: usize, desc: *const CUmemAccessDesc, count: usize) {
+        if ptr.is_null() || size == 0 || desc.is_null() || count == 0 {
+            return Err(INVALID_VALUE);
+        }
+        // SAFETY: `desc` is not NULL (checked above) and points to `count` readable
+        // `hipMemAccessDesc` (laid out as `CUmemAccessDesc`), as `hipMemSetAccess` documents.
+        let descs = unsafe { std::slice::from_raw_parts(desc, count) };
+        let mut grants = Vec::with_capacity(count);
+        for d in descs {
+            if !device::is_valid(d.location.id) {
+                return Err(INVALID_VALUE);
+            }
+            grants.push((d.location.id, d.flags != MEM_ACCESS_FLAGS_PROT_NONE));
+        }
+        state::with(|d| d.memory.set_access(ptr as usize as u64, size as u64, &grants))
     }
 
     fn hipIpcGetMemHandle(handle: *mut hipIpcMemHandle_t, devPtr: *mut c_void) {

@@ -629,6 +629,11 @@ impl Memory {
         Ok(base)
     }
 
+    /// The size of the reservation that starts at `ptr`.
+    pub fn reservation_size(&self, ptr: u64) -> Option<u64> {
+        self.reservations.get(&ptr).map(|r| r.size)
+    }
+
     /// `cuMemAddressFree`: the whole reservation, with nothing mapped in it.
     pub fn free_reservation(&mut self, ptr: u64, size: u64) -> Outcome {
         match self.reservations.get(&ptr) {

@@ -242,6 +242,17 @@ table! {
     Hip hipIpcGetMemHandle 0 legacy => hipIpcGetMemHandle;
     Hip hipIpcOpenMemHandle 0 legacy => hipIpcOpenMemHandle;
     Hip hipIpcCloseMemHandle 0 legacy => hipIpcCloseMemHandle;
+    Hip hipMemCreate 0 legacy => hipMemCreate;
+    Hip hipMemRelease 0 legacy => hipMemRelease;
+    Hip hipMemRetainAllocationHandle 0 legacy => hipMemRetainAllocationHandle;
+    Hip hipMemExportToShareableHandle 0 legacy => hipMemExportToShareableHandle;
+    Hip hipMemImportFromShareableHandle 0 legacy => hipMemImportFromShareableHandle;
+    Hip hipMemGetAllocationGranularity 0 legacy => hipMemGetAllocationGranularity;
+    Hip hipMemAddressReserve 0 legacy => hipMemAddressReserve;
+    Hip hipMemAddressFree 0 legacy => hipMemAddressFree;
+    Hip hipMemMap 0 legacy => hipMemMap;
+    Hip hipMemUnmap 0 legacy => hipMemUnmap;
+    Hip hipMemSetAccess 0 legacy => hipMemSetAccess;
     Hip hipIpcGetEventHandle 0 legacy => hipIpcGetEventHandle;
     Hip hipIpcOpenEventHandle 0 legacy => hipIpcOpenEventHandle;
     Hip hipStreamAttachMemAsync 0 legacy => hipStreamAttachMemAsync;

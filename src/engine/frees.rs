@@ -63,8 +63,10 @@ impl RecentFrees {
                     .then(|| (stamp, base, size.checked_sub(1)))
             })
             .collect();
-        kept.sort_unstable_by(|a, b| b.0.cmp(&a.0));
-        kept.into_iter().map(|(_, base, size)| (base, size)).collect()
+        kept.sort_unstable_by_key(|k| std::cmp::Reverse(k.0));
+        kept.into_iter()
+            .map(|(_, base, size)| (base, size))
+            .collect()
     }
 
     /// The last free that covered `ptr` (its base, or inside its known size).
@@ -110,7 +112,11 @@ mod tests {
         assert_eq!(frees.freed_at(0x14), Some((0x10, Some(0x8))));
         assert_eq!(frees.freed_at(0x18), None, "past its size");
         assert_eq!(frees.freed_at(0x20), Some((0x20, None)));
-        assert_eq!(frees.freed_at(0x21), None, "a free of unknown size covers its base only");
+        assert_eq!(
+            frees.freed_at(0x21),
+            None,
+            "a free of unknown size covers its base only"
+        );
     }
 
     #[test]

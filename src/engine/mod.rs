@@ -15,9 +15,9 @@
 
 pub mod driver_facts;
 pub mod facts;
-pub mod frees;
 #[cfg(test)]
 pub mod fake;
+pub mod frees;
 #[cfg(test)]
 mod general_tests;
 pub mod memo;

@@ -216,6 +216,91 @@ pub mod cuda {
     };
 }
 
+/// Rules of the HIP runtime API: the doc comments of HIP 5.2's `hip_runtime_api.h` ("Virtual Memory
+/// Management", marked beta). What the runtime does with each misuse is read in the ROCm 6.2
+/// CLR (`hipamd/src/hip_vm.cpp`); no AMD GPU measured it.
+pub mod hip {
+    use super::*;
+    use crate::codes::INVALID_VALUE;
+
+    const fn source(function: &'static str) -> Source {
+        Source {
+            document: "HIP Runtime API",
+            section: SECTION,
+            function,
+        }
+    }
+
+    const FLAGS_UNUSED: &str = "flags - currently unused, must be zero.";
+
+    macro_rules! flags_not_zero {
+        ($($name:ident = $function:literal;)*) => {$(
+            pub static $name: Rule = Rule {
+                id: concat!($function, ".flags-not-zero"),
+                severity: Severity::Error,
+                kind: Kind::Misuse,
+                requirement: "flags is unused and must be 0. The ROCm 6.2 runtime answers \
+                    hipErrorInvalidValue.",
+                source: source($function),
+                quote: FLAGS_UNUSED,
+                documented_code: Some(INVALID_VALUE),
+                fix: "pass 0 as flags",
+            };
+        )*};
+    }
+
+    flags_not_zero! {
+        CREATE_FLAGS_NOT_ZERO = "hipMemCreate";
+        RESERVE_FLAGS_NOT_ZERO = "hipMemAddressReserve";
+        EXPORT_FLAGS_NOT_ZERO = "hipMemExportToShareableHandle";
+        MAP_FLAGS_NOT_ZERO = "hipMemMap";
+    }
+
+    pub static MAP_OFFSET_NOT_ZERO: Rule = Rule {
+        id: "hipMemMap.offset-not-zero",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "offset is 0: HIP maps an allocation from its start. The ROCm 6.2 runtime \
+            answers hipErrorInvalidValue.",
+        source: source("hipMemMap"),
+        quote: "offset - offset into the memory, currently must be zero.",
+        documented_code: Some(INVALID_VALUE),
+        fix: "map from offset 0, and create one allocation per piece that needs its own mapping",
+    };
+
+    pub static RELEASE_NOT_HELD: Rule = Rule {
+        id: "hipMemRelease.not-held",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "handle is one hipMemCreate (or an import or retain) gave this process and \
+            not released as often since. The ROCm 6.2 runtime does not look: it drops a \
+            reference of whatever handle points to and answers hipSuccess, so a second release \
+            frees the allocation's bookkeeping under the runtime (a use after free). Certain \
+            for a handle the shim saw released as often as it was taken, and then reported \
+            before the call; for a handle the shim never saw, withdrawn when the runtime \
+            accepts.",
+        source: source("hipMemRelease"),
+        quote: "Release a memory handle representing a memory allocation which was previously \
+            allocated through hipMemCreate.",
+        documented_code: None,
+        fix: "release each handle once per create, import or retain, and never use it after",
+    };
+
+    pub static ADDRESS_FREE_NOT_RESERVATION: Rule = Rule {
+        id: "hipMemAddressFree.not-reservation",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "devPtr and size are a reservation hipMemAddressReserve returned and not \
+            freed since. The ROCm 6.2 runtime logs \"Cannot find the Virtual MemObj entry\" and \
+            then dereferences the missing entry. Rests on the reservations the shim saw: \
+            withdrawn when the runtime accepts.",
+        source: source("hipMemAddressFree"),
+        quote: "Frees an address range reservation made via hipMemAddressReserve",
+        documented_code: None,
+        fix: "free each reservation once, with the pointer and size hipMemAddressReserve gave",
+    };
+}
+
 /// Rules decided by `sharecheck report` from a process's trace: what it left at its exit
 /// (`crate::crossproc::vmm`). Info: the driver frees what a process holds when it ends, so
 /// holding memory until then is harmless (PyTorch's caching allocator keeps its expandable
@@ -373,6 +458,42 @@ pub mod checks {
         name: "vmm.use",
         rules: &[&cuda::USED_BEFORE_ACCESS],
     };
+    pub static CREATE_HIP: CheckInfo = CheckInfo {
+        name: "vmm.create.hip",
+        rules: &[&hip::CREATE_FLAGS_NOT_ZERO],
+    };
+    pub static RELEASE_HIP: CheckInfo = CheckInfo {
+        name: "vmm.release.hip",
+        rules: &[&hip::RELEASE_NOT_HELD],
+    };
+    pub static REFERENCED_HIP: CheckInfo = CheckInfo {
+        name: "vmm.referenced.hip",
+        rules: &[],
+    };
+    pub static EXPORT_HIP: CheckInfo = CheckInfo {
+        name: "vmm.export.hip",
+        rules: &[&hip::EXPORT_FLAGS_NOT_ZERO],
+    };
+    pub static RESERVE_HIP: CheckInfo = CheckInfo {
+        name: "vmm.reserve.hip",
+        rules: &[&hip::RESERVE_FLAGS_NOT_ZERO],
+    };
+    pub static ADDRESS_FREE_HIP: CheckInfo = CheckInfo {
+        name: "vmm.address-free.hip",
+        rules: &[&hip::ADDRESS_FREE_NOT_RESERVATION],
+    };
+    pub static MAP_HIP: CheckInfo = CheckInfo {
+        name: "vmm.map.hip",
+        rules: &[&hip::MAP_FLAGS_NOT_ZERO, &hip::MAP_OFFSET_NOT_ZERO],
+    };
+    pub static UNMAP_HIP: CheckInfo = CheckInfo {
+        name: "vmm.unmap.hip",
+        rules: &[],
+    };
+    pub static SET_ACCESS_HIP: CheckInfo = CheckInfo {
+        name: "vmm.set-access.hip",
+        rules: &[],
+    };
 }
 
 /// The family: every rule it defines, in catalogue order.
@@ -390,6 +511,15 @@ pub static FAMILY: Family = Family {
         &checks::UNMAP,
         &checks::SET_ACCESS,
         &checks::USE,
+        &checks::CREATE_HIP,
+        &checks::RELEASE_HIP,
+        &checks::REFERENCED_HIP,
+        &checks::EXPORT_HIP,
+        &checks::RESERVE_HIP,
+        &checks::ADDRESS_FREE_HIP,
+        &checks::MAP_HIP,
+        &checks::UNMAP_HIP,
+        &checks::SET_ACCESS_HIP,
     ],
     reported: report::REPORTED_ON,
     engine: &[],

@@ -912,4 +912,3 @@ fn a_hip_copy_found_clean_is_checked_again_once_the_generation_moves() {
     let checked = h.call_as_is(again(), SUCCESS);
     assert!(checked.rules.contains(&past), "{:?}", checked.messages);
 }
-

@@ -15,6 +15,7 @@
 //! tracked state and is withdrawn when the driver accepts the call. A context's or device's end
 //! clears what is tracked. No lock is held across a driver call.
 
+mod hip;
 #[cfg(test)]
 mod tests;
 
@@ -102,6 +103,15 @@ pub mod checks {
     pub const UNMAP: super::Unmap = super::Unmap;
     pub const SET_ACCESS: super::SetAccess = super::SetAccess;
     pub const USE: super::Use = super::Use;
+    pub const CREATE_HIP: super::hip::CreateHip = super::hip::CreateHip;
+    pub const RELEASE_HIP: super::hip::ReleaseHip = super::hip::ReleaseHip;
+    pub const REFERENCED_HIP: super::hip::ReferencedHip = super::hip::ReferencedHip;
+    pub const EXPORT_HIP: super::hip::ExportHip = super::hip::ExportHip;
+    pub const RESERVE_HIP: super::hip::ReserveHip = super::hip::ReserveHip;
+    pub const ADDRESS_FREE_HIP: super::hip::AddressFreeHip = super::hip::AddressFreeHip;
+    pub const MAP_HIP: super::hip::MapHip = super::hip::MapHip;
+    pub const UNMAP_HIP: super::hip::UnmapHip = super::hip::UnmapHip;
+    pub const SET_ACCESS_HIP: super::hip::SetAccessHip = super::hip::SetAccessHip;
 }
 
 /// Where VMM memory lives (`CUmemLocation`).
@@ -161,6 +171,8 @@ pub struct VmmState {
     /// [`Vmm::generation`], read without the lock: a remembered clean verdict holds while it
     /// has not moved.
     generation: AtomicU64,
+    /// What a HIP program holds ([`hip::HipVmm`]), apart from CUDA's.
+    hip: Lock<hip::HipVmm>,
 }
 
 #[derive(Default)]

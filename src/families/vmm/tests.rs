@@ -236,11 +236,17 @@ const NEGATIVE: &[Case] = &[
 
 #[test]
 fn each_negative_case_reports_exactly_its_rules_and_every_vmm_rule_has_one() {
-    // The report phase's rules are staged by tests/vmm_rules.rs and core's crossproc tests.
+    // The report phase's rules are staged by tests/vmm_rules.rs and core's crossproc tests; the
+    // HIP rules by the `hip` module below.
     let report_phase = sharecheck_core::rules::vmm::report::REPORTED_ON
         .iter()
         .map(|(rule, _)| rule.id);
-    check_negative_cases(world, NEGATIVE, &["vmm"], report_phase);
+    let hip = sharecheck_core::rules::vmm::FAMILY
+        .rules()
+        .into_iter()
+        .filter(|r| r.id.starts_with("hip"))
+        .map(|r| r.id);
+    check_negative_cases(world, NEGATIVE, &["vmm"], report_phase.chain(hip));
 }
 
 /// Created, reserved, mapped in two mappings, access set on both, a reference retained and
@@ -493,4 +499,192 @@ fn what_is_still_held_is_left_at_exit() {
     h.ok(address_free(VA, 4 * G));
     h.ok(release(H));
     assert!(rules(&h).is_empty());
+}
+
+mod hip {
+    //! The HIP side: each rule's negative case with the ROCm 6.2 runtime's answer (read in its
+    //! source, `hipamd/src/hip_vm.cpp`), and a correct life that stays silent.
+
+    use super::{world, G, H, VA};
+    use crate::engine::fake::{check_negative_cases, Case, Harness, Ran};
+    use sharecheck_core::codes::*;
+    use sharecheck_core::ffi::*;
+    use sharecheck_core::functions::args;
+    use std::ffi::c_void;
+
+    fn ptr(at: u64) -> VoidPtr {
+        VoidPtr(at as usize as *mut c_void)
+    }
+
+    fn create_flags(h: &Harness, handle: u64, flags: u64, ret: i32) -> Ran {
+        let mut out = hipMemGenericAllocationHandle_t(handle);
+        h.call(
+            args::hipMemCreate {
+                handle: Out(&mut out),
+                size: Size(G as usize),
+                prop: HipMemAllocationPropPtr(std::ptr::null()),
+                flags: ReservedFlags64(flags),
+            },
+            ret,
+        )
+    }
+
+    fn create(h: &Harness, handle: u64) {
+        let ran = create_flags(h, handle, 0, SUCCESS);
+        assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+    }
+
+    fn release(handle: u64) -> args::hipMemRelease {
+        args::hipMemRelease {
+            handle: hipMemGenericAllocationHandle_t(handle),
+        }
+    }
+
+    fn reserve_flags(h: &Harness, at: u64, flags: u64, ret: i32) -> Ran {
+        let mut out = VoidPtrOut(at as usize as *mut c_void);
+        h.call(
+            args::hipMemAddressReserve {
+                ptr: Out(&mut out),
+                size: Size(4 * G as usize),
+                alignment: Size(0),
+                addr: ptr(0),
+                flags: ReservedFlags64(flags),
+            },
+            ret,
+        )
+    }
+
+    fn reserve(h: &Harness, at: u64) {
+        let ran = reserve_flags(h, at, 0, SUCCESS);
+        assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+    }
+
+    fn address_free(at: u64) -> args::hipMemAddressFree {
+        args::hipMemAddressFree {
+            devPtr: ptr(at),
+            size: Size(4 * G as usize),
+        }
+    }
+
+    fn map(at: u64, offset: u64, flags: u64) -> args::hipMemMap {
+        args::hipMemMap {
+            ptr: ptr(at),
+            size: Size(G as usize),
+            offset: Size(offset as usize),
+            handle: hipMemGenericAllocationHandle_t(H),
+            flags: ReservedFlags64(flags),
+        }
+    }
+
+    /// An export whose `shareableHandle` holds `fd` (what the runtime writes there).
+    fn export(flags: u64, fd: i32) -> (args::hipMemExportToShareableHandle, Box<i32>) {
+        let mut fd = Box::new(fd);
+        let a = args::hipMemExportToShareableHandle {
+            shareableHandle: ShareableHandleOut((&mut *fd as *mut i32).cast()),
+            handle: hipMemGenericAllocationHandle_t(H),
+            handleType: HipMemHandleTypes(1),
+            flags: ReservedFlags64(flags),
+        };
+        (a, fd)
+    }
+
+    const NEGATIVE: &[Case] = &[
+        (
+            "a create with flags",
+            &["hipMemCreate.flags-not-zero"],
+            |h| create_flags(h, H, 1, INVALID_VALUE),
+        ),
+        (
+            "a reserve with flags",
+            &["hipMemAddressReserve.flags-not-zero"],
+            |h| reserve_flags(h, VA, 4, INVALID_VALUE),
+        ),
+        (
+            "an export with flags",
+            &["hipMemExportToShareableHandle.flags-not-zero"],
+            |h| {
+                create(h, H);
+                let (a, _fd) = export(2, -1);
+                h.call(a, INVALID_VALUE)
+            },
+        ),
+        ("a map with flags", &["hipMemMap.flags-not-zero"], |h| {
+            create(h, H);
+            reserve(h, VA);
+            h.call(map(VA, 0, 1), INVALID_VALUE)
+        }),
+        ("a map at an offset", &["hipMemMap.offset-not-zero"], |h| {
+            create(h, H);
+            reserve(h, VA);
+            h.call(map(VA, G, 0), INVALID_VALUE)
+        }),
+        (
+            "a release of a handle released already (the runtime answers hipSuccess)",
+            &["hipMemRelease.not-held"],
+            |h| {
+                create(h, H);
+                h.ok(release(H));
+                h.call(release(H), SUCCESS)
+            },
+        ),
+        (
+            "an address free of a reservation freed already",
+            &["hipMemAddressFree.not-reservation"],
+            |h| {
+                reserve(h, VA);
+                h.ok(address_free(VA));
+                h.call(address_free(VA), INVALID_VALUE)
+            },
+        ),
+    ];
+
+    #[test]
+    fn each_hip_negative_case_reports_exactly_its_rules() {
+        // The CUDA rules have their cases in the parent module's test.
+        let cuda = sharecheck_core::rules::vmm::FAMILY
+            .rules()
+            .into_iter()
+            .filter(|r| !r.id.starts_with("hip"))
+            .map(|r| r.id);
+        check_negative_cases(world, NEGATIVE, &["vmm"], cuda);
+    }
+
+    /// Created, reserved, mapped, given access, exported, unmapped, released, the reservation
+    /// freed; a handle created again at the value of one released is held again.
+    #[test]
+    fn a_hip_vmm_life_done_right_is_silent() {
+        let h = world();
+        create(&h, H);
+        reserve(&h, VA);
+        h.ok(map(VA, 0, 0));
+        h.ok(args::hipMemSetAccess {
+            ptr: ptr(VA),
+            size: Size(G as usize),
+            desc: HipMemAccessDescPtr(std::ptr::null()),
+            count: Size(1),
+        });
+        let (a, _fd) = export(0, 7);
+        h.ok(a);
+        h.ok(args::hipMemUnmap {
+            ptr: ptr(VA),
+            size: Size(G as usize),
+        });
+        h.ok(release(H));
+        h.ok(address_free(VA));
+        create(&h, H);
+        h.ok(release(H));
+    }
+
+    /// A release or address free of what the shim never saw (made before it was loaded) rests
+    /// on tracked state: silent where the runtime accepts, reported where it refuses.
+    #[test]
+    fn what_the_shim_never_saw_is_left_to_the_runtime() {
+        let h = world();
+        let kept = h.call(release(0x9990), SUCCESS);
+        assert!(kept.rules.is_empty(), "{:?}", kept.messages);
+        let refused = h.call(address_free(VA), INVALID_VALUE);
+        assert_eq!(refused.rules, ["hipMemAddressFree.not-reservation"]);
+        let accepted = h.call(address_free(VA + 8 * G), SUCCESS);
+        assert!(accepted.rules.is_empty(), "{:?}", accepted.messages);
+    }
 }

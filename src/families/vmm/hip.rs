@@ -1,0 +1,221 @@
+//! The HIP side of the family: `hipMemCreate`, `hipMemRelease`, imports and retains,
+//! `hipMemExportToShareableHandle`, `hipMemAddressReserve` / `hipMemAddressFree`, `hipMemMap`,
+//! `hipMemUnmap` and `hipMemSetAccess`. Catalogue: `sharecheck_core::rules::vmm::hip`.
+//!
+//! HIP 5.2 documents few sentences for these calls (they are "beta"): flags and the map's offset
+//! must be zero, a release is of a handle `hipMemCreate` made, an address free is of a
+//! reservation `hipMemAddressReserve` made. What the ROCm 6.2 runtime does with each misuse is read
+//! in its source (`hipamd/src/hip_vm.cpp`): it checks the flags and the offset, and it does not
+//! look before a release (a second release is a use after free) or before an address free of an
+//! address it does not know (it dereferences the missing entry). So the shim tracks the handles
+//! and reservations a HIP program holds, apart from CUDA's (the at-exit rules and the report's
+//! are CUDA's), and reports a release of a handle it saw released before the call is made.
+
+use super::{Lock, Sorted, VmmState};
+use crate::engine::{hex, Check, Cx};
+use rustc_hash::{FxHashMap, FxHashSet};
+use sharecheck_core::ffi::Outcome;
+use sharecheck_core::functions::args;
+use sharecheck_core::rules::vmm::hip::*;
+use std::ffi::c_int;
+
+/// How many released handles [`HipVmm::released`] remembers (past that, a release of an unknown
+/// handle rests on tracked state only).
+const RELEASED_KEPT: usize = 4096;
+
+/// What a HIP program holds: its handles (references taken less released), the handles it
+/// released as often as it took them (a handle value the runtime hands out again leaves the set),
+/// and its reservations (start -> size).
+#[derive(Default)]
+pub struct HipVmm {
+    handles: FxHashMap<u64, u32>,
+    released: FxHashSet<u64>,
+    reservations: Sorted<u64>,
+}
+
+pub struct CreateHip;
+pub struct ReleaseHip;
+pub struct ReferencedHip;
+pub struct ExportHip;
+pub struct ReserveHip;
+pub struct AddressFreeHip;
+pub struct MapHip;
+pub struct UnmapHip;
+pub struct SetAccessHip;
+
+fn hip<'a>(cx: &Cx<'a>) -> &'a Lock<HipVmm> {
+    &cx.states.family::<VmmState>().hip
+}
+
+fn flags_not_zero(cx: &mut Cx, rule: &'static sharecheck_core::rules::Rule, flags: u64) {
+    if flags != 0 {
+        cx.flag(rule, || format!("flags is {flags:#x}; it must be 0"));
+    }
+}
+
+/// A reference to `handle` taken (created, imported, retained).
+fn referenced(cx: &Cx, handle: u64) {
+    let mut vmm = hip(cx).lock();
+    vmm.released.remove(&handle);
+    let n = vmm.handles.entry(handle).or_insert(0);
+    *n = n.saturating_add(1);
+}
+
+impl Check<args::hipMemCreate> for CreateHip {
+    type Plan = ();
+    fn before(&self, a: &args::hipMemCreate, cx: &mut Cx) {
+        flags_not_zero(cx, &CREATE_FLAGS_NOT_ZERO, a.flags.0);
+    }
+    fn after(&self, a: &args::hipMemCreate, _: (), ret: c_int, cx: &mut Cx) {
+        if let Some(handle) = a.handle.written(Outcome::Returned(ret)) {
+            referenced(cx, handle.0);
+        }
+    }
+}
+
+impl Check<args::hipMemImportFromShareableHandle> for ReferencedHip {
+    type Plan = ();
+    const BEFORE: bool = false;
+    fn before(&self, _: &args::hipMemImportFromShareableHandle, _: &mut Cx) {}
+    fn after(&self, a: &args::hipMemImportFromShareableHandle, _: (), ret: c_int, cx: &mut Cx) {
+        if let Some(handle) = a.handle.written(Outcome::Returned(ret)) {
+            referenced(cx, handle.0);
+        }
+    }
+}
+
+impl Check<args::hipMemRetainAllocationHandle> for ReferencedHip {
+    type Plan = ();
+    const BEFORE: bool = false;
+    fn before(&self, _: &args::hipMemRetainAllocationHandle, _: &mut Cx) {}
+    fn after(&self, a: &args::hipMemRetainAllocationHandle, _: (), ret: c_int, cx: &mut Cx) {
+        if let Some(handle) = a.handle.written(Outcome::Returned(ret)) {
+            referenced(cx, handle.0);
+        }
+    }
+}
+
+impl Check<args::hipMemRelease> for ReleaseHip {
+    type Plan = ();
+    fn before(&self, a: &args::hipMemRelease, cx: &mut Cx) {
+        let handle = a.handle.0;
+        if handle == 0 {
+            // The runtime refuses NULL itself (hipErrorInvalidValue).
+            return;
+        }
+        let (held, released) = {
+            let vmm = hip(cx).lock();
+            (
+                vmm.handles.get(&handle).is_some_and(|&n| n > 0),
+                vmm.released.contains(&handle),
+            )
+        };
+        let message = || {
+            format!(
+                "handle {} is not one this process holds: {}",
+                hex(handle),
+                if released {
+                    "it was released as often as it was created, imported or retained"
+                } else {
+                    "never created, imported or retained here"
+                }
+            )
+        };
+        if released {
+            cx.flag(&RELEASE_NOT_HELD, message);
+        } else if !held {
+            cx.tracked(&RELEASE_NOT_HELD, message);
+        }
+    }
+    fn after(&self, a: &args::hipMemRelease, _: (), ret: c_int, cx: &mut Cx) {
+        if ret != 0 {
+            return;
+        }
+        let handle = a.handle.0;
+        let mut vmm = hip(cx).lock();
+        if let Some(n) = vmm.handles.get_mut(&handle) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                vmm.handles.remove(&handle);
+                if vmm.released.len() >= RELEASED_KEPT {
+                    vmm.released.clear();
+                }
+                vmm.released.insert(handle);
+            }
+        }
+    }
+}
+
+impl Check<args::hipMemExportToShareableHandle> for ExportHip {
+    type Plan = ();
+    fn before(&self, a: &args::hipMemExportToShareableHandle, cx: &mut Cx) {
+        flags_not_zero(cx, &EXPORT_FLAGS_NOT_ZERO, a.flags.0);
+    }
+}
+
+impl Check<args::hipMemAddressReserve> for ReserveHip {
+    type Plan = ();
+    fn before(&self, a: &args::hipMemAddressReserve, cx: &mut Cx) {
+        flags_not_zero(cx, &RESERVE_FLAGS_NOT_ZERO, a.flags.0);
+    }
+    fn after(&self, a: &args::hipMemAddressReserve, _: (), ret: c_int, cx: &mut Cx) {
+        if let Some(ptr) = a.ptr.written(Outcome::Returned(ret)) {
+            let start = ptr.0 as usize as u64;
+            hip(cx).lock().reservations.insert(start, a.size.0 as u64);
+        }
+    }
+}
+
+impl Check<args::hipMemAddressFree> for AddressFreeHip {
+    type Plan = ();
+    fn before(&self, a: &args::hipMemAddressFree, cx: &mut Cx) {
+        let ptr = a.devPtr.addr();
+        if ptr == 0 || a.size.0 == 0 {
+            // The runtime refuses these itself (hipErrorInvalidValue).
+            return;
+        }
+        if hip(cx).lock().reservations.get(ptr).is_none() {
+            cx.tracked(&ADDRESS_FREE_NOT_RESERVATION, || {
+                format!(
+                    "{} is not the start of a reservation this process holds \
+                     (hipMemAddressReserve)",
+                    hex(ptr)
+                )
+            });
+        }
+    }
+    fn after(&self, a: &args::hipMemAddressFree, _: (), ret: c_int, cx: &mut Cx) {
+        if ret == 0 {
+            hip(cx).lock().reservations.remove(a.devPtr.addr());
+        }
+    }
+}
+
+impl Check<args::hipMemMap> for MapHip {
+    type Plan = ();
+    fn before(&self, a: &args::hipMemMap, cx: &mut Cx) {
+        flags_not_zero(cx, &MAP_FLAGS_NOT_ZERO, a.flags.0);
+        let offset = a.offset.0;
+        if offset != 0 {
+            cx.flag(&MAP_OFFSET_NOT_ZERO, || {
+                format!("offset is {offset:#x}; HIP maps an allocation from its start (0)")
+            });
+        }
+    }
+}
+
+/// Traced; HIP 5.2 says nothing an unmap could break.
+impl Check<args::hipMemUnmap> for UnmapHip {
+    type Plan = ();
+    const BEFORE: bool = false;
+    fn before(&self, _: &args::hipMemUnmap, _: &mut Cx) {}
+    fn after(&self, _: &args::hipMemUnmap, _: (), _: c_int, _: &mut Cx) {}
+}
+
+/// Traced; HIP 5.2 says nothing a set access could break.
+impl Check<args::hipMemSetAccess> for SetAccessHip {
+    type Plan = ();
+    const BEFORE: bool = false;
+    fn before(&self, _: &args::hipMemSetAccess, _: &mut Cx) {}
+    fn after(&self, _: &args::hipMemSetAccess, _: (), _: c_int, _: &mut Cx) {}
+}
