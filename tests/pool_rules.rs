@@ -168,3 +168,70 @@ fn the_simulator_answers_the_pool_probe_as_r580_did() {
         );
     }
 }
+
+/// HIP's cases (tests/c/pool_hip.c), with the ROCm 6.2 runtime's answers on the simulator: each
+/// misuse fires exactly its rule; a shared pool's correct life is silent, every call traced.
+const HIP_CASES: &[Case] = &[
+    (
+        "export-flags",
+        NONE,
+        &["hipMemPoolExportToShareableHandle.flags-not-zero"],
+    ),
+    (
+        "import-flags",
+        NONE,
+        &["hipMemPoolImportFromShareableHandle.flags-not-zero"],
+    ),
+    (
+        "export-not-ipc",
+        NONE,
+        &["hipMemPoolExportToShareableHandle.pool-not-ipc-capable"],
+    ),
+    (
+        "alloc-imported",
+        NONE,
+        &["hipMallocFromPoolAsync.imported-pool"],
+    ),
+    ("correct", NONE, &[]),
+];
+
+#[test]
+fn each_hip_misuse_fires_exactly_its_rule_and_correct_use_is_silent() {
+    let scratch = Scratch::new("pool_hip_cases");
+    let libs = format!("-L{}", scratch.sim_libs().display());
+    let exe = scratch.compile("pool_hip.c", "pool_hip", &[&libs, "-lamdhip64"]);
+    check_cases(&scratch, &exe, HIP_CASES);
+    let r = run_checked(&scratch, &exe, "correct", NONE);
+    let traced: Vec<String> = calls(&r.records)
+        .iter()
+        .filter(|c| c["r"] == 0)
+        .filter_map(|c| c["fn"].as_str().map(str::to_owned))
+        .filter(|f| f.starts_with("hipMemPool") || f.starts_with("hipMallocFromPool"))
+        .collect();
+    assert_eq!(
+        traced,
+        [
+            "hipMemPoolCreate",
+            "hipMemPoolExportToShareableHandle",
+            "hipMemPoolImportFromShareableHandle",
+            "hipMallocFromPoolAsync",
+            "hipMemPoolExportPointer",
+            "hipMemPoolImportPointer",
+            "hipMemPoolDestroy",
+            "hipMemPoolDestroy",
+        ],
+        "{}",
+        r.stderr()
+    );
+    // The pointer's export data is a capability: its records carry only its fingerprint.
+    let export = calls(&r.records)
+        .into_iter()
+        .find(|c| c["fn"] == "hipMemPoolExportPointer")
+        .expect("the pointer export is traced");
+    assert!(
+        export["a"]["*export_data"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("fp:")),
+        "{export}"
+    );
+}

@@ -267,6 +267,11 @@ opaque_handle!(
 opaque_handle!(CUevent, "CUevent");
 opaque_handle!(hipEvent_t, "hipEvent_t");
 opaque_handle!(
+    /// A HIP memory pool (`hipMemPoolCreate`, an import, or a device's default pool).
+    hipMemPool_t,
+    "hipMemPool_t"
+);
+opaque_handle!(
     /// `void *`: a host or (HIP) device address.
     VoidPtr,
     "void *"
@@ -367,6 +372,12 @@ const_pointer!(
     /// `const hipMemAccessDesc *` of `hipMemSetAccess` (recorded as its address).
     HipMemAccessDescPtr,
     "const hipMemAccessDesc *"
+);
+const_pointer!(
+    /// `const hipMemPoolProps *` of `hipMemPoolCreate` (recorded as its address; the check reads
+    /// its handle types, as the runtime does).
+    HipMemPoolPropsPtr,
+    "const hipMemPoolProps *"
 );
 const_pointer!(
     /// `const hipMemAllocationProp *` of `hipMemCreate` (recorded as its address).
@@ -1130,6 +1141,11 @@ capability_ptr!(
     /// data lets a process holding the pool map the memory: a capability).
     PoolExportDataPtr(*mut c_void),
     "CUmemPoolPtrExportData *"
+);
+capability_ptr!(
+    /// HIP's `hipMemPoolPtrExportData *` (64 bytes, a capability as CUDA's is).
+    HipPoolExportDataPtr(*mut c_void),
+    "hipMemPoolPtrExportData *"
 );
 
 /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`.

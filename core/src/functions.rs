@@ -80,6 +80,14 @@ macro_rules! interposed_functions {
             hip hipMemMap [hipMemMap 0 legacy observed] (ptr: VoidPtr, size: Size, offset: Size, handle: hipMemGenericAllocationHandle_t, flags: ReservedFlags64);
             hip hipMemUnmap [hipMemUnmap 0 legacy observed] (ptr: VoidPtr, size: Size);
             hip hipMemSetAccess [hipMemSetAccess 0 legacy observed] (ptr: VoidPtr, size: Size, desc: HipMemAccessDescPtr, count: Size);
+            // Stream-ordered pools, shared between processes (HIP 5.2: "beta").
+            hip hipMemPoolCreate [hipMemPoolCreate 0 legacy observed] (mem_pool: Out<hipMemPool_t>, pool_props: HipMemPoolPropsPtr);
+            hip hipMemPoolDestroy [hipMemPoolDestroy 0 legacy observed] (mem_pool: hipMemPool_t);
+            hip hipMallocFromPoolAsync [hipMallocFromPoolAsync 0 legacy observed] (dev_ptr: Out<VoidPtrOut>, size: Size, mem_pool: hipMemPool_t, stream: hipStream_t);
+            hip hipMemPoolExportToShareableHandle [hipMemPoolExportToShareableHandle 0 legacy observed] (shared_handle: ShareableHandleOut, mem_pool: hipMemPool_t, handle_type: HipMemHandleTypes, flags: ReservedFlags);
+            hip hipMemPoolImportFromShareableHandle [hipMemPoolImportFromShareableHandle 0 legacy observed] (mem_pool: Out<hipMemPool_t>, shared_handle: ShareableHandleIn, handle_type: HipMemHandleTypes, flags: ReservedFlags);
+            hip hipMemPoolExportPointer [hipMemPoolExportPointer 0 legacy observed] (export_data: HipPoolExportDataPtr, dev_ptr: VoidPtr);
+            hip hipMemPoolImportPointer [hipMemPoolImportPointer 0 legacy observed] (dev_ptr: Out<VoidPtrOut>, mem_pool: hipMemPool_t, export_data: HipPoolExportDataPtr);
             // Observed: interposed only while a check in the table runs on them; otherwise every
             // lookup hands out the driver's own function.
             // Memory: what frees or unmaps memory ends what the shim knows of it.

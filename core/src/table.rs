@@ -118,6 +118,13 @@ macro_rules! check_table {
             hipMemMap => vmm::MAP_HIP;
             hipMemUnmap => vmm::UNMAP_HIP, lifecycle::MEMORY_FREED;
             hipMemSetAccess => vmm::SET_ACCESS_HIP;
+            hipMemPoolCreate => pool::CREATE_HIP;
+            hipMemPoolDestroy => pool::DESTROY_HIP;
+            hipMallocFromPoolAsync => pool::ALLOC_HIP;
+            hipMemPoolExportToShareableHandle => pool::EXPORT_HIP;
+            hipMemPoolImportFromShareableHandle => pool::IMPORT_HIP;
+            hipMemPoolExportPointer => pool::POINTER_HIP;
+            hipMemPoolImportPointer => pool::POINTER_HIP;
             // Multicast.
             cuMulticastCreate => multicast::CREATE;
             cuMulticastAddDevice => multicast::ADD_DEVICE;

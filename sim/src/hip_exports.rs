@@ -286,11 +286,19 @@ hip_exports! {
         Ok(())
     }
 
+    /// A pointer imported with hipMemPoolImportPointer too ("The pointer may be freed with
+    /// hipFree or hipFreeAsync"), as cuMemFree_v2 takes it.
     fn hipFree(ptr: *mut c_void) {
         if ptr.is_null() {
             return Ok(());
         }
-        state::with(|d| d.free_memory(ptr as u64, hip_freeable))
+        let ptr = ptr as u64;
+        state::with(|d| {
+            d.free_pool_import(ptr).unwrap_or_else(|| {
+                d.retain_pool_export(ptr);
+                d.free_memory(ptr, hip_freeable)
+            })
+        })
     }
 
     /// As the CLR: NULL is success; anything `hipFree` takes, this takes (see [`hip_freeable`]).
@@ -626,6 +634,83 @@ hip_exports! {
             grants.push((d.location.id, d.flags != MEM_ACCESS_FLAGS_PROT_NONE));
         }
         state::with(|d| d.memory.set_access(ptr as usize as u64, size as u64, &grants))
+    }
+
+    // Stream-ordered pools shared between processes, as the ROCm 6.2 CLR answers
+    // (`hipamd/src/hip_mempool.cpp`; not measured on AMD hardware). `hipMemPoolProps` is 88
+    // bytes, laid out as `CUmemPoolProps`.
+
+    fn hipMemPoolCreate(mem_pool: *mut *mut c_void, pool_props: *const CUmemPoolProps) {
+        require(mem_pool)?;
+        require(pool_props)?;
+        // SAFETY: not NULL (checked above); `hipMemPoolCreate` documents a readable
+        // `hipMemPoolProps`.
+        let props = unsafe { pool_props.read_unaligned() };
+        let created = state::with(|d| d.pool_create(&props))?;
+        // SAFETY: `mem_pool` is not NULL (checked above); documented as writable.
+        unsafe { *mem_pool = crate::handles::to_ptr(created) };
+        Ok(())
+    }
+
+    fn hipMemPoolDestroy(mem_pool: *mut c_void) {
+        require(mem_pool)?;
+        state::with(|d| d.pool_destroy(mem_pool as usize as u64))
+    }
+
+    fn hipMallocFromPoolAsync(dev_ptr: *mut *mut c_void, size: usize, mem_pool: *mut c_void, stream: hipStream_t) {
+        require(dev_ptr)?;
+        require(mem_pool)?;
+        let base = if size == 0 {
+            0
+        } else {
+            state::with(|d| d.pool_allocate_hip(size as u64, mem_pool as usize as u64, stream_handle(stream)))?
+        };
+        // SAFETY: `dev_ptr` is not NULL (checked above); documented as a writable `void *`.
+        unsafe { *dev_ptr = base as usize as *mut c_void };
+        Ok(())
+    }
+
+    fn hipMemPoolExportToShareableHandle(shared_handle: *mut c_void, mem_pool: *mut c_void, handle_type: c_uint, flags: c_uint) {
+        require(mem_pool)?;
+        require(shared_handle)?;
+        let fd = state::with(|d| d.pool_export(mem_pool as usize as u64, handle_type, u64::from(flags)))?;
+        // SAFETY: `shared_handle` is not NULL (checked above); the CLR writes a file descriptor.
+        unsafe { *shared_handle.cast::<c_int>() = fd };
+        Ok(())
+    }
+
+    /// `shared_handle`: the descriptor's number cast to a pointer (the CLR's union).
+    fn hipMemPoolImportFromShareableHandle(mem_pool: *mut *mut c_void, shared_handle: *mut c_void, handle_type: c_uint, flags: c_uint) {
+        require(mem_pool)?;
+        require(shared_handle)?;
+        if flags != 0 || handle_type == 0 {
+            return Err(INVALID_VALUE);
+        }
+        let imported = state::with(|d| d.pool_import(shared_handle as usize as c_int, handle_type, 0))?;
+        // SAFETY: `mem_pool` is not NULL (checked above); documented as writable.
+        unsafe { *mem_pool = crate::handles::to_ptr(imported) };
+        Ok(())
+    }
+
+    fn hipMemPoolExportPointer(export_data: *mut CUmemPoolPtrExportData, dev_ptr: *mut c_void) {
+        require(export_data)?;
+        require(dev_ptr)?;
+        let data = state::with(|d| d.pool_export_pointer(dev_ptr as usize as u64))?;
+        // SAFETY: `export_data` is not NULL (checked above); documented as writable 64 bytes.
+        unsafe { *export_data = CUmemPoolPtrExportData { reserved: data } };
+        Ok(())
+    }
+
+    fn hipMemPoolImportPointer(dev_ptr: *mut *mut c_void, mem_pool: *mut c_void, export_data: *mut CUmemPoolPtrExportData) {
+        require(dev_ptr)?;
+        require(mem_pool)?;
+        require(export_data)?;
+        // SAFETY: not NULL (checked above); documented as readable export data.
+        let data = unsafe { export_data.read_unaligned() }.reserved;
+        let ptr = state::with(|d| d.pool_import_pointer(mem_pool as usize as u64, &data))?;
+        // SAFETY: `dev_ptr` is not NULL (checked above); documented as a writable `void *`.
+        unsafe { *dev_ptr = ptr as usize as *mut c_void };
+        Ok(())
     }
 
     fn hipIpcGetMemHandle(handle: *mut hipIpcMemHandle_t, devPtr: *mut c_void) {

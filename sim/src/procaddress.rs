@@ -253,6 +253,13 @@ table! {
     Hip hipMemMap 0 legacy => hipMemMap;
     Hip hipMemUnmap 0 legacy => hipMemUnmap;
     Hip hipMemSetAccess 0 legacy => hipMemSetAccess;
+    Hip hipMemPoolCreate 0 legacy => hipMemPoolCreate;
+    Hip hipMemPoolDestroy 0 legacy => hipMemPoolDestroy;
+    Hip hipMallocFromPoolAsync 0 legacy => hipMallocFromPoolAsync;
+    Hip hipMemPoolExportToShareableHandle 0 legacy => hipMemPoolExportToShareableHandle;
+    Hip hipMemPoolImportFromShareableHandle 0 legacy => hipMemPoolImportFromShareableHandle;
+    Hip hipMemPoolExportPointer 0 legacy => hipMemPoolExportPointer;
+    Hip hipMemPoolImportPointer 0 legacy => hipMemPoolImportPointer;
     Hip hipIpcGetEventHandle 0 legacy => hipIpcGetEventHandle;
     Hip hipIpcOpenEventHandle 0 legacy => hipIpcOpenEventHandle;
     Hip hipStreamAttachMemAsync 0 legacy => hipStreamAttachMemAsync;

@@ -143,6 +143,76 @@ pub mod report {
     ];
 }
 
+/// Rules of the HIP runtime API: the doc comments of HIP 5.2's `hip_runtime_api.h` ("Stream
+/// Ordered Memory Allocator", marked beta). What the runtime does with each misuse is read in the
+/// ROCm 6.2 CLR (`hipamd/src/hip_mempool.cpp`); no AMD GPU measured it.
+pub mod hip {
+    use super::*;
+    use crate::codes::INVALID_VALUE;
+
+    const fn source(function: &'static str) -> Source {
+        Source {
+            document: "HIP Runtime API",
+            section: SECTION,
+            function,
+        }
+    }
+
+    pub static EXPORT_FLAGS_NOT_ZERO: Rule = Rule {
+        id: "hipMemPoolExportToShareableHandle.flags-not-zero",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "flags is 0. The ROCm 6.2 runtime answers hipErrorInvalidValue.",
+        source: source("hipMemPoolExportToShareableHandle"),
+        quote: "flags Must be 0",
+        documented_code: Some(INVALID_VALUE),
+        fix: "pass 0 as flags",
+    };
+
+    pub static IMPORT_FLAGS_NOT_ZERO: Rule = Rule {
+        id: "hipMemPoolImportFromShareableHandle.flags-not-zero",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "flags is 0. The ROCm 6.2 runtime answers hipErrorInvalidValue.",
+        source: source("hipMemPoolImportFromShareableHandle"),
+        quote: "flags Must be 0",
+        documented_code: Some(INVALID_VALUE),
+        fix: "pass 0 as flags",
+    };
+
+    pub static EXPORT_NOT_IPC_CAPABLE: Rule = Rule {
+        id: "hipMemPoolExportToShareableHandle.pool-not-ipc-capable",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "mem_pool was created (hipMemPoolCreate) with handleTypes other than \
+            hipMemHandleTypeNone: only such a pool is IPC capable. The ROCm 6.2 runtime answers \
+            hipErrorInvalidValue (it also refuses a handle_type other than the pool's).",
+        source: source("hipMemPoolExportToShareableHandle"),
+        quote: "To create an IPC capable mempool, create a mempool with a \
+            hipMemAllocationHandleType other than hipMemHandleTypeNone.",
+        documented_code: Some(INVALID_VALUE),
+        fix: "create the pool with handleTypes = hipMemHandleTypePosixFileDescriptor",
+    };
+
+    pub static ALLOC_FROM_IMPORTED: Rule = Rule {
+        id: "hipMallocFromPoolAsync.imported-pool",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "mem_pool is not a pool this process imported \
+            (hipMemPoolImportFromShareableHandle): an imported pool makes no new allocations; \
+            its memory is reached only through the exporter's pointers \
+            (hipMemPoolImportPointer). The ROCm 6.2 runtime does not look: it allocates from \
+            the imported pool's own bookkeeping.",
+        source: source("hipMemPoolImportFromShareableHandle"),
+        quote: "Imported memory pools do not support creating new allocations. As such imported \
+            memory pools may not be used in hipDeviceSetMemPool or hipMallocFromPoolAsync calls.",
+        documented_code: None,
+        fix: "allocate in the exporting process and share each allocation with \
+            hipMemPoolExportPointer / hipMemPoolImportPointer, or create a pool of this \
+            process's own",
+    };
+}
+
 /// The family's checks, by the names the check table uses.
 pub mod checks {
     use super::*;
@@ -190,6 +260,32 @@ pub mod checks {
         name: "pool.import-pointer",
         rules: &[&cuda::IMPORT_POINTER_POOL_NOT_IMPORTED],
     };
+    /// HIP's pool calls: a create's handle types, a destroy, an allocation, the pool's export
+    /// and import, and a pointer's export and import (traced).
+    pub static CREATE_HIP: CheckInfo = CheckInfo {
+        name: "pool.create.hip",
+        rules: &[],
+    };
+    pub static DESTROY_HIP: CheckInfo = CheckInfo {
+        name: "pool.destroy.hip",
+        rules: &[],
+    };
+    pub static ALLOC_HIP: CheckInfo = CheckInfo {
+        name: "pool.alloc.hip",
+        rules: &[&hip::ALLOC_FROM_IMPORTED],
+    };
+    pub static EXPORT_HIP: CheckInfo = CheckInfo {
+        name: "pool.export.hip",
+        rules: &[&hip::EXPORT_FLAGS_NOT_ZERO, &hip::EXPORT_NOT_IPC_CAPABLE],
+    };
+    pub static IMPORT_HIP: CheckInfo = CheckInfo {
+        name: "pool.import.hip",
+        rules: &[&hip::IMPORT_FLAGS_NOT_ZERO],
+    };
+    pub static POINTER_HIP: CheckInfo = CheckInfo {
+        name: "pool.pointer.hip",
+        rules: &[],
+    };
 }
 
 /// The family: every rule it defines, in catalogue order.
@@ -207,6 +303,12 @@ pub static FAMILY: Family = Family {
         &checks::IMPORT,
         &checks::EXPORT_POINTER,
         &checks::IMPORT_POINTER,
+        &checks::CREATE_HIP,
+        &checks::DESTROY_HIP,
+        &checks::ALLOC_HIP,
+        &checks::EXPORT_HIP,
+        &checks::IMPORT_HIP,
+        &checks::POINTER_HIP,
     ],
     reported: report::REPORTED_ON,
     engine: &[],

@@ -70,6 +70,25 @@ impl Driver {
         Ok(base)
     }
 
+    /// `hipMallocFromPoolAsync` as the ROCm 6.2 CLR does it: it does not look whether the pool
+    /// was imported, and an imported pool allocates from its own bookkeeping (memory of its
+    /// device, which no other process shares).
+    /// `stream` is a HIP stream (`hipErrorInvalidHandle` where it is not one).
+    pub fn pool_allocate_hip(&mut self, size: u64, handle: u64, stream: u64) -> Outcome<u64> {
+        let p = self.pools.get(handle).ok_or(INVALID_VALUE)?;
+        if !self.streams.is_valid_stream(stream) {
+            return Err(INVALID_HANDLE);
+        }
+        let base = self
+            .memory
+            .allocate(size, p.device, Owner::MemPool(p.device), MemKind::Pool)?;
+        if p.source.is_none() {
+            let buffer = self.memory.find(base).expect("just made").buffer_id;
+            self.pools.by_buffer.insert(buffer, handle);
+        }
+        Ok(base)
+    }
+
     /// `cuMemPoolSetAccess`: any pool this process holds (access is not modelled).
     pub fn pool_set_access(&self, handle: u64) -> Outcome {
         self.pools.get(handle).map(|_| ()).ok_or(INVALID_VALUE)

@@ -10,6 +10,7 @@
 //! (the memory may predate the shim). No lock is held across a driver call, and a free takes no
 //! lock while no pool allocation is tracked.
 
+mod hip;
 #[cfg(test)]
 mod tests;
 
@@ -45,6 +46,12 @@ pub mod checks {
     pub const IMPORT: super::Import = super::Import;
     pub const EXPORT_POINTER: super::ExportPointer = super::ExportPointer;
     pub const IMPORT_POINTER: super::ImportPointer = super::ImportPointer;
+    pub const CREATE_HIP: super::hip::CreateHip = super::hip::CreateHip;
+    pub const DESTROY_HIP: super::hip::DestroyHip = super::hip::DestroyHip;
+    pub const ALLOC_HIP: super::hip::AllocHip = super::hip::AllocHip;
+    pub const EXPORT_HIP: super::hip::ExportHip = super::hip::ExportHip;
+    pub const IMPORT_HIP: super::hip::ImportHip = super::hip::ImportHip;
+    pub const POINTER_HIP: super::hip::PointerHip = super::hip::PointerHip;
 }
 
 /// Where an allocation came from.
@@ -64,6 +71,8 @@ pub struct PoolState {
     /// How many allocations are tracked (read without the lock): while none, a free has nothing
     /// to forget.
     allocations: AtomicUsize,
+    /// A HIP program's pools ([`hip::HipPools`]), apart from CUDA's.
+    hip: Mutex<hip::HipPools>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -101,6 +110,7 @@ impl FamilyState for PoolState {
             Lifetime::PrimaryContextEnded(_) | Lifetime::HipDeviceReset(_)
         ) {
             self.with(|p| *p = Pools::default());
+            *self.hip.lock() = hip::HipPools::default();
         }
     }
 }

@@ -197,11 +197,17 @@ const NEGATIVE: &[Case] = &[
 
 #[test]
 fn each_negative_case_reports_exactly_its_rules_and_every_pool_rule_has_one() {
-    // The report phase's rule is staged by tests/pool_rules.rs and core's crossproc tests.
+    // The report phase's rule is staged by tests/pool_rules.rs and core's crossproc tests; the
+    // HIP rules by the `hip` module below.
     let report_phase = sharecheck_core::rules::pool::report::REPORTED_ON
         .iter()
         .map(|(rule, _)| rule.id);
-    check_negative_cases(world, NEGATIVE, &["pool"], report_phase);
+    let hip = sharecheck_core::rules::pool::FAMILY
+        .rules()
+        .into_iter()
+        .filter(|r| r.id.starts_with("hip"))
+        .map(|r| r.id);
+    check_negative_cases(world, NEGATIVE, &["pool"], report_phase.chain(hip));
 }
 
 /// The exporter's life: a shareable pool created, exported, allocated from, the pointer exported,
@@ -278,4 +284,157 @@ fn a_device_end_clears_what_is_tracked() {
         .family::<PoolState>()
         .forget(Lifetime::PrimaryContextEnded(0));
     assert!(export(&h, PLAIN_POOL, POSIX_FD, SUCCESS).rules.is_empty());
+}
+
+mod hip {
+    //! The HIP side: each rule's negative case with the ROCm 6.2 runtime's answer (read in its
+    //! source, `hipamd/src/hip_mempool.cpp`), and a shared pool's life that stays silent.
+
+    use super::{world, IMPORTED, MB, P, PLAIN_POOL, POOL, POSIX_FD};
+    use crate::engine::fake::{check_negative_cases, Case, Harness, Ran};
+    use sharecheck_core::codes::*;
+    use sharecheck_core::ffi::*;
+    use sharecheck_core::functions::args;
+    use std::ffi::c_void;
+
+    /// A whole `hipMemPoolProps` (88 bytes) for device 0 with `types`.
+    #[repr(C)]
+    struct Props {
+        alloc_type: u32,
+        handle_types: u32,
+        rest: [u64; 10],
+    }
+
+    fn pool(at: u64) -> hipMemPool_t {
+        hipMemPool_t(at as *mut c_void)
+    }
+
+    fn create(h: &Harness, at: u64, types: u32) {
+        let props = Props {
+            alloc_type: 1,
+            handle_types: types,
+            rest: [0; 10],
+        };
+        let mut out = pool(at);
+        h.ok(args::hipMemPoolCreate {
+            mem_pool: Out(&mut out),
+            pool_props: HipMemPoolPropsPtr((&props as *const Props).cast()),
+        });
+    }
+
+    fn import(h: &Harness, at: u64, flags: u32, ret: i32) -> Ran {
+        let mut out = pool(at);
+        h.call(
+            args::hipMemPoolImportFromShareableHandle {
+                mem_pool: Out(&mut out),
+                shared_handle: ShareableHandleIn(7 as *mut c_void),
+                handle_type: HipMemHandleTypes(POSIX_FD),
+                flags: ReservedFlags(flags),
+            },
+            ret,
+        )
+    }
+
+    fn export(h: &Harness, at: u64, flags: u32, ret: i32) -> Ran {
+        let mut fd = 9;
+        h.call(
+            args::hipMemPoolExportToShareableHandle {
+                shared_handle: ShareableHandleOut((&mut fd as *mut i32).cast()),
+                mem_pool: pool(at),
+                handle_type: HipMemHandleTypes(POSIX_FD),
+                flags: ReservedFlags(flags),
+            },
+            ret,
+        )
+    }
+
+    fn alloc(h: &Harness, from: u64, at: u64, ret: i32) -> Ran {
+        let mut out = VoidPtrOut(at as *mut c_void);
+        h.call(
+            args::hipMallocFromPoolAsync {
+                dev_ptr: Out(&mut out),
+                size: Size(MB as usize),
+                mem_pool: pool(from),
+                stream: hipStream_t(std::ptr::null_mut()),
+            },
+            ret,
+        )
+    }
+
+    const NEGATIVE: &[Case] = &[
+        (
+            "an export with flags",
+            &["hipMemPoolExportToShareableHandle.flags-not-zero"],
+            |h| {
+                create(h, POOL, POSIX_FD);
+                export(h, POOL, 1, INVALID_VALUE)
+            },
+        ),
+        (
+            "an import with flags",
+            &["hipMemPoolImportFromShareableHandle.flags-not-zero"],
+            |h| import(h, IMPORTED, 1, INVALID_VALUE),
+        ),
+        (
+            "an export of a pool created without a handle type",
+            &["hipMemPoolExportToShareableHandle.pool-not-ipc-capable"],
+            |h| {
+                create(h, PLAIN_POOL, 0);
+                export(h, PLAIN_POOL, 0, INVALID_VALUE)
+            },
+        ),
+        (
+            "an allocation from an imported pool (the runtime accepts it)",
+            &["hipMallocFromPoolAsync.imported-pool"],
+            |h| {
+                let ran = import(h, IMPORTED, 0, SUCCESS);
+                assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+                alloc(h, IMPORTED, P, SUCCESS)
+            },
+        ),
+    ];
+
+    #[test]
+    fn each_hip_negative_case_reports_exactly_its_rules() {
+        let cuda = sharecheck_core::rules::pool::FAMILY
+            .rules()
+            .into_iter()
+            .filter(|r| !r.id.starts_with("hip"))
+            .map(|r| r.id);
+        check_negative_cases(world, NEGATIVE, &["pool"], cuda);
+    }
+
+    /// The exporter: a shareable pool created, allocated from, exported, its pointer exported,
+    /// destroyed; the importer: the pool imported, the pointer imported; a pool of its own
+    /// allocated from; a pool without a handle type allocated from and never exported.
+    #[test]
+    fn a_hip_pool_shared_done_right_is_silent() {
+        let h = world();
+        create(&h, POOL, POSIX_FD);
+        assert!(alloc(&h, POOL, P, SUCCESS).rules.is_empty());
+        assert!(export(&h, POOL, 0, SUCCESS).rules.is_empty());
+        let mut data = [0u8; 64];
+        h.ok(args::hipMemPoolExportPointer {
+            export_data: HipPoolExportDataPtr(data.as_mut_ptr().cast()),
+            dev_ptr: VoidPtr(P as *mut c_void),
+        });
+        assert!(import(&h, IMPORTED, 0, SUCCESS).rules.is_empty());
+        let mut out = VoidPtrOut(std::ptr::null_mut());
+        h.ok(args::hipMemPoolImportPointer {
+            dev_ptr: Out(&mut out),
+            mem_pool: pool(IMPORTED),
+            export_data: HipPoolExportDataPtr(data.as_mut_ptr().cast()),
+        });
+        create(&h, PLAIN_POOL, 0);
+        assert!(alloc(&h, PLAIN_POOL, P + MB, SUCCESS).rules.is_empty());
+        h.ok(args::hipMemPoolDestroy {
+            mem_pool: pool(POOL),
+        });
+        // A pool value the runtime hands out again is no longer the imported one once destroyed.
+        h.ok(args::hipMemPoolDestroy {
+            mem_pool: pool(IMPORTED),
+        });
+        create(&h, IMPORTED, POSIX_FD);
+        assert!(alloc(&h, IMPORTED, P + 2 * MB, SUCCESS).rules.is_empty());
+    }
 }
