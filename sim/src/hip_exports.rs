@@ -495,7 +495,7 @@ hip_exports! {
     // free or unmap of an address it does not know), the simulator answers hipErrorInvalidValue
     // instead of crashing; where it does not look (a release), it accepts, as the CLR does.
 
-    fn hipMemCreate(handle: *mut u64, size: usize, prop: *const CUmemAllocationProp, flags: c_ulonglong) {
+    fn hipMemCreate(handle: *mut hipMemGenericAllocationHandle_t, size: usize, prop: *const hipMemAllocationProp, flags: c_ulonglong) {
         require(handle)?;
         if size == 0 || flags != 0 {
             return Err(INVALID_VALUE);
@@ -512,32 +512,33 @@ hip_exports! {
         }
         let created = state::with(|d| d.memory.create_physical(size as u64, prop.location.id, None, types))?;
         // SAFETY: `handle` is not NULL (checked above); documented as a writable handle.
-        unsafe { *handle = created };
+        unsafe { *handle = created as usize as hipMemGenericAllocationHandle_t };
         Ok(())
     }
 
     /// The CLR drops a reference of whatever the handle points to, without looking.
-    fn hipMemRelease(handle: u64) {
-        if handle == 0 {
+    fn hipMemRelease(handle: hipMemGenericAllocationHandle_t) {
+        if handle.is_null() {
             return Err(INVALID_VALUE);
         }
-        let _ = state::with(|d| d.memory.release_physical(handle));
+        let _ = state::with(|d| d.memory.release_physical(handle as usize as u64));
         Ok(())
     }
 
-    fn hipMemRetainAllocationHandle(handle: *mut u64, addr: *mut c_void) {
+    fn hipMemRetainAllocationHandle(handle: *mut hipMemGenericAllocationHandle_t, addr: *mut c_void) {
         require(handle)?;
         require(addr)?;
         let retained = state::with(|d| d.memory.retain_physical(addr as usize as u64))?;
         // SAFETY: `handle` is not NULL (checked above); documented as a writable handle.
-        unsafe { *handle = retained };
+        unsafe { *handle = retained as usize as hipMemGenericAllocationHandle_t };
         Ok(())
     }
 
-    fn hipMemExportToShareableHandle(shareableHandle: *mut c_void, handle: u64, handleType: c_uint, flags: c_ulonglong) {
-        if flags != 0 || handle == 0 {
+    fn hipMemExportToShareableHandle(shareableHandle: *mut c_void, handle: hipMemGenericAllocationHandle_t, handleType: c_uint, flags: c_ulonglong) {
+        if flags != 0 || handle.is_null() {
             return Err(INVALID_VALUE);
         }
+        let handle = handle as usize as u64;
         require(shareableHandle)?;
         // The CLR exports only the type the create requested.
         let requested = state::with(|d| d.memory.physical(handle).map(|p| p.handle_types));
@@ -552,7 +553,7 @@ hip_exports! {
     }
 
     /// `osHandle`: the descriptor's number cast to a pointer.
-    fn hipMemImportFromShareableHandle(handle: *mut u64, osHandle: *mut c_void, shHandleType: c_uint) {
+    fn hipMemImportFromShareableHandle(handle: *mut hipMemGenericAllocationHandle_t, osHandle: *mut c_void, shHandleType: c_uint) {
         require(handle)?;
         require(osHandle)?;
         if shHandleType != MEM_HANDLE_TYPE_POSIX_FD {
@@ -560,11 +561,11 @@ hip_exports! {
         }
         let imported = state::with(|d| d.memory.import_fd(osHandle as usize as c_int))?;
         // SAFETY: `handle` is not NULL (checked above); documented as a writable handle.
-        unsafe { *handle = imported };
+        unsafe { *handle = imported as usize as hipMemGenericAllocationHandle_t };
         Ok(())
     }
 
-    fn hipMemGetAllocationGranularity(granularity: *mut usize, prop: *const CUmemAllocationProp, option: c_uint) {
+    fn hipMemGetAllocationGranularity(granularity: *mut usize, prop: *const hipMemAllocationProp, option: c_uint) {
         require(granularity)?;
         // SAFETY: `prop` is NULL or a readable `hipMemAllocationProp`, as documented.
         let prop = unsafe { crate::cuda_exports::allocation_prop(prop) }?;
@@ -605,11 +606,11 @@ hip_exports! {
         })
     }
 
-    fn hipMemMap(ptr: *mut c_void, size: usize, offset: usize, handle: u64, flags: c_ulonglong) {
-        if ptr.is_null() || handle == 0 || size == 0 || offset != 0 || flags != 0 {
+    fn hipMemMap(ptr: *mut c_void, size: usize, offset: usize, handle: hipMemGenericAllocationHandle_t, flags: c_ulonglong) {
+        if ptr.is_null() || handle.is_null() || size == 0 || offset != 0 || flags != 0 {
             return Err(INVALID_VALUE);
         }
-        state::with(|d| d.memory.map(ptr as usize as u64, size as u64, 0, handle)).map_err(|_| INVALID_VALUE)
+        state::with(|d| d.memory.map(ptr as usize as u64, size as u64, 0, handle as usize as u64)).map_err(|_| INVALID_VALUE)
     }
 
     fn hipMemUnmap(ptr: *mut c_void, size: usize) {
@@ -619,7 +620,7 @@ hip_exports! {
         state::with(|d| d.memory.unmap(ptr as usize as u64, size as u64))
     }
 
-    fn hipMemSetAccess(ptr: *mut c_void, size: usize, desc: *const CUmemAccessDesc, count: usize) {
+    fn hipMemSetAccess(ptr: *mut c_void, size: usize, desc: *const hipMemAccessDesc, count: usize) {
         if ptr.is_null() || size == 0 || desc.is_null() || count == 0 {
             return Err(INVALID_VALUE);
         }
@@ -640,7 +641,7 @@ hip_exports! {
     // (`hipamd/src/hip_mempool.cpp`; not measured on AMD hardware). `hipMemPoolProps` is 88
     // bytes, laid out as `CUmemPoolProps`.
 
-    fn hipMemPoolCreate(mem_pool: *mut *mut c_void, pool_props: *const CUmemPoolProps) {
+    fn hipMemPoolCreate(mem_pool: *mut hipMemPool_t, pool_props: *const hipMemPoolProps) {
         require(mem_pool)?;
         require(pool_props)?;
         // SAFETY: not NULL (checked above); `hipMemPoolCreate` documents a readable
@@ -652,12 +653,12 @@ hip_exports! {
         Ok(())
     }
 
-    fn hipMemPoolDestroy(mem_pool: *mut c_void) {
+    fn hipMemPoolDestroy(mem_pool: hipMemPool_t) {
         require(mem_pool)?;
         state::with(|d| d.pool_destroy(mem_pool as usize as u64))
     }
 
-    fn hipMallocFromPoolAsync(dev_ptr: *mut *mut c_void, size: usize, mem_pool: *mut c_void, stream: hipStream_t) {
+    fn hipMallocFromPoolAsync(dev_ptr: *mut *mut c_void, size: usize, mem_pool: hipMemPool_t, stream: hipStream_t) {
         require(dev_ptr)?;
         require(mem_pool)?;
         let base = if size == 0 {
@@ -670,7 +671,7 @@ hip_exports! {
         Ok(())
     }
 
-    fn hipMemPoolExportToShareableHandle(shared_handle: *mut c_void, mem_pool: *mut c_void, handle_type: c_uint, flags: c_uint) {
+    fn hipMemPoolExportToShareableHandle(shared_handle: *mut c_void, mem_pool: hipMemPool_t, handle_type: c_uint, flags: c_uint) {
         require(mem_pool)?;
         require(shared_handle)?;
         let fd = state::with(|d| d.pool_export(mem_pool as usize as u64, handle_type, u64::from(flags)))?;
@@ -680,7 +681,7 @@ hip_exports! {
     }
 
     /// `shared_handle`: the descriptor's number cast to a pointer (the CLR's union).
-    fn hipMemPoolImportFromShareableHandle(mem_pool: *mut *mut c_void, shared_handle: *mut c_void, handle_type: c_uint, flags: c_uint) {
+    fn hipMemPoolImportFromShareableHandle(mem_pool: *mut hipMemPool_t, shared_handle: *mut c_void, handle_type: c_uint, flags: c_uint) {
         require(mem_pool)?;
         require(shared_handle)?;
         if flags != 0 || handle_type == 0 {
@@ -692,16 +693,16 @@ hip_exports! {
         Ok(())
     }
 
-    fn hipMemPoolExportPointer(export_data: *mut CUmemPoolPtrExportData, dev_ptr: *mut c_void) {
+    fn hipMemPoolExportPointer(export_data: *mut hipMemPoolPtrExportData, dev_ptr: *mut c_void) {
         require(export_data)?;
         require(dev_ptr)?;
         let data = state::with(|d| d.pool_export_pointer(dev_ptr as usize as u64))?;
         // SAFETY: `export_data` is not NULL (checked above); documented as writable 64 bytes.
-        unsafe { *export_data = CUmemPoolPtrExportData { reserved: data } };
+        unsafe { *export_data = hipMemPoolPtrExportData { reserved: data } };
         Ok(())
     }
 
-    fn hipMemPoolImportPointer(dev_ptr: *mut *mut c_void, mem_pool: *mut c_void, export_data: *mut CUmemPoolPtrExportData) {
+    fn hipMemPoolImportPointer(dev_ptr: *mut *mut c_void, mem_pool: hipMemPool_t, export_data: *mut hipMemPoolPtrExportData) {
         require(dev_ptr)?;
         require(mem_pool)?;
         require(export_data)?;

@@ -275,3 +275,13 @@ pub enum Owner {
     /// they outlive every context and go only when freed.
     MemPool(i32),
 }
+
+/// HIP's names of the VMM and pool types the simulated runtime shares with CUDA's layouts (ROCm
+/// 6: `hipMemAllocationProp` in CUDA's field order; HIP 5.2's header orders the same 32 bytes
+/// otherwise).
+pub type hipMemGenericAllocationHandle_t = *mut c_void;
+pub type hipMemAllocationProp = CUmemAllocationProp;
+pub type hipMemAccessDesc = CUmemAccessDesc;
+pub type hipMemPoolProps = CUmemPoolProps;
+pub type hipMemPoolPtrExportData = CUmemPoolPtrExportData;
+pub type hipMemPool_t = *mut c_void;

@@ -8,8 +8,9 @@
 //! Headers: `SHARECHECK_CUDA_INCLUDE` (default `.deps/cuda/nvidia/cu13/include` of the
 //! workspace, from `scripts/fetch-deps.sh`), `SHARECHECK_HIP_INCLUDE` (default `/usr/include`,
 //! Debian's `libamdhip64-dev`); compiler: `SHARECHECK_CXX` (default `g++`). HIP's C++ overloads
-//! are left out (`__HIP_DISABLE_CPP_FUNCTIONS__`); the one overloaded name the simulator exports
-//! whatever that macro says (`hipMallocAsync`, with a pool in C++) is taken at its C arity.
+//! are left out (`__HIP_DISABLE_CPP_FUNCTIONS__`); the overloaded names the simulator exports
+//! whatever that macro says (`hipMallocAsync`, with a pool in C++, and `hipMallocFromPoolAsync`)
+//! are taken at their C prototypes.
 
 use crate::cuda_exports::CUDA_EXPORTS;
 use crate::hip_exports::HIP_EXPORTS;
@@ -112,7 +113,7 @@ const HIP: Api = Api {
 
 /// HIP names C++ overloads whatever `__HIP_DISABLE_CPP_FUNCTIONS__` says: the simulator's
 /// parameter types, exactly, pick the C prototype (a cast that fails if no overload has them).
-const HIP_OVERLOADED: &[&str] = &["hipMallocAsync"];
+const HIP_OVERLOADED: &[&str] = &["hipMallocAsync", "hipMallocFromPoolAsync"];
 
 /// C++ asserting that each `(name, parameters)` has the header's prototype (returning `int`).
 fn source(api: &Api, exports: &[(&str, Vec<String>)]) -> String {
