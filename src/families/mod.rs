@@ -19,6 +19,13 @@ use crate::engine::state::{FamilyState, FAMILY_SLOTS};
 use crate::engine::{has_before, Check, Checked, Cx};
 use sharecheck_core::ffi::Outcome;
 
+/// A rule "flags must be 0" (HIP's VMM and pool calls): flagged with the value the call passed.
+pub fn flags_not_zero(cx: &mut Cx, rule: &'static sharecheck_core::rules::Rule, flags: u64) {
+    if flags != 0 {
+        cx.flag(rule, || format!("flags is {flags:#x}; it must be 0"));
+    }
+}
+
 /// Every family's slot is its own and in range, checked at compile time: `States::family`
 /// trusts the slot's type on its fast path.
 pub const SLOTS_DISTINCT: () = {

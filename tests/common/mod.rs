@@ -214,6 +214,17 @@ pub fn calls(records: &[Value]) -> Vec<&Value> {
     calls
 }
 
+/// The functions of the successful calls whose names start with one of `prefixes`, in order.
+pub fn succeeded(records: &[Value], prefixes: &[&str]) -> Vec<String> {
+    calls(records)
+        .iter()
+        .filter(|c| c["r"] == 0)
+        .filter_map(|c| c["fn"].as_str())
+        .filter(|f| prefixes.iter().any(|p| f.starts_with(p)))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// `(fn, ret)` of every call record, in order.
 pub fn fn_ret(records: &[Value]) -> Vec<(String, i64)> {
     calls(records)

@@ -139,12 +139,34 @@ pub(crate) const fn cuda(section: &'static str, function: &'static str) -> Sourc
 }
 
 pub(crate) const fn hip(function: &'static str) -> Source {
+    hip_in(peer::HIP_PEER, function)
+}
+
+pub(crate) const fn hip_in(section: &'static str, function: &'static str) -> Source {
     Source {
         document: "HIP Runtime API",
-        section: peer::HIP_PEER,
+        section,
         function,
     }
 }
+
+/// HIP rules "flags must be 0", one per function: `name = "function";` with the document's
+/// sentence (HIP 5.2 words it per family) and the ROCm 6.2 runtime's refusal.
+macro_rules! hip_flags_not_zero {
+    ($section:expr, $quote:expr; $($name:ident = $function:literal;)*) => {$(
+        pub static $name: $crate::rules::Rule = $crate::rules::Rule {
+            id: concat!($function, ".flags-not-zero"),
+            severity: $crate::rules::Severity::Error,
+            kind: $crate::rules::Kind::Misuse,
+            requirement: "flags is 0. The ROCm 6.2 runtime answers hipErrorInvalidValue.",
+            source: $crate::rules::hip_in($section, $function),
+            quote: $quote,
+            documented_code: Some($crate::codes::INVALID_VALUE),
+            fix: "pass 0 as flags",
+        };
+    )*};
+}
+pub(crate) use hip_flags_not_zero;
 
 /// A family of rules: one unit of checks, catalogue and state (peer access, IPC, ...). Its rules
 /// are not listed again: they are those its checks report, those decided in the report phase,

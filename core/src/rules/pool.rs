@@ -151,34 +151,14 @@ pub mod hip {
     use crate::codes::INVALID_VALUE;
 
     const fn source(function: &'static str) -> Source {
-        Source {
-            document: "HIP Runtime API",
-            section: SECTION,
-            function,
-        }
+        super::super::hip_in(SECTION, function)
     }
 
-    pub static EXPORT_FLAGS_NOT_ZERO: Rule = Rule {
-        id: "hipMemPoolExportToShareableHandle.flags-not-zero",
-        severity: Severity::Error,
-        kind: Kind::Misuse,
-        requirement: "flags is 0. The ROCm 6.2 runtime answers hipErrorInvalidValue.",
-        source: source("hipMemPoolExportToShareableHandle"),
-        quote: "flags Must be 0",
-        documented_code: Some(INVALID_VALUE),
-        fix: "pass 0 as flags",
-    };
-
-    pub static IMPORT_FLAGS_NOT_ZERO: Rule = Rule {
-        id: "hipMemPoolImportFromShareableHandle.flags-not-zero",
-        severity: Severity::Error,
-        kind: Kind::Misuse,
-        requirement: "flags is 0. The ROCm 6.2 runtime answers hipErrorInvalidValue.",
-        source: source("hipMemPoolImportFromShareableHandle"),
-        quote: "flags Must be 0",
-        documented_code: Some(INVALID_VALUE),
-        fix: "pass 0 as flags",
-    };
+    super::super::hip_flags_not_zero! {
+        SECTION, "flags Must be 0";
+        EXPORT_FLAGS_NOT_ZERO = "hipMemPoolExportToShareableHandle";
+        IMPORT_FLAGS_NOT_ZERO = "hipMemPoolImportFromShareableHandle";
+    }
 
     pub static EXPORT_NOT_IPC_CAPABLE: Rule = Rule {
         id: "hipMemPoolExportToShareableHandle.pool-not-ipc-capable",

@@ -224,32 +224,11 @@ pub mod hip {
     use crate::codes::INVALID_VALUE;
 
     const fn source(function: &'static str) -> Source {
-        Source {
-            document: "HIP Runtime API",
-            section: SECTION,
-            function,
-        }
+        super::super::hip_in(SECTION, function)
     }
 
-    const FLAGS_UNUSED: &str = "flags - currently unused, must be zero.";
-
-    macro_rules! flags_not_zero {
-        ($($name:ident = $function:literal;)*) => {$(
-            pub static $name: Rule = Rule {
-                id: concat!($function, ".flags-not-zero"),
-                severity: Severity::Error,
-                kind: Kind::Misuse,
-                requirement: "flags is unused and must be 0. The ROCm 6.2 runtime answers \
-                    hipErrorInvalidValue.",
-                source: source($function),
-                quote: FLAGS_UNUSED,
-                documented_code: Some(INVALID_VALUE),
-                fix: "pass 0 as flags",
-            };
-        )*};
-    }
-
-    flags_not_zero! {
+    super::super::hip_flags_not_zero! {
+        SECTION, "flags - currently unused, must be zero.";
         CREATE_FLAGS_NOT_ZERO = "hipMemCreate";
         RESERVE_FLAGS_NOT_ZERO = "hipMemAddressReserve";
         EXPORT_FLAGS_NOT_ZERO = "hipMemExportToShareableHandle";

@@ -10,6 +10,7 @@
 
 use super::PoolState;
 use crate::engine::{hex, Check, Cx};
+use crate::families::flags_not_zero;
 use crate::guard::peek;
 use parking_lot::Mutex;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -34,12 +35,6 @@ pub struct PointerHip;
 
 fn pools<'a>(cx: &Cx<'a>) -> &'a Mutex<HipPools> {
     &cx.states.family::<PoolState>().hip
-}
-
-fn flags_not_zero(cx: &mut Cx, rule: &'static sharecheck_core::rules::Rule, flags: u32) {
-    if flags != 0 {
-        cx.flag(rule, || format!("flags is {flags:#x}; it must be 0"));
-    }
 }
 
 impl Check<args::hipMemPoolCreate> for CreateHip {
@@ -87,7 +82,7 @@ impl Check<args::hipMallocFromPoolAsync> for AllocHip {
 impl Check<args::hipMemPoolExportToShareableHandle> for ExportHip {
     type Plan = ();
     fn before(&self, a: &args::hipMemPoolExportToShareableHandle, cx: &mut Cx) {
-        flags_not_zero(cx, &EXPORT_FLAGS_NOT_ZERO, a.flags.0);
+        flags_not_zero(cx, &EXPORT_FLAGS_NOT_ZERO, a.flags.0.into());
         let pool = a.mem_pool.addr();
         if pools(cx).lock().created.get(&pool) == Some(&0) {
             cx.flag(&EXPORT_NOT_IPC_CAPABLE, || {
@@ -104,7 +99,7 @@ impl Check<args::hipMemPoolExportToShareableHandle> for ExportHip {
 impl Check<args::hipMemPoolImportFromShareableHandle> for ImportHip {
     type Plan = ();
     fn before(&self, a: &args::hipMemPoolImportFromShareableHandle, cx: &mut Cx) {
-        flags_not_zero(cx, &IMPORT_FLAGS_NOT_ZERO, a.flags.0);
+        flags_not_zero(cx, &IMPORT_FLAGS_NOT_ZERO, a.flags.0.into());
     }
     fn after(&self, a: &args::hipMemPoolImportFromShareableHandle, _: (), ret: c_int, cx: &mut Cx) {
         if let Some(pool) = a.mem_pool.written(Outcome::Returned(ret)) {

@@ -13,6 +13,7 @@
 
 use super::{Lock, Sorted, VmmState};
 use crate::engine::{hex, Check, Cx};
+use crate::families::flags_not_zero;
 use rustc_hash::{FxHashMap, FxHashSet};
 use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::args;
@@ -47,12 +48,6 @@ fn hip<'a>(cx: &Cx<'a>) -> &'a Lock<HipVmm> {
     &cx.states.family::<VmmState>().hip
 }
 
-fn flags_not_zero(cx: &mut Cx, rule: &'static sharecheck_core::rules::Rule, flags: u64) {
-    if flags != 0 {
-        cx.flag(rule, || format!("flags is {flags:#x}; it must be 0"));
-    }
-}
-
 /// A reference to `handle` taken (created, imported, retained).
 fn referenced(cx: &Cx, handle: u64) {
     let mut vmm = hip(cx).lock();
@@ -73,27 +68,26 @@ impl Check<args::hipMemCreate> for CreateHip {
     }
 }
 
-impl Check<args::hipMemImportFromShareableHandle> for ReferencedHip {
-    type Plan = ();
-    const BEFORE: bool = false;
-    fn before(&self, _: &args::hipMemImportFromShareableHandle, _: &mut Cx) {}
-    fn after(&self, a: &args::hipMemImportFromShareableHandle, _: (), ret: c_int, cx: &mut Cx) {
-        if let Some(handle) = a.handle.written(Outcome::Returned(ret)) {
-            referenced(cx, handle.0);
+macro_rules! referenced_hip {
+    ($($function:ident),*) => {$(
+        /// A reference taken by an import or a retain.
+        impl Check<args::$function> for ReferencedHip {
+            type Plan = ();
+            const BEFORE: bool = false;
+            fn before(&self, _: &args::$function, _: &mut Cx) {}
+            fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
+                if let Some(handle) = a.handle.written(Outcome::Returned(ret)) {
+                    referenced(cx, handle.0);
+                }
+            }
         }
-    }
+    )*};
 }
 
-impl Check<args::hipMemRetainAllocationHandle> for ReferencedHip {
-    type Plan = ();
-    const BEFORE: bool = false;
-    fn before(&self, _: &args::hipMemRetainAllocationHandle, _: &mut Cx) {}
-    fn after(&self, a: &args::hipMemRetainAllocationHandle, _: (), ret: c_int, cx: &mut Cx) {
-        if let Some(handle) = a.handle.written(Outcome::Returned(ret)) {
-            referenced(cx, handle.0);
-        }
-    }
-}
+referenced_hip!(
+    hipMemImportFromShareableHandle,
+    hipMemRetainAllocationHandle
+);
 
 impl Check<args::hipMemRelease> for ReleaseHip {
     type Plan = ();
