@@ -193,7 +193,39 @@ const HIP_CASES: &[Case] = &[
         &["hipMallocFromPoolAsync.imported-pool"],
     ),
     ("correct", NONE, &[]),
+    ("shared", NONE, &[]),
+    // Found by the report phase only (tested below): nothing live.
+    ("freed-while-imported", NONE, &[]),
 ];
+
+/// HIP: the exporter's hipFree of a pointer a child process still holds imported is found by the
+/// report over both processes' traces, on that free; the exchange done right draws nothing.
+#[test]
+fn a_hip_free_while_another_process_holds_the_import_is_found_by_the_report() {
+    let scratch = Scratch::new("pool_hip_report");
+    let libs = format!("-L{}", scratch.sim_libs().display());
+    let exe = scratch.compile("pool_hip.c", "pool_hip", &[&libs, "-lamdhip64"]);
+    let r = run_checked(&scratch, &exe, "freed-while-imported", NONE);
+    assert_eq!(
+        report_phase(&r),
+        [(
+            "hipFree.pool-pointer-imported-elsewhere".to_string(),
+            "hipFree".to_string()
+        )]
+    );
+    let r = run_checked(&scratch, &exe, "shared", NONE);
+    assert!(report_phase(&r).is_empty(), "{:?}", report_phase(&r));
+    assert!(
+        printed_calls(&r.out).iter().all(|(_, c)| *c == 0),
+        "{}",
+        String::from_utf8_lossy(&r.out.stdout)
+    );
+    let imports = fn_ret(&r.records)
+        .iter()
+        .filter(|(f, ret)| f == "hipMemPoolImportPointer" && *ret == 0)
+        .count();
+    assert_eq!(imports, 1, "the import child's trace is read too");
+}
 
 #[test]
 fn each_hip_misuse_fires_exactly_its_rule_and_correct_use_is_silent() {

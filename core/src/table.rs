@@ -148,7 +148,7 @@ macro_rules! check_table {
             cuMemPoolImportPointer => pool::IMPORT_POINTER;
             hipMalloc => ;
             hipMallocManaged => ;
-            hipFree => lifecycle::MEMORY_FREED, ipc::EXPORTED_FREED;
+            hipFree => lifecycle::MEMORY_FREED, ipc::EXPORTED_FREED, pool::FREED_HIP;
             // Observed events (the flags IPC exports need) and streams (the attach family's ordering).
             cuEventCreate => ipc::EVENT_CREATED;
             cuEventDestroy_v2 => ipc::EVENT_CREATED;

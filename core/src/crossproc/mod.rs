@@ -766,6 +766,7 @@ pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[
     &vmm::NEVER_FREED,
     &vmm::FABRIC_OTHER_DOMAIN,
     &pool::FREED_WHILE_IMPORTED,
+    &pool::HIP_FREED_WHILE_IMPORTED,
     &pool::FABRIC_OTHER_DOMAIN,
 ];
 

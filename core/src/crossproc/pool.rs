@@ -13,12 +13,51 @@ const READS: &[&str] = &[
     "cuMemFree",
     "cuMemPoolExportPointer",
     "cuMemPoolImportPointer",
+    "hipFree",
+    "hipMemPoolExportPointer",
+    "hipMemPoolImportPointer",
 ];
 
-/// The first successful free of `ptr` (an argument's value) in `after`'s process after it
-/// (`cuMemFree`, `cuMemFreeAsync`, their spellings; `cuMemFreeHost` takes no `dptr`).
-fn freed<'a>(t: &'a Timeline, after: &Call, ptr: &Value) -> Option<&'a Call> {
-    t.first_later(after, "cuMemFree", "dptr", ptr)
+/// One API's calls that share a pool pointer: its export (and the argument naming the
+/// pointer), its import (and the out-argument it returned), its frees (a symbol prefix and the
+/// argument naming the pointer), and the rule of the sentence in that API's document.
+struct Pointers {
+    export: &'static str,
+    exported: &'static str,
+    import: &'static str,
+    imported: &'static str,
+    free: &'static str,
+    freed: &'static str,
+    rule: &'static crate::rules::Rule,
+}
+
+/// `cuMemFree`, `cuMemFreeAsync`, their spellings (`cuMemFreeHost` takes no `dptr`).
+const CUDA: Pointers = Pointers {
+    export: "cuMemPoolExportPointer",
+    exported: "ptr",
+    import: "cuMemPoolImportPointer",
+    imported: "ptr_out",
+    free: "cuMemFree",
+    freed: "dptr",
+    rule: &FREED_WHILE_IMPORTED_RULE,
+};
+
+/// `hipFree` (the shim does not interpose `hipFreeAsync`).
+const HIP: Pointers = Pointers {
+    export: "hipMemPoolExportPointer",
+    exported: "dev_ptr",
+    import: "hipMemPoolImportPointer",
+    imported: "dev_ptr",
+    free: "hipFree",
+    freed: "ptr",
+    rule: &HIP_FREED_WHILE_IMPORTED_RULE,
+};
+
+impl Pointers {
+    /// The first successful free of `ptr` (an argument's value) in `after`'s process after it.
+    fn freed<'a>(&self, t: &'a Timeline, after: &Call, ptr: &Value) -> Option<&'a Call> {
+        t.first_later(after, self.free, self.freed, ptr)
+    }
 }
 
 timeline_check!(
@@ -49,7 +88,23 @@ timeline_check!(
 /// An import, the pointer it returned, and what ended its hold: when, and how ([`freed_while_imported`]).
 type Import<'t> = (&'t Call, Value, Option<(u64, String)>);
 
+timeline_check!(
+    /// HIP's: an exporter's `hipFree` of a pool allocation an importer still held.
+    HipFreedWhileImported,
+    HIP_FREED_WHILE_IMPORTED,
+    HIP_FREED_WHILE_IMPORTED_RULE,
+    hip_freed_while_imported
+);
+
 fn freed_while_imported(t: &Timeline) -> Vec<ReportFinding> {
+    freed_while_imported_by(t, &CUDA)
+}
+
+fn hip_freed_while_imported(t: &Timeline) -> Vec<ReportFinding> {
+    freed_while_imported_by(t, &HIP)
+}
+
+fn freed_while_imported_by(t: &Timeline, api: &Pointers) -> Vec<ReportFinding> {
     let mut found = Vec::new();
     for fp in t.fingerprints() {
         let calls: Vec<&Call> = t.sharing(fp).filter(|c| c.succeeded()).collect();
@@ -58,15 +113,11 @@ fn freed_while_imported(t: &Timeline) -> Vec<ReportFinding> {
         // order keeps the imports that began before and did not end by then (issue 27: walking
         // every import for every export was quadratic in a handle's history).
         let mut imports: Vec<Import> = Vec::new();
-        for import in calls
-            .iter()
-            .copied()
-            .filter(|c| c.func == "cuMemPoolImportPointer")
-        {
-            let Some(imported) = import.out("ptr_out").filter(|v| number(v).is_some()) else {
+        for import in calls.iter().copied().filter(|c| c.func == api.import) {
+            let Some(imported) = import.out(api.imported).filter(|v| number(v).is_some()) else {
                 continue;
             };
-            let end = match freed(t, import, imported) {
+            let end = match api.freed(t, import, imported) {
                 Some(g) => Some((
                     g.ts_ns,
                     format!("freed it only later (call #{} of process {})", g.seq, g.pid),
@@ -80,10 +131,10 @@ fn freed_while_imported(t: &Timeline) -> Vec<ReportFinding> {
         let mut frees: Vec<(&Call, &Call, u64)> = calls
             .iter()
             .copied()
-            .filter(|c| c.func == "cuMemPoolExportPointer")
+            .filter(|c| c.func == api.export)
             .filter_map(|export| {
-                let ptr = export.arg("ptr").filter(|v| number(v).is_some())?;
-                let free = freed(t, export, ptr)?;
+                let ptr = export.arg(api.exported).filter(|v| number(v).is_some())?;
+                let free = api.freed(t, export, ptr)?;
                 Some((export, free, number(ptr)?))
             })
             .collect();
@@ -126,13 +177,12 @@ fn freed_while_imported(t: &Timeline) -> Vec<ReportFinding> {
                 .map(|(_, how)| how.as_str())
                 .unwrap_or_default();
             found.push(ReportFinding::at(
-                &FREED_WHILE_IMPORTED_RULE,
+                api.rule,
                 free,
                 format!(
-                    "{ptr:#x}, exported with cuMemPoolExportPointer (call #{}), was freed \
-                     while process {} still held its import ({imported:#x}, \
-                     cuMemPoolImportPointer call #{}); that process {held}",
-                    export.seq, import.pid, import.seq
+                    "{ptr:#x}, exported with {} (call #{}), was freed while process {} still \
+                     held its import ({imported:#x}, {} call #{}); that process {held}",
+                    api.export, export.seq, import.pid, api.import, import.seq
                 ),
             ));
         }
@@ -195,6 +245,44 @@ mod tests {
                 .contains("process 20 still held its import (0x9000"),
             "{got:?}"
         );
+    }
+
+    /// HIP's calls, with HIP's names, are HIP's rule's; CUDA's rule does not read them.
+    #[test]
+    fn a_hip_exporter_s_free_before_an_importer_s_is_found_by_hip_s_rule() {
+        let hip = |pid: i64, ts: u64, func: &str, args: Value| record(pid, ts, func, args, 0);
+        let records = [
+            hip(
+                10,
+                1,
+                "hipMemPoolExportPointer",
+                json!({"*export_data": FP, "dev_ptr": "0x1000"}),
+            ),
+            hip(
+                20,
+                2,
+                "hipMemPoolImportPointer",
+                json!({"*dev_ptr": "0x9000", "mem_pool": "0x5", "*export_data": FP}),
+            ),
+            hip(10, 3, "hipFree", json!({"ptr": "0x1000"})),
+            hip(20, 4, "hipFree", json!({"ptr": "0x9000"})),
+        ];
+        let got = found(&HIP_FREED_WHILE_IMPORTED, &records);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].0, 3, "on the exporter's hipFree");
+        assert!(
+            got[0].1.contains("hipMemPoolImportPointer call #"),
+            "{got:?}"
+        );
+        assert!(found(&FREED_WHILE_IMPORTED, &records).is_empty());
+        // The importer freeing first: silent.
+        let importer_first = [
+            records[0].clone(),
+            records[1].clone(),
+            hip(20, 3, "hipFree", json!({"ptr": "0x9000"})),
+            hip(10, 4, "hipFree", json!({"ptr": "0x1000"})),
+        ];
+        assert!(found(&HIP_FREED_WHILE_IMPORTED, &importer_first).is_empty());
     }
 
     #[test]

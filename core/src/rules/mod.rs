@@ -274,6 +274,8 @@ pub const REPORT_READS: &[&str] = &[
     "cuMemUnmap",
     "cuMemPoolExportPointer",
     "cuMemPoolImportPointer",
+    "hipMemPoolExportPointer",
+    "hipMemPoolImportPointer",
 ];
 
 /// Functions a report-phase rule accuses that programs call often (a free, an export, a map, an

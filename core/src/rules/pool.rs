@@ -117,6 +117,23 @@ pub mod report {
             the allocation",
     };
 
+    pub static HIP_FREED_WHILE_IMPORTED_RULE: Rule = Rule {
+        id: "hipFree.pool-pointer-imported-elsewhere",
+        severity: Severity::Error,
+        kind: Kind::Misuse,
+        requirement: "The exporter of a pool allocation (hipMemPoolExportPointer) frees it only \
+            after every process that imported it (hipMemPoolImportPointer) freed its import. \
+            Decided from the traces of both processes, matched by the export data's keyed \
+            fingerprint, as for CUDA; the frees read are hipFree's (the shim does not interpose \
+            hipFreeAsync). Not measured on AMD hardware.",
+        source: crate::rules::hip_in(SECTION, "hipMemPoolImportPointer"),
+        quote: "The imported memory must be freed from all importing processes before being \
+            freed in the exporting process.",
+        documented_code: None,
+        fix: "have each importer free its import (hipFree) and tell the exporter (an \
+            interprocess event or a message) before the exporter frees the allocation",
+    };
+
     pub static FABRIC_OTHER_DOMAIN_RULE: Rule = Rule {
         id: "cuMemPoolImportFromShareableHandle.fabric-other-imex-domain",
         severity: Severity::Error,
@@ -136,6 +153,7 @@ pub mod report {
             &FREED_WHILE_IMPORTED_RULE,
             &["cuMemFree_v2", "cuMemFreeAsync", "cuMemFreeAsync_ptsz"],
         ),
+        (&HIP_FREED_WHILE_IMPORTED_RULE, &["hipFree"]),
         (
             &FABRIC_OTHER_DOMAIN_RULE,
             &["cuMemPoolImportFromShareableHandle"],
@@ -266,6 +284,11 @@ pub mod checks {
         name: "pool.pointer.hip",
         rules: &[],
     };
+    /// `hipFree`: a pointer this process exported, its stack kept for the report.
+    pub static FREED_HIP: CheckInfo = CheckInfo {
+        name: "pool.freed.hip",
+        rules: &[],
+    };
 }
 
 /// The family: every rule it defines, in catalogue order.
@@ -289,6 +312,7 @@ pub static FAMILY: Family = Family {
         &checks::EXPORT_HIP,
         &checks::IMPORT_HIP,
         &checks::POINTER_HIP,
+        &checks::FREED_HIP,
     ],
     reported: report::REPORTED_ON,
     engine: &[],

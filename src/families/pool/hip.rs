@@ -18,12 +18,16 @@ use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::args;
 use sharecheck_core::rules::pool::hip::*;
 use std::ffi::c_int;
+use std::sync::atomic::Ordering::Relaxed;
 
-/// A HIP program's pools: created ones with their handle types, imported ones.
+/// A HIP program's pools: created ones with their handle types, imported ones, and the pointers
+/// it exported (`hipMemPoolExportPointer`) and has not freed since (the report may name their
+/// free: its stack is kept).
 #[derive(Default)]
 pub struct HipPools {
     created: FxHashMap<u64, u32>,
     imported: FxHashSet<u64>,
+    exported: FxHashSet<u64>,
 }
 
 pub struct CreateHip;
@@ -32,6 +36,7 @@ pub struct AllocHip;
 pub struct ExportHip;
 pub struct ImportHip;
 pub struct PointerHip;
+pub struct FreedHip;
 
 fn pools<'a>(cx: &Cx<'a>) -> &'a Mutex<HipPools> {
     &cx.states.family::<PoolState>().hip
@@ -108,16 +113,47 @@ impl Check<args::hipMemPoolImportFromShareableHandle> for ImportHip {
     }
 }
 
-macro_rules! traced {
-    ($($function:ident),*) => {$(
-        /// Traced (the export data only as its keyed fingerprint).
-        impl Check<args::$function> for PointerHip {
-            type Plan = ();
-            const BEFORE: bool = false;
-            fn before(&self, _: &args::$function, _: &mut Cx) {}
-            fn after(&self, _: &args::$function, _: (), _: c_int, _: &mut Cx) {}
+/// An exported pointer, remembered until its free.
+impl Check<args::hipMemPoolExportPointer> for PointerHip {
+    type Plan = ();
+    const BEFORE: bool = false;
+    fn before(&self, _: &args::hipMemPoolExportPointer, _: &mut Cx) {}
+    fn after(&self, a: &args::hipMemPoolExportPointer, _: (), ret: c_int, cx: &mut Cx) {
+        if ret == 0 {
+            let state = cx.states.family::<PoolState>();
+            state.hip.lock().exported.insert(a.dev_ptr.addr());
+            state.hip_exported.fetch_add(1, Relaxed);
         }
-    )*};
+    }
 }
 
-traced!(hipMemPoolExportPointer, hipMemPoolImportPointer);
+/// Traced (the export data only as its keyed fingerprint).
+impl Check<args::hipMemPoolImportPointer> for PointerHip {
+    type Plan = ();
+    const BEFORE: bool = false;
+    fn before(&self, _: &args::hipMemPoolImportPointer, _: &mut Cx) {}
+    fn after(&self, _: &args::hipMemPoolImportPointer, _: (), _: c_int, _: &mut Cx) {}
+}
+
+/// `hipFree` of a pointer this process exported: its stack is kept (the report may name it).
+impl Check<args::hipFree> for FreedHip {
+    type Plan = ();
+    const BEFORE: bool = false;
+    fn before(&self, _: &args::hipFree, _: &mut Cx) {}
+    fn after(&self, a: &args::hipFree, _: (), ret: c_int, cx: &mut Cx) {
+        let state = cx.states.family::<PoolState>();
+        // One load while nothing is exported (a HIP program's every free).
+        if ret == 0
+            && state.hip_exported.load(Relaxed) != 0
+            && state.hip.lock().exported.remove(&a.ptr.addr())
+        {
+            state.hip_exported.fetch_sub(1, Relaxed);
+            cx.keep_stack();
+        }
+    }
+    /// No pointer exported: nothing to keep a stack for.
+    #[inline(always)]
+    fn idle(&self, states: &crate::engine::state::States) -> bool {
+        states.family::<PoolState>().hip_exported.load(Relaxed) == 0
+    }
+}

@@ -52,6 +52,7 @@ pub mod checks {
     pub const EXPORT_HIP: super::hip::ExportHip = super::hip::ExportHip;
     pub const IMPORT_HIP: super::hip::ImportHip = super::hip::ImportHip;
     pub const POINTER_HIP: super::hip::PointerHip = super::hip::PointerHip;
+    pub const FREED_HIP: super::hip::FreedHip = super::hip::FreedHip;
 }
 
 /// Where an allocation came from.
@@ -73,6 +74,9 @@ pub struct PoolState {
     allocations: AtomicUsize,
     /// A HIP program's pools ([`hip::HipPools`]), apart from CUDA's.
     hip: Mutex<hip::HipPools>,
+    /// How many pointers a HIP program exported and has not freed (read without the lock): while
+    /// none, a `hipFree` has nothing to keep.
+    hip_exported: AtomicUsize,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -111,6 +115,7 @@ impl FamilyState for PoolState {
         ) {
             self.with(|p| *p = Pools::default());
             *self.hip.lock() = hip::HipPools::default();
+            self.hip_exported.store(0, Relaxed);
         }
     }
 }

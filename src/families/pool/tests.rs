@@ -396,12 +396,19 @@ mod hip {
 
     #[test]
     fn each_hip_negative_case_reports_exactly_its_rules() {
-        let cuda = sharecheck_core::rules::pool::FAMILY
+        // CUDA's rules have their cases above; the report phase's are staged by
+        // tests/pool_rules.rs and core's crossproc tests.
+        let elsewhere = sharecheck_core::rules::pool::FAMILY
             .rules()
             .into_iter()
             .filter(|r| !r.id.starts_with("hip"))
-            .map(|r| r.id);
-        check_negative_cases(world, NEGATIVE, &["pool"], cuda);
+            .map(|r| r.id)
+            .chain(
+                sharecheck_core::rules::pool::report::REPORTED_ON
+                    .iter()
+                    .map(|(rule, _)| rule.id),
+            );
+        check_negative_cases(world, NEGATIVE, &["pool"], elsewhere);
     }
 
     /// The exporter: a shareable pool created, allocated from, exported, its pointer exported,
