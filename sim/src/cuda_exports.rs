@@ -973,12 +973,7 @@ exports! {
         // "dptr ... must have been returned by ... cuMemAlloc(), cuMemAllocPitch(),
         // cuMemAllocManaged(), cuMemAllocAsync(), cuMemAllocFromPoolAsync()", or imported with
         // cuMemPoolImportPointer ("The pointer may be freed with cuMemFree or cuMemFreeAsync").
-        state::with(|d| {
-            d.free_pool_import(dptr).unwrap_or_else(|| {
-                d.retain_pool_export(dptr);
-                d.free_memory(dptr, |a| matches!(a.kind, MemKind::Device | MemKind::Managed { .. } | MemKind::Pool))
-            })
-        })
+        state::with(|d| d.free_pointer(dptr, |a| matches!(a.kind, MemKind::Device | MemKind::Managed { .. } | MemKind::Pool)))
     }
 
     fn cuMemFreeHost(p: *mut c_void) {

@@ -292,13 +292,7 @@ hip_exports! {
         if ptr.is_null() {
             return Ok(());
         }
-        let ptr = ptr as u64;
-        state::with(|d| {
-            d.free_pool_import(ptr).unwrap_or_else(|| {
-                d.retain_pool_export(ptr);
-                d.free_memory(ptr, hip_freeable)
-            })
-        })
+        state::with(|d| d.free_pointer(ptr as u64, hip_freeable))
     }
 
     /// As the CLR: NULL is success; anything `hipFree` takes, this takes (see [`hip_freeable`]).

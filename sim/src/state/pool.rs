@@ -5,7 +5,7 @@
 use super::{Driver, Owner};
 use crate::device;
 use crate::ipc::{export_file, IpcHandle, KIND_MEMORY};
-use crate::memory::MemKind;
+use crate::memory::{Allocation, MemKind};
 use crate::pool::{self, Pool, KIND_POOL_POINTER};
 use crate::state_dir;
 use crate::types::*;
@@ -221,6 +221,16 @@ impl Driver {
         if let Some(fd) = a.memfd.take() {
             self.pools.retained.push(fd);
         }
+    }
+
+    /// A free (`cuMemFree_v2`, `hipFree`) of `ptr`: an imported pool pointer ("The pointer may
+    /// be freed with cuMemFree or cuMemFreeAsync", hipFree for HIP), else memory `accept` takes,
+    /// a pool allocation's export kept published.
+    pub fn free_pointer(&mut self, ptr: u64, accept: impl Fn(&Allocation) -> bool) -> Outcome {
+        self.free_pool_import(ptr).unwrap_or_else(|| {
+            self.retain_pool_export(ptr);
+            self.free_memory(ptr, accept)
+        })
     }
 
     /// A free of an imported pool pointer (`cuMemFree`, `cuMemFreeAsync`): `None` when `ptr`
