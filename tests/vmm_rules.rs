@@ -392,3 +392,54 @@ fn each_hip_misuse_fires_exactly_its_rule_and_correct_use_is_silent() {
         .expect("the export is traced");
     assert!(export["a"]["*shareableHandle"].is_i64(), "{export}");
 }
+
+/// What a HIP process leaves at its exit: found by `sharecheck report` by HIP's rules on the
+/// calls that made it, and heard live at the exit of a process that writes no trace; every other
+/// scenario gives back what it took.
+#[test]
+fn what_a_hip_process_leaves_at_exit_is_found_by_hip_s_rules() {
+    let scratch = Scratch::new("vmm_hip_exit");
+    let libs = format!("-L{}", scratch.sim_libs().display());
+    let exe = scratch.compile("vmm_hip.c", "vmm_hip", &[&libs, "-lamdhip64"]);
+    let r = run_checked(&scratch, &exe, "leak", NONE);
+    assert!(r.rule_ids().is_empty(), "{}", r.stderr());
+    let expected: Vec<(String, String)> = [
+        ("hipMemAddressReserve.never-freed", "hipMemAddressReserve"),
+        ("hipMemCreate.never-released", "hipMemCreate"),
+        ("hipMemMap.never-unmapped", "hipMemMap"),
+    ]
+    .iter()
+    .map(|(rule, f)| (rule.to_string(), f.to_string()))
+    .collect();
+    assert_eq!(report_phase(&r), expected);
+    for (scenario, _, _) in HIP_CASES {
+        let r = run_checked(&scratch, &exe, scenario, NONE);
+        assert!(
+            report_phase(&r).is_empty(),
+            "{scenario}: {:?}",
+            report_phase(&r)
+        );
+    }
+    let untraced = |scenario: &str| {
+        let mut cmd = scratch.under_shim(&exe);
+        cmd.env_remove(sharecheck_core::schema::env::TRACE)
+            .arg(scenario);
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{scenario}: {out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let stderr = untraced("leak");
+    for rule in [
+        "hipMemCreate.never-released",
+        "hipMemMap.never-unmapped",
+        "hipMemAddressReserve.never-freed",
+    ] {
+        let line = stderr
+            .lines()
+            .find(|l| l.contains(&format!("[{rule}]")))
+            .unwrap_or_else(|| panic!("no {rule} in:\n{stderr}"));
+        assert!(line.starts_with("sharecheck: info["), "{line}");
+    }
+    assert_eq!(stderr.matches(" at exit; fix: ").count(), 3, "{stderr}");
+    assert!(!untraced("correct").contains("never-"));
+}

@@ -9,6 +9,8 @@
  *   address-free-twice  hipMemAddressFree of a reservation freed already
  *   correct             create (POSIX fd), reserve, map, access, export, import of its own fd,
  *                       unmap, releases, free: every call succeeds
+ *   leak                create, reserve, map, access, then exit holding all of it (the at-exit
+ *                       rules)
  * One allocation of two granules on device 0; a reservation of four. */
 #define __HIP_PLATFORM_AMD__
 #include <hip/hip_runtime_api.h>
@@ -73,6 +75,9 @@ int main(int argc, char **argv) {
         CALL("hipMemAddressFree", hipMemAddressFree(va, 4 * g));
         CALL("hipMemAddressFree", hipMemAddressFree(va, 4 * g));
         CALL("hipMemRelease", hipMemRelease(h));
+        return 0;
+    } else if (!strcmp(s, "leak")) {
+        CALL("hipMemMap", hipMemMap(va, 2 * g, 0, h, 0));
         return 0;
     } else if (!strcmp(s, "correct")) {
         CALL("hipMemMap", hipMemMap(va, 2 * g, 0, h, 0));

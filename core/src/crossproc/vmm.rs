@@ -18,7 +18,72 @@ const READS: &[&str] = &[
     "cuMemAddressFree",
     "cuMemMap",
     "cuMemUnmap",
+    "hipMemCreate",
+    "hipMemRelease",
+    "hipMemRetainAllocationHandle",
+    "hipMemImportFromShareableHandle",
+    "hipMemAddressReserve",
+    "hipMemAddressFree",
+    "hipMemMap",
+    "hipMemUnmap",
 ];
+
+/// One API's VMM calls, as the at-exit checks read them: the calls that take a reference (with
+/// the out-argument naming the handle, and how the message says it was taken), the release, the
+/// reservation and its free (with the argument naming the address), the map and unmap, and the
+/// rules of that API's document.
+struct Api {
+    taken: &'static [(&'static str, &'static str, &'static str)],
+    release: &'static str,
+    reserve: &'static str,
+    address_free: &'static str,
+    /// The argument of `address_free` naming the reservation's start.
+    freed: &'static str,
+    map: &'static str,
+    unmap: &'static str,
+    never_released: &'static crate::rules::Rule,
+    never_unmapped: &'static crate::rules::Rule,
+    never_freed: &'static crate::rules::Rule,
+}
+
+const CUDA: Api = Api {
+    taken: &[
+        ("cuMemCreate", "handle", "created"),
+        ("cuMemImportFromShareableHandle", "handle", "imported"),
+        ("cuMemRetainAllocationHandle", "handle", "retained"),
+        (
+            "cuMulticastCreate",
+            "mcHandle",
+            "created (a multicast object)",
+        ),
+    ],
+    release: "cuMemRelease",
+    reserve: "cuMemAddressReserve",
+    address_free: "cuMemAddressFree",
+    freed: "ptr",
+    map: "cuMemMap",
+    unmap: "cuMemUnmap",
+    never_released: &NEVER_RELEASED_RULE,
+    never_unmapped: &NEVER_UNMAPPED_RULE,
+    never_freed: &NEVER_FREED_RULE,
+};
+
+const HIP: Api = Api {
+    taken: &[
+        ("hipMemCreate", "handle", "created"),
+        ("hipMemImportFromShareableHandle", "handle", "imported"),
+        ("hipMemRetainAllocationHandle", "handle", "retained"),
+    ],
+    release: "hipMemRelease",
+    reserve: "hipMemAddressReserve",
+    address_free: "hipMemAddressFree",
+    freed: "devPtr",
+    map: "hipMemMap",
+    unmap: "hipMemUnmap",
+    never_released: &HIP_NEVER_RELEASED_RULE,
+    never_unmapped: &HIP_NEVER_UNMAPPED_RULE,
+    never_freed: &HIP_NEVER_FREED_RULE,
+};
 
 timeline_check!(
     /// FABRIC handles refused to an importer in another IMEX domain than the exporter's.
@@ -97,53 +162,52 @@ timeline_check!(
     never_released
 );
 
+timeline_check!(
+    /// HIP's: references to allocation handles never released before `exit`.
+    HipNeverReleased,
+    HIP_NEVER_RELEASED,
+    HIP_NEVER_RELEASED_RULE,
+    hip_never_released
+);
+
 fn never_released(t: &Timeline) -> Vec<ReportFinding> {
+    never_released_by(t, &CUDA)
+}
+
+fn hip_never_released(t: &Timeline) -> Vec<ReportFinding> {
+    never_released_by(t, &HIP)
+}
+
+fn never_released_by(t: &Timeline, api: &Api) -> Vec<ReportFinding> {
     let mut found = Vec::new();
     for (pid, calls) in exited_calls(t) {
         // Per handle, the calls that took a reference still held (a release gives back the
-        // latest).
-        let mut held: HashMap<u64, Vec<&Call>> = HashMap::new();
+        // latest), with how each took it.
+        let mut held: HashMap<u64, Vec<(&Call, &str)>> = HashMap::new();
         for c in calls {
-            match c.func.as_str() {
-                "cuMemCreate"
-                | "cuMemImportFromShareableHandle"
-                | "cuMemRetainAllocationHandle"
-                | "cuMulticastCreate" => {
-                    let out = if c.func == "cuMulticastCreate" {
-                        "mcHandle"
-                    } else {
-                        "handle"
-                    };
-                    if let Some(h) = c.out(out).and_then(number) {
-                        held.entry(h).or_default().push(c);
-                    }
+            if let Some(&(_, out, how)) = api.taken.iter().find(|(f, _, _)| c.func == *f) {
+                if let Some(h) = c.out(out).and_then(number) {
+                    held.entry(h).or_default().push((c, how));
                 }
-                "cuMemRelease" => {
-                    if let Some(h) = c.arg("handle").and_then(number) {
-                        held.entry(h).or_default().pop();
-                    }
+            } else if c.func == api.release {
+                if let Some(h) = c.arg("handle").and_then(number) {
+                    held.entry(h).or_default().pop();
                 }
-                _ => {}
             }
         }
-        let mut left: Vec<(u64, &Call)> = held
+        let mut left: Vec<(u64, &Call, &str)> = held
             .into_iter()
-            .flat_map(|(h, calls)| calls.into_iter().map(move |c| (h, c)))
+            .flat_map(|(h, calls)| calls.into_iter().map(move |(c, how)| (h, c, how)))
             .collect();
-        left.sort_by_key(|(_, c)| (c.ts_ns, c.seq));
-        for (h, c) in left {
-            let how = match c.func.as_str() {
-                "cuMemCreate" => "created",
-                "cuMemImportFromShareableHandle" => "imported",
-                "cuMulticastCreate" => "created (a multicast object)",
-                _ => "retained",
-            };
+        left.sort_by_key(|(_, c, _)| (c.ts_ns, c.seq));
+        for (h, c, how) in left {
             found.push(ReportFinding::at(
-                &NEVER_RELEASED_RULE,
+                api.never_released,
                 c,
                 format!(
                     "the reference to handle {h:#x} {how} here was never released \
-                     (cuMemRelease) before process {pid} exited"
+                     ({}) before process {pid} exited",
+                    api.release
                 ),
             ));
         }
@@ -164,41 +228,59 @@ timeline_check!(
     never_unmapped
 );
 
+timeline_check!(
+    /// HIP's: mappings never unmapped before `exit`.
+    HipNeverUnmapped,
+    HIP_NEVER_UNMAPPED,
+    HIP_NEVER_UNMAPPED_RULE,
+    hip_never_unmapped
+);
+
 fn never_unmapped(t: &Timeline) -> Vec<ReportFinding> {
+    never_unmapped_by(t, &CUDA)
+}
+
+fn hip_never_unmapped(t: &Timeline) -> Vec<ReportFinding> {
+    never_unmapped_by(t, &HIP)
+}
+
+fn never_unmapped_by(t: &Timeline, api: &Api) -> Vec<ReportFinding> {
     let mut found = Vec::new();
     for (pid, calls) in exited_calls(t) {
         let mut maps: BTreeMap<u64, (u64, &Call)> = BTreeMap::new();
         for c in calls {
-            let Some((start, size)) = range(c, c.arg("ptr")) else {
+            let ptr = if c.func == api.address_free {
+                c.arg(api.freed)
+            } else {
+                c.arg("ptr")
+            };
+            let Some((start, size)) = range(c, ptr) else {
                 continue;
             };
             let end = start.saturating_add(size);
-            match c.func.as_str() {
-                "cuMemMap" => {
-                    maps.insert(start, (size, c));
-                }
+            if c.func == api.map {
+                maps.insert(start, (size, c));
+            } else if c.func == api.unmap || c.func == api.address_free {
                 // Whole mappings inside the range go (as the driver unmaps them).
-                "cuMemUnmap" | "cuMemAddressFree" => {
-                    let gone: Vec<u64> = maps
-                        .range(start..end)
-                        .filter(|(&s, (len, _))| s.saturating_add(*len) <= end)
-                        .map(|(&s, _)| s)
-                        .collect();
-                    for s in gone {
-                        maps.remove(&s);
-                    }
+                let gone: Vec<u64> = maps
+                    .range(start..end)
+                    .filter(|(&s, (len, _))| s.saturating_add(*len) <= end)
+                    .map(|(&s, _)| s)
+                    .collect();
+                for s in gone {
+                    maps.remove(&s);
                 }
-                _ => {}
             }
         }
         for (start, (size, c)) in maps {
             found.push(ReportFinding::at(
-                &NEVER_UNMAPPED_RULE,
+                api.never_unmapped,
                 c,
                 format!(
-                    "the mapping [{start:#x}, {:#x}) made here was never unmapped (cuMemUnmap) \
+                    "the mapping [{start:#x}, {:#x}) made here was never unmapped ({}) \
                      before process {pid} exited",
-                    start.saturating_add(size)
+                    start.saturating_add(size),
+                    api.unmap
                 ),
             ));
         }
@@ -214,33 +296,46 @@ timeline_check!(
     never_freed
 );
 
+timeline_check!(
+    /// HIP's: reservations never freed before `exit`.
+    HipNeverFreed,
+    HIP_NEVER_FREED,
+    HIP_NEVER_FREED_RULE,
+    hip_never_freed
+);
+
 fn never_freed(t: &Timeline) -> Vec<ReportFinding> {
+    never_freed_by(t, &CUDA)
+}
+
+fn hip_never_freed(t: &Timeline) -> Vec<ReportFinding> {
+    never_freed_by(t, &HIP)
+}
+
+fn never_freed_by(t: &Timeline, api: &Api) -> Vec<ReportFinding> {
     let mut found = Vec::new();
     for (pid, calls) in exited_calls(t) {
         let mut reserved: BTreeMap<u64, (u64, &Call)> = BTreeMap::new();
         for c in calls {
-            match c.func.as_str() {
-                "cuMemAddressReserve" => {
-                    if let Some((start, size)) = range(c, c.out("ptr")) {
-                        reserved.insert(start, (size, c));
-                    }
+            if c.func == api.reserve {
+                if let Some((start, size)) = range(c, c.out("ptr")) {
+                    reserved.insert(start, (size, c));
                 }
-                "cuMemAddressFree" => {
-                    if let Some(start) = c.arg("ptr").and_then(number) {
-                        reserved.remove(&start);
-                    }
+            } else if c.func == api.address_free {
+                if let Some(start) = c.arg(api.freed).and_then(number) {
+                    reserved.remove(&start);
                 }
-                _ => {}
             }
         }
         for (start, (size, c)) in reserved {
             found.push(ReportFinding::at(
-                &NEVER_FREED_RULE,
+                api.never_freed,
                 c,
                 format!(
                     "the reservation [{start:#x}, {:#x}) made here was never freed \
-                     (cuMemAddressFree) before process {pid} exited",
-                    start.saturating_add(size)
+                     ({}) before process {pid} exited",
+                    start.saturating_add(size),
+                    api.address_free
                 ),
             ));
         }
@@ -337,6 +432,151 @@ mod tests {
             exit(10, 9),
         ];
         assert_eq!(found(&NEVER_UNMAPPED, &part).len(), 1);
+    }
+
+    /// HIP's calls, by HIP's rules: what a HIP process left at exit, and CUDA's rules do not
+    /// read them (nor HIP's CUDA's).
+    #[test]
+    fn what_a_hip_process_left_at_exit_is_found_by_hip_s_rules_only() {
+        let hip = |ts: u64, func: &str, args: Value| record(10, ts, func, args, 0);
+        let records = [
+            hip(
+                1,
+                "hipMemCreate",
+                json!({"*handle": "0xa1", "size": 2097152}),
+            ),
+            hip(
+                2,
+                "hipMemRetainAllocationHandle",
+                json!({"*handle": "0xa1"}),
+            ),
+            hip(3, "hipMemRelease", json!({"handle": "0xa1"})),
+            hip(
+                4,
+                "hipMemImportFromShareableHandle",
+                json!({"*handle": "0xb1"}),
+            ),
+            hip(5, "hipMemRelease", json!({"handle": "0xb1"})),
+            hip(
+                6,
+                "hipMemAddressReserve",
+                json!({"*ptr": "0x1000000", "size": 0x800000}),
+            ),
+            hip(
+                7,
+                "hipMemMap",
+                json!({"ptr": "0x1000000", "size": 0x200000}),
+            ),
+            hip(
+                8,
+                "hipMemMap",
+                json!({"ptr": "0x1200000", "size": 0x200000}),
+            ),
+            hip(
+                9,
+                "hipMemUnmap",
+                json!({"ptr": "0x1000000", "size": 0x200000}),
+            ),
+            hip(
+                10,
+                "hipMemAddressReserve",
+                json!({"*ptr": "0x9000000", "size": 0x400000}),
+            ),
+            hip(
+                11,
+                "hipMemMap",
+                json!({"ptr": "0x9000000", "size": 0x200000}),
+            ),
+            // Freeing the reservation takes its mappings with it, as for CUDA.
+            hip(
+                12,
+                "hipMemAddressFree",
+                json!({"devPtr": "0x9000000", "size": 0x400000}),
+            ),
+            exit(10, 20),
+        ];
+        let released = found(&HIP_NEVER_RELEASED, &records);
+        assert_eq!(released.len(), 1, "{released:?}");
+        assert_eq!(
+            released[0].0, 1,
+            "the create's reference: the release gave back the retain's"
+        );
+        assert!(
+            released[0]
+                .1
+                .contains("handle 0xa1 created here was never released (hipMemRelease)"),
+            "{released:?}"
+        );
+        let maps = found(&HIP_NEVER_UNMAPPED, &records);
+        assert_eq!(maps.len(), 1, "{maps:?}");
+        assert_eq!(maps[0].0, 8);
+        assert!(maps[0].1.contains("[0x1200000, 0x1400000)"), "{maps:?}");
+        assert!(maps[0].1.contains("(hipMemUnmap)"), "{maps:?}");
+        let reserves = found(&HIP_NEVER_FREED, &records);
+        assert_eq!(reserves.len(), 1, "{reserves:?}");
+        assert_eq!(reserves[0].0, 6);
+        assert!(
+            reserves[0].1.contains("(hipMemAddressFree)"),
+            "{reserves:?}"
+        );
+        for cuda in [
+            &NEVER_RELEASED as &dyn crate::crossproc::ReportCheck,
+            &NEVER_UNMAPPED,
+            &NEVER_FREED,
+        ] {
+            assert!(
+                found(cuda, &records).is_empty(),
+                "CUDA's rule read HIP's calls"
+            );
+        }
+        let cuda_records = [
+            record(
+                10,
+                1,
+                "cuMemCreate",
+                json!({"*handle": "0xa1", "size": 2097152}),
+                0,
+            ),
+            exit(10, 9),
+        ];
+        assert!(found(&HIP_NEVER_RELEASED, &cuda_records).is_empty());
+        // A process that gave everything back leaves nothing.
+        let clean = [
+            hip(
+                1,
+                "hipMemCreate",
+                json!({"*handle": "0xa1", "size": 2097152}),
+            ),
+            hip(
+                2,
+                "hipMemAddressReserve",
+                json!({"*ptr": "0x1000000", "size": 0x200000}),
+            ),
+            hip(
+                3,
+                "hipMemMap",
+                json!({"ptr": "0x1000000", "size": 0x200000}),
+            ),
+            hip(
+                4,
+                "hipMemUnmap",
+                json!({"ptr": "0x1000000", "size": 0x200000}),
+            ),
+            hip(
+                5,
+                "hipMemAddressFree",
+                json!({"devPtr": "0x1000000", "size": 0x200000}),
+            ),
+            hip(6, "hipMemRelease", json!({"handle": "0xa1"})),
+            exit(10, 9),
+        ];
+        for check in [
+            &HIP_NEVER_RELEASED as &dyn crate::crossproc::ReportCheck,
+            &HIP_NEVER_UNMAPPED,
+            &HIP_NEVER_FREED,
+        ] {
+            assert!(found(check, &clean).is_empty());
+        }
     }
 
     /// A FABRIC export on one machine and imports of its handle on others: what the two

@@ -336,6 +336,55 @@ pub mod report {
         fix: "free each reservation (cuMemAddressFree) once its mappings are unmapped",
     };
 
+    const fn hip_source(function: &'static str) -> Source {
+        super::super::hip_in(SECTION, function)
+    }
+
+    pub static HIP_NEVER_RELEASED_RULE: Rule = Rule {
+        id: "hipMemCreate.never-released",
+        severity: Severity::Info,
+        kind: Kind::Misuse,
+        requirement: "Every reference a HIP process takes to an allocation handle (hipMemCreate, \
+            hipMemImportFromShareableHandle, hipMemRetainAllocationHandle) is released with \
+            hipMemRelease before the process ends: until then the ROCm runtime keeps the \
+            allocation. Decided from the trace of a process that ended through exit, or live at \
+            the exit of a process that writes none; each reference left is reported on the call \
+            that took it.",
+        source: hip_source("hipMemRelease"),
+        quote: "Release a memory handle representing a memory allocation which was previously \
+            allocated through hipMemCreate.",
+        documented_code: None,
+        fix: "release each handle once per create, import or retain (hipMemRelease) when the \
+            process is done with it",
+    };
+
+    pub static HIP_NEVER_UNMAPPED_RULE: Rule = Rule {
+        id: "hipMemMap.never-unmapped",
+        severity: Severity::Info,
+        kind: Kind::Misuse,
+        requirement: "Every mapping a HIP process makes (hipMemMap) is unmapped (hipMemUnmap) \
+            before the process ends. Decided from the trace of a process that ended through \
+            exit, or live at the exit of a process that writes none.",
+        source: hip_source("hipMemUnmap"),
+        quote: "Unmap memory allocation of a given address range.",
+        documented_code: None,
+        fix: "unmap each mapping (hipMemUnmap) when the process is done with the memory",
+    };
+
+    pub static HIP_NEVER_FREED_RULE: Rule = Rule {
+        id: "hipMemAddressReserve.never-freed",
+        severity: Severity::Info,
+        kind: Kind::Misuse,
+        requirement: "Every address range a HIP process reserves (hipMemAddressReserve) is \
+            freed (hipMemAddressFree) before the process ends. Decided from the trace of a \
+            process that ended through exit, or live at the exit of a process that writes \
+            none.",
+        source: hip_source("hipMemAddressFree"),
+        quote: "Frees an address range reservation made via hipMemAddressReserve",
+        documented_code: None,
+        fix: "free each reservation (hipMemAddressFree) once its mappings are unmapped",
+    };
+
     /// What a FABRIC import across IMEX domains is, for the VMM import and the pool import.
     pub const FABRIC_OTHER_DOMAIN_REQUIREMENT: &str = "A FABRIC handle is imported only by a \
         process granted access to the same IMEX channel as the exporter process, and an IMEX \
@@ -382,6 +431,16 @@ pub mod report {
         ),
         (&NEVER_UNMAPPED_RULE, &["cuMemMap"]),
         (&NEVER_FREED_RULE, &["cuMemAddressReserve"]),
+        (
+            &HIP_NEVER_RELEASED_RULE,
+            &[
+                "hipMemCreate",
+                "hipMemImportFromShareableHandle",
+                "hipMemRetainAllocationHandle",
+            ],
+        ),
+        (&HIP_NEVER_UNMAPPED_RULE, &["hipMemMap"]),
+        (&HIP_NEVER_FREED_RULE, &["hipMemAddressReserve"]),
     ];
 }
 

@@ -7,17 +7,22 @@
 //! reservation `hipMemAddressReserve` made. What the ROCm 6.2 runtime does with each misuse is read
 //! in its source (`hipamd/src/hip_vm.cpp`): it checks the flags and the offset, and it does not
 //! look before a release (a second release is a use after free) or before an address free of an
-//! address it does not know (it dereferences the missing entry). So the shim tracks the handles
-//! and reservations a HIP program holds, apart from CUDA's (the at-exit rules and the report's
-//! are CUDA's), and reports a release of a handle it saw released before the call is made.
+//! address it does not know (it dereferences the missing entry). So the shim tracks the handles,
+//! reservations and mappings a HIP program holds, apart from CUDA's, reports a release of a
+//! handle it saw released before the call is made, and at the exit of a process that writes no
+//! trace what it never gave back (HIP's own at-exit rules: `sharecheck_core::rules::vmm::report`).
 
 use super::{Lock, Sorted, VmmState};
+use crate::engine::state::Left;
 use crate::engine::{hex, Check, Cx};
 use crate::families::flags_not_zero;
 use rustc_hash::{FxHashMap, FxHashSet};
 use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::args;
 use sharecheck_core::rules::vmm::hip::*;
+use sharecheck_core::rules::vmm::report::{
+    HIP_NEVER_FREED_RULE, HIP_NEVER_RELEASED_RULE, HIP_NEVER_UNMAPPED_RULE,
+};
 use std::ffi::c_int;
 
 /// How many released handles [`HipVmm::released`] remembers (past that, a release of an unknown
@@ -26,12 +31,72 @@ const RELEASED_KEPT: usize = 4096;
 
 /// What a HIP program holds: its handles (references taken less released), the handles it
 /// released as often as it took them (a handle value the runtime hands out again leaves the set),
-/// and its reservations (start -> size).
+/// its reservations (start -> size) and its mappings (start -> size and handle).
 #[derive(Default)]
 pub struct HipVmm {
     handles: FxHashMap<u64, u32>,
     released: FxHashSet<u64>,
     reservations: Sorted<u64>,
+    maps: Sorted<(u64, u64)>,
+}
+
+impl HipVmm {
+    /// Removes the mappings wholly inside `[ptr, end)` (an unmap, or an address free that takes
+    /// its mappings with it).
+    fn unmap_inside(&mut self, ptr: u64, end: u64) {
+        self.maps
+            .0
+            .retain(|&(start, (size, _))| start < ptr || start.saturating_add(size) > end);
+    }
+
+    /// What the process still holds at its exit ([`crate::engine::state::FamilyState::left_at_exit`]):
+    /// references never released, mappings never unmapped, reservations never freed.
+    pub(super) fn left_at_exit(&self, left: &mut Vec<Left>) {
+        let mut handles: Vec<(u64, u32)> = self
+            .handles
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(&h, &n)| (h, n))
+            .collect();
+        handles.sort_unstable();
+        for (h, n) in handles {
+            left.push(Left {
+                rule: &HIP_NEVER_RELEASED_RULE,
+                call: format!("hipMemCreate(handle={})", hex(h)),
+                message: format!(
+                    "{n} reference{} to handle {} (created, imported or retained) never released \
+                     (hipMemRelease) before the process exited",
+                    if n == 1 { "" } else { "s" },
+                    hex(h)
+                ),
+            });
+        }
+        for &(start, (size, handle)) in &self.maps.0 {
+            left.push(Left {
+                rule: &HIP_NEVER_UNMAPPED_RULE,
+                call: format!("hipMemMap(ptr={}, size={size:#x})", hex(start)),
+                message: format!(
+                    "the mapping [{}, {}) of handle {} was never unmapped (hipMemUnmap) before \
+                     the process exited",
+                    hex(start),
+                    hex(start.saturating_add(size)),
+                    hex(handle)
+                ),
+            });
+        }
+        for &(start, size) in &self.reservations.0 {
+            left.push(Left {
+                rule: &HIP_NEVER_FREED_RULE,
+                call: format!("hipMemAddressReserve(size={size:#x}) -> {}", hex(start)),
+                message: format!(
+                    "the reservation [{}, {}) was never freed (hipMemAddressFree) before the \
+                     process exited",
+                    hex(start),
+                    hex(start.saturating_add(size))
+                ),
+            });
+        }
+    }
 }
 
 pub struct CreateHip;
@@ -180,7 +245,10 @@ impl Check<args::hipMemAddressFree> for AddressFreeHip {
     }
     fn after(&self, a: &args::hipMemAddressFree, _: (), ret: c_int, cx: &mut Cx) {
         if ret == 0 {
-            hip(cx).lock().reservations.remove(a.devPtr.addr());
+            let ptr = a.devPtr.addr();
+            let mut vmm = hip(cx).lock();
+            vmm.reservations.remove(ptr);
+            vmm.unmap_inside(ptr, ptr.saturating_add(a.size.0 as u64));
         }
     }
 }
@@ -196,14 +264,27 @@ impl Check<args::hipMemMap> for MapHip {
             });
         }
     }
+    fn after(&self, a: &args::hipMemMap, _: (), ret: c_int, cx: &mut Cx) {
+        if ret == 0 {
+            let mapping = (a.size.0 as u64, a.handle.0);
+            hip(cx).lock().maps.insert(a.ptr.addr(), mapping);
+        }
+    }
 }
 
-/// Traced; HIP 5.2 says nothing an unmap could break.
+/// HIP 5.2 says nothing an unmap could break: what it unmapped is no longer held.
 impl Check<args::hipMemUnmap> for UnmapHip {
     type Plan = ();
     const BEFORE: bool = false;
     fn before(&self, _: &args::hipMemUnmap, _: &mut Cx) {}
-    fn after(&self, _: &args::hipMemUnmap, _: (), _: c_int, _: &mut Cx) {}
+    fn after(&self, a: &args::hipMemUnmap, _: (), ret: c_int, cx: &mut Cx) {
+        if ret == 0 {
+            let ptr = a.ptr.addr();
+            hip(cx)
+                .lock()
+                .unmap_inside(ptr, ptr.saturating_add(a.size.0 as u64));
+        }
+    }
 }
 
 /// Traced; HIP 5.2 says nothing a set access could break.

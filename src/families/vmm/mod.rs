@@ -248,6 +248,10 @@ impl FamilyState for VmmState {
                 ),
             });
         }
+        drop(vmm);
+        if let Some(hip) = try_lock_for(&self.hip, crate::engine::state::AT_EXIT_WAIT) {
+            hip.left_at_exit(&mut left);
+        }
         left
     }
     /// Frees, releases and unmaps of VMM memory are this family's own checks.

@@ -640,13 +640,17 @@ mod hip {
 
     #[test]
     fn each_hip_negative_case_reports_exactly_its_rules() {
-        // The CUDA rules have their cases in the parent module's test.
+        // The CUDA rules have their cases in the parent module's test; the at-exit rules theirs
+        // in `what_a_hip_process_still_holds_is_left_at_exit` (and the report's).
         let cuda = sharecheck_core::rules::vmm::FAMILY
             .rules()
             .into_iter()
             .filter(|r| !r.id.starts_with("hip"))
             .map(|r| r.id);
-        check_negative_cases(world, NEGATIVE, &["vmm"], cuda);
+        let report_phase = sharecheck_core::rules::vmm::report::REPORTED_ON
+            .iter()
+            .map(|(rule, _)| rule.id);
+        check_negative_cases(world, NEGATIVE, &["vmm"], cuda.chain(report_phase));
     }
 
     /// Created, reserved, mapped, given access, exported, unmapped, released, the reservation
@@ -673,6 +677,63 @@ mod hip {
         h.ok(address_free(VA));
         create(&h, H);
         h.ok(release(H));
+    }
+
+    /// What a HIP process still holds is what it left at its exit, by HIP's rules: a handle's
+    /// references, its mappings, its reservations. An unmap, or an address free that takes its
+    /// mappings with it, and the releases give all back.
+    #[test]
+    fn what_a_hip_process_still_holds_is_left_at_exit() {
+        use crate::engine::state::FamilyState;
+        use crate::families::vmm::VmmState;
+        use sharecheck_core::rules::vmm::report::*;
+        let h = world();
+        let left = |h: &Harness| h.states.family::<VmmState>().left_at_exit();
+        create(&h, H);
+        reserve(&h, VA);
+        h.ok(map(VA, 0, 0));
+        h.ok(map(VA + 2 * G, 0, 0));
+        let ids: Vec<&str> = left(&h).iter().map(|l| l.rule.id).collect();
+        assert_eq!(
+            ids,
+            [
+                HIP_NEVER_RELEASED_RULE.id,
+                HIP_NEVER_UNMAPPED_RULE.id,
+                HIP_NEVER_UNMAPPED_RULE.id,
+                HIP_NEVER_FREED_RULE.id
+            ]
+        );
+        let l = left(&h);
+        assert!(
+            l[0].message.starts_with("1 reference to handle 0x100"),
+            "{l:?}"
+        );
+        assert!(l[0].message.contains("(hipMemRelease)"), "{l:?}");
+        assert!(
+            l[1].call.starts_with("hipMemMap(ptr=0x7f0000000000"),
+            "{l:?}"
+        );
+        assert!(l[3].call.starts_with("hipMemAddressReserve(size="), "{l:?}");
+        // A refused unmap gives nothing back.
+        h.call(
+            args::hipMemUnmap {
+                ptr: ptr(VA),
+                size: Size(G as usize),
+            },
+            INVALID_VALUE,
+        );
+        assert_eq!(left(&h).len(), 4);
+        h.ok(args::hipMemUnmap {
+            ptr: ptr(VA),
+            size: Size(G as usize),
+        });
+        assert_eq!(left(&h).len(), 3);
+        // The address free takes the last mapping with the reservation.
+        h.ok(address_free(VA));
+        let ids: Vec<&str> = left(&h).iter().map(|l| l.rule.id).collect();
+        assert_eq!(ids, [HIP_NEVER_RELEASED_RULE.id]);
+        h.ok(release(H));
+        assert!(left(&h).is_empty());
     }
 
     /// A release or address free of what the shim never saw (made before it was loaded) rests
