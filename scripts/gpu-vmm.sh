@@ -39,6 +39,9 @@ cases=(
     "memset-before-access|vmm.used-before-access@cuMemsetD8_v2"
     "release-twice|cuMemRelease.handle-not-live@cuMemRelease"
     "leak|cuMemAddressReserve.never-freed@cuMemAddressReserve,cuMemCreate.never-released@cuMemCreate,cuMemMap.never-unmapped@cuMemMap"
+    "fd-leak|cuMemExportToShareableHandle.fd-never-closed@cuMemExportToShareableHandle"
+    # The fd closed, then a buffer allocated and kept: R580's own descriptors are not exports'.
+    "fd-closed|-"
     "correct|-"
 )
 # A FABRIC create: refused (CUDA_ERROR_NOT_PERMITTED) where the user has no IMEX channel file.
@@ -52,7 +55,24 @@ report="$out/report.txt"
 . scripts/gpu/scenario.sh
 report_head "$report" VMM scripts/gpu-vmm.sh tests/c/vmm_cuda.c
 run_cases "$exe" "$out" "$report" "SAME "
+# The same at-exit rule decided live, at the exit of a process that writes no trace.
+live=0
+for scenario in fd-leak fd-closed; do
+    set +e
+    LD_PRELOAD="$PWD/target/release/libsharecheck.so" "$exe" "$scenario" \
+        > "$out/$scenario/live.out" 2> "$out/$scenario/live.err"
+    set -e
+    n="$(grep -c 'fd-never-closed' "$out/$scenario/live.err" || true)"
+    want=0
+    [ "$scenario" = fd-leak ] && want=1
+    if [ "$n" = "$want" ]; then verdict=ok; else verdict="FAILED: $n live findings, expected $want"; failed=$((failed + 1)); fi
+    live=$((live + 1))
+    {
+        echo "- $scenario, untraced: $verdict"
+        grep 'fd-never-closed' "$out/$scenario/live.err" | sed 's/^/  live: /' || true
+    } >> "$report"
+done
 echo >> "$report"
-echo "GPU VMM: $(( ${#cases[@]} - failed )) passed, $failed failed" >> "$report"
+echo "GPU VMM: $(( ${#cases[@]} + live - failed )) passed, $failed failed" >> "$report"
 cat "$report"
 [ "$failed" -eq 0 ]

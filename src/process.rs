@@ -121,7 +121,9 @@ fn finish_once() {
             // from a signal handler's exit that interrupted the shim's own work).
             shielded((), engine::report_left_at_exit);
         }
-        shielded((), trace::finish);
+        shielded((), || {
+            trace::finish(|| engine::states().exported_fds_open());
+        });
     });
 }
 

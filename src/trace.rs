@@ -487,9 +487,10 @@ pub fn flush() -> bool {
 /// At exit: calls are no longer numbered, those in flight get a bounded time to record
 /// themselves, then an `exit` record with this process's totals: `calls`, every call numbered
 /// (recorded, or still being recorded: `calls_unfinished`, present when some are, whose records
-/// may follow in the file or the ring, or be lost), then the rest of the ring appended to the
-/// file.
-pub fn finish() {
+/// may follow in the file or the ring, or be lost), and the descriptors it exported and still
+/// holds open (`exported_fds_open`, present when some are; asked for only when the record is
+/// written), then the rest of the ring appended to the file.
+pub fn finish(exported_fds_open: impl FnOnce() -> Vec<i32>) {
     // `exit` called by a signal handler that interrupted this thread's shim work: what that
     // work holds cannot move while the exit waits.
     let interrupted = crate::guard::Guard::is_inside();
@@ -512,6 +513,17 @@ pub fn finish() {
                 w.kv_u64("calls_unchecked", unchecked);
             }
             w.kv_u64("findings_reported", reported);
+            // The descriptors the process exported and still holds open (by number: a trace
+            // cannot say what was closed), for the report's at-exit rule.
+            let open = exported_fds_open();
+            if !open.is_empty() {
+                w.key("exported_fds_open");
+                w.begin_array();
+                for fd in open {
+                    w.i64(i64::from(fd));
+                }
+                w.end_array();
+            }
         });
     }
     crate::writer::finish(frozen);

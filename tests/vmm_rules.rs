@@ -117,6 +117,73 @@ fn an_untraced_process_hears_what_it_left_at_exit() {
     assert!(!traced.stderr().contains("never-"), "{}", traced.stderr());
 }
 
+/// An exported POSIX fd the process never closed: found on its export by `sharecheck report`
+/// (the exit record lists it) and live at the exit of a process that writes no trace; closed, it
+/// is not, though the simulated driver's own later descriptors are of the same kind.
+#[test]
+fn an_exported_fd_never_closed_is_found_at_exit() {
+    let scratch = Scratch::new("vmm_fd_leak");
+    let exe = program(&scratch);
+    let r = run_checked(&scratch, &exe, "fd-leak", NONE);
+    assert!(r.rule_ids().is_empty(), "{}", r.stderr());
+    assert_eq!(
+        report_phase(&r),
+        [(
+            "cuMemExportToShareableHandle.fd-never-closed".to_string(),
+            "cuMemExportToShareableHandle".to_string()
+        )]
+    );
+    let fd = printed_fd(&String::from_utf8_lossy(&r.out.stdout));
+    let exit = r
+        .records
+        .iter()
+        .find(|rec| rec["event"] == "exit")
+        .expect("an exit record");
+    assert_eq!(exit["exported_fds_open"], serde_json::json!([fd]), "{exit}");
+    let closed = run_checked(&scratch, &exe, "fd-closed", NONE);
+    assert!(
+        report_phase(&closed).is_empty(),
+        "{:?}",
+        report_phase(&closed)
+    );
+    let exit = closed
+        .records
+        .iter()
+        .find(|rec| rec["event"] == "exit")
+        .expect("an exit record");
+    assert!(exit.get("exported_fds_open").is_none(), "{exit}");
+    let untraced = |scenario: &str| {
+        let mut cmd = scratch.under_shim(&exe);
+        cmd.env_remove(sharecheck_core::schema::env::TRACE)
+            .arg(scenario);
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{scenario}: {out:?}");
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (stdout, stderr) = untraced("fd-leak");
+    let fd = printed_fd(&stdout);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("[cuMemExportToShareableHandle.fd-never-closed]"))
+        .unwrap_or_else(|| panic!("not found live:\n{stderr}"));
+    assert!(line.starts_with("sharecheck: info["), "{line}");
+    assert!(line.contains(&format!("-> fd {fd}")), "{line}");
+    assert_eq!(stderr.matches(" at exit; fix: ").count(), 1, "{stderr}");
+    assert!(!untraced("fd-closed").1.contains("fd-never-closed"));
+}
+
+/// The descriptor a `vmm_cuda fd-leak` run printed (`FD n`).
+fn printed_fd(stdout: &str) -> i64 {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("FD "))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("the program prints its fd")
+}
+
 /// A FABRIC create the driver refuses for want of an IMEX channel is explained by what the host
 /// lacks; on a host with a channel file the refusal is the driver's to explain.
 #[test]

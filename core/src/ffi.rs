@@ -1280,6 +1280,15 @@ macro_rules! shareable_arg {
 pub struct ShareableHandleOut(pub *mut c_void);
 
 impl ShareableHandleOut {
+    /// The descriptor a POSIX-fd export wrote, once it succeeded (`None` for another handle type,
+    /// a failure or a null pointer).
+    pub fn written_fd(self, outcome: Outcome, handle_type: c_uint) -> Option<c_int> {
+        match self.shared(outcome, Some(handle_type)) {
+            Shared::Fd(fd) => Some(fd),
+            _ => None,
+        }
+    }
+
     fn shared(self, outcome: Outcome, handle_type: Linked) -> Shared {
         let at = self.0 as usize as u64;
         if !outcome.succeeded() || self.0.is_null() {

@@ -31,6 +31,25 @@ fn round_up(value: u64, to: u64) -> Option<u64> {
     value.checked_add(to - 1).map(|v| v / to * to)
 }
 
+/// The lowest number the simulated driver's own descriptors take. R580's own descriptors after
+/// its start are other kinds of file than its POSIX exports (/dev/nvidia0 and eventfds, where
+/// every export is /dev/nvidiactl: `scripts/gpu/results/2026-11-27-2xH200-R580-export-fd-probe.txt`).
+/// The simulator's are memfds, the kind of its exports, so they stay above the low numbers a
+/// program's closed exports free, which the shim reads by number and kind at exit
+/// (`cuMemExportToShareableHandle.fd-never-closed`).
+const OWN_FD_FLOOR: libc::c_int = 256;
+
+/// `fd` moved to a number of at least [`OWN_FD_FLOOR`] (kept where it is if that fails).
+pub(crate) fn own_fd(fd: OwnedFd) -> OwnedFd {
+    // SAFETY: dup of a descriptor we own; the result is checked.
+    let moved = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, OWN_FD_FLOOR) };
+    if moved < 0 {
+        return fd;
+    }
+    // SAFETY: a fresh descriptor that we own (the low one closes as `fd` drops).
+    unsafe { OwnedFd::from_raw_fd(moved) }
+}
+
 /// A new anonymous shared-memory file of `len` bytes.
 fn new_memfd(len: u64) -> Outcome<OwnedFd> {
     let name: &CStr = c"sharecheck-sim";
@@ -40,7 +59,7 @@ fn new_memfd(len: u64) -> Outcome<OwnedFd> {
         return Err(OUT_OF_MEMORY);
     }
     // SAFETY: fd is a fresh descriptor that we own.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let fd = own_fd(unsafe { OwnedFd::from_raw_fd(fd) });
     let len = libc::off_t::try_from(len).map_err(|_| OUT_OF_MEMORY)?;
     // SAFETY: ftruncate on a descriptor we own.
     if unsafe { libc::ftruncate(fd.as_raw_fd(), len) } != 0 {
@@ -558,7 +577,7 @@ impl Memory {
             return Err(INVALID_VALUE);
         }
         // SAFETY: a fresh descriptor this allocation owns from now.
-        let memfd = unsafe { OwnedFd::from_raw_fd(opened) };
+        let memfd = own_fd(unsafe { OwnedFd::from_raw_fd(opened) });
         Ok(self.new_physical(memfd, size, device, None, MEM_HANDLE_TYPE_FABRIC))
     }
 
@@ -591,7 +610,7 @@ impl Memory {
             return Err(OUT_OF_MEMORY);
         }
         // SAFETY: a fresh descriptor this allocation owns from now.
-        let memfd = unsafe { OwnedFd::from_raw_fd(copy) };
+        let memfd = own_fd(unsafe { OwnedFd::from_raw_fd(copy) });
         let size = st.st_size as u64;
         Ok(self.new_physical(memfd, size, device, numa, MEM_HANDLE_TYPE_POSIX_FD))
     }

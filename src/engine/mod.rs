@@ -675,7 +675,7 @@ pub fn halt_if_asked(recorded: &[Finding]) {
             "halting after the first error (halt_on_error=1 in {})",
             env::OPTIONS
         ));
-        crate::trace::finish();
+        crate::trace::finish(|| states().exported_fds_open());
         std::process::abort();
     }
 }

@@ -51,6 +51,12 @@ pub trait FamilyState: Default + Send + Sync + 'static {
     fn imports_from_other_processes(&self) -> bool {
         false
     }
+    /// The descriptors the process exported (a POSIX fd of an allocation) that are still open as
+    /// it exits, by number: written in a trace's exit record, for `sharecheck report` to decide
+    /// what [`FamilyState::left_at_exit`] decides live (a trace cannot say what was closed).
+    fn exported_fds_open(&self) -> Vec<i32> {
+        Vec::new()
+    }
 }
 
 /// How long the exit's look at a family's state waits for a lock another thread holds: a check
@@ -78,6 +84,7 @@ struct Held {
     forget: fn(*const (), Lifetime),
     left: fn(*const ()) -> Vec<Left>,
     shares: fn(*const ()) -> bool,
+    open: fn(*const ()) -> Vec<i32>,
 }
 
 // SAFETY: `at` points into `state`, which is Send + Sync and lives as long as `Held`.
@@ -104,6 +111,10 @@ impl Held {
             shares: |at| {
                 // SAFETY: as above.
                 unsafe { &*at.cast::<F>() }.imports_from_other_processes()
+            },
+            open: |at| {
+                // SAFETY: as above.
+                unsafe { &*at.cast::<F>() }.exported_fds_open()
             },
         }
     }
@@ -192,6 +203,20 @@ impl States {
             .iter()
             .filter_map(OnceLock::get)
             .any(|held| (held.shares)(held.at))
+    }
+
+    /// The descriptors every family says the process exported and still holds open at its
+    /// exit ([`FamilyState::exported_fds_open`]), in order.
+    pub fn exported_fds_open(&self) -> Vec<i32> {
+        let mut fds: Vec<i32> = self
+            .families
+            .iter()
+            .filter_map(OnceLock::get)
+            .flat_map(|held| (held.open)(held.at))
+            .collect();
+        fds.sort_unstable();
+        fds.dedup();
+        fds
     }
 
     /// [`States::forget`] of [`Lifetime::MemoryFreed`]: one load when no family forgets freed

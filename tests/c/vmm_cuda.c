@@ -14,6 +14,10 @@
  *              on R580)
  *   leak       mapped memory the process exits holding: its handle, reservation and mapping
  *              (found by the report phase).
+ *   fd-leak    a granule exported to a POSIX fd that is never closed (its handle released):
+ *              the process exits holding the fd (found at exit).
+ *   fd-closed  the same with the fd closed, then a buffer allocated (cuMemAlloc) and kept to the
+ *              end (the driver's own descriptors take no number the close freed): nothing held.
  *   fabric-export  a granule created with FABRIC handles, mapped, given access and set to 42,
  *              exported as a FABRIC handle printed as `HANDLE <128 hex digits>`; the process then
  *              waits for its stdin to close before it gives everything back (an importer reaches
@@ -177,6 +181,21 @@ int main(int argc, char **argv) {
         SETUP("cuMemCreate", create(&h, 2 * G));
         CALL("cuMemRelease", cuMemRelease(h));
         CALL("cuMemRelease", cuMemRelease(h));
+    } else if (!strcmp(s, "fd-leak") || !strcmp(s, "fd-closed")) {
+        SETUP("cuMemCreate", create(&h, G));
+        int fd = -1;
+        CALL("cuMemExportToShareableHandle",
+             cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+        printf("FD %d\n", fd);
+        if (!strcmp(s, "fd-closed")) {
+            /* The lowest free number is the fd's again: the driver's next descriptor would take
+             * it, and the simulator's are of an export's kind (memfds). The buffer is kept to the
+             * end, as programs do. */
+            close(fd);
+            CUdeviceptr kept;
+            MUST(cuMemAlloc(&kept, 64));
+        }
+        give_back(h, 0, 0, 0);
     } else if (!strcmp(s, "correct")) {
         CALL("cuMemCreate", create(&h, 2 * G));
         CALL("cuMemAddressReserve", cuMemAddressReserve(&va, 4 * G, 0, 0, 0));

@@ -178,6 +178,9 @@ pub struct Timeline {
     /// Process ([`Call::proc`]) -> when its `exit` record was written (a process that ended
     /// through `exit`).
     exits: BTreeMap<usize, u64>,
+    /// Process ([`Call::proc`]) -> the descriptors its `exit` record says it exported and still
+    /// held open (`exported_fds_open`).
+    exported_open: BTreeMap<usize, Vec<i64>>,
     /// (machine, pid) -> its [`Call::proc`].
     procs: HashMap<(Option<String>, i64), usize>,
     /// Process ([`Call::proc`]) -> the IMEX domain its process record names (FABRIC handles are
@@ -268,6 +271,10 @@ impl Timeline {
             if let (Some(pid), Some(ts_ns)) = (pid, record.get("ts_ns").and_then(Value::as_u64)) {
                 let proc = self.proc_of(record, pid);
                 self.exits.insert(proc, ts_ns);
+                if let Some(Value::Array(fds)) = record.get("exported_fds_open") {
+                    let fds: Vec<i64> = fds.iter().filter_map(Value::as_i64).collect();
+                    self.exported_open.insert(proc, fds);
+                }
             }
             return;
         }
@@ -490,6 +497,12 @@ impl Timeline {
     /// (still running, or it ended by `_exit`, a signal or `kill -9`).
     pub fn exited(&self, proc: usize) -> Option<u64> {
         self.exits.get(&proc).copied()
+    }
+
+    /// The descriptors process `proc` ([`Call::proc`]) exported and still held open at its exit,
+    /// as its `exit` record says (none when it wrote none).
+    pub fn exported_fds_open(&self, proc: usize) -> &[i64] {
+        self.exported_open.get(&proc).map_or(&[], Vec::as_slice)
     }
 
     /// Gives an IPC export whose record has no place (`"ctx"`, `"dev"`, `"uuid"`) the place of
@@ -764,6 +777,7 @@ pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[
     &vmm::NEVER_RELEASED,
     &vmm::NEVER_UNMAPPED,
     &vmm::NEVER_FREED,
+    &vmm::FD_NEVER_CLOSED,
     &vmm::HIP_NEVER_RELEASED,
     &vmm::HIP_NEVER_UNMAPPED,
     &vmm::HIP_NEVER_FREED,

@@ -18,6 +18,7 @@ const READS: &[&str] = &[
     "cuMemAddressFree",
     "cuMemMap",
     "cuMemUnmap",
+    "cuMemExportToShareableHandle",
     "hipMemCreate",
     "hipMemRelease",
     "hipMemRetainAllocationHandle",
@@ -343,6 +344,54 @@ fn never_freed_by(t: &Timeline, api: &Api) -> Vec<ReportFinding> {
     found
 }
 
+timeline_check!(
+    /// POSIX fds exported and still open when the exporter exited.
+    FdNeverClosed,
+    FD_NEVER_CLOSED,
+    FD_NEVER_CLOSED_RULE,
+    fd_never_closed
+);
+
+/// Each descriptor a process's `exit` record says it exported and still held open, found on the
+/// process's last export that gave that number before its exit (a number given again was
+/// closed first). A number no export of the trace gave is not judged.
+fn fd_never_closed(t: &Timeline) -> Vec<ReportFinding> {
+    let mut found = Vec::new();
+    let mut by_proc: BTreeMap<usize, Vec<&Call>> = BTreeMap::new();
+    for c in t
+        .calls()
+        .iter()
+        .filter(|c| c.func == "cuMemExportToShareableHandle" && c.succeeded())
+    {
+        if t.exited(c.proc).is_some_and(|exit| c.ts_ns <= exit) {
+            by_proc.entry(c.proc).or_default().push(c);
+        }
+    }
+    for (proc, exports) in by_proc {
+        for &fd in t.exported_fds_open(proc) {
+            let Some(c) = exports
+                .iter()
+                .rev()
+                .find(|c| c.out("shareableHandle").and_then(Value::as_i64) == Some(fd))
+            else {
+                continue;
+            };
+            let handle = c.arg("handle").and_then(number).unwrap_or_default();
+            found.push(ReportFinding::at(
+                &FD_NEVER_CLOSED_RULE,
+                c,
+                format!(
+                    "the POSIX fd {fd} exported here from handle {handle:#x} was still open when \
+                     process {} exited (never closed): while a process holds it, the allocation \
+                     stays allocated",
+                    c.pid
+                ),
+            ));
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -577,6 +626,53 @@ mod tests {
         ] {
             assert!(found(check, &clean).is_empty());
         }
+    }
+
+    /// The descriptors an exit record says are still open are found on the last export that
+    /// gave each number; a number given again was closed before, one no export gave is not
+    /// judged, and a process still running (or with none open) says nothing.
+    #[test]
+    fn exported_fds_still_open_at_exit_are_found_on_their_last_export() {
+        let export = |ts: u64, fd: i64, h: &str, ret: i64| {
+            record(
+                10,
+                ts,
+                "cuMemExportToShareableHandle",
+                json!({"*shareableHandle": fd, "handle": h,
+                    "handleType": "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR"}),
+                ret,
+            )
+        };
+        let exit_open = |fds: Value| {
+            let mut r = exit(10, 20);
+            r.insert("exported_fds_open".into(), fds);
+            r
+        };
+        let records = [
+            export(1, 7, "0xa1", 0),
+            // The number given again: the first export of 7 was closed.
+            export(2, 7, "0xa2", 0),
+            export(3, 8, "0xa3", 0),
+            export(4, 9, "0xa4", 0),
+            // A refused export gave no descriptor.
+            export(5, 11, "0xa5", 1),
+            exit_open(json!([7, 9, 11, 12])),
+        ];
+        let got = found(&FD_NEVER_CLOSED, &records);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].0, 2, "the latest export of 7: {got:?}");
+        assert!(
+            got[0]
+                .1
+                .contains("POSIX fd 7 exported here from handle 0xa2"),
+            "{got:?}"
+        );
+        assert_eq!(got[1].0, 4, "{got:?}");
+        // Every export closed: nothing open in the exit record.
+        let closed = [export(1, 7, "0xa1", 0), exit(10, 20)];
+        assert!(found(&FD_NEVER_CLOSED, &closed).is_empty());
+        // Still running: no exit record.
+        assert!(found(&FD_NEVER_CLOSED, &[export(1, 7, "0xa1", 0)]).is_empty());
     }
 
     /// A FABRIC export on one machine and imports of its handle on others: what the two

@@ -336,6 +336,29 @@ pub mod report {
         fix: "free each reservation (cuMemAddressFree) once its mappings are unmapped",
     };
 
+    pub static FD_NEVER_CLOSED_RULE: Rule = Rule {
+        id: "cuMemExportToShareableHandle.fd-never-closed",
+        severity: Severity::Info,
+        kind: Kind::Misuse,
+        requirement: "Every POSIX file descriptor a process exports (cuMemExportToShareableHandle \
+            with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) is closed once it has been passed on: \
+            while any process holds it open, the allocation stays allocated, after every \
+            release and unmap. Decided at the exit of the exporting process, by the \
+            descriptor's number: still open, and a file of the kind the process's first export \
+            gave (on R580 every export is /dev/nvidiactl, and the driver's own later \
+            descriptors are other devices and eventfds). A number the program closed and reused \
+            for a descriptor of that same kind (a peer's export received over a socket) reads \
+            as still open; an export the shim did not see is not judged.",
+        source: source("cuMemExportToShareableHandle"),
+        quote: "Once all shareable handles are closed and the allocation is released, the \
+            allocated memory referenced will be released back to the OS and uses of the CUDA \
+            handle afterward will lead to undefined behavior.",
+        documented_code: None,
+        fix: "close the exported descriptor (close) once it has been sent to the other process \
+            (the receiver holds its own copy), and have the receiver close its copy once it \
+            imported it",
+    };
+
     const fn hip_source(function: &'static str) -> Source {
         super::super::hip_in(SECTION, function)
     }
@@ -431,6 +454,7 @@ pub mod report {
         ),
         (&NEVER_UNMAPPED_RULE, &["cuMemMap"]),
         (&NEVER_FREED_RULE, &["cuMemAddressReserve"]),
+        (&FD_NEVER_CLOSED_RULE, &["cuMemExportToShareableHandle"]),
         (
             &HIP_NEVER_RELEASED_RULE,
             &[

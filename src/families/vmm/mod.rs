@@ -173,6 +173,65 @@ pub struct VmmState {
     generation: AtomicU64,
     /// What a HIP program holds ([`hip::HipVmm`]), apart from CUDA's.
     hip: Lock<hip::HipVmm>,
+    /// The POSIX fds the process exported ([`Exported`]).
+    exported: Lock<Exported>,
+}
+
+/// The POSIX fds a process exported (`cuMemExportToShareableHandle`): number -> the handle
+/// exported, the latest export at each number (a number the kernel hands out again was closed
+/// first), and the kind of file its first export was.
+#[derive(Default)]
+struct Exported {
+    fds: FxHashMap<c_int, u64>,
+    kind: Option<FileKind>,
+}
+
+/// The kind of file a descriptor is: the device of its file system, the device it is (for a
+/// device file) and its type. R580 exports every POSIX fd as /dev/nvidiactl (one inode), and the
+/// descriptors its own later work opens are other devices (/dev/nvidia0) and eventfds
+/// (`scripts/gpu/results/2026-11-27-2xH200-R580-export-fd-probe.txt`): so a process's first
+/// export names the kind of all, and an export is told apart at exit with no system call on the
+/// export's own path but the first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileKind {
+    dev: u64,
+    rdev: u64,
+    format: u32,
+}
+
+impl FileKind {
+    /// `fd`'s kind; `None` when it is not open. The caller's errno is kept.
+    fn of(fd: c_int) -> Option<FileKind> {
+        crate::guard::keeping_errno(|| {
+            // SAFETY: an all-zero `stat` is a valid value of the plain C struct.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: fstat of a descriptor number into a live local; the result is checked.
+            (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(FileKind {
+                dev: st.st_dev,
+                rdev: st.st_rdev,
+                format: st.st_mode & libc::S_IFMT,
+            })
+        })
+    }
+}
+
+impl VmmState {
+    /// The fds exported and still open, of the first export's kind, with the handle each
+    /// exported, in order (at exit: the lock is waited for at most `AT_EXIT_WAIT`).
+    fn still_exported(&self) -> Vec<(c_int, u64)> {
+        let Some(exported) = try_lock_for(&self.exported, crate::engine::state::AT_EXIT_WAIT)
+        else {
+            return Vec::new();
+        };
+        let Some(kind) = exported.kind else {
+            return Vec::new();
+        };
+        let mut fds: Vec<(c_int, u64)> = exported.fds.iter().map(|(&fd, &h)| (fd, h)).collect();
+        drop(exported);
+        fds.sort_unstable();
+        fds.retain(|&(fd, _)| FileKind::of(fd) == Some(kind));
+        fds
+    }
 }
 
 #[derive(Default)]
@@ -249,10 +308,28 @@ impl FamilyState for VmmState {
             });
         }
         drop(vmm);
+        for (fd, h) in self.still_exported() {
+            left.push(Left {
+                rule: &FD_NEVER_CLOSED_RULE,
+                call: format!("cuMemExportToShareableHandle(handle={}) -> fd {fd}", hex(h)),
+                message: format!(
+                    "the POSIX fd {fd} exported from handle {} was still open when the process \
+                     exited (never closed): while a process holds it, the allocation stays \
+                     allocated",
+                    hex(h)
+                ),
+            });
+        }
         if let Some(hip) = try_lock_for(&self.hip, crate::engine::state::AT_EXIT_WAIT) {
             hip.left_at_exit(&mut left);
         }
         left
+    }
+    fn exported_fds_open(&self) -> Vec<i32> {
+        self.still_exported()
+            .into_iter()
+            .map(|(fd, _)| fd)
+            .collect()
     }
     /// Frees, releases and unmaps of VMM memory are this family's own checks.
     const FORGETS_FREED_MEMORY: bool = false;
@@ -652,6 +729,25 @@ impl Check<args::cuMemExportToShareableHandle> for Export {
                     hex(a.handle.0)
                 )
             });
+        }
+    }
+    /// A POSIX fd exported: its number kept for the exit (and, at the process's first export,
+    /// the kind of file it is: one fstat).
+    fn after(&self, a: &args::cuMemExportToShareableHandle, _: (), ret: c_int, cx: &mut Cx) {
+        let outcome = Outcome::Returned(ret);
+        let Some(fd) = a.shareableHandle.written_fd(outcome, a.handleType.0) else {
+            return;
+        };
+        let exported = &cx.states.family::<VmmState>().exported;
+        let first = {
+            let mut e = exported.lock();
+            e.fds.insert(fd, a.handle.0);
+            e.kind.is_none()
+        };
+        if first {
+            if let Some(kind) = FileKind::of(fd) {
+                exported.lock().kind.get_or_insert(kind);
+            }
         }
     }
 }

@@ -463,6 +463,90 @@ fn the_sorted_map_finds_entries_by_address() {
     assert_eq!(s.range(0, 100), &[(10, 1), (30, 13)]);
 }
 
+/// An exported POSIX fd still open at exit is left, on the export that gave it; one closed is
+/// not, nor one whose number now holds a file of another kind than the process's first export,
+/// and a number exported again is the later export's.
+#[test]
+fn an_exported_fd_still_open_at_exit_is_left() {
+    use sharecheck_core::rules::vmm::report::FD_NEVER_CLOSED_RULE;
+    let h = world();
+    create(&h, H, 2 * G);
+    // Real descriptors, as the driver's exports are: memfds (the kind of the first export),
+    // placed at numbers of this test's own (the test threads share the process's table).
+    let place = |fd: i32, at: i32| {
+        // SAFETY: dup2 of a descriptor this test made onto a number only this test uses; the
+        // original is closed.
+        unsafe {
+            assert_eq!(libc::dup2(fd, at), at);
+            libc::close(fd);
+        }
+        at
+    };
+    let memfd = |at: i32| {
+        // SAFETY: memfd_create with a valid name; the result is checked.
+        let fd = unsafe { libc::memfd_create(c"vmm-test-export".as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(fd >= 0);
+        place(fd, at)
+    };
+    let exported = |h: &Harness, handle: u64, fd: i32| {
+        let mut out = fd;
+        let mut a = export(handle, POSIX_FD);
+        a.shareableHandle = ShareableHandleOut((&mut out as *mut i32).cast());
+        h.ok(a);
+    };
+    let left = |h: &Harness| -> Vec<String> {
+        h.states
+            .family::<VmmState>()
+            .left_at_exit()
+            .into_iter()
+            .filter(|l| l.rule.id == FD_NEVER_CLOSED_RULE.id)
+            .map(|l| l.call)
+            .collect()
+    };
+    let (a, b) = (memfd(901), memfd(902));
+    exported(&h, H, a);
+    exported(&h, H, b);
+    assert_eq!(
+        left(&h),
+        [
+            "cuMemExportToShareableHandle(handle=0x100) -> fd 901",
+            "cuMemExportToShareableHandle(handle=0x100) -> fd 902"
+        ]
+    );
+    assert_eq!(h.states.family::<VmmState>().exported_fds_open(), [a, b]);
+    // Closed: not left.
+    // SAFETY: closes a descriptor this test made.
+    unsafe { libc::close(b) };
+    assert_eq!(left(&h).len(), 1);
+    // The number given again by a later export: that export's.
+    exported(&h, 0x200, memfd(b));
+    assert_eq!(
+        left(&h)[1],
+        "cuMemExportToShareableHandle(handle=0x200) -> fd 902"
+    );
+    // The number now holding a file of another kind (not an export): not left.
+    // SAFETY: opens /dev/null; the result is checked.
+    let null = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    assert!(null >= 0);
+    place(null, b);
+    assert_eq!(left(&h).len(), 1);
+    // A refused export keeps nothing.
+    let mut out = 903;
+    let mut refused = export(H, POSIX_FD);
+    refused.shareableHandle = ShareableHandleOut((&mut out as *mut i32).cast());
+    h.call(refused, sharecheck_core::codes::INVALID_VALUE);
+    memfd(903);
+    assert_eq!(left(&h).len(), 1);
+    // SAFETY: closes descriptors this test made.
+    unsafe {
+        libc::close(a);
+        libc::close(b);
+        libc::close(903);
+    }
+    assert!(left(&h).is_empty());
+    assert!(h.states.family::<VmmState>().exported_fds_open().is_empty());
+}
+
 /// What a process still holds is what it left at its exit: a handle's references, its mappings,
 /// its reservations; given back, nothing.
 #[test]
