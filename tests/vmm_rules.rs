@@ -83,35 +83,22 @@ fn what_a_process_leaves_at_exit_is_found_by_the_report() {
 fn an_untraced_process_hears_what_it_left_at_exit() {
     let scratch = Scratch::new("vmm_exit_live");
     let exe = program(&scratch);
-    let untraced_with = |scenario: &str, options: &str| {
-        let mut cmd = scratch.under_shim(&exe);
-        cmd.env_remove(sharecheck_core::schema::env::TRACE)
-            .env(sharecheck_core::schema::env::OPTIONS, options)
-            .arg(scenario);
-        let out = cmd.output().unwrap();
-        assert!(out.status.success(), "{scenario}: {out:?}");
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    };
-    let untraced = |scenario: &str| untraced_with(scenario, "");
-    let stderr = untraced("leak");
-    for rule in [
-        "cuMemCreate.never-released",
-        "cuMemMap.never-unmapped",
-        "cuMemAddressReserve.never-freed",
-    ] {
-        let line = stderr
-            .lines()
-            .find(|l| l.contains(&format!("[{rule}]")))
-            .unwrap_or_else(|| panic!("no {rule} in:\n{stderr}"));
-        // Info: what a process holds at its end the driver frees then.
-        assert!(line.starts_with("sharecheck: info["), "{line}");
-    }
-    assert_eq!(stderr.matches(" at exit; fix: ").count(), 3, "{stderr}");
+    let untraced_with =
+        |scenario: &str, options: &str| untraced(&scratch, &exe, scenario, options).1;
+    let stderr = untraced_with("leak", "");
+    heard_at_exit(
+        &stderr,
+        &[
+            "cuMemCreate.never-released",
+            "cuMemMap.never-unmapped",
+            "cuMemAddressReserve.never-freed",
+        ],
+    );
     // A muted rule is left out at exit too.
     let stderr = untraced_with("leak", "mute=cuMemMap.never-unmapped");
     assert_eq!(stderr.matches(" at exit; fix: ").count(), 2, "{stderr}");
     assert!(!stderr.contains("never-unmapped"), "{stderr}");
-    let stderr = untraced("correct");
+    let stderr = untraced_with("correct", "");
     assert!(!stderr.contains("never-"), "{stderr}");
     let traced = run_checked(&scratch, &exe, "leak", NONE);
     assert!(!traced.stderr().contains("never-"), "{}", traced.stderr());
@@ -152,27 +139,54 @@ fn an_exported_fd_never_closed_is_found_at_exit() {
         .find(|rec| rec["event"] == "exit")
         .expect("an exit record");
     assert!(exit.get("exported_fds_open").is_none(), "{exit}");
-    let untraced = |scenario: &str| {
-        let mut cmd = scratch.under_shim(&exe);
-        cmd.env_remove(sharecheck_core::schema::env::TRACE)
-            .arg(scenario);
-        let out = cmd.output().unwrap();
-        assert!(out.status.success(), "{scenario}: {out:?}");
-        (
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    let (stdout, stderr) = untraced("fd-leak");
+    let (stdout, stderr) = untraced(&scratch, &exe, "fd-leak", "");
     let fd = printed_fd(&stdout);
-    let line = stderr
-        .lines()
-        .find(|l| l.contains("[cuMemExportToShareableHandle.fd-never-closed]"))
-        .unwrap_or_else(|| panic!("not found live:\n{stderr}"));
-    assert!(line.starts_with("sharecheck: info["), "{line}");
+    let line = heard_at_exit(&stderr, &["cuMemExportToShareableHandle.fd-never-closed"])[0];
     assert!(line.contains(&format!("-> fd {fd}")), "{line}");
-    assert_eq!(stderr.matches(" at exit; fix: ").count(), 1, "{stderr}");
-    assert!(!untraced("fd-closed").1.contains("fd-never-closed"));
+    let (_, stderr) = untraced(&scratch, &exe, "fd-closed", "");
+    assert!(!stderr.contains("fd-never-closed"), "{stderr}");
+}
+
+/// `exe SCENARIO` under the shim with no trace (`options`: SHARECHECK_OPTIONS), which must
+/// succeed: its stdout and stderr.
+fn untraced(
+    scratch: &Scratch,
+    exe: &std::path::Path,
+    scenario: &str,
+    options: &str,
+) -> (String, String) {
+    let mut cmd = scratch.under_shim(exe);
+    cmd.env_remove(sharecheck_core::schema::env::TRACE)
+        .env(sharecheck_core::schema::env::OPTIONS, options)
+        .arg(scenario);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{scenario}: {out:?}");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Each of `rules` heard live at exit, once, as info (what a process holds at its end is freed
+/// then), and nothing else at exit: their lines, in `rules`' order.
+fn heard_at_exit<'a>(stderr: &'a str, rules: &[&str]) -> Vec<&'a str> {
+    let lines: Vec<&str> = rules
+        .iter()
+        .map(|rule| {
+            let line = stderr
+                .lines()
+                .find(|l| l.contains(&format!("[{rule}]")))
+                .unwrap_or_else(|| panic!("no {rule} in:\n{stderr}"));
+            assert!(line.starts_with("sharecheck: info["), "{line}");
+            line
+        })
+        .collect();
+    assert_eq!(
+        stderr.matches(" at exit; fix: ").count(),
+        rules.len(),
+        "{stderr}"
+    );
+    lines
 }
 
 /// The descriptor a `vmm_cuda fd-leak` run printed (`FD n`).
@@ -487,26 +501,15 @@ fn what_a_hip_process_leaves_at_exit_is_found_by_hip_s_rules() {
             report_phase(&r)
         );
     }
-    let untraced = |scenario: &str| {
-        let mut cmd = scratch.under_shim(&exe);
-        cmd.env_remove(sharecheck_core::schema::env::TRACE)
-            .arg(scenario);
-        let out = cmd.output().unwrap();
-        assert!(out.status.success(), "{scenario}: {out:?}");
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    };
-    let stderr = untraced("leak");
-    for rule in [
-        "hipMemCreate.never-released",
-        "hipMemMap.never-unmapped",
-        "hipMemAddressReserve.never-freed",
-    ] {
-        let line = stderr
-            .lines()
-            .find(|l| l.contains(&format!("[{rule}]")))
-            .unwrap_or_else(|| panic!("no {rule} in:\n{stderr}"));
-        assert!(line.starts_with("sharecheck: info["), "{line}");
-    }
-    assert_eq!(stderr.matches(" at exit; fix: ").count(), 3, "{stderr}");
-    assert!(!untraced("correct").contains("never-"));
+    let (_, stderr) = untraced(&scratch, &exe, "leak", "");
+    heard_at_exit(
+        &stderr,
+        &[
+            "hipMemCreate.never-released",
+            "hipMemMap.never-unmapped",
+            "hipMemAddressReserve.never-freed",
+        ],
+    );
+    let (_, stderr) = untraced(&scratch, &exe, "correct", "");
+    assert!(!stderr.contains("never-"), "{stderr}");
 }

@@ -12,7 +12,7 @@
 //! handle it saw released before the call is made, and at the exit of a process that writes no
 //! trace what it never gave back (HIP's own at-exit rules: `sharecheck_core::rules::vmm::report`).
 
-use super::{Lock, Sorted, VmmState};
+use super::{Lock, Sorted, VmmState, HIP_AT_EXIT};
 use crate::engine::state::Left;
 use crate::engine::{hex, Check, Cx};
 use crate::families::flags_not_zero;
@@ -20,9 +20,6 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::args;
 use sharecheck_core::rules::vmm::hip::*;
-use sharecheck_core::rules::vmm::report::{
-    HIP_NEVER_FREED_RULE, HIP_NEVER_RELEASED_RULE, HIP_NEVER_UNMAPPED_RULE,
-};
 use std::ffi::c_int;
 
 /// How many released handles [`HipVmm::released`] remembers (past that, a release of an unknown
@@ -60,41 +57,14 @@ impl HipVmm {
             .collect();
         handles.sort_unstable();
         for (h, n) in handles {
-            left.push(Left {
-                rule: &HIP_NEVER_RELEASED_RULE,
-                call: format!("hipMemCreate(handle={})", hex(h)),
-                message: format!(
-                    "{n} reference{} to handle {} (created, imported or retained) never released \
-                     (hipMemRelease) before the process exited",
-                    if n == 1 { "" } else { "s" },
-                    hex(h)
-                ),
-            });
+            let how = "created, imported or retained";
+            left.push(HIP_AT_EXIT.reference("hipMemCreate", how, h, n));
         }
         for &(start, (size, handle)) in &self.maps.0 {
-            left.push(Left {
-                rule: &HIP_NEVER_UNMAPPED_RULE,
-                call: format!("hipMemMap(ptr={}, size={size:#x})", hex(start)),
-                message: format!(
-                    "the mapping [{}, {}) of handle {} was never unmapped (hipMemUnmap) before \
-                     the process exited",
-                    hex(start),
-                    hex(start.saturating_add(size)),
-                    hex(handle)
-                ),
-            });
+            left.push(HIP_AT_EXIT.mapping(start, size, handle));
         }
         for &(start, size) in &self.reservations.0 {
-            left.push(Left {
-                rule: &HIP_NEVER_FREED_RULE,
-                call: format!("hipMemAddressReserve(size={size:#x}) -> {}", hex(start)),
-                message: format!(
-                    "the reservation [{}, {}) was never freed (hipMemAddressFree) before the \
-                     process exited",
-                    hex(start),
-                    hex(start.saturating_add(size))
-                ),
-            });
+            left.push(HIP_AT_EXIT.reservation(start, size));
         }
     }
 }

@@ -26,7 +26,7 @@ use rustc_hash::FxHashMap;
 use sharecheck_core::codes::NOT_PERMITTED;
 use sharecheck_core::ffi::*;
 use sharecheck_core::functions::args;
-use sharecheck_core::rules::vmm::cuda;
+use sharecheck_core::rules::vmm::{cuda, report};
 /// Address-keyed entries in a sorted vector: a process has tens to thousands of reservations
 /// and mappings, and a binary search costs a tenth of a B-tree range walk on every VMM call
 /// (issue 25's budgets).
@@ -248,12 +248,89 @@ struct Vmm {
     generation: u64,
 }
 
+/// What one API's at-exit findings name: its rules, the calls that make and give back each
+/// thing, for the messages.
+pub(crate) struct AtExit {
+    never_released: &'static sharecheck_core::rules::Rule,
+    never_unmapped: &'static sharecheck_core::rules::Rule,
+    never_freed: &'static sharecheck_core::rules::Rule,
+    release: &'static str,
+    map: &'static str,
+    unmap: &'static str,
+    reserve: &'static str,
+    address_free: &'static str,
+}
+
+pub(crate) const CUDA_AT_EXIT: AtExit = AtExit {
+    never_released: &report::NEVER_RELEASED_RULE,
+    never_unmapped: &report::NEVER_UNMAPPED_RULE,
+    never_freed: &report::NEVER_FREED_RULE,
+    release: "cuMemRelease",
+    map: "cuMemMap",
+    unmap: "cuMemUnmap",
+    reserve: "cuMemAddressReserve",
+    address_free: "cuMemAddressFree",
+};
+
+pub(crate) const HIP_AT_EXIT: AtExit = AtExit {
+    never_released: &report::HIP_NEVER_RELEASED_RULE,
+    never_unmapped: &report::HIP_NEVER_UNMAPPED_RULE,
+    never_freed: &report::HIP_NEVER_FREED_RULE,
+    release: "hipMemRelease",
+    map: "hipMemMap",
+    unmap: "hipMemUnmap",
+    reserve: "hipMemAddressReserve",
+    address_free: "hipMemAddressFree",
+};
+
+impl AtExit {
+    /// `n` references to handle `h`, taken by `call` (`how`: how they may have been taken).
+    fn reference(&self, call: &str, how: &str, h: u64, n: u32) -> Left {
+        Left {
+            rule: self.never_released,
+            call: format!("{call}(handle={})", hex(h)),
+            message: format!(
+                "{n} reference{} to handle {} ({how}) never released ({}) before the process \
+                 exited",
+                if n == 1 { "" } else { "s" },
+                hex(h),
+                self.release
+            ),
+        }
+    }
+    fn mapping(&self, start: u64, size: u64, handle: u64) -> Left {
+        Left {
+            rule: self.never_unmapped,
+            call: format!("{}(ptr={}, size={size:#x})", self.map, hex(start)),
+            message: format!(
+                "the mapping [{}, {}) of handle {} was never unmapped ({}) before the process \
+                 exited",
+                hex(start),
+                hex(start.saturating_add(size)),
+                hex(handle),
+                self.unmap
+            ),
+        }
+    }
+    fn reservation(&self, start: u64, size: u64) -> Left {
+        Left {
+            rule: self.never_freed,
+            call: format!("{}(size={size:#x}) -> {}", self.reserve, hex(start)),
+            message: format!(
+                "the reservation [{}, {}) was never freed ({}) before the process exited",
+                hex(start),
+                hex(start.saturating_add(size)),
+                self.address_free
+            ),
+        }
+    }
+}
+
 impl FamilyState for VmmState {
     const SLOT: usize = 4;
     /// Handles still referenced, mappings never unmapped and reservations never freed: the rules
     /// `sharecheck report` decides from a trace (`sharecheck_core::rules::vmm::report`).
     fn left_at_exit(&self) -> Vec<Left> {
-        use sharecheck_core::rules::vmm::report::*;
         let Some(vmm) = try_lock_for(&self.inner, crate::engine::state::AT_EXIT_WAIT) else {
             return Vec::new();
         };
@@ -270,47 +347,18 @@ impl FamilyState for VmmState {
             } else {
                 ("cuMemImportFromShareableHandle", "imported or retained")
             };
-            let n = handle.references;
-            left.push(Left {
-                rule: &NEVER_RELEASED_RULE,
-                call: format!("{call}(handle={})", hex(h)),
-                message: format!(
-                    "{n} reference{} to handle {} ({how}) never released (cuMemRelease) before \
-                     the process exited",
-                    if n == 1 { "" } else { "s" },
-                    hex(h)
-                ),
-            });
+            left.push(CUDA_AT_EXIT.reference(call, how, h, handle.references));
         }
         for &(start, m) in &vmm.maps.0 {
-            left.push(Left {
-                rule: &NEVER_UNMAPPED_RULE,
-                call: format!("cuMemMap(ptr={}, size={:#x})", hex(start), m.size),
-                message: format!(
-                    "the mapping [{}, {}) of handle {} was never unmapped (cuMemUnmap) before \
-                     the process exited",
-                    hex(start),
-                    hex(start.saturating_add(m.size)),
-                    hex(m.handle)
-                ),
-            });
+            left.push(CUDA_AT_EXIT.mapping(start, m.size, m.handle));
         }
         for &(start, size) in &vmm.reservations.0 {
-            left.push(Left {
-                rule: &NEVER_FREED_RULE,
-                call: format!("cuMemAddressReserve(size={size:#x}) -> {}", hex(start)),
-                message: format!(
-                    "the reservation [{}, {}) was never freed (cuMemAddressFree) before the \
-                     process exited",
-                    hex(start),
-                    hex(start.saturating_add(size))
-                ),
-            });
+            left.push(CUDA_AT_EXIT.reservation(start, size));
         }
         drop(vmm);
         for (fd, h) in self.still_exported() {
             left.push(Left {
-                rule: &FD_NEVER_CLOSED_RULE,
+                rule: &sharecheck_core::rules::vmm::report::FD_NEVER_CLOSED_RULE,
                 call: format!("cuMemExportToShareableHandle(handle={}) -> fd {fd}", hex(h)),
                 message: format!(
                     "the POSIX fd {fd} exported from handle {} was still open when the process \
