@@ -106,6 +106,39 @@ fn a_findings_level_trace_keeps_the_calls_with_findings_and_those_the_report_rea
         .all(|r| r["event"] != "process" || r["trace_level"].is_null()));
 }
 
+/// A record longer than a chunk of the ring (a finding's stack of over 100 frames) is written whole,
+/// in a reservation of its own, as every other record is: none is lost, and the ones after it
+/// follow.
+#[test]
+fn a_record_longer_than_a_chunk_is_kept_whole() {
+    let (s, out) = run_with_options(
+        "writer_long_record",
+        &["deep", "3", "200"],
+        "stack_depth=256",
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(done(&out), 6);
+    let records = s.records();
+    assert_each_call_once(&records);
+    assert_eq!(can_access_calls(&records), 6);
+    let long: Vec<&Value> = records.iter().filter(|r| r["a"]["peerDev"] == 9).collect();
+    assert_eq!(long.len(), 3, "every long record is there");
+    for r in long {
+        assert!(
+            r.to_string().len() > 4096,
+            "longer than a chunk: {}",
+            r.to_string().len()
+        );
+        let frames = r["findings"][0]["stack"].as_array().map_or(0, Vec::len);
+        assert!(frames > 100, "{frames} frames");
+        assert_eq!(
+            r["findings"][0]["rule"],
+            "cuDeviceCanAccessPeer.invalid-device"
+        );
+    }
+    assert_eq!(exit_calls(&records), Some(6));
+}
+
 #[test]
 fn a_trace_limit_cuts_the_file_says_so_and_keeps_the_exit_record() {
     let limit = 65536u64;

@@ -200,6 +200,11 @@ pub(super) fn thread_lane(cell: &ThreadSlot, index: usize) -> usize {
 pub trait Record {
     /// Its length, frame included.
     fn len(&self) -> usize;
+    /// Its bytes, where it is whole bytes already (its kind byte first): what a reservation of
+    /// its own copies whatever its length.
+    fn whole(&self) -> Option<&[u8]> {
+        None
+    }
     /// Its kind (the frame's first byte).
     fn kind(&self) -> u8;
     /// Writes it into `out` (exactly `len` bytes), its first byte 0: the kind byte is written
@@ -210,6 +215,9 @@ pub trait Record {
 impl Record for [u8] {
     fn len(&self) -> usize {
         <[u8]>::len(self)
+    }
+    fn whole(&self) -> Option<&[u8]> {
+        Some(self)
     }
     fn kind(&self) -> u8 {
         self.first().copied().unwrap_or(0)
@@ -230,8 +238,12 @@ pub(super) fn append_record<R: Record + ?Sized>(w: &Lane, index: usize, record: 
     }
 }
 
-/// A record's bytes: itself, or made on the stack (records made in place are short).
+/// A record's bytes: itself where it is whole bytes (of any length: a record with a long stack
+/// or message runs past a chunk), or made on the stack (records made in place are short).
 pub(super) fn with_bytes<R: Record + ?Sized>(record: &R, f: impl FnOnce(&[u8]) -> bool) -> bool {
+    if let Some(bytes) = record.whole() {
+        return f(bytes);
+    }
     let mut made = [0u8; 512];
     match made.get_mut(..record.len()) {
         Some(out) => {
@@ -239,7 +251,7 @@ pub(super) fn with_bytes<R: Record + ?Sized>(record: &R, f: impl FnOnce(&[u8]) -
             out[0] = record.kind();
             f(out)
         }
-        // Longer than any record made in place: only whole bytes are.
+        // Longer than any record made in place (a compact call's arguments): none is.
         None => false,
     }
 }

@@ -21,6 +21,9 @@
  *                      SIGBLK <the first one's blocked-signal mask, hex, from /proc>
  *   findings N K       N calls, every K-th of them to device 9 (a finding, CUDA_ERROR_INVALID_DEVICE),
  *                      then an allocation freed (a call report-phase checks read)
+ *   deep N DEPTH       N calls, each from DEPTH frames down and to device 9 (a finding, with its
+ *                      stack: a record longer than a chunk of the ring when DEPTH is large), then
+ *                      N correct calls
  *   forks THREADS K M  THREADS threads loop on calls while the main thread forks K times; each
  *                      child makes M calls and exits; prints HANGS h (children that did not end
  *                      within 10 s: killed and counted)
@@ -220,6 +223,18 @@ static void done(long n) {
     fflush(stdout);
 }
 
+/* A call to device 9 from `depth` frames further down (each its own frame: not inlined, not a
+ * tail call). */
+__attribute__((noinline)) static int deep_misuse(long depth) {
+    if (depth > 0) {
+        int r = deep_misuse(depth - 1);
+        __asm__ volatile("" ::: "memory");
+        return r;
+    }
+    int can = -1;
+    return cuDeviceCanAccessPeer(&can, d0, 9) == CUDA_ERROR_INVALID_DEVICE ? 0 : 4;
+}
+
 /* THREADS threads running `worker` under the sigcheck handler; prints what the handler did and
  * DONE (each thread's `per_thread` calls, the handler's, and one made before when there were
  * none per thread). */
@@ -404,6 +419,13 @@ int main(int argc, char **argv) {
         MUST(cuMemAlloc(&p, 256));
         MUST(cuMemFree(p));
         done(n);
+        return 0;
+    }
+    if (!strcmp(mode, "deep") && argc == 4) {
+        for (long i = 0; i < n; i++)
+            if (deep_misuse(atol(argv[3]))) exit(4);
+        calls(n);
+        done(2 * n);
         return 0;
     }
     if (!strcmp(mode, "idle")) {
