@@ -104,6 +104,20 @@ impl ProcessInfo {
                 ));
             }
         }
+        if let Some(made) = self.calls_made {
+            // Every call the process numbered is in its trace unless it was still being recorded
+            // (above), or the trace records only some (trace_level=findings, a trace_limit cut,
+            // tracing stopped): past that, the writer lost records, which it must never do.
+            let missing = made.saturating_sub(self.calls);
+            let expected_whole =
+                self.calls_unfinished == 0 && !self.findings_level && !self.cut && !self.stopped;
+            if expected_whole && missing > 0 {
+                notes.push(format!(
+                    "{missing} of its {made} calls are not in the trace: numbered and never \
+                     written, a defect of sharecheck's writer to report"
+                ));
+            }
+        }
         if self.calls_unchecked > 0 {
             notes.push(format!(
                 "{} calls made in signal handlers were recorded without their checks",

@@ -165,6 +165,35 @@ fn calls_still_being_recorded_or_unchecked_at_exit_are_named() {
     }
 }
 
+/// An exit record that counts more calls than the trace holds, with none still being recorded:
+/// the row says the writer lost them (the defect of a record longer than a ring chunk, found on
+/// R580 with PyTorch's stacks); a trace that holds them all says nothing.
+#[test]
+fn calls_numbered_and_never_written_are_named() {
+    for (made, note) in [(3, true), (2, false)] {
+        let dir = TempDir::new("lost");
+        let peer3 = PEER_100.replace("\"seq\":2", "\"seq\":4");
+        let exit = format!(
+            r#"{{"seq":9,"t":3,"tid":100,"event":"exit","calls":{made},"findings_reported":0}}"#
+        );
+        dir.write(
+            "t/100.jsonl",
+            &lines(&[PROCESS_100, PEER_100, &peer3, &exit]),
+        );
+        let out = sharecheck(&dir).args(["report", "t"]).output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let row = text
+            .lines()
+            .find(|l| l.contains("/usr/bin/app"))
+            .unwrap_or_else(|| panic!("no row in:\n{text}"));
+        let lost = "1 of its 3 calls are not in the trace: numbered and never written";
+        assert_eq!(row.contains(lost), note, "{row}");
+        if !note {
+            assert!(!row.contains('('), "no note: {row}");
+        }
+    }
+}
+
 #[test]
 fn truncated_last_line_is_a_warning() {
     let dir = TempDir::new("truncated");
