@@ -29,7 +29,8 @@
 # wake maps new memory without giving access again; its report must hold vmm.used-before-access.
 #
 # A job passes when the plain and traced runs exit alike and print the same CHECK/RESULT/SUM
-# lines, and `sharecheck report` finds no error and no warning in its traces (infos are listed);
+# lines, and `sharecheck report` finds no error and no warning in its traces (infos are listed)
+# and no call numbered and never written;
 # the timed jobs also when the median of the traced runs' TIME is at most 1% above the plain
 # runs' (rounds interleaved, order alternating). A framework that is missing is reported as
 # skipped.
@@ -175,6 +176,12 @@ PY
 )
         errors=$((errors + e)); warnings=$((warnings + w)); infos=$((infos + i))
         [ "$r" = 1 ] && rules="$rr"
+        # Every call a process numbered must be in its trace: the text report names any that
+        # is not (a writer defect, as records longer than a ring chunk were before 00287d5).
+        "$cli" report "$dir/traces-$r" > "$dir/report-$r.txt" 2>&1 || true
+        if grep -q 'numbered and never written' "$dir/report-$r.txt"; then
+            problems+=("round $r: calls numbered and never written: $dir/report-$r.txt")
+        fi
     done
     [ $((errors + warnings)) -gt 0 ] && problems+=("$errors error(s), $warnings warning(s): $dir/report-*.json")
     plain_t=""; traced_t=""; overhead="-"

@@ -6,7 +6,8 @@
 #   shim_calls         the CALL lines printed under the shim, sorted, on one line
 #   got                the findings as sorted `rule@function`, comma-separated (`-`: none)
 #   verdict            `ok`, or `FAILED: ...` where the program saw other results under the
-#                      shim or the findings differ from EXPECTED
+#                      shim, the findings differ from EXPECTED, or the report says calls were
+#                      numbered and never written
 run_scenario() {
     local dir="$1" expected="$2"
     shift 2
@@ -17,6 +18,7 @@ run_scenario() {
     "$cli" run --trace "$dir/traces/%p.jsonl" -- "$@" > "$dir/shim.out" 2> "$dir/shim.err"
     shim_rc=$?
     "$cli" report --format json "$dir/traces" > "$dir/report.json" 2> "$dir/report.err"
+    "$cli" report "$dir/traces" > "$dir/report.txt" 2>&1
     set -e
     local plain_calls
     plain_calls="$(grep '^CALL ' "$dir/plain.out" | sort | tr '\n' ' ' || true)"
@@ -32,6 +34,8 @@ PY
         verdict="FAILED: the program saw other results under the shim"
     elif [ "$got" != "$expected" ]; then
         verdict="FAILED: expected $expected"
+    elif grep -q 'numbered and never written' "$dir/report.txt"; then
+        verdict="FAILED: calls numbered and never written (a writer defect): $dir/report.txt"
     fi
 }
 
