@@ -122,7 +122,15 @@ fn finish_once() {
             shielded((), engine::report_left_at_exit);
         }
         shielded((), || {
-            trace::finish(|| engine::states().exported_fds_open());
+            trace::finish(|| {
+                // Not from a signal handler's exit that interrupted the shim's own work, which
+                // may hold the families' locks: the exit record then lists no descriptor.
+                if crate::guard::Guard::is_inside() {
+                    Vec::new()
+                } else {
+                    engine::states().exported_fds_open()
+                }
+            });
         });
     });
 }
