@@ -123,6 +123,21 @@ fn text_output_groups_findings_by_rule() {
     );
 }
 
+/// Process 100's row in the text report of a trace of its two peer calls and `exit`.
+fn row_with_exit(dir: &TempDir, exit: &str) -> String {
+    let peer3 = PEER_100.replace("\"seq\":2", "\"seq\":4");
+    dir.write(
+        "t/100.jsonl",
+        &lines(&[PROCESS_100, PEER_100, &peer3, exit]),
+    );
+    let out = sharecheck(dir).args(["report", "t"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.lines()
+        .find(|l| l.contains("/usr/bin/app"))
+        .unwrap_or_else(|| panic!("no row in:\n{text}"))
+        .to_string()
+}
+
 /// An exit record whose `calls_unfinished` says calls were still being recorded: the row says
 /// how many of them are not in the trace, and nothing when every one of them came; and one whose
 /// `calls_unchecked` counts handlers' calls recorded without their checks.
@@ -147,17 +162,7 @@ fn calls_still_being_recorded_or_unchecked_at_exit_are_named() {
         ),
     ] {
         let dir = TempDir::new("unfinished");
-        let peer3 = PEER_100.replace("\"seq\":2", "\"seq\":4");
-        dir.write(
-            "t/100.jsonl",
-            &lines(&[PROCESS_100, PEER_100, &peer3, &exit(made, unchecked)]),
-        );
-        let out = sharecheck(&dir).args(["report", "t"]).output().unwrap();
-        let text = String::from_utf8(out.stdout).unwrap();
-        let row = text
-            .lines()
-            .find(|l| l.contains("/usr/bin/app"))
-            .unwrap_or_else(|| panic!("no row in:\n{text}"));
+        let row = row_with_exit(&dir, &exit(made, unchecked));
         match note {
             Some(note) => assert!(row.contains(note), "{row}"),
             None => assert!(!row.contains('('), "no note: {row}"),
@@ -172,20 +177,10 @@ fn calls_still_being_recorded_or_unchecked_at_exit_are_named() {
 fn calls_numbered_and_never_written_are_named() {
     for (made, note) in [(3, true), (2, false)] {
         let dir = TempDir::new("lost");
-        let peer3 = PEER_100.replace("\"seq\":2", "\"seq\":4");
         let exit = format!(
             r#"{{"seq":9,"t":3,"tid":100,"event":"exit","calls":{made},"findings_reported":0}}"#
         );
-        dir.write(
-            "t/100.jsonl",
-            &lines(&[PROCESS_100, PEER_100, &peer3, &exit]),
-        );
-        let out = sharecheck(&dir).args(["report", "t"]).output().unwrap();
-        let text = String::from_utf8(out.stdout).unwrap();
-        let row = text
-            .lines()
-            .find(|l| l.contains("/usr/bin/app"))
-            .unwrap_or_else(|| panic!("no row in:\n{text}"));
+        let row = row_with_exit(&dir, &exit);
         let lost = "1 of its 3 calls are not in the trace: numbered and never written";
         assert_eq!(row.contains(lost), note, "{row}");
         if !note {
