@@ -247,6 +247,7 @@ impl PointerCache {
         }
     }
 
+    #[link_section = ".text.hot.sharecheck"]
     fn get(&self, ptr: u64) -> Option<PointerFacts> {
         let slot = &self.slots[slot_of(ptr, POINTER_SLOTS)];
         let before = slot.seq.load(Acquire);
@@ -548,6 +549,7 @@ impl Facts for DriverFacts {
 
     /// The process's facts' pointer epoch is part of the checks' generation
     /// ([`super::generation`]): moving it moves both, with one locked add.
+    #[link_section = ".text.hot.sharecheck"]
     fn memory_freed(&self) -> u64 {
         let n = self.pointers.invalidate();
         if !self.pointers.process {
@@ -761,6 +763,7 @@ impl Facts for DriverFacts {
         super::facts::host_imex()
     }
 
+    #[link_section = ".text.hot.sharecheck"]
     fn cached_range(&self, ptr: u64) -> Option<(u64, u64)> {
         self.pointers
             .get(ptr)

@@ -379,6 +379,7 @@ macro_rules! attach_cuda_check {
     ($($function:ident: $ptsz:literal),*) => {$(
         impl Check<args::$function> for AttachCuda {
             type Plan = AttachPlan;
+            #[link_section = ".text.hot.sharecheck"]
             fn before(&self, a: &args::$function, cx: &mut Cx) -> AttachPlan {
                 let generation = crate::engine::generation();
                 let this = CleanAttach {
@@ -401,6 +402,7 @@ macro_rules! attach_cuda_check {
                     clean: (clean_before && cx.is_clean()).then_some((this, generation)),
                 }
             }
+            #[link_section = ".text.hot.sharecheck"]
             fn after(&self, a: &args::$function, plan: AttachPlan, ret: c_int, cx: &mut Cx) {
                 let AttachPlan::Checked { first, clean } = plan else {
                     return;

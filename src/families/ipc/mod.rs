@@ -144,6 +144,7 @@ impl FamilyState for IpcState {
 }
 
 impl IpcState {
+    #[link_section = ".text.hot.sharecheck"]
     fn exported(&self, handle: &[u8; 64]) {
         // The set only grows, and `last_exported` is set once the handle's fingerprint is in it:
         // a program that exports the same memory again takes no lock and no keyed hash. Two
@@ -550,6 +551,7 @@ impl Check<args::cuIpcGetMemHandle> for GetCuda {
     /// Whether this thread's earlier export of the pointer, in the same generation, recorded the
     /// memory's home ([`Placed`]).
     type Plan = Placed;
+    #[link_section = ".text.hot.sharecheck"]
     fn before(&self, a: &args::cuIpcGetMemHandle, cx: &mut Cx) -> Placed {
         let ptr = a.dptr.0;
         // Read before any fact the verdict rests on.
@@ -570,6 +572,7 @@ impl Check<args::cuIpcGetMemHandle> for GetCuda {
         }
         Placed(false)
     }
+    #[link_section = ".text.hot.sharecheck"]
     fn after(&self, a: &args::cuIpcGetMemHandle, placed: Placed, ret: c_int, cx: &mut Cx) {
         if let Some(handle) = a.pHandle.written_in_place(Outcome::Returned(ret)) {
             cx.states.family::<IpcState>().exported(&handle.reserved);

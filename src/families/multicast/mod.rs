@@ -558,6 +558,7 @@ impl Check<args::cuMemMap> for Mapped {
     /// Armed while the driver's call runs, for an object this process created and has not
     /// filled (the driver blocks the map until the team is whole).
     type Plan = Option<watchdog::Armed>;
+    #[link_section = ".text.hot.sharecheck"]
     fn before(&self, a: &args::cuMemMap, cx: &mut Cx) -> Option<watchdog::Armed> {
         let state = state(cx);
         if state.count.load(Relaxed) == 0 {

@@ -895,6 +895,7 @@ impl Vmm {
     /// A map's rules and its mapping staged, in one pass: the clean path's whole work (issue 24:
     /// on R580 the driver's call evicts what the check touches, so it touches little).
     #[inline(never)]
+    #[link_section = ".text.hot.sharecheck"]
     fn stage_map(&mut self, ptr: u64, size: u64, offset: u64, handle: u64) -> MapSeen {
         let end = ptr.saturating_add(size);
         let held = self.handles.get(&handle);
@@ -950,6 +951,7 @@ impl Vmm {
     /// Takes out the mapping that is exactly `[ptr, ptr + size)`, if there is one: an unmap's
     /// clean path.
     #[inline(never)]
+    #[link_section = ".text.hot.sharecheck"]
     fn stage_unmap(&mut self, ptr: u64, size: u64) -> Option<Mapping> {
         let i = self.maps.at(ptr).ok()?;
         let m = self.maps.0[i].1;
@@ -1178,6 +1180,7 @@ crate::fast_thread_local! {
 
 impl Check<args::cuMemSetAccess> for SetAccess {
     type Plan = AccessPlan;
+    #[link_section = ".text.hot.sharecheck"]
     fn before(&self, a: &args::cuMemSetAccess, cx: &mut Cx) -> AccessPlan {
         let (ptr, size) = (a.ptr.0, a.size.0 as u64);
         let key = (ptr, size, crate::engine::generation());
