@@ -35,6 +35,7 @@ mod findings;
 mod fingerprint;
 mod guard;
 mod heap;
+mod hot;
 mod loader;
 mod log;
 mod phases;

@@ -25,10 +25,6 @@ use crate::{engine, trace};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 static PASSIVE: AtomicBool = AtomicBool::new(false);
-/// Set once at load when this copy is the active one and writes no trace: a wrapped call then
-/// knows its path from this one load. False until then (and in a passive or tracing copy), when
-/// calls take the general path, which asks [`passive`] and `trace::enabled` itself.
-static UNTRACED: AtomicBool = AtomicBool::new(false);
 
 /// Whether this copy of the shim stands aside: another copy was loaded first (preloaded, say, and
 /// this one `dlopen`ed from another path). The first copy checks and traces; this one forwards
@@ -39,10 +35,13 @@ pub fn passive() -> bool {
     PASSIVE.load(Relaxed)
 }
 
-/// Whether calls take the untraced fast path: this copy is active and writes no trace.
+/// Whether calls take the untraced fast path: this copy is active and writes no trace. Set once
+/// at load, so that a wrapped call knows its path from one load (of the line it reads next,
+/// `crate::hot`'s); false until then (and in a passive or tracing copy), when calls take the
+/// general path, which asks [`passive`] and `trace::enabled` itself.
 #[inline(always)]
 pub fn untraced() -> bool {
-    UNTRACED.load(Relaxed)
+    crate::hot::HOT.untraced.load(Relaxed)
 }
 
 /// Another copy of the shim is in the global scope when `sharecheck_version` resolves into
@@ -82,7 +81,7 @@ fn on_load() {
             // A thread's first record then allocates nothing.
             crate::guard::prepare_scratch();
         } else {
-            UNTRACED.store(true, Relaxed);
+            crate::hot::HOT.untraced.store(true, Relaxed);
         }
         trace::init_clock();
     });

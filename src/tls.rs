@@ -82,12 +82,58 @@ impl<K: Key> Local<K> {
     }
 }
 
+/// The thread pointer (`%fs:0`, the thread's own address in its control block).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[inline(always)]
+pub fn thread_pointer() -> usize {
+    let at: usize;
+    // SAFETY: reads the thread pointer, nothing else.
+    unsafe {
+        std::arch::asm!(
+            "mov {at}, qword ptr fs:[0]",
+            at = out(reg) at,
+            options(pure, readonly, nostack),
+        );
+    }
+    at
+}
+
 /// `fast_thread_local! { static NAME: Type = init; "symbol" }`: a thread-local read with one
 /// `%fs`-relative load ([the module](self)). The symbol names its storage in the object (hidden:
 /// it is never exported); it must be unique in the crate (the link fails otherwise).
+///
+/// `...; "symbol"; offset in CACHE` keeps the variable's offset from the thread pointer (the same
+/// on every thread) in `CACHE`, an `AtomicIsize` on a line the caller reads anyway, instead of
+/// reading the GOT's line on every access (issue 24: the guard's state, `crate::hot`).
 #[macro_export]
 macro_rules! fast_thread_local {
     ($(#[$attr:meta])* $vis:vis static $name:ident: $ty:ty = $init:expr; $sym:literal) => {
+        $crate::fast_thread_local! {
+            @define $(#[$attr])* $vis static $name: $ty = $init; $sym;
+            |got: fn() -> isize| got()
+        }
+    };
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $ty:ty = $init:expr; $sym:literal;
+     offset in $cache:expr) => {
+        $crate::fast_thread_local! {
+            @define $(#[$attr])* $vis static $name: $ty = $init; $sym;
+            |got: fn() -> isize| {
+                let cache: &std::sync::atomic::AtomicIsize = &$cache;
+                match cache.load(std::sync::atomic::Ordering::Relaxed) {
+                    // Static TLS lies below the thread pointer (x86-64's variant II): no
+                    // variable's offset is 0.
+                    0 => {
+                        let offset = got();
+                        cache.store(offset, std::sync::atomic::Ordering::Relaxed);
+                        offset
+                    }
+                    offset => offset,
+                }
+            }
+        }
+    };
+    (@define $(#[$attr:meta])* $vis:vis static $name:ident: $ty:ty = $init:expr; $sym:literal;
+     $offset:expr) => {
         #[allow(non_snake_case)]
         #[doc(hidden)]
         mod $name {
@@ -109,21 +155,28 @@ macro_rules! fast_thread_local {
                 align = const std::mem::align_of::<$crate::tls::Slot<$ty>>(),
             );
 
+            /// The slot's offset from the thread pointer, as the GOT holds it.
             #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
             #[inline(always)]
-            pub fn slot() -> *const $crate::tls::Slot<$ty> {
-                let at: usize;
-                // SAFETY: reads the thread pointer and the GOT's offset of the slot in the static
-                // TLS block (written by the loader when it placed this object), nothing else.
+            fn got() -> isize {
+                let offset: isize;
+                // SAFETY: reads the GOT's offset of the slot in the static TLS block (written by
+                // the loader when it placed this object), nothing else.
                 unsafe {
                     std::arch::asm!(
-                        "mov {at}, qword ptr fs:[0]",
-                        concat!("add {at}, qword ptr [rip + ", $sym, "@GOTTPOFF]"),
-                        at = out(reg) at,
+                        concat!("mov {offset}, qword ptr [rip + ", $sym, "@GOTTPOFF]"),
+                        offset = out(reg) offset,
                         options(pure, readonly, nostack),
                     );
                 }
-                at as *const $crate::tls::Slot<$ty>
+                offset
+            }
+            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+            #[inline(always)]
+            pub fn slot() -> *const $crate::tls::Slot<$ty> {
+                let offset: isize = ($offset)(got);
+                $crate::tls::thread_pointer().wrapping_add_signed(offset)
+                    as *const $crate::tls::Slot<$ty>
             }
 
             #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
@@ -182,5 +235,48 @@ mod tests {
             9,
             "another thread's write is its own"
         );
+    }
+
+    static CACHED_OFFSET: std::sync::atomic::AtomicIsize = std::sync::atomic::AtomicIsize::new(0);
+
+    crate::fast_thread_local! {
+        static CACHED: Cell<u32> = Cell::new(3); "sharecheck_tls_test_cached";
+        offset in CACHED_OFFSET
+    }
+
+    /// A variable whose offset is cached: the offset is learnt on the first use, is the same on
+    /// every thread, and each thread's value is its own, at the thread pointer plus that offset.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[test]
+    fn a_cached_offset_reaches_each_threads_own_value() {
+        use std::sync::atomic::Ordering::Relaxed;
+        CACHED.with(|c| c.set(c.get() + 1));
+        let offset = CACHED_OFFSET.load(Relaxed);
+        assert!(
+            offset < 0,
+            "static TLS lies below the thread pointer: {offset}"
+        );
+        let at = |v: &Cell<u32>| v as *const Cell<u32> as usize;
+        let slot = super::thread_pointer().wrapping_add_signed(offset);
+        let value_at = CACHED.with(at);
+        assert!(
+            value_at > slot && value_at < slot + 64,
+            "the value {value_at:#x} lies in the slot at {slot:#x}"
+        );
+        let other = std::thread::spawn(move || {
+            let first = CACHED.with(Cell::get);
+            CACHED.with(|c| c.set(50));
+            (first, CACHED.with(Cell::get), CACHED.with(at))
+        })
+        .join()
+        .unwrap();
+        assert_eq!((other.0, other.1), (3, 50));
+        assert_ne!(other.2, value_at, "another thread's value lies elsewhere");
+        assert_eq!(
+            CACHED_OFFSET.load(Relaxed),
+            offset,
+            "one offset for every thread"
+        );
+        assert_eq!(CACHED.with(Cell::get), 4);
     }
 }

@@ -1,7 +1,7 @@
 //! The shim reads as layers, and no module imports one above its own:
 //!
 //! 0 base       guard, clock, config, log, fingerprint, phases (a measurement build's clock),
-//!              heap (the shim's allocator)
+//!              heap (the shim's allocator), hot (the line every call reads first)
 //! 1 driver     loader, elf (the real driver's functions)
 //! 2 records    findings, stack, trace, writer, deferred (what is found, records, the file,
 //!              calls kept to be checked later)
@@ -30,6 +30,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("fingerprint", 0),
     ("phases", 0),
     ("heap", 0),
+    ("hot", 0),
     ("loader", 1),
     ("elf", 1),
     ("findings", 2),

@@ -27,6 +27,12 @@ pub const SIM_FABRIC_CHANNEL: &str = "SHARECHECK_SIM_FABRIC_CHANNEL";
 /// `scripts/bench.sh` shows what caching saves there. 0 (the default) charges nothing; at most
 /// 1000000. Only the simulator reads it.
 pub const SIM_SHIM_CALL_NS: &str = "SHARECHECK_SIM_SHIM_CALL_NS";
+/// Kilobytes of its own memory every call into the simulator writes before it answers, a cache
+/// line each 64 bytes: R580's work evicts its caller's lines and TLB entries (issue 24,
+/// `scripts/gpu/line_cost.c`), which the simulator otherwise keeps warm, so that callgrind's
+/// cache simulation or `scripts/bench.sh` counts what a call path touches after the driver's
+/// call. 0 (the default) writes nothing; at most 65536. Only the simulator reads it.
+pub const SIM_EVICT_KB: &str = "SHARECHECK_SIM_EVICT_KB";
 /// How long a multicast bind waits for the team's devices before the simulator gives up.
 pub const SIM_MULTICAST_WAIT_MS: &str = "SHARECHECK_SIM_MULTICAST_WAIT_MS";
 
@@ -81,6 +87,8 @@ pub struct Config {
     pub call_log: Option<PathBuf>,
     /// [`SIM_SHIM_CALL_NS`].
     pub shim_call_ns: u64,
+    /// [`SIM_EVICT_KB`].
+    pub evict_kb: usize,
     /// [`SIM_MULTICAST_WAIT_MS`].
     pub multicast_wait_ms: u64,
 }
@@ -99,6 +107,7 @@ impl Default for Config {
             state_dir: None,
             call_log: None,
             shim_call_ns: 0,
+            evict_kb: 0,
             multicast_wait_ms: 10_000,
         }
     }
@@ -195,6 +204,17 @@ impl Config {
                     SIM_SHIM_CALL_NS,
                     &v,
                     "expected nanoseconds from 0 to 1000000".into(),
+                    "0",
+                ),
+            }
+        }
+        if let Some(v) = get(SIM_EVICT_KB) {
+            match v.trim().parse::<usize>() {
+                Ok(kb) if kb <= 65536 => config.evict_kb = kb,
+                _ => bad(
+                    SIM_EVICT_KB,
+                    &v,
+                    "expected kilobytes from 0 to 65536".into(),
                     "0",
                 ),
             }
@@ -412,6 +432,18 @@ mod tests {
                 w.len() == 1 && w[0].contains(SIM_SHIM_CALL_NS),
                 "{bad}: {w:?}"
             );
+        }
+    }
+
+    #[test]
+    fn the_memory_a_call_evicts_is_kilobytes_up_to_64_mib() {
+        assert_eq!(parse(&[]).0.evict_kb, 0);
+        let (c, w) = parse(&[(SIM_EVICT_KB, " 512 ")]);
+        assert_eq!((c.evict_kb, w.len()), (512, 0));
+        for bad in ["-1", "512K", "65537"] {
+            let (c, w) = parse(&[(SIM_EVICT_KB, bad)]);
+            assert_eq!(c.evict_kb, 0, "{bad}");
+            assert!(w.len() == 1 && w[0].contains(SIM_EVICT_KB), "{bad}: {w:?}");
         }
     }
 

@@ -83,8 +83,27 @@ fn spend(ns: u64) {
     }
 }
 
+/// Writes `kb` kilobytes of this thread's own buffer, a line each 64 bytes
+/// (`SHARECHECK_SIM_EVICT_KB`).
+fn evict(kb: usize) {
+    thread_local! {
+        static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let _ = BUFFER.try_with(|buffer| {
+        let Ok(mut buffer) = buffer.try_borrow_mut() else {
+            return;
+        };
+        buffer.resize(kb * 1024, 0);
+        for line in buffer.chunks_mut(64) {
+            // SAFETY: a live byte of the buffer.
+            unsafe { std::ptr::write_volatile(line.as_mut_ptr(), line[0].wrapping_add(1)) };
+        }
+    });
+}
+
 /// Runs the body of the exported function `symbol`; a panic becomes `on_panic`. A call the shim
-/// made is logged as such and charged `SHARECHECK_SIM_SHIM_CALL_NS`.
+/// made is logged as such and charged `SHARECHECK_SIM_SHIM_CALL_NS`; every call first writes
+/// `SHARECHECK_SIM_EVICT_KB`.
 pub fn guarded<R>(symbol: &'static str, on_panic: R, body: impl FnOnce() -> R) -> R {
     let config = config();
     if config.call_log.is_some() || config.shim_call_ns > 0 {
@@ -93,6 +112,9 @@ pub fn guarded<R>(symbol: &'static str, on_panic: R, body: impl FnOnce() -> R) -
         if by_shim && config.shim_call_ns > 0 {
             spend(config.shim_call_ns);
         }
+    }
+    if config.evict_kb > 0 {
+        evict(config.evict_kb);
     }
     catch_unwind(AssertUnwindSafe(body)).unwrap_or(on_panic)
 }

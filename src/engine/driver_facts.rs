@@ -204,7 +204,9 @@ impl PointerFacts {
 const OWNER_UNKNOWN: i64 = i64::MIN;
 const OWNER_NONE: i64 = -1;
 
-/// One slot of the pointer cache: a sequence lock (odd while written) over the entry's words.
+/// One slot of the pointer cache: a sequence lock (odd while written) over the entry's words, on
+/// one cache line of its own (issue 24).
+#[repr(C, align(64))]
 struct PointerSlot {
     seq: AtomicU64,
     ptr: AtomicU64,
@@ -223,15 +225,13 @@ struct PointerCache {
     /// The epoch of a cache of its own (tests); the process's facts use the process's frees
     /// ([`super::memo::process_frees`]), part of the checks' generation.
     own_epoch: AtomicU64,
-    process: bool,
     slots: [PointerSlot; POINTER_SLOTS],
 }
 
 impl PointerCache {
-    const fn new(process: bool) -> Self {
+    const fn new() -> Self {
         PointerCache {
             own_epoch: AtomicU64::new(1),
-            process,
             slots: [const {
                 PointerSlot {
                     seq: AtomicU64::new(0),
@@ -308,9 +308,16 @@ impl PointerCache {
         slot.seq.store(before + 2, Release);
     }
 
+    /// Whether this is the process's cache (`super::DRIVER`'s): told by its address, which
+    /// reads no line (issue 24).
+    #[inline(always)]
+    fn is_process(&self) -> bool {
+        std::ptr::eq(self, &super::DRIVER.pointers)
+    }
+
     #[inline(always)]
     fn epoch(&self) -> &AtomicU64 {
-        if self.process {
+        if self.is_process() {
             super::memo::process_frees()
         } else {
             &self.own_epoch
@@ -352,18 +359,9 @@ pub struct DriverFacts {
 }
 
 impl DriverFacts {
-    /// Facts with a pointer cache of their own (tests).
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// Facts with nothing cached. The process's (`super::DRIVER`) take their pointer epoch from
+    /// the process's frees; any others (tests) keep one of their own.
     pub const fn new() -> Self {
-        Self::with_pointers(PointerCache::new(false))
-    }
-
-    /// The process's facts ([`super::driver`]): their pointer epoch is the process's frees.
-    pub const fn process() -> Self {
-        Self::with_pointers(PointerCache::new(true))
-    }
-
-    const fn with_pointers(pointers: PointerCache) -> Self {
         DriverFacts {
             device_count: AtomicI32::new(-1),
             attributes: [const { [const { AtomicI64::new(UNKNOWN_I64) }; CACHED_DEVICES] };
@@ -378,7 +376,7 @@ impl DriverFacts {
             context_devices: HandleCache::new(),
             stream_contexts: HandleCache::new(),
             destroyed_contexts: HandleCache::new(),
-            pointers,
+            pointers: PointerCache::new(),
             granularity: parking_lot::const_mutex(None),
         }
     }
@@ -552,7 +550,7 @@ impl Facts for DriverFacts {
     #[link_section = ".text.hot.sharecheck"]
     fn memory_freed(&self) -> u64 {
         let n = self.pointers.invalidate();
-        if !self.pointers.process {
+        if !self.pointers.is_process() {
             super::moved_on();
         }
         n
@@ -1011,7 +1009,7 @@ mod tests {
 
     #[test]
     fn a_cached_pointer_is_forgotten_when_memory_is_freed() {
-        let cache = PointerCache::new(false);
+        let cache = PointerCache::new();
         let epoch = cache.epoch().load(Acquire);
         cache.put(0x1000, epoch, facts((0x1000, 64), OWNER_UNKNOWN));
         cache.put(0x1000, epoch, facts((0, 0), 1));

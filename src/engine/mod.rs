@@ -538,16 +538,14 @@ pub struct At {
     pub seq: u64,
 }
 
-static DRIVER: DriverFacts = DriverFacts::process();
+static DRIVER: DriverFacts = DriverFacts::new();
 
 /// The real driver's facts.
 pub fn driver() -> &'static DriverFacts {
     &DRIVER
 }
 
-pub use state::states;
-
-pub use crate::config::options;
+pub use state::{options, states};
 
 /// Drops muted findings, counts the rest, prints those within the duplicate limit and returns
 /// what the trace records. `call` describes the call for the printed line.

@@ -7,10 +7,12 @@
 //! engine's own reporting state; checks reach it through [`super::Cx`]
 //! ([`States::family`]), never through globals, so unit tests give each test a fresh one.
 
+use crate::hot::HOT;
 use parking_lot::Mutex;
+use sharecheck_core::options::Options;
 use std::any::TypeId;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// Something ended that tracked state may refer to.
@@ -73,8 +75,9 @@ pub struct Left {
     pub message: String,
 }
 
-/// Slots for the families' states.
-pub const FAMILY_SLOTS: usize = 8;
+/// Slots for the families' states: seven, so that [`Watch`] holds a word for each and the
+/// forget mask on one cache line.
+pub const FAMILY_SLOTS: usize = 7;
 
 /// A family's state in its slot: owned (boxed), with its type and how it forgets.
 struct Held {
@@ -136,13 +139,29 @@ pub struct Reporting {
 #[repr(align(64))]
 struct Slots([AtomicPtr<()>; FAMILY_SLOTS]);
 
+/// What a check asks of a family before it reaches the family's state, every family's on one
+/// line (issue 24: on R580 each line a call touches after the driver's call costs a miss; a free
+/// asks three families).
+#[derive(Default)]
+#[repr(C, align(64))]
+struct Watch {
+    /// Each slot's watch word ([`States::watch`]).
+    memory: [AtomicU64; FAMILY_SLOTS],
+    /// The slots (bits) whose family forgets something when memory is freed.
+    forget_freed: AtomicU32,
+}
+
+const _: () = assert!(
+    std::mem::size_of::<Watch>() == 64,
+    "the watch spans one line"
+);
+
 /// All tracked state of one process.
 #[derive(Default)]
 pub struct States {
+    watch: Watch,
     slots: Slots,
     families: [OnceLock<Held>; FAMILY_SLOTS],
-    /// The slots (bits) whose family forgets something when memory is freed.
-    forget_freed: std::sync::atomic::AtomicU32,
     /// The process's recent frees (a forked child starts without its parent's).
     pub frees: super::frees::RecentFrees,
     pub reporting: Mutex<Reporting>,
@@ -172,7 +191,9 @@ impl States {
     fn first_family<F: FamilyState>(&self) -> &F {
         let held = self.families[F::SLOT].get_or_init(|| {
             if F::FORGETS_FREED_MEMORY {
-                self.forget_freed.fetch_or(1 << F::SLOT, Ordering::AcqRel);
+                self.watch
+                    .forget_freed
+                    .fetch_or(1 << F::SLOT, Ordering::AcqRel);
             }
             Held::new::<F>()
         });
@@ -186,6 +207,24 @@ impl States {
         // SAFETY: `at` points at the `F` that `held.state` owns (its type checked above), which
         // lives as long as `self`.
         unsafe { &*held.at.cast::<F>() }
+    }
+
+    /// Family `F`'s watch word: what its checks read to know, without reaching its state, that
+    /// they have nothing to do (0 while it tracks nothing); every family's shares one line. The
+    /// family changes it under its own lock, when what it tracks changes. A family that tracks
+    /// memory by address keeps its *memory watch* there: the union of the [`pointer_bit`]s of
+    /// that memory, which a free of other memory (almost every free) reads instead of the
+    /// family's state. A bit may outlive its memory: a free with it then asks the family, which
+    /// finds nothing.
+    #[inline(always)]
+    pub fn watch<F: FamilyState>(&self) -> &AtomicU64 {
+        &self.watch.memory[F::SLOT]
+    }
+
+    /// Family `F`'s state and its watch word ([`States::watch`]), for a change to what it
+    /// tracks.
+    pub fn family_watched<F: FamilyState>(&self) -> (&F, &AtomicU64) {
+        (self.family::<F>(), self.watch::<F>())
     }
 
     /// What every family whose state exists says the process left at its exit.
@@ -223,7 +262,7 @@ impl States {
     /// memory (none does today).
     #[inline(always)]
     pub fn forget_freed_memory(&self) {
-        if self.forget_freed.load(Ordering::Acquire) != 0 {
+        if self.watch.forget_freed.load(Ordering::Acquire) != 0 {
             self.forget(Lifetime::MemoryFreed);
         }
     }
@@ -232,7 +271,7 @@ impl States {
     #[inline(never)]
     pub fn forget(&self, gone: Lifetime) {
         let mut slots = if gone == Lifetime::MemoryFreed {
-            self.forget_freed.load(Ordering::Acquire)
+            self.watch.forget_freed.load(Ordering::Acquire)
         } else {
             u32::MAX
         };
@@ -248,25 +287,44 @@ impl States {
     }
 }
 
-static CURRENT: AtomicPtr<States> = AtomicPtr::new(std::ptr::null_mut());
+/// The process's options ([`crate::config::options`]), reached through `crate::hot`'s line.
+#[inline]
+pub fn options() -> &'static Options {
+    let at = HOT.options.load(Ordering::Acquire);
+    if !at.is_null() {
+        // SAFETY: a non-null pointer here is the `'static` options stored by `first_options`.
+        return unsafe { &*at };
+    }
+    first_options()
+}
+
+#[cold]
+#[inline(never)]
+fn first_options() -> &'static Options {
+    let options = crate::config::options();
+    HOT.options
+        .store(std::ptr::from_ref(options).cast_mut(), Ordering::Release);
+    options
+}
 
 /// The process's tracked state (made on first use).
 #[inline]
 pub fn states() -> &'static States {
-    let current = CURRENT.load(Ordering::Acquire);
+    let current = HOT.states.load(Ordering::Acquire);
     if !current.is_null() {
-        // SAFETY: a non-null pointer in CURRENT came from Box::into_raw and is never freed.
-        return unsafe { &*current };
+        // SAFETY: a non-null pointer here is a `States` from Box::into_raw (stored only below),
+        // never freed.
+        return unsafe { &*current.cast::<States>() };
     }
     first_states()
 }
 
 #[cold]
 fn first_states() -> &'static States {
-    let fresh = Box::into_raw(Box::default());
-    match CURRENT.compare_exchange(
+    let fresh: *mut States = Box::into_raw(Box::default());
+    match HOT.states.compare_exchange(
         std::ptr::null_mut(),
-        fresh,
+        fresh.cast(),
         Ordering::AcqRel,
         Ordering::Acquire,
     ) {
@@ -276,7 +334,7 @@ fn first_states() -> &'static States {
             // SAFETY: `fresh` lost the race and was never shared.
             drop(unsafe { Box::from_raw(fresh) });
             // SAFETY: as for `current` above.
-            unsafe { &*winner }
+            unsafe { &*winner.cast::<States>() }
         }
     }
 }
@@ -285,7 +343,8 @@ fn first_states() -> &'static States {
 /// and HIP state does not survive fork). The parent's state is left behind, not freed: a thread
 /// of the parent may have held one of its locks at fork, and only the forking thread lives on.
 pub fn restart_after_fork_in_child() {
-    CURRENT.store(Box::into_raw(Box::default()), Ordering::Release);
+    let fresh: *mut States = Box::into_raw(Box::default());
+    HOT.states.store(fresh.cast(), Ordering::Release);
 }
 
 /// One of 64 bits for a pointer (its bits above a page, folded): a family keeps the union of its
@@ -295,6 +354,21 @@ pub fn restart_after_fork_in_child() {
 pub fn pointer_bit(ptr: u64) -> u64 {
     let h = (ptr >> 12) ^ (ptr >> 18) ^ (ptr >> 24) ^ (ptr >> 30);
     1 << (h & 63)
+}
+
+/// Up to how many tracked pointers [`rewatch`] recomputes a memory watch exactly.
+pub const EXACT_WATCH: usize = 64;
+
+/// After a family forgot memory: its memory watch ([`States::watch`]) again from the
+/// pointers it still tracks, exactly while at most [`EXACT_WATCH`] are (beyond, the watch keeps
+/// the bits it had; a free with one of them then asks the family, which finds nothing).
+pub fn rewatch(watch: &AtomicU64, tracked: impl ExactSizeIterator<Item = u64>) {
+    if tracked.len() <= EXACT_WATCH {
+        watch.store(
+            tracked.fold(0, |bits, p| bits | pointer_bit(p)),
+            Ordering::Relaxed,
+        );
+    }
 }
 
 /// Whether `bits` (a union of [`pointer_bit`]s) may hold `ptr`: no fold at all while none is held
@@ -323,8 +397,8 @@ mod tests {
 
     #[test]
     fn a_free_reaches_only_the_families_that_forget_freed_memory() {
-        type Keeps = Counting<6, true>;
-        type Ignores = Counting<7, false>;
+        type Keeps = Counting<5, true>;
+        type Ignores = Counting<6, false>;
         let states = States::default();
         let (keeps, ignores) = (states.family::<Keeps>(), states.family::<Ignores>());
         states.forget(Lifetime::MemoryFreed);

@@ -16,7 +16,7 @@ mod tests;
 use crate::engine::facts::{
     HipSession, MemoryKind, ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
 };
-use crate::engine::state::{may_hold, pointer_bit, FamilyState, Lifetime};
+use crate::engine::state::{may_hold, pointer_bit, rewatch, FamilyState, Lifetime};
 use crate::engine::{hex, Check, Cx, LastClean, Remember};
 use parking_lot::Mutex;
 use sharecheck_core::functions::args;
@@ -83,19 +83,14 @@ pub struct Attached {
 /// streams created non-blocking. A forked child starts empty, as every family does.
 #[derive(Default)]
 pub struct AttachState {
+    /// The family's memory watch (`States::watch`) holds the [`pointer_bit`]s of these
+    /// allocations ([`rewatch`]).
     attached: Mutex<BTreeMap<u64, Attached>>,
     non_blocking: Mutex<std::collections::HashSet<u64>>,
     /// How many attachments can concern stream work (`SINGLE` on a device without concurrent
     /// managed access, and `HOST`): when none, a copy is not looked at.
     watched: AtomicUsize,
-    /// The union of the [`pointer_bit`]s of the allocations `attached` holds (changed under
-    /// its lock; a bit may outlive its allocations while more than [`EXACT_BITS`] are held): a
-    /// free of memory whose bit is not set skips the lock.
-    bits: AtomicU64,
 }
-
-/// Up to how many attached allocations [`AttachState::bits`] is recomputed exactly when one goes.
-const EXACT_BITS: usize = 64;
 
 impl FamilyState for AttachState {
     const SLOT: usize = 2;
@@ -105,10 +100,11 @@ impl FamilyState for AttachState {
 
 impl AttachState {
     /// `dptr` was attached with `flags` to `stream`; whether that changed what is tracked.
-    fn attached(&self, dptr: u64, entry: Attached) -> bool {
+    /// `watch`: the family's memory watch.
+    fn attached(&self, dptr: u64, entry: Attached, watch: &AtomicU64) -> bool {
         let mut attached = self.attached.lock();
         let old = attached.insert(dptr, entry);
-        self.bits.fetch_or(pointer_bit(dptr), Relaxed);
+        watch.fetch_or(pointer_bit(dptr), Relaxed);
         drop(attached);
         self.count(old, -1);
         self.count(Some(entry), 1);
@@ -154,7 +150,7 @@ impl AttachState {
     }
 
     /// The memory attached singly to `stream`, which is gone now (forgotten).
-    fn stream_destroyed(&self, stream: u64) -> Vec<u64> {
+    fn stream_destroyed(&self, stream: u64, watch: &AtomicU64) -> Vec<u64> {
         let mut attached = self.attached.lock();
         let gone: Vec<u64> = attached
             .iter()
@@ -164,33 +160,19 @@ impl AttachState {
         for d in &gone {
             self.count(attached.remove(d), -1);
         }
-        self.removed(&attached);
+        rewatch(watch, attached.keys().copied());
         drop(attached);
         crate::engine::moved_on();
         gone
     }
 
-    #[inline(always)]
-    fn freed(&self, dptr: u64) {
-        if may_hold(self.bits.load(Relaxed), dptr) {
-            self.forget_freed(dptr);
-        }
-    }
-
-    /// After a removal from `attached`: its bits again, exactly while few are held.
-    fn removed(&self, attached: &BTreeMap<u64, Attached>) {
-        if attached.len() <= EXACT_BITS {
-            let bits = attached.keys().fold(0, |bits, &d| bits | pointer_bit(d));
-            self.bits.store(bits, Relaxed);
-        }
-    }
-
+    /// `dptr`, which the memory watch `watch` may hold, was freed.
     #[cold]
     #[inline(never)]
-    fn forget_freed(&self, dptr: u64) {
+    fn forget_freed(&self, dptr: u64, watch: &AtomicU64) {
         let mut attached = self.attached.lock();
         let old = attached.remove(&dptr);
-        self.removed(&attached);
+        rewatch(watch, attached.keys().copied());
         drop(attached);
         self.count(old, -1);
         if old.is_some() {
@@ -528,7 +510,8 @@ fn accepted(cx: &mut Cx, stream: u64, dptr: u64, flags: u32, ptsz: bool) -> bool
         .facts
         .allocation_range(dptr, false)
         .and_then(|(base, size)| (base == dptr).then_some(size));
-    cx.states.family::<AttachState>().attached(
+    let (state, watch) = cx.states.family_watched::<AttachState>();
+    state.attached(
         dptr,
         Attached {
             stream,
@@ -537,6 +520,7 @@ fn accepted(cx: &mut Cx, stream: u64, dptr: u64, flags: u32, ptsz: bool) -> bool
             size,
             exclusive,
         },
+        watch,
     )
 }
 
@@ -660,10 +644,9 @@ impl Check<args::cuStreamDestroy_v2> for StreamDestroyed {
             .family::<AttachState>()
             .stream_flags(stream, false);
         let facts = cx.facts;
-        let attached: Vec<u64> = cx
-            .states
-            .family::<AttachState>()
-            .stream_destroyed(stream)
+        let (state, watch) = cx.states.family_watched::<AttachState>();
+        let attached: Vec<u64> = state
+            .stream_destroyed(stream, watch)
             .into_iter()
             .filter(|&d| {
                 facts.memory_kind(d, true) == Some(MemoryKind::Managed)
@@ -693,8 +676,12 @@ impl Check<args::cuMemFree_v2> for MemoryFreed {
     fn before(&self, _: &args::cuMemFree_v2, _: &mut Cx) {}
     #[inline(always)]
     fn after(&self, a: &args::cuMemFree_v2, _: (), ret: c_int, cx: &mut Cx) {
-        if ret == 0 {
-            cx.states.family::<AttachState>().freed(a.dptr.0);
+        // Most frees are of memory never attached: the watch tells them apart without reaching
+        // the family's state.
+        let dptr = a.dptr.0;
+        if ret == 0 && may_hold(cx.states.watch::<AttachState>().load(Relaxed), dptr) {
+            let (state, watch) = cx.states.family_watched::<AttachState>();
+            state.forget_freed(dptr, watch);
         }
     }
 }

@@ -72,10 +72,9 @@ pub struct IpcState {
     /// The flags of each live event this process created (the shim saw the creation).
     events: Mutex<HashMap<u64, u32>>,
     /// Memory this process exported while tracing, not freed since (the report may name its
-    /// free: its stack is kept), and a bit per pointer of it ([`pointer_bit`], read without the
-    /// lock; cleared when none is left).
+    /// free: its stack is kept). The family's memory watch (`States::watch`) holds a bit
+    /// per pointer of it ([`pointer_bit`]), cleared when none is left.
     exported_memory: Mutex<HashSet<u64>>,
-    exported_memory_bits: AtomicU64,
 }
 
 /// How often an opened pointer is open, and through which API.
@@ -244,25 +243,23 @@ impl IpcState {
         }
     }
 
-    /// `ptr` was exported by this process: a free of it may be named by the report.
-    fn exported_memory(&self, ptr: u64) {
+    /// `ptr` was exported by this process: a free of it may be named by the report. `watch` is
+    /// the family's memory watch.
+    fn exported_memory(&self, ptr: u64, watch: &AtomicU64) {
         let mut exported = self.exported_memory.lock();
         exported.insert(ptr);
-        self.exported_memory_bits
-            .fetch_or(pointer_bit(ptr), Relaxed);
+        watch.fetch_or(pointer_bit(ptr), Relaxed);
     }
 
-    /// `ptr` was freed: whether this process had exported it. Most frees are of memory never
-    /// exported: one load of the pointers' bits tells them apart without the lock.
-    #[inline]
-    fn freed_exported(&self, ptr: u64) -> bool {
-        if !may_hold(self.exported_memory_bits.load(Relaxed), ptr) {
-            return false;
-        }
+    /// `ptr`, which the memory watch `watch` may hold, was freed: whether this process had
+    /// exported it.
+    #[cold]
+    #[inline(never)]
+    fn freed_exported(&self, ptr: u64, watch: &AtomicU64) -> bool {
         let mut exported = self.exported_memory.lock();
         let was = exported.remove(&ptr);
         if exported.is_empty() {
-            self.exported_memory_bits.store(0, Relaxed);
+            watch.store(0, Relaxed);
         }
         was
     }
@@ -596,7 +593,8 @@ impl Check<args::cuIpcGetMemHandle> for GetCuda {
                 if first {
                     // The report may name this export, and the memory's free.
                     cx.keep_stack();
-                    cx.states.family::<IpcState>().exported_memory(a.dptr.0);
+                    let (ipc, watch) = cx.states.family_watched::<IpcState>();
+                    ipc.exported_memory(a.dptr.0, watch);
                 }
             }
         }
@@ -855,7 +853,8 @@ impl Check<args::hipIpcGetMemHandle> for GetHip {
         if first {
             // The report may name this export, and the memory's free.
             cx.keep_stack();
-            cx.states.family::<IpcState>().exported_memory(ptr);
+            let (ipc, watch) = cx.states.family_watched::<IpcState>();
+            ipc.exported_memory(ptr, watch);
         }
     }
 }
@@ -940,14 +939,20 @@ macro_rules! exported_freed {
             fn before(&self, _: &args::$function, _: &mut Cx) {}
             #[inline(always)]
             fn after(&self, $a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
-                if ret == 0 && cx.states.family::<IpcState>().freed_exported($ptr) {
-                    cx.keep_stack();
+                // Most frees are of memory never exported: the watch tells them apart without
+                // reaching the family's state.
+                let ptr = $ptr;
+                if ret == 0 && may_hold(cx.states.watch::<IpcState>().load(Relaxed), ptr) {
+                    let (ipc, watch) = cx.states.family_watched::<IpcState>();
+                    if ipc.freed_exported(ptr, watch) {
+                        cx.keep_stack();
+                    }
                 }
             }
             /// Nothing exported while tracing: no free to keep a stack for.
             #[inline(always)]
             fn idle(&self, states: &crate::engine::state::States) -> bool {
-                states.family::<IpcState>().exported_memory_bits.load(Relaxed) == 0
+                states.watch::<IpcState>().load(Relaxed) == 0
             }
         }
     )*};

@@ -24,7 +24,7 @@ use sharecheck_core::rules::multicast::cuda;
 use sharecheck_core::rules::Rule;
 use std::collections::BTreeMap;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 
 pub struct Create;
 pub struct AddDevice;
@@ -77,10 +77,9 @@ impl Team {
 /// What the family tracks. A forked child starts empty, as every family does.
 #[derive(Default)]
 pub struct MulticastState {
+    /// The objects tracked; how many, the family's watch word (`States::watch`): while none,
+    /// a map or a release has nothing to do.
     teams: Mutex<FxHashMap<u64, Team>>,
-    /// How many objects are tracked (read without the lock): while none, a release has nothing
-    /// to forget.
-    count: AtomicUsize,
 }
 
 impl FamilyState for MulticastState {
@@ -116,17 +115,25 @@ impl MulticastState {
     fn team(&self, handle: u64) -> Option<Team> {
         self.teams.lock().get(&handle).cloned()
     }
-
-    fn with<T>(&self, f: impl FnOnce(&mut FxHashMap<u64, Team>) -> T) -> T {
-        let mut teams = self.teams.lock();
-        let out = f(&mut teams);
-        self.count.store(teams.len(), Relaxed);
-        out
-    }
 }
 
 fn state<'a>(cx: &Cx<'a>) -> &'a MulticastState {
     cx.states.family::<MulticastState>()
+}
+
+/// Runs `f` on the objects tracked, under the lock, then publishes how many there are.
+fn with<T>(cx: &Cx, f: impl FnOnce(&mut FxHashMap<u64, Team>) -> T) -> T {
+    let (state, watch) = cx.states.family_watched::<MulticastState>();
+    let mut teams = state.teams.lock();
+    let out = f(&mut teams);
+    watch.store(teams.len() as u64, Relaxed);
+    out
+}
+
+/// Whether no multicast object is tracked.
+#[inline(always)]
+fn none_tracked(states: &crate::engine::state::States) -> bool {
+    states.watch::<MulticastState>().load(Relaxed) == 0
 }
 
 /// The properties of a create, read as the driver reads them (32 bytes: numDevices, size,
@@ -184,7 +191,7 @@ impl Check<args::cuMulticastCreate> for Create {
             binds: BTreeMap::new(),
             binds_unseen: false,
         };
-        state(cx).with(|t| t.insert(handle.0, team));
+        with(cx, |t| t.insert(handle.0, team));
     }
 }
 
@@ -215,7 +222,7 @@ impl Check<args::cuMulticastAddDevice> for AddDevice {
     }
     fn after(&self, a: &args::cuMulticastAddDevice, _: (), ret: c_int, cx: &mut Cx) {
         if ret == 0 {
-            state(cx).with(|t| {
+            with(cx, |t| {
                 if let Some(team) = t.get_mut(&a.mcHandle.0) {
                     team.devices.push(a.dev.0);
                 }
@@ -260,7 +267,7 @@ fn bound(cx: &Cx, seen: &Seen, ret: c_int) {
     if ret != 0 {
         return;
     }
-    state(cx).with(|t| {
+    with(cx, |t| {
         if let Some(team) = t.get_mut(&seen.mc) {
             match seen.dev {
                 Some(dev) => {
@@ -545,7 +552,7 @@ impl Check<args::cuMulticastUnbind> for Unbind {
     }
     fn after(&self, a: &args::cuMulticastUnbind, _: (), ret: c_int, cx: &mut Cx) {
         if ret == 0 {
-            state(cx).with(|t| {
+            with(cx, |t| {
                 if let Some(team) = t.get_mut(&a.mcHandle.0) {
                     team.binds.remove(&(a.dev.0, a.mcOffset.0 as u64));
                 }
@@ -560,19 +567,18 @@ impl Check<args::cuMemMap> for Mapped {
     type Plan = Option<watchdog::Armed>;
     #[link_section = ".text.hot.sharecheck"]
     fn before(&self, a: &args::cuMemMap, cx: &mut Cx) -> Option<watchdog::Armed> {
-        let state = state(cx);
-        if state.count.load(Relaxed) == 0 {
+        if none_tracked(cx.states) {
             // The VMM pair's path: one load while no multicast object is tracked.
             return None;
         }
-        let team = state.team(a.handle.0).filter(|t| !t.whole())?;
+        let team = state(cx).team(a.handle.0).filter(|t| !t.whole())?;
         let known = Some((team.num_devices, team.devices));
         watchdog::arm("cuMemMap", &cuda::MAP_BLOCKED, a.handle.0, known)
     }
     /// No multicast object tracked: a map is the VMM family's alone.
     #[inline(always)]
     fn idle(&self, states: &crate::engine::state::States) -> bool {
-        states.family::<MulticastState>().count.load(Relaxed) == 0
+        none_tracked(states)
     }
 }
 
@@ -582,12 +588,12 @@ impl Check<args::cuMemRelease> for Released {
     fn before(&self, _: &args::cuMemRelease, _: &mut Cx) {}
     fn after(&self, a: &args::cuMemRelease, _: (), ret: c_int, cx: &mut Cx) {
         if ret == 0 {
-            state(cx).with(|t| t.remove(&a.handle.0));
+            with(cx, |t| t.remove(&a.handle.0));
         }
     }
     /// No multicast object tracked: nothing to forget.
     #[inline(always)]
     fn idle(&self, states: &crate::engine::state::States) -> bool {
-        states.family::<MulticastState>().count.load(Relaxed) == 0
+        none_tracked(states)
     }
 }

@@ -14,7 +14,7 @@ mod hip;
 #[cfg(test)]
 mod tests;
 
-use crate::engine::state::{FamilyState, Lifetime};
+use crate::engine::state::{may_hold, pointer_bit, rewatch, FamilyState, Lifetime};
 use crate::engine::{hex, Check, Cx};
 use parking_lot::Mutex;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -23,7 +23,7 @@ use sharecheck_core::functions::args;
 use sharecheck_core::rules::pool::cuda;
 use std::collections::BTreeMap;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 pub struct Create;
 pub struct Destroy;
@@ -68,10 +68,10 @@ enum Origin {
 /// What the family tracks. A forked child starts empty, as every family does.
 #[derive(Default)]
 pub struct PoolState {
+    /// What is tracked of CUDA's pools. The family's memory watch (`States::watch`) holds
+    /// the [`pointer_bit`]s of its allocations ([`rewatch`]; a bit may also outlive its
+    /// allocation after a device's end forgot them all).
     inner: Mutex<Pools>,
-    /// How many allocations are tracked (read without the lock): while none, a free has nothing
-    /// to forget.
-    allocations: AtomicUsize,
     /// A HIP program's pools ([`hip::HipPools`]), apart from CUDA's.
     hip: Mutex<hip::HipPools>,
     /// How many pointers a HIP program exported and has not freed (read without the lock): while
@@ -121,25 +121,27 @@ impl FamilyState for PoolState {
 }
 
 impl PoolState {
-    /// A pool allocation was freed: whether its pool was exported (its pointers may be held by
-    /// other processes, and the report may name this free).
+    /// Memory that the memory watch `watch` may hold was freed: whether it was a pool allocation
+    /// whose pool was exported (its pointers may be held by other processes, and the report may
+    /// name this free).
     #[cold]
     #[inline(never)]
-    fn forget_allocation(&self, dptr: u64) -> bool {
-        self.with(|p| match p.allocations.remove(&dptr) {
-            Some((_, Origin::Pool { pool, .. })) => {
-                p.created.get(&pool).is_some_and(|c| c.exported)
+    fn forget_allocation(&self, dptr: u64, watch: &AtomicU64) -> bool {
+        self.with(|p| {
+            let gone = p.allocations.remove(&dptr);
+            rewatch(watch, p.allocations.keys().copied());
+            match gone {
+                Some((_, Origin::Pool { pool, .. })) => {
+                    p.created.get(&pool).is_some_and(|c| c.exported)
+                }
+                _ => false,
             }
-            _ => false,
         })
     }
 
-    /// Runs `f` under the lock, then publishes how many allocations are tracked.
+    /// Runs `f` under the lock.
     fn with<T>(&self, f: impl FnOnce(&mut Pools) -> T) -> T {
-        let mut pools = self.inner.lock();
-        let out = f(&mut pools);
-        self.allocations.store(pools.allocations.len(), Relaxed);
-        out
+        f(&mut self.inner.lock())
     }
 }
 
@@ -187,7 +189,11 @@ impl Check<args::cuMemPoolDestroy> for Destroy {
 /// An allocation the driver returned, kept with its origin.
 fn allocated(cx: &Cx, dptr: Out<CUdeviceptr>, size: Size, ret: c_int, origin: Origin) {
     if let Some(ptr) = dptr.written(Outcome::Returned(ret)) {
-        state(cx).with(|p| p.allocations.insert(ptr.0, (size.0 as u64, origin)));
+        let (state, watch) = cx.states.family_watched::<PoolState>();
+        state.with(|p| {
+            p.allocations.insert(ptr.0, (size.0 as u64, origin));
+            watch.fetch_or(pointer_bit(ptr.0), Relaxed);
+        });
     }
 }
 
@@ -245,16 +251,20 @@ macro_rules! freed {
             fn before(&self, _: &args::$function, _: &mut Cx) {}
             #[inline(always)]
             fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
-                let state = state(cx);
-                if ret == 0 && state.allocations.load(Relaxed) != 0 && state.forget_allocation(a.dptr.0)
-                {
-                    cx.keep_stack();
+                // Most frees are of memory no pool made: the watch tells them apart without
+                // reaching the family's state.
+                let dptr = a.dptr.0;
+                if ret == 0 && may_hold(cx.states.watch::<PoolState>().load(Relaxed), dptr) {
+                    let (state, watch) = cx.states.family_watched::<PoolState>();
+                    if state.forget_allocation(dptr, watch) {
+                        cx.keep_stack();
+                    }
                 }
             }
             /// No pool allocation tracked: nothing to forget.
             #[inline(always)]
             fn idle(&self, states: &crate::engine::state::States) -> bool {
-                states.family::<PoolState>().allocations.load(Relaxed) == 0
+                states.watch::<PoolState>().load(Relaxed) == 0
             }
         }
     )*};
