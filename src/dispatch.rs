@@ -17,7 +17,8 @@
 //! keeps together as `.text.hot`: a pair's code touches 4 pages instead of 5 to 7.
 //!
 //! The same holds for data (about 2 ns a line and 2.4 more a page): what every wrapped call reads
-//! first is one line (`crate::hot`: the path, the guard's TLS offset, the states, the options),
+//! first is one line (`crate::hot`: the path, the TLS block's offset, the states, the options;
+//! every thread-local is then that offset plus a link-time constant, with no GOT line),
 //! what a free asks every family is one line (`States::watch`), a pointer fact is one line, and
 //! the pointer epoch is told by address. `SHARECHECK_SIM_EVICT_KB` makes the simulator evict as
 //! R580 does, so that callgrind's cache simulation counts a path's lines on the VM.

@@ -167,7 +167,7 @@ crate::fast_thread_local! {
         tid_member: Cell::new(([0; TID_MEMBER], 0)),
         writer_slot: Cell::new(0),
         clock: crate::clock::ThreadClock::new(),
-    }; "sharecheck_tls_thread"; offset in crate::hot::HOT.thread_offset
+    }; "sharecheck_tls_thread"
 }
 
 /// Where a thread is: outside the shim, in its own work, in the driver (a call forwarded).

@@ -24,15 +24,13 @@ use crate::guard::shielded;
 use crate::{engine, trace};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-static PASSIVE: AtomicBool = AtomicBool::new(false);
-
 /// Whether this copy of the shim stands aside: another copy was loaded first (preloaded, say, and
 /// this one `dlopen`ed from another path). The first copy checks and traces; this one forwards
 /// every call untouched and writes nothing, so one process never has two traces with clashing
 /// sequence numbers.
 #[inline]
 pub fn passive() -> bool {
-    PASSIVE.load(Relaxed)
+    crate::hot::HOT.passive.load(Relaxed)
 }
 
 /// Whether calls take the untraced fast path: this copy is active and writes no trace. Set once
@@ -56,7 +54,7 @@ fn another_copy_is_active() -> bool {
 #[ctor::ctor]
 fn on_load() {
     if shielded(false, another_copy_is_active) {
-        PASSIVE.store(true, Relaxed);
+        crate::hot::HOT.passive.store(true, Relaxed);
         return;
     }
     shielded((), crate::guard::quiet_panics);

@@ -6,7 +6,9 @@
 //! work evicts them; issue 24), and the call path reads the thread's guard and a check's memo.
 //! [`fast_thread_local!`] places a variable in the static TLS block instead (the initial-exec
 //! model, as jemalloc's and tcmalloc's are): the thread pointer plus an offset the loader wrote
-//! in the GOT. The shim is loaded at start (`LD_PRELOAD`, or linked), where static TLS is laid
+//! in the GOT, which is the block's start (the same for every variable, learnt once and kept on
+//! `crate::hot`'s line, [`block`]) plus the variable's offset in the block (a link-time constant):
+//! no GOT line is read on the call path. The shim is loaded at start (`LD_PRELOAD`, or linked), where static TLS is laid
 //! out for it; a later `dlopen` of it uses the loader's reserve for such objects (Rust's standard
 //! library already needs it: the object carries `DF_STATIC_TLS` either way).
 //!
@@ -98,42 +100,44 @@ pub fn thread_pointer() -> usize {
     at
 }
 
+/// The offset from the thread pointer of the start of this object's block of static TLS: the
+/// same on every thread, kept on `crate::hot`'s line (which a wrapped call reads first anyway),
+/// learnt on the first use with `learn` (one variable's GOT entry less its offset in the block).
+/// A variable is then the thread pointer plus this plus its offset in the block, a constant the
+/// linker writes into the instruction (`@DTPOFF`): no line of the GOT is read (issue 24: on R580
+/// each line a call touches after the driver's call costs).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[inline(always)]
+pub fn block(learn: impl FnOnce() -> isize) -> isize {
+    use std::sync::atomic::Ordering::Relaxed;
+    match crate::hot::HOT.tls_block.load(Relaxed) {
+        // Not learnt yet. In a shared object (the shim) static TLS lies below the thread pointer
+        // (x86-64's variant II), so a block's start is never at it; in an executable (the unit
+        // tests) the linker writes offsets from the thread pointer itself, the block is 0 and
+        // learnt on every use, still exact.
+        0 => learn_block(learn),
+        block => block,
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[cold]
+#[inline(never)]
+fn learn_block(learn: impl FnOnce() -> isize) -> isize {
+    let block = learn();
+    crate::hot::HOT
+        .tls_block
+        .store(block, std::sync::atomic::Ordering::Relaxed);
+    block
+}
+
 /// `fast_thread_local! { static NAME: Type = init; "symbol" }`: a thread-local read with one
-/// `%fs`-relative load ([the module](self)). The symbol names its storage in the object (hidden:
-/// it is never exported); it must be unique in the crate (the link fails otherwise).
-///
-/// `...; "symbol"; offset in CACHE` keeps the variable's offset from the thread pointer (the same
-/// on every thread) in `CACHE`, an `AtomicIsize` on a line the caller reads anyway, instead of
-/// reading the GOT's line on every access (issue 24: the guard's state, `crate::hot`).
+/// `%fs`-relative load ([the module](self)), at [`block`] plus its offset in the block. The
+/// symbol names its storage in the object (hidden: it is never exported); it must be unique in
+/// the crate (the link fails otherwise).
 #[macro_export]
 macro_rules! fast_thread_local {
     ($(#[$attr:meta])* $vis:vis static $name:ident: $ty:ty = $init:expr; $sym:literal) => {
-        $crate::fast_thread_local! {
-            @define $(#[$attr])* $vis static $name: $ty = $init; $sym;
-            |got: fn() -> isize| got()
-        }
-    };
-    ($(#[$attr:meta])* $vis:vis static $name:ident: $ty:ty = $init:expr; $sym:literal;
-     offset in $cache:expr) => {
-        $crate::fast_thread_local! {
-            @define $(#[$attr])* $vis static $name: $ty = $init; $sym;
-            |got: fn() -> isize| {
-                let cache: &std::sync::atomic::AtomicIsize = &$cache;
-                match cache.load(std::sync::atomic::Ordering::Relaxed) {
-                    // Static TLS lies below the thread pointer (x86-64's variant II): no
-                    // variable's offset is 0.
-                    0 => {
-                        let offset = got();
-                        cache.store(offset, std::sync::atomic::Ordering::Relaxed);
-                        offset
-                    }
-                    offset => offset,
-                }
-            }
-        }
-    };
-    (@define $(#[$attr:meta])* $vis:vis static $name:ident: $ty:ty = $init:expr; $sym:literal;
-     $offset:expr) => {
         #[allow(non_snake_case)]
         #[doc(hidden)]
         mod $name {
@@ -155,13 +159,13 @@ macro_rules! fast_thread_local {
                 align = const std::mem::align_of::<$crate::tls::Slot<$ty>>(),
             );
 
-            /// The slot's offset from the thread pointer, as the GOT holds it.
+            /// The slot's offset from the thread pointer, as the GOT holds it (written by the
+            /// loader when it placed this object).
             #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
             #[inline(always)]
-            fn got() -> isize {
+            pub fn got() -> isize {
                 let offset: isize;
-                // SAFETY: reads the GOT's offset of the slot in the static TLS block (written by
-                // the loader when it placed this object), nothing else.
+                // SAFETY: reads the GOT's entry of the slot, nothing else.
                 unsafe {
                     std::arch::asm!(
                         concat!("mov {offset}, qword ptr [rip + ", $sym, "@GOTTPOFF]"),
@@ -171,11 +175,30 @@ macro_rules! fast_thread_local {
                 }
                 offset
             }
+
+            /// The slot's offset in this object's block of static TLS (a link-time constant).
+            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+            #[inline(always)]
+            pub fn within() -> isize {
+                let within: isize;
+                // SAFETY: computes a constant; reads and writes no memory.
+                unsafe {
+                    std::arch::asm!(
+                        concat!("lea {within}, [{zero} + ", $sym, "@DTPOFF]"),
+                        zero = in(reg) 0isize,
+                        within = lateout(reg) within,
+                        options(pure, nomem, nostack),
+                    );
+                }
+                within
+            }
+
             #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
             #[inline(always)]
             pub fn slot() -> *const $crate::tls::Slot<$ty> {
-                let offset: isize = ($offset)(got);
-                $crate::tls::thread_pointer().wrapping_add_signed(offset)
+                let within = within();
+                let block = $crate::tls::block(|| got() - within);
+                $crate::tls::thread_pointer().wrapping_add_signed(block + within)
                     as *const $crate::tls::Slot<$ty>
             }
 
@@ -237,46 +260,38 @@ mod tests {
         );
     }
 
-    static CACHED_OFFSET: std::sync::atomic::AtomicIsize = std::sync::atomic::AtomicIsize::new(0);
-
     crate::fast_thread_local! {
-        static CACHED: Cell<u32> = Cell::new(3); "sharecheck_tls_test_cached";
-        offset in CACHED_OFFSET
+        static OTHER: Cell<u64> = Cell::new(5); "sharecheck_tls_test_other"
     }
 
-    /// A variable whose offset is cached: the offset is learnt on the first use, is the same on
-    /// every thread, and each thread's value is its own, at the thread pointer plus that offset.
+    /// Every variable is where the loader placed it: the block's start (learnt once, kept on
+    /// the hot line) plus its offset in the block is what its GOT entry says, on every thread.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     #[test]
-    fn a_cached_offset_reaches_each_threads_own_value() {
-        use std::sync::atomic::Ordering::Relaxed;
-        CACHED.with(|c| c.set(c.get() + 1));
-        let offset = CACHED_OFFSET.load(Relaxed);
-        assert!(
-            offset < 0,
-            "static TLS lies below the thread pointer: {offset}"
-        );
-        let at = |v: &Cell<u32>| v as *const Cell<u32> as usize;
-        let slot = super::thread_pointer().wrapping_add_signed(offset);
-        let value_at = CACHED.with(at);
-        assert!(
-            value_at > slot && value_at < slot + 64,
-            "the value {value_at:#x} lies in the slot at {slot:#x}"
-        );
-        let other = std::thread::spawn(move || {
-            let first = CACHED.with(Cell::get);
-            CACHED.with(|c| c.set(50));
-            (first, CACHED.with(Cell::get), CACHED.with(at))
-        })
-        .join()
-        .unwrap();
-        assert_eq!((other.0, other.1), (3, 50));
-        assert_ne!(other.2, value_at, "another thread's value lies elsewhere");
-        assert_eq!(
-            CACHED_OFFSET.load(Relaxed),
-            offset,
-            "one offset for every thread"
-        );
-        assert_eq!(CACHED.with(Cell::get), 4);
+    fn each_variable_is_where_its_got_entry_says_on_every_thread() {
+        let check = || {
+            let tp = super::thread_pointer();
+            for (slot, got) in [
+                (COUNTER::slot() as usize, COUNTER::got()),
+                (OTHER::slot() as usize, OTHER::got()),
+            ] {
+                assert_eq!(slot, tp.wrapping_add_signed(got));
+            }
+            assert_ne!(COUNTER::slot() as usize, OTHER::slot() as usize);
+            // What the hot line keeps: the GOT's offset less the one in the block (0 in this
+            // test executable, where the linker writes offsets from the thread pointer).
+            let block = crate::hot::HOT
+                .tls_block
+                .load(std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(block, COUNTER::got() - COUNTER::within());
+            assert_eq!(block, OTHER::got() - OTHER::within());
+            (COUNTER::slot() as usize, block)
+        };
+        let here = check();
+        let there = std::thread::spawn(check).join().unwrap();
+        assert_ne!(here.0, there.0, "each thread's variable is its own");
+        assert_eq!(here.1, there.1, "one block offset for every thread");
+        OTHER.with(|o| o.set(o.get() + 1));
+        assert_eq!(OTHER.with(Cell::get), 6);
     }
 }
