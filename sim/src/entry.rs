@@ -83,22 +83,30 @@ fn spend(ns: u64) {
     }
 }
 
+thread_local! {
+    /// The memory this thread's calls write (`SHARECHECK_SIM_EVICT_KB`).
+    static EVICTED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Writes `kb` kilobytes of this thread's own buffer, a line each 64 bytes
-/// (`SHARECHECK_SIM_EVICT_KB`).
-fn evict(kb: usize) {
-    thread_local! {
-        static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    let _ = BUFFER.try_with(|buffer| {
-        let Ok(mut buffer) = buffer.try_borrow_mut() else {
-            return;
-        };
-        buffer.resize(kb * 1024, 0);
-        for line in buffer.chunks_mut(64) {
-            // SAFETY: a live byte of the buffer.
-            unsafe { std::ptr::write_volatile(line.as_mut_ptr(), line[0].wrapping_add(1)) };
-        }
-    });
+/// (`SHARECHECK_SIM_EVICT_KB`); returns how many lines it wrote (none while a call on this
+/// thread, interrupted by a signal handler, is writing them).
+fn evict(kb: usize) -> usize {
+    EVICTED
+        .try_with(|buffer| {
+            let Ok(mut buffer) = buffer.try_borrow_mut() else {
+                return 0;
+            };
+            buffer.resize(kb * 1024, 0);
+            let mut lines = 0;
+            for line in buffer.chunks_mut(64) {
+                // SAFETY: a live byte of the buffer.
+                unsafe { std::ptr::write_volatile(line.as_mut_ptr(), line[0].wrapping_add(1)) };
+                lines += 1;
+            }
+            lines
+        })
+        .unwrap_or(0)
 }
 
 /// Runs the body of the exported function `symbol`; a panic becomes `on_panic`. A call the shim
@@ -113,10 +121,13 @@ pub fn guarded<R>(symbol: &'static str, on_panic: R, body: impl FnOnce() -> R) -
             spend(config.shim_call_ns);
         }
     }
-    if config.evict_kb > 0 {
-        evict(config.evict_kb);
-    }
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or(on_panic)
+    catch_unwind(AssertUnwindSafe(|| {
+        if config.evict_kb > 0 {
+            evict(config.evict_kb);
+        }
+        body()
+    }))
+    .unwrap_or(on_panic)
 }
 
 /// Defines exported functions returning a `CUresult`/`hipError_t` whose bodies evaluate to an
@@ -169,5 +180,29 @@ pub fn require<T>(p: *const T) -> crate::types::Outcome {
         Err(crate::types::INVALID_VALUE)
     } else {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod evict_tests {
+    /// Each call writes every line of the thread's buffer once, and a thread's buffer is its own.
+    #[test]
+    fn each_call_writes_every_line_of_its_threads_buffer() {
+        assert_eq!(super::evict(4), 64);
+        assert_eq!(super::evict(4), 64);
+        super::EVICTED.with(|b| {
+            let b = b.borrow();
+            assert_eq!(b.len(), 4096);
+            assert!(b
+                .chunks(64)
+                .all(|line| line[0] == 2 && line[1..].iter().all(|&x| x == 0)));
+        });
+        let other = std::thread::spawn(|| {
+            super::evict(1);
+            super::EVICTED.with(|b| b.borrow()[0])
+        })
+        .join()
+        .unwrap();
+        assert_eq!(other, 1);
     }
 }
