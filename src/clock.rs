@@ -12,9 +12,10 @@
 //! the clock at its fastest (500 ppm). Anywhere else (another clocksource, another architecture,
 //! a process that made the TSC trap with `PR_SET_TSC`), every time is a `clock_gettime`.
 
+use crate::hot::HOT;
 use std::cell::Cell;
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-use std::sync::atomic::{AtomicU64, AtomicU8};
 
 /// Not decided yet (the constructor decides): every read is the real clock.
 const UNDECIDED: u8 = 0;
@@ -24,7 +25,8 @@ const REAL: u8 = 1;
 const CALIBRATING: u8 = 2;
 /// Times come from the TSC.
 const TSC: u8 = 3;
-static MODE: AtomicU8 = AtomicU8::new(UNDECIDED);
+// This module's flags that every traced call reads are on the hot block's second line
+// (`crate::hot::HOT.trace`: `clock_mode`, `scale`, `resync_ticks`, `t0_mono`).
 
 /// How long the TSC's rate is measured before it is used.
 const CALIBRATE_NS: u64 = 20_000_000;
@@ -34,10 +36,6 @@ const RESYNC_NS: u64 = 1_000_000;
 /// The TSC and the clock, read together when calibrating began.
 static CAL_TSC: AtomicU64 = AtomicU64::new(0);
 static CAL_NS: AtomicU64 = AtomicU64::new(0);
-/// Nanoseconds per tick, 32.32 fixed point.
-static SCALE: AtomicU64 = AtomicU64::new(0);
-/// [`RESYNC_NS`] in ticks.
-static RESYNC_TICKS: AtomicU64 = AtomicU64::new(0);
 
 /// A thread's anchor: the TSC and the clock when it last read the real clock, and the last time
 /// it was given (times never go back).
@@ -91,7 +89,7 @@ pub fn now_ns(clock: &ThreadClock) -> u64 {
 /// a loop of reads takes 12 ns each); converted later, after other work, it overlaps that work.
 #[inline(always)]
 pub fn stamp() -> u64 {
-    if MODE.load(Relaxed) == TSC {
+    if HOT.trace.clock_mode.load(Relaxed) == TSC {
         read_tsc()
     } else {
         0
@@ -105,8 +103,8 @@ pub fn stamp() -> u64 {
 pub fn ns_at(clock: &ThreadClock, stamp: u64) -> u64 {
     if stamp != 0 {
         let ticks = stamp.wrapping_sub(clock.anchor_tsc.get());
-        if ticks < RESYNC_TICKS.load(Relaxed) {
-            let ns = clock.anchor_ns.get() + scaled(ticks, SCALE.load(Relaxed));
+        if ticks < HOT.trace.resync_ticks.load(Relaxed) {
+            let ns = clock.anchor_ns.get() + scaled(ticks, HOT.trace.scale.load(Relaxed));
             let ns = ns.max(clock.last.get());
             clock.last.set(ns);
             return ns;
@@ -125,7 +123,7 @@ fn scaled(ticks: u64, scale: u64) -> u64 {
 #[cold]
 #[inline(never)]
 fn resync(clock: &ThreadClock) -> u64 {
-    let mode = MODE.load(Acquire);
+    let mode = HOT.trace.clock_mode.load(Acquire);
     let ns = if mode >= CALIBRATING {
         let (tsc, ns) = paired_read();
         if mode == CALIBRATING {
@@ -170,22 +168,22 @@ fn calibrate(tsc: u64, ns: u64) {
     }
     let scale = ((u128::from(elapsed) << 32) / u128::from(ticks)) as u64;
     if scale == 0 || scale >= 1 << 40 {
-        MODE.store(REAL, Release);
+        HOT.trace.clock_mode.store(REAL, Release);
         return;
     }
-    SCALE.store(scale, Relaxed);
-    RESYNC_TICKS.store(
+    HOT.trace.scale.store(scale, Relaxed);
+    HOT.trace.resync_ticks.store(
         ((u128::from(RESYNC_NS) << 32) / u128::from(scale)) as u64,
         Relaxed,
     );
-    MODE.store(TSC, Release);
+    HOT.trace.clock_mode.store(TSC, Release);
 }
 
 /// Decides, once, whether the TSC can stand in for the clock (the constructor calls this;
 /// anything earlier reads the real clock). Reads one small file of `/sys` with plain system
 /// calls, no allocation.
 pub fn decide() {
-    if MODE.load(Acquire) != UNDECIDED {
+    if HOT.trace.clock_mode.load(Acquire) != UNDECIDED {
         return;
     }
     let usable = tsc_is_the_kernels_clock() && tsc_readable();
@@ -194,7 +192,9 @@ pub fn decide() {
         CAL_TSC.store(tsc, Release);
         CAL_NS.store(ns, Release);
     }
-    MODE.store(if usable { CALIBRATING } else { REAL }, Release);
+    HOT.trace
+        .clock_mode
+        .store(if usable { CALIBRATING } else { REAL }, Release);
 }
 
 /// Whether the kernel's clocksource is `tsc`: it then trusts the counter to be invariant and in
@@ -241,20 +241,18 @@ pub fn read_tsc() -> u64 {
     }
 }
 
-/// The instant records' `"t"` counts from, on both clocks (`CLOCK_MONOTONIC`, `CLOCK_REALTIME`),
-/// read together once per process tree (a forked child keeps its parent's, so their times
-/// compare) and written in each file's process record.
-static T0_MONO: AtomicU64 = AtomicU64::new(0);
 static T0_WALL: AtomicU64 = AtomicU64::new(0);
 
 /// Reads the clock base and decides whether the TSC stands in for the clock ([`decide`]). Clock
 /// reads and a small file read: async-signal-safe.
 pub fn init() {
     decide();
-    if T0_MONO.load(Relaxed) == 0 {
+    if HOT.trace.t0_mono.load(Relaxed) == 0 {
         let wall = realtime_ns();
         let mono = monotonic_ns();
-        if T0_MONO
+        if HOT
+            .trace
+            .t0_mono
             .compare_exchange(0, mono, std::sync::atomic::Ordering::AcqRel, Acquire)
             .is_ok()
         {
@@ -265,16 +263,16 @@ pub fn init() {
 
 /// The clock base: `(CLOCK_MONOTONIC, CLOCK_REALTIME)` at the same instant, in ns.
 pub fn base() -> (u64, u64) {
-    (T0_MONO.load(Acquire), T0_WALL.load(Acquire))
+    (HOT.trace.t0_mono.load(Acquire), T0_WALL.load(Acquire))
 }
 
 /// A `CLOCK_MONOTONIC` time as a record's `"t"`: ns since the base (read now if not yet).
 #[inline]
 pub fn since_base(mono: u64) -> u64 {
-    match T0_MONO.load(Relaxed) {
+    match HOT.trace.t0_mono.load(Relaxed) {
         0 => {
             init();
-            mono.saturating_sub(T0_MONO.load(Acquire))
+            mono.saturating_sub(HOT.trace.t0_mono.load(Acquire))
         }
         t0 => mono.saturating_sub(t0),
     }
@@ -292,13 +290,15 @@ mod tests {
         // Past calibration: calls until it ended (a call after CALIBRATE_NS ends it; a thread
         // preempted at the wrong moment may need more than one), within a generous deadline.
         let start = monotonic_ns();
-        while MODE.load(Acquire) == CALIBRATING && monotonic_ns() - start < 2_000_000_000 {
+        while HOT.trace.clock_mode.load(Acquire) == CALIBRATING
+            && monotonic_ns() - start < 2_000_000_000
+        {
             now_ns(&clock);
         }
-        if MODE.load(Acquire) != TSC {
+        if HOT.trace.clock_mode.load(Acquire) != TSC {
             // Not a machine whose clock is the TSC: every time is the real clock's, which is
             // what the rest of the test checks anyway.
-            assert_eq!(MODE.load(Acquire), REAL);
+            assert_eq!(HOT.trace.clock_mode.load(Acquire), REAL);
         }
         let mut last = 0;
         let mut worst = 0u64;

@@ -207,8 +207,10 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
 
 /// A traced call whose row has no check with anything to do now: forwarded and recorded
 /// without the checks' context (what they would record is nothing), as the untraced path
-/// forwards it. A covered failure is settled (explained) as on the full path.
-#[inline(always)]
+/// forwards it. A covered failure is settled (explained) as on the full path. Out of line: its
+/// own frame is a few lines of the stack, where the full path's spreads the same values over
+/// many (issue 24: each line the call touches after the driver's costs).
+#[inline(never)]
 fn traced_idle<A: Invoke>(guard: &Guard, args: A, real: usize, stamp: u64) -> c_int {
     let timed = engine::options().durations;
     let start = if timed {

@@ -11,6 +11,7 @@ use crate::clock;
 use crate::findings::{self, Finding};
 use crate::fingerprint::fingerprint;
 use crate::guard::{Guard, Scratch};
+use crate::hot::HOT;
 use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::{CallArgs, FnInfo, MAX_ARGS};
 use sharecheck_core::json::JsonOut;
@@ -19,17 +20,17 @@ use sharecheck_core::pattern;
 use sharecheck_core::ring::{self, FRAME};
 use sharecheck_core::schema::{self, env};
 use std::ffi::CString;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-const UNKNOWN: u8 = 0;
 const DISABLED: u8 = 1;
 const ENABLED: u8 = 2;
-static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+// This module's flags that every traced call reads are on the hot block's second line
+// (`crate::hot::HOT.trace`: `enabled`, `level`, `fork_generation`).
 
 /// Whether records are written at all (`SHARECHECK_TRACE` set).
 #[inline]
 pub fn enabled() -> bool {
-    match STATE.load(Ordering::Relaxed) {
+    match HOT.trace.enabled.load(Ordering::Relaxed) {
         ENABLED => true,
         DISABLED => false,
         _ => decide_enabled(),
@@ -40,7 +41,9 @@ pub fn enabled() -> bool {
 fn decide_enabled() -> bool {
     // `/dev/null` asks for no trace, as it would of any program's output.
     let on = std::env::var_os(env::TRACE).is_some_and(|p| !p.is_empty() && p != "/dev/null");
-    STATE.store(if on { ENABLED } else { DISABLED }, Ordering::Relaxed);
+    HOT.trace
+        .enabled
+        .store(if on { ENABLED } else { DISABLED }, Ordering::Relaxed);
     on
 }
 
@@ -48,7 +51,6 @@ fn decide_enabled() -> bool {
 // Process and thread identity, kept right across fork.
 
 static PID: AtomicU32 = AtomicU32::new(0);
-static FORK_GENERATION: AtomicU32 = AtomicU32::new(0);
 /// Event records written (calls are every record number used that is not an event's).
 static EVENTS: AtomicU64 = AtomicU64::new(0);
 
@@ -66,7 +68,7 @@ pub fn pid() -> u32 {
 
 /// This thread's kernel id.
 pub fn tid() -> i32 {
-    crate::guard::thread_id(FORK_GENERATION.load(Ordering::Relaxed))
+    crate::guard::thread_id(HOT.trace.fork_generation.load(Ordering::Relaxed))
 }
 
 /// A call record's `seq` on the calling thread (`slot`: its claim, [`crate::guard::Guard::writer_slot`]):
@@ -140,7 +142,7 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
     {
         return;
     }
-    let generation = FORK_GENERATION.load(Ordering::Relaxed);
+    let generation = HOT.trace.fork_generation.load(Ordering::Relaxed);
     // Compact unless the appender falls behind (then it would hold this thread up). A place
     // travels in the compact record (the writer formats it too), unless it names many devices.
     if let (true, Some(guard), None, Outcome::Returned(_), [], []) = (
@@ -151,7 +153,14 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
         record.findings,
         record.stack,
     ) {
-        return write_compact(guard, generation, args, record);
+        let plain = (
+            record.outcome,
+            record.ret,
+            record.seq,
+            record.t,
+            record.place,
+        );
+        return write_compact(guard, generation, args, plain);
     }
     let write = |s: Scratch| {
         s.buf.extend_from_slice(&[0; FRAME]);
@@ -188,7 +197,8 @@ pub fn write_call<A: CallArgs>(guard: Option<&Guard>, args: &A, record: &CallRec
 /// finding, no duration, no stack; `place` where the checks said one. The common traced record:
 /// compact and copied into the thread's chunk by [`crate::writer::append_own`] where it can be,
 /// without the general path's layers (issue 24: a traced call's instructions); `write_call`
-/// otherwise.
+/// otherwise. What it reads of the function is known at compile time ([`Facts`]), and of the
+/// process is on the hot block's second line: no table row, no options.
 #[inline(always)]
 pub fn write_plain<A: CallArgs>(
     guard: &Guard,
@@ -198,13 +208,18 @@ pub fn write_plain<A: CallArgs>(
     t: u64,
     place: Option<&Place>,
 ) {
-    let info = A::ID.info();
-    if seq == 0 || !kept_without_findings(info) {
+    if seq == 0 || !(A::READ_BY_REPORT || every_call_recorded()) {
         return;
     }
-    let record = || CallRecord {
-        info,
-        outcome: Outcome::Returned(ret),
+    let outcome = Outcome::Returned(ret);
+    if A::COMPACT && ring::place_fits(place) && !crate::writer::behind() {
+        let generation = HOT.trace.fork_generation.load(Ordering::Relaxed);
+        write_compact(guard, generation, args, (outcome, ret, seq, t, place));
+        return;
+    }
+    let record = CallRecord {
+        info: A::ID.info(),
+        outcome,
         ret,
         seq,
         t,
@@ -213,41 +228,72 @@ pub fn write_plain<A: CallArgs>(
         stack: &[],
         findings: &[],
     };
-    if A::COMPACT && ring::place_fits(place) && !crate::writer::behind() {
-        let generation = FORK_GENERATION.load(Ordering::Relaxed);
-        write_compact(guard, generation, args, &record());
-        return;
-    }
-    write_call(Some(guard), args, &record());
+    write_call(Some(guard), args, &record);
 }
+
+/// What a record needs of a function, as constants.
+trait Facts: CallArgs {
+    /// Read by `sharecheck report`'s cross-process checks: recorded at every `trace_level`.
+    const READ_BY_REPORT: bool = sharecheck_core::rules::reads_by_report(Self::ID);
+    const PARAMS: usize = Self::ID.param_count();
+}
+
+impl<A: CallArgs> Facts for A {}
 
 /// Whether a call with no finding is recorded: always at `trace_level=calls`; at `findings`, only
 /// the calls `sharecheck report`'s cross-process checks read.
 #[inline]
 fn kept_without_findings(info: &FnInfo) -> bool {
-    crate::config::options().trace_level == TraceLevel::Calls
-        || sharecheck_core::rules::read_by_report(info)
+    every_call_recorded() || sharecheck_core::rules::read_by_report(info)
 }
 
-/// A plain call's compact record ([`ring::CALL`]): its values, each argument's snapshot taken
-/// now (an out-parameter read, a capability fingerprinted), written straight into the thread's
-/// chunk ([`crate::writer::append_own`]) or, where that cannot be, through [`append`].
+const LEVEL_CALLS: u8 = 1;
+const LEVEL_FINDINGS: u8 = 2;
+
+/// `trace_level=calls`: every call is recorded, with findings or not (the options' answer, kept
+/// on the hot block's second line).
+#[inline]
+fn every_call_recorded() -> bool {
+    match HOT.trace.level.load(Ordering::Relaxed) {
+        LEVEL_CALLS => true,
+        LEVEL_FINDINGS => false,
+        _ => level_from_options(),
+    }
+}
+
+#[cold]
+fn level_from_options() -> bool {
+    let calls = crate::config::options().trace_level == TraceLevel::Calls;
+    let level = if calls { LEVEL_CALLS } else { LEVEL_FINDINGS };
+    HOT.trace.level.store(level, Ordering::Relaxed);
+    calls
+}
+
+/// A plain call's compact record ([`ring::CALL`]): its values (outcome, return value, number,
+/// time, place), each argument's snapshot taken now (an out-parameter read, a capability
+/// fingerprinted), written straight into the thread's chunk ([`crate::writer::append_own`]) or,
+/// where that cannot be, through [`append`].
 #[inline(always)]
-fn write_compact<A: CallArgs>(guard: &Guard, generation: u32, args: &A, record: &CallRecord) {
+fn write_compact<A: CallArgs>(
+    guard: &Guard,
+    generation: u32,
+    args: &A,
+    (outcome, ret, seq, t, place): (Outcome, i32, u64, u64, Option<&Place>),
+) {
     let mut words = [0u64; MAX_ARGS];
     let mut tags = [0u8; MAX_ARGS];
-    args.snap(record.outcome, fingerprint, &mut words, &mut tags);
-    let n = record.info.params.len();
+    args.snap(outcome, fingerprint, &mut words, &mut tags);
+    let n = A::PARAMS;
     let (tid, slot) = guard.record_identity(generation);
     let call = Compact(ring::Call {
-        function: record.info.id as u16,
-        ret: record.ret,
-        seq: record.seq,
-        t: record.t,
+        function: A::ID as u16,
+        ret,
+        seq,
+        t,
         tid,
         words: &words[..n],
         tags: &tags[..n],
-        place: record.place,
+        place,
     });
     if !crate::writer::append_own(&call, slot) {
         append(&call, slot);
@@ -319,7 +365,7 @@ pub fn write_event_of(
 /// by a pthread key destructor when the thread exits.
 #[inline]
 fn with_scratch(f: impl FnOnce(Scratch)) {
-    crate::guard::with_scratch(FORK_GENERATION.load(Ordering::Relaxed), |s| {
+    crate::guard::with_scratch(HOT.trace.fork_generation.load(Ordering::Relaxed), |s| {
         s.buf.clear();
         f(s);
     });
@@ -534,7 +580,7 @@ pub fn after_fork_in_child() {
     crate::writer::after_fork_in_child();
     crate::deferred::after_fork_in_child();
     PID.store(0, Ordering::Relaxed);
-    FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+    HOT.trace.fork_generation.fetch_add(1, Ordering::Relaxed);
     EVENTS.store(0, Ordering::Relaxed);
     findings::reset_after_fork();
 }

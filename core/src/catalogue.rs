@@ -245,6 +245,27 @@ mod tests {
         assert!(!read_by_report(by_symbol("cuDeviceCanAccessPeer")));
     }
 
+    /// The function facts a traced call's record takes as constants (`FnId::symbol`,
+    /// `FnId::param_count`, `rules::reads_by_report`) are the table's, for every function.
+    #[test]
+    fn the_constant_function_facts_are_the_tables() {
+        let mut read = 0;
+        for f in FUNCTIONS {
+            assert_eq!(f.id.symbol(), f.symbol);
+            assert_eq!(f.id.param_count(), f.params.len(), "{}", f.symbol);
+            let by_prefix = REPORT_READS.iter().any(|p| f.symbol.starts_with(p));
+            assert_eq!(
+                crate::rules::reads_by_report(f.id),
+                by_prefix,
+                "{}",
+                f.symbol
+            );
+            read += usize::from(by_prefix);
+        }
+        // Both answers occur, so the comparison above could fail either way.
+        assert!(read > 0 && read < FUNCTIONS.len());
+    }
+
     #[test]
     fn every_rule_a_check_reports_is_in_a_family_and_every_divergence_is_known_or_unlisted() {
         for f in FUNCTIONS {

@@ -351,6 +351,17 @@ macro_rules! define_table {
             pub const fn is_observed(self) -> bool {
                 match self { $( FnId::$sym => observed_of!($($role)?), )* }
             }
+
+            /// The exact symbol ([`FnInfo::symbol`]), known at compile time where the id is.
+            pub const fn symbol(self) -> &'static str {
+                match self { $( FnId::$sym => stringify!($sym), )* }
+            }
+
+            /// How many parameters it has (`FnInfo::params.len()`), known at compile time where
+            /// the id is: a traced call's record needs it without reading the table's row.
+            pub const fn param_count(self) -> usize {
+                match self { $( FnId::$sym => { let names: &[&str] = &[$( stringify!($arg) ),*]; names.len() } )* }
+            }
         }
 
         /// Looks an exported symbol name up (the `dlsym` path).

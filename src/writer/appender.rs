@@ -61,7 +61,7 @@ pub(super) fn appender_loop() {
     let mut stalled = [None; MAX_LANES];
     loop {
         let seen = WAKE.load(SeqCst);
-        if STOPPED_ALL.load(Acquire) {
+        if HOT.trace.stopped.load(Acquire) {
             return;
         }
         let mut timeout: Option<u64> = None;

@@ -58,7 +58,7 @@ impl Frozen {
     pub fn of(cell: &ThreadSlot, interrupted: bool) -> Frozen {
         let cached = cell.get();
         let index = cached as u32 & 0xff_ffff;
-        let ours = cached >> 32 == u64::from(EPOCH.load(Relaxed)) && index != 0;
+        let ours = cached >> 32 == u64::from(HOT.trace.epoch.load(Relaxed)) && index != 0;
         Frozen((interrupted && ours).then(|| index as usize - 1))
     }
 
@@ -81,7 +81,7 @@ impl Frozen {
 pub fn close_numbers(frozen: Frozen, parked: impl Fn() -> u64) -> u64 {
     // A sequentially consistent store and a barrier on every thread, then loads: a thread that
     // read CLOSING unset is seen in flight here ([`lift`]).
-    CLOSING.store(true, SeqCst);
+    HOT.trace.closing.store(true, SeqCst);
     asymmetric_fence();
     let in_flight = || -> u64 {
         let seen = SLOTS_SEEN.load(SeqCst).min(SLOTS);
@@ -116,10 +116,10 @@ pub fn close_numbers(frozen: Frozen, parked: impl Fn() -> u64) -> u64 {
 /// an append that does not finish: the thread doing it may be stopped) stays in the ring file for
 /// a reader to recover, as it does when tracing had stopped (a full disk, the file size limit).
 pub fn finish(frozen: Frozen) {
-    if HELD.load(Acquire) != 0 {
+    if HOT.trace.held.load(Acquire) != 0 {
         append_held();
     }
-    STOPPED_ALL.store(true, Release);
+    HOT.trace.stopped.store(true, Release);
     let was: Vec<u8> = LANES
         .iter()
         .map(|w| w.state.swap(STOPPED, AcqRel))

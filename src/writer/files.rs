@@ -56,7 +56,7 @@ fn open_lane_keeping_errno(
         Ok(header) => finish_opening(w, index, &header),
         Err(message) => {
             w.state.store(STOPPED, Release);
-            STOPPED_ALL.store(true, Release);
+            HOT.trace.stopped.store(true, Release);
             crate::log::error(format_args!("{message}; no trace is written"));
             false
         }
@@ -125,7 +125,7 @@ pub(super) fn finish_opening(w: &Lane, index: usize, header: &[u8]) -> bool {
         w.state.store(STOPPED, Release);
     } else {
         append_early(w);
-        if !STOPPED_ALL.load(Acquire) {
+        if !HOT.trace.stopped.load(Acquire) {
             start_appender();
         }
     }

@@ -36,6 +36,7 @@
 //!   lock, and opens its own files (and starts its own writer thread) on its first record.
 
 use crate::clock::monotonic_ns;
+use crate::hot::HOT;
 use sharecheck_core::ring::{self, CHUNK, HEADER, RING, SEGMENT, SEGMENTS};
 use std::ffi::{CStr, CString};
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
@@ -76,8 +77,12 @@ const OUT_BUFFER: usize = 2 * SEGMENT as usize;
 /// One lane of the trace: a file of its own (the process's trace for lane 0, `NAME.laneK.jsonl`
 /// for lane K) with its ring. Threads are spread over the lanes, so that threads on many cores
 /// do not all wait on one file's appends (the kernel appends to one file at a time).
+/// `repr(C)`: what a record reads of its lane (`state`, `map`) shares the first line.
+#[repr(C)]
 struct Lane {
     state: AtomicU8,
+    /// The ring file's mapping: `HEADER` bytes of header, then the ring.
+    map: AtomicPtr<u8>,
     /// The thread opening the lane (its kernel id), while `OPENING`: a signal handler on it that
     /// makes a record must not wait for itself.
     opener: AtomicI32,
@@ -92,8 +97,6 @@ struct Lane {
     /// the file's identity (device, inode).
     ring_fd: AtomicI32,
     ring_id: (AtomicU64, AtomicU64),
-    /// The ring file's mapping: `HEADER` bytes of header, then the ring.
-    map: AtomicPtr<u8>,
     /// Reservation cursor: the next record's offset in the trace.
     next: Line<AtomicU64>,
     /// Bytes of the trace appended (whole segments, in order); the ring's segments before it are
@@ -127,22 +130,16 @@ static WAKE: Line<AtomicU32> = Line(AtomicU32::new(0));
 static APPENDER: AtomicU8 = AtomicU8::new(NO_THREAD);
 /// Whether the writer thread sleeps (only then does a filled segment wake it).
 static SLEEPING: AtomicBool = AtomicBool::new(false);
-/// Set while the appender falls behind: more than half a lane's ring waits to be appended (or a
-/// record waited for space), until less than a quarter does. Threads then format their records
-/// themselves rather than leave it to the appender ([`behind`]).
-static BEHIND: Line<AtomicBool> = Line(AtomicBool::new(false));
+// This module's flags that every traced call reads are on the hot block's second line
+// (`crate::hot::HOT.trace`: `behind`, `stopped`).
 
 /// Whether the appender falls behind: a record is then better formatted by its own thread (the
 /// appender only copies it), so that a thread making calls as fast as it can is not held up by
 /// the formatting of its own records on one other CPU.
 #[inline]
 pub fn behind() -> bool {
-    BEHIND.load(Relaxed)
+    HOT.trace.behind.load(Relaxed)
 }
-
-/// Set when tracing stopped (a full disk, the size limit, a stuck append): no lane opens or
-/// writes any more.
-static STOPPED_ALL: AtomicBool = AtomicBool::new(false);
 
 /// Lanes at most, and in use (decided when the first lane opens: the CPUs this process may run
 /// on, at most `MAX_LANES`; 0 until then).
@@ -242,7 +239,7 @@ fn identity(fd: libc::c_int) -> Option<(u64, u64)> {
 }
 
 fn stop(why: &str) {
-    STOPPED_ALL.store(true, Release);
+    HOT.trace.stopped.store(true, Release);
     for w in &LANES {
         // A lane still closed stays closed (no file); every other one stops.
         let _ = w.state.fetch_update(AcqRel, Acquire, |state| {
@@ -317,7 +314,7 @@ pub fn after_fork_in_child() {
         w.state.store(CLOSED, Release);
     }
     // The parent's chunks, lanes and writer thread are not the child's.
-    EPOCH.fetch_add(1, AcqRel);
+    HOT.trace.epoch.fetch_add(1, AcqRel);
     forget_asymmetric_fence();
     let seen = SLOTS_SEEN.swap(0, AcqRel).min(SLOTS);
     for slot in &SLOT_TABLE[..seen] {
@@ -331,15 +328,15 @@ pub fn after_fork_in_child() {
     for e in &EARLY {
         e.state.store(FREE, Release);
     }
-    HELD.store(0, Release);
-    CLOSING.store(false, Release);
+    HOT.trace.held.store(0, Release);
+    HOT.trace.closing.store(false, Release);
     NUMBERS.store(0, Release);
     LANE_COUNT.store(0, Release);
     APPENDER.store(NO_THREAD, Release);
     SLEEPING.store(false, Release);
-    BEHIND.store(false, Release);
+    HOT.trace.behind.store(false, Release);
     WAKE.store(0, Release);
-    STOPPED_ALL.store(false, Release);
+    HOT.trace.stopped.store(false, Release);
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ pub fn append<R: Record + ?Sized>(
     slot: &ThreadSlot,
     open: impl FnOnce() -> Result<(Opened, Vec<u8>), String>,
 ) -> bool {
-    if STOPPED_ALL.load(Relaxed) {
+    if HOT.trace.stopped.load(Relaxed) {
         return false;
     }
     let index = own_slot(slot);
@@ -30,7 +30,7 @@ pub fn append<R: Record + ?Sized>(
     if interrupting && ((k != 0 && opening_here(w)) || !room_without_waiting(w)) {
         return with_bytes(record, |bytes| keep_early(k, bytes));
     }
-    if !interrupting && HELD.load(Relaxed) != 0 {
+    if !interrupting && HOT.trace.held.load(Relaxed) != 0 {
         append_held();
     }
     (k == 0 || ensure_lane_open(w, k, index)) && append_record(w, index, record)
@@ -46,12 +46,12 @@ pub fn append<R: Record + ?Sized>(
 pub fn append_own<R: Record + ?Sized>(record: &R, cell: &ThreadSlot) -> bool {
     let cached = cell.get();
     let (lane, index) = ((cached >> 24) as u8, cached as u32 & 0xff_ffff);
-    if cached >> 32 != u64::from(EPOCH.load(Relaxed))
+    if cached >> 32 != u64::from(HOT.trace.epoch.load(Relaxed))
         || lane == 0
         || index == 0
         || index as usize > SHARED
-        || STOPPED_ALL.load(Relaxed)
-        || HELD.load(Relaxed) != 0
+        || HOT.trace.stopped.load(Relaxed)
+        || HOT.trace.held.load(Relaxed) != 0
     {
         return false;
     }
@@ -140,7 +140,7 @@ pub(super) fn keep_early(lane: usize, bytes: &[u8]) -> bool {
             e.len.store(bytes.len(), Relaxed);
             e.lane.store(lane as u8, Relaxed);
             e.state.store(READY, Release);
-            HELD.fetch_add(1, Release);
+            HOT.trace.held.fetch_add(1, Release);
             return true;
         }
     }
@@ -163,13 +163,13 @@ pub(super) fn append_early(w: &Lane) {
             // A reservation of its own: no chunk is left open in a slot of another thread's.
             reserve_and_copy(w, bytes);
             e.state.store(FREE, Release);
-            HELD.fetch_sub(1, Release);
+            HOT.trace.held.fetch_sub(1, Release);
         }
     }
 }
 
-/// Records kept ([`keep_early`]) and not appended yet.
-pub(super) static HELD: AtomicUsize = AtomicUsize::new(0);
+// This module's flags that every traced call reads are on the hot block's second line
+// (`crate::hot::HOT.trace`: `held`).
 
 /// Appends every record kept for a lane that is open (by a thread not in a signal handler's
 /// record, before its own record; and at exit).
@@ -469,7 +469,7 @@ pub(super) fn free_for(w: &Lane, segment: u64) -> bool {
     if w.appended.load(Acquire) >= needed {
         return true;
     }
-    BEHIND.store(true, Relaxed);
+    HOT.trace.behind.store(true, Relaxed);
     // The wait is bounded while nothing moves: two seconds without a segment appended.
     let mut since = (monotonic_ns(), w.appended.load(Acquire));
     let mut spins = 0u32;

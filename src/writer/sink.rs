@@ -23,9 +23,9 @@ pub(super) fn append_full_segments(w: &Lane) {
                 .load(Relaxed)
                 .saturating_sub(w.appended.load(Relaxed));
             if backlog > RING / 2 {
-                BEHIND.store(true, Relaxed);
-            } else if backlog < RING / 4 && BEHIND.load(Relaxed) {
-                BEHIND.store(false, Relaxed);
+                HOT.trace.behind.store(true, Relaxed);
+            } else if backlog < RING / 4 && HOT.trace.behind.load(Relaxed) {
+                HOT.trace.behind.store(false, Relaxed);
             }
         }
         w.append_holder.store(0, Relaxed);

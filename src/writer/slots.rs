@@ -42,8 +42,8 @@ pub(super) static SLOT_TABLE: [Slot; SLOTS] = [const {
 }; SLOTS];
 /// Slots ever handed out (how far closers look).
 pub(super) static SLOTS_SEEN: AtomicUsize = AtomicUsize::new(0);
-/// Bumped in a forked child: a thread's cached slot of another epoch is not its own.
-pub(super) static EPOCH: AtomicU32 = AtomicU32::new(0);
+// This module's flags that every traced call reads are on the hot block's second line
+// (`crate::hot::HOT.trace`: `epoch`, `closing`, `asymmetric`).
 
 /// A thread's claim on a slot, kept by the thread (`guard`): `epoch << 32 | (lane + 1) << 24 |
 /// (index + 1)`, the lane 0 until known, and 0 for "not asked yet".
@@ -51,7 +51,7 @@ pub type ThreadSlot = crate::guard::WriterSlot;
 
 /// This thread's slot (claimed on its first record; the shared one when every other is taken).
 pub(super) fn own_slot(cell: &ThreadSlot) -> usize {
-    let epoch = u64::from(EPOCH.load(Relaxed));
+    let epoch = u64::from(HOT.trace.epoch.load(Relaxed));
     let cached = cell.get();
     if cached >> 32 == epoch && cached as u32 & 0xff_ffff != 0 {
         return (cached as u32 & 0xff_ffff) as usize - 1;
@@ -76,11 +76,6 @@ pub(super) const NUMBER_BLOCK: u64 = 64;
 /// by their time. One shared counter per record bounded 16 cores to about 12 million records a
 /// second (its cache line moving between them at every record); one per 64 records does not.
 pub(super) static NUMBERS: Line<AtomicU64> = Line(AtomicU64::new(0));
-
-/// Set when the process starts to exit ([`close_numbers`]): calls get no record number from
-/// then on (they are forwarded and checked, not recorded), so that the exit record counts
-/// exactly the calls numbered before it.
-pub(super) static CLOSING: AtomicBool = AtomicBool::new(false);
 
 /// A call's record number, taken once the driver returned and held until its record is written
 /// or given up (dropped): an exiting process waits for the numbers in flight ([`close_numbers`]). `seq` 0: no number (the process
@@ -112,7 +107,7 @@ impl Drop for Number {
 /// hosts). Otherwise, and on the shared slot, a locked add.
 #[inline]
 pub(super) fn lift(slot: &Slot, shared: bool) {
-    if !shared && ASYMMETRIC.load(Relaxed) {
+    if !shared && HOT.trace.asymmetric.load(Relaxed) {
         slot.in_flight
             .store(slot.in_flight.load(Relaxed).wrapping_add(1), Relaxed);
         // The store stays before the load of `CLOSING` in program order; the other side's
@@ -123,10 +118,6 @@ pub(super) fn lift(slot: &Slot, shared: bool) {
     }
 }
 
-/// Whether this process is registered for `MEMBARRIER_CMD_PRIVATE_EXPEDITED` (the registration
-/// belongs to the address space: a forked child registers again when its trace opens).
-static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
-
 const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
 const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
@@ -134,7 +125,7 @@ const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 /// 4.14 and later; where the kernel or a seccomp filter refuses, the locked add stays). Called
 /// when the trace opens, before any record; a system call only.
 pub(super) fn register_asymmetric_fence() {
-    if ASYMMETRIC.load(Relaxed) {
+    if HOT.trace.asymmetric.load(Relaxed) {
         return;
     }
     // SAFETY: membarrier takes two integers and a CPU id; registration has no other effect.
@@ -146,13 +137,13 @@ pub(super) fn register_asymmetric_fence() {
             0,
         )
     } == 0;
-    ASYMMETRIC.store(ok, Release);
+    HOT.trace.asymmetric.store(ok, Release);
 }
 
 /// The exiting side of [`lift`]'s handshake, after `CLOSING` is stored: a full barrier on every
 /// thread of the process that runs now (the others passed one when they were switched out).
 pub(super) fn asymmetric_fence() {
-    if !ASYMMETRIC.load(Acquire) {
+    if !HOT.trace.asymmetric.load(Acquire) {
         return;
     }
     // SAFETY: as in `register_asymmetric_fence`.
@@ -169,7 +160,7 @@ pub(super) fn asymmetric_fence() {
 
 /// In a forked child: the registration was the parent's address space's.
 pub(super) fn forget_asymmetric_fence() {
-    ASYMMETRIC.store(false, Release);
+    HOT.trace.asymmetric.store(false, Release);
 }
 
 /// One call of slot `slot` in flight less.
@@ -195,7 +186,7 @@ pub fn next_number(cell: &ThreadSlot, nested: bool) -> Number {
     // In flight first (fenced), then the look at CLOSING; `close_numbers` sets CLOSING, then
     // reads the counts.
     lift(slot, shared);
-    if CLOSING.load(SeqCst) {
+    if HOT.trace.closing.load(SeqCst) {
         landed(slot, shared);
         return Number {
             seq: 0,
@@ -246,7 +237,7 @@ pub fn numbers_used() -> u64 {
 pub fn thread_exit(cell: &ThreadSlot) {
     let cached = cell.get();
     cell.set(0);
-    if cached >> 32 != u64::from(EPOCH.load(Relaxed)) || cached as u32 & 0xff_ffff == 0 {
+    if cached >> 32 != u64::from(HOT.trace.epoch.load(Relaxed)) || cached as u32 & 0xff_ffff == 0 {
         return;
     }
     let index = (cached as u32 & 0xff_ffff) as usize - 1;

@@ -362,7 +362,28 @@ pub const fn accused(symbol: &str) -> Accused {
 
 /// Whether a report-phase check reads this function's calls ([`REPORT_READS`]).
 pub fn read_by_report(info: &FnInfo) -> bool {
-    REPORT_READS.iter().any(|p| info.symbol.starts_with(p))
+    reads_by_report(info.id)
+}
+
+/// [`read_by_report`] of a function by its id, in a constant (a traced call's record asks it
+/// without reading the function's table row).
+pub const fn reads_by_report(id: crate::functions::FnId) -> bool {
+    let symbol = id.symbol().as_bytes();
+    let mut i = 0;
+    while i < REPORT_READS.len() {
+        let prefix = REPORT_READS[i].as_bytes();
+        if prefix.len() <= symbol.len() {
+            let mut j = 0;
+            while j < prefix.len() && prefix[j] == symbol[j] {
+                j += 1;
+            }
+            if j == prefix.len() {
+                return true;
+            }
+        }
+        i += 1;
+    }
+    false
 }
 
 /// Every rule, in catalogue order.
