@@ -18,7 +18,9 @@
 //!
 //! The same holds for data (about 2 ns a line and 2.4 more a page): what every wrapped call reads
 //! first is one line (`crate::hot`: the path, the TLS block's offset, the states, the options;
-//! every thread-local is then that offset plus a link-time constant, with no GOT line),
+//! every thread-local is then that offset plus a link-time constant, with no GOT line), what a
+//! traced call reads besides is the next line (the trace's, the writer's and the clock's flags)
+//! and the function's facts its record needs are constants,
 //! what a free asks every family is one line (`States::watch`), a pointer fact is one line, and
 //! the pointer epoch is told by address. `SHARECHECK_SIM_EVICT_KB` makes the simulator evict as
 //! R580 does, so that callgrind's cache simulation counts a path's lines on the VM.

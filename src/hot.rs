@@ -10,7 +10,7 @@
 //!
 //! A traced call reads more: the trace's flags, the writer's, the clock's rate. They are the
 //! second line ([`TraceLine`]), in the same 128-byte block (the CPU's adjacent-line prefetch
-//! fetches the pair) and page; before, they were ten lines on six pages (callgrind with
+//! fetches the pair) and page; before, they were eight lines on five pages (callgrind with
 //! `SHARECHECK_SIM_EVICT_KB`, a traced `cuDeviceCanAccessPeer`).
 
 use sharecheck_core::options::Options;
