@@ -119,20 +119,22 @@ fn answers(text: &str) -> Vec<String> {
     lines
 }
 
-/// The simulator answers every case of the probe that measured R580 as R580 did, plain and with
-/// the shim preloaded (which changes nothing the program sees).
-#[test]
-fn the_simulator_answers_the_pool_probe_as_r580_did() {
-    let scratch = Scratch::new("pool_probe");
+/// The newest R580 result of the pool probe whose file name ends with `suffix`, as sorted
+/// answers.
+fn measured(suffix: &str) -> (std::path::PathBuf, Vec<String>) {
     let results = root().join("scripts/gpu/results");
     let measured = std::fs::read_dir(&results)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with("-pool-probe.txt"))
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
         .max()
         .expect("a pool probe result");
-    let r580 = answers(&std::fs::read_to_string(&measured).unwrap());
-    assert!(r580.len() > 40, "{}: {r580:?}", measured.display());
+    let answers = answers(&std::fs::read_to_string(&measured).unwrap());
+    (measured, answers)
+}
+
+/// scripts/gpu/pool_probe.c, built against the simulated driver.
+fn probe(scratch: &Scratch) -> std::path::PathBuf {
     let exe = scratch.path("pool_probe");
     let out = std::process::Command::new("cc")
         .args(["-O1", "-o"])
@@ -148,6 +150,17 @@ fn the_simulator_answers_the_pool_probe_as_r580_did() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    exe
+}
+
+/// The simulator answers every case of the probe that measured R580 as R580 did, plain and with
+/// the shim preloaded (which changes nothing the program sees).
+#[test]
+fn the_simulator_answers_the_pool_probe_as_r580_did() {
+    let scratch = Scratch::new("pool_probe");
+    let (measured, r580) = measured("-pool-probe.txt");
+    assert!(r580.len() > 40, "{}: {r580:?}", measured.display());
+    let exe = probe(&scratch);
     for preload in [false, true] {
         let mut cmd = scratch.under_shim(&exe);
         if !preload {
@@ -167,6 +180,79 @@ fn the_simulator_answers_the_pool_probe_as_r580_did() {
             measured.display()
         );
     }
+}
+
+/// FABRIC pools where the process has no IMEX channel, as R580 answered on hosts without one
+/// (`pool_probe fabric`): made and allocated from, their export refused (NOT_PERMITTED), after
+/// which a FABRIC-only pool's pointer export dies of SIGSEGV and one also of POSIX fd answers
+/// CUDA_ERROR_UNKNOWN, with the next synchronize dying. The simulator answers each case so, plain
+/// and under the shim; under the shim every pointer export of a pool never shared is found, the
+/// one the driver does not return from included: reported before the call is forwarded, on
+/// stderr and in the trace the dead process left.
+#[test]
+fn fabric_pools_without_an_imex_channel_answer_as_r580_did_and_are_found_before_a_crash() {
+    let scratch = Scratch::new("pool_probe_fabric");
+    let (measured, r580) = measured("-pool-probe-fabric.txt");
+    assert!(
+        r580.iter().any(|l| l.ends_with("signal 11")),
+        "{}: {r580:?}",
+        measured.display()
+    );
+    let exe = probe(&scratch);
+    for preload in [false, true] {
+        let mut cmd = scratch.under_shim(&exe);
+        cmd.arg("fabric")
+            .env("SHARECHECK_SIM_FABRIC_CHANNEL", "none");
+        if !preload {
+            cmd.env_remove("LD_PRELOAD");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{:?}", out.status);
+        let sim = answers(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(
+            sim,
+            r580,
+            "preloaded: {preload}; R580: {}",
+            measured.display()
+        );
+        if !preload {
+            continue;
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // Six pointer exports of pools never shared: two never exported, three refused, the
+        // POSIX fd pool's before its export.
+        assert_eq!(
+            stderr
+                .matches("error[cuMemPoolExportPointer.pool-not-shared]")
+                .count(),
+            6,
+            "{stderr}"
+        );
+        assert_eq!(
+            stderr.matches("R580 dies of SIGSEGV in this call").count(),
+            1,
+            "{stderr}"
+        );
+        assert_eq!(
+            stderr.matches("whose export the driver refused").count(),
+            3,
+            "{stderr}"
+        );
+    }
+    // The report reads the finding of the process that died in the driver from its trace.
+    let out = std::process::Command::new(cli())
+        .args(["report", "--format", "json"])
+        .arg(scratch.traces())
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let found = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "cuMemPoolExportPointer.pool-not-shared")
+        .count();
+    assert_eq!(found, 6, "{report}");
 }
 
 /// HIP's cases (tests/c/pool_hip.c), with the ROCm 6.2 runtime's answers on the simulator: each

@@ -6,8 +6,11 @@
  * imports both over a unix socket (SCM_RIGHTS). Then the exporter frees the pointer while the
  * importer still holds it, and the importer uses and frees it afterwards; a second pointer is
  * exported and freed before the importer imports it.
+ * "fabric": what R580 answers to pools of the FABRIC handle type (alone and with POSIX fd), where
+ * the host may have no IMEX channel: a pool, an allocation, an export of the pool (none, FABRIC or
+ * POSIX fd) and of the pointer, each case in a forked child whose end (signal) is printed.
  * Build: gcc -O1 -o pool_probe scripts/gpu/pool_probe.c -I$CUDA_INC -l:libcuda.so.1
- * Usage: pool_probe */
+ * Usage: pool_probe [fabric] */
 #include <cuda.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -144,7 +147,78 @@ static int importer(int sock) {
     return 0;
 }
 
-int main(void) {
+/* One FABRIC case, in a process of its own (a forked child that initializes CUDA itself): a
+ * pool of `types`, an allocation, an export of the pool as `export_type` (0: none), then the
+ * pointer's export. */
+static int fabric_case(const char *name, int types, int export_type) {
+    CUstream s;
+    if (init(&s))
+        return 2;
+    char what[128];
+    CUmemPoolProps props = props_of(types);
+    CUmemoryPool pool = 0;
+    snprintf(what, sizeof what, "%s.pool-create", name);
+    CUresult r = cuMemPoolCreate(&pool, &props);
+    say(what, r);
+    if (r != CUDA_SUCCESS)
+        return 0;
+    CUdeviceptr p = 0;
+    snprintf(what, sizeof what, "%s.alloc", name);
+    say(what, cuMemAllocFromPoolAsync(&p, 1 << 20, pool, s));
+    cuStreamSynchronize(s);
+    if (export_type == CU_MEM_HANDLE_TYPE_FABRIC) {
+        CUmemFabricHandle fh;
+        memset(&fh, 0, sizeof fh);
+        snprintf(what, sizeof what, "%s.export-pool-fabric", name);
+        say(what, cuMemPoolExportToShareableHandle(&fh, pool, CU_MEM_HANDLE_TYPE_FABRIC, 0));
+    } else if (export_type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+        int fd = -1;
+        snprintf(what, sizeof what, "%s.export-pool-fd", name);
+        say(what, cuMemPoolExportToShareableHandle(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    }
+    CUmemPoolPtrExportData data;
+    memset(&data, 0, sizeof data);
+    snprintf(what, sizeof what, "%s.export-pointer", name);
+    say(what, cuMemPoolExportPointer(&data, p));
+    snprintf(what, sizeof what, "%s.free", name);
+    say(what, cuMemFreeAsync(p, s));
+    snprintf(what, sizeof what, "%s.sync", name);
+    say(what, cuStreamSynchronize(s));
+    snprintf(what, sizeof what, "%s.pool-destroy", name);
+    say(what, cuMemPoolDestroy(pool));
+    return 0;
+}
+
+/* FABRIC pools: each case in a child, whose end (exit status or signal) is printed. */
+static int fabric(void) {
+    const int FD = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, FAB = CU_MEM_HANDLE_TYPE_FABRIC;
+    const struct { const char *name; int types, export_type; } cases[] = {
+        {"fabric-not-exported", FAB, 0},
+        {"fabric-export-refused", FAB, FAB},
+        {"fabric-fd-not-exported", FAB | FD, 0},
+        {"fabric-fd-exported-fd", FAB | FD, FD},
+        {"fabric-fd-export-refused", FAB | FD, FAB},
+        {"fd-not-exported", FD, 0},
+        {"fd-exported-fd", FD, FD},
+    };
+    for (unsigned k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        pid_t child = fork();
+        if (child == 0)
+            _exit(fabric_case(cases[k].name, cases[k].types, cases[k].export_type));
+        int status = 0;
+        waitpid(child, &status, 0);
+        if (WIFSIGNALED(status))
+            printf("%s.end\tsignal %d\n", cases[k].name, WTERMSIG(status));
+        else
+            printf("%s.end\texit %d\n", cases[k].name, WEXITSTATUS(status));
+        fflush(stdout);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "fabric"))
+        return fabric();
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
         return 2;

@@ -507,6 +507,7 @@ fn free_async(dptr: CUdeviceptr, stream: CUstream) -> Outcome {
         }
         d.free_pool_import(dptr).unwrap_or_else(|| {
             d.retain_pool_export(dptr);
+            d.doom_if_poisoned(dptr);
             d.free_memory(dptr, |a| a.kind == MemKind::Pool)
         })
     })

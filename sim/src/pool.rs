@@ -28,6 +28,12 @@ pub struct Pool {
     /// Exported with `cuMemPoolExportToShareableHandle` at least once: only then do its
     /// pointers export (R580).
     pub shared: bool,
+    /// A FABRIC pool whose export the driver refused (no IMEX channel): R580 then dies exporting
+    /// a pointer of a FABRIC-only pool, and answers CUDA_ERROR_UNKNOWN for one that is also
+    /// POSIX fd (which poisons it: [`Pools::doomed`]).
+    pub refused: bool,
+    /// Answered CUDA_ERROR_UNKNOWN to a pointer export after a refused export.
+    pub poisoned: bool,
 }
 
 #[derive(Default)]
@@ -46,6 +52,9 @@ pub struct Pools {
     /// The memory of exported pool allocations the program freed, kept open as the pool keeps
     /// it: R580 lets an importer import such a pointer after its exporter freed it.
     pub retained: Vec<OwnedFd>,
+    /// An allocation of a poisoned pool was freed: R580 dies of SIGSEGV in the next
+    /// `cuStreamSynchronize` (`scripts/gpu/results/*-pool-probe-fabric.txt`).
+    pub doomed: bool,
 }
 
 impl Pools {

@@ -232,10 +232,15 @@ pub struct KnownDivergence {
 
 /// Misuse reported before the call is forwarded rather than settled after it, in any family: a
 /// known driver may not return from the call (R580 dies of SIGSEGV inside
-/// `cuStreamAttachMemAsync` with flags 0; the ROCm 6.2 runtime's second `hipMemRelease` of a
-/// handle is a use after free), so a finding made after it might never be seen.
-pub static REPORTED_BEFORE_CALL: &[&Rule] =
-    &[&attach::cuda::FLAGS_NOT_ONE, &vmm::hip::RELEASE_NOT_HELD];
+/// `cuStreamAttachMemAsync` with flags 0, and inside `cuMemPoolExportPointer` of a FABRIC pool
+/// whose export it refused; the ROCm 6.2 runtime's second `hipMemRelease` of a handle is a use
+/// after free), so a finding made after it might never be seen. Only a finding that is certain
+/// is reported before.
+pub static REPORTED_BEFORE_CALL: &[&Rule] = &[
+    &attach::cuda::FLAGS_NOT_ONE,
+    &vmm::hip::RELEASE_NOT_HELD,
+    &pool::cuda::EXPORT_POINTER_NOT_SHARED,
+];
 
 /// Every family, in catalogue order.
 pub static FAMILIES: &[&Family] = &[

@@ -67,7 +67,9 @@ pub mod cuda {
             device's default pool (cuMemAllocAsync), and a pointer inside an allocation, cannot \
             be exported: R580 answers CUDA_ERROR_INVALID_VALUE to each (and exports the pointer \
             once its pool is exported). Decided from the pools and allocations the shim saw \
-            made; withdrawn when the driver accepts.",
+            made; withdrawn when the driver accepts, except for a pool the shim saw made and \
+            never exported, which is reported before the call: after refusing a FABRIC pool's \
+            export (no IMEX channel), R580 dies of SIGSEGV exporting one of its pointers.",
         source: source("cuMemPoolExportPointer"),
         quote: "Constructs \\p shareData_out for sharing a specific allocation from an already \
             shared memory pool.",

@@ -12,8 +12,9 @@ use crate::types::*;
 use std::os::fd::AsRawFd;
 
 impl Driver {
-    /// `cuMemPoolCreate`: a pinned pool on a device. FABRIC pools are not modelled (not measured
-    /// on R580: NOT_SUPPORTED here).
+    /// `cuMemPoolCreate`: a pinned pool on a device, of the POSIX fd and FABRIC handle types
+    /// (R580 makes a FABRIC pool without an IMEX channel, and allocates from it; its export is
+    /// refused: [`Driver::pool_export`]).
     pub fn pool_create(&mut self, props: &CUmemPoolProps) -> Outcome<u64> {
         if props.alloc_type != MEM_ALLOCATION_TYPE_PINNED
             || props.location.type_ != MEM_LOCATION_TYPE_DEVICE
@@ -24,7 +25,7 @@ impl Driver {
         if !device::flag(props.location.id, attribute::MEMORY_POOLS_SUPPORTED) {
             return Err(NOT_SUPPORTED);
         }
-        if props.handle_types & !MEM_HANDLE_TYPE_POSIX_FD != 0 {
+        if props.handle_types & !(MEM_HANDLE_TYPE_POSIX_FD | MEM_HANDLE_TYPE_FABRIC) != 0 {
             return Err(NOT_SUPPORTED);
         }
         Ok(self.pools.add(Pool {
@@ -32,6 +33,8 @@ impl Driver {
             handle_types: props.handle_types,
             source: None,
             shared: false,
+            refused: false,
+            poisoned: false,
         }))
     }
 
@@ -96,7 +99,10 @@ impl Driver {
 
     /// `cuMemPoolExportToShareableHandle`: a new fd per export (R580). A pool created without
     /// the handle type, or exported as NONE, is INVALID_VALUE; so are flags other than 0. An
-    /// imported pool's export was not measured (INVALID_VALUE here).
+    /// imported pool's export was not measured (INVALID_VALUE here). A FABRIC pool's export, as
+    /// FABRIC or as POSIX fd, is NOT_PERMITTED in a process without an IMEX channel (R580, which
+    /// then misbehaves: [`Pool::refused`]); with a channel, a FABRIC export is not modelled (no
+    /// host measured had one: NOT_SUPPORTED here).
     pub fn pool_export(&mut self, handle: u64, handle_type: u32, flags: u64) -> Outcome<i32> {
         let p = self.pools.get(handle).ok_or(INVALID_VALUE)?;
         if flags != 0
@@ -105,6 +111,17 @@ impl Driver {
             || p.handle_types & handle_type != handle_type
         {
             return Err(INVALID_VALUE);
+        }
+        if p.handle_types & MEM_HANDLE_TYPE_FABRIC != 0 {
+            if crate::config::config().no_fabric_channel {
+                if let Some(p) = self.pools.pools.get_mut(&handle) {
+                    p.refused = true;
+                }
+                return Err(NOT_PERMITTED);
+            }
+            if handle_type == MEM_HANDLE_TYPE_FABRIC {
+                return Err(NOT_SUPPORTED);
+            }
         }
         let fd =
             pool::export_fd(pool::id_of(handle), p.device, p.handle_types).ok_or(OUT_OF_MEMORY)?;
@@ -133,9 +150,25 @@ impl Driver {
             handle_types: types,
             source: Some((pid, id)),
             shared: false,
+            refused: false,
+            poisoned: false,
         });
         self.pools.imports.insert((pid, id), h);
         Ok(h)
+    }
+
+    /// A free of `dptr`, an allocation of a poisoned pool ([`Pool::poisoned`]), dooms the next
+    /// synchronize (R580, in R580's behaviour).
+    pub fn doom_if_poisoned(&mut self, dptr: u64) {
+        let poisoned = self
+            .memory
+            .find(dptr)
+            .and_then(|a| self.pools.by_buffer.get(&a.buffer_id))
+            .and_then(|h| self.pools.get(*h))
+            .is_some_and(|p| p.poisoned);
+        if poisoned && r580() {
+            self.pools.doomed = true;
+        }
     }
 
     /// `cuMemPoolExportPointer`: the start of an allocation of a pool created with a handle
@@ -145,6 +178,20 @@ impl Driver {
     pub fn pool_export_pointer(&mut self, ptr: u64) -> Outcome<[u8; 64]> {
         let a = self.memory.find(ptr).ok_or(INVALID_VALUE)?;
         let pool = self.pools.by_buffer.get(&a.buffer_id).copied();
+        let refused = pool.and_then(|h| self.pools.get(h)).filter(|p| p.refused);
+        if let (Some(p), true, true) = (refused, a.base == ptr, r580()) {
+            // Measured (R580, no IMEX channel): a FABRIC-only pool's pointer export never
+            // returns; a FABRIC and POSIX fd pool's is CUDA_ERROR_UNKNOWN.
+            if p.handle_types & MEM_HANDLE_TYPE_POSIX_FD == 0 {
+                // SAFETY: raising a signal in this thread has no memory-safety precondition.
+                unsafe { libc::raise(libc::SIGSEGV) };
+                return Err(INVALID_VALUE);
+            }
+            if let Some(p) = pool.and_then(|h| self.pools.pools.get_mut(&h)) {
+                p.poisoned = true;
+            }
+            return Err(UNKNOWN);
+        }
         let shared = pool
             .and_then(|h| self.pools.get(h))
             .is_some_and(|p| p.handle_types != 0 && p.shared);
@@ -244,4 +291,9 @@ impl Driver {
                 .map(|_| ()),
         )
     }
+}
+
+/// Whether the simulator answers as R580 (not the documented behaviour): its crashes too.
+fn r580() -> bool {
+    crate::config::config().behaviour == crate::config::Behaviour::R580
 }

@@ -59,6 +59,12 @@ impl Driver {
     /// a current context has nothing to wait for.
     pub fn synchronize_stream(&mut self, stream: u64) -> Outcome {
         self.streams.check_stream(stream)?;
+        if self.pools.doomed {
+            // Measured (R580): after a poisoned pool's allocation was freed, the next
+            // synchronize dies ([`crate::pool::Pools::doomed`]).
+            // SAFETY: raising a signal in this thread has no memory-safety precondition.
+            unsafe { libc::raise(libc::SIGSEGV) };
+        }
         if is_special(stream) {
             if let Ok((owner, _)) = self.current_owner() {
                 self.streams.pending_default.remove(&owner);

@@ -83,6 +83,9 @@ pub struct PoolState {
 struct Created {
     types: u32,
     exported: bool,
+    /// The code of the last export the driver refused, while none succeeded (R580 refuses a
+    /// FABRIC pool's export without an IMEX channel, then dies exporting its pointers).
+    refused: Option<c_int>,
 }
 
 #[derive(Default)]
@@ -163,6 +166,7 @@ impl Check<args::cuMemPoolCreate> for Create {
                     Created {
                         types: props.requested_handle_types,
                         exported: false,
+                        refused: None,
                     },
                 )
             });
@@ -303,16 +307,18 @@ impl Check<args::cuMemPoolExportToShareableHandle> for Export {
 }
 
 impl Export {
-    /// A pool exported: its pointers may be exported from now on.
+    /// A pool exported: its pointers may be exported from now on. A refused export is kept for
+    /// the pointers' messages.
     fn exported(a: &args::cuMemPoolExportToShareableHandle, ret: c_int, cx: &Cx) {
-        if ret == 0 {
-            let pool = a.pool.addr();
-            state(cx).with(|p| {
-                if let Some(c) = p.created.get_mut(&pool) {
-                    c.exported = true;
+        let pool = a.pool.addr();
+        state(cx).with(|p| {
+            if let Some(c) = p.created.get_mut(&pool) {
+                match ret {
+                    0 => c.exported = true,
+                    code => c.refused = Some(code),
                 }
-            });
-        }
+            }
+        });
     }
 }
 
@@ -368,12 +374,36 @@ impl Check<args::cuMemPoolExportPointer> for ExportPointer {
                     hex(ptr),
                     hex(pool)
                 ),
-                Origin::Pool { pool, .. } if created.is_some_and(|c| !c.exported) => format!(
-                    "{} is from pool {}, which this process never exported \
-                     (cuMemPoolExportToShareableHandle): its pointers export once it is shared",
-                    hex(ptr),
-                    hex(pool)
-                ),
+                Origin::Pool { pool, .. } if created.is_some_and(|c| !c.exported) => {
+                    // Certain: the shim saw the pool made and no export of it succeed. Reported
+                    // before the call (`REPORTED_BEFORE_CALL`): after a refused export R580 may
+                    // not return from it.
+                    let (refused, types) = created.map_or((None, 0), |c| (c.refused, c.types));
+                    cx.flag(&cuda::EXPORT_POINTER_NOT_SHARED, || match refused {
+                        Some(code) => format!(
+                            "{} is from pool {}, whose export the driver refused ({}): it is \
+                             not shared ({})",
+                            hex(ptr),
+                            hex(pool),
+                            sharecheck_core::names::cuda_result_name(code)
+                                .map_or_else(|| code.to_string(), |n| format!("{n}, {code}")),
+                            if types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR != 0 {
+                                "R580 answers CUDA_ERROR_UNKNOWN, and dies of SIGSEGV in the \
+                                 next cuStreamSynchronize once this memory is freed"
+                            } else {
+                                "R580 dies of SIGSEGV in this call"
+                            }
+                        ),
+                        None => format!(
+                            "{} is from pool {}, which this process never exported \
+                             (cuMemPoolExportToShareableHandle): its pointers export once it \
+                             is shared",
+                            hex(ptr),
+                            hex(pool)
+                        ),
+                    });
+                    return;
+                }
                 Origin::Pool { .. } => return,
             }
         };
