@@ -162,24 +162,35 @@ fn the_simulator_answers_the_pool_probe_as_r580_did() {
     assert!(r580.len() > 40, "{}: {r580:?}", measured.display());
     let exe = probe(&scratch);
     for preload in [false, true] {
-        let mut cmd = scratch.under_shim(&exe);
-        if !preload {
-            cmd.env_remove("LD_PRELOAD");
-        }
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let sim = answers(&String::from_utf8_lossy(&out.stdout));
-        assert_eq!(
-            sim,
-            r580,
-            "preloaded: {preload}; R580: {}",
-            measured.display()
-        );
+        probe_answers_as_r580(&scratch, &exe, &[], preload, (&measured, &r580));
     }
+}
+
+/// Runs the probe with `args` on the simulator (`preload`: under the shim), asserts that it ends
+/// normally and answers as R580 did (`measured`: the results file and its answers), and returns
+/// its output.
+fn probe_answers_as_r580(
+    scratch: &Scratch,
+    exe: &std::path::Path,
+    args: &[&str],
+    preload: bool,
+    (file, r580): (&std::path::Path, &[String]),
+) -> std::process::Output {
+    let mut cmd = scratch.under_shim(exe);
+    cmd.args(args).env("SHARECHECK_SIM_FABRIC_CHANNEL", "none");
+    if !preload {
+        cmd.env_remove("LD_PRELOAD");
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sim = answers(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(sim, r580, "preloaded: {preload}; R580: {}", file.display());
+    out
 }
 
 /// FABRIC pools where the process has no IMEX channel, as R580 answered on hosts without one
@@ -200,21 +211,7 @@ fn fabric_pools_without_an_imex_channel_answer_as_r580_did_and_are_found_before_
     );
     let exe = probe(&scratch);
     for preload in [false, true] {
-        let mut cmd = scratch.under_shim(&exe);
-        cmd.arg("fabric")
-            .env("SHARECHECK_SIM_FABRIC_CHANNEL", "none");
-        if !preload {
-            cmd.env_remove("LD_PRELOAD");
-        }
-        let out = cmd.output().unwrap();
-        assert!(out.status.success(), "{:?}", out.status);
-        let sim = answers(&String::from_utf8_lossy(&out.stdout));
-        assert_eq!(
-            sim,
-            r580,
-            "preloaded: {preload}; R580: {}",
-            measured.display()
-        );
+        let out = probe_answers_as_r580(&scratch, &exe, &["fabric"], preload, (&measured, &r580));
         if !preload {
             continue;
         }
