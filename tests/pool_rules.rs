@@ -252,6 +252,47 @@ fn fabric_pools_without_an_imex_channel_answer_as_r580_did_and_are_found_before_
     assert_eq!(found, 6, "{report}");
 }
 
+/// A FABRIC pool's export the driver refuses for want of an IMEX channel is explained by what
+/// the host lacks, whether the export asks for FABRIC or, of a FABRIC and fd pool, for a POSIX fd
+/// (both refused on R580 without a channel); with a channel, the POSIX fd export succeeds and
+/// nothing is said, and on a host with a channel file a refusal is the driver's to explain.
+#[test]
+fn a_fabric_pool_export_without_an_imex_channel_is_explained() {
+    let scratch = Scratch::new("pool_fabric");
+    let libs = format!("-L{}", scratch.sim_libs().display());
+    let exe = scratch.compile("pool_cuda.c", "pool_cuda", &[&libs, "-lcuda"]);
+    let host_channel =
+        std::fs::read_dir("/dev/nvidia-caps-imex-channels").is_ok_and(|mut d| d.next().is_some());
+    let no_channel = [("SHARECHECK_SIM_FABRIC_CHANNEL", "none")];
+    for scenario in ["export-fabric-pool", "export-fd-of-fabric-fd-pool"] {
+        let r = run_checked(&scratch, &exe, scenario, &no_channel);
+        assert!(
+            printed_calls(&r.out).contains(&("cuMemPoolExportToShareableHandle".to_string(), 800)),
+            "{scenario}: {:?}",
+            printed_calls(&r.out)
+        );
+        let rules = r.rules_besides_failures();
+        if host_channel {
+            assert!(rules.is_empty(), "{scenario}: {rules:?}");
+        } else {
+            assert_eq!(
+                rules,
+                ["cuMemPoolExportToShareableHandle.fabric-without-imex-channel".to_string()].into(),
+                "{scenario}: {}",
+                r.stderr()
+            );
+        }
+    }
+    // With a channel the POSIX fd export of a FABRIC and fd pool succeeds: silent.
+    let r = run_checked(&scratch, &exe, "export-fd-of-fabric-fd-pool", &[]);
+    assert!(
+        printed_calls(&r.out).iter().all(|(_, c)| *c == 0),
+        "{:?}",
+        printed_calls(&r.out)
+    );
+    assert!(r.rule_ids().is_empty(), "{}", r.stderr());
+}
+
 /// HIP's cases (tests/c/pool_hip.c), with the ROCm 6.2 runtime's answers on the simulator: each
 /// misuse fires exactly its rule; a shared pool's correct life is silent, every call traced.
 const HIP_CASES: &[Case] = &[

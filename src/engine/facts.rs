@@ -155,6 +155,23 @@ pub struct Imex {
     pub channel: bool,
 }
 
+impl Imex {
+    /// What the host lacks for FABRIC sharing, in words; `None` when it has both.
+    pub fn missing(&self) -> Option<&'static str> {
+        match (self.listed, self.channel) {
+            (true, true) => None,
+            (true, false) => Some(
+                "the driver lists nvidia-caps-imex-channels in /proc/devices, but no channel \
+                 file in /dev/nvidia-caps-imex-channels can be opened by this user",
+            ),
+            (false, _) => Some(
+                "/proc/devices does not list nvidia-caps-imex-channels: the driver created no \
+                 IMEX channel device",
+            ),
+        }
+    }
+}
+
 /// The host's [`Imex`], read without touching the caller's errno.
 pub fn host_imex() -> Imex {
     crate::guard::keeping_errno(read_host_imex)

@@ -89,6 +89,17 @@ int main(int argc, char **argv) {
         CUmemoryPool pool = create(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
         export_pool(pool, CU_MEM_HANDLE_TYPE_FABRIC);
         release(0, pool);
+    } else if (!strcmp(s, "export-fabric-pool")) {
+        /* A FABRIC pool: R580 makes it without an IMEX channel, and refuses its export. */
+        CUmemoryPool pool = create(CU_MEM_HANDLE_TYPE_FABRIC);
+        CUmemFabricHandle fh;
+        CALL("cuMemPoolExportToShareableHandle", cuMemPoolExportToShareableHandle(&fh, pool, CU_MEM_HANDLE_TYPE_FABRIC, 0));
+        release(0, pool);
+    } else if (!strcmp(s, "export-fd-of-fabric-fd-pool")) {
+        CUmemoryPool pool = create(CU_MEM_HANDLE_TYPE_FABRIC | CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+        int fd = export_pool(pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+        if (fd >= 0) close(fd);
+        release(0, pool);
     } else if (!strcmp(s, "alloc-imported")) {
         /* The exporter importing its own export gets a pool of its own (R580): an imported one. */
         CUmemoryPool pool = create(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);

@@ -57,6 +57,30 @@ pub mod cuda {
             own",
     };
 
+    pub static EXPORT_FABRIC_WITHOUT_IMEX: Rule = Rule {
+        id: "cuMemPoolExportToShareableHandle.fabric-without-imex-channel",
+        // Info, as cuMemCreate's: the driver's refusal explained. R580 makes a FABRIC pool without
+        // a channel and refuses only its export (measured, pool_probe fabric).
+        severity: Severity::Info,
+        kind: Kind::Misuse,
+        requirement: "A pool created with the FABRIC handle type is shared only where the \
+            driver's nvidia-caps-imex-channels device is listed in /proc/devices and an IMEX \
+            channel file (/dev/nvidia-caps-imex-channels/channel*) can be opened by the user. \
+            Decided when the pool's export answers CUDA_ERROR_NOT_PERMITTED, as R580 does \
+            without a channel file (for an export as FABRIC and, of a FABRIC and POSIX fd pool, \
+            as POSIX fd too), from what the host has.",
+        source: source("cuMemPoolCreate"),
+        quote: "Applications that intend to use ::CU_MEM_HANDLE_TYPE_FABRIC based memory sharing \
+            must ensure: (1) `nvidia-caps-imex-channels` character device is created by the \
+            driver and is listed under /proc/devices (2) have at least one IMEX channel file \
+            accessible by the user launching the application.",
+        documented_code: None,
+        fix: "create an IMEX channel for the user (mknod \
+            /dev/nvidia-caps-imex-channels/channel0 c <major of nvidia-caps-imex-channels> 0, \
+            as the document shows), or create the pool without CU_MEM_HANDLE_TYPE_FABRIC; do \
+            not export its pointers: after the refusal R580 dies in cuMemPoolExportPointer",
+    };
+
     pub static EXPORT_POINTER_NOT_SHARED: Rule = Rule {
         id: "cuMemPoolExportPointer.pool-not-shared",
         severity: Severity::Error,
@@ -245,7 +269,10 @@ pub mod checks {
     };
     pub static EXPORT: CheckInfo = CheckInfo {
         name: "pool.export",
-        rules: &[&cuda::EXPORT_TYPE_NOT_REQUESTED],
+        rules: &[
+            &cuda::EXPORT_TYPE_NOT_REQUESTED,
+            &cuda::EXPORT_FABRIC_WITHOUT_IMEX,
+        ],
     };
     /// `cuMemPoolImportFromShareableHandle`: the pool is an imported one (no rule of its own).
     pub static IMPORT: CheckInfo = CheckInfo {

@@ -18,6 +18,7 @@ use crate::engine::state::{may_hold, pointer_bit, rewatch, FamilyState, Lifetime
 use crate::engine::{hex, Check, Cx};
 use parking_lot::Mutex;
 use rustc_hash::{FxHashMap, FxHashSet};
+use sharecheck_core::codes::NOT_PERMITTED;
 use sharecheck_core::ffi::*;
 use sharecheck_core::functions::args;
 use sharecheck_core::rules::pool::cuda;
@@ -280,6 +281,9 @@ impl Check<args::cuMemPoolExportToShareableHandle> for Export {
     type Plan = ();
     fn after(&self, a: &args::cuMemPoolExportToShareableHandle, _: (), ret: c_int, cx: &mut Cx) {
         Export::exported(a, ret, cx);
+        if ret == NOT_PERMITTED {
+            Export::refused(a, cx);
+        }
     }
     fn before(&self, a: &args::cuMemPoolExportToShareableHandle, cx: &mut Cx) {
         let pool = a.pool.addr();
@@ -307,6 +311,25 @@ impl Check<args::cuMemPoolExportToShareableHandle> for Export {
 }
 
 impl Export {
+    /// An export refused with CUDA_ERROR_NOT_PERMITTED: a FABRIC pool on a host without an IMEX
+    /// channel is explained (R580 makes such a pool and refuses only its export).
+    fn refused(a: &args::cuMemPoolExportToShareableHandle, cx: &mut Cx) {
+        let pool = a.pool.addr();
+        let types = state(cx).with(|p| p.created.get(&pool).map(|c| c.types));
+        if types.is_none_or(|t| t & CU_MEM_HANDLE_TYPE_FABRIC == 0) {
+            return;
+        }
+        if let Some(missing) = cx.facts.imex().missing() {
+            cx.shown(&cuda::EXPORT_FABRIC_WITHOUT_IMEX, || {
+                format!(
+                    "pool {} was created with CU_MEM_HANDLE_TYPE_FABRIC and the driver refused \
+                     its export (CUDA_ERROR_NOT_PERMITTED): {missing}",
+                    hex(pool)
+                )
+            });
+        }
+    }
+
     /// A pool exported: its pointers may be exported from now on. A refused export is kept for
     /// the pointers' messages.
     fn exported(a: &args::cuMemPoolExportToShareableHandle, ret: c_int, cx: &Cx) {

@@ -661,17 +661,8 @@ impl Check<args::cuMemCreate> for Create {
             .requested
             .is_some_and(|t| t & CU_MEM_HANDLE_TYPE_FABRIC != 0);
         if ret == NOT_PERMITTED && fabric {
-            let imex = cx.facts.imex();
-            if !(imex.listed && imex.channel) {
+            if let Some(missing) = cx.facts.imex().missing() {
                 cx.shown(&cuda::FABRIC_WITHOUT_IMEX, || {
-                    let missing = if imex.listed {
-                        "the driver lists nvidia-caps-imex-channels in /proc/devices, but no \
-                         channel file in /dev/nvidia-caps-imex-channels can be opened by this \
-                         user"
-                    } else {
-                        "/proc/devices does not list nvidia-caps-imex-channels: the driver \
-                         created no IMEX channel device"
-                    };
                     format!(
                         "the create requests CU_MEM_HANDLE_TYPE_FABRIC and the driver refused it \
                          (CUDA_ERROR_NOT_PERMITTED): {missing}"
