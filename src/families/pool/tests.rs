@@ -186,6 +186,14 @@ const NEGATIVE: &[Case] = &[
         },
     ),
     (
+        "a FABRIC pool's export refused on a host without an IMEX channel",
+        &["cuMemPoolExportToShareableHandle.fabric-without-imex-channel"],
+        |h| {
+            create(h, POOL, FABRIC | POSIX_FD);
+            export(h, POOL, POSIX_FD, NOT_PERMITTED)
+        },
+    ),
+    (
         "a pointer import into the process's own pool",
         &["cuMemPoolImportPointer.pool-not-imported"],
         |h| {
@@ -194,6 +202,30 @@ const NEGATIVE: &[Case] = &[
         },
     ),
 ];
+
+/// The IMEX explanation is given only where the host lacks a channel, only for a FABRIC pool and
+/// only for the driver's NOT_PERMITTED.
+#[test]
+fn a_fabric_pool_export_is_explained_by_imex_only_where_the_host_lacks_it() {
+    use crate::engine::facts::Imex;
+    const RULE: &str = "cuMemPoolExportToShareableHandle.fabric-without-imex-channel";
+    let h = world();
+    h.facts.imex.set(Some(Imex {
+        listed: true,
+        channel: true,
+    }));
+    create(&h, POOL, FABRIC);
+    let ran = export(&h, POOL, FABRIC, NOT_PERMITTED);
+    assert!(!ran.rules.contains(&RULE), "{:?}", ran.rules);
+    h.facts.imex.set(None);
+    // A pool without FABRIC: NOT_PERMITTED is not this rule's.
+    create(&h, PLAIN_POOL, POSIX_FD);
+    let ran = export(&h, PLAIN_POOL, POSIX_FD, NOT_PERMITTED);
+    assert!(!ran.rules.contains(&RULE), "{:?}", ran.rules);
+    // Accepted: nothing to explain.
+    let ran = export(&h, POOL, FABRIC, SUCCESS);
+    assert!(ran.rules.is_empty(), "{:?}", ran.messages);
+}
 
 #[test]
 fn each_negative_case_reports_exactly_its_rules_and_every_pool_rule_has_one() {
