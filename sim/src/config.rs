@@ -33,6 +33,12 @@ pub const SIM_SHIM_CALL_NS: &str = "SHARECHECK_SIM_SHIM_CALL_NS";
 /// cache simulation or `scripts/bench.sh` counts what a call path touches after the driver's
 /// call. 0 (the default) writes nothing; at most 65536. Only the simulator reads it.
 pub const SIM_EVICT_KB: &str = "SHARECHECK_SIM_EVICT_KB";
+/// `1`: every call into the simulator also runs through 64 KiB of straight-line code before it
+/// answers (twice a 32 KiB L1 instruction cache): R580's work evicts its caller's code lines too
+/// (issue 24: under callgrind, a VMM map and unmap pair's shim fetched 59 cold code lines, the
+/// peer query 13), which a simulator that runs a few hundred instructions keeps warm. `0` (the
+/// default) runs none. Only the simulator reads it.
+pub const SIM_EVICT_CODE: &str = "SHARECHECK_SIM_EVICT_CODE";
 /// How long a multicast bind waits for the team's devices before the simulator gives up.
 pub const SIM_MULTICAST_WAIT_MS: &str = "SHARECHECK_SIM_MULTICAST_WAIT_MS";
 
@@ -89,6 +95,8 @@ pub struct Config {
     pub shim_call_ns: u64,
     /// [`SIM_EVICT_KB`].
     pub evict_kb: usize,
+    /// [`SIM_EVICT_CODE`].
+    pub evict_code: bool,
     /// [`SIM_MULTICAST_WAIT_MS`].
     pub multicast_wait_ms: u64,
 }
@@ -108,6 +116,7 @@ impl Default for Config {
             call_log: None,
             shim_call_ns: 0,
             evict_kb: 0,
+            evict_code: false,
             multicast_wait_ms: 10_000,
         }
     }
@@ -217,6 +226,13 @@ impl Config {
                     "expected kilobytes from 0 to 65536".into(),
                     "0",
                 ),
+            }
+        }
+        if let Some(v) = get(SIM_EVICT_CODE) {
+            match v.trim() {
+                "0" => config.evict_code = false,
+                "1" => config.evict_code = true,
+                _ => bad(SIM_EVICT_CODE, &v, "expected 0 or 1".into(), "0"),
             }
         }
         if let Some(v) = get(SIM_MULTICAST_WAIT_MS) {
@@ -432,6 +448,19 @@ mod tests {
                 w.len() == 1 && w[0].contains(SIM_SHIM_CALL_NS),
                 "{bad}: {w:?}"
             );
+        }
+    }
+
+    #[test]
+    fn code_eviction_is_0_or_1() {
+        assert!(!parse(&[]).0.evict_code);
+        let (c, w) = parse(&[(SIM_EVICT_CODE, " 1 ")]);
+        assert!(c.evict_code && w.is_empty());
+        assert!(!parse(&[(SIM_EVICT_CODE, "0")]).0.evict_code);
+        for bad in ["2", "yes", ""] {
+            let (c, w) = parse(&[(SIM_EVICT_CODE, bad)]);
+            assert!(!c.evict_code, "{bad}");
+            assert!(w.len() == 1 && w[0].contains(SIM_EVICT_CODE), "{bad}: {w:?}");
         }
     }
 

@@ -109,9 +109,39 @@ fn evict(kb: usize) -> usize {
         .unwrap_or(0)
 }
 
+/// Bytes of straight-line code [`run_through_code`] runs through.
+const CODE_SWEEP_BYTES: usize = 64 * 1024;
+
+/// Runs through [`CODE_SWEEP_BYTES`] of code, one-byte `nop`s (`SHARECHECK_SIM_EVICT_CODE`):
+/// every line of a 32 KiB instruction cache is replaced. Returns the bytes run through, as the
+/// assembler counts them.
+#[inline(never)]
+fn run_through_code() -> usize {
+    let bytes: usize;
+    // SAFETY: straight-line `nop`s and two address computations into a register it declares;
+    // no memory, stack or flags touched.
+    unsafe {
+        std::arch::asm!(
+            "lea {start}, [rip + 2f]",
+            "2:",
+            ".rept {n}",
+            "nop",
+            ".endr",
+            "3:",
+            "lea {bytes}, [rip + 3b]",
+            "sub {bytes}, {start}",
+            start = out(reg) _,
+            bytes = out(reg) bytes,
+            n = const CODE_SWEEP_BYTES,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+    bytes
+}
+
 /// Runs the body of the exported function `symbol`; a panic becomes `on_panic`. A call the shim
 /// made is logged as such and charged `SHARECHECK_SIM_SHIM_CALL_NS`; every call first writes
-/// `SHARECHECK_SIM_EVICT_KB`.
+/// `SHARECHECK_SIM_EVICT_KB` and runs through `SHARECHECK_SIM_EVICT_CODE`'s code.
 pub fn guarded<R>(symbol: &'static str, on_panic: R, body: impl FnOnce() -> R) -> R {
     let config = config();
     if config.call_log.is_some() || config.shim_call_ns > 0 {
@@ -124,6 +154,9 @@ pub fn guarded<R>(symbol: &'static str, on_panic: R, body: impl FnOnce() -> R) -
     catch_unwind(AssertUnwindSafe(|| {
         if config.evict_kb > 0 {
             evict(config.evict_kb);
+        }
+        if config.evict_code {
+            run_through_code();
         }
         body()
     }))
@@ -185,6 +218,13 @@ pub fn require<T>(p: *const T) -> crate::types::Outcome {
 
 #[cfg(test)]
 mod evict_tests {
+    /// The code a call runs through is 64 KiB, twice a 32 KiB instruction cache.
+    #[test]
+    fn the_code_run_through_is_64_kib() {
+        assert_eq!(super::run_through_code(), super::CODE_SWEEP_BYTES);
+        assert_eq!(super::CODE_SWEEP_BYTES, 2 * 32 * 1024);
+    }
+
     /// Each call writes every line of the thread's buffer once, and a thread's buffer is its own.
     #[test]
     fn each_call_writes_every_line_of_its_threads_buffer() {
