@@ -436,7 +436,7 @@ pub fn render_json_to(
                     .steps
                     .iter()
                     .map(|c| {
-                        serde_json::json!({"pid": c.pid, "fn": c.func, "ts_ns": c.ts_ns,
+                        serde_json::json!({"pid": c.pid, "fn": c.func.as_str(), "ts_ns": c.ts_ns,
                             "ptr": step_pointer(c), "r": c.ret})
                     })
                     .collect();

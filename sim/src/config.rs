@@ -460,7 +460,10 @@ mod tests {
         for bad in ["2", "yes", ""] {
             let (c, w) = parse(&[(SIM_EVICT_CODE, bad)]);
             assert!(!c.evict_code, "{bad}");
-            assert!(w.len() == 1 && w[0].contains(SIM_EVICT_CODE), "{bad}: {w:?}");
+            assert!(
+                w.len() == 1 && w[0].contains(SIM_EVICT_CODE),
+                "{bad}: {w:?}"
+            );
         }
     }
 

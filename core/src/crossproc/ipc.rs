@@ -134,7 +134,7 @@ impl<'t> Opens<'t> {
         (
             open.proc,
             text(open.out(s.open_out)),
-            text(open.ctx.as_ref()),
+            text(open.ctx.as_deref()),
         )
     }
 
@@ -435,7 +435,7 @@ impl ReportCheck for SecondContext {
             Default::default();
         for h in opens.iter().copied().filter(|c| c.succeeded()) {
             let contexts = by_device.entry((h.proc, h.dev)).or_default();
-            let ctx = h.ctx.as_ref().map_or_else(String::new, Value::to_string);
+            let ctx = h.ctx.as_deref().map_or_else(String::new, Value::to_string);
             match contexts.iter_mut().find(|(c, _)| *c == ctx) {
                 Some((_, list)) => list.push(h),
                 None => contexts.push((ctx, vec![h])),
@@ -446,7 +446,10 @@ impl ReportCheck for SecondContext {
             let Some(from) = exporter(open) else {
                 continue;
             };
-            let ctx = open.ctx.as_ref().map_or_else(String::new, Value::to_string);
+            let ctx = open
+                .ctx
+                .as_deref()
+                .map_or_else(String::new, Value::to_string);
             let first = by_device
                 .get(&(open.proc, open.dev))
                 .into_iter()
@@ -464,7 +467,7 @@ impl ReportCheck for SecondContext {
             let Some(first) = first else {
                 continue;
             };
-            let ctx = |c: &Call| c.ctx.as_ref().map(shown).unwrap_or_default();
+            let ctx = |c: &Call| c.ctx.as_deref().map(shown).unwrap_or_default();
             let answer = match open.ret {
                 Some(0) => "the driver opened it anyway".to_string(),
                 Some(code) => format!("the driver answered {code}"),
@@ -529,7 +532,7 @@ fn unreachable(
         .filter(|c| c.func.starts_with(s.open) && !c.unreachable.is_empty())
     {
         let mut from: Vec<(&Call, &str)> = Vec::new();
-        for there in &open.unreachable {
+        for there in open.unreachable.iter() {
             if open.uuid.as_ref() == Some(there) {
                 continue;
             }

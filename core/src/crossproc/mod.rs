@@ -48,7 +48,51 @@ use crate::rules::Rule;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 
-/// One call of one process, as its record tells it.
+/// A name shared by every kept call that has it (a function, an argument name, a machine, a
+/// device's UUID): one copy per timeline (issue 27: a timeline of millions of kept calls).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Name(std::sync::Arc<str>);
+
+impl Name {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for Name {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Name {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::fmt::Debug for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+/// One call of one process, as its record tells it. What calls of a loop repeat (the function,
+/// the arguments, the context, the devices) is shared: one copy per timeline
+/// ([`Timeline::add`]).
 #[derive(Debug, Clone)]
 pub struct Call {
     pub pid: i64,
@@ -57,24 +101,24 @@ pub struct Call {
     /// checks compare to tell processes apart.
     pub proc: usize,
     /// Its process's machine, where the record says (`"machine"`).
-    pub machine: Option<std::sync::Arc<str>>,
+    pub machine: Option<Name>,
     /// The calling thread, where the record says.
     pub tid: Option<i64>,
     pub seq: u64,
     pub ts_ns: u64,
     /// The exact symbol (`cuIpcOpenMemHandle_v2`, ...).
-    pub func: String,
+    pub func: Name,
     pub args: Args,
     /// `None` when the record has no numeric `ret`.
     pub ret: Option<i64>,
     /// The context the call acted in, and its device, where the record says (`"ctx"`, `"dev"`:
     /// an IPC open's, the context of the memory an IPC export exported).
-    pub ctx: Option<Value>,
+    pub ctx: Option<std::sync::Arc<Value>>,
     pub dev: Option<i64>,
     /// That device's UUID, and the UUIDs of the devices it cannot access (`"uuid"`,
     /// `"unreachable"`).
-    pub uuid: Option<String>,
-    pub unreachable: Vec<String>,
+    pub uuid: Option<Name>,
+    pub unreachable: std::sync::Arc<[Name]>,
     /// Where in the program the call was made: the record's `"stack"` (kept for calls a
     /// report-phase rule may name), else the stack of a finding on the record. Shared by every
     /// call made from the same place ([`Timeline::add`] keeps one copy of each stack).
@@ -83,11 +127,16 @@ pub struct Call {
     pub pos: usize,
 }
 
-/// A call's arguments as its record wrote them, compact (issue 27: a timeline of millions of
-/// kept calls): the names shared by every call of a timeline (one copy of each), the values as
-/// written, in the record's order.
-#[derive(Debug, Clone, Default)]
-pub struct Args(Box<[(std::sync::Arc<str>, Value)]>);
+/// A call's arguments as its record wrote them, in the record's order: one copy shared by every
+/// kept call with the same arguments (a loop's calls), the names shared by every call.
+#[derive(Debug, Clone)]
+pub struct Args(std::sync::Arc<[(Name, Value)]>);
+
+impl Default for Args {
+    fn default() -> Self {
+        Args(std::sync::Arc::new([]))
+    }
+}
 
 impl Args {
     /// The value of argument `name`.
@@ -193,8 +242,8 @@ pub struct Timeline {
     by_value: HashMap<(usize, usize), HashMap<String, Vec<usize>>>,
     /// Every stack the kept calls were made from (its JSON text -> the one copy).
     stacks: HashMap<String, std::sync::Arc<Value>>,
-    /// Every argument name and machine of the kept calls (-> the one copy).
-    names: HashMap<String, std::sync::Arc<str>>,
+    /// The one copy of each name, argument list, context and device list of the kept calls.
+    shared: Shared,
     sorted: bool,
 }
 
@@ -210,6 +259,136 @@ const INDEXED: &[(&str, &str)] = &[
     ("cuEventDestroy", "hEvent"),
     ("hipEventDestroy", "event"),
 ];
+
+/// The one copy of each name, argument list, context value and device list that kept calls
+/// share (issue 27: the calls of a loop repeat them, and a timeline keeps millions of calls).
+/// Argument lists and values are found by a hash of their content, with no allocation when
+/// one is already held.
+#[derive(Clone, Debug, Default)]
+struct Shared {
+    names: std::collections::HashSet<Name>,
+    args: HashMap<u64, Vec<Args>>,
+    values: HashMap<u64, Vec<std::sync::Arc<Value>>>,
+    lists: std::collections::HashSet<std::sync::Arc<[Name]>>,
+}
+
+impl std::borrow::Borrow<str> for Name {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Hashes a JSON value by its content (consistent with its `==`: equal values hash equal).
+fn hash_value(v: &Value, h: &mut impl std::hash::Hasher) {
+    use std::hash::Hash;
+    std::mem::discriminant(v).hash(h);
+    match v {
+        Value::Null => {}
+        Value::Bool(b) => b.hash(h),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => u.hash(h),
+            (None, Some(i)) => i.hash(h),
+            (None, None) => n.as_f64().map(f64::to_bits).hash(h),
+        },
+        Value::String(s) => s.hash(h),
+        Value::Array(items) => {
+            items.len().hash(h);
+            items.iter().for_each(|item| hash_value(item, h));
+        }
+        Value::Object(map) => {
+            map.len().hash(h);
+            for (k, item) in map {
+                k.hash(h);
+                hash_value(item, h);
+            }
+        }
+    }
+}
+
+impl Shared {
+    /// The one copy of `text`.
+    fn name(&mut self, text: &str) -> Name {
+        if let Some(name) = self.names.get(text) {
+            return name.clone();
+        }
+        let name = Name(text.into());
+        self.names.insert(name.clone());
+        name
+    }
+
+    /// The one copy of these arguments (names and values, in order).
+    fn args(&mut self, args: &Map<String, Value>) -> Args {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        args.len().hash(&mut h);
+        for (k, v) in args {
+            k.hash(&mut h);
+            hash_value(v, &mut h);
+        }
+        let key = h.finish();
+        let same = |held: &&Args| {
+            held.0.len() == args.len()
+                && held
+                    .0
+                    .iter()
+                    .zip(args)
+                    .all(|((hk, hv), (k, v))| hk.as_str() == k && hv == v)
+        };
+        if let Some(held) = self.args.get(&key).and_then(|list| list.iter().find(same)) {
+            return held.clone();
+        }
+        let fresh = Args(
+            args.iter()
+                .map(|(name, value)| (self.name(name), value.clone()))
+                .collect(),
+        );
+        self.args.entry(key).or_default().push(fresh.clone());
+        fresh
+    }
+
+    /// The one copy of `value`.
+    fn value(&mut self, value: &Value) -> std::sync::Arc<Value> {
+        use std::hash::Hasher;
+        let mut h = std::hash::DefaultHasher::new();
+        hash_value(value, &mut h);
+        let list = self.values.entry(h.finish()).or_default();
+        if let Some(held) = list.iter().find(|held| ***held == *value) {
+            return held.clone();
+        }
+        let fresh = std::sync::Arc::new(value.clone());
+        list.push(fresh.clone());
+        fresh
+    }
+
+    /// The one copy of a list of names (a record's `"unreachable"` UUIDs); empty when absent.
+    fn names(&mut self, list: Option<&Value>) -> std::sync::Arc<[Name]> {
+        let names: Vec<Name> = list
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|text| self.name(text))
+            .collect();
+        if let Some(held) = self.lists.get(names.as_slice()) {
+            return held.clone();
+        }
+        let fresh: std::sync::Arc<[Name]> = names.into();
+        self.lists.insert(fresh.clone());
+        fresh
+    }
+
+    /// Takes in what another timeline's calls share (its calls keep their own copies).
+    fn absorb(&mut self, other: Shared) {
+        self.names.extend(other.names);
+        for (key, list) in other.args {
+            self.args.entry(key).or_default().extend(list);
+        }
+        for (key, list) in other.values {
+            self.values.entry(key).or_default().extend(list);
+        }
+        self.lists.extend(other.lists);
+    }
+}
 
 /// Whether two argument values are the same for the indexes ([`value_key`]).
 fn same_value(a: &Value, b: &Value) -> bool {
@@ -298,11 +477,7 @@ impl Timeline {
         if !wanted {
             return;
         }
-        let args = Args(
-            args.iter()
-                .map(|(name, value)| (self.intern(name), value.clone()))
-                .collect(),
-        );
+        let args = self.shared.args(args);
         let stack = record
             .get("stack")
             .or_else(|| {
@@ -319,35 +494,26 @@ impl Timeline {
                     .clone()
             });
         let proc = self.proc_of(record, pid);
-        let machine = record
-            .get("machine")
-            .and_then(Value::as_str)
-            .map(|m| self.intern(m));
+        let text = |key: &str| record.get(key).and_then(Value::as_str);
+        let shared = &mut self.shared;
+        let machine = text("machine").map(|m| shared.name(m));
+        let uuid = text("uuid").map(|u| shared.name(u));
+        let unreachable = shared.names(record.get("unreachable"));
+        let ctx = record.get("ctx").map(|ctx| shared.value(ctx));
+        let func = shared.name(func);
         self.calls.push(Call {
             pid,
             machine,
             tid: record.get("tid").and_then(Value::as_i64),
             seq,
             ts_ns,
-            func: func.to_string(),
+            func,
             args,
             ret: record.get("r").and_then(Value::as_i64),
-            ctx: record.get("ctx").cloned(),
+            ctx,
             dev: record.get("dev").and_then(Value::as_i64),
-            uuid: record
-                .get("uuid")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            unreachable: record
-                .get("unreachable")
-                .and_then(Value::as_array)
-                .map(|list| {
-                    list.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
+            uuid,
+            unreachable,
             stack,
             pos: 0,
             proc,
@@ -382,9 +548,7 @@ impl Timeline {
         for (text, stack) in other.stacks {
             self.stacks.entry(text).or_insert(stack);
         }
-        for (text, name) in other.names {
-            self.names.entry(text).or_insert(name);
-        }
+        self.shared.absorb(other.shared);
         self.sorted = false;
     }
 
@@ -510,7 +674,7 @@ impl Timeline {
     /// of memory the thread exported before with nothing freed since (issue 24), which is the
     /// same memory in the same context. The calls are in time order.
     fn inherit_export_places(&mut self) {
-        type Home = (Option<Value>, Option<i64>, Option<String>);
+        type Home = (Option<std::sync::Arc<Value>>, Option<i64>, Option<Name>);
         let mut homes: HashMap<(usize, String), Home> = HashMap::new();
         for call in &mut self.calls {
             if !matches!(
@@ -537,18 +701,6 @@ impl Timeline {
     /// The IMEX domain process `proc`'s record names, where it names one.
     pub fn imex_domain(&self, proc: usize) -> Option<&str> {
         self.domains.get(&proc).map(String::as_str)
-    }
-
-    /// The one copy of `text` among the timeline's argument names and machines.
-    fn intern(&mut self, text: &str) -> std::sync::Arc<str> {
-        match self.names.get(text) {
-            Some(shared) => shared.clone(),
-            None => {
-                let shared: std::sync::Arc<str> = text.into();
-                self.names.insert(text.to_string(), shared.clone());
-                shared
-            }
-        }
     }
 
     /// The [`Call::proc`] of a record's process: its pid on its machine (`"machine"`, which the
@@ -735,7 +887,7 @@ impl ReportFinding {
             tid: call.tid,
             seq: call.seq,
             ts_ns: call.ts_ns,
-            func: call.func.clone(),
+            func: call.func.to_string(),
             message,
             args: call.args.to_map(),
             stack: call.stack.as_deref().cloned(),
@@ -976,6 +1128,82 @@ mod tests {
             .collect()
     }
 
+    /// The calls of a loop keep one copy of what they repeat (issue 27: memory): equal
+    /// arguments, contexts, device lists and names are one allocation; different ones are not
+    /// merged, and a timeline taken in keeps its calls' values.
+    #[test]
+    fn a_loops_calls_share_one_copy_of_what_they_repeat() {
+        let open = |seq: u64, ptr: &str| {
+            let mut r = record(
+                20,
+                seq,
+                100 * seq,
+                "cuIpcOpenMemHandle_v2",
+                serde_json::json!({"*pdptr":ptr,"handle":FP,"Flags":1}),
+                0,
+            );
+            r.insert("ctx".into(), "0xc1".into());
+            r.insert("unreachable".into(), serde_json::json!(["GPU-1"]));
+            r
+        };
+        let mut t = Timeline::for_checks(REPORT_CHECKS);
+        for (seq, ptr) in [(1, "0x9000"), (2, "0x9000"), (3, "0xa000")] {
+            t.add(&open(seq, ptr));
+        }
+        let mut other = Timeline::for_checks(REPORT_CHECKS);
+        other.add(&open(4, "0x9000"));
+        t.absorb(other);
+        t.finish();
+        let c = t.calls();
+        assert!(std::sync::Arc::ptr_eq(&c[0].args.0, &c[1].args.0));
+        assert!(!std::sync::Arc::ptr_eq(&c[0].args.0, &c[2].args.0));
+        assert_eq!(c[2].out("pdptr"), Some(&Value::from("0xa000")));
+        assert_eq!(c[3].out("pdptr"), Some(&Value::from("0x9000")));
+        let (a, b) = (c[0].ctx.as_ref().unwrap(), c[2].ctx.as_ref().unwrap());
+        assert!(std::sync::Arc::ptr_eq(a, b) && a.as_str() == Some("0xc1"));
+        assert!(std::sync::Arc::ptr_eq(&c[0].unreachable, &c[2].unreachable));
+        assert_eq!(
+            c[0].unreachable
+                .iter()
+                .map(Name::as_str)
+                .collect::<Vec<_>>(),
+            ["GPU-1"]
+        );
+        assert!(std::sync::Arc::ptr_eq(&c[0].func.0, &c[2].func.0));
+        assert_eq!(c[3].func, "cuIpcOpenMemHandle_v2");
+        // Numbers of one kind hash alike; a number and its text do not make equal arguments.
+        let mut t = Timeline::for_checks(REPORT_CHECKS);
+        t.add(&record(
+            20,
+            1,
+            1,
+            "cuMemFree_v2",
+            serde_json::json!({"dptr":16}),
+            0,
+        ));
+        t.add(&record(
+            20,
+            2,
+            2,
+            "cuMemFree_v2",
+            serde_json::json!({"dptr":"16"}),
+            0,
+        ));
+        t.add(&record(
+            20,
+            3,
+            3,
+            "cuMemFree_v2",
+            serde_json::json!({"dptr":16}),
+            0,
+        ));
+        t.finish();
+        let c = t.calls();
+        assert!(!std::sync::Arc::ptr_eq(&c[0].args.0, &c[1].args.0));
+        assert!(std::sync::Arc::ptr_eq(&c[0].args.0, &c[2].args.0));
+        assert_eq!(c[1].arg("dptr"), Some(&Value::from("16")));
+    }
+
     #[test]
     fn an_open_after_the_exporter_freed_is_found_unless_the_handle_was_exported_again() {
         let id = OPENED_AFTER_FREE.rules()[0].id;
@@ -1060,7 +1288,7 @@ mod tests {
                 (7, Some(1), Some("GPU-aa")),
             ]
         );
-        assert_eq!(t.calls()[2].ctx, Some(Value::from("0xc1")));
+        assert_eq!(t.calls()[2].ctx.as_deref(), Some(&Value::from("0xc1")));
     }
 
     #[test]
