@@ -234,11 +234,13 @@ pub struct KnownDivergence {
 /// known driver may not return from the call (R580 dies of SIGSEGV inside
 /// `cuStreamAttachMemAsync` with flags 0, and inside `cuMemPoolExportPointer` of a FABRIC pool
 /// whose export it refused; the ROCm 6.2 runtime's second `hipMemRelease` of a handle is a use
-/// after free), so a finding made after it might never be seen. Only a finding that is certain
-/// is reported before.
+/// after free, and its `hipMemAddressFree` of an address that is no reservation's start
+/// dereferences the entry it does not find), so a finding made after it might never be seen.
+/// Only a finding that is certain is reported before.
 pub static REPORTED_BEFORE_CALL: &[&Rule] = &[
     &attach::cuda::FLAGS_NOT_ONE,
     &vmm::hip::RELEASE_NOT_HELD,
+    &vmm::hip::ADDRESS_FREE_NOT_RESERVATION,
     &pool::cuda::EXPORT_POINTER_NOT_SHARED,
 ];
 

@@ -271,8 +271,11 @@ pub mod hip {
         kind: Kind::Misuse,
         requirement: "devPtr and size are a reservation hipMemAddressReserve returned and not \
             freed since. The ROCm 6.2 runtime logs \"Cannot find the Virtual MemObj entry\" and \
-            then dereferences the missing entry. Rests on the reservations the shim saw: \
-            withdrawn when the runtime accepts.",
+            then dereferences the missing entry (rocclr's Device::virtualFree); the current CLR \
+            answers hipErrorInvalidValue instead. Certain for an address inside a reservation \
+            the shim saw made, or the start of one it saw freed, and then reported before the \
+            call; for an address the shim never saw reserved, withdrawn when the runtime \
+            accepts.",
         source: source("hipMemAddressFree"),
         quote: "Frees an address range reservation made via hipMemAddressReserve",
         documented_code: None,

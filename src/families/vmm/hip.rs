@@ -7,10 +7,12 @@
 //! reservation `hipMemAddressReserve` made. What the ROCm 6.2 runtime does with each misuse is read
 //! in its source (`hipamd/src/hip_vm.cpp`): it checks the flags and the offset, and it does not
 //! look before a release (a second release is a use after free) or before an address free of an
-//! address it does not know (it dereferences the missing entry). So the shim tracks the handles,
+//! address it does not know (rocclr's `Device::virtualFree` logs, then dereferences the missing
+//! entry; the current CLR answers hipErrorInvalidValue instead). So the shim tracks the handles,
 //! reservations and mappings a HIP program holds, apart from CUDA's, reports a release of a
-//! handle it saw released before the call is made, and at the exit of a process that writes no
-//! trace what it never gave back (HIP's own at-exit rules: `sharecheck_core::rules::vmm::report`).
+//! handle it saw released, and an address free of a reservation it saw freed (or inside one, not
+//! at its start), before the call is made, and at the exit of a process that writes no trace what
+//! it never gave back (HIP's own at-exit rules: `sharecheck_core::rules::vmm::report`).
 
 use super::{Lock, Sorted, VmmState, HIP_AT_EXIT};
 use crate::engine::state::Left;
@@ -22,18 +24,21 @@ use sharecheck_core::functions::args;
 use sharecheck_core::rules::vmm::hip::*;
 use std::ffi::c_int;
 
-/// How many released handles [`HipVmm::released`] remembers (past that, a release of an unknown
-/// handle rests on tracked state only).
+/// How many released handles [`HipVmm::released`] (and freed reservations, [`HipVmm::freed`])
+/// are remembered (past that, a release of an unknown handle, or an address free of an unknown
+/// address, rests on tracked state only).
 const RELEASED_KEPT: usize = 4096;
 
 /// What a HIP program holds: its handles (references taken less released), the handles it
 /// released as often as it took them (a handle value the runtime hands out again leaves the set),
-/// its reservations (start -> size) and its mappings (start -> size and handle).
+/// its reservations (start -> size), the starts of the reservations it freed (a start the runtime
+/// hands out again leaves the set) and its mappings (start -> size and handle).
 #[derive(Default)]
 pub struct HipVmm {
     handles: FxHashMap<u64, u32>,
     released: FxHashSet<u64>,
     reservations: Sorted<u64>,
+    freed: FxHashSet<u64>,
     maps: Sorted<(u64, u64)>,
 }
 
@@ -190,7 +195,9 @@ impl Check<args::hipMemAddressReserve> for ReserveHip {
     fn after(&self, a: &args::hipMemAddressReserve, _: (), ret: c_int, cx: &mut Cx) {
         if let Some(ptr) = a.ptr.written(Outcome::Returned(ret)) {
             let start = ptr.0 as usize as u64;
-            hip(cx).lock().reservations.insert(start, a.size.0 as u64);
+            let mut vmm = hip(cx).lock();
+            vmm.freed.remove(&start);
+            vmm.reservations.insert(start, a.size.0 as u64);
         }
     }
 }
@@ -203,21 +210,48 @@ impl Check<args::hipMemAddressFree> for AddressFreeHip {
             // The runtime refuses these itself (hipErrorInvalidValue).
             return;
         }
-        if hip(cx).lock().reservations.get(ptr).is_none() {
-            cx.tracked(&ADDRESS_FREE_NOT_RESERVATION, || {
+        // What the shim knows of `ptr`: inside a reservation it saw made but not its start, or
+        // the start of one it saw freed, is certain (reservations do not overlap), and reported
+        // before the call: the ROCm 6.2 runtime dereferences the entry it does not find.
+        let known = {
+            let vmm = hip(cx).lock();
+            match vmm.reservations.at_or_before(ptr) {
+                Some((start, _)) if start == ptr => return,
+                Some((start, size)) if ptr - start < size => Some(format!(
+                    "{} is inside the reservation [{}, {}) (hipMemAddressReserve), not its start",
+                    hex(ptr),
+                    hex(start),
+                    hex(start.saturating_add(size))
+                )),
+                _ => vmm.freed.contains(&ptr).then(|| {
+                    format!(
+                        "{} is a reservation this process freed already (hipMemAddressFree)",
+                        hex(ptr)
+                    )
+                }),
+            }
+        };
+        match known {
+            Some(message) => cx.flag(&ADDRESS_FREE_NOT_RESERVATION, || message),
+            None => cx.tracked(&ADDRESS_FREE_NOT_RESERVATION, || {
                 format!(
                     "{} is not the start of a reservation this process holds \
                      (hipMemAddressReserve)",
                     hex(ptr)
                 )
-            });
+            }),
         }
     }
     fn after(&self, a: &args::hipMemAddressFree, _: (), ret: c_int, cx: &mut Cx) {
         if ret == 0 {
             let ptr = a.devPtr.addr();
             let mut vmm = hip(cx).lock();
-            vmm.reservations.remove(ptr);
+            if vmm.reservations.remove(ptr).is_some() {
+                if vmm.freed.len() >= RELEASED_KEPT {
+                    vmm.freed.clear();
+                }
+                vmm.freed.insert(ptr);
+            }
             vmm.unmap_inside(ptr, ptr.saturating_add(a.size.0 as u64));
         }
     }
