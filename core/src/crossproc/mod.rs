@@ -240,9 +240,8 @@ pub struct Timeline {
     /// (process, entry of [`INDEXED`]) -> argument value (its JSON text) -> the successful calls
     /// of that process, function and value (indices into `calls`, in time order).
     by_value: HashMap<(usize, usize), HashMap<String, Vec<usize>>>,
-    /// Every stack the kept calls were made from (its JSON text -> the one copy).
-    stacks: HashMap<String, std::sync::Arc<Value>>,
-    /// The one copy of each name, argument list, context and device list of the kept calls.
+    /// The one copy of each name, argument list, context, stack and device list of the kept
+    /// calls.
     shared: Shared,
     sorted: bool,
 }
@@ -260,8 +259,8 @@ const INDEXED: &[(&str, &str)] = &[
     ("hipEventDestroy", "event"),
 ];
 
-/// The one copy of each name, argument list, context value and device list that kept calls
-/// share (issue 27: the calls of a loop repeat them, and a timeline keeps millions of calls).
+/// The one copy of each name, argument list, context value, stack and device list that kept
+/// calls share (issue 27: the calls of a loop repeat them, and a timeline keeps millions of calls).
 /// Argument lists and values are found by a hash of their content, with no allocation when
 /// one is already held.
 #[derive(Clone, Debug, Default)]
@@ -486,13 +485,8 @@ impl Timeline {
                     .and_then(Value::as_array)
                     .and_then(|f| f.iter().find_map(|f| f.get("stack")))
             })
-            .map(|stack| {
-                // One copy of each stack: a loop's calls share theirs (issue 27: memory).
-                self.stacks
-                    .entry(stack.to_string())
-                    .or_insert_with(|| std::sync::Arc::new(stack.clone()))
-                    .clone()
-            });
+            // One copy of each stack: a loop's calls share theirs (issue 27: memory).
+            .map(|stack| self.shared.value(stack));
         let proc = self.proc_of(record, pid);
         let text = |key: &str| record.get(key).and_then(Value::as_str);
         let shared = &mut self.shared;
@@ -545,9 +539,6 @@ impl Timeline {
                 .into_iter()
                 .map(|(proc, domain)| (renumbered[proc], domain)),
         );
-        for (text, stack) in other.stacks {
-            self.stacks.entry(text).or_insert(stack);
-        }
         self.shared.absorb(other.shared);
         self.sorted = false;
     }
