@@ -134,7 +134,7 @@ impl<'t> Opens<'t> {
         (
             open.proc,
             text(open.out(s.open_out)),
-            text(open.ctx.as_deref()),
+            text(open.place.ctx.as_ref()),
         )
     }
 
@@ -162,7 +162,7 @@ fn open_count(t: &Timeline, s: &Spelling, group: &[&Call], until: u64, before: b
         return 0;
     };
     // The context the mapping was opened in, destroyed since: the mapping went with it.
-    if let Some(ctx) = first.ctx.as_ref() {
+    if let Some(ctx) = first.place.ctx.as_ref() {
         if t.count_later(first, "cuCtxDestroy", "ctx", ctx, until) > 0 {
             return 0;
         }
@@ -362,7 +362,7 @@ fn context_destroyed_while_open(
 ) {
     let opens = opens_of(s, calls);
     for (export, free) in exports(t, s, calls) {
-        let Some(ctx) = export.ctx.as_ref() else {
+        let Some(ctx) = export.place.ctx.as_ref() else {
             continue;
         };
         let Some(destroy) = t.first_later(export, "cuCtxDestroy", "ctx", ctx) else {
@@ -426,7 +426,9 @@ impl ReportCheck for SecondContext {
         let opens: Vec<&Call> = t
             .calls()
             .iter()
-            .filter(|c| c.func.starts_with(s.open) && c.ctx.is_some() && c.dev.is_some())
+            .filter(|c| {
+                c.func.starts_with(s.open) && c.place.ctx.is_some() && c.place.dev.is_some()
+            })
             .collect();
         let held = Opens::of(s, opens.iter().copied().filter(|c| c.succeeded()));
         // The held mappings of each process and device, by context, each in time order: an
@@ -434,8 +436,12 @@ impl ReportCheck for SecondContext {
         let mut by_device: std::collections::HashMap<(usize, Option<i64>), ByContext> =
             Default::default();
         for h in opens.iter().copied().filter(|c| c.succeeded()) {
-            let contexts = by_device.entry((h.proc, h.dev)).or_default();
-            let ctx = h.ctx.as_deref().map_or_else(String::new, Value::to_string);
+            let contexts = by_device.entry((h.proc, h.place.dev)).or_default();
+            let ctx = h
+                .place
+                .ctx
+                .as_ref()
+                .map_or_else(String::new, Value::to_string);
             match contexts.iter_mut().find(|(c, _)| *c == ctx) {
                 Some((_, list)) => list.push(h),
                 None => contexts.push((ctx, vec![h])),
@@ -447,11 +453,12 @@ impl ReportCheck for SecondContext {
                 continue;
             };
             let ctx = open
+                .place
                 .ctx
-                .as_deref()
+                .as_ref()
                 .map_or_else(String::new, Value::to_string);
             let first = by_device
-                .get(&(open.proc, open.dev))
+                .get(&(open.proc, open.place.dev))
                 .into_iter()
                 .flatten()
                 .filter(|(c, _)| *c != ctx)
@@ -467,7 +474,7 @@ impl ReportCheck for SecondContext {
             let Some(first) = first else {
                 continue;
             };
-            let ctx = |c: &Call| c.ctx.as_deref().map(shown).unwrap_or_default();
+            let ctx = |c: &Call| c.place.ctx.as_ref().map(shown).unwrap_or_default();
             let answer = match open.ret {
                 Some(0) => "the driver opened it anyway".to_string(),
                 Some(code) => format!("the driver answered {code}"),
@@ -481,7 +488,7 @@ impl ReportCheck for SecondContext {
                      (another allocation's, opened at {}); this open is in context {} \
                      of the same device: {answer}",
                     ctx(first),
-                    open.dev.unwrap_or(-1),
+                    open.place.dev.unwrap_or(-1),
                     from.1,
                     first.out(s.open_out).map(shown).unwrap_or_default(),
                     ctx(open)
@@ -523,17 +530,17 @@ fn unreachable(
     // matched against those of the devices it cannot access only (issue 27).
     let mut by_device: std::collections::HashMap<&str, Vec<&Call>> = Default::default();
     for (export, _) in exports(t, s, calls) {
-        if let Some(there) = export.uuid.as_deref() {
+        if let Some(there) = export.place.uuid.as_deref() {
             by_device.entry(there).or_default().push(export);
         }
     }
     for open in calls
         .iter()
-        .filter(|c| c.func.starts_with(s.open) && !c.unreachable.is_empty())
+        .filter(|c| c.func.starts_with(s.open) && !c.place.unreachable.is_empty())
     {
         let mut from: Vec<(&Call, &str)> = Vec::new();
-        for there in open.unreachable.iter() {
-            if open.uuid.as_ref() == Some(there) {
+        for there in &open.place.unreachable {
+            if open.place.uuid.as_ref() == Some(there) {
                 continue;
             }
             let list = by_device.get(there.as_str()).map_or(&[][..], Vec::as_slice);
@@ -559,8 +566,8 @@ fn unreachable(
                 format!(
                     "device {} ({}) of this process cannot access device {there}, where \
                      process {} exported the memory (the peer query says 0): {answer}",
-                    open.dev.unwrap_or(-1),
-                    open.uuid.as_deref().unwrap_or("?"),
+                    open.place.dev.unwrap_or(-1),
+                    open.place.uuid.as_deref().unwrap_or("?"),
                     export.pid
                 ),
             ));
@@ -583,6 +590,7 @@ fn exporter_exited(
         };
         // So is a destroy of the memory's context ([`context_destroyed_while_open`]).
         let destroyed = export
+            .place
             .ctx
             .as_ref()
             .is_some_and(|ctx| t.first_later(export, "cuCtxDestroy", "ctx", ctx).is_some());

@@ -100,8 +100,9 @@ pub struct Call {
     /// machine only; the reader gives each record its file's machine, `"machine"`). What the
     /// checks compare to tell processes apart.
     pub proc: usize,
-    /// Its process's machine, where the record says (`"machine"`).
-    pub machine: Option<Name>,
+    /// Where the call ran, as its record says: its machine, context and device (shared by every
+    /// kept call made in the same place: [`Timeline::add`]).
+    pub place: std::sync::Arc<Place>,
     /// The calling thread, where the record says.
     pub tid: Option<i64>,
     pub seq: u64,
@@ -111,20 +112,28 @@ pub struct Call {
     pub args: Args,
     /// `None` when the record has no numeric `ret`.
     pub ret: Option<i64>,
-    /// The context the call acted in, and its device, where the record says (`"ctx"`, `"dev"`:
-    /// an IPC open's, the context of the memory an IPC export exported).
-    pub ctx: Option<std::sync::Arc<Value>>,
-    pub dev: Option<i64>,
-    /// That device's UUID, and the UUIDs of the devices it cannot access (`"uuid"`,
-    /// `"unreachable"`).
-    pub uuid: Option<Name>,
-    pub unreachable: std::sync::Arc<[Name]>,
     /// Where in the program the call was made: the record's `"stack"` (kept for calls a
     /// report-phase rule may name), else the stack of a finding on the record. Shared by every
     /// call made from the same place ([`Timeline::add`] keeps one copy of each stack).
     pub stack: Option<std::sync::Arc<Value>>,
     /// Its place in the timeline's time order (set by [`Timeline::finish`]).
     pub pos: usize,
+}
+
+/// Where a call ran, as its record says. One copy is shared by every kept call made in the same
+/// place (issue 27: memory).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Place {
+    /// Its process's machine (`"machine"`).
+    pub machine: Option<Name>,
+    /// The context the call acted in, and its device (`"ctx"`, `"dev"`: an IPC open's, the
+    /// context of the memory an IPC export exported).
+    pub ctx: Option<Value>,
+    pub dev: Option<i64>,
+    /// That device's UUID, and the UUIDs of the devices it cannot access (`"uuid"`,
+    /// `"unreachable"`).
+    pub uuid: Option<Name>,
+    pub unreachable: Vec<Name>,
 }
 
 /// A call's arguments as its record wrote them, in the record's order: one copy shared by every
@@ -259,8 +268,7 @@ const INDEXED: &[(&str, &str)] = &[
     ("hipEventDestroy", "event"),
 ];
 
-/// The one copy of each name, argument list, context value, stack and device list that kept
-/// calls share (issue 27: the calls of a loop repeat them, and a timeline keeps millions of calls).
+/// The one copy of each name, argument list, stack and place that kept calls share (issue 27: the calls of a loop repeat them, and a timeline keeps millions of calls).
 /// Argument lists and values are found by a hash of their content, with no allocation when
 /// one is already held.
 #[derive(Clone, Debug, Default)]
@@ -268,7 +276,7 @@ struct Shared {
     names: std::collections::HashSet<Name>,
     args: HashMap<u64, Vec<Args>>,
     values: HashMap<u64, Vec<std::sync::Arc<Value>>>,
-    lists: std::collections::HashSet<std::sync::Arc<[Name]>>,
+    places: HashMap<u64, Vec<std::sync::Arc<Place>>>,
 }
 
 impl std::borrow::Borrow<str> for Name {
@@ -359,20 +367,24 @@ impl Shared {
         fresh
     }
 
-    /// The one copy of a list of names (a record's `"unreachable"` UUIDs); empty when absent.
-    fn names(&mut self, list: Option<&Value>) -> std::sync::Arc<[Name]> {
-        let names: Vec<Name> = list
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(|text| self.name(text))
-            .collect();
-        if let Some(held) = self.lists.get(names.as_slice()) {
+    /// The one copy of `place`.
+    fn place(&mut self, place: Place) -> std::sync::Arc<Place> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        place.machine.hash(&mut h);
+        place.ctx.is_some().hash(&mut h);
+        if let Some(ctx) = &place.ctx {
+            hash_value(ctx, &mut h);
+        }
+        place.dev.hash(&mut h);
+        place.uuid.hash(&mut h);
+        place.unreachable.hash(&mut h);
+        let list = self.places.entry(h.finish()).or_default();
+        if let Some(held) = list.iter().find(|held| ***held == place) {
             return held.clone();
         }
-        let fresh: std::sync::Arc<[Name]> = names.into();
-        self.lists.insert(fresh.clone());
+        let fresh = std::sync::Arc::new(place);
+        list.push(fresh.clone());
         fresh
     }
 
@@ -385,7 +397,9 @@ impl Shared {
         for (key, list) in other.values {
             self.values.entry(key).or_default().extend(list);
         }
-        self.lists.extend(other.lists);
+        for (key, list) in other.places {
+            self.places.entry(key).or_default().extend(list);
+        }
     }
 }
 
@@ -490,24 +504,31 @@ impl Timeline {
         let proc = self.proc_of(record, pid);
         let text = |key: &str| record.get(key).and_then(Value::as_str);
         let shared = &mut self.shared;
-        let machine = text("machine").map(|m| shared.name(m));
-        let uuid = text("uuid").map(|u| shared.name(u));
-        let unreachable = shared.names(record.get("unreachable"));
-        let ctx = record.get("ctx").map(|ctx| shared.value(ctx));
+        let place = Place {
+            machine: text("machine").map(|m| shared.name(m)),
+            ctx: record.get("ctx").cloned(),
+            dev: record.get("dev").and_then(Value::as_i64),
+            uuid: text("uuid").map(|u| shared.name(u)),
+            unreachable: record
+                .get("unreachable")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(|u| shared.name(u))
+                .collect(),
+        };
+        let place = shared.place(place);
         let func = shared.name(func);
         self.calls.push(Call {
             pid,
-            machine,
+            place,
             tid: record.get("tid").and_then(Value::as_i64),
             seq,
             ts_ns,
             func,
             args,
             ret: record.get("r").and_then(Value::as_i64),
-            ctx,
-            dev: record.get("dev").and_then(Value::as_i64),
-            uuid,
-            unreachable,
             stack,
             pos: 0,
             proc,
@@ -548,7 +569,13 @@ impl Timeline {
         if self.sorted {
             return;
         }
-        self.calls.sort_by_key(|c| (c.ts_ns, c.pid, c.proc, c.seq));
+        // In place (a stable sort would take a buffer of half the calls: issue 27's memory),
+        // ties kept in the order the calls came, as a stable sort keeps them.
+        for (i, call) in self.calls.iter_mut().enumerate() {
+            call.pos = i;
+        }
+        self.calls
+            .sort_unstable_by_key(|c| (c.ts_ns, c.pid, c.proc, c.seq, c.pos));
         self.inherit_export_places();
         self.by_fingerprint.clear();
         self.by_process.clear();
@@ -665,8 +692,7 @@ impl Timeline {
     /// of memory the thread exported before with nothing freed since (issue 24), which is the
     /// same memory in the same context. The calls are in time order.
     fn inherit_export_places(&mut self) {
-        type Home = (Option<std::sync::Arc<Value>>, Option<i64>, Option<Name>);
-        let mut homes: HashMap<(usize, String), Home> = HashMap::new();
+        let mut homes: HashMap<(usize, String), std::sync::Arc<Place>> = HashMap::new();
         for call in &mut self.calls {
             if !matches!(
                 call.func.as_str(),
@@ -679,12 +705,17 @@ impl Timeline {
                 continue;
             };
             let key = (call.proc, fp);
-            if call.ctx.is_some() || call.dev.is_some() || call.uuid.is_some() {
-                homes.insert(key, (call.ctx.clone(), call.dev, call.uuid.clone()));
-            } else if let Some((ctx, dev, uuid)) = homes.get(&key) {
-                call.ctx = ctx.clone();
-                call.dev = *dev;
-                call.uuid = uuid.clone();
+            let here = &call.place;
+            if here.ctx.is_some() || here.dev.is_some() || here.uuid.is_some() {
+                homes.insert(key, here.clone());
+            } else if let Some(home) = homes.get(&key) {
+                let place = Place {
+                    ctx: home.ctx.clone(),
+                    dev: home.dev,
+                    uuid: home.uuid.clone(),
+                    ..(**here).clone()
+                };
+                call.place = self.shared.place(place);
             }
         }
     }
@@ -874,7 +905,7 @@ impl ReportFinding {
         ReportFinding {
             rule,
             pid: call.pid,
-            machine: call.machine.as_deref().map(str::to_string),
+            machine: call.place.machine.as_deref().map(str::to_string),
             tid: call.tid,
             seq: call.seq,
             ts_ns: call.ts_ns,
@@ -1120,8 +1151,8 @@ mod tests {
     }
 
     /// The calls of a loop keep one copy of what they repeat (issue 27: memory): equal
-    /// arguments, contexts, device lists and names are one allocation; different ones are not
-    /// merged, and a timeline taken in keeps its calls' values.
+    /// arguments, places (machine, context, device, UUIDs) and names are one allocation;
+    /// different ones are not merged, and a timeline taken in keeps its calls' values.
     #[test]
     fn a_loops_calls_share_one_copy_of_what_they_repeat() {
         let open = |seq: u64, ptr: &str| {
@@ -1150,11 +1181,28 @@ mod tests {
         assert!(!std::sync::Arc::ptr_eq(&c[0].args.0, &c[2].args.0));
         assert_eq!(c[2].out("pdptr"), Some(&Value::from("0xa000")));
         assert_eq!(c[3].out("pdptr"), Some(&Value::from("0x9000")));
-        let (a, b) = (c[0].ctx.as_ref().unwrap(), c[2].ctx.as_ref().unwrap());
-        assert!(std::sync::Arc::ptr_eq(a, b) && a.as_str() == Some("0xc1"));
-        assert!(std::sync::Arc::ptr_eq(&c[0].unreachable, &c[2].unreachable));
+        // One place for the calls made in the same context, whatever their arguments; another
+        // context is another place.
+        assert!(std::sync::Arc::ptr_eq(&c[0].place, &c[2].place));
+        let mut elsewhere = open(5, "0x9000");
+        elsewhere.insert("ctx".into(), "0xc2".into());
+        let mut t2 = Timeline::for_checks(REPORT_CHECKS);
+        t2.add(&open(1, "0x9000"));
+        t2.add(&elsewhere);
+        t2.finish();
+        let c2 = t2.calls();
+        assert!(!std::sync::Arc::ptr_eq(&c2[0].place, &c2[1].place));
         assert_eq!(
-            c[0].unreachable
+            c2[1].place.ctx.as_ref().and_then(Value::as_str),
+            Some("0xc2")
+        );
+        assert_eq!(
+            c[0].place.ctx.as_ref().and_then(Value::as_str),
+            Some("0xc1")
+        );
+        assert_eq!(
+            c[0].place
+                .unreachable
                 .iter()
                 .map(Name::as_str)
                 .collect::<Vec<_>>(),
@@ -1265,7 +1313,7 @@ mod tests {
         let places: Vec<(u64, Option<i64>, Option<&str>)> = t
             .calls()
             .iter()
-            .map(|c| (c.ts_ns, c.dev, c.uuid.as_deref()))
+            .map(|c| (c.ts_ns, c.place.dev, c.place.uuid.as_deref()))
             .collect();
         assert_eq!(
             places,
@@ -1279,7 +1327,7 @@ mod tests {
                 (7, Some(1), Some("GPU-aa")),
             ]
         );
-        assert_eq!(t.calls()[2].ctx.as_deref(), Some(&Value::from("0xc1")));
+        assert_eq!(t.calls()[2].place.ctx, Some(Value::from("0xc1")));
     }
 
     #[test]

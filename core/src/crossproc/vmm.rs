@@ -135,9 +135,10 @@ pub(crate) fn imported_across_domains(
             continue;
         };
         let on = e
+            .place
             .machine
             .as_deref()
-            .filter(|m| c.machine.as_deref() != Some(*m))
+            .filter(|m| c.place.machine.as_deref() != Some(*m))
             .map(|m| format!(" on machine {m}"))
             .unwrap_or_default();
         let ret = c.ret.map_or_else(|| "?".to_string(), |r| r.to_string());
