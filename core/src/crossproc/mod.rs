@@ -821,6 +821,23 @@ fn ended_pointer(c: &Call) -> Option<&Value> {
     }
 }
 
+/// A value as the trace wrote it, for matching pointers by their JSON text: a string borrowed
+/// (no copy per call), anything else as its text; a string and a number of the same digits differ.
+#[derive(PartialEq, Eq, Hash)]
+enum Written<'a> {
+    Text(&'a str),
+    Other(String),
+}
+
+impl<'a> Written<'a> {
+    fn of(value: &'a Value) -> Written<'a> {
+        match value {
+            Value::String(text) => Written::Text(text),
+            other => Written::Other(other.to_string()),
+        }
+    }
+}
+
 impl Timeline {
     /// Every memory or event handle that was exported, with its exchange: the export, every open
     /// of it (successful or not) in any process, and for each export and open the call that
@@ -829,14 +846,17 @@ impl Timeline {
     /// address an importer's opens reuse belongs to each open in turn). In order of the export.
     pub fn handles(&self) -> Vec<HandleView<'_>> {
         // Each process's ends of each pointer, in time order, and how many are taken.
-        let mut ends: HashMap<(usize, String), (Vec<&Call>, usize)> = HashMap::new();
+        let mut ends: HashMap<(usize, Written), (Vec<&Call>, usize)> = HashMap::new();
         for c in &self.calls {
             if let Some(ptr) = ended_pointer(c) {
-                ends.entry((c.proc, ptr.to_string())).or_default().0.push(c);
+                ends.entry((c.proc, Written::of(ptr)))
+                    .or_default()
+                    .0
+                    .push(c);
             }
         }
         // Exports and opens claim their ends in time order, across every handle.
-        let mut exchanges: Vec<(&str, &Call, String)> = Vec::new();
+        let mut exchanges: Vec<(&str, &Call, Written)> = Vec::new();
         let mut views: Vec<HandleView> = Vec::new();
         for fp in self.fingerprints() {
             let calls: Vec<&Call> = self.sharing(fp).collect();
@@ -848,7 +868,7 @@ impl Timeline {
             }
             for c in &calls {
                 if let Some(ptr) = exchange_pointer(c) {
-                    exchanges.push((fp, c, ptr.to_string()));
+                    exchanges.push((fp, c, Written::of(ptr)));
                 }
             }
             views.push(HandleView {
