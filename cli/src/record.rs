@@ -55,6 +55,9 @@ pub struct Head<'a> {
     pub a: Option<&'a RawValue>,
     #[serde(default, borrow)]
     pub findings: Option<&'a RawValue>,
+    /// Where the call was made (`"stack"`), unparsed.
+    #[serde(default, borrow)]
+    pub stack: Option<&'a RawValue>,
 }
 
 /// What a lenient member takes: a number (of its range) or a string; anything else reads as
@@ -241,23 +244,63 @@ impl<'a> Record<'a> {
     /// The whole record as a JSON object, with `pid` and `ts_ns` (parsed on first use).
     pub fn obj(&self) -> &Map<String, Value> {
         self.full.get_or_init(|| {
-            let mut obj = match serde_json::from_slice::<Value>(self.text) {
+            let obj = match serde_json::from_slice::<Value>(self.text) {
                 Ok(Value::Object(obj)) => obj,
                 _ => Map::new(),
             };
-            if self.head.v.is_none() {
-                if let Some(pid) = self.pid {
-                    obj.insert("pid".into(), pid.into());
-                }
-            }
-            if let Some(ts) = self.ts_ns {
-                obj.insert("ts_ns".into(), ts.into());
-            }
-            if let Some(machine) = &self.machine {
-                obj.insert("machine".into(), (**machine).into());
-            }
-            obj
+            self.completed(obj)
         })
+    }
+
+    /// Where the call was made (`"stack"`) as written, unparsed.
+    pub fn stack_text(&self) -> Option<&str> {
+        self.head.stack.map(RawValue::get)
+    }
+
+    /// The record as a JSON object as [`Record::obj`] gives it, but without its `"stack"`
+    /// (scanned, not built: a kept call's stack is most of its line, and calls from one place
+    /// share one; [`Record::stack_text`] has it). Not kept.
+    pub fn obj_without_stack(&self) -> Map<String, Value> {
+        let mut de = serde_json::Deserializer::from_slice(self.text);
+        let obj = de.deserialize_map(WithoutStack).unwrap_or_default();
+        self.completed(obj)
+    }
+
+    /// `obj` with the members its file's process record gives: `pid`, `ts_ns`, `machine`.
+    fn completed(&self, mut obj: Map<String, Value>) -> Map<String, Value> {
+        if self.head.v.is_none() {
+            if let Some(pid) = self.pid {
+                obj.insert("pid".into(), pid.into());
+            }
+        }
+        if let Some(ts) = self.ts_ns {
+            obj.insert("ts_ns".into(), ts.into());
+        }
+        if let Some(machine) = &self.machine {
+            obj.insert("machine".into(), (**machine).into());
+        }
+        obj
+    }
+}
+
+/// A JSON object's members but `"stack"`, which is skipped without being built.
+struct WithoutStack;
+
+impl<'de> Visitor<'de> for WithoutStack {
+    type Value = Map<String, Value>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut obj = Map::new();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == "stack" {
+                map.next_value::<IgnoredAny>()?;
+            } else {
+                obj.insert(key.into_owned(), map.next_value()?);
+            }
+        }
+        Ok(obj)
     }
 }
 
@@ -295,5 +338,61 @@ mod tests {
         assert_eq!(r.obj()["pid"], 42);
         assert_eq!(r.obj()["ts_ns"], 1000);
         assert_eq!(r.obj()["seq"], 4);
+    }
+
+    /// A call's stack stays raw: the object without it is the whole object less the stack, and
+    /// a timeline given the stack apart keeps the call as one given the whole object does (one
+    /// parsed copy for the calls of one place).
+    #[test]
+    fn a_stack_stays_raw_and_a_timeline_takes_it_apart() {
+        use sharecheck_core::crossproc::{Timeline, REPORT_CHECKS};
+        let line = |seq: u32| {
+            format!(
+                r#"{{"seq":{seq},"t":{seq},"tid":7,"fn":"cuMemFree_v2","a":{{"dptr":"0x10"}},"r":0,"stack":[{{"module":"/bin/x","offset":"0x1{seq}"}}],"x":[1]}}"#
+            )
+        };
+        let (one, two) = (line(1), line(2));
+        let record = |text: &'static str| {
+            let h: Head = serde_json::from_str(text).unwrap();
+            Record::new(text.as_bytes(), h, Some(42), Some(1000))
+        };
+        let (one, two): (&'static str, &'static str) = (
+            Box::leak(one.into_boxed_str()),
+            Box::leak(two.into_boxed_str()),
+        );
+        let r = record(one);
+        assert_eq!(
+            r.stack_text(),
+            Some(r#"[{"module":"/bin/x","offset":"0x11"}]"#)
+        );
+        let mut whole = r.obj().clone();
+        assert!(whole.remove("stack").is_some());
+        assert_eq!(r.obj_without_stack(), whole);
+        let mut apart = Timeline::for_checks(REPORT_CHECKS);
+        let mut together = Timeline::for_checks(REPORT_CHECKS);
+        for text in [one, two, one] {
+            let r = record(text);
+            apart.add_with_stack(&r.obj_without_stack(), r.stack_text());
+            together.add(r.obj());
+        }
+        apart.finish();
+        together.finish();
+        let stacks = |t: &Timeline| -> Vec<Value> {
+            t.calls()
+                .iter()
+                .map(|c| (**c.stack.as_ref().unwrap()).clone())
+                .collect()
+        };
+        assert_eq!(stacks(&apart), stacks(&together));
+        // In time order: the two calls of line one, then line two's.
+        let c = apart.calls();
+        assert!(std::sync::Arc::ptr_eq(
+            c[0].stack.as_ref().unwrap(),
+            c[1].stack.as_ref().unwrap()
+        ));
+        assert!(!std::sync::Arc::ptr_eq(
+            c[0].stack.as_ref().unwrap(),
+            c[2].stack.as_ref().unwrap()
+        ));
     }
 }

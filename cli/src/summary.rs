@@ -301,7 +301,13 @@ impl Tally {
             (None, _) => self.timeline.wants(None, record.event(), None),
         };
         if wanted {
-            self.timeline.add(record.obj());
+            match record.func() {
+                // A call's stack is most of its line: given as written, parsed once per place.
+                Some(_) => self
+                    .timeline
+                    .add_with_stack(&record.obj_without_stack(), record.stack_text()),
+                None => self.timeline.add(record.obj()),
+            }
         }
         let pid = record.pid();
         let process = match pid {

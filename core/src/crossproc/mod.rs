@@ -277,6 +277,8 @@ struct Shared {
     args: HashMap<u64, Vec<Args>>,
     values: HashMap<u64, Vec<std::sync::Arc<Value>>>,
     places: HashMap<u64, Vec<std::sync::Arc<Place>>>,
+    /// Stacks given as written ([`Timeline::add_with_stack`]): text -> the one parsed copy.
+    stack_texts: HashMap<Box<str>, std::sync::Arc<Value>>,
 }
 
 impl std::borrow::Borrow<str> for Name {
@@ -367,6 +369,17 @@ impl Shared {
         fresh
     }
 
+    /// The one copy of the stack written as `text` (`None`: not JSON).
+    fn stack_text(&mut self, text: &str) -> Option<std::sync::Arc<Value>> {
+        if let Some(held) = self.stack_texts.get(text) {
+            return Some(held.clone());
+        }
+        let parsed: Value = serde_json::from_str(text).ok()?;
+        let shared = self.value(&parsed);
+        self.stack_texts.insert(text.into(), shared.clone());
+        Some(shared)
+    }
+
     /// The one copy of `place`.
     fn place(&mut self, place: Place) -> std::sync::Arc<Place> {
         use std::hash::{Hash, Hasher};
@@ -399,6 +412,9 @@ impl Shared {
         }
         for (key, list) in other.places {
             self.places.entry(key).or_default().extend(list);
+        }
+        for (text, stack) in other.stack_texts {
+            self.stack_texts.entry(text).or_insert(stack);
         }
     }
 }
@@ -449,6 +465,13 @@ impl Timeline {
     /// Adds one trace record; event records (no `"fn"`) other than `exit` and `process` (its
     /// IMEX domain), records without a process or time, and calls no check reads are skipped.
     pub fn add(&mut self, record: &Map<String, Value>) {
+        self.add_with_stack(record, None);
+    }
+
+    /// [`Timeline::add`] of a record whose `"stack"` is given apart, as written (`stack`: a
+    /// reader that left it unparsed); a stack in `record` itself comes first. Calls made from
+    /// one place share one parsed copy, found by its text.
+    pub fn add_with_stack(&mut self, record: &Map<String, Value>, stack: Option<&str>) {
         if record.get("event").and_then(Value::as_str) == Some("process") {
             let pid = record.get("pid").and_then(Value::as_i64);
             let domain = record.get("imex_domain").and_then(Value::as_str);
@@ -491,16 +514,19 @@ impl Timeline {
             return;
         }
         let args = self.shared.args(args);
-        let stack = record
-            .get("stack")
-            .or_else(|| {
-                record
-                    .get("findings")
-                    .and_then(Value::as_array)
-                    .and_then(|f| f.iter().find_map(|f| f.get("stack")))
-            })
-            // One copy of each stack: a loop's calls share theirs (issue 27: memory).
-            .map(|stack| self.shared.value(stack));
+        // One copy of each stack: a loop's calls share theirs (issue 27: memory).
+        let stack = match (record.get("stack"), stack) {
+            (Some(parsed), _) => Some(self.shared.value(parsed)),
+            (None, Some(text)) => self.shared.stack_text(text),
+            (None, None) => None,
+        }
+        .or_else(|| {
+            record
+                .get("findings")
+                .and_then(Value::as_array)
+                .and_then(|f| f.iter().find_map(|f| f.get("stack")))
+                .map(|stack| self.shared.value(stack))
+        });
         let proc = self.proc_of(record, pid);
         let text = |key: &str| record.get(key).and_then(Value::as_str);
         let shared = &mut self.shared;
