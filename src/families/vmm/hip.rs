@@ -29,6 +29,15 @@ use std::ffi::c_int;
 /// address, rests on tracked state only).
 const RELEASED_KEPT: usize = 4096;
 
+/// Remembers what was given back (a handle released, a reservation freed), forgetting all once
+/// [`RELEASED_KEPT`] are held: the set stays bounded whatever the program does.
+fn remember(given_back: &mut FxHashSet<u64>, value: u64) {
+    if given_back.len() >= RELEASED_KEPT {
+        given_back.clear();
+    }
+    given_back.insert(value);
+}
+
 /// What a HIP program holds: its handles (references taken less released), the handles it
 /// released as often as it took them (a handle value the runtime hands out again leaves the set),
 /// its reservations (start -> size), the starts of the reservations it freed (a start the runtime
@@ -171,10 +180,7 @@ impl Check<args::hipMemRelease> for ReleaseHip {
             *n = n.saturating_sub(1);
             if *n == 0 {
                 vmm.handles.remove(&handle);
-                if vmm.released.len() >= RELEASED_KEPT {
-                    vmm.released.clear();
-                }
-                vmm.released.insert(handle);
+                remember(&mut vmm.released, handle);
             }
         }
     }
@@ -247,10 +253,7 @@ impl Check<args::hipMemAddressFree> for AddressFreeHip {
             let ptr = a.devPtr.addr();
             let mut vmm = hip(cx).lock();
             if vmm.reservations.remove(ptr).is_some() {
-                if vmm.freed.len() >= RELEASED_KEPT {
-                    vmm.freed.clear();
-                }
-                vmm.freed.insert(ptr);
+                remember(&mut vmm.freed, ptr);
             }
             vmm.unmap_inside(ptr, ptr.saturating_add(a.size.0 as u64));
         }
@@ -297,4 +300,21 @@ impl Check<args::hipMemSetAccess> for SetAccessHip {
     const BEFORE: bool = false;
     fn before(&self, _: &args::hipMemSetAccess, _: &mut Cx) {}
     fn after(&self, _: &args::hipMemSetAccess, _: (), _: c_int, _: &mut Cx) {}
+}
+
+#[cfg(test)]
+mod remember_tests {
+    /// What was given back is remembered up to the bound, then forgotten all at once.
+    #[test]
+    fn what_was_given_back_is_remembered_up_to_a_bound() {
+        let mut set = rustc_hash::FxHashSet::default();
+        for v in 0..super::RELEASED_KEPT as u64 {
+            super::remember(&mut set, v);
+        }
+        assert_eq!(set.len(), super::RELEASED_KEPT);
+        assert!(set.contains(&0));
+        super::remember(&mut set, u64::MAX);
+        assert_eq!(set.len(), 1);
+        assert!(set.contains(&u64::MAX) && !set.contains(&0));
+    }
 }
