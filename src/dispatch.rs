@@ -128,14 +128,15 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     // numbers in flight. Taken once the driver returned (a call blocked in the driver holds
     // none, so an exit never waits for one), or before the call for findings reported then.
     let mut number = None;
-    let take_number = || trace::next_seq(guard.writer_slot(), false);
     // `durations=1`: a second clock read, after the driver returned.
     let timed = TRACED && engine::options().durations;
     // The driver is called exactly once, whether or not a check panics: `answer` is set as soon
     // as it returned (or was refused in strict mode), so no answer means no call yet.
     let mut answer: Option<(Outcome, c_int)> = None;
     let mut dur_ns = None;
-    let mut cx = process_cx(&guard);
+    // Held without drop glue until a path takes it: the clean path ends it in place (moved into
+    // a consuming call, the context is copied, two more code lines after the driver's call).
+    let mut cx = std::mem::ManuallyDrop::new(process_cx(&guard));
     phases::mark(A::ID, Phase::Context);
     let ran = shielded(false, || {
         args.run(&mut cx, |cx| {
@@ -145,15 +146,9 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
             }
             // Misuse a known driver does not return from: reported now, while it can be.
             if !cx.is_clean() {
-                let early = engine::before_call_findings(cx);
-                if !early.is_empty() {
-                    let seq_shown = if TRACED {
-                        number.insert(take_number()).seq
-                    } else {
-                        guard.call_number()
-                    };
-                    report_before_call(&args, early, seq_shown);
-                }
+                // Untraced, no number is taken: `number` stays a known `None`, with no drop
+                // to test after the call.
+                report_early::<A, TRACED>(cx, &args, &guard, TRACED.then_some(&mut number));
             }
             let start = if timed {
                 trace::now_on(guard.clock())
@@ -178,12 +173,80 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
                 // The clean path: nothing found, nothing to explain, no record. The fewest
                 // instructions and cache lines after the driver's call (issue 24: on R580 the
                 // driver's work evicts them).
-                cx.dispose();
+                if !cx.holds_nothing() {
+                    Cx::drop_held(std::mem::ManuallyDrop::into_inner(cx));
+                }
                 phases::mark(A::ID, Phase::Settle);
                 return ret;
             }
         }
+        // Out of line, so that the clean path's code after the driver's call is a few
+        // contiguous lines.
+        let cx = std::mem::ManuallyDrop::into_inner(cx);
+        return unclean::<A>(&guard, args, real, cx, ran, answer);
     }
+    let cx = std::mem::ManuallyDrop::into_inner(cx);
+    finish::<A, TRACED>(
+        &guard,
+        args,
+        real,
+        cx,
+        (ran, answer),
+        (number, stamp, dur_ns),
+    )
+}
+
+/// Misuse a known driver does not return from, reported before the call
+/// ([`engine::before_call_findings`]), under the record's number when traced (`number`: where
+/// it is held), else under the call's number.
+#[cold]
+#[inline(never)]
+fn report_early<A: Invoke, const TRACED: bool>(
+    cx: &mut Cx,
+    args: &A,
+    guard: &Guard,
+    number: Option<&mut Option<crate::writer::Number>>,
+) {
+    let early = engine::before_call_findings(cx);
+    if !early.is_empty() {
+        let seq_shown = match number {
+            Some(number) => {
+                number
+                    .insert(trace::next_seq(guard.writer_slot(), false))
+                    .seq
+            }
+            None => guard.call_number(),
+        };
+        report_before_call(args, early, seq_shown);
+    }
+}
+
+/// An untraced call that is not clean: something found, a covered failure to explain, or a
+/// check that panicked.
+#[cold]
+#[inline(never)]
+fn unclean<A: Invoke>(
+    guard: &Guard,
+    args: A,
+    real: usize,
+    cx: Cx,
+    ran: bool,
+    answer: Option<(Outcome, c_int)>,
+) -> c_int {
+    finish::<A, false>(guard, args, real, cx, (ran, answer), (None, 0, None))
+}
+
+/// After the checks' steps: the call forwarded if a check panicked before it, its number taken,
+/// and its findings settled and recorded.
+#[inline(always)]
+fn finish<A: Invoke, const TRACED: bool>(
+    guard: &Guard,
+    args: A,
+    real: usize,
+    cx: Cx,
+    (ran, answer): (bool, Option<(Outcome, c_int)>),
+    (mut number, stamp, dur_ns): (Option<crate::writer::Number>, u64, Option<u64>),
+) -> c_int {
     let (outcome, ret) = answer.unwrap_or_else(|| {
         // A check panicked before the call: forward it untouched.
         let ret = guard.in_driver(|| args.invoke(real));
@@ -197,12 +260,17 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     let seq = match (TRACED, &number) {
         (false, _) => 0,
         (true, Some(n)) => n.seq,
-        (true, None) => number.insert(take_number()).seq,
+        (true, None) => {
+            number
+                .insert(trace::next_seq(guard.writer_slot(), false))
+                .seq
+        }
     };
     phases::mark(A::ID, Phase::Number);
     if ran {
-        settle_or_record::<A, TRACED>(&guard, args, cx, (outcome, ret), seq, ts_ns, dur_ns);
+        settle_or_record::<A, TRACED>(guard, args, cx, (outcome, ret), seq, ts_ns, dur_ns);
     }
+    drop(number);
     phases::mark(A::ID, Phase::Settle);
     ret
 }

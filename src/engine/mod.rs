@@ -224,16 +224,22 @@ impl<'a> Cx<'a> {
     /// no place made): it ends without its drop glue, an out-of-line call on the clean path.
     #[inline(always)]
     pub fn dispose(self) {
-        if self.found.capacity() == 0 && self.place.is_none() {
+        if self.holds_nothing() {
             std::mem::forget(self);
         } else {
             Self::drop_held(self);
         }
     }
 
+    /// Nothing found and no place made: the context owns no memory.
+    #[inline(always)]
+    pub fn holds_nothing(&self) -> bool {
+        self.found.capacity() == 0 && self.place.is_none()
+    }
+
     #[cold]
     #[inline(never)]
-    fn drop_held(self) {}
+    pub fn drop_held(self) {}
 
     /// Something ended: every family forgets what belonged to it, and so do the fact caches.
     #[inline(always)]

@@ -561,19 +561,28 @@ impl Check<args::cuMulticastUnbind> for Unbind {
     }
 }
 
+impl Mapped {
+    /// A map of a multicast object this process created and has not filled: armed.
+    #[cold]
+    #[inline(never)]
+    fn arm(a: &args::cuMemMap, cx: &mut Cx) -> Option<watchdog::Armed> {
+        let team = state(cx).team(a.handle.0).filter(|t| !t.whole())?;
+        let known = Some((team.num_devices, team.devices));
+        watchdog::arm("cuMemMap", &cuda::MAP_BLOCKED, a.handle.0, known)
+    }
+}
+
 impl Check<args::cuMemMap> for Mapped {
     /// Armed while the driver's call runs, for an object this process created and has not
     /// filled (the driver blocks the map until the team is whole).
     type Plan = Option<watchdog::Armed>;
-    #[link_section = ".text.hot.sharecheck"]
+    #[inline(always)]
     fn before(&self, a: &args::cuMemMap, cx: &mut Cx) -> Option<watchdog::Armed> {
         if none_tracked(cx.states) {
-            // The VMM pair's path: one load while no multicast object is tracked.
+            // The VMM pair's path: one load and no call while no multicast object is tracked.
             return None;
         }
-        let team = state(cx).team(a.handle.0).filter(|t| !t.whole())?;
-        let known = Some((team.num_devices, team.devices));
-        watchdog::arm("cuMemMap", &cuda::MAP_BLOCKED, a.handle.0, known)
+        Mapped::arm(a, cx)
     }
     /// No multicast object tracked: a map is the VMM family's alone.
     #[inline(always)]

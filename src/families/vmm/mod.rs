@@ -858,20 +858,35 @@ pub(crate) fn granular(v: u64, g: u64) -> bool {
     }
 }
 
-/// What a map found, in one pass under the lock ([`Vmm::stage_map`]): the rules it breaks
-/// ([`MapSeen::bad`]) with what their messages name, whether its mapping was put in the tracked
-/// state before the driver's call (nothing overlapped it: taken back if the driver refuses, so a
+/// What a map found, in one pass under the lock ([`Vmm::stage_map`]), in one word (returned in a
+/// register): the rules it breaks (the low byte), whether its mapping was put in the tracked state
+/// before the driver's call (nothing overlapped it: taken back if the driver refuses, so a
 /// success needs no second lock), and whether it is the first map of a handle the shim saw taken
 /// (its stack is kept for the report).
 #[derive(Clone, Copy, Default)]
-struct MapSeen {
-    bad: u8,
-    staged: bool,
-    first: bool,
-    /// The allocation's minimum granularity and size (0: not known).
+pub struct MapSeen(u16);
+
+impl MapSeen {
+    const STAGED: u16 = 1 << 8;
+    const FIRST: u16 = 1 << 9;
+    fn bad(self) -> u8 {
+        self.0 as u8
+    }
+    fn staged(self) -> bool {
+        self.0 & Self::STAGED != 0
+    }
+    fn first(self) -> bool {
+        self.0 & Self::FIRST != 0
+    }
+}
+
+/// What a map's findings name, written only when it breaks a rule: the allocation's minimum
+/// granularity and size (0: not known), and the first mapping the range overlaps (start, size,
+/// handle).
+#[derive(Clone, Copy, Default)]
+struct MapDetail {
     granularity: u64,
     total: u64,
-    /// The first mapping the range overlaps: start, size, handle.
     overlap: (u64, u64, u64),
 }
 
@@ -880,38 +895,52 @@ const PAST_ALLOCATION: u8 = 2;
 const NOT_RESERVED: u8 = 4;
 const ALREADY_MAPPED: u8 = 8;
 
-/// What a map's check hands to its step after the call.
-#[derive(Clone, Copy)]
-pub struct MapPlan {
-    staged: bool,
-    first: bool,
+/// Whether `ptr`, `size` and `offset` are all multiples of the granularity `g` (not 0): one mask
+/// where `g` is a power of two (every granularity R580 gives).
+#[inline(always)]
+fn all_granular(ptr: u64, size: u64, offset: u64, g: u64) -> bool {
+    if g.is_power_of_two() {
+        (ptr | size | offset) & (g - 1) == 0
+    } else {
+        all_granular_divided(ptr, size, offset, g)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn all_granular_divided(ptr: u64, size: u64, offset: u64, g: u64) -> bool {
+    [ptr, size, offset].into_iter().all(|v| granular(v, g))
 }
 
 impl Vmm {
     /// A map's rules and its mapping staged, in one pass: the clean path's whole work (issue 24:
-    /// on R580 the driver's call evicts what the check touches, so it touches little).
-    #[inline(never)]
-    #[link_section = ".text.hot.sharecheck"]
-    fn stage_map(&mut self, ptr: u64, size: u64, offset: u64, handle: u64) -> MapSeen {
+    /// on R580 the driver's call evicts what the check touches, so it touches little). What the
+    /// findings name goes to `detail`, only when there are some.
+    #[inline(always)]
+    fn stage_map(
+        &mut self,
+        ptr: u64,
+        size: u64,
+        offset: u64,
+        handle: u64,
+        detail: &mut Option<MapDetail>,
+    ) -> MapSeen {
         let end = ptr.saturating_add(size);
-        let held = self.handles.get(&handle);
-        let first = held.is_some_and(|h| !h.mapped);
-        let physical = held.map(|h| h.physical).unwrap_or_default();
-        let mut seen = MapSeen {
-            first,
-            granularity: physical.granularity.map_or(0, NonZeroU64::get),
-            total: physical.size.map_or(0, NonZeroU64::get),
-            ..MapSeen::default()
+        let (physical, first) = match self.handles.get(&handle) {
+            Some(h) => (h.physical, !h.mapped),
+            None => (Physical::default(), false),
         };
-        let g = seen.granularity;
-        if g != 0 && ![ptr, size, offset].into_iter().all(|v| granular(v, g)) {
-            seen.bad |= NOT_GRANULAR;
+        let g = physical.granularity.map_or(0, NonZeroU64::get);
+        let total = physical.size.map_or(0, NonZeroU64::get);
+        let mut bad = 0;
+        if g != 0 && !all_granular(ptr, size, offset, g) {
+            bad |= NOT_GRANULAR;
         }
-        if seen.total != 0 && offset.checked_add(size).is_none_or(|e| e > seen.total) {
-            seen.bad |= PAST_ALLOCATION;
+        if total != 0 && offset.checked_add(size).is_none_or(|e| e > total) {
+            bad |= PAST_ALLOCATION;
         }
         if self.reservation(ptr, end).is_none() {
-            seen.bad |= NOT_RESERVED;
+            bad |= NOT_RESERVED;
         }
         // Where the mapping would go; mappings do not overlap each other, so only the one
         // before it and the one at it can overlap the range.
@@ -920,13 +949,10 @@ impl Vmm {
         let overlap = before
             .filter(|&(start, m)| start.saturating_add(m.size) > ptr)
             .or_else(|| self.maps.0.get(i).copied().filter(|&(k, _)| k < end));
+        let mut seen = if first { MapSeen::FIRST } else { 0 };
         match overlap {
-            Some((start, m)) => {
-                seen.overlap = (start, m.size, m.handle);
-                if seen.bad & NOT_RESERVED == 0 {
-                    seen.bad |= ALREADY_MAPPED;
-                }
-            }
+            Some(_) if bad & NOT_RESERVED == 0 => bad |= ALREADY_MAPPED,
+            Some(_) => {}
             None if end > ptr => {
                 let mapping = Mapping {
                     size,
@@ -937,38 +963,62 @@ impl Vmm {
                 self.maps.0.insert(i, (ptr, mapping));
                 self.unaccessed += 1;
                 self.generation += 1;
-                seen.staged = true;
+                seen |= MapSeen::STAGED;
             }
             None => {}
         }
-        seen
+        if bad != 0 {
+            *detail = Some(MapDetail {
+                granularity: g,
+                total,
+                overlap: overlap.map_or((0, 0, 0), |(start, m)| (start, m.size, m.handle)),
+            });
+        }
+        MapSeen(seen | u16::from(bad))
     }
 
     /// Takes out the mapping that is exactly `[ptr, ptr + size)`, if there is one: an unmap's
-    /// clean path.
-    #[inline(never)]
-    #[link_section = ".text.hot.sharecheck"]
-    fn stage_unmap(&mut self, ptr: u64, size: u64) -> Option<Mapping> {
+    /// clean path. What is kept of it ([`Unstaged`]) fits two registers.
+    #[inline(always)]
+    fn stage_unmap(&mut self, ptr: u64, size: u64) -> Option<Unstaged> {
         let i = self.maps.at(ptr).ok()?;
-        let m = self.maps.0[i].1;
-        if m.size != size {
+        if self.maps.0[i].1.size != size {
             return None;
         }
-        self.maps.0.remove(i);
+        // The last mapping (the usual unmap of the latest map) is popped: no call to `memmove`
+        // (another library's code lines and its GOT entry, all cold after the driver's call).
+        let (_, m) = if i + 1 == self.maps.0.len() {
+            self.maps.0.pop()?
+        } else {
+            self.maps.0.remove(i)
+        };
         self.unaccessed = self.unaccessed.saturating_sub(usize::from(!m.accessible));
         self.generation += 1;
-        Some(m)
+        Some(Unstaged {
+            handle: m.handle,
+            accessible: m.accessible,
+        })
     }
+}
+
+/// What an unmap's check keeps of the mapping it took out before the driver's call, to put it
+/// back if the driver refuses: its handle and access (its size is the call's; what the handle's
+/// memory is comes from the handle, while this process holds it).
+#[derive(Clone, Copy)]
+pub struct Unstaged {
+    handle: u64,
+    accessible: bool,
 }
 
 impl Map {
     /// The findings of a map that is not clean.
     #[cold]
     #[inline(never)]
-    fn report(a: &args::cuMemMap, seen: MapSeen, cx: &mut Cx) {
+    fn report(a: &args::cuMemMap, bad: u8, detail: Option<MapDetail>, cx: &mut Cx) {
         let (ptr, size, offset) = (a.ptr.0, a.size.0 as u64, a.offset.0 as u64);
-        let g = seen.granularity;
-        if seen.bad & NOT_GRANULAR != 0 {
+        let detail = detail.unwrap_or_default();
+        let g = detail.granularity;
+        if bad & NOT_GRANULAR != 0 {
             cx.flag(&cuda::MAP_NOT_GRANULAR, || {
                 let off: Vec<String> = [("ptr", ptr), ("size", size), ("offset", offset)]
                     .into_iter()
@@ -981,8 +1031,8 @@ impl Map {
                 )
             });
         }
-        if seen.bad & PAST_ALLOCATION != 0 {
-            let total = seen.total;
+        if bad & PAST_ALLOCATION != 0 {
+            let total = detail.total;
             cx.flag(&cuda::MAP_PAST_ALLOCATION, || {
                 format!(
                     "offset {offset:#x} + size {size:#x} runs past the allocation's \
@@ -991,7 +1041,7 @@ impl Map {
                 )
             });
         }
-        if seen.bad & NOT_RESERVED != 0 {
+        if bad & NOT_RESERVED != 0 {
             cx.tracked(&cuda::MAP_NOT_RESERVED, || {
                 format!(
                     "[{}, {}) is not inside one reservation this process holds \
@@ -1001,8 +1051,8 @@ impl Map {
                 )
             });
         }
-        if seen.bad & ALREADY_MAPPED != 0 {
-            let (start, size, handle) = seen.overlap;
+        if bad & ALREADY_MAPPED != 0 {
+            let (start, size, handle) = detail.overlap;
             cx.flag(&cuda::MAP_ALREADY_MAPPED, || {
                 format!(
                     "[{}, {}) is already mapped (handle {})",
@@ -1018,10 +1068,10 @@ impl Map {
     /// (added once the driver accepted it), a staged one the driver refused (taken back).
     #[cold]
     #[inline(never)]
-    fn settle(a: &args::cuMemMap, plan: MapPlan, ret: c_int, cx: &mut Cx) {
+    fn settle(a: &args::cuMemMap, seen: MapSeen, ret: c_int, cx: &mut Cx) {
         let state = cx.states.family::<VmmState>();
         let (ptr, size, handle) = (a.ptr.0, a.size.0 as u64, a.handle.0);
-        if ret == 0 && plan.first {
+        if ret == 0 && seen.first() {
             state.with(|vmm| {
                 if let Some(h) = vmm.handles.get_mut(&handle) {
                     h.mapped = true;
@@ -1029,7 +1079,7 @@ impl Map {
             });
             cx.keep_stack();
         }
-        match (ret, plan.staged) {
+        match (ret, seen.staged()) {
             (0, false) => state.with(|vmm| {
                 let physical = vmm.handles.get(&handle).map(|h| h.physical);
                 let mapping = Mapping {
@@ -1055,26 +1105,24 @@ impl Map {
 }
 
 impl Check<args::cuMemMap> for Map {
-    type Plan = MapPlan;
+    type Plan = MapSeen;
     #[inline]
-    fn before(&self, a: &args::cuMemMap, cx: &mut Cx) -> MapPlan {
+    fn before(&self, a: &args::cuMemMap, cx: &mut Cx) -> MapSeen {
         let (ptr, size, offset) = (a.ptr.0, a.size.0 as u64, a.offset.0 as u64);
+        let mut detail = None;
         let seen = cx
             .states
             .family::<VmmState>()
-            .with(|vmm| vmm.stage_map(ptr, size, offset, a.handle.0));
-        if seen.bad != 0 {
-            Map::report(a, seen, cx);
+            .with(|vmm| vmm.stage_map(ptr, size, offset, a.handle.0, &mut detail));
+        if seen.bad() != 0 {
+            Map::report(a, seen.bad(), detail, cx);
         }
-        MapPlan {
-            staged: seen.staged,
-            first: seen.first,
-        }
+        seen
     }
     #[inline]
-    fn after(&self, a: &args::cuMemMap, plan: MapPlan, ret: c_int, cx: &mut Cx) {
-        if plan.first || (ret == 0) != plan.staged {
-            Map::settle(a, plan, ret, cx);
+    fn after(&self, a: &args::cuMemMap, seen: MapSeen, ret: c_int, cx: &mut Cx) {
+        if seen.first() || (ret == 0) != seen.staged() {
+            Map::settle(a, seen, ret, cx);
         }
     }
 }
@@ -1116,13 +1164,20 @@ impl Unmap {
     /// mapping (removed once the driver accepted it), a staged one the driver refused (put back).
     #[cold]
     #[inline(never)]
-    fn settle(a: &args::cuMemUnmap, staged: Option<Mapping>, ret: c_int, cx: &mut Cx) {
+    fn settle(a: &args::cuMemUnmap, staged: Option<Unstaged>, ret: c_int, cx: &mut Cx) {
         let state = cx.states.family::<VmmState>();
         let (ptr, end) = (a.ptr.0, a.ptr.0.saturating_add(a.size.0 as u64));
         match (ret, staged) {
             (0, None) => state.with(|vmm| vmm.unmap_inside(ptr, end)),
-            (r, Some(m)) if r != 0 => state.with(|vmm| {
+            (r, Some(u)) if r != 0 => state.with(|vmm| {
                 if vmm.first_overlap(ptr, end).is_none() {
+                    let physical = vmm.handles.get(&u.handle).map(|h| h.physical);
+                    let m = Mapping {
+                        size: a.size.0 as u64,
+                        handle: u.handle,
+                        physical: physical.unwrap_or_default(),
+                        accessible: u.accessible,
+                    };
                     vmm.map(ptr, m);
                 }
             }),
@@ -1134,9 +1189,9 @@ impl Unmap {
 impl Check<args::cuMemUnmap> for Unmap {
     /// The mapping that was exactly the range, taken out of the tracked state before the
     /// driver's call (put back if the driver refuses); `None`: the range is not one mapping.
-    type Plan = Option<Mapping>;
+    type Plan = Option<Unstaged>;
     #[inline]
-    fn before(&self, a: &args::cuMemUnmap, cx: &mut Cx) -> Option<Mapping> {
+    fn before(&self, a: &args::cuMemUnmap, cx: &mut Cx) -> Option<Unstaged> {
         let (ptr, size) = (a.ptr.0, a.size.0 as u64);
         let staged = cx
             .states
@@ -1148,7 +1203,7 @@ impl Check<args::cuMemUnmap> for Unmap {
         staged
     }
     #[inline]
-    fn after(&self, a: &args::cuMemUnmap, staged: Option<Mapping>, ret: c_int, cx: &mut Cx) {
+    fn after(&self, a: &args::cuMemUnmap, staged: Option<Unstaged>, ret: c_int, cx: &mut Cx) {
         if (ret == 0) == staged.is_none() {
             Unmap::settle(a, staged, ret, cx);
         }

@@ -345,6 +345,21 @@ fn a_refused_call_leaves_the_tracked_state_as_it_was() {
     assert_eq!(ran.rules, ["vmm.used-before-access"], "{:?}", ran.messages);
     h.ok(set_access(VA, 2 * G));
     h.ok(memset_async(VA));
+    // An unmap the driver refuses puts back what the mapping was: its access (a memset stays
+    // quiet) and what its handle's memory is.
+    assert!(h.call(unmap(VA, 2 * G), INVALID_VALUE).is_quiet());
+    h.ok(memset_async(VA));
+    let state = h.states.family::<VmmState>();
+    let (start, m) = state.mapping(VA).expect("still mapped");
+    assert_eq!(
+        (start, m.size, m.handle, m.accessible),
+        (VA, 2 * G, H, true)
+    );
+    assert_eq!(m.physical.size.map(std::num::NonZero::get), Some(2 * G));
+    assert_eq!(
+        m.physical.granularity,
+        state.handle(H).and_then(|p| p.granularity)
+    );
     h.ok(unmap(VA, 2 * G));
     h.ok(map_at(VA, 2 * G, 0, H));
 }
