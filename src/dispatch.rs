@@ -185,8 +185,30 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
         let cx = std::mem::ManuallyDrop::into_inner(cx);
         return unclean::<A>(&guard, args, real, cx, ran, answer);
     }
+    if let (true, Some((Outcome::Returned(_), ret))) = (ran, answer) {
+        if cx.is_clean()
+            && (ret == 0 || A::ID.info().observed)
+            && dur_ns.is_none()
+            && !stack_wanted::<A>(cx.stack_refused, cx.stack_wanted)
+        {
+            // The traced clean path: the plain record, with the context read in place (moved,
+            // it would be copied twice more) and the other paths out of line.
+            let ts_ns = trace::at_stamp(guard.clock(), stamp);
+            let number = number.unwrap_or_else(|| trace::next_seq(guard.writer_slot(), false));
+            phases::mark(A::ID, Phase::Number);
+            shielded((), || {
+                trace::write_plain(&guard, &args, ret, number.seq, ts_ns, cx.place.as_deref());
+            });
+            drop(number);
+            if !cx.holds_nothing() {
+                Cx::drop_held(std::mem::ManuallyDrop::into_inner(cx));
+            }
+            phases::mark(A::ID, Phase::Settle);
+            return ret;
+        }
+    }
     let cx = std::mem::ManuallyDrop::into_inner(cx);
-    finish::<A, TRACED>(
+    traced_unclean::<A>(
         &guard,
         args,
         real,
@@ -194,6 +216,21 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
         (ran, answer),
         (number, stamp, dur_ns),
     )
+}
+
+/// A traced call that is not clean: a finding, a covered failure to explain, a duration or a
+/// stack to record, or a check that panicked.
+#[cold]
+#[inline(never)]
+fn traced_unclean<A: Invoke>(
+    guard: &Guard,
+    args: A,
+    real: usize,
+    cx: Cx,
+    answered: (bool, Option<(Outcome, c_int)>),
+    held: (Option<crate::writer::Number>, u64, Option<u64>),
+) -> c_int {
+    finish::<A, true>(guard, args, real, cx, answered, held)
 }
 
 /// Misuse a known driver does not return from, reported before the call
