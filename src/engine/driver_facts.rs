@@ -539,6 +539,19 @@ fn device_index(dev: i32) -> Option<usize> {
     usize::try_from(dev).ok().filter(|&d| d < CACHED_DEVICES)
 }
 
+impl DriverFacts {
+    /// [`Facts::memory_freed`], inline: on the process's driver (a static) it folds to one
+    /// locked add ([`super::Cx::memory_freed`] calls it so).
+    #[inline(always)]
+    pub(super) fn freed(&self) -> u64 {
+        let n = self.pointers.invalidate();
+        if !self.pointers.is_process() {
+            super::moved_on();
+        }
+        n
+    }
+}
+
 impl Facts for DriverFacts {
     #[inline]
     fn forget(&self, gone: Lifetime) {
@@ -549,11 +562,7 @@ impl Facts for DriverFacts {
     /// ([`super::generation`]): moving it moves both, with one locked add.
     #[link_section = ".text.hot.sharecheck"]
     fn memory_freed(&self) -> u64 {
-        let n = self.pointers.invalidate();
-        if !self.pointers.is_process() {
-            super::moved_on();
-        }
-        n
+        self.freed()
     }
 
     fn memory_kind(&self, ptr: u64, fresh: bool) -> Option<MemoryKind> {
