@@ -1016,6 +1016,28 @@ mod tests {
         assert!(crate::engine::generation() > before);
     }
 
+    /// A free through a call's context on the process's driver (its step taken inline, not
+    /// through the trait object) does what the driver's own step does: the pointer epoch and
+    /// the generation move, and it answers the free's own number.
+    #[test]
+    fn a_free_through_a_calls_context_is_the_drivers_own_step() {
+        let engine = super::super::states();
+        let mut cx =
+            super::super::Cx::new(super::super::driver(), engine, super::super::options(), 0);
+        let frees = || crate::engine::memo::process_frees().load(Acquire);
+        let (generation, epoch) = (crate::engine::generation(), frees());
+        let n = cx.memory_freed();
+        assert!(n >= epoch, "the number is the epoch's before the add");
+        assert!(frees() > n, "the epoch moved past it");
+        assert!(
+            crate::engine::generation() > generation,
+            "the generation moved"
+        );
+        let m = cx.memory_freed();
+        assert!(m > n, "every free has its own number");
+        cx.dispose();
+    }
+
     #[test]
     fn a_cached_pointer_is_forgotten_when_memory_is_freed() {
         let cache = PointerCache::new();
