@@ -380,6 +380,28 @@ impl Harness {
         panic!("other tests moved the generation during every one of 1000 tries");
     }
 
+    /// Runs `args` through its row's quick path ([`Checked::quick`]); the driver answers
+    /// `driver_ret`. `Some(ret)`: the row decided the call clean (and the driver was called);
+    /// `None`: it sent the call to the full path (and the driver was not called).
+    pub fn quick<A: Checked>(&self, args: A, driver_ret: c_int) -> Option<c_int> {
+        crate::engine::moved_on();
+        let q = crate::engine::Quick {
+            states: &self.states,
+            facts: &self.facts,
+        };
+        let mut called = false;
+        let ret = args.quick(&q, || {
+            called = true;
+            driver_ret
+        });
+        assert_eq!(
+            ret.is_some(),
+            called,
+            "the driver is called exactly when the row decides"
+        );
+        ret
+    }
+
     /// [`Harness::call`], keeping what checks remember of earlier calls.
     pub fn call_as_is<A: Checked>(&self, args: A, driver_ret: c_int) -> Ran {
         let options = Options {

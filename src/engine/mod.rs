@@ -260,16 +260,7 @@ impl<'a> Cx<'a> {
     /// [`States::frees`](state::States)).
     #[inline(always)]
     pub fn memory_freed(&mut self) -> u64 {
-        self.states.forget_freed_memory();
-        // The process's driver (every call's context but the tests'): its step inline, as
-        // `DriverFacts::memory_freed` takes it, without the trait object's table and call (a
-        // data line and a code line, cold after the driver's call).
-        let facts = (self.facts as *const dyn Facts).cast::<()>();
-        if std::ptr::eq(facts, (&DRIVER as *const DriverFacts).cast::<()>()) {
-            DRIVER.freed()
-        } else {
-            self.facts.memory_freed()
-        }
+        memory_freed(self.states, self.facts)
     }
 
     #[inline(never)]
@@ -285,8 +276,55 @@ impl<'a> Cx<'a> {
     }
 }
 
+/// [`Cx::memory_freed`]'s step, with or without a context.
+#[inline(always)]
+fn memory_freed(states: &States, facts: &dyn Facts) -> u64 {
+    states.forget_freed_memory();
+    // The process's driver (every call's but the tests'): its step inline, as
+    // `DriverFacts::memory_freed` takes it, without the trait object's table and call (a data
+    // line and a code line, cold after the driver's call).
+    let at = (facts as *const dyn Facts).cast::<()>();
+    if std::ptr::eq(at, (&DRIVER as *const DriverFacts).cast::<()>()) {
+        DRIVER.freed()
+    } else {
+        facts.memory_freed()
+    }
+}
+
+/// What a check's quick path ([`Check::quick`]) reads: the tracked state and the driver's facts,
+/// without the checks' context (no findings, no options, no place).
+pub struct Quick<'a> {
+    pub states: &'a States,
+    pub facts: &'a dyn Facts,
+}
+
+impl Quick<'static> {
+    /// The process's.
+    #[inline(always)]
+    pub fn process() -> Self {
+        Quick {
+            states: states(),
+            facts: driver(),
+        }
+    }
+}
+
+impl Quick<'_> {
+    /// Memory ended, as [`Cx::memory_freed`] takes it.
+    #[inline(always)]
+    pub fn memory_freed(&self) -> u64 {
+        memory_freed(self.states, self.facts)
+    }
+}
+
 /// One check: its step before the call and, optionally, after it. `Plan` carries what the
 /// after-call step needs from before the call.
+///
+/// A check may also decide a call clean without the checks' context ([`Check::quick`]): an
+/// untraced call whose every check does is staged, forwarded and settled with no context made
+/// (issue 24: on R580 the context's making, the composed steps and the clean tail were half the
+/// VMM pair's instructions, and the cost tracks them). What `quick` and `quick_after` change must
+/// be exactly what `before` and `after` change on a clean call.
 pub trait Check<A> {
     type Plan;
     /// Whether `before` does anything. Rows whose checks only act after the call (lifecycle
@@ -301,6 +339,26 @@ pub trait Check<A> {
     fn idle(&self, _states: &States) -> bool {
         false
     }
+    /// Whether the check has a quick path ([`Check::quick`]); a row takes it only when all its
+    /// checks have one.
+    const QUICK: bool = false;
+    /// The untraced clean path, before the call: `Some(plan)` when this check is sure the call
+    /// is clean whatever the driver answers (nothing to flag, no stack to keep), with what it
+    /// tracks changed as `before` changes it; `None` to take the full path, with nothing changed.
+    #[inline(always)]
+    fn quick(&self, _args: &A, _q: &Quick) -> Option<Self::Plan> {
+        None
+    }
+    /// After [`Check::quick`] said `Some`: as `after` on a clean call, given the driver's answer;
+    /// `Outcome::NotCalled` when a later check of the row sent the call to the full path, which
+    /// undoes what `quick` changed.
+    #[inline(always)]
+    fn quick_after(&self, _args: &A, _plan: Self::Plan, _outcome: Outcome, _q: &Quick) {}
+}
+
+/// `C::QUICK` of a check value (for the table's generated constants).
+pub const fn has_quick<A, C: Check<A>>(_: &C) -> bool {
+    C::QUICK
 }
 
 /// `C::BEFORE` of a check value (for the table's generated constants).
@@ -325,6 +383,12 @@ pub trait Checked: sharecheck_core::functions::CallArgs {
     /// Runs every check's `before`, then `forward` (the driver call, or a refusal), then every
     /// check's `after` when the driver answered.
     fn run(&self, cx: &mut Cx, forward: impl FnOnce(&mut Cx) -> Outcome) -> Outcome;
+    /// Every check of the row has a quick path ([`Check::QUICK`]).
+    const QUICK: bool;
+    /// The row's quick path: every check's `quick`, then `call` (the driver's) when all said
+    /// `Some`, then every `quick_after`. `None`: a check wants the full path; nothing was changed
+    /// and `call` was not made.
+    fn quick(&self, q: &Quick, call: impl FnOnce() -> c_int) -> Option<c_int>;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 //! tells every family and the driver-fact caches, after the driver succeeded.
 
 use crate::engine::state::Lifetime;
-use crate::engine::{Check, Cx};
+use crate::engine::{Check, Cx, Quick};
+use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::args;
 use std::ffi::c_int;
 
@@ -40,6 +41,17 @@ impl<A> Check<A> for MemoryFreed {
     #[inline(always)]
     fn after(&self, _: &A, _: (), ret: c_int, cx: &mut Cx) {
         ended(cx, ret, Some(Lifetime::MemoryFreed));
+    }
+    const QUICK: bool = true;
+    #[inline(always)]
+    fn quick(&self, _: &A, _: &Quick) -> Option<()> {
+        Some(())
+    }
+    #[inline(always)]
+    fn quick_after(&self, _: &A, _: (), outcome: Outcome, q: &Quick) {
+        if outcome == Outcome::Returned(0) {
+            let _ = q.memory_freed();
+        }
     }
 }
 

@@ -16,7 +16,7 @@ pub mod pool;
 pub mod vmm;
 
 use crate::engine::state::{FamilyState, FAMILY_SLOTS};
-use crate::engine::{has_before, Check, Checked, Cx};
+use crate::engine::{has_before, has_quick, Check, Checked, Cx, Quick};
 use sharecheck_core::ffi::Outcome;
 
 /// A rule "flags must be 0" (HIP's VMM and pool calls): flagged with the value the call passed.
@@ -68,6 +68,24 @@ macro_rules! compose {
     }};
 }
 
+/// A row's quick path ([`Checked::quick`]), nested as `compose!`: a check whose `quick` says
+/// `Some` hears how the call ended, `NotCalled` when a later one sent it to the full path.
+macro_rules! quick {
+    ($args:ident, $q:ident, $call:ident;) => { Some($call()) };
+    ($args:ident, $q:ident, $call:ident; $family:ident :: $check:ident $(, $rest_family:ident :: $rest_check:ident)*) => {{
+        let check = &$family::checks::$check;
+        match Check::<Self>::quick(check, $args, $q) {
+            None => None,
+            Some(plan) => {
+                let answer = quick!($args, $q, $call; $($rest_family :: $rest_check),*);
+                let outcome = answer.map_or(Outcome::NotCalled, Outcome::Returned);
+                Check::<Self>::quick_after(check, $args, plan, outcome, $q);
+                answer
+            }
+        }
+    }};
+}
+
 macro_rules! define_checked {
     ($( $sym:ident => $( $family:ident :: $check:ident ),* ; )*) => {
         $(
@@ -83,6 +101,12 @@ macro_rules! define_checked {
                 fn run(&self, cx: &mut Cx, forward: impl FnOnce(&mut Cx) -> Outcome) -> Outcome {
                     let _ = &cx;
                     compose!(self, cx, forward; $( $family :: $check ),*)
+                }
+                const QUICK: bool = true $( && has_quick::<Self, _>(&$family::checks::$check) )*;
+                #[inline(always)]
+                fn quick(&self, q: &Quick, call: impl FnOnce() -> std::ffi::c_int) -> Option<std::ffi::c_int> {
+                    let _ = &q;
+                    quick!(self, q, call; $( $family :: $check ),*)
                 }
             }
         )*

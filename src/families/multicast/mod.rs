@@ -14,7 +14,7 @@ pub mod watchdog;
 
 use crate::engine::facts::GranularityOf;
 use crate::engine::state::{FamilyState, Lifetime};
-use crate::engine::{hex, Check, Cx};
+use crate::engine::{hex, Check, Cx, Quick};
 use crate::families::vmm::{granular, Location, Physical, VmmState};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
@@ -588,6 +588,12 @@ impl Check<args::cuMemMap> for Mapped {
     #[inline(always)]
     fn idle(&self, states: &crate::engine::state::States) -> bool {
         none_tracked(states)
+    }
+    const QUICK: bool = true;
+    /// Clean while no multicast object is tracked (nothing armed).
+    #[inline(always)]
+    fn quick(&self, _: &args::cuMemMap, q: &Quick) -> Option<Option<watchdog::Armed>> {
+        none_tracked(q.states).then_some(None)
     }
 }
 

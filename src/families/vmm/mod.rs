@@ -20,7 +20,7 @@ mod hip;
 mod tests;
 
 use crate::engine::state::{FamilyState, Left, Lifetime};
-use crate::engine::{hex, Check, Cx, LastClean, Remember};
+use crate::engine::{hex, Check, Cx, LastClean, Quick, Remember};
 use crate::guard::peek;
 use rustc_hash::FxHashMap;
 use sharecheck_core::codes::NOT_PERMITTED;
@@ -40,8 +40,22 @@ impl<V> Default for Sorted<V> {
 }
 
 impl<V: Copy> Sorted<V> {
-    /// Where `key` is, or would go.
+    /// Where `key` is, or would go. The last entry is looked at first: a map usually lies after
+    /// every earlier one, and an unmap usually takes the latest (issue 24: the search's code and
+    /// its chained reads stay off the VMM pair's path).
+    #[inline(always)]
     fn at(&self, key: u64) -> Result<usize, usize> {
+        let n = self.0.len();
+        match self.0.last() {
+            None => Err(0),
+            Some(&(k, _)) if k == key => Ok(n - 1),
+            Some(&(k, _)) if k < key => Err(n),
+            Some(_) => self.search(key),
+        }
+    }
+    #[cold]
+    #[inline(never)]
+    fn search(&self, key: u64) -> Result<usize, usize> {
         self.0.binary_search_by_key(&key, |&(k, _)| k)
     }
     fn get(&self, key: u64) -> Option<V> {
@@ -59,8 +73,18 @@ impl<V: Copy> Sorted<V> {
     fn remove(&mut self, key: u64) -> Option<V> {
         self.at(key).ok().map(|i| self.0.remove(i).1)
     }
-    /// The last entry at or before `key`.
+    /// The last entry at or before `key` (the last entry looked at first, as in [`Sorted::at`]).
+    #[inline(always)]
     fn at_or_before(&self, key: u64) -> Option<(u64, V)> {
+        match self.0.last() {
+            Some(&(k, v)) if k <= key => Some((k, v)),
+            Some(_) => self.before_last(key),
+            None => None,
+        }
+    }
+    #[cold]
+    #[inline(never)]
+    fn before_last(&self, key: u64) -> Option<(u64, V)> {
         let i = self.0.partition_point(|&(k, _)| k <= key);
         i.checked_sub(1).map(|i| self.0[i])
     }
@@ -145,8 +169,15 @@ pub struct Mapping {
 
 // A mapping with its address fits one cache line (the map and unmap checks' search touches it).
 const _: () = assert!(std::mem::size_of::<(u64, Mapping)>() <= 64);
-// The lock and what the clean paths read: two lines.
-const _: () = assert!(std::mem::offset_of!(VmmState, generation) + 8 <= 128);
+// The lock and what the clean paths read (the latest reservation and the remembered handle among
+// it): two lines. (The lock's data is its last field: it may be unsized.)
+const _: () = assert!(
+    std::mem::offset_of!(VmmState, inner) + std::mem::size_of::<Lock<Vmm>>()
+        - std::mem::size_of::<Vmm>()
+        + std::mem::offset_of!(Vmm, handles)
+        + std::mem::offset_of!(Handles, table)
+        <= 128
+);
 
 /// A handle this process holds references to.
 #[derive(Clone, Copy, Debug)]
@@ -158,24 +189,102 @@ struct Handle {
     mapped: bool,
 }
 
+/// The handles this process holds, with a copy of the entry a map most likely names: the one
+/// last taken (a map follows its create, import or retain) or mapped. A map that names it reads
+/// no line of the table (issue 24: the table's control bytes and bucket were two chained reads on
+/// the VMM pair's path, after the family's own line).
+#[derive(Default)]
+#[repr(C)]
+struct Handles {
+    /// `(handle, entry)`: always the table's entry of that handle, at every change.
+    recent: Option<(u64, Handle)>,
+    table: FxHashMap<u64, Handle>,
+}
+
+impl Handles {
+    fn get(&self, handle: u64) -> Option<Handle> {
+        match self.recent {
+            Some((h, entry)) if h == handle => Some(entry),
+            _ => self.table.get(&handle).copied(),
+        }
+    }
+
+    /// [`Handles::get`], remembering the entry found.
+    #[inline(always)]
+    fn get_remembered(&mut self, handle: u64) -> Option<Handle> {
+        match self.recent {
+            Some((h, entry)) if h == handle => Some(entry),
+            _ => self.remember(handle),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn remember(&mut self, handle: u64) -> Option<Handle> {
+        let entry = self.table.get(&handle).copied()?;
+        self.recent = Some((handle, entry));
+        Some(entry)
+    }
+
+    /// Changes the entry of `handle` (made from `physical`, with no reference, if there is
+    /// none), and remembers it.
+    fn change(&mut self, handle: u64, physical: Physical, f: impl FnOnce(&mut Handle)) {
+        let entry = self.table.entry(handle).or_insert(Handle {
+            physical,
+            references: 0,
+            mapped: false,
+        });
+        f(entry);
+        self.recent = Some((handle, *entry));
+    }
+
+    /// A handle's first map (whose stack the report keeps) was made.
+    fn mark_mapped(&mut self, handle: u64) {
+        if self.table.contains_key(&handle) {
+            self.change(handle, Physical::default(), |h| h.mapped = true);
+        }
+    }
+
+    /// One reference given back; the entry goes with the last.
+    fn release(&mut self, handle: u64) {
+        let Some(entry) = self.table.get_mut(&handle) else {
+            return;
+        };
+        entry.references = entry.references.saturating_sub(1);
+        if entry.references == 0 {
+            self.table.remove(&handle);
+            if self.recent.is_some_and(|(h, _)| h == handle) {
+                self.recent = None;
+            }
+        } else {
+            self.recent = Some((handle, *entry));
+        }
+    }
+
+    /// The entries, in no order.
+    fn iter(&self) -> impl Iterator<Item = (&u64, &Handle)> {
+        self.table.iter()
+    }
+}
+
 /// The family's lock: a spin lock whose release is a plain store (one locked operation per
 /// section, not two), yielding the CPU while another thread holds it. No section calls out of
 /// the shim.
 type Lock<T> = spin::mutex::SpinMutex<T, spin::relax::Yield>;
 
-/// What the family tracks. A forked child starts empty, as every family does. The lock, the
-/// collections' headers and the counts a map, an unmap or a use reads come first, on two lines
-/// of their own (issue 24).
+/// What the family tracks. A forked child starts empty, as every family does. The counts a use
+/// reads, the lock and what a map and an unmap read ([`Vmm`]'s first fields) come first, on two
+/// lines of their own (issue 24).
 #[derive(Default)]
 #[repr(C, align(64))]
 pub struct VmmState {
-    inner: Lock<Vmm>,
     /// How many mappings have no access yet ([`Vmm::unaccessed`], read without the lock): while
     /// none, copies and memsets have nothing to check.
     unaccessed: AtomicUsize,
     /// [`Vmm::generation`], read without the lock: a remembered clean verdict holds while it
     /// has not moved.
     generation: AtomicU64,
+    inner: Lock<Vmm>,
     /// What a HIP program holds ([`hip::HipVmm`]), apart from CUDA's.
     hip: Lock<hip::HipVmm>,
     /// The POSIX fds the process exported ([`Exported`]).
@@ -239,11 +348,12 @@ impl VmmState {
     }
 }
 
+/// In this order (`repr(C)`): what a map and an unmap read and change comes first, on the
+/// state's first two lines with its lock; the tables they leave alone (the handles', the
+/// reservations') come after.
 #[derive(Default)]
+#[repr(C)]
 struct Vmm {
-    handles: FxHashMap<u64, Handle>,
-    /// Reservation start -> size.
-    reservations: Sorted<u64>,
     /// Mapping start -> mapping. Changed only through [`Vmm::map`], [`Vmm::unmap_inside`],
     /// [`Vmm::take`] and [`Vmm::grant`], which keep `unaccessed` and `generation`.
     maps: Sorted<Mapping>,
@@ -251,6 +361,13 @@ struct Vmm {
     unaccessed: usize,
     /// Moved by every change of the reservations or mappings.
     generation: u64,
+    /// The latest reservation, `(start, size)` (size 0: none): the one a map most likely lies
+    /// in, read without the sorted table's lines. Changed only through [`Vmm::reserve`] and
+    /// [`Vmm::unreserve`].
+    latest_reservation: (u64, u64),
+    handles: Handles,
+    /// Reservation start -> size (see `latest_reservation`).
+    reservations: Sorted<u64>,
 }
 
 /// What one API's at-exit findings name: its rules, the calls that make and give back each
@@ -424,7 +541,7 @@ impl VmmState {
 
     /// What is known of a handle this process holds.
     pub fn handle(&self, handle: u64) -> Option<Physical> {
-        self.inner.lock().handles.get(&handle).map(|h| h.physical)
+        self.inner.lock().handles.get(handle).map(|h| h.physical)
     }
 
     /// Runs `f` under the lock, then publishes how many mappings have no access and the
@@ -520,10 +637,36 @@ impl Vmm {
         (ptr - start < m.size).then_some((start, m))
     }
 
-    /// The reservation holding all of `[ptr, end)`.
+    /// The reservation holding all of `[ptr, end)`: the latest one, or one found in the table.
+    #[inline(always)]
     fn reservation(&self, ptr: u64, end: u64) -> Option<(u64, u64)> {
+        let (start, size) = self.latest_reservation;
+        if size != 0 && start <= ptr && end <= start.saturating_add(size) {
+            return Some((start, size));
+        }
+        self.reservation_in_table(ptr, end)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn reservation_in_table(&self, ptr: u64, end: u64) -> Option<(u64, u64)> {
         let (start, size) = self.reservations.at_or_before(ptr)?;
         (end <= start.saturating_add(size)).then_some((start, size))
+    }
+
+    /// A reservation made.
+    fn reserve(&mut self, start: u64, size: u64) {
+        self.reservations.insert(start, size);
+        self.latest_reservation = (start, size);
+        self.generation += 1;
+    }
+
+    /// A reservation freed: its size, when it was one.
+    fn unreserve(&mut self, start: u64) -> Option<u64> {
+        if self.latest_reservation.0 == start {
+            self.latest_reservation = (0, 0);
+        }
+        self.reservations.remove(start)
     }
 
     /// The first mapping that overlaps `[ptr, end)` (mappings do not overlap each other: the
@@ -604,15 +747,12 @@ fn location(p: &CUmemAllocationPropHead) -> Option<Location> {
 /// A reference to `handle` taken (created, imported, retained), with what is known of it.
 fn referenced(cx: &Cx, handle: u64, physical: impl FnOnce(Option<Physical>) -> Physical) {
     let mut vmm = cx.states.family::<VmmState>().inner.lock();
-    let known = vmm.handles.get(&handle).map(|h| h.physical);
+    let known = vmm.handles.get(handle).map(|h| h.physical);
     let physical = physical(known);
-    let h = vmm.handles.entry(handle).or_insert(Handle {
-        physical,
-        references: 0,
-        mapped: false,
+    vmm.handles.change(handle, physical, |h| {
+        h.physical = physical;
+        h.references = h.references.saturating_add(1);
     });
-    h.physical = physical;
-    h.references = h.references.saturating_add(1);
 }
 
 /// What a create's checks learned before the call: the handle types its properties request and
@@ -726,7 +866,7 @@ impl Check<args::cuMemRelease> for Release {
             .inner
             .lock()
             .handles
-            .get(&handle)
+            .get(handle)
             .is_some_and(|h| h.references > 0);
         if !held {
             cx.tracked(&cuda::RELEASE_NOT_LIVE, || {
@@ -742,14 +882,9 @@ impl Check<args::cuMemRelease> for Release {
         if ret != 0 {
             return;
         }
+        // Mappings keep what they map (the memory lives until they are unmapped).
         let mut vmm = cx.states.family::<VmmState>().inner.lock();
-        if let Some(h) = vmm.handles.get_mut(&a.handle.0) {
-            h.references = h.references.saturating_sub(1);
-            if h.references == 0 {
-                // Mappings keep what they map (the memory lives until they are unmapped).
-                vmm.handles.remove(&a.handle.0);
-            }
-        }
+        vmm.handles.release(a.handle.0);
     }
 }
 
@@ -802,10 +937,9 @@ impl Check<args::cuMemAddressReserve> for Reserve {
     fn before(&self, _: &args::cuMemAddressReserve, _: &mut Cx) {}
     fn after(&self, a: &args::cuMemAddressReserve, _: (), ret: c_int, cx: &mut Cx) {
         if let Some(ptr) = a.ptr.written(Outcome::Returned(ret)) {
-            cx.states.family::<VmmState>().with(|vmm| {
-                vmm.reservations.insert(ptr.0, a.size.0 as u64);
-                vmm.generation += 1;
-            });
+            cx.states
+                .family::<VmmState>()
+                .with(|vmm| vmm.reserve(ptr.0, a.size.0 as u64));
         }
     }
 }
@@ -841,7 +975,7 @@ impl Check<args::cuMemAddressFree> for AddressFree {
         }
         let (ptr, end) = (a.ptr.0, a.ptr.0.saturating_add(a.size.0 as u64));
         cx.states.family::<VmmState>().with(|vmm| {
-            vmm.reservations.remove(ptr);
+            vmm.unreserve(ptr);
             vmm.unmap_inside(ptr, end);
         });
     }
@@ -926,7 +1060,7 @@ impl Vmm {
         detail: &mut Option<MapDetail>,
     ) -> MapSeen {
         let end = ptr.saturating_add(size);
-        let (physical, first) = match self.handles.get(&handle) {
+        let (physical, first) = match self.handles.get_remembered(handle) {
             Some(h) => (h.physical, !h.mapped),
             None => (Physical::default(), false),
         };
@@ -944,7 +1078,7 @@ impl Vmm {
         }
         // Where the mapping would go; mappings do not overlap each other, so only the one
         // before it and the one at it can overlap the range.
-        let i = self.maps.0.partition_point(|&(k, _)| k < ptr);
+        let (Ok(i) | Err(i)) = self.maps.at(ptr);
         let before = i.checked_sub(1).map(|j| self.maps.0[j]);
         let overlap = before
             .filter(|&(start, m)| start.saturating_add(m.size) > ptr)
@@ -960,7 +1094,12 @@ impl Vmm {
                     physical,
                     accessible: false,
                 };
-                self.maps.0.insert(i, (ptr, mapping));
+                // After every mapping (the usual map), pushed: no shift to test for.
+                if i == self.maps.0.len() {
+                    self.maps.0.push((ptr, mapping));
+                } else {
+                    self.maps.0.insert(i, (ptr, mapping));
+                }
                 self.unaccessed += 1;
                 self.generation += 1;
                 seen |= MapSeen::STAGED;
@@ -1072,16 +1211,12 @@ impl Map {
         let state = cx.states.family::<VmmState>();
         let (ptr, size, handle) = (a.ptr.0, a.size.0 as u64, a.handle.0);
         if ret == 0 && seen.first() {
-            state.with(|vmm| {
-                if let Some(h) = vmm.handles.get_mut(&handle) {
-                    h.mapped = true;
-                }
-            });
+            Map::first_mapped(a, cx.states);
             cx.keep_stack();
         }
         match (ret, seen.staged()) {
             (0, false) => state.with(|vmm| {
-                let physical = vmm.handles.get(&handle).map(|h| h.physical);
+                let physical = vmm.handles.get(handle).map(|h| h.physical);
                 let mapping = Mapping {
                     size,
                     handle,
@@ -1090,17 +1225,32 @@ impl Map {
                 };
                 vmm.map(ptr, mapping);
             }),
-            (r, true) if r != 0 => {
-                let staged = Mapping {
-                    size,
-                    handle,
-                    physical: Physical::default(),
-                    accessible: false,
-                };
-                state.with(|vmm| vmm.take(ptr, staged));
-            }
+            (r, true) if r != 0 => Map::take_back(a, state),
             _ => {}
         }
+    }
+
+    /// A handle's first map succeeded (its later maps are not first).
+    #[cold]
+    #[inline(never)]
+    fn first_mapped(a: &args::cuMemMap, states: &crate::engine::state::States) {
+        let handle = a.handle.0;
+        states
+            .family::<VmmState>()
+            .with(|vmm| vmm.handles.mark_mapped(handle));
+    }
+
+    /// A staged mapping the driver refused (or that the full path will stage again): taken out.
+    #[cold]
+    #[inline(never)]
+    fn take_back(a: &args::cuMemMap, state: &VmmState) {
+        let staged = Mapping {
+            size: a.size.0 as u64,
+            handle: a.handle.0,
+            physical: Physical::default(),
+            accessible: false,
+        };
+        state.with(|vmm| vmm.take(a.ptr.0, staged));
     }
 }
 
@@ -1123,6 +1273,31 @@ impl Check<args::cuMemMap> for Map {
     fn after(&self, a: &args::cuMemMap, seen: MapSeen, ret: c_int, cx: &mut Cx) {
         if seen.first() || (ret == 0) != seen.staged() {
             Map::settle(a, seen, ret, cx);
+        }
+    }
+    const QUICK: bool = true;
+    /// Clean: staged, with nothing to flag. (A handle's first map keeps its stack only in a
+    /// record, and the quick path is untraced: the handle is marked mapped after the call.)
+    #[inline(always)]
+    fn quick(&self, a: &args::cuMemMap, q: &Quick) -> Option<MapSeen> {
+        let (ptr, size, offset) = (a.ptr.0, a.size.0 as u64, a.offset.0 as u64);
+        let state = q.states.family::<VmmState>();
+        let mut detail = None;
+        let seen = state.with(|vmm| vmm.stage_map(ptr, size, offset, a.handle.0, &mut detail));
+        if seen.bad() == 0 && seen.staged() {
+            return Some(seen);
+        }
+        if seen.staged() {
+            Map::take_back(a, state);
+        }
+        None
+    }
+    #[inline(always)]
+    fn quick_after(&self, a: &args::cuMemMap, seen: MapSeen, outcome: Outcome, q: &Quick) {
+        match outcome {
+            Outcome::Returned(0) if seen.first() => Map::first_mapped(a, q.states),
+            Outcome::Returned(0) => {}
+            _ => Map::take_back(a, q.states.family::<VmmState>()),
         }
     }
 }
@@ -1169,20 +1344,29 @@ impl Unmap {
         let (ptr, end) = (a.ptr.0, a.ptr.0.saturating_add(a.size.0 as u64));
         match (ret, staged) {
             (0, None) => state.with(|vmm| vmm.unmap_inside(ptr, end)),
-            (r, Some(u)) if r != 0 => state.with(|vmm| {
-                if vmm.first_overlap(ptr, end).is_none() {
-                    let physical = vmm.handles.get(&u.handle).map(|h| h.physical);
-                    let m = Mapping {
-                        size: a.size.0 as u64,
-                        handle: u.handle,
-                        physical: physical.unwrap_or_default(),
-                        accessible: u.accessible,
-                    };
-                    vmm.map(ptr, m);
-                }
-            }),
+            (r, Some(u)) if r != 0 => Unmap::put_back(a, u, state),
             _ => {}
         }
+    }
+
+    /// A mapping taken out that the driver kept (it refused the unmap): put back as it was,
+    /// unless something now overlaps it.
+    #[cold]
+    #[inline(never)]
+    fn put_back(a: &args::cuMemUnmap, u: Unstaged, state: &VmmState) {
+        let (ptr, end) = (a.ptr.0, a.ptr.0.saturating_add(a.size.0 as u64));
+        state.with(|vmm| {
+            if vmm.first_overlap(ptr, end).is_none() {
+                let physical = vmm.handles.get(u.handle).map(|h| h.physical);
+                let m = Mapping {
+                    size: a.size.0 as u64,
+                    handle: u.handle,
+                    physical: physical.unwrap_or_default(),
+                    accessible: u.accessible,
+                };
+                vmm.map(ptr, m);
+            }
+        });
     }
 }
 
@@ -1206,6 +1390,29 @@ impl Check<args::cuMemUnmap> for Unmap {
     fn after(&self, a: &args::cuMemUnmap, staged: Option<Unstaged>, ret: c_int, cx: &mut Cx) {
         if (ret == 0) == staged.is_none() {
             Unmap::settle(a, staged, ret, cx);
+        }
+    }
+    const QUICK: bool = true;
+    /// Clean: the range is exactly one mapping (taken out).
+    #[inline(always)]
+    fn quick(&self, a: &args::cuMemUnmap, q: &Quick) -> Option<Option<Unstaged>> {
+        let (ptr, size) = (a.ptr.0, a.size.0 as u64);
+        let staged = q
+            .states
+            .family::<VmmState>()
+            .with(|vmm| vmm.stage_unmap(ptr, size))?;
+        Some(Some(staged))
+    }
+    #[inline(always)]
+    fn quick_after(
+        &self,
+        a: &args::cuMemUnmap,
+        staged: Option<Unstaged>,
+        outcome: Outcome,
+        q: &Quick,
+    ) {
+        if let (false, Some(u)) = (outcome == Outcome::Returned(0), staged) {
+            Unmap::put_back(a, u, q.states.family::<VmmState>());
         }
     }
 }

@@ -364,6 +364,180 @@ fn a_refused_call_leaves_the_tracked_state_as_it_was() {
     h.ok(map_at(VA, 2 * G, 0, H));
 }
 
+/// What a map reads beside the family's lock instead of the tables (issue 24: the handle last
+/// taken or mapped, the latest reservation) is what the tables hold after every change: a handle
+/// released, and its value handed out again for other memory; another handle taken; a
+/// reservation made after another, and freed. Maps and unmaps out of address order (not at the
+/// last mapping) find the mappings in the table.
+#[test]
+fn what_a_map_remembers_is_what_the_tables_hold() {
+    const H2: u64 = H + 1;
+    const VA2: u64 = VA + 16 * G;
+    let h = world();
+    let coherent = |h: &Harness| {
+        let vmm = h.states.family::<VmmState>().inner.lock();
+        if let Some((handle, entry)) = vmm.handles.recent {
+            let held = vmm
+                .handles
+                .table
+                .get(&handle)
+                .expect("a remembered handle is held");
+            assert_eq!(
+                (held.physical.size, held.references, held.mapped),
+                (entry.physical.size, entry.references, entry.mapped)
+            );
+        }
+        let (start, size) = vmm.latest_reservation;
+        if size != 0 {
+            assert_eq!(vmm.reservations.get(start), Some(size));
+        }
+    };
+    create(&h, H, 2 * G);
+    reserve(&h, VA, 8 * G);
+    h.ok(map_at(VA, 2 * G, 0, H));
+    coherent(&h);
+    assert!(
+        h.states
+            .family::<VmmState>()
+            .inner
+            .lock()
+            .handles
+            .get(H)
+            .unwrap()
+            .mapped
+    );
+    h.ok(unmap(VA, 2 * G));
+    h.ok(release(H));
+    coherent(&h);
+    // Nothing is known of a released handle (what was known of its 2 granules would make 4 past
+    // the allocation).
+    assert!(h.call(map_at(VA, 4 * G, 0, H), INVALID_VALUE).is_quiet());
+    // Its value handed out again, for one granule: two are past this allocation.
+    create(&h, H, G);
+    coherent(&h);
+    let ran = h.call(map_at(VA, 2 * G, 0, H), INVALID_VALUE);
+    assert_eq!(
+        ran.rules,
+        ["cuMemMap.past-allocation"],
+        "{:?}",
+        ran.messages
+    );
+    // Another handle taken and mapped high; `H` then mapped below it (not after the last
+    // mapping), and over it.
+    create(&h, H2, 2 * G);
+    h.ok(map_at(VA + 4 * G, 2 * G, 0, H2));
+    h.ok(map_at(VA, G, 0, H));
+    coherent(&h);
+    let ran = h.call(map_at(VA + 4 * G, G, 0, H), INVALID_VALUE);
+    assert_eq!(ran.rules, ["cuMemMap.already-mapped"], "{:?}", ran.messages);
+    // A second reservation, the latest: a map into the first finds it in the table.
+    reserve(&h, VA2, 4 * G);
+    coherent(&h);
+    h.ok(map_at(VA + 6 * G, G, 0, H));
+    // Unmaps of the first mapping and of the middle one (neither is the last).
+    h.ok(unmap(VA, G));
+    h.ok(unmap(VA + 4 * G, 2 * G));
+    h.ok(unmap(VA + 6 * G, G));
+    // The latest reservation freed: a map into its range is outside every reservation.
+    h.ok(address_free(VA2, 4 * G));
+    coherent(&h);
+    let ran = h.call(map_at(VA2, G, 0, H), INVALID_VALUE);
+    assert_eq!(
+        ran.rules,
+        ["cuMemMap.not-in-reservation"],
+        "{:?}",
+        ran.messages
+    );
+    assert!(h.states.family::<VmmState>().inner.lock().maps.0.is_empty());
+}
+
+/// An untraced clean map and unmap take the quick path (no checks' context) and change what the
+/// full path changes (a handle's first map marks it mapped); a refused one is undone there;
+/// anything else (a finding, a range that is not one mapping, a multicast object tracked) goes to
+/// the full path with nothing changed and the driver not called.
+#[test]
+fn a_clean_map_and_unmap_take_the_quick_path_and_change_what_the_full_one_does() {
+    let h = world();
+    let state = || h.states.family::<VmmState>();
+    let own = || crate::engine::OWN_MOVES.with(std::cell::Cell::get);
+    create(&h, H, 2 * G);
+    reserve(&h, VA, 4 * G);
+    let mapped_once = || {
+        state()
+            .inner
+            .lock()
+            .handles
+            .get(H)
+            .is_some_and(|e| e.mapped)
+    };
+    // The handle's first map, refused and then made: marked mapped once made.
+    assert_eq!(
+        h.quick(map_at(VA, 2 * G, 0, H), INVALID_VALUE),
+        Some(INVALID_VALUE)
+    );
+    assert!(!mapped_once());
+    assert_eq!(h.quick(map_at(VA, 2 * G, 0, H), SUCCESS), Some(SUCCESS));
+    assert!(mapped_once());
+    h.ok(unmap(VA, 2 * G));
+    // A clean map: mapped as the full path maps it (no access yet).
+    assert_eq!(h.quick(map_at(VA, 2 * G, 0, H), SUCCESS), Some(SUCCESS));
+    let (start, m) = state().mapping(VA).expect("mapped");
+    assert_eq!(
+        (start, m.size, m.handle, m.accessible),
+        (VA, 2 * G, H, false)
+    );
+    assert_eq!(m.physical.size.map(std::num::NonZero::get), Some(2 * G));
+    let ran = h.call(memset_async(VA), INVALID_VALUE);
+    assert_eq!(ran.rules, ["vmm.used-before-access"], "{:?}", ran.messages);
+    h.ok(set_access(VA, 2 * G));
+    // An unmap the driver refuses: put back with its access; the memory's end is not told.
+    let moves = own();
+    assert_eq!(
+        h.quick(unmap(VA, 2 * G), INVALID_VALUE),
+        Some(INVALID_VALUE)
+    );
+    assert_eq!(own() - moves, 1, "only the harness's own move");
+    assert!(state().mapping(VA).is_some_and(|(_, m)| m.accessible));
+    assert!(h.call(memset_async(VA), INVALID_VALUE).is_quiet());
+    // A clean unmap: gone, and the memory's end told (the facts' generation moved).
+    let moves = own();
+    assert_eq!(h.quick(unmap(VA, 2 * G), SUCCESS), Some(SUCCESS));
+    assert_eq!(own() - moves, 2, "the harness's move and the end's");
+    assert!(state().mapping(VA).is_none());
+    // A map the driver refuses: not mapped.
+    assert_eq!(
+        h.quick(map_at(VA, 2 * G, 0, H), INVALID_VALUE),
+        Some(INVALID_VALUE)
+    );
+    assert!(state().mapping(VA).is_none());
+    // A map with a finding (one page into a granule) and one over a mapping: the full path's,
+    // with the tracked mappings as they were.
+    h.ok(map_at(VA, G, 0, H));
+    assert_eq!(h.quick(map_at(VA + G + 4096, G, 0, H), SUCCESS), None);
+    assert_eq!(h.quick(map_at(VA, G, G, H), SUCCESS), None);
+    assert_eq!(state().inner.lock().maps.0.len(), 1);
+    // An unmap of a range that is not one mapping.
+    assert_eq!(h.quick(unmap(VA, 2 * G), SUCCESS), None);
+    assert!(state().mapping(VA).is_some());
+    h.ok(unmap(VA, G));
+    // A multicast object tracked: the map is the full path's (its check may arm a watchdog),
+    // and what the VMM check staged before the multicast one declined is taken back.
+    let prop = CUmulticastObjectProp {
+        num_devices: 2,
+        size: 2 * G as usize,
+        handle_types: u64::from(POSIX_FD),
+        flags: 0,
+    };
+    let mut mc = CUmemGenericAllocationHandle(0x900);
+    h.ok(args::cuMulticastCreate {
+        mcHandle: Out(&mut mc),
+        prop: MulticastObjectPropPtr(&prop),
+    });
+    assert_eq!(h.quick(map_at(VA, 2 * G, 0, H), SUCCESS), None);
+    assert!(state().mapping(VA).is_none(), "taken back");
+    h.ok(map_at(VA, 2 * G, 0, H));
+}
+
 /// The same access set again, with no change to the mappings since, is remembered clean: the
 /// check neither looks at nor changes the tracked state. Any change to the mappings ends it.
 #[test]
@@ -465,6 +639,14 @@ fn the_sorted_map_finds_entries_by_address() {
     assert_eq!(s.insert(10, 1), None);
     assert_eq!(s.insert(20, 2), None);
     assert_eq!(s.insert(20, 4), Some(2), "a key again replaces its value");
+    // The last entry is looked at first; keys before it are searched for.
+    assert_eq!(super::Sorted::<u32>::default().at(5), Err(0));
+    assert_eq!(
+        (s.at(30), s.at(40), s.at(20), s.at(15), s.at(5)),
+        (Ok(2), Err(3), Ok(1), Err(1), Err(0))
+    );
+    assert_eq!(s.at_or_before(35), Some((30, 3)));
+    assert_eq!(s.at_or_before(30), Some((30, 3)));
     assert_eq!(s.get(20), Some(4));
     assert_eq!(s.get(25), None);
     assert_eq!(s.at_or_before(25), Some((20, 4)));
