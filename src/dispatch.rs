@@ -7,7 +7,9 @@
 //! value and out-parameters (strict mode aside). The clean path allocates nothing, formats
 //! nothing, takes no lock that other threads' clean calls take and, without a trace, reads no
 //! clock: one thread-local lookup, a few atomic loads, the checks' driver facts (cached where they
-//! cannot change), and the call.
+//! cannot change), and the call. Untraced, a row whose every check can decide a call clean without
+//! the checks' context (`engine::Check::quick`: the VMM map and unmap) is staged, forwarded and
+//! settled with no context made; a check that is not sure sends it to the full path, unchanged.
 //!
 //! On R580 each code page a call's path touches costs its own TLB walk after the driver's call
 //! (about 3.5 ns a page on a 2x H100 host, `scripts/gpu/line_cost.c`). The out-of-line steps of
