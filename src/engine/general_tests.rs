@@ -167,3 +167,24 @@ fn without_a_trace_a_finding_past_the_duplicate_limit_takes_no_stack() {
     assert!(stacks[..limit].iter().all(|&s| s), "{stacks:?}");
     assert!(stacks[limit..].iter().all(|&s| !s), "{stacks:?}");
 }
+
+/// The quick path ([`super::Checked::quick`]) is taken by exactly the rows whose every check has
+/// one and one has a step before the call: the CUDA VMM map and unmap. A check with a quick path
+/// in many rows (the memory's end) enables none of them alone, a row of no check or of after-steps
+/// only (forwarded or observed before) is not one, and every quick row is an observed function (a
+/// failure on it is not explained, on the quick path as on the full one).
+#[test]
+fn only_rows_whose_every_check_has_a_quick_path_take_it() {
+    macro_rules! quick_rows {
+        ($( $sym:ident => $( $family:ident :: $check:ident ),* ; )*) => {
+            [$( (stringify!($sym), <args::$sym as super::Checked>::QUICK, args::$sym::ID) ),*]
+        };
+    }
+    use sharecheck_core::functions::CallArgs;
+    let rows = sharecheck_core::check_table!(quick_rows);
+    let quick: Vec<&str> = rows.iter().filter(|r| r.1).map(|r| r.0).collect();
+    assert_eq!(quick, ["cuMemMap", "cuMemUnmap"]);
+    for (name, _, id) in rows.iter().filter(|r| r.1) {
+        assert!(id.info().observed, "{name} is observed");
+    }
+}

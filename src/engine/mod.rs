@@ -383,7 +383,8 @@ pub trait Checked: sharecheck_core::functions::CallArgs {
     /// Runs every check's `before`, then `forward` (the driver call, or a refusal), then every
     /// check's `after` when the driver answered.
     fn run(&self, cx: &mut Cx, forward: impl FnOnce(&mut Cx) -> Outcome) -> Outcome;
-    /// Every check of the row has a quick path ([`Check::QUICK`]).
+    /// Every check of the row has a quick path ([`Check::QUICK`]) and one has a step before the
+    /// call (a row of no check, or of after-steps only, is forwarded or observed before).
     const QUICK: bool;
     /// The row's quick path: every check's `quick`, then `call` (the driver's) when all said
     /// `Some`, then every `quick_after`. `None`: a check wants the full path; nothing was changed

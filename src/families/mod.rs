@@ -102,7 +102,9 @@ macro_rules! define_checked {
                     let _ = &cx;
                     compose!(self, cx, forward; $( $family :: $check ),*)
                 }
-                const QUICK: bool = true $( && has_quick::<Self, _>(&$family::checks::$check) )*;
+                // A row of no check, or of after-steps only, takes a shorter path before this one.
+                const QUICK: bool = !Self::OBSERVE_ONLY
+                    $( && has_quick::<Self, _>(&$family::checks::$check) )*;
                 #[inline(always)]
                 fn quick(&self, q: &Quick, call: impl FnOnce() -> std::ffi::c_int) -> Option<std::ffi::c_int> {
                     let _ = &q;
