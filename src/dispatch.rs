@@ -7,9 +7,10 @@
 //! value and out-parameters (strict mode aside). The clean path allocates nothing, formats
 //! nothing, takes no lock that other threads' clean calls take and, without a trace, reads no
 //! clock: one thread-local lookup, a few atomic loads, the checks' driver facts (cached where they
-//! cannot change), and the call. Untraced, a row whose every check can decide a call clean without
-//! the checks' context (`engine::Check::quick`: the VMM map and unmap) is staged, forwarded and
-//! settled with no context made; a check that is not sure sends it to the full path, unchanged.
+//! cannot change), and the call. A row whose every check can decide a call clean without the
+//! checks' context (`engine::Check::quick`: the VMM map and unmap) is staged, forwarded and
+//! settled with no context made, and traced as a clean call is; a check that is not sure sends it
+//! to the full path, unchanged.
 //!
 //! On R580 each code page a call's path touches costs its own TLB walk after the driver's call
 //! (about 3.5 ns a page on a 2x H100 host, `scripts/gpu/line_cost.c`). The out-of-line steps of
@@ -125,8 +126,8 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     if TRACED && (!A::CHECKED || A::idle(engine::states())) {
         return traced_idle(&guard, args, real, stamp);
     }
-    if !TRACED && A::QUICK {
-        if let Some(ret) = quick(&guard, args, real) {
+    if A::QUICK && (!TRACED || quick_recordable::<A>()) {
+        if let Some(ret) = quick::<A, TRACED>(&guard, args, real, stamp) {
             return ret;
         }
     }
@@ -225,13 +226,19 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     )
 }
 
-/// An untraced call of a row whose checks can each decide it clean without the checks' context
-/// ([`engine::Checked::quick`]): staged, forwarded and settled with no context made. `None`: a
-/// check wants the full path, and nothing was changed or called. A check's panic before the call
-/// sends it to the full path; after it, the driver's answer stands (the panic is logged).
+/// A call of a row whose checks can each decide it clean without the checks' context
+/// ([`engine::Checked::quick`]): staged, forwarded and settled with no context made, and recorded
+/// as [`traced_idle`] records (`TRACED`). `None`: a check wants the full path, and nothing was
+/// changed or called. A check's panic before the call sends it to the full path; after it, the
+/// driver's answer stands (the panic is logged).
 #[inline(always)]
-fn quick<A: Invoke>(guard: &Guard, args: A, real: usize) -> Option<c_int> {
-    let q = engine::Quick::process();
+fn quick<A: Invoke, const TRACED: bool>(
+    guard: &Guard,
+    args: A,
+    real: usize,
+    stamp: u64,
+) -> Option<c_int> {
+    let q = engine::Quick::process(TRACED);
     let mut answer = None;
     let decided = shielded(None, || {
         args.quick(&q, || {
@@ -242,10 +249,20 @@ fn quick<A: Invoke>(guard: &Guard, args: A, real: usize) -> Option<c_int> {
     });
     let ret = decided.or(answer)?;
     phases::mark(A::ID, Phase::Driver);
-    if ret != 0 && !A::ID.info().observed {
+    if TRACED {
+        record_unchecked(guard, args, ret, stamp, None);
+    } else if ret != 0 && !A::ID.info().observed {
         explain_failure(&args, ret, guard.call_number());
     }
     Some(ret)
+}
+
+/// Whether a traced call of a quick row may take the quick path: its record would be a clean
+/// call's (no duration, no stack; a first map's stack is the check's to decline,
+/// [`engine::Quick::recorded`]).
+#[inline(always)]
+fn quick_recordable<A: Invoke>() -> bool {
+    !engine::options().durations && !stack_wanted::<A>(false, false)
 }
 
 /// A traced call that is not clean: a finding, a covered failure to explain, a duration or a
@@ -358,6 +375,21 @@ fn traced_idle<A: Invoke>(guard: &Guard, args: A, real: usize, stamp: u64) -> c_
     let ret = guard.in_driver(|| args.invoke(real));
     phases::mark(A::ID, Phase::Driver);
     let dur_ns = timed.then(|| trace::now_on(guard.clock()).saturating_sub(start));
+    record_unchecked(guard, args, ret, stamp, dur_ns);
+    ret
+}
+
+/// The record of a traced call no check's context saw ([`traced_idle`], [`quick`]): numbered once
+/// the driver returned, a covered failure settled (explained) as on the full path, else the
+/// plain record (with its duration and stack where wanted).
+#[inline(always)]
+fn record_unchecked<A: Invoke>(
+    guard: &Guard,
+    args: A,
+    ret: c_int,
+    stamp: u64,
+    dur_ns: Option<u64>,
+) {
     let ts_ns = trace::at_stamp(guard.clock(), stamp);
     let number = trace::next_seq(guard.writer_slot(), false);
     phases::mark(A::ID, Phase::Number);
@@ -390,7 +422,6 @@ fn traced_idle<A: Invoke>(guard: &Guard, args: A, real: usize, stamp: u64) -> c_
     }
     drop(number);
     phases::mark(A::ID, Phase::Settle);
-    ret
 }
 
 /// The check context of a call on the guard's thread: the process's driver, state and options.

@@ -76,6 +76,95 @@ fn what_a_process_leaves_at_exit_is_found_by_the_report() {
     }
 }
 
+/// A handle mapped again and again, traced: its first map's record keeps the stack (the report
+/// shows where the handle was first mapped), the later maps and unmaps are recorded as clean
+/// calls (the quick path's), and the report finds exactly what the process left: the handle, the
+/// reservation and the last mapping, with the first map's stack.
+#[test]
+fn a_remapped_handle_keeps_its_first_map_s_stack_and_the_rest_is_recorded_plainly() {
+    let scratch = Scratch::new("vmm_remap");
+    let exe = program(&scratch);
+    let r = run_checked(&scratch, &exe, "remap", NONE);
+    assert!(r.rule_ids().is_empty(), "{}", r.stderr());
+    let maps: Vec<&serde_json::Value> = calls(&r.records)
+        .into_iter()
+        .filter(|c| c["fn"] == "cuMemMap" || c["fn"] == "cuMemUnmap")
+        .collect();
+    let shape: Vec<(&str, i64, bool)> = maps
+        .iter()
+        .map(|c| {
+            (
+                c["fn"].as_str().unwrap(),
+                c["r"].as_i64().unwrap(),
+                c.get("stack").is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("cuMemMap", 0, true),
+            ("cuMemUnmap", 0, false),
+            ("cuMemMap", 0, false),
+            ("cuMemUnmap", 0, false),
+            ("cuMemMap", 0, false),
+            ("cuMemUnmap", 0, false),
+            ("cuMemMap", 0, false),
+        ]
+    );
+    // Every map names the same handle and size; the last is two granules on.
+    let first_ptr = u64::from_str_radix(
+        maps[0]["a"]["ptr"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("0x"),
+        16,
+    )
+    .unwrap();
+    let last_ptr = u64::from_str_radix(
+        maps[6]["a"]["ptr"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("0x"),
+        16,
+    )
+    .unwrap();
+    let size = maps[0]["a"]["size"].as_u64().unwrap();
+    assert_eq!(last_ptr, first_ptr + size);
+    for m in maps.iter().filter(|c| c["fn"] == "cuMemMap") {
+        assert_eq!(m["a"]["handle"], maps[0]["a"]["handle"]);
+        assert_eq!(m["a"]["size"], maps[0]["a"]["size"]);
+    }
+    let found = report_phase(&r);
+    assert_eq!(
+        found,
+        [
+            ("cuMemAddressReserve.never-freed", "cuMemAddressReserve"),
+            ("cuMemCreate.never-released", "cuMemCreate"),
+            ("cuMemMap.never-unmapped", "cuMemMap"),
+        ]
+        .map(|(rule, f)| (rule.to_string(), f.to_string()))
+    );
+    // The mapping left is the last map's, shown where its handle was first mapped.
+    let summary = report_json(&r);
+    let left = summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "cuMemMap.never-unmapped")
+        .expect("the mapping left");
+    assert_eq!(left["seq"], maps[6]["seq"]);
+    assert_eq!(left["stack"], maps[0]["stack"]);
+    let message = left["message"].as_str().unwrap();
+    assert!(
+        message.ends_with(&format!(
+            "(the stack shown is where its handle was first mapped, cuMemMap call #{})",
+            maps[0]["seq"]
+        )),
+        "{message}"
+    );
+}
+
 /// A process that writes no trace gets what it left at its exit reported live, at exit, by the
 /// same rules; a correct process gets nothing, and a traced one leaves the decision to `sharecheck
 /// report` (nothing live).

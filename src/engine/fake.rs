@@ -384,10 +384,21 @@ impl Harness {
     /// `driver_ret`. `Some(ret)`: the row decided the call clean (and the driver was called);
     /// `None`: it sent the call to the full path (and the driver was not called).
     pub fn quick<A: Checked>(&self, args: A, driver_ret: c_int) -> Option<c_int> {
+        self.quick_as(args, driver_ret, false)
+    }
+
+    /// [`Harness::quick`] of a call that is `recorded` (a trace is written) or not.
+    pub fn quick_as<A: Checked>(
+        &self,
+        args: A,
+        driver_ret: c_int,
+        recorded: bool,
+    ) -> Option<c_int> {
         crate::engine::moved_on();
         let q = crate::engine::Quick {
             states: &self.states,
             facts: &self.facts,
+            recorded,
         };
         let mut called = false;
         let ret = args.quick(&q, || {

@@ -296,15 +296,19 @@ fn memory_freed(states: &States, facts: &dyn Facts) -> u64 {
 pub struct Quick<'a> {
     pub states: &'a States,
     pub facts: &'a dyn Facts,
+    /// The call is recorded (a trace is written): a check whose full path would keep something
+    /// in the record (a stack, [`Cx::keep_stack`]) declines.
+    pub recorded: bool,
 }
 
 impl Quick<'static> {
-    /// The process's.
+    /// The process's, for a call recorded or not.
     #[inline(always)]
-    pub fn process() -> Self {
+    pub fn process(recorded: bool) -> Self {
         Quick {
             states: states(),
             facts: driver(),
+            recorded,
         }
     }
 }
@@ -320,11 +324,13 @@ impl Quick<'_> {
 /// One check: its step before the call and, optionally, after it. `Plan` carries what the
 /// after-call step needs from before the call.
 ///
-/// A check may also decide a call clean without the checks' context ([`Check::quick`]): an
-/// untraced call whose every check does is staged, forwarded and settled with no context made
-/// (issue 24: on R580 the context's making, the composed steps and the clean tail were half the
-/// VMM pair's instructions, and the cost tracks them). What `quick` and `quick_after` change must
-/// be exactly what `before` and `after` change on a clean call.
+/// A check may also decide a call clean without the checks' context ([`Check::quick`]): a call
+/// whose every check does is staged, forwarded and settled with no context made, and recorded
+/// as a clean call is when a trace is written (issue 24: on R580 the context's making, the
+/// composed steps and the clean tail were half the VMM pair's instructions, and the cost tracks
+/// them). What `quick` and `quick_after` change must be exactly what `before` and `after` change
+/// on a clean call; a call whose record would hold more than a clean call's (a stack) is not
+/// quick when [`Quick::recorded`].
 pub trait Check<A> {
     type Plan;
     /// Whether `before` does anything. Rows whose checks only act after the call (lifecycle

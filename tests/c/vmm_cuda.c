@@ -14,6 +14,10 @@
  *              on R580)
  *   leak       mapped memory the process exits holding: its handle, reservation and mapping
  *              (found by the report phase).
+ *   remap      one handle mapped (access set), unmapped and mapped again at the same address
+ *              twice (the later maps and unmaps are the clean path's), then mapped at the next
+ *              two granules and left so: the process exits holding the handle, the reservation
+ *              and that last mapping (found by the report phase).
  *   fd-leak    a granule exported to a POSIX fd that is never closed (its handle released):
  *              the process exits holding the fd (found at exit).
  *   fd-closed  the same with the fd closed, then a buffer allocated (cuMemAlloc) and kept to the
@@ -177,6 +181,15 @@ int main(int argc, char **argv) {
         /* Exits holding the handle, the reservation and the mapping (the report phase). */
         h = mapped(&va);
         SETUP("cuMemSetAccess", cuMemSetAccess(va, 2 * G, &rw, 1));
+    } else if (!strcmp(s, "remap")) {
+        h = mapped(&va);
+        SETUP("cuMemSetAccess", cuMemSetAccess(va, 2 * G, &rw, 1));
+        for (int i = 0; i < 2; i++) {
+            SETUP("cuMemUnmap", cuMemUnmap(va, 2 * G));
+            SETUP("cuMemMap", cuMemMap(va, 2 * G, 0, h, 0));
+        }
+        SETUP("cuMemUnmap", cuMemUnmap(va, 2 * G));
+        SETUP("cuMemMap", cuMemMap(va + 2 * G, 2 * G, 0, h, 0));
     } else if (!strcmp(s, "release-twice")) {
         SETUP("cuMemCreate", create(&h, 2 * G));
         CALL("cuMemRelease", cuMemRelease(h));

@@ -250,6 +250,10 @@ fn never_unmapped_by(t: &Timeline, api: &Api) -> Vec<ReportFinding> {
     let mut found = Vec::new();
     for (pid, calls) in exited_calls(t) {
         let mut maps: BTreeMap<u64, (u64, &Call)> = BTreeMap::new();
+        // Per handle, its first map whose record kept a stack: the shim keeps a handle's first
+        // map's stack only (a stack per map would cost every traced map a walk), so a mapping
+        // made by a later map is shown where its handle was first mapped.
+        let mut first_mapped: HashMap<u64, &Call> = HashMap::new();
         for c in calls {
             let ptr = if c.func == api.address_free {
                 c.arg(api.freed)
@@ -261,6 +265,9 @@ fn never_unmapped_by(t: &Timeline, api: &Api) -> Vec<ReportFinding> {
             };
             let end = start.saturating_add(size);
             if c.func == api.map {
+                if let (Some(_), Some(h)) = (&c.stack, c.arg("handle").and_then(number)) {
+                    first_mapped.entry(h).or_insert(c);
+                }
                 maps.insert(start, (size, c));
             } else if c.func == api.unmap || c.func == api.address_free {
                 // Whole mappings inside the range go (as the driver unmaps them).
@@ -275,7 +282,7 @@ fn never_unmapped_by(t: &Timeline, api: &Api) -> Vec<ReportFinding> {
             }
         }
         for (start, (size, c)) in maps {
-            found.push(ReportFinding::at(
+            let mut finding = ReportFinding::at(
                 api.never_unmapped,
                 c,
                 format!(
@@ -284,7 +291,19 @@ fn never_unmapped_by(t: &Timeline, api: &Api) -> Vec<ReportFinding> {
                     start.saturating_add(size),
                     api.unmap
                 ),
-            ));
+            );
+            let first = c
+                .arg("handle")
+                .and_then(number)
+                .and_then(|h| first_mapped.get(&h));
+            if let (None, Some(first)) = (&finding.stack, first) {
+                finding.stack = first.stack.as_deref().cloned();
+                finding.message.push_str(&format!(
+                    " (the stack shown is where its handle was first mapped, {} call #{})",
+                    first.func, first.seq
+                ));
+            }
+            found.push(finding);
         }
     }
     found

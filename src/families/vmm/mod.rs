@@ -1276,15 +1276,15 @@ impl Check<args::cuMemMap> for Map {
         }
     }
     const QUICK: bool = true;
-    /// Clean: staged, with nothing to flag. (A handle's first map keeps its stack only in a
-    /// record, and the quick path is untraced: the handle is marked mapped after the call.)
+    /// Clean: staged, with nothing to flag. A handle's first map keeps its stack in a record:
+    /// recorded, it takes the full path; unrecorded, the handle is marked mapped after the call.
     #[inline(always)]
     fn quick(&self, a: &args::cuMemMap, q: &Quick) -> Option<MapSeen> {
         let (ptr, size, offset) = (a.ptr.0, a.size.0 as u64, a.offset.0 as u64);
         let state = q.states.family::<VmmState>();
         let mut detail = None;
         let seen = state.with(|vmm| vmm.stage_map(ptr, size, offset, a.handle.0, &mut detail));
-        if seen.bad() == 0 && seen.staged() {
+        if seen.bad() == 0 && seen.staged() && !(q.recorded && seen.first()) {
             return Some(seen);
         }
         if seen.staged() {

@@ -538,6 +538,41 @@ fn a_clean_map_and_unmap_take_the_quick_path_and_change_what_the_full_one_does()
     h.ok(map_at(VA, 2 * G, 0, H));
 }
 
+/// Recorded (a trace is written), a handle's first map is the full path's, which keeps its stack
+/// in the record; its later clean maps and unmaps are quick, as unrecorded.
+#[test]
+fn a_recorded_first_map_takes_the_full_path_and_later_ones_the_quick_one() {
+    let h = world();
+    let state = || h.states.family::<VmmState>();
+    let mapped_once = || {
+        state()
+            .inner
+            .lock()
+            .handles
+            .get(H)
+            .is_some_and(|e| e.mapped)
+    };
+    create(&h, H, 2 * G);
+    reserve(&h, VA, 4 * G);
+    // The first map: declined, with nothing staged or marked.
+    assert_eq!(h.quick_as(map_at(VA, 2 * G, 0, H), SUCCESS, true), None);
+    assert!(state().mapping(VA).is_none(), "nothing staged");
+    assert!(!mapped_once());
+    // Unrecorded, the same map is quick.
+    assert_eq!(
+        h.quick_as(map_at(VA, 2 * G, 0, H), SUCCESS, false),
+        Some(SUCCESS)
+    );
+    assert!(mapped_once());
+    assert_eq!(h.quick_as(unmap(VA, 2 * G), SUCCESS, true), Some(SUCCESS));
+    // Later maps of the handle: quick when recorded too.
+    assert_eq!(
+        h.quick_as(map_at(VA, 2 * G, 0, H), SUCCESS, true),
+        Some(SUCCESS)
+    );
+    assert!(state().mapping(VA).is_some());
+}
+
 /// The same access set again, with no change to the mappings since, is remembered clean: the
 /// check neither looks at nor changes the tracked state. Any change to the mappings ends it.
 #[test]
