@@ -65,6 +65,17 @@ fn create(h: &Harness, handle: u64, size: u64) {
     assert!(ran.rules.is_empty(), "{:?}", ran.messages);
 }
 
+/// Whether `handle` was mapped once (its first map made).
+fn mapped_once(h: &Harness, handle: u64) -> bool {
+    h.states
+        .family::<VmmState>()
+        .inner
+        .lock()
+        .handles
+        .get(handle)
+        .is_some_and(|e| e.mapped)
+}
+
 fn reserve(h: &Harness, at: u64, size: u64) {
     let mut out = CUdeviceptr(at);
     h.ok(args::cuMemAddressReserve {
@@ -462,14 +473,7 @@ fn a_clean_map_and_unmap_take_the_quick_path_and_change_what_the_full_one_does()
     let own = || crate::engine::OWN_MOVES.with(std::cell::Cell::get);
     create(&h, H, 2 * G);
     reserve(&h, VA, 4 * G);
-    let mapped_once = || {
-        state()
-            .inner
-            .lock()
-            .handles
-            .get(H)
-            .is_some_and(|e| e.mapped)
-    };
+    let mapped_once = || mapped_once(&h, H);
     // The handle's first map, refused and then made: marked mapped once made.
     assert_eq!(
         h.quick(map_at(VA, 2 * G, 0, H), INVALID_VALUE),
@@ -544,14 +548,7 @@ fn a_clean_map_and_unmap_take_the_quick_path_and_change_what_the_full_one_does()
 fn a_recorded_first_map_takes_the_full_path_and_later_ones_the_quick_one() {
     let h = world();
     let state = || h.states.family::<VmmState>();
-    let mapped_once = || {
-        state()
-            .inner
-            .lock()
-            .handles
-            .get(H)
-            .is_some_and(|e| e.mapped)
-    };
+    let mapped_once = || mapped_once(&h, H);
     create(&h, H, 2 * G);
     reserve(&h, VA, 4 * G);
     // The first map: declined, with nothing staged or marked.
