@@ -8,7 +8,7 @@
 //! nothing, takes no lock that other threads' clean calls take and, without a trace, reads no
 //! clock: one thread-local lookup, a few atomic loads, the checks' driver facts (cached where they
 //! cannot change), and the call. A row whose every check can decide a call clean without the
-//! checks' context (`engine::Check::quick`: the VMM map and unmap) is staged, forwarded and
+//! checks' context (`engine::Check::quick`: the VMM map, unmap and set access) is staged, forwarded and
 //! settled with no context made, and traced as a clean call is; a check that is not sure sends it
 //! to the full path, unchanged.
 //!

@@ -1436,20 +1436,21 @@ crate::fast_thread_local! {
     static LAST_CLEAN_ACCESS: LastClean<(u64, u64, u64)> = LastClean::new(); "sharecheck_tls_vmm_clean_access"
 }
 
-impl Check<args::cuMemSetAccess> for SetAccess {
-    type Plan = AccessPlan;
-    #[link_section = ".text.hot.sharecheck"]
-    fn before(&self, a: &args::cuMemSetAccess, cx: &mut Cx) -> AccessPlan {
+impl SetAccess {
+    /// The clean path's whole work: `Ok` when the range is exactly one mapping (given access
+    /// before the call when it had none: `Staged`), or the thread's last clean call again;
+    /// `Err` with what the range covers otherwise (a finding's matter).
+    #[inline(always)]
+    fn stage(a: &args::cuMemSetAccess, state: &VmmState) -> Result<AccessPlan, Over> {
         let (ptr, size) = (a.ptr.0, a.size.0 as u64);
         let key = (ptr, size, crate::engine::generation());
-        let state = cx.states.family::<VmmState>();
         if LAST_CLEAN_ACCESS
             .recall(key, state.generation.load(Relaxed))
             .is_some()
         {
-            return AccessPlan::Nothing;
+            return Ok(AccessPlan::Nothing);
         }
-        let over = state.with(|vmm| match vmm.exact(ptr, size) {
+        let (plan, generation) = state.with(|vmm| match vmm.exact(ptr, size) {
             Some(i) => {
                 let plan = if vmm.maps.0[i].1.accessible {
                     AccessPlan::Nothing
@@ -1460,14 +1461,28 @@ impl Check<args::cuMemSetAccess> for SetAccess {
                 Ok((plan, vmm.generation))
             }
             None => Err(vmm.over(ptr, ptr.saturating_add(size))),
-        });
-        let over = match over {
-            Ok((plan, generation)) => {
-                if plan == AccessPlan::Nothing {
-                    LAST_CLEAN_ACCESS.keep(key, generation, ());
-                }
-                return plan;
-            }
+        })?;
+        if plan == AccessPlan::Nothing {
+            LAST_CLEAN_ACCESS.keep(key, generation, ());
+        }
+        Ok(plan)
+    }
+
+    /// Access given before the call, taken back (the driver refused, or the call was not made).
+    #[cold]
+    #[inline(never)]
+    fn take_back(a: &args::cuMemSetAccess, state: &VmmState) {
+        let (ptr, end) = (a.ptr.0, a.ptr.0.saturating_add(a.size.0 as u64));
+        state.with(|vmm| vmm.grant(ptr, end, false));
+    }
+}
+
+impl Check<args::cuMemSetAccess> for SetAccess {
+    type Plan = AccessPlan;
+    #[link_section = ".text.hot.sharecheck"]
+    fn before(&self, a: &args::cuMemSetAccess, cx: &mut Cx) -> AccessPlan {
+        let over = match SetAccess::stage(a, cx.states.family::<VmmState>()) {
+            Ok(plan) => return plan,
             Err(over) => over,
         };
         let message = || not_whole(&over);
@@ -1484,14 +1499,28 @@ impl Check<args::cuMemSetAccess> for SetAccess {
     }
     fn after(&self, a: &args::cuMemSetAccess, plan: AccessPlan, ret: c_int, cx: &mut Cx) {
         let (ptr, end) = (a.ptr.0, a.ptr.0.saturating_add(a.size.0 as u64));
-        let grant = match (ret, plan) {
-            (0, AccessPlan::Later) => true,
-            (r, AccessPlan::Staged) if r != 0 => false,
-            _ => return,
-        };
-        cx.states
-            .family::<VmmState>()
-            .with(|vmm| vmm.grant(ptr, end, grant));
+        match (ret, plan) {
+            (0, AccessPlan::Later) => cx
+                .states
+                .family::<VmmState>()
+                .with(|vmm| vmm.grant(ptr, end, true)),
+            (r, AccessPlan::Staged) if r != 0 => {
+                SetAccess::take_back(a, cx.states.family::<VmmState>());
+            }
+            _ => {}
+        }
+    }
+    const QUICK: bool = true;
+    /// Clean: the range is exactly one mapping (or the thread's last clean call again).
+    #[inline(always)]
+    fn quick(&self, a: &args::cuMemSetAccess, q: &Quick) -> Option<AccessPlan> {
+        SetAccess::stage(a, q.states.family::<VmmState>()).ok()
+    }
+    #[inline(always)]
+    fn quick_after(&self, a: &args::cuMemSetAccess, plan: AccessPlan, outcome: Outcome, q: &Quick) {
+        if plan == AccessPlan::Staged && outcome != Outcome::Returned(0) {
+            SetAccess::take_back(a, q.states.family::<VmmState>());
+        }
     }
 }
 

@@ -542,6 +542,48 @@ fn a_clean_map_and_unmap_take_the_quick_path_and_change_what_the_full_one_does()
     h.ok(map_at(VA, 2 * G, 0, H));
 }
 
+/// A clean `cuMemSetAccess` (exactly one mapping) takes the quick path and changes what the full
+/// one does: access given, taken back when the driver refuses; the same call again is the
+/// thread's last clean one; a range that is not one mapping goes to the full path, unchanged.
+#[test]
+fn a_clean_set_access_takes_the_quick_path_and_changes_what_the_full_one_does() {
+    let h = world();
+    let state = || h.states.family::<VmmState>();
+    let accessible = |va: u64| state().mapping(va).is_some_and(|(_, m)| m.accessible);
+    create(&h, H, 2 * G);
+    reserve(&h, VA, 4 * G);
+    h.ok(map_at(VA, 2 * G, 0, H));
+    // Refused by the driver: the access staged before the call is taken back.
+    assert_eq!(
+        h.quick(set_access(VA, 2 * G), INVALID_VALUE),
+        Some(INVALID_VALUE)
+    );
+    assert!(!accessible(VA));
+    let ran = h.call(memset_async(VA), INVALID_VALUE);
+    assert_eq!(ran.rules, ["vmm.used-before-access"], "{:?}", ran.messages);
+    // Made: access given, as the full path gives it; again: nothing to change, still quick.
+    assert_eq!(h.quick(set_access(VA, 2 * G), SUCCESS), Some(SUCCESS));
+    assert!(accessible(VA));
+    assert!(h.call(memset_async(VA), SUCCESS).is_quiet());
+    assert_eq!(h.quick(set_access(VA, 2 * G), SUCCESS), Some(SUCCESS));
+    assert_eq!(
+        h.quick_as(set_access(VA, 2 * G), SUCCESS, true),
+        Some(SUCCESS),
+        "recorded as a clean call"
+    );
+    // Part of a mapping, or past it: the full path's (its finding), with nothing changed.
+    assert_eq!(h.quick(set_access(VA, G), SUCCESS), None);
+    assert_eq!(h.quick(set_access(VA, 3 * G), SUCCESS), None);
+    assert!(accessible(VA));
+    let ran = h.call(set_access(VA, 3 * G), SUCCESS);
+    assert_eq!(
+        ran.rules,
+        ["cuMemSetAccess.range-not-mapped"],
+        "{:?}",
+        ran.messages
+    );
+}
+
 /// Recorded (a trace is written), a handle's first map is the full path's, which keeps its stack
 /// in the record; its later clean maps and unmaps are quick, as unrecorded.
 #[test]
