@@ -90,11 +90,31 @@ impl std::fmt::Debug for Name {
     }
 }
 
-/// One call of one process, as its record tells it. What calls of a loop repeat (the function,
-/// the arguments, the context, the devices) is shared: one copy per timeline
-/// ([`Timeline::add`]).
+/// One call of one process, as its record tells it: what only it has (its time, number and
+/// place in the timeline), and what the calls of a loop repeat (its [`Shape`]: process, thread,
+/// function, arguments, place, answer and stack), one copy per timeline ([`Timeline::add`]). A
+/// kept call is 32 bytes (issue 27: a handle's history of millions of steps is kept whole).
+/// Reads of the shape's fields go through it (`call.func`, `call.args`).
 #[derive(Debug, Clone)]
 pub struct Call {
+    shape: std::sync::Arc<Shape>,
+    pub seq: u64,
+    pub ts_ns: u64,
+    /// Its place in the timeline's time order (set by [`Timeline::finish`]).
+    pub pos: usize,
+}
+
+impl std::ops::Deref for Call {
+    type Target = Shape;
+    fn deref(&self) -> &Shape {
+        &self.shape
+    }
+}
+
+/// What a call shares with every other call of its process, thread, function, arguments, place,
+/// answer and stack: one copy per timeline ([`Shared::shape`]).
+#[derive(Debug, Clone)]
+pub struct Shape {
     pub pid: i64,
     /// Its process among the timeline's: the pid on its machine (a pid names a process on one
     /// machine only; the reader gives each record its file's machine, `"machine"`). What the
@@ -105,8 +125,6 @@ pub struct Call {
     pub place: std::sync::Arc<Place>,
     /// The calling thread, where the record says.
     pub tid: Option<i64>,
-    pub seq: u64,
-    pub ts_ns: u64,
     /// The exact symbol (`cuIpcOpenMemHandle_v2`, ...).
     pub func: Name,
     pub args: Args,
@@ -116,8 +134,40 @@ pub struct Call {
     /// report-phase rule may name), else the stack of a finding on the record. Shared by every
     /// call made from the same place ([`Timeline::add`] keeps one copy of each stack).
     pub stack: Option<std::sync::Arc<Value>>,
-    /// Its place in the timeline's time order (set by [`Timeline::finish`]).
-    pub pos: usize,
+}
+
+impl Shape {
+    /// Whether two shapes are the same, their parts compared as the one copies they are.
+    fn same(&self, other: &Shape) -> bool {
+        use std::sync::Arc;
+        self.pid == other.pid
+            && self.proc == other.proc
+            && self.tid == other.tid
+            && self.ret == other.ret
+            && Arc::ptr_eq(&self.place, &other.place)
+            && Arc::ptr_eq(&self.func.0, &other.func.0)
+            && Arc::ptr_eq(&self.args.0, &other.args.0)
+            && match (&self.stack, &other.stack) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            }
+    }
+
+    fn key(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        (self.pid, self.proc, self.tid, self.ret).hash(&mut h);
+        std::sync::Arc::as_ptr(&self.place).hash(&mut h);
+        std::sync::Arc::as_ptr(&self.func.0)
+            .cast::<u8>()
+            .hash(&mut h);
+        std::sync::Arc::as_ptr(&self.args.0)
+            .cast::<u8>()
+            .hash(&mut h);
+        self.stack.as_ref().map(std::sync::Arc::as_ptr).hash(&mut h);
+        h.finish()
+    }
 }
 
 /// Where a call ran, as its record says. One copy is shared by every kept call made in the same
@@ -277,6 +327,8 @@ struct Shared {
     args: HashMap<u64, Vec<Args>>,
     values: HashMap<u64, Vec<std::sync::Arc<Value>>>,
     places: HashMap<u64, Vec<std::sync::Arc<Place>>>,
+    /// The calls' shapes, found by the identity of their parts ([`Shape::key`]).
+    shapes: HashMap<u64, Vec<std::sync::Arc<Shape>>>,
     /// Stacks given as written ([`Timeline::add_with_stack`]): text -> the one parsed copy.
     stack_texts: HashMap<Box<str>, std::sync::Arc<Value>>,
 }
@@ -401,7 +453,19 @@ impl Shared {
         fresh
     }
 
-    /// Takes in what another timeline's calls share (its calls keep their own copies).
+    /// The one copy of `shape` (whose parts are this table's copies).
+    fn shape(&mut self, shape: Shape) -> std::sync::Arc<Shape> {
+        let list = self.shapes.entry(shape.key()).or_default();
+        if let Some(held) = list.iter().find(|held| held.same(&shape)) {
+            return held.clone();
+        }
+        let fresh = std::sync::Arc::new(shape);
+        list.push(fresh.clone());
+        fresh
+    }
+
+    /// Takes in what another timeline's calls share (its calls keep their own copies; their
+    /// shapes are made anew here, with their processes renumbered: [`Timeline::absorb`]).
     fn absorb(&mut self, other: Shared) {
         self.names.extend(other.names);
         for (key, list) in other.args {
@@ -546,18 +610,21 @@ impl Timeline {
         };
         let place = shared.place(place);
         let func = shared.name(func);
-        self.calls.push(Call {
+        let shape = shared.shape(Shape {
             pid,
+            proc,
             place,
             tid: record.get("tid").and_then(Value::as_i64),
-            seq,
-            ts_ns,
             func,
             args,
             ret: record.get("r").and_then(Value::as_i64),
             stack,
+        });
+        self.calls.push(Call {
+            shape,
+            seq,
+            ts_ns,
             pos: 0,
-            proc,
         });
         self.sorted = false;
     }
@@ -570,8 +637,20 @@ impl Timeline {
             let next = self.procs.len();
             renumbered[theirs] = *self.procs.entry(key).or_insert(next);
         }
+        // Each of its shapes once, renumbered (its calls of one shape share the new one).
+        let mut shapes: HashMap<*const Shape, std::sync::Arc<Shape>> = HashMap::new();
+        let shared = &mut self.shared;
         self.calls.extend(other.calls.into_iter().map(|mut c| {
-            c.proc = renumbered[c.proc];
+            let theirs = std::sync::Arc::as_ptr(&c.shape);
+            c.shape = shapes
+                .entry(theirs)
+                .or_insert_with(|| {
+                    shared.shape(Shape {
+                        proc: renumbered[c.proc],
+                        ..(*c.shape).clone()
+                    })
+                })
+                .clone();
             c
         }));
         self.exits.extend(
@@ -741,7 +820,11 @@ impl Timeline {
                     uuid: home.uuid.clone(),
                     ..(**here).clone()
                 };
-                call.place = self.shared.place(place);
+                let place = self.shared.place(place);
+                call.shape = self.shared.shape(Shape {
+                    place,
+                    ..(*call.shape).clone()
+                });
             }
         }
     }
@@ -871,6 +954,15 @@ impl Timeline {
     /// process afterwards that no earlier export or open of the same pointer there took (an
     /// address an importer's opens reuse belongs to each open in turn). In order of the export.
     pub fn handles(&self) -> Vec<HandleView<'_>> {
+        let is_export =
+            |c: &Call| c.func.contains("IpcGetMemHandle") || c.func.contains("IpcGetEventHandle");
+        // The handles an export names: a view each, in the order of their fingerprints.
+        let exported: std::collections::BTreeSet<&str> = self
+            .calls
+            .iter()
+            .filter(|c| is_export(c))
+            .flat_map(Call::fingerprints)
+            .collect();
         // Each process's ends of each pointer, in time order, and how many are taken.
         let mut ends: HashMap<(usize, Written), (Vec<&Call>, usize)> = HashMap::new();
         for c in &self.calls {
@@ -881,48 +973,42 @@ impl Timeline {
                     .push(c);
             }
         }
-        // Exports and opens claim their ends in time order, across every handle.
-        let mut exchanges: Vec<(&str, &Call, Written)> = Vec::new();
-        let mut views: Vec<HandleView> = Vec::new();
-        for fp in self.fingerprints() {
-            let calls: Vec<&Call> = self.sharing(fp).collect();
-            if !calls
-                .iter()
-                .any(|c| c.func.contains("IpcGetMemHandle") || c.func.contains("IpcGetEventHandle"))
-            {
-                continue;
-            }
-            for c in &calls {
-                if let Some(ptr) = exchange_pointer(c) {
-                    exchanges.push((fp, c, Written::of(ptr)));
-                }
-            }
-            views.push(HandleView {
-                handle: fp,
-                steps: calls,
-            });
-        }
-        exchanges.sort_by_key(|(_, c, _)| (c.ts_ns, c.pid, c.seq));
+        // Exports and opens claim their ends in time order, across every handle: the calls'
+        // own order (ends compete only within one process, whose calls it orders by time and
+        // number), each call's handles in the order of their fingerprints.
         let mut claimed: HashMap<&str, Vec<&Call>> = HashMap::new();
-        for (fp, c, ptr) in exchanges {
-            let Some((list, taken)) = ends.get_mut(&(c.proc, ptr)) else {
+        for c in &self.calls {
+            let Some(ptr) = exchange_pointer(c) else {
                 continue;
             };
-            let after = (c.ts_ns, c.seq);
-            while *taken < list.len() && (list[*taken].ts_ns, list[*taken].seq) <= after {
-                *taken += 1; // ended before this export or open: another's, or nobody's
-            }
-            if let Some(end) = list.get(*taken) {
-                *taken += 1;
-                claimed.entry(fp).or_default().push(end);
+            let mut fps = c.fingerprints();
+            fps.sort_unstable();
+            fps.dedup();
+            let key = (c.proc, Written::of(ptr));
+            for fp in fps.into_iter().filter(|fp| exported.contains(fp)) {
+                let Some((list, taken)) = ends.get_mut(&key) else {
+                    break;
+                };
+                let after = (c.ts_ns, c.seq);
+                while *taken < list.len() && (list[*taken].ts_ns, list[*taken].seq) <= after {
+                    *taken += 1; // ended before this export or open: another's, or nobody's
+                }
+                if let Some(end) = list.get(*taken) {
+                    *taken += 1;
+                    claimed.entry(fp).or_default().push(end);
+                }
             }
         }
-        for view in &mut views {
-            view.steps
-                .extend(claimed.remove(view.handle).into_iter().flatten());
-            view.steps.sort_by_key(|c| (c.ts_ns, c.pid, c.seq));
-            view.steps.dedup_by(|a, b| std::ptr::eq(*a, *b));
-        }
+        let mut views: Vec<HandleView> = exported
+            .into_iter()
+            .map(|fp| {
+                let mut steps: Vec<&Call> = self.sharing(fp).collect();
+                steps.extend(claimed.remove(fp).into_iter().flatten());
+                steps.sort_by_key(|c| (c.ts_ns, c.pid, c.seq));
+                steps.dedup_by(|a, b| std::ptr::eq(*a, *b));
+                HandleView { handle: fp, steps }
+            })
+            .collect();
         views.sort_by_key(|v| v.steps.first().map(|c| (c.ts_ns, c.pid, c.seq)));
         views
     }
@@ -1218,11 +1304,25 @@ mod tests {
         for (seq, ptr) in [(1, "0x9000"), (2, "0x9000"), (3, "0xa000")] {
             t.add(&open(seq, ptr));
         }
+        // Another timeline (a later file) whose first process is another one: its processes
+        // are numbered anew here.
         let mut other = Timeline::for_checks(REPORT_CHECKS);
+        let mut stranger = open(9, "0x9000");
+        stranger.insert("pid".into(), 30.into());
+        stranger.insert("ts_ns".into(), 5_000.into());
+        other.add(&stranger);
         other.add(&open(4, "0x9000"));
         t.absorb(other);
         t.finish();
         let c = t.calls();
+        // A loop's calls share one shape, and keep their own time and number; the absorbed
+        // call of the same process takes this timeline's number for it.
+        assert!(std::sync::Arc::ptr_eq(&c[0].shape, &c[1].shape));
+        assert_eq!((c[1].seq, c[1].ts_ns), (2, 200));
+        assert!(!std::sync::Arc::ptr_eq(&c[0].shape, &c[2].shape));
+        assert_eq!((c[3].pid, c[3].seq, c[3].proc), (20, 4, c[0].proc));
+        assert_eq!((c[4].pid, c[4].seq), (30, 9));
+        assert_ne!(c[4].proc, c[0].proc);
         assert!(std::sync::Arc::ptr_eq(&c[0].args.0, &c[1].args.0));
         assert!(!std::sync::Arc::ptr_eq(&c[0].args.0, &c[2].args.0));
         assert_eq!(c[2].out("pdptr"), Some(&Value::from("0xa000")));
@@ -1282,11 +1382,23 @@ mod tests {
             serde_json::json!({"dptr":16}),
             0,
         ));
+        // The same call answered otherwise is another shape.
+        t.add(&record(
+            20,
+            4,
+            4,
+            "cuMemFree_v2",
+            serde_json::json!({"dptr":16}),
+            1,
+        ));
         t.finish();
         let c = t.calls();
         assert!(!std::sync::Arc::ptr_eq(&c[0].args.0, &c[1].args.0));
         assert!(std::sync::Arc::ptr_eq(&c[0].args.0, &c[2].args.0));
         assert_eq!(c[1].arg("dptr"), Some(&Value::from("16")));
+        assert!(std::sync::Arc::ptr_eq(&c[0].shape, &c[2].shape));
+        assert!(!std::sync::Arc::ptr_eq(&c[0].shape, &c[3].shape));
+        assert_eq!((c[2].ret, c[3].ret), (Some(0), Some(1)));
     }
 
     #[test]
