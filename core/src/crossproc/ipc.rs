@@ -51,14 +51,14 @@ const HIP: Spelling = Spelling {
     close_ptr: "devPtr",
 };
 
-/// A report check of one rule and one API's spelling, which decides over the calls of
-/// each handle (those sharing one fingerprint) with `$decide`, reading the calls of
-/// `$reads` besides (`READS` when not named).
+/// A report check of one rule and one API's spelling, decided by one pass over the timeline's
+/// calls (`$pass`, made for the spelling and the rule), reading the calls of `$reads` besides
+/// those that carry a fingerprint (`READS` when not named).
 macro_rules! report_check {
-    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $spelling:ident, $decide:ident) => {
-        report_check!($(#[$doc])* $name, $instance, $rule, $spelling, $decide, READS);
+    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $spelling:ident, $pass:ident) => {
+        report_check!($(#[$doc])* $name, $instance, $rule, $spelling, $pass, READS);
     };
-    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $spelling:ident, $decide:ident, $reads:ident) => {
+    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $spelling:ident, $pass:ident, $reads:ident) => {
         $(#[$doc])*
         pub struct $name;
         pub static $instance: $name = $name;
@@ -71,13 +71,8 @@ macro_rules! report_check {
             fn functions(&self) -> &'static [&'static str] {
                 $reads
             }
-            fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
-                let mut found = Vec::new();
-                for fp in t.fingerprints() {
-                    let calls: Vec<&Call> = t.sharing(fp).collect();
-                    $decide(t, &calls, &$spelling, &$rule, &mut found);
-                }
-                found
+            fn pass(&self) -> Option<Box<dyn crate::crossproc::Pass>> {
+                Some(Box::new($pass::new(&$spelling, &$rule)))
             }
         }
     };
@@ -92,125 +87,1192 @@ fn shown(v: &Value) -> String {
     v.as_str().map_or_else(|| v.to_string(), str::to_string)
 }
 
-/// An export of the handle `calls` share, and the exporter's first later successful free
-/// of the exported pointer (`None`: never freed in its trace).
-fn exports<'t>(
-    t: &'t Timeline,
-    s: &Spelling,
-    calls: &[&'t Call],
-) -> Vec<(&'t Call, Option<&'t Call>)> {
-    calls
-        .iter()
-        .filter(|c| c.func == s.export && c.succeeded())
-        .map(|export| {
-            let freed = export
-                .arg(s.export_ptr)
-                .and_then(|exported| t.first_later(export, s.free, s.free_ptr, exported));
-            (*export, freed)
-        })
-        .collect()
+/// What a pass keeps of a handle's successful opens, as counts: per group (opens that mapped one
+/// thing: one process, the pointer the open returned and the context it was opened in, the
+/// record's `"ctx"`), how many opens, and the closes and context destroys of that process seen
+/// when its first open was ([`OpenCounts::count`] counts those after it). Memory: one entry per
+/// group and per pointer or context closed, whatever the history's length (issue 27: a walk
+/// over every open of the handle made the review cubic in its history).
+#[derive(Default)]
+struct OpenCounts {
+    /// (fingerprint, process, pointer's text, context's text) -> the group.
+    groups: std::collections::HashMap<(String, usize, String, String), Group>,
+    /// A fingerprint's groups, in the order their first opens came.
+    by_handle: std::collections::HashMap<String, Vec<(usize, String, String)>>,
+    /// A process's groups (fingerprint, pointer, context), in the order their first opens came.
+    by_process: std::collections::HashMap<usize, Vec<(String, String, String)>>,
+    /// (process, pointer's key) -> its successful closes so far.
+    closes: std::collections::HashMap<(usize, String), usize>,
+    /// Process -> its successful closes of no pointer (the exact function) so far.
+    unnamed: std::collections::HashMap<usize, usize>,
+    /// (process, context's key) -> its successful `cuCtxDestroy` calls so far.
+    destroys: std::collections::HashMap<(usize, String), usize>,
 }
 
-/// Successful opens grouped by what they mapped: a process, the pointer the open returned and
-/// the context it was opened in (the record's `"ctx"`), each group in time order. Built once per
-/// handle (or per check), so that how often a mapping is open is a lookup ([`open_count`]), not
-/// a walk over every open of the handle (issue 27: that walk made the review cubic in a handle's
-/// history).
-struct Opens<'t> {
-    groups: std::collections::HashMap<(usize, String, String), Vec<&'t Call>>,
+struct Group {
+    proc: usize,
+    pid: i64,
+    opens: usize,
+    /// The time of the latest open, and how many opens came at it.
+    last_ts: u64,
+    at_last: usize,
+    /// The key of the closes that end it ([`OpenCounts::closes`]), `None`: closes of no
+    /// pointer; and their count at its first open.
+    closed_by: Option<String>,
+    closes_before: usize,
+    /// The key of its context's destroys, and their count at its first open.
+    ctx: Option<String>,
+    destroys_before: usize,
+    /// Its latest open (what [`NeverClosed`] names), and the position of its first.
+    last: Call,
+    first_pos: usize,
 }
 
-impl<'t> Opens<'t> {
-    fn of(s: &Spelling, opens: impl IntoIterator<Item = &'t Call>) -> Opens<'t> {
-        let mut groups: std::collections::HashMap<_, Vec<&Call>> = Default::default();
-        for open in opens {
-            groups.entry(Self::key(s, open)).or_default().push(open);
+impl OpenCounts {
+    /// Takes in the next call of the timeline: its opens grouped per handle.
+    fn call(&mut self, s: &Spelling, c: &Call) {
+        self.call_as(s, c, &handles_of(c));
+    }
+
+    /// [`OpenCounts::call`] with the opens grouped under `fps` (one empty name: every handle's
+    /// opens together).
+    fn call_as(&mut self, s: &Spelling, c: &Call, fps: &[&str]) {
+        if !c.succeeded() {
+            return;
         }
-        Opens { groups }
-    }
-
-    fn key(s: &Spelling, open: &Call) -> (usize, String, String) {
+        if c.func.starts_with(s.close) {
+            match c.arg(s.close_ptr) {
+                Some(ptr) => *self.closes.entry((c.proc, key(ptr))).or_default() += 1,
+                None if c.func == s.close => *self.unnamed.entry(c.proc).or_default() += 1,
+                None => {}
+            }
+        }
+        if c.func.starts_with("cuCtxDestroy") {
+            if let Some(ctx) = c.arg("ctx") {
+                *self.destroys.entry((c.proc, key(ctx))).or_default() += 1;
+            }
+        }
+        if !is_open(s, c) {
+            return;
+        }
         let text = |v: Option<&Value>| v.map_or_else(String::new, Value::to_string);
-        (
-            open.proc,
-            text(open.out(s.open_out)),
-            text(open.place.ctx.as_ref()),
-        )
+        let (ptr, ctx) = (text(c.out(s.open_out)), text(c.place.ctx.as_ref()));
+        for &fp in fps {
+            let at = (fp.to_string(), c.proc, ptr.clone(), ctx.clone());
+            let group = match self.groups.entry(at) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    self.by_handle.entry(fp.to_string()).or_default().push((
+                        c.proc,
+                        ptr.clone(),
+                        ctx.clone(),
+                    ));
+                    self.by_process.entry(c.proc).or_default().push((
+                        fp.to_string(),
+                        ptr.clone(),
+                        ctx.clone(),
+                    ));
+                    let closed_by = c.out(s.open_out).map(key);
+                    let closes_before = match &closed_by {
+                        Some(k) => self.closes.get(&(c.proc, k.clone())).copied(),
+                        None => self.unnamed.get(&c.proc).copied(),
+                    }
+                    .unwrap_or(0);
+                    let ctx = c.place.ctx.as_ref().map(key);
+                    let destroys_before = ctx
+                        .as_ref()
+                        .and_then(|k| self.destroys.get(&(c.proc, k.clone())))
+                        .copied()
+                        .unwrap_or(0);
+                    e.insert(Group {
+                        proc: c.proc,
+                        pid: c.pid,
+                        opens: 0,
+                        last_ts: c.ts_ns,
+                        at_last: 0,
+                        closed_by,
+                        closes_before,
+                        ctx,
+                        destroys_before,
+                        last: c.clone(),
+                        first_pos: c.pos,
+                    })
+                }
+            };
+            group.opens += 1;
+            if group.last_ts != c.ts_ns {
+                group.last_ts = c.ts_ns;
+                group.at_last = 0;
+            }
+            group.at_last += 1;
+            group.last = c.clone();
+        }
     }
 
-    /// The opens that mapped what `open` mapped (itself included when it is one of them).
-    fn group(&self, s: &Spelling, open: &Call) -> &[&'t Call] {
-        self.groups
-            .get(&Self::key(s, open))
-            .map_or(&[][..], Vec::as_slice)
-    }
-
-    /// Each group, in no particular order.
-    fn each(&self) -> impl Iterator<Item = &[&'t Call]> + '_ {
-        self.groups.values().map(Vec::as_slice)
-    }
-}
-
-/// How often the mapping of `group` (opens of one process, pointer and context: [`Opens`]) is
-/// still open at `until` (in ns of the wall clock): its opens up to `until` (`before`: only
-/// those strictly before it), less the successful closes of the pointer in that process since the
-/// first of them, up to `until` (v2 counts opens of the same handle); none once that context was
-/// destroyed.
-fn open_count(t: &Timeline, s: &Spelling, group: &[&Call], until: u64, before: bool) -> usize {
-    let opened = group.partition_point(|o| o.ts_ns < until || (!before && o.ts_ns == until));
-    let Some(first) = group.first().filter(|_| opened > 0) else {
-        return 0;
-    };
-    // The context the mapping was opened in, destroyed since: the mapping went with it.
-    if let Some(ctx) = first.place.ctx.as_ref() {
-        if t.count_later(first, "cuCtxDestroy", "ctx", ctx, until) > 0 {
+    /// How often `group`'s mapping is still open at `until` (ns of the wall clock): its opens
+    /// up to `until` (`before`: only those strictly before it), less the successful closes of
+    /// its pointer in its process since the first of them, up to `until` (v2 counts opens of
+    /// the same handle); none once that context was destroyed since. Asked once every call up
+    /// to `until`, and none after it, was taken in.
+    fn count(&self, group: &Group, until: u64, before: bool) -> usize {
+        let opened = if before && group.last_ts == until {
+            group.opens - group.at_last
+        } else {
+            group.opens
+        };
+        if opened == 0 {
             return 0;
         }
+        if let Some(ctx) = &group.ctx {
+            let now = self.destroys.get(&(group.proc, ctx.clone())).copied();
+            if now.unwrap_or(0) > group.destroys_before {
+                return 0;
+            }
+        }
+        let now = match &group.closed_by {
+            Some(k) => self.closes.get(&(group.proc, k.clone())).copied(),
+            None => self.unnamed.get(&group.proc).copied(),
+        }
+        .unwrap_or(0);
+        opened.saturating_sub(now - group.closes_before)
     }
-    let closed = match first.out(s.open_out) {
-        Some(mapped) => t.count_later(first, s.close, s.close_ptr, mapped, until),
-        None => t
-            .later_in_process(first)
-            .filter(|c| {
-                c.func == s.close
-                    && c.succeeded()
-                    && c.arg(s.close_ptr).is_none()
-                    && c.ts_ns <= until
+
+    /// The groups of handle `fp`, in the order their first opens came.
+    fn of<'a>(&'a self, fp: &'a str) -> impl Iterator<Item = &'a Group> + 'a {
+        self.by_handle
+            .get(fp)
+            .into_iter()
+            .flatten()
+            .filter_map(move |(proc, ptr, ctx)| {
+                self.groups
+                    .get(&(fp.to_string(), *proc, ptr.clone(), ctx.clone()))
             })
-            .count(),
-    };
-    opened.saturating_sub(closed)
+    }
+
+    /// The processes other than `proc` (the exporter's) that have what handle `fp` names open
+    /// at `at` (ns of the wall clock), each named once: opened before, not closed since, its
+    /// context not destroyed, and the process not exited (an exit unmaps what it had open;
+    /// leaving it open is that process's own finding).
+    fn open_elsewhere(&self, t: &Timeline, fp: &str, proc: usize, at: u64) -> Vec<String> {
+        let mut pids: Vec<i64> = self
+            .of(fp)
+            .filter(|g| {
+                g.proc != proc
+                    && self.count(g, at, true) > 0
+                    && t.exited(g.proc).is_none_or(|gone| gone > at)
+            })
+            .map(|g| g.pid)
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        pids.iter().map(i64::to_string).collect()
+    }
 }
 
-/// The processes other than the exporter's that have what `export` exported open at
-/// `at` (ns of the wall clock), each named once: opened before, not closed since, its
-/// context not destroyed, and the process not exited (an exit unmaps what it had open;
-/// leaving it open is that process's own finding). `opens`: the handle's successful opens.
-fn open_elsewhere(
-    t: &Timeline,
-    s: &Spelling,
-    opens: &Opens,
-    export: &Call,
-    at: u64,
-) -> Vec<String> {
-    let mut pids: Vec<i64> = opens
-        .each()
-        .filter_map(|group| {
-            let first = group.first()?;
-            (first.proc != export.proc
-                && open_count(t, s, group, at, true) > 0
-                && t.exited(first.proc).is_none_or(|gone| gone > at))
-            .then_some(first.pid)
-        })
-        .collect();
-    pids.sort_unstable();
-    pids.dedup();
-    pids.iter().map(i64::to_string).collect()
+/// A value's key, as the timeline's indexes match values ([`crate::crossproc::value_key`]).
+fn key(v: &Value) -> String {
+    crate::crossproc::value_key(v).into_owned()
 }
 
-/// The successful opens among `calls`, grouped ([`Opens`]).
-fn opens_of<'t>(s: &Spelling, calls: &[&'t Call]) -> Opens<'t> {
-    Opens::of(s, calls.iter().copied().filter(|c| is_open(s, c)))
+/// The handles a call names, each once, in the order of their fingerprints.
+fn handles_of(c: &Call) -> Vec<&str> {
+    let mut fps = c.fingerprints();
+    fps.sort_unstable();
+    fps.dedup();
+    fps
+}
+
+/// An export a pass keeps until the exporter frees what it exported.
+struct Exported {
+    fp: String,
+    call: Call,
+}
+
+/// [`FreedWhileOpen`] as a pass: each export waits for the exporter's free of its pointer,
+/// which is decided once every call at the free's time was seen.
+struct FreedWhileOpenPass {
+    s: &'static Spelling,
+    rule: &'static Rule,
+    opens: OpenCounts,
+    /// (process, pointer's key) -> its exports not freed yet.
+    waiting: std::collections::HashMap<(usize, String), Vec<Exported>>,
+    /// Exports whose free was just seen, with the free: decided at its time's end.
+    due: Vec<(Exported, Call)>,
+    found: Vec<(crate::crossproc::Order, ReportFinding)>,
+}
+
+impl FreedWhileOpenPass {
+    fn new(s: &'static Spelling, rule: &'static Rule) -> Self {
+        FreedWhileOpenPass {
+            s,
+            rule,
+            opens: OpenCounts::default(),
+            waiting: Default::default(),
+            due: Vec::new(),
+            found: Vec::new(),
+        }
+    }
+}
+
+impl crate::crossproc::Pass for FreedWhileOpenPass {
+    fn call(&mut self, _t: &Timeline, c: &Call) {
+        let s = self.s;
+        self.opens.call(s, c);
+        if !c.succeeded() {
+            return;
+        }
+        if c.func == s.export {
+            if let Some(ptr) = c.arg(s.export_ptr) {
+                let waiting = self.waiting.entry((c.proc, key(ptr))).or_default();
+                for fp in handles_of(c) {
+                    waiting.push(Exported {
+                        fp: fp.to_string(),
+                        call: c.clone(),
+                    });
+                }
+            }
+        } else if c.func.starts_with(s.free) {
+            if let Some(ptr) = c.arg(s.free_ptr) {
+                if let Some(freed) = self.waiting.remove(&(c.proc, key(ptr))) {
+                    self.due
+                        .extend(freed.into_iter().map(|export| (export, c.clone())));
+                }
+            }
+        }
+    }
+
+    fn settle(&mut self, t: &Timeline, _ts_ns: u64) {
+        let s = self.s;
+        for (export, free) in std::mem::take(&mut self.due) {
+            let pids = self
+                .opens
+                .open_elsewhere(t, &export.fp, export.call.proc, free.ts_ns);
+            if pids.is_empty() {
+                continue;
+            }
+            let exported = export.call.arg(s.export_ptr).map(shown).unwrap_or_default();
+            self.found.push((
+                (export.fp, export.call.pos, 0),
+                ReportFinding::at(
+                    self.rule,
+                    &free,
+                    format!(
+                        "{} {exported} was exported ({}) and is still open in process {} ({}, \
+                         not yet closed)",
+                        free.func,
+                        s.export,
+                        pids.join(", "),
+                        s.open
+                    ),
+                ),
+            ));
+        }
+    }
+
+    fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
+        self.found
+    }
+}
+
+/// An export a pass follows to its end, shared by the lists that name it.
+struct Followed {
+    fp: String,
+    call: Call,
+    /// The exporter's first free of the exported pointer after it: its time and function.
+    freed: Option<(u64, crate::crossproc::Name)>,
+    /// Whether the exporter destroyed the memory's context after it.
+    destroyed: bool,
+}
+
+type Shared<T> = std::rc::Rc<std::cell::RefCell<T>>;
+
+/// What one call did to the exports followed: the exports it made (one per handle), and those
+/// it freed or whose context it destroyed.
+#[derive(Default)]
+struct Taken {
+    followed: Vec<Shared<Followed>>,
+    ended: Vec<Shared<Followed>>,
+}
+
+/// The exports of one spelling that a pass follows: by the pointer they wait to see freed, and
+/// by the context they wait to see destroyed.
+#[derive(Default)]
+struct Exports {
+    /// (process, pointer's key) -> its exports not freed yet.
+    unfreed: std::collections::HashMap<(usize, String), Vec<Shared<Followed>>>,
+    /// (process, context's key) -> its exports whose context was not destroyed yet.
+    in_context: std::collections::HashMap<(usize, String), Vec<Shared<Followed>>>,
+    /// Process -> its exports of no pointer (never freed).
+    unnamed: std::collections::HashMap<usize, Vec<Shared<Followed>>>,
+    /// Exports freed at the time being: their context no longer matters once it ends (a
+    /// destroy after the free is not the destroy's finding), so they are forgotten then.
+    freed_now: Vec<Shared<Followed>>,
+}
+
+impl Exports {
+    /// Takes in the next call: an export to follow (one per handle it names), a free or a
+    /// context destroy that ends some.
+    fn call(&mut self, s: &Spelling, c: &Call) -> Taken {
+        let mut taken = Taken::default();
+        if !c.succeeded() {
+            return taken;
+        }
+        if c.func == s.export {
+            for fp in handles_of(c) {
+                let followed = std::rc::Rc::new(std::cell::RefCell::new(Followed {
+                    fp: fp.to_string(),
+                    call: c.clone(),
+                    freed: None,
+                    destroyed: false,
+                }));
+                match c.arg(s.export_ptr) {
+                    Some(ptr) => self
+                        .unfreed
+                        .entry((c.proc, key(ptr)))
+                        .or_default()
+                        .push(followed.clone()),
+                    None => self
+                        .unnamed
+                        .entry(c.proc)
+                        .or_default()
+                        .push(followed.clone()),
+                }
+                if let Some(ctx) = c.place.ctx.as_ref() {
+                    self.in_context
+                        .entry((c.proc, key(ctx)))
+                        .or_default()
+                        .push(followed.clone());
+                }
+                taken.followed.push(followed);
+            }
+        } else if c.func.starts_with(s.free) {
+            if let Some(ptr) = c.arg(s.free_ptr) {
+                for e in self
+                    .unfreed
+                    .remove(&(c.proc, key(ptr)))
+                    .into_iter()
+                    .flatten()
+                {
+                    e.borrow_mut().freed = Some((c.ts_ns, c.func.clone()));
+                    self.freed_now.push(e.clone());
+                    taken.ended.push(e);
+                }
+            }
+        }
+        if c.func.starts_with("cuCtxDestroy") {
+            if let Some(ctx) = c.arg("ctx") {
+                for e in self
+                    .in_context
+                    .remove(&(c.proc, key(ctx)))
+                    .into_iter()
+                    .flatten()
+                {
+                    e.borrow_mut().destroyed = true;
+                    taken.ended.push(e);
+                }
+            }
+        }
+        taken
+    }
+
+    /// Every call at the time being was given: forgets the exports freed at it (memory bounded
+    /// by the exports alive, issue 27).
+    fn settle(&mut self) {
+        for e in std::mem::take(&mut self.freed_now) {
+            let at = {
+                let e = e.borrow();
+                e.call.place.ctx.as_ref().map(|ctx| (e.call.proc, key(ctx)))
+            };
+            let Some(at) = at else { continue };
+            if let Some(list) = self.in_context.get_mut(&at) {
+                list.retain(|other| !std::rc::Rc::ptr_eq(other, &e));
+                if list.is_empty() {
+                    self.in_context.remove(&at);
+                }
+            }
+        }
+    }
+
+    /// Process `proc`'s exports not freed, in the order they came.
+    fn unfreed_of(&self, proc: usize) -> Vec<Shared<Followed>> {
+        let mut found: Vec<Shared<Followed>> = self
+            .unfreed
+            .iter()
+            .filter(|((p, _), _)| *p == proc)
+            .flat_map(|(_, list)| list.iter().cloned())
+            .chain(self.unnamed.get(&proc).into_iter().flatten().cloned())
+            .collect();
+        found.sort_by_key(|e| e.borrow().call.pos);
+        found
+    }
+}
+
+/// [`ExporterExited`] as a pass: at the exporter's exit, its exports neither freed nor their
+/// context destroyed, with what other processes still had open.
+struct ExporterExitedPass {
+    s: &'static Spelling,
+    rule: &'static Rule,
+    opens: OpenCounts,
+    exports: Exports,
+    found: Vec<(crate::crossproc::Order, ReportFinding)>,
+}
+
+impl ExporterExitedPass {
+    fn new(s: &'static Spelling, rule: &'static Rule) -> Self {
+        ExporterExitedPass {
+            s,
+            rule,
+            opens: OpenCounts::default(),
+            exports: Exports::default(),
+            found: Vec::new(),
+        }
+    }
+}
+
+impl crate::crossproc::Pass for ExporterExitedPass {
+    fn call(&mut self, _t: &Timeline, c: &Call) {
+        self.opens.call(self.s, c);
+        self.exports.call(self.s, c);
+    }
+
+    fn settle(&mut self, _t: &Timeline, _ts_ns: u64) {
+        self.exports.settle();
+    }
+
+    fn exit(&mut self, t: &Timeline, proc: usize, ts_ns: u64) {
+        let s = self.s;
+        for e in self.exports.unfreed_of(proc) {
+            let e = e.borrow();
+            if e.destroyed {
+                continue;
+            }
+            let pids = self.opens.open_elsewhere(t, &e.fp, proc, ts_ns);
+            if pids.is_empty() {
+                continue;
+            }
+            let exported = e.call.arg(s.export_ptr).map(shown).unwrap_or_default();
+            self.found.push((
+                (e.fp.clone(), e.call.pos, 0),
+                ReportFinding::at(
+                    self.rule,
+                    &e.call,
+                    format!(
+                        "process {} exited (its memory freed with it) while {exported}, \
+                         exported here, was still open in process {} ({}, not yet closed)",
+                        e.call.pid,
+                        pids.join(", "),
+                        s.open
+                    ),
+                ),
+            ));
+        }
+    }
+
+    fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
+        self.found
+    }
+}
+
+/// [`ContextDestroyedWhileOpen`] as a pass: at the destroy of an export's context, what
+/// other processes still had open, unless the exporter freed the memory before.
+struct ContextDestroyedPass {
+    s: &'static Spelling,
+    rule: &'static Rule,
+    opens: OpenCounts,
+    exports: Exports,
+    /// Exports whose context the last calls destroyed, with the destroy: decided at its time's
+    /// end.
+    due: Vec<(Shared<Followed>, Call)>,
+    found: Vec<(crate::crossproc::Order, ReportFinding)>,
+}
+
+impl ContextDestroyedPass {
+    fn new(s: &'static Spelling, rule: &'static Rule) -> Self {
+        ContextDestroyedPass {
+            s,
+            rule,
+            opens: OpenCounts::default(),
+            exports: Exports::default(),
+            due: Vec::new(),
+            found: Vec::new(),
+        }
+    }
+}
+
+impl crate::crossproc::Pass for ContextDestroyedPass {
+    fn call(&mut self, _t: &Timeline, c: &Call) {
+        self.opens.call(self.s, c);
+        for e in self.exports.call(self.s, c).ended {
+            let destroyed_now = {
+                let e = e.borrow();
+                e.destroyed && !matches!(e.freed, Some((ts, _)) if ts < c.ts_ns)
+            };
+            if destroyed_now && c.func.starts_with("cuCtxDestroy") {
+                self.due.push((e, c.clone()));
+            }
+        }
+    }
+
+    fn settle(&mut self, t: &Timeline, _ts_ns: u64) {
+        let s = self.s;
+        self.exports.settle();
+        for (e, destroy) in std::mem::take(&mut self.due) {
+            let e = e.borrow();
+            let pids = self
+                .opens
+                .open_elsewhere(t, &e.fp, e.call.proc, destroy.ts_ns);
+            if pids.is_empty() {
+                continue;
+            }
+            let exported = e.call.arg(s.export_ptr).map(shown).unwrap_or_default();
+            self.found.push((
+                (e.fp.clone(), e.call.pos, 0),
+                ReportFinding::at(
+                    self.rule,
+                    &destroy,
+                    format!(
+                        "this context held {exported}, exported ({}) and still open in process \
+                         {} ({}, not yet closed): the destroy freed it",
+                        s.export,
+                        pids.join(", "),
+                        s.open
+                    ),
+                ),
+            ));
+        }
+    }
+
+    fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
+        self.found
+    }
+}
+
+/// [`NeverClosed`] as a pass: at an importer's exit, its mappings still open.
+struct NeverClosedPass {
+    s: &'static Spelling,
+    rule: &'static Rule,
+    opens: OpenCounts,
+    found: Vec<(crate::crossproc::Order, ReportFinding)>,
+}
+
+impl NeverClosedPass {
+    fn new(s: &'static Spelling, rule: &'static Rule) -> Self {
+        NeverClosedPass {
+            s,
+            rule,
+            opens: OpenCounts::default(),
+            found: Vec::new(),
+        }
+    }
+}
+
+impl crate::crossproc::Pass for NeverClosedPass {
+    fn call(&mut self, _t: &Timeline, c: &Call) {
+        self.opens.call(self.s, c);
+    }
+
+    fn exit(&mut self, _t: &Timeline, proc: usize, ts_ns: u64) {
+        // Once per handle, process and pointer: the first of its groups (by first open) left open.
+        let mut reported: std::collections::HashSet<(&str, &str)> = Default::default();
+        let groups: Vec<(&str, &str, &Group)> = self
+            .opens
+            .by_process
+            .get(&proc)
+            .into_iter()
+            .flatten()
+            .filter_map(|(fp, ptr, ctx)| {
+                self.opens
+                    .groups
+                    .get(&(fp.clone(), proc, ptr.clone(), ctx.clone()))
+                    .map(|g| (fp.as_str(), ptr.as_str(), g))
+            })
+            .collect();
+        let mut found = Vec::new();
+        for (fp, ptr, group) in groups {
+            if reported.contains(&(fp, ptr)) {
+                continue;
+            }
+            let left = self.opens.count(group, ts_ns, false);
+            if left == 0 {
+                continue;
+            }
+            reported.insert((fp, ptr));
+            let open = &group.last;
+            let mapped = open.out(self.s.open_out).map(shown).unwrap_or_default();
+            found.push((
+                (fp.to_string(), group.first_pos, 0),
+                ReportFinding::at(
+                    self.rule,
+                    open,
+                    format!(
+                        "{mapped} was still open ({left} open(s) without a close) when \
+                         process {} exited",
+                        open.pid
+                    ),
+                ),
+            ));
+        }
+        self.found.extend(found);
+    }
+
+    fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
+        self.found
+    }
+}
+
+/// A process's latest export of a handle, and its latest export of an earlier time.
+type Latest = (Shared<Followed>, Option<Shared<Followed>>);
+
+/// [`OpenedAfterFree`] as a pass: per handle and exporting process, its latest exports (the
+/// latest, and the latest of an earlier time, for an open at the latest's time).
+struct OpenedAfterFreePass {
+    s: &'static Spelling,
+    rule: &'static Rule,
+    exports: Exports,
+    /// Fingerprint -> process -> (its latest export, the latest export of an earlier time).
+    latest: std::collections::HashMap<String, std::collections::HashMap<usize, Latest>>,
+    found: Vec<(crate::crossproc::Order, ReportFinding)>,
+}
+
+impl OpenedAfterFreePass {
+    fn new(s: &'static Spelling, rule: &'static Rule) -> Self {
+        OpenedAfterFreePass {
+            s,
+            rule,
+            exports: Exports::default(),
+            latest: Default::default(),
+            found: Vec::new(),
+        }
+    }
+}
+
+impl crate::crossproc::Pass for OpenedAfterFreePass {
+    fn call(&mut self, _t: &Timeline, c: &Call) {
+        let s = self.s;
+        for followed in self.exports.call(s, c).followed {
+            let fp = followed.borrow().fp.clone();
+            match self.latest.entry(fp).or_default().entry(c.proc) {
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert((followed, None));
+                }
+                std::collections::hash_map::Entry::Occupied(mut e) => {
+                    let (last, earlier) = e.get_mut();
+                    if last.borrow().call.ts_ns < c.ts_ns {
+                        *earlier = Some(last.clone());
+                    }
+                    *last = followed;
+                }
+            }
+        }
+        if !c.func.starts_with(s.open) {
+            return;
+        }
+        for fp in handles_of(c) {
+            // The last export of this handle before the open (an earlier time), by another
+            // process.
+            let export = self
+                .latest
+                .get(fp)
+                .into_iter()
+                .flatten()
+                .filter(|(proc, _)| **proc != c.proc)
+                .filter_map(|(_, (last, earlier))| {
+                    if last.borrow().call.ts_ns < c.ts_ns {
+                        Some(last)
+                    } else {
+                        earlier.as_ref()
+                    }
+                })
+                .max_by_key(|e| e.borrow().call.pos);
+            let Some(export) = export else { continue };
+            let export = export.borrow();
+            let Some((freed_at, free_fn)) = &export.freed else {
+                continue;
+            };
+            if *freed_at >= c.ts_ns {
+                continue;
+            }
+            let exported = export.call.arg(s.export_ptr).map(shown).unwrap_or_default();
+            let answer = match c.ret {
+                Some(0) => "the driver opened it anyway: the memory mapped is not \
+                        the memory exported"
+                    .to_string(),
+                Some(code) => format!("the driver answered {code}"),
+                None => "the driver's answer is not recorded".to_string(),
+            };
+            self.found.push((
+                (fp.to_string(), c.pos, 0),
+                ReportFinding::at(
+                    self.rule,
+                    c,
+                    format!(
+                        "process {} exported {exported} ({}) and freed it ({}) before this \
+                         open; {answer}",
+                        export.call.pid, s.export, free_fn
+                    ),
+                ),
+            ));
+        }
+    }
+
+    fn settle(&mut self, _t: &Timeline, _ts_ns: u64) {
+        self.exports.settle();
+    }
+
+    fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
+        self.found
+    }
+}
+
+/// One exporting process's exports of a handle on one device, in a row: what an open on a
+/// device that cannot access that one is told, once per export.
+struct Run {
+    proc: usize,
+    pid: i64,
+    first_pos: usize,
+    count: usize,
+    last_ts: u64,
+    at_last: usize,
+}
+
+/// [`Unreachable`] as a pass: per handle and device (UUID), its exports as runs of one process.
+struct UnreachablePass {
+    s: &'static Spelling,
+    rule: &'static Rule,
+    by_device: std::collections::HashMap<(String, crate::crossproc::Name), Vec<Run>>,
+    found: Vec<(crate::crossproc::Order, ReportFinding)>,
+}
+
+impl UnreachablePass {
+    fn new(s: &'static Spelling, rule: &'static Rule) -> Self {
+        UnreachablePass {
+            s,
+            rule,
+            by_device: Default::default(),
+            found: Vec::new(),
+        }
+    }
+}
+
+impl crate::crossproc::Pass for UnreachablePass {
+    fn call(&mut self, _t: &Timeline, c: &Call) {
+        let s = self.s;
+        if c.func == s.export && c.succeeded() {
+            if let Some(there) = &c.place.uuid {
+                for fp in handles_of(c) {
+                    let runs = self
+                        .by_device
+                        .entry((fp.to_string(), there.clone()))
+                        .or_default();
+                    match runs.last_mut() {
+                        Some(run) if run.proc == c.proc => {
+                            run.count += 1;
+                            if run.last_ts != c.ts_ns {
+                                run.last_ts = c.ts_ns;
+                                run.at_last = 0;
+                            }
+                            run.at_last += 1;
+                        }
+                        _ => runs.push(Run {
+                            proc: c.proc,
+                            pid: c.pid,
+                            first_pos: c.pos,
+                            count: 1,
+                            last_ts: c.ts_ns,
+                            at_last: 1,
+                        }),
+                    }
+                }
+            }
+        }
+        if !c.func.starts_with(s.open) || c.place.unreachable.is_empty() {
+            return;
+        }
+        let mut theres: Vec<&crate::crossproc::Name> = Vec::new();
+        for there in &c.place.unreachable {
+            if c.place.uuid.as_ref() != Some(there) && !theres.contains(&there) {
+                theres.push(there);
+            }
+        }
+        for fp in handles_of(c) {
+            let mut from: Vec<(&Run, usize, &crate::crossproc::Name)> = Vec::new();
+            for &there in &theres {
+                let runs = self.by_device.get(&(fp.to_string(), there.clone()));
+                for run in runs.into_iter().flatten() {
+                    let before = if run.last_ts == c.ts_ns {
+                        run.count - run.at_last
+                    } else {
+                        run.count
+                    };
+                    if run.proc != c.proc && before > 0 {
+                        from.push((run, before, there));
+                    }
+                }
+            }
+            from.sort_by_key(|(run, _, _)| run.first_pos);
+            for (run, n, there) in from {
+                let answer = match c.ret {
+                    Some(0) => "the driver opened it anyway".to_string(),
+                    Some(code) => format!("the driver answered {code}"),
+                    None => "the driver's answer is not recorded".to_string(),
+                };
+                let finding = ReportFinding::at(
+                    self.rule,
+                    c,
+                    format!(
+                        "device {} ({}) of this process cannot access device {there}, where \
+                         process {} exported the memory (the peer query says 0): {answer}",
+                        c.place.dev.unwrap_or(-1),
+                        c.place.uuid.as_deref().unwrap_or("?"),
+                        run.pid
+                    ),
+                );
+                for _ in 0..n {
+                    self.found
+                        .push(((fp.to_string(), c.pos, run.first_pos), finding.clone()));
+                }
+            }
+        }
+    }
+
+    fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
+        self.found
+    }
+}
+
+/// An open a pass keeps until its event is destroyed.
+struct LiveEvent {
+    fp: String,
+    call: Call,
+}
+
+/// The opens of imported events not destroyed yet: (process, event's key, or none) -> opens.
+type LiveEvents = std::collections::HashMap<(usize, Option<String>), Vec<LiveEvent>>;
+
+/// Takes in an event check's next call: a successful open of an event to keep, a successful
+/// destroy that ends every open of its event in its process. Returns the destroy's event key.
+fn live_events(s: &EventSpelling, live: &mut LiveEvents, c: &Call) -> Option<(usize, String)> {
+    if !c.succeeded() {
+        return None;
+    }
+    if c.func == s.open {
+        let at = (c.proc, c.out(s.open_out).map(key));
+        for fp in handles_of(c) {
+            live.entry(at.clone()).or_default().push(LiveEvent {
+                fp: fp.to_string(),
+                call: c.clone(),
+            });
+        }
+    }
+    if c.func.starts_with(s.destroy) {
+        if let Some(event) = c.arg(s.destroy_event) {
+            let at = (c.proc, key(event));
+            live.remove(&(at.0, Some(at.1.clone())));
+            return Some(at);
+        }
+    }
+    None
+}
+
+/// [`EventNeverDestroyed`] as a pass: at an importer's exit, the events it opened and never
+/// destroyed.
+struct EventNeverDestroyedPass {
+    s: &'static EventSpelling,
+    rule: &'static Rule,
+    live: LiveEvents,
+    found: Vec<(crate::crossproc::Order, ReportFinding)>,
+}
+
+impl EventNeverDestroyedPass {
+    fn new(s: &'static EventSpelling, rule: &'static Rule) -> Self {
+        EventNeverDestroyedPass {
+            s,
+            rule,
+            live: Default::default(),
+            found: Vec::new(),
+        }
+    }
+}
+
+impl crate::crossproc::Pass for EventNeverDestroyedPass {
+    fn call(&mut self, _t: &Timeline, c: &Call) {
+        live_events(self.s, &mut self.live, c);
+    }
+
+    fn exit(&mut self, _t: &Timeline, proc: usize, _ts_ns: u64) {
+        let mine: Vec<(usize, Option<String>)> = self
+            .live
+            .keys()
+            .filter(|(p, _)| *p == proc)
+            .cloned()
+            .collect();
+        for at in mine {
+            for open in self.live.remove(&at).into_iter().flatten() {
+                let event = open
+                    .call
+                    .out(self.s.open_out)
+                    .map(shown)
+                    .unwrap_or_default();
+                self.found.push((
+                    (open.fp, open.call.pos, 0),
+                    ReportFinding::at(
+                        self.rule,
+                        &open.call,
+                        format!(
+                            "event {event}, opened here, was never destroyed before process {} \
+                             exited",
+                            open.call.pid
+                        ),
+                    ),
+                ));
+            }
+        }
+    }
+
+    fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
+        self.found
+    }
+}
+
+/// [`EventDestroyedWhileOpen`] as a pass: each export waits for the exporter's destroy of
+/// its event, decided once every call at the destroy's time was seen.
+struct EventDestroyedWhileOpenPass {
+    s: &'static EventSpelling,
+    rule: &'static Rule,
+    live: LiveEvents,
+    /// (process, event's key) -> its exports (one per handle) not destroyed yet.
+    waiting: std::collections::HashMap<(usize, String), Vec<LiveEvent>>,
+    due: Vec<(LiveEvent, Call)>,
+    found: Vec<(crate::crossproc::Order, ReportFinding)>,
+}
+
+impl EventDestroyedWhileOpenPass {
+    fn new(s: &'static EventSpelling, rule: &'static Rule) -> Self {
+        EventDestroyedWhileOpenPass {
+            s,
+            rule,
+            live: Default::default(),
+            waiting: Default::default(),
+            due: Vec::new(),
+            found: Vec::new(),
+        }
+    }
+}
+
+impl crate::crossproc::Pass for EventDestroyedWhileOpenPass {
+    fn call(&mut self, _t: &Timeline, c: &Call) {
+        let s = self.s;
+        if c.func == s.export && c.succeeded() {
+            if let Some(event) = c.arg(s.export_event) {
+                let waiting = self.waiting.entry((c.proc, key(event))).or_default();
+                for fp in handles_of(c) {
+                    waiting.push(LiveEvent {
+                        fp: fp.to_string(),
+                        call: c.clone(),
+                    });
+                }
+            }
+        }
+        if let Some(at) = live_events(s, &mut self.live, c) {
+            for export in self.waiting.remove(&at).into_iter().flatten() {
+                self.due.push((export, c.clone()));
+            }
+        }
+    }
+
+    fn settle(&mut self, t: &Timeline, _ts_ns: u64) {
+        let s = self.s;
+        for (export, gone) in std::mem::take(&mut self.due) {
+            let mut pids: Vec<i64> = self
+                .live
+                .values()
+                .flatten()
+                .filter(|open| {
+                    open.fp == export.fp
+                        && open.call.proc != export.call.proc
+                        && open.call.ts_ns < gone.ts_ns
+                        && t.exited(open.call.proc).is_none_or(|e| e > gone.ts_ns)
+                })
+                .map(|open| open.call.pid)
+                .collect();
+            pids.sort_unstable();
+            pids.dedup();
+            if pids.is_empty() {
+                continue;
+            }
+            let pids: Vec<String> = pids.iter().map(i64::to_string).collect();
+            self.found.push((
+                (export.fp, export.call.pos, 0),
+                ReportFinding::at(
+                    self.rule,
+                    &gone,
+                    format!(
+                        "the event was exported ({}) and process {} still holds its copy ({}, \
+                         not yet destroyed): any operation on that copy from now on is undefined",
+                        s.export,
+                        pids.join(", "),
+                        s.open
+                    ),
+                ),
+            ));
+        }
+    }
+
+    fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
+        self.found
+    }
+}
+
+/// A process that exported a handle: its process and pid, and when it first did.
+type Exporter = (usize, i64);
+
+/// [`SecondContext`] as a pass. It keeps, per handle, each process's first export; per
+/// process, device and context, the earliest open of each mapping (pointer) per handles named
+/// and exporter; and every process's held mappings, counted across handles.
+struct SecondContextPass {
+    /// Fingerprint -> each exporting process's first successful export: (process, pid, time).
+    exporters: std::collections::HashMap<String, Vec<(usize, i64, u64)>>,
+    held: OpenCounts,
+    /// (process, device) -> context's text -> pointer's text -> (handles named, exporter) ->
+    /// the earliest such open.
+    earliest: std::collections::HashMap<
+        (usize, Option<i64>),
+        std::collections::BTreeMap<String, Earliest>,
+    >,
+    /// Opens waiting for their time's end, with their exporter.
+    due: Vec<(Call, Exporter)>,
+    found: Vec<(crate::crossproc::Order, ReportFinding)>,
+}
+
+/// A context's earliest opens: pointer's text -> (handles named, exporter) -> the open.
+type Earliest = std::collections::HashMap<String, Vec<(Vec<String>, Option<Exporter>, Call)>>;
+
+impl SecondContextPass {
+    fn new() -> Self {
+        SecondContextPass {
+            exporters: Default::default(),
+            held: OpenCounts::default(),
+            earliest: Default::default(),
+            due: Vec::new(),
+            found: Vec::new(),
+        }
+    }
+
+    /// The process whose export shares `open`'s (first) handle: the first successful export of
+    /// it by another process, before the open.
+    fn exporter(&self, open: &Call) -> Option<Exporter> {
+        let fps = open.fingerprints();
+        let fp = fps.first()?;
+        self.exporters
+            .get(*fp)?
+            .iter()
+            .filter(|(proc, _, ts)| *proc != open.proc && *ts < open.ts_ns)
+            .min_by_key(|(_, _, ts)| *ts)
+            .map(|(proc, pid, _)| (*proc, *pid))
+    }
+}
+
+impl crate::crossproc::Pass for SecondContextPass {
+    fn call(&mut self, _t: &Timeline, c: &Call) {
+        let s = &CUDA;
+        if c.func == s.export && c.succeeded() {
+            for fp in c.fingerprints() {
+                let list = self.exporters.entry(fp.to_string()).or_default();
+                if !list.iter().any(|(proc, _, _)| *proc == c.proc) {
+                    list.push((c.proc, c.pid, c.ts_ns));
+                }
+            }
+        }
+        // Every close and destroy counts; only the opens this check reads are held.
+        let read = c.func.starts_with(s.open) && c.place.ctx.is_some() && c.place.dev.is_some();
+        self.held.call_as(s, c, if read { &[""] } else { &[] });
+        if !read {
+            return;
+        }
+        let from = self.exporter(c);
+        if c.succeeded() {
+            let text = |v: Option<&Value>| v.map_or_else(String::new, Value::to_string);
+            let fps: Vec<String> = c.fingerprints().iter().map(ToString::to_string).collect();
+            let list = self
+                .earliest
+                .entry((c.proc, c.place.dev))
+                .or_default()
+                .entry(text(c.place.ctx.as_ref()))
+                .or_default()
+                .entry(text(c.out(s.open_out)))
+                .or_default();
+            if !list.iter().any(|(f, e, _)| *f == fps && *e == from) {
+                list.push((fps, from, c.clone()));
+            }
+        }
+        if let Some(from) = from {
+            self.due.push((c.clone(), from));
+        }
+    }
+
+    fn settle(&mut self, _t: &Timeline, _ts_ns: u64) {
+        let s = &CUDA;
+        let text = |v: Option<&Value>| v.map_or_else(String::new, Value::to_string);
+        for (open, from) in std::mem::take(&mut self.due) {
+            let ctx = text(open.place.ctx.as_ref());
+            let fps = open.fingerprints();
+            let mut first: Option<&Call> = None;
+            let contexts = self.earliest.get(&(open.proc, open.place.dev));
+            for (other, mappings) in contexts.into_iter().flatten() {
+                if *other == ctx {
+                    continue;
+                }
+                for (ptr, list) in mappings {
+                    let Some(group) = self.held.groups.get(&(
+                        String::new(),
+                        open.proc,
+                        ptr.clone(),
+                        other.clone(),
+                    )) else {
+                        continue;
+                    };
+                    if self.held.count(group, open.ts_ns, false) == 0 {
+                        continue;
+                    }
+                    for (f, e, h) in list {
+                        if h.ts_ns < open.ts_ns
+                            && f.iter().map(String::as_str).ne(fps.iter().copied())
+                            && *e == Some(from)
+                            && first.is_none_or(|best| h.pos < best.pos)
+                        {
+                            first = Some(h);
+                        }
+                    }
+                }
+            }
+            let Some(first) = first else { continue };
+            let ctx = |c: &Call| c.place.ctx.as_ref().map(shown).unwrap_or_default();
+            let answer = match open.ret {
+                Some(0) => "the driver opened it anyway".to_string(),
+                Some(code) => format!("the driver answered {code}"),
+                None => "the driver's answer is not recorded".to_string(),
+            };
+            let finding = ReportFinding::at(
+                &SECOND_CONTEXT_RULE,
+                &open,
+                format!(
+                    "context {} of device {} has a handle of process {} open \
+                     (another allocation's, opened at {}); this open is in context {} \
+                     of the same device: {answer}",
+                    ctx(first),
+                    open.place.dev.unwrap_or(-1),
+                    from.1,
+                    first.out(s.open_out).map(shown).unwrap_or_default(),
+                    ctx(&open)
+                ),
+            );
+            self.found.push(((String::new(), open.pos, 0), finding));
+        }
+    }
+
+    fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
+        self.found
+    }
 }
 
 report_check!(
@@ -223,7 +1285,7 @@ report_check!(
     FREED_WHILE_OPEN,
     FREED_WHILE_OPEN_RULE,
     CUDA,
-    freed_while_open
+    FreedWhileOpenPass
 );
 report_check!(
     /// [`FreedWhileOpen`] in HIP.
@@ -231,38 +1293,8 @@ report_check!(
     HIP_FREED_WHILE_OPEN,
     HIP_FREED_WHILE_OPEN_RULE,
     HIP,
-    freed_while_open
+    FreedWhileOpenPass
 );
-
-fn freed_while_open(
-    t: &Timeline,
-    calls: &[&Call],
-    s: &Spelling,
-    rule: &'static Rule,
-    found: &mut Vec<ReportFinding>,
-) {
-    let opens = opens_of(s, calls);
-    for (export, free) in exports(t, s, calls) {
-        let Some(free) = free else { continue };
-        let pids = open_elsewhere(t, s, &opens, export, free.ts_ns);
-        if pids.is_empty() {
-            continue;
-        }
-        let exported = export.arg(s.export_ptr).map(shown).unwrap_or_default();
-        found.push(ReportFinding::at(
-            rule,
-            free,
-            format!(
-                "{} {exported} was exported ({}) and is still open in process {} ({}, \
-                 not yet closed)",
-                free.func,
-                s.export,
-                pids.join(", "),
-                s.open
-            ),
-        ));
-    }
-}
 
 report_check!(
     /// An importer's open of a handle whose allocation the exporter had freed by then
@@ -272,7 +1304,7 @@ report_check!(
     OPENED_AFTER_FREE,
     OPENED_AFTER_FREE_RULE,
     CUDA,
-    opened_after_free
+    OpenedAfterFreePass
 );
 report_check!(
     /// [`OpenedAfterFree`] in HIP.
@@ -280,49 +1312,8 @@ report_check!(
     HIP_OPENED_AFTER_FREE,
     HIP_OPENED_AFTER_FREE_RULE,
     HIP,
-    opened_after_free
+    OpenedAfterFreePass
 );
-
-fn opened_after_free(
-    t: &Timeline,
-    calls: &[&Call],
-    s: &Spelling,
-    rule: &'static Rule,
-    found: &mut Vec<ReportFinding>,
-) {
-    let exports = exports(t, s, calls);
-    for open in calls.iter().filter(|c| c.func.starts_with(s.open)) {
-        // The last export of this handle before the open, by another process.
-        let before = exports.partition_point(|(e, _)| e.ts_ns < open.ts_ns);
-        let Some((export, Some(free))) = exports[..before]
-            .iter()
-            .rev()
-            .find(|(e, _)| e.proc != open.proc)
-        else {
-            continue;
-        };
-        if free.ts_ns >= open.ts_ns {
-            continue;
-        }
-        let exported = export.arg(s.export_ptr).map(shown).unwrap_or_default();
-        let answer = match open.ret {
-            Some(0) => "the driver opened it anyway: the memory mapped is not \
-                    the memory exported"
-                .to_string(),
-            Some(code) => format!("the driver answered {code}"),
-            None => "the driver's answer is not recorded".to_string(),
-        };
-        found.push(ReportFinding::at(
-            rule,
-            open,
-            format!(
-                "process {} exported {exported} ({}) and freed it ({}) before this open; \
-                 {answer}",
-                export.pid, s.export, free.func
-            ),
-        ));
-    }
-}
 
 report_check!(
     /// The exporter's exit (its `exit` record) while an importer still had what it
@@ -331,7 +1322,7 @@ report_check!(
     EXPORTER_EXITED,
     EXPORTER_EXITED_RULE,
     CUDA,
-    exporter_exited
+    ExporterExitedPass
 );
 report_check!(
     /// [`ExporterExited`] in HIP.
@@ -339,7 +1330,7 @@ report_check!(
     HIP_EXPORTER_EXITED,
     HIP_EXPORTER_EXITED_RULE,
     HIP,
-    exporter_exited
+    ExporterExitedPass
 );
 
 report_check!(
@@ -350,49 +1341,8 @@ report_check!(
     CONTEXT_DESTROYED_WHILE_OPEN,
     CONTEXT_DESTROYED_WHILE_OPEN_RULE,
     CUDA,
-    context_destroyed_while_open
+    ContextDestroyedPass
 );
-
-fn context_destroyed_while_open(
-    t: &Timeline,
-    calls: &[&Call],
-    s: &Spelling,
-    rule: &'static Rule,
-    found: &mut Vec<ReportFinding>,
-) {
-    let opens = opens_of(s, calls);
-    for (export, free) in exports(t, s, calls) {
-        let Some(ctx) = export.place.ctx.as_ref() else {
-            continue;
-        };
-        let Some(destroy) = t.first_later(export, "cuCtxDestroy", "ctx", ctx) else {
-            continue;
-        };
-        // A free before the destroy is the free's finding.
-        if free.is_some_and(|f| f.ts_ns < destroy.ts_ns) {
-            continue;
-        }
-        let pids = open_elsewhere(t, s, &opens, export, destroy.ts_ns);
-        if pids.is_empty() {
-            continue;
-        }
-        let exported = export.arg(s.export_ptr).map(shown).unwrap_or_default();
-        found.push(ReportFinding::at(
-            rule,
-            destroy,
-            format!(
-                "this context held {exported}, exported ({}) and still open in process \
-                 {} ({}, not yet closed): the destroy freed it",
-                s.export,
-                pids.join(", "),
-                s.open
-            ),
-        ));
-    }
-}
-
-/// The held mappings of one process and device, by context (its JSON text), each in time order.
-type ByContext<'t> = Vec<(String, Vec<&'t Call>)>;
 
 /// An open in a context of a device while another context of that device of the same
 /// process has a handle of the same exporter (another allocation's) open: the opens'
@@ -409,93 +1359,8 @@ impl ReportCheck for SecondContext {
     fn functions(&self) -> &'static [&'static str] {
         READS
     }
-    fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
-        let s = &CUDA;
-        let exporter = |open: &Call| -> Option<(usize, i64)> {
-            let fps = open.fingerprints();
-            let fp = fps.first()?;
-            t.sharing(fp)
-                .find(|c| {
-                    c.func == s.export
-                        && c.succeeded()
-                        && c.proc != open.proc
-                        && c.ts_ns < open.ts_ns
-                })
-                .map(|c| (c.proc, c.pid))
-        };
-        let opens: Vec<&Call> = t
-            .calls()
-            .iter()
-            .filter(|c| {
-                c.func.starts_with(s.open) && c.place.ctx.is_some() && c.place.dev.is_some()
-            })
-            .collect();
-        let held = Opens::of(s, opens.iter().copied().filter(|c| c.succeeded()));
-        // The held mappings of each process and device, by context, each in time order: an
-        // open looks only at the other contexts' (issue 27).
-        let mut by_device: std::collections::HashMap<(usize, Option<i64>), ByContext> =
-            Default::default();
-        for h in opens.iter().copied().filter(|c| c.succeeded()) {
-            let contexts = by_device.entry((h.proc, h.place.dev)).or_default();
-            let ctx = h
-                .place
-                .ctx
-                .as_ref()
-                .map_or_else(String::new, Value::to_string);
-            match contexts.iter_mut().find(|(c, _)| *c == ctx) {
-                Some((_, list)) => list.push(h),
-                None => contexts.push((ctx, vec![h])),
-            }
-        }
-        let mut found = Vec::new();
-        for open in &opens {
-            let Some(from) = exporter(open) else {
-                continue;
-            };
-            let ctx = open
-                .place
-                .ctx
-                .as_ref()
-                .map_or_else(String::new, Value::to_string);
-            let first = by_device
-                .get(&(open.proc, open.place.dev))
-                .into_iter()
-                .flatten()
-                .filter(|(c, _)| *c != ctx)
-                .filter_map(|(_, list)| {
-                    let before = list.partition_point(|h| h.ts_ns < open.ts_ns);
-                    list[..before].iter().copied().find(|h| {
-                        h.fingerprints() != open.fingerprints()
-                            && exporter(h) == Some(from)
-                            && open_count(t, s, held.group(s, h), open.ts_ns, false) > 0
-                    })
-                })
-                .min_by_key(|h| h.pos);
-            let Some(first) = first else {
-                continue;
-            };
-            let ctx = |c: &Call| c.place.ctx.as_ref().map(shown).unwrap_or_default();
-            let answer = match open.ret {
-                Some(0) => "the driver opened it anyway".to_string(),
-                Some(code) => format!("the driver answered {code}"),
-                None => "the driver's answer is not recorded".to_string(),
-            };
-            found.push(ReportFinding::at(
-                &SECOND_CONTEXT_RULE,
-                open,
-                format!(
-                    "context {} of device {} has a handle of process {} open \
-                     (another allocation's, opened at {}); this open is in context {} \
-                     of the same device: {answer}",
-                    ctx(first),
-                    open.place.dev.unwrap_or(-1),
-                    from.1,
-                    first.out(s.open_out).map(shown).unwrap_or_default(),
-                    ctx(open)
-                ),
-            ));
-        }
-        found
+    fn pass(&self) -> Option<Box<dyn crate::crossproc::Pass>> {
+        Some(Box::new(SecondContextPass::new()))
     }
 }
 
@@ -507,7 +1372,7 @@ report_check!(
     UNREACHABLE,
     UNREACHABLE_RULE,
     CUDA,
-    unreachable
+    UnreachablePass
 );
 
 report_check!(
@@ -516,105 +1381,8 @@ report_check!(
     HIP_UNREACHABLE,
     HIP_UNREACHABLE_RULE,
     HIP,
-    unreachable
+    UnreachablePass
 );
-
-fn unreachable(
-    t: &Timeline,
-    calls: &[&Call],
-    s: &Spelling,
-    rule: &'static Rule,
-    found: &mut Vec<ReportFinding>,
-) {
-    // The exports by the UUID of their memory's device, each list in time order; an open is
-    // matched against those of the devices it cannot access only (issue 27).
-    let mut by_device: std::collections::HashMap<&str, Vec<&Call>> = Default::default();
-    for (export, _) in exports(t, s, calls) {
-        if let Some(there) = export.place.uuid.as_deref() {
-            by_device.entry(there).or_default().push(export);
-        }
-    }
-    for open in calls
-        .iter()
-        .filter(|c| c.func.starts_with(s.open) && !c.place.unreachable.is_empty())
-    {
-        let mut from: Vec<(&Call, &str)> = Vec::new();
-        for there in &open.place.unreachable {
-            if open.place.uuid.as_ref() == Some(there) {
-                continue;
-            }
-            let list = by_device.get(there.as_str()).map_or(&[][..], Vec::as_slice);
-            let before = list.partition_point(|e| e.ts_ns < open.ts_ns);
-            from.extend(
-                list[..before]
-                    .iter()
-                    .filter(|e| e.proc != open.proc)
-                    .map(|e| (*e, there.as_str())),
-            );
-        }
-        from.sort_by_key(|(e, _)| e.pos);
-        from.dedup_by_key(|(e, _)| e.pos);
-        for (export, there) in from {
-            let answer = match open.ret {
-                Some(0) => "the driver opened it anyway".to_string(),
-                Some(code) => format!("the driver answered {code}"),
-                None => "the driver's answer is not recorded".to_string(),
-            };
-            found.push(ReportFinding::at(
-                rule,
-                open,
-                format!(
-                    "device {} ({}) of this process cannot access device {there}, where \
-                     process {} exported the memory (the peer query says 0): {answer}",
-                    open.place.dev.unwrap_or(-1),
-                    open.place.uuid.as_deref().unwrap_or("?"),
-                    export.pid
-                ),
-            ));
-        }
-    }
-}
-
-fn exporter_exited(
-    t: &Timeline,
-    calls: &[&Call],
-    s: &Spelling,
-    rule: &'static Rule,
-    found: &mut Vec<ReportFinding>,
-) {
-    let opens = opens_of(s, calls);
-    for (export, free) in exports(t, s, calls) {
-        // A free before the exit is the free's finding ([`freed_while_open`]).
-        let (None, Some(exit)) = (free, t.exited(export.proc)) else {
-            continue;
-        };
-        // So is a destroy of the memory's context ([`context_destroyed_while_open`]).
-        let destroyed = export
-            .place
-            .ctx
-            .as_ref()
-            .is_some_and(|ctx| t.first_later(export, "cuCtxDestroy", "ctx", ctx).is_some());
-        if destroyed {
-            continue;
-        }
-        let pids = open_elsewhere(t, s, &opens, export, exit);
-        if pids.is_empty() {
-            continue;
-        }
-        let exported = export.arg(s.export_ptr).map(shown).unwrap_or_default();
-        found.push(ReportFinding::at(
-            rule,
-            export,
-            format!(
-                "process {} exited (its memory freed with it) while {exported}, \
-                 exported here, was still open in process {} ({}, not yet closed)",
-                export.pid,
-                pids.join(", "),
-                s.open
-            ),
-        ));
-    }
-}
 
 /// How one API spells the calls of an event handle's exchange.
 struct EventSpelling {
@@ -648,16 +1416,6 @@ const HIP_EVENT: EventSpelling = EventSpelling {
 /// What the event checks read besides the calls that carry a fingerprint.
 const EVENT_READS: &[&str] = &["cuEventDestroy", "hipEventDestroy"];
 
-/// The first successful destroy of `event` in the process of `after`, after it.
-fn destroyed<'t>(
-    t: &'t Timeline,
-    s: &EventSpelling,
-    after: &'t Call,
-    event: Option<&Value>,
-) -> Option<&'t Call> {
-    t.first_later(after, s.destroy, s.destroy_event, event?)
-}
-
 report_check!(
     /// An importer that ended through `exit` holding an event it opened and never
     /// destroyed.
@@ -665,7 +1423,7 @@ report_check!(
     EVENT_NEVER_DESTROYED,
     EVENT_NEVER_DESTROYED_RULE,
     CUDA_EVENT,
-    event_never_destroyed,
+    EventNeverDestroyedPass,
     EVENT_READS
 );
 report_check!(
@@ -674,37 +1432,9 @@ report_check!(
     HIP_EVENT_NEVER_DESTROYED,
     HIP_EVENT_NEVER_DESTROYED_RULE,
     HIP_EVENT,
-    event_never_destroyed,
+    EventNeverDestroyedPass,
     EVENT_READS
 );
-
-fn event_never_destroyed(
-    t: &Timeline,
-    calls: &[&Call],
-    s: &EventSpelling,
-    rule: &'static Rule,
-    found: &mut Vec<ReportFinding>,
-) {
-    for open in calls.iter().filter(|c| c.func == s.open && c.succeeded()) {
-        let Some(exit) = t.exited(open.proc) else {
-            continue;
-        };
-        let event = open.out(s.open_out);
-        if destroyed(t, s, open, event).is_some_and(|d| d.ts_ns <= exit) {
-            continue;
-        }
-        let event = event.map(shown).unwrap_or_default();
-        found.push(ReportFinding::at(
-            rule,
-            open,
-            format!(
-                "event {event}, opened here, was never destroyed before process {} \
-                 exited",
-                open.pid
-            ),
-        ));
-    }
-}
 
 report_check!(
     /// The exporter's destroy of an event another process still held its copy of.
@@ -712,7 +1442,7 @@ report_check!(
     EVENT_DESTROYED_WHILE_OPEN,
     EVENT_DESTROYED_WHILE_OPEN_RULE,
     CUDA_EVENT,
-    event_destroyed_while_open,
+    EventDestroyedWhileOpenPass,
     EVENT_READS
 );
 report_check!(
@@ -721,53 +1451,9 @@ report_check!(
     HIP_EVENT_DESTROYED_WHILE_OPEN,
     HIP_EVENT_DESTROYED_WHILE_OPEN_RULE,
     HIP_EVENT,
-    event_destroyed_while_open,
+    EventDestroyedWhileOpenPass,
     EVENT_READS
 );
-
-fn event_destroyed_while_open(
-    t: &Timeline,
-    calls: &[&Call],
-    s: &EventSpelling,
-    rule: &'static Rule,
-    found: &mut Vec<ReportFinding>,
-) {
-    for export in calls.iter().filter(|c| c.func == s.export && c.succeeded()) {
-        let Some(gone) = destroyed(t, s, export, export.arg(s.export_event)) else {
-            continue;
-        };
-        let mut pids: Vec<i64> = calls
-            .iter()
-            .filter(|open| {
-                open.proc != export.proc
-                    && open.func == s.open
-                    && open.succeeded()
-                    && open.ts_ns < gone.ts_ns
-                    && destroyed(t, s, open, open.out(s.open_out))
-                        .is_none_or(|d| d.ts_ns > gone.ts_ns)
-                    && t.exited(open.proc).is_none_or(|e| e > gone.ts_ns)
-            })
-            .map(|open| open.pid)
-            .collect();
-        pids.sort_unstable();
-        pids.dedup();
-        if pids.is_empty() {
-            continue;
-        }
-        let pids: Vec<String> = pids.iter().map(i64::to_string).collect();
-        found.push(ReportFinding::at(
-            rule,
-            gone,
-            format!(
-                "the event was exported ({}) and process {} still holds its copy ({}, \
-                 not yet destroyed): any operation on that copy from now on is undefined",
-                s.export,
-                pids.join(", "),
-                s.open
-            ),
-        ));
-    }
-}
 
 report_check!(
     /// An importer that ended through `exit` with an opened mapping it never closed: reported
@@ -776,7 +1462,7 @@ report_check!(
     NEVER_CLOSED,
     NEVER_CLOSED_RULE,
     CUDA,
-    never_closed
+    NeverClosedPass
 );
 report_check!(
     /// [`NeverClosed`] in HIP.
@@ -784,45 +1470,5 @@ report_check!(
     HIP_NEVER_CLOSED,
     HIP_NEVER_CLOSED_RULE,
     HIP,
-    never_closed
+    NeverClosedPass
 );
-
-fn never_closed(
-    t: &Timeline,
-    calls: &[&Call],
-    s: &Spelling,
-    rule: &'static Rule,
-    found: &mut Vec<ReportFinding>,
-) {
-    let groups = opens_of(s, calls);
-    let mut reported: std::collections::HashSet<(usize, Option<String>)> = Default::default();
-    for open in calls.iter().filter(|c| is_open(s, c)) {
-        let Some(exit) = t.exited(open.proc) else {
-            continue;
-        };
-        let key = (open.proc, open.out(s.open_out).map(Value::to_string));
-        if reported.contains(&key) {
-            continue;
-        }
-        let group = groups.group(s, open);
-        let left = open_count(t, s, group, exit, false);
-        if left == 0 {
-            continue;
-        }
-        reported.insert(key);
-        // Reported on the mapping's last open before the exit, one the exit left open (the
-        // first may have been closed long before, in a loop that opens the same address again).
-        let before = group.partition_point(|o| o.ts_ns <= exit);
-        let open = group[..before].last().copied().unwrap_or(open);
-        let mapped = open.out(s.open_out).map(shown).unwrap_or_default();
-        found.push(ReportFinding::at(
-            rule,
-            open,
-            format!(
-                "{mapped} was still open ({left} open(s) without a close) when \
-                     process {} exited",
-                open.pid
-            ),
-        ));
-    }
-}

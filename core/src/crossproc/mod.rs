@@ -305,18 +305,10 @@ pub struct Timeline {
     sorted: bool,
 }
 
-/// The calls the report-phase checks look up by one argument's value ([`Timeline::first_later`],
-/// [`Timeline::count_later`]): a function prefix and the argument. Looking up any other pair
-/// scans the process's later calls instead (the same answer, in time linear in them).
-const INDEXED: &[(&str, &str)] = &[
-    ("cuMemFree", "dptr"),
-    ("hipFree", "ptr"),
-    ("cuIpcCloseMemHandle", "dptr"),
-    ("hipIpcCloseMemHandle", "devPtr"),
-    ("cuCtxDestroy", "ctx"),
-    ("cuEventDestroy", "hEvent"),
-    ("hipEventDestroy", "event"),
-];
+/// The calls the report-phase checks look up by one argument's value ([`Timeline::first_later`]):
+/// a function prefix and the argument. Looking up any other pair scans the process's later
+/// calls instead (the same answer, in time linear in them).
+const INDEXED: &[(&str, &str)] = &[("cuMemFree", "dptr"), ("hipFree", "ptr")];
 
 /// The one copy of each name, argument list, stack and place that kept calls share (issue 27: the calls of a loop repeat them, and a timeline keeps millions of calls).
 /// Argument lists and values are found by a hash of their content, with no allocation when
@@ -491,7 +483,7 @@ fn same_value(a: &Value, b: &Value) -> bool {
 /// A value's key in [`Timeline`]'s indexes: a number (an address or handle, `"0x..."` or plain)
 /// as its lowercase hex, so that the keys of equal numbers are equal; any other string as it is,
 /// anything else as its JSON text.
-fn value_key(value: &Value) -> std::borrow::Cow<'_, str> {
+pub(crate) fn value_key(value: &Value) -> std::borrow::Cow<'_, str> {
     match (number(value), value) {
         (Some(n), _) => std::borrow::Cow::Owned(format!("{n:#x}")),
         (None, Value::String(s)) => std::borrow::Cow::Borrowed(s),
@@ -735,35 +727,6 @@ impl Timeline {
         }
     }
 
-    /// How many successful calls of `after`'s process after it, up to `until` (ns of the wall
-    /// clock, inclusive), have a function that starts with `prefix` and the argument `arg` equal
-    /// to `value`.
-    pub fn count_later(
-        &self,
-        after: &Call,
-        prefix: &str,
-        arg: &str,
-        value: &Value,
-        until: u64,
-    ) -> usize {
-        match self.indexed(after.proc, prefix, arg, value) {
-            Some(list) => {
-                let start = list.partition_point(|&i| i <= after.pos);
-                let end = list.partition_point(|&i| self.calls[i].ts_ns <= until);
-                end.saturating_sub(start)
-            }
-            None => self
-                .later_in_process(after)
-                .filter(|c| {
-                    c.func.starts_with(prefix)
-                        && c.succeeded()
-                        && c.arg(arg).is_some_and(|a| same_value(a, value))
-                        && c.ts_ns <= until
-                })
-                .count(),
-        }
-    }
-
     /// The indexed calls of `pid` for `prefix`, `arg` and `value` ([`INDEXED`]); `None` when the
     /// pair is not indexed.
     fn indexed(&self, proc: usize, prefix: &str, arg: &str, value: &Value) -> Option<&[usize]> {
@@ -947,6 +910,9 @@ impl<'a> Written<'a> {
     }
 }
 
+/// An end a view lists, with the time, pid and number of the export or open that claimed it.
+type Claim<'a> = ((u64, i64, u64), &'a Call);
+
 impl Timeline {
     /// Every memory or event handle that was exported, with its exchange: the export, every open
     /// of it (successful or not) in any process, and for each export and open the call that
@@ -976,7 +942,9 @@ impl Timeline {
         // Exports and opens claim their ends in time order, across every handle: the calls'
         // own order (ends compete only within one process, whose calls it orders by time and
         // number), each call's handles in the order of their fingerprints.
-        let mut claimed: HashMap<&str, Vec<&Call>> = HashMap::new();
+        // Each handle's claimed ends, with the claiming call's time, pid and number: a view
+        // lists ends that tie in time in the order of their claims by those.
+        let mut claimed: HashMap<&str, Vec<Claim>> = HashMap::new();
         for c in &self.calls {
             let Some(ptr) = exchange_pointer(c) else {
                 continue;
@@ -995,7 +963,10 @@ impl Timeline {
                 }
                 if let Some(end) = list.get(*taken) {
                     *taken += 1;
-                    claimed.entry(fp).or_default().push(end);
+                    claimed
+                        .entry(fp)
+                        .or_default()
+                        .push(((c.ts_ns, c.pid, c.seq), end));
                 }
             }
         }
@@ -1003,7 +974,9 @@ impl Timeline {
             .into_iter()
             .map(|fp| {
                 let mut steps: Vec<&Call> = self.sharing(fp).collect();
-                steps.extend(claimed.remove(fp).into_iter().flatten());
+                let mut ends = claimed.remove(fp).unwrap_or_default();
+                ends.sort_by_key(|(by, _)| *by);
+                steps.extend(ends.into_iter().map(|(_, end)| end));
                 steps.sort_by_key(|c| (c.ts_ns, c.pid, c.seq));
                 steps.dedup_by(|a, b| std::ptr::eq(*a, *b));
                 HandleView { handle: fp, steps }
@@ -1056,7 +1029,37 @@ pub trait ReportCheck: Sync {
     /// Symbol prefixes of the calls it reads besides those that mention a handle fingerprint
     /// (e.g. `cuMemFree` for the exporter's frees).
     fn functions(&self) -> &'static [&'static str];
-    fn decide(&self, timeline: &Timeline) -> Vec<ReportFinding>;
+    /// Its findings, from the whole timeline at once (a check without a [`Pass`]).
+    fn decide(&self, _timeline: &Timeline) -> Vec<ReportFinding> {
+        Vec::new()
+    }
+    /// A pass over the timeline's calls in their order, with state bounded by what is alive
+    /// (issue 27), where the check has one: [`decide`] then drives it instead of calling
+    /// [`ReportCheck::decide`].
+    fn pass(&self) -> Option<Box<dyn Pass>> {
+        None
+    }
+}
+
+/// The order of a pass's findings that rest on calls of one process, time and number: a
+/// handle's fingerprint, then two positions the pass gives (of the calls that anchor the
+/// finding: an export, an open), as the check's walk over the timeline met them.
+pub type Order = (String, usize, usize);
+
+/// A report check run as one pass over a finished timeline's calls, in their order: it keeps
+/// what is still alive and decides each finding when the calls that decide it have been seen.
+/// What every process's record says (its exit, its IMEX domain) is read from the timeline.
+pub trait Pass {
+    /// The next call.
+    fn call(&mut self, t: &Timeline, c: &Call);
+    /// Every call at `ts_ns` has been given (what is decided "at" a time sees the calls at that
+    /// time).
+    fn settle(&mut self, _t: &Timeline, _ts_ns: u64) {}
+    /// Process `proc` wrote its `exit` record at `ts_ns`: given once every call up to that time
+    /// and none after it was.
+    fn exit(&mut self, _t: &Timeline, _proc: usize, _ts_ns: u64) {}
+    /// After the last call: the findings, each with its [`Order`].
+    fn end(self: Box<Self>, t: &Timeline) -> Vec<(Order, ReportFinding)>;
 }
 
 /// Every report-phase check.
@@ -1108,9 +1111,52 @@ pub fn exited_calls(t: &Timeline) -> Vec<(i64, Vec<&Call>)> {
         .collect()
 }
 
-/// Runs `checks` over a finished timeline.
+/// Runs `checks` over a finished timeline: the passes together, in one walk over its calls.
 pub fn decide(timeline: &Timeline, checks: &[&dyn ReportCheck]) -> Vec<ReportFinding> {
-    let mut found: Vec<ReportFinding> = checks.iter().flat_map(|c| c.decide(timeline)).collect();
+    let mut passes: Vec<Option<Box<dyn Pass>>> = checks.iter().map(|c| c.pass()).collect();
+    if passes.iter().any(Option::is_some) {
+        let mut exits: Vec<(u64, usize)> = timeline
+            .exits
+            .iter()
+            .map(|(&proc, &ts)| (ts, proc))
+            .collect();
+        exits.sort_unstable();
+        let mut exits = exits.into_iter().peekable();
+        let calls = timeline.calls();
+        for (i, c) in calls.iter().enumerate() {
+            while let Some((ts, proc)) = exits.next_if(|&(ts, _)| ts < c.ts_ns) {
+                for pass in passes.iter_mut().flatten() {
+                    pass.exit(timeline, proc, ts);
+                }
+            }
+            for pass in passes.iter_mut().flatten() {
+                pass.call(timeline, c);
+            }
+            if calls.get(i + 1).is_none_or(|next| next.ts_ns != c.ts_ns) {
+                for pass in passes.iter_mut().flatten() {
+                    pass.settle(timeline, c.ts_ns);
+                }
+            }
+        }
+        for (ts, proc) in exits {
+            for pass in passes.iter_mut().flatten() {
+                pass.exit(timeline, proc, ts);
+            }
+        }
+    }
+    let mut found: Vec<ReportFinding> = Vec::new();
+    for (check, pass) in checks.iter().zip(passes) {
+        match pass {
+            Some(pass) => {
+                let mut theirs = pass.end(timeline);
+                theirs.sort_by(|(a, fa), (b, fb)| {
+                    (fa.pid, fa.ts_ns, fa.seq, a).cmp(&(fb.pid, fb.ts_ns, fb.seq, b))
+                });
+                found.extend(theirs.into_iter().map(|(_, f)| f));
+            }
+            None => found.extend(check.decide(timeline)),
+        }
+    }
     found.sort_by_key(|f| (f.pid, f.ts_ns, f.seq));
     found
 }
@@ -1280,6 +1326,35 @@ mod tests {
             .iter()
             .map(|f| (f.rule.id, f.pid, f.ts_ns))
             .collect()
+    }
+
+    /// What a pass decides at a time sees every call at that time, whichever process made it
+    /// and wherever it falls among them: a close at the free's time has closed, and an open at
+    /// the free's time is not open yet.
+    #[test]
+    fn a_decision_at_a_time_sees_every_call_at_that_time() {
+        let check: &dyn ReportCheck = &FREED_WHILE_OPEN;
+        let found = |records: &[(i64, u64, &str, Value, i64)]| {
+            rules_found(&timeline(records), check).len()
+        };
+        assert_eq!(found(&[export(100), open(200, 0), free(300)]), 1);
+        // The importer (pid 20) comes after the exporter (pid 10) among the calls of one time.
+        assert_eq!(found(&[export(100), open(200, 0), free(300), close(300)]), 0);
+        // An importer that comes first among them (pid 5).
+        let first = |mut r: (i64, u64, &'static str, Value, i64)| {
+            r.0 = 5;
+            r
+        };
+        assert_eq!(found(&[export(100), first(open(300, 0)), free(300)]), 0);
+        assert_eq!(found(&[export(100), first(open(200, 0)), free(300)]), 1);
+        assert_eq!(
+            found(&[export(100), first(open(200, 0)), first(close(300)), free(300)]),
+            0
+        );
+        assert_eq!(
+            found(&[export(100), first(open(200, 0)), first(close(301)), free(300)]),
+            1
+        );
     }
 
     /// The calls of a loop keep one copy of what they repeat (issue 27: memory): equal
@@ -1700,16 +1775,10 @@ mod tests {
                         .collect();
                     assert_eq!(
                         t.first_later(after, prefix, arg, &value).map(|c| c.seq),
-                        matching.first().map(|c| c.seq)
+                        matching.first().map(|c| c.seq),
+                        "{prefix} {value} after {}",
+                        after.seq
                     );
-                    for until in [0, after.ts_ns, after.ts_ns + 15, u64::MAX] {
-                        assert_eq!(
-                            t.count_later(after, prefix, arg, &value, until),
-                            matching.iter().filter(|c| c.ts_ns <= until).count(),
-                            "{prefix} {value} after {} until {until}",
-                            after.seq
-                        );
-                    }
                 }
             }
         }

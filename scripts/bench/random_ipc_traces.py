@@ -1,0 +1,67 @@
+"""Random IPC traces for comparing two builds' reports (scripts/report-diff.sh).
+
+Usage: random_ipc_traces.py SEED DIR
+
+Writes the trace files of 2 to 4 processes (some of one pid on two hosts) into DIR: exports,
+opens, closes and frees of 1 to 3 handles at 1 to 3 addresses, context destroys, event
+exports, opens and destroys, and most processes' exit records (after their last call). Times
+are multiples of 1 us in a 30 us window, so that calls of one time abound; failures, unreachable
+devices and two contexts on two devices are drawn too. Every third seed spells the calls in HIP.
+The same seed writes the same files.
+"""
+import json, random, sys, os
+seed=int(sys.argv[1]); out=sys.argv[2]
+R=random.Random(seed)
+os.makedirs(out, exist_ok=True)
+fps=["fp:%016x"%(0x1000+i) for i in range(R.randint(1,3))]
+ptrs=["0x%x"%(0x7000+0x100*i) for i in range(R.randint(1,3))]
+ctxs=["0xc1","0xc2"]
+nproc=R.randint(2,4)
+HIP = seed%3==0
+for p in range(nproc):
+    twin = p>0 and R.random()<0.3
+    pid=100+(p-1 if twin else p)
+    host="h2" if twin else "h"
+    lines=[{"v":2,"seq":0,"t":0,"tid":pid,"event":"process","pid":pid,"ppid":1,"exe":"/x","shim_version":"0.1.0","boot_id":"b"+host,"host":host,"t0_wall_ns":1000000000,"t0_mono_ns":5}]
+    seq=1
+    for k in range(R.randint(3,40)):
+        t=R.randint(1,30)*1000
+        kind=R.choice(["exp","exp","open","open","open","close","close","free","free","destroy","eexp","eopen","edestroy"])
+        ctx=R.choice(ctxs); dev=R.randint(0,1)
+        rec={"seq":seq,"t":t,"tid":pid}
+        if kind=="exp":
+            rec.update({"fn":"cuIpcGetMemHandle","a":{"*pHandle":R.choice(fps),"dptr":R.choice(ptrs)},"r":R.choice([0,0,0,1]),"ctx":ctx,"dev":dev,"uuid":"GPU-%d"%dev})
+        elif kind=="open":
+            rec.update({"fn":"cuIpcOpenMemHandle_v2","a":{"*pdptr":R.choice(ptrs),"handle":R.choice(fps),"Flags":1},"r":R.choice([0,0,0,201]),"ctx":ctx,"dev":dev,"uuid":"GPU-%d"%dev})
+            if R.random()<0.2: rec["unreachable"]=["GPU-%d"%(1-dev)]
+        elif kind=="close":
+            rec.update({"fn":"cuIpcCloseMemHandle","a":{"dptr":R.choice(ptrs)},"r":R.choice([0,0,1])})
+        elif kind=="free":
+            rec.update({"fn":"cuMemFree_v2","a":{"dptr":R.choice(ptrs)},"r":0})
+        elif kind=="destroy":
+            rec.update({"fn":"cuCtxDestroy_v2","a":{"ctx":ctx},"r":0})
+        elif kind=="eexp":
+            rec.update({"fn":"cuIpcGetEventHandle","a":{"*pHandle":R.choice(fps),"event":R.choice(ptrs)},"r":0})
+        elif kind=="eopen":
+            rec.update({"fn":"cuIpcOpenEventHandle","a":{"*phEvent":R.choice(ptrs),"handle":R.choice(fps)},"r":0})
+        elif kind=="edestroy":
+            rec.update({"fn":"cuEventDestroy_v2","a":{"hEvent":R.choice(ptrs)},"r":0})
+        lines.append(rec); seq+=1
+    if R.random()<0.7:
+        last=max([l["t"] for l in lines[1:]]+[0])
+        lines.append({"seq":seq,"t":last+R.randint(0,2)*1000,"tid":pid,"event":"exit","calls":seq-1,"findings_reported":0})
+    if HIP:
+        ren={"cuIpcGetMemHandle":("hipIpcGetMemHandle",{"dptr":"devPtr","*pHandle":"*handle"}),
+             "cuIpcOpenMemHandle_v2":("hipIpcOpenMemHandle",{"*pdptr":"*devPtr"}),
+             "cuIpcCloseMemHandle":("hipIpcCloseMemHandle",{"dptr":"devPtr"}),
+             "cuMemFree_v2":("hipFree",{"dptr":"ptr"}),
+             "cuIpcGetEventHandle":("hipIpcGetEventHandle",{"*pHandle":"*handle"}),
+             "cuIpcOpenEventHandle":("hipIpcOpenEventHandle",{"*phEvent":"*event"}),
+             "cuEventDestroy_v2":("hipEventDestroy",{"hEvent":"event"})}
+        for l in lines:
+            if l.get("fn") in ren:
+                name,m=ren[l["fn"]]; l["fn"]=name
+                l["a"]={m.get(k,k):v for k,v in l["a"].items()}
+    R.shuffle(lines[1:]) if R.random()<0.2 else None
+    with open(os.path.join(out,"%d.%s.jsonl"%(pid,host)),"w") as f:
+        for l in lines: f.write(json.dumps(l)+"\n")
