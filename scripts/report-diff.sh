@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# Compares two builds' reports of the same random IPC traces, byte for byte (issue 27: a
-# report-phase check rewritten must decide as the one it replaces, ties in time included).
+# Compares two builds' reports of the same random traces (IPC and logical endpoint calls), byte
+# for byte (issue 27: a report-phase check rewritten must decide as the one it replaces, ties
+# in time included).
 #
 # Usage: scripts/report-diff.sh OLD_CLI NEW_CLI [FIRST_SEED LAST_SEED]   (default 1 300)
 #
-# For each seed, scripts/bench/random_ipc_traces.py writes the traces of a few processes, and
+# For each seed, scripts/bench/random_traces.py writes the traces of a few processes, and
 # both `sharecheck report` builds read them as text and as JSON; any difference in the output,
 # the messages on stderr or the exit status is printed with its seed, and the script exits 1.
 # OLD_CLI: for example a build of the commit before the change (git worktree add ... &&
 # cargo build --release -p sharecheck-cli).
 set -euo pipefail
-[ $# -ge 2 ] || { sed -n 2,12p "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n 2,11p "$0" >&2; exit 2; }
 old=$1 new=$2 first=${3:-1} last=${4:-300}
-gen="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/bench/random_ipc_traces.py"
+gen="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/bench/random_traces.py"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 bad=0 findings=0

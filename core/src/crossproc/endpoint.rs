@@ -2,10 +2,10 @@
 //! an importer did with an endpoint whose type only the exporter's trace tells (their rules:
 //! `crate::rules::endpoint::report`).
 
-use crate::crossproc::{exited_calls, Call, ReportFinding, Timeline};
+use crate::crossproc::{AtExit, Call, ReportFinding, Timeline};
 use crate::rules::endpoint::report::*;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Every logical endpoint call.
 const READS: &[&str] = &["cuLogicalEndpoint"];
@@ -14,165 +14,223 @@ fn number(c: &Call, key: &str) -> Option<u64> {
     c.arg(key).and_then(Value::as_u64)
 }
 
-timeline_check!(
+at_exit_check!(
     /// Endpoints created or imported and never destroyed before `exit`.
     NeverDestroyed,
     NEVER_DESTROYED,
     NEVER_DESTROYED_RULE,
-    never_destroyed
+    Held
 );
 
-fn never_destroyed(t: &Timeline) -> Vec<ReportFinding> {
-    let mut found = Vec::new();
-    for (pid, calls) in exited_calls(t) {
-        let mut held: BTreeMap<u64, &Call> = BTreeMap::new();
-        for c in calls {
-            let id = number(c, "leId");
-            match (c.func.as_str(), id) {
-                ("cuLogicalEndpointCreate" | "cuLogicalEndpointImport", Some(id)) => {
-                    held.insert(id, c);
-                }
-                ("cuLogicalEndpointDestroy", Some(id)) => {
-                    held.remove(&id);
-                }
-                _ => {}
+/// A process's endpoints held: id -> its latest create or import.
+#[derive(Default)]
+pub struct Held(BTreeMap<u64, Call>);
+
+impl AtExit for Held {
+    fn call(&mut self, c: &Call) {
+        match (c.func.as_str(), number(c, "leId")) {
+            ("cuLogicalEndpointCreate" | "cuLogicalEndpointImport", Some(id)) => {
+                self.0.insert(id, c.clone());
             }
+            ("cuLogicalEndpointDestroy", Some(id)) => {
+                self.0.remove(&id);
+            }
+            _ => {}
         }
-        for (id, c) in held {
+    }
+
+    fn exit(self, pid: i64, found: &mut Vec<(usize, ReportFinding)>) {
+        for (k, (id, c)) in self.0.into_iter().enumerate() {
             let how = if c.func.ends_with("Import") {
                 "imported"
             } else {
                 "created"
             };
-            found.push(ReportFinding::at(
-                &NEVER_DESTROYED_RULE,
-                c,
-                format!(
-                    "leId {id}, {how} here, was never destroyed before process {pid} \
-                     exited"
+            found.push((
+                k,
+                ReportFinding::at(
+                    &NEVER_DESTROYED_RULE,
+                    &c,
+                    format!(
+                        "leId {id}, {how} here, was never destroyed before process {pid} \
+                         exited"
+                    ),
                 ),
             ));
         }
     }
-    found
 }
 
-timeline_check!(
+at_exit_check!(
     /// Reserved ids never released before `exit`.
     NeverReleased,
     NEVER_RELEASED,
     NEVER_RELEASED_RULE,
-    never_released
+    Reserved
 );
 
-fn never_released(t: &Timeline) -> Vec<ReportFinding> {
-    let mut found = Vec::new();
-    for (pid, calls) in exited_calls(t) {
-        // Per reserve: the ranges `[start, end)` of its ids still held.
-        let mut reserves: Vec<(&Call, Vec<(u64, u64)>)> = Vec::new();
-        for c in calls {
-            let count = number(c, "count").unwrap_or(0);
-            if c.func == "cuLogicalEndpointIdReserve" {
-                if let Some(base) = c.out("baseLeId").and_then(Value::as_u64) {
-                    reserves.push((c, vec![(base, base + count)]));
-                }
-            } else if c.func == "cuLogicalEndpointIdRelease" {
-                let Some(base) = number(c, "baseLeId") else {
-                    continue;
-                };
-                let (lo, hi) = (base, base + count);
-                for (_, ranges) in &mut reserves {
-                    *ranges = ranges
-                        .iter()
-                        .flat_map(|&(s, e)| {
-                            [(s, e.min(lo)), (s.max(hi), e)]
-                                .into_iter()
-                                .filter(|(a, b)| a < b)
-                        })
-                        .collect();
-                }
+/// A process's reserves with ids still held: each reserve and the ranges `[start, end)` of its
+/// ids not released (a reserve released whole is forgotten).
+#[derive(Default)]
+pub struct Reserved(Vec<(Call, Vec<(u64, u64)>)>);
+
+impl AtExit for Reserved {
+    fn call(&mut self, c: &Call) {
+        let count = number(c, "count").unwrap_or(0);
+        if c.func == "cuLogicalEndpointIdReserve" {
+            if let Some(base) = c.out("baseLeId").and_then(Value::as_u64) {
+                self.0.push((c.clone(), vec![(base, base + count)]));
             }
+        } else if c.func == "cuLogicalEndpointIdRelease" {
+            let Some(base) = number(c, "baseLeId") else {
+                return;
+            };
+            let (lo, hi) = (base, base + count);
+            for (_, ranges) in &mut self.0 {
+                *ranges = ranges
+                    .iter()
+                    .flat_map(|&(s, e)| {
+                        [(s, e.min(lo)), (s.max(hi), e)]
+                            .into_iter()
+                            .filter(|(a, b)| a < b)
+                    })
+                    .collect();
+            }
+            self.0.retain(|(_, ranges)| !ranges.is_empty());
         }
-        for (c, ranges) in reserves.into_iter().filter(|(_, r)| !r.is_empty()) {
+    }
+
+    fn exit(self, pid: i64, found: &mut Vec<(usize, ReportFinding)>) {
+        for (k, (c, ranges)) in self.0.into_iter().enumerate() {
             let held: u64 = ranges.iter().map(|(s, e)| e - s).sum();
             let list: Vec<String> = ranges.iter().map(|(s, e)| format!("[{s}, {e})")).collect();
-            found.push(ReportFinding::at(
-                &NEVER_RELEASED_RULE,
-                c,
-                format!(
-                    "{held} id(s) of this reserve ({}) were never released before \
-                     process {pid} exited",
-                    list.join(", ")
+            found.push((
+                k,
+                ReportFinding::at(
+                    &NEVER_RELEASED_RULE,
+                    &c,
+                    format!(
+                        "{held} id(s) of this reserve ({}) were never released before \
+                         process {pid} exited",
+                        list.join(", ")
+                    ),
                 ),
             ));
         }
     }
-    found
 }
 
-timeline_check!(
-    /// Binds of an endpoint imported from a unicast one.
-    BindImportedUnicast,
-    BIND_IMPORTED_UNICAST,
-    BIND_IMPORTED_UNICAST_RULE,
-    bind_imported_unicast
-);
+/// Binds of an endpoint imported from a unicast one.
+pub struct BindImportedUnicast;
+pub static BIND_IMPORTED_UNICAST: BindImportedUnicast = BindImportedUnicast;
 
-fn bind_imported_unicast(t: &Timeline) -> Vec<ReportFinding> {
-    let mut found = Vec::new();
-    for fp in t.fingerprints() {
-        let calls: Vec<&Call> = t.sharing(fp).collect();
-        for export in calls
-            .iter()
-            .filter(|c| c.func == "cuLogicalEndpointExport" && c.succeeded())
-        {
-            let Some(exported) = number(export, "leId") else {
+impl crate::crossproc::ReportCheck for BindImportedUnicast {
+    fn rules(&self) -> &'static [&'static crate::rules::Rule] {
+        static RULES: &[&crate::rules::Rule] = &[&BIND_IMPORTED_UNICAST_RULE];
+        RULES
+    }
+    fn functions(&self) -> &'static [&'static str] {
+        READS
+    }
+    fn pass(&self) -> Option<Box<dyn crate::crossproc::Pass>> {
+        Some(Box::<BindImportedUnicastPass>::default())
+    }
+}
+
+/// [`BindImportedUnicast`] as a pass. An export is unicast when the exporter's latest create of
+/// its id said so; an import is bound until its process destroys that id; a bind of an imported
+/// id is a finding for every unicast export of the import's handle (decided at the end: the
+/// export may come after the bind).
+#[derive(Default)]
+struct BindImportedUnicastPass {
+    /// (process, leId) -> the `prop` of its latest successful create.
+    created: HashMap<(usize, u64), Option<Value>>,
+    /// Fingerprint -> its unicast exports: (pid, position, leId exported, the owner's text).
+    unicast: HashMap<String, Vec<(i64, usize, u64, String)>>,
+    /// (process, leId) -> its imports not destroyed since: (fingerprint, position).
+    imported: HashMap<(usize, u64), Vec<(String, usize)>>,
+    /// Fingerprint -> the binds of its imports: (the import's position, the bind).
+    binds: HashMap<String, Vec<(usize, Call)>>,
+}
+
+impl crate::crossproc::Pass for BindImportedUnicastPass {
+    fn call(&mut self, _t: &Timeline, c: &Call) {
+        let Some(id) = number(c, "leId") else {
+            return;
+        };
+        let at = (c.proc, id);
+        let mut fps = c.fingerprints();
+        fps.sort_unstable();
+        fps.dedup();
+        match c.func.as_str() {
+            "cuLogicalEndpointCreate" if c.succeeded() => {
+                self.created.insert(at, c.arg("prop").cloned());
+            }
+            "cuLogicalEndpointExport" if c.succeeded() => {
+                let prop = self.created.get(&at).and_then(Option::as_ref);
+                let unicast = prop.and_then(|p| p.get("type")).and_then(Value::as_str)
+                    == Some("CU_LOGICAL_ENDPOINT_TYPE_UNICAST");
+                if !unicast {
+                    return;
+                }
+                let owner = prop
+                    .and_then(|p| p.get("unicast.device"))
+                    .map_or_else(String::new, |d| format!(", owner device {d}"));
+                for fp in fps {
+                    self.unicast.entry(fp.to_string()).or_default().push((
+                        c.pid,
+                        c.pos,
+                        id,
+                        owner.clone(),
+                    ));
+                }
+            }
+            "cuLogicalEndpointImport" if c.succeeded() => {
+                let imports = self.imported.entry(at).or_default();
+                imports.extend(fps.into_iter().map(|fp| (fp.to_string(), c.pos)));
+            }
+            "cuLogicalEndpointDestroy" => {
+                self.imported.remove(&at);
+            }
+            func if func.starts_with("cuLogicalEndpointBind") => {
+                for (fp, import) in self.imported.get(&at).into_iter().flatten() {
+                    self.binds
+                        .entry(fp.clone())
+                        .or_default()
+                        .push((*import, c.clone()));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
+        let mut found = Vec::new();
+        for (fp, mut binds) in self.binds {
+            let Some(exports) = self.unicast.get(&fp) else {
                 continue;
             };
-            // The exporter's create of that id, the last before the export.
-            let create = t.earlier_in_process(export).find(|c| {
-                c.func == "cuLogicalEndpointCreate"
-                    && c.succeeded()
-                    && number(c, "leId") == Some(exported)
-            });
-            let prop = create.and_then(|c| c.arg("prop"));
-            let unicast = prop.and_then(|p| p.get("type")).and_then(Value::as_str)
-                == Some("CU_LOGICAL_ENDPOINT_TYPE_UNICAST");
-            if !unicast {
-                continue;
-            }
-            let owner = prop
-                .and_then(|p| p.get("unicast.device"))
-                .map_or_else(String::new, |d| format!(", owner device {d}"));
-            for import in calls
-                .iter()
-                .filter(|c| c.func == "cuLogicalEndpointImport" && c.succeeded())
-            {
-                let Some(id) = number(import, "leId") else {
-                    continue;
-                };
-                for later in t.later_in_process(import) {
-                    let same = number(later, "leId") == Some(id);
-                    if same && later.func == "cuLogicalEndpointDestroy" {
-                        break;
-                    }
-                    if same && later.func.starts_with("cuLogicalEndpointBind") {
-                        found.push(ReportFinding::at(
+            binds.sort_by_key(|(import, bind)| (*import, bind.pos));
+            for (pid, export, exported, owner) in exports {
+                for (import, bind) in &binds {
+                    let id = number(bind, "leId").unwrap_or_default();
+                    found.push((
+                        (fp.clone(), *export, *import),
+                        ReportFinding::at(
                             &BIND_IMPORTED_UNICAST_RULE,
-                            later,
+                            bind,
                             format!(
-                                "leId {id} was imported from process {}'s unicast \
+                                "leId {id} was imported from process {pid}'s unicast \
                                  endpoint (leId {exported}{owner}): an imported \
-                                 unicast endpoint cannot be bound",
-                                export.pid
+                                 unicast endpoint cannot be bound"
                             ),
-                        ));
-                    }
+                        ),
+                    ));
                 }
             }
         }
+        found
     }
-    found
 }
 
 #[cfg(test)]

@@ -37,6 +37,29 @@ macro_rules! timeline_check {
     };
 }
 
+/// A report check of one rule decided per process at its exit: `$state` is its [`AtExit`]
+/// state; it reads the calls of `READS` (in scope where it is used).
+macro_rules! at_exit_check {
+    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $state:ty) => {
+        $(#[$doc])*
+        pub struct $name;
+        pub static $instance: $name = $name;
+
+        impl $crate::crossproc::ReportCheck for $name {
+            fn rules(&self) -> &'static [&'static $crate::rules::Rule] {
+                static RULES: &[&$crate::rules::Rule] = &[&$rule];
+                RULES
+            }
+            fn functions(&self) -> &'static [&'static str] {
+                READS
+            }
+            fn pass(&self) -> Option<Box<dyn $crate::crossproc::Pass>> {
+                Some(Box::<$crate::crossproc::AtExitPass<$state>>::default())
+            }
+        }
+    };
+}
+
 pub mod endpoint;
 pub mod ipc;
 pub mod pool;
@@ -1096,6 +1119,63 @@ pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[
     &pool::FABRIC_OTHER_DOMAIN,
 ];
 
+/// A check decided for each process that ended through `exit`, from its successful calls up to
+/// its exit, in its order ([`AtExitPass`]): the state it keeps of one process.
+pub trait AtExit: Default {
+    /// The process's next successful call.
+    fn call(&mut self, c: &Call);
+    /// The process (`pid`) wrote its exit record: the findings, each with a number that orders
+    /// those resting on calls of one pid, time and number.
+    fn exit(self, pid: i64, found: &mut Vec<(usize, ReportFinding)>);
+}
+
+/// An [`AtExit`] check as a [`Pass`]: one state per process that has an exit record, kept until
+/// its exit and dropped then (calls of a process with no exit record are not kept).
+pub struct AtExitPass<S> {
+    states: HashMap<usize, (i64, S)>,
+    gone: std::collections::HashSet<usize>,
+    found: Vec<(Order, ReportFinding)>,
+}
+
+impl<S> Default for AtExitPass<S> {
+    fn default() -> Self {
+        AtExitPass {
+            states: HashMap::new(),
+            gone: Default::default(),
+            found: Vec::new(),
+        }
+    }
+}
+
+impl<S: AtExit> Pass for AtExitPass<S> {
+    fn call(&mut self, t: &Timeline, c: &Call) {
+        if c.succeeded() && t.exited(c.proc).is_some() && !self.gone.contains(&c.proc) {
+            self.states
+                .entry(c.proc)
+                .or_insert_with(|| (c.pid, S::default()))
+                .1
+                .call(c);
+        }
+    }
+
+    fn exit(&mut self, _t: &Timeline, proc: usize, _ts_ns: u64) {
+        self.gone.insert(proc);
+        if let Some((pid, state)) = self.states.remove(&proc) {
+            let mut found = Vec::new();
+            state.exit(pid, &mut found);
+            self.found.extend(
+                found
+                    .into_iter()
+                    .map(|(k, f)| ((String::new(), proc, k), f)),
+            );
+        }
+    }
+
+    fn end(self: Box<Self>, _t: &Timeline) -> Vec<(Order, ReportFinding)> {
+        self.found
+    }
+}
+
 /// Each process that ended through exit, with its successful calls up to its exit, in its
 /// order: what the families' at-exit checks read.
 pub fn exited_calls(t: &Timeline) -> Vec<(i64, Vec<&Call>)> {
@@ -1334,12 +1414,14 @@ mod tests {
     #[test]
     fn a_decision_at_a_time_sees_every_call_at_that_time() {
         let check: &dyn ReportCheck = &FREED_WHILE_OPEN;
-        let found = |records: &[(i64, u64, &str, Value, i64)]| {
-            rules_found(&timeline(records), check).len()
-        };
+        let found =
+            |records: &[(i64, u64, &str, Value, i64)]| rules_found(&timeline(records), check).len();
         assert_eq!(found(&[export(100), open(200, 0), free(300)]), 1);
         // The importer (pid 20) comes after the exporter (pid 10) among the calls of one time.
-        assert_eq!(found(&[export(100), open(200, 0), free(300), close(300)]), 0);
+        assert_eq!(
+            found(&[export(100), open(200, 0), free(300), close(300)]),
+            0
+        );
         // An importer that comes first among them (pid 5).
         let first = |mut r: (i64, u64, &'static str, Value, i64)| {
             r.0 = 5;
@@ -1348,11 +1430,21 @@ mod tests {
         assert_eq!(found(&[export(100), first(open(300, 0)), free(300)]), 0);
         assert_eq!(found(&[export(100), first(open(200, 0)), free(300)]), 1);
         assert_eq!(
-            found(&[export(100), first(open(200, 0)), first(close(300)), free(300)]),
+            found(&[
+                export(100),
+                first(open(200, 0)),
+                first(close(300)),
+                free(300)
+            ]),
             0
         );
         assert_eq!(
-            found(&[export(100), first(open(200, 0)), first(close(301)), free(300)]),
+            found(&[
+                export(100),
+                first(open(200, 0)),
+                first(close(301)),
+                free(300)
+            ]),
             1
         );
     }

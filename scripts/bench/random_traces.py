@@ -1,12 +1,14 @@
-"""Random IPC traces for comparing two builds' reports (scripts/report-diff.sh).
+"""Random IPC and logical endpoint traces for comparing two builds' reports (scripts/report-diff.sh).
 
-Usage: random_ipc_traces.py SEED DIR
+Usage: random_traces.py SEED DIR
 
 Writes the trace files of 2 to 4 processes (some of one pid on two hosts) into DIR: exports,
 opens, closes and frees of 1 to 3 handles at 1 to 3 addresses, context destroys, event
 exports, opens and destroys, and most processes' exit records (after their last call). Times
 are multiples of 1 us in a 30 us window, so that calls of one time abound; failures, unreachable
-devices and two contexts on two devices are drawn too. Every third seed spells the calls in HIP.
+devices and two contexts on two devices are drawn too. Every third seed spells the calls in HIP;
+every fifth (seed % 5 == 1) makes logical endpoint calls instead (creates, exports, imports,
+destroys, binds, id reserves and releases).
 The same seed writes the same files.
 """
 import json, random, sys, os
@@ -18,6 +20,7 @@ ptrs=["0x%x"%(0x7000+0x100*i) for i in range(R.randint(1,3))]
 ctxs=["0xc1","0xc2"]
 nproc=R.randint(2,4)
 HIP = seed%3==0
+ENDPOINTS = seed%5==1
 for p in range(nproc):
     twin = p>0 and R.random()<0.3
     pid=100+(p-1 if twin else p)
@@ -27,6 +30,8 @@ for p in range(nproc):
     for k in range(R.randint(3,40)):
         t=R.randint(1,30)*1000
         kind=R.choice(["exp","exp","open","open","open","close","close","free","free","destroy","eexp","eopen","edestroy"])
+        if ENDPOINTS:
+            kind=R.choice(["lcreate","lexport","limport","ldestroy","lbind","lbind","lreserve","lrelease"])
         ctx=R.choice(ctxs); dev=R.randint(0,1)
         rec={"seq":seq,"t":t,"tid":pid}
         if kind=="exp":
@@ -44,6 +49,20 @@ for p in range(nproc):
             rec.update({"fn":"cuIpcGetEventHandle","a":{"*pHandle":R.choice(fps),"event":R.choice(ptrs)},"r":0})
         elif kind=="eopen":
             rec.update({"fn":"cuIpcOpenEventHandle","a":{"*phEvent":R.choice(ptrs),"handle":R.choice(fps)},"r":0})
+        elif kind=="lcreate":
+            rec.update({"fn":"cuLogicalEndpointCreate","a":{"leId":R.randint(1,3),"prop":{"type":R.choice(["CU_LOGICAL_ENDPOINT_TYPE_UNICAST","CU_LOGICAL_ENDPOINT_TYPE_MULTICAST"]),"unicast.device":R.randint(0,1)}},"r":R.choice([0,0,1])})
+        elif kind=="lexport":
+            rec.update({"fn":"cuLogicalEndpointExport","a":{"*handle":R.choice(fps),"leId":R.randint(1,3)},"r":R.choice([0,0,1])})
+        elif kind=="limport":
+            rec.update({"fn":"cuLogicalEndpointImport","a":{"leId":R.randint(7,9),"*handle":R.choice(fps)},"r":R.choice([0,0,1])})
+        elif kind=="ldestroy":
+            rec.update({"fn":"cuLogicalEndpointDestroy","a":{"leId":R.choice([1,2,3,7,8,9])},"r":R.choice([0,0,1])})
+        elif kind=="lbind":
+            rec.update({"fn":R.choice(["cuLogicalEndpointBindMem","cuLogicalEndpointBindAddr"]),"a":{"leId":R.randint(7,9)},"r":R.choice([0,1])})
+        elif kind=="lreserve":
+            rec.update({"fn":"cuLogicalEndpointIdReserve","a":{"*baseLeId":R.choice([10,20,30]),"count":R.randint(0,8)},"r":R.choice([0,0,1])})
+        elif kind=="lrelease":
+            rec.update({"fn":"cuLogicalEndpointIdRelease","a":{"baseLeId":R.randint(10,34),"count":R.randint(0,8)},"r":R.choice([0,0,1])})
         elif kind=="edestroy":
             rec.update({"fn":"cuEventDestroy_v2","a":{"hEvent":R.choice(ptrs)},"r":0})
         lines.append(rec); seq+=1
