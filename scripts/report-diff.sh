@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Compares two builds' reports of the same random traces (IPC and logical endpoint calls), byte
-# for byte (issue 27: a report-phase check rewritten must decide as the one it replaces, ties
+# Compares two builds' reports of the same random traces (IPC, logical endpoint and VMM calls),
+# byte for byte (issue 27: a report-phase check rewritten must decide as the one it replaces, ties
 # in time included).
 #
 # Usage: scripts/report-diff.sh OLD_CLI NEW_CLI [FIRST_SEED LAST_SEED]   (default 1 300)

@@ -1,4 +1,4 @@
-"""Random IPC and logical endpoint traces for comparing two builds' reports (scripts/report-diff.sh).
+"""Random IPC, logical endpoint and VMM traces for comparing two builds' reports (scripts/report-diff.sh).
 
 Usage: random_traces.py SEED DIR
 
@@ -8,7 +8,9 @@ exports, opens and destroys, and most processes' exit records (after their last 
 are multiples of 1 us in a 30 us window, so that calls of one time abound; failures, unreachable
 devices and two contexts on two devices are drawn too. Every third seed spells the calls in HIP;
 every fifth (seed % 5 == 1) makes logical endpoint calls instead (creates, exports, imports,
-destroys, binds, id reserves and releases).
+destroys, binds, id reserves and releases), and every fifth (seed % 5 == 2) VMM calls (creates,
+retains, imports, releases, reservations and their frees, maps with and without a stack,
+unmaps, POSIX fd exports, and exit records naming fds still open).
 The same seed writes the same files.
 """
 import json, random, sys, os
@@ -21,6 +23,7 @@ ctxs=["0xc1","0xc2"]
 nproc=R.randint(2,4)
 HIP = seed%3==0
 ENDPOINTS = seed%5==1
+VMM = seed%5==2
 for p in range(nproc):
     twin = p>0 and R.random()<0.3
     pid=100+(p-1 if twin else p)
@@ -32,6 +35,8 @@ for p in range(nproc):
         kind=R.choice(["exp","exp","open","open","open","close","close","free","free","destroy","eexp","eopen","edestroy"])
         if ENDPOINTS:
             kind=R.choice(["lcreate","lexport","limport","ldestroy","lbind","lbind","lreserve","lrelease"])
+        if VMM:
+            kind=R.choice(["vcreate","vcreate","vretain","vimport","vrelease","vrelease","vreserve","vfree","vmap","vmap","vunmap","vunmap","vexport"])
         ctx=R.choice(ctxs); dev=R.randint(0,1)
         rec={"seq":seq,"t":t,"tid":pid}
         if kind=="exp":
@@ -49,6 +54,22 @@ for p in range(nproc):
             rec.update({"fn":"cuIpcGetEventHandle","a":{"*pHandle":R.choice(fps),"event":R.choice(ptrs)},"r":0})
         elif kind=="eopen":
             rec.update({"fn":"cuIpcOpenEventHandle","a":{"*phEvent":R.choice(ptrs),"handle":R.choice(fps)},"r":0})
+        elif kind=="vcreate" or kind=="vretain" or kind=="vimport":
+            name={"vcreate":"cuMemCreate","vretain":"cuMemRetainAllocationHandle","vimport":"cuMemImportFromShareableHandle"}[kind]
+            rec.update({"fn":name,"a":{"*handle":"0x%x"%R.randint(1,4),"size":0x200000},"r":R.choice([0,0,0,1])})
+        elif kind=="vrelease":
+            rec.update({"fn":"cuMemRelease","a":{"handle":"0x%x"%R.randint(1,4)},"r":R.choice([0,0,1])})
+        elif kind=="vreserve":
+            rec.update({"fn":"cuMemAddressReserve","a":{"*ptr":"0x%x"%(0x10000000*R.randint(1,3)),"size":"0x%x"%(0x200000*R.randint(1,4))},"r":R.choice([0,0,1])})
+        elif kind=="vfree":
+            rec.update({"fn":"cuMemAddressFree","a":{"ptr":"0x%x"%(0x10000000*R.randint(1,3)),"size":"0x%x"%(0x200000*R.randint(1,4))},"r":R.choice([0,0,1])})
+        elif kind=="vmap":
+            rec.update({"fn":"cuMemMap","a":{"ptr":"0x%x"%(0x10000000+0x200000*R.randint(0,5)),"size":"0x%x"%(0x200000*R.randint(1,2)),"offset":0,"handle":"0x%x"%R.randint(1,4),"flags":0},"r":R.choice([0,0,0,1])})
+            if R.random()<0.4: rec["stack"]=[{"module":"/x","offset":"0x%x"%R.randint(1,3)}]
+        elif kind=="vunmap":
+            rec.update({"fn":"cuMemUnmap","a":{"ptr":"0x%x"%(0x10000000+0x200000*R.randint(0,5)),"size":"0x%x"%(0x200000*R.randint(1,3))},"r":R.choice([0,0,1])})
+        elif kind=="vexport":
+            rec.update({"fn":"cuMemExportToShareableHandle","a":{"*shareableHandle":R.randint(30,33),"handle":"0x%x"%R.randint(1,4),"handleType":"CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR","flags":0},"r":R.choice([0,0,1])})
         elif kind=="lcreate":
             rec.update({"fn":"cuLogicalEndpointCreate","a":{"leId":R.randint(1,3),"prop":{"type":R.choice(["CU_LOGICAL_ENDPOINT_TYPE_UNICAST","CU_LOGICAL_ENDPOINT_TYPE_MULTICAST"]),"unicast.device":R.randint(0,1)}},"r":R.choice([0,0,1])})
         elif kind=="lexport":
@@ -68,8 +89,19 @@ for p in range(nproc):
         lines.append(rec); seq+=1
     if R.random()<0.7:
         last=max([l["t"] for l in lines[1:]]+[0])
-        lines.append({"seq":seq,"t":last+R.randint(0,2)*1000,"tid":pid,"event":"exit","calls":seq-1,"findings_reported":0})
-    if HIP:
+        ex={"seq":seq,"t":last+R.randint(0,2)*1000,"tid":pid,"event":"exit","calls":seq-1,"findings_reported":0}
+        if VMM and R.random()<0.6: ex["exported_fds_open"]=R.sample([30,31,32,33,34],R.randint(1,3))
+        lines.append(ex)
+    if HIP and VMM:
+        ren={"cuMemCreate":("hipMemCreate",{}),"cuMemRetainAllocationHandle":("hipMemRetainAllocationHandle",{}),
+             "cuMemImportFromShareableHandle":("hipMemImportFromShareableHandle",{}),"cuMemRelease":("hipMemRelease",{}),
+             "cuMemAddressReserve":("hipMemAddressReserve",{}),"cuMemAddressFree":("hipMemAddressFree",{"ptr":"devPtr"}),
+             "cuMemMap":("hipMemMap",{}),"cuMemUnmap":("hipMemUnmap",{})}
+        for l in lines:
+            if l.get("fn") in ren:
+                name,m=ren[l["fn"]]; l["fn"]=name
+                l["a"]={m.get(k,k):v for k,v in l["a"].items()}
+    elif HIP:
         ren={"cuIpcGetMemHandle":("hipIpcGetMemHandle",{"dptr":"devPtr","*pHandle":"*handle"}),
              "cuIpcOpenMemHandle_v2":("hipIpcOpenMemHandle",{"*pdptr":"*devPtr"}),
              "cuIpcCloseMemHandle":("hipIpcCloseMemHandle",{"dptr":"devPtr"}),

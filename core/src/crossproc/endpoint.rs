@@ -19,7 +19,7 @@ at_exit_check!(
     NeverDestroyed,
     NEVER_DESTROYED,
     NEVER_DESTROYED_RULE,
-    Held
+    Held::default
 );
 
 /// A process's endpoints held: id -> its latest create or import.
@@ -39,7 +39,7 @@ impl AtExit for Held {
         }
     }
 
-    fn exit(self, pid: i64, found: &mut Vec<(usize, ReportFinding)>) {
+    fn exit(self, _t: &Timeline, _proc: usize, pid: i64, found: &mut Vec<(usize, ReportFinding)>) {
         for (k, (id, c)) in self.0.into_iter().enumerate() {
             let how = if c.func.ends_with("Import") {
                 "imported"
@@ -66,7 +66,7 @@ at_exit_check!(
     NeverReleased,
     NEVER_RELEASED,
     NEVER_RELEASED_RULE,
-    Reserved
+    Reserved::default
 );
 
 /// A process's reserves with ids still held: each reserve and the ranges `[start, end)` of its
@@ -100,7 +100,7 @@ impl AtExit for Reserved {
         }
     }
 
-    fn exit(self, pid: i64, found: &mut Vec<(usize, ReportFinding)>) {
+    fn exit(self, _t: &Timeline, _proc: usize, pid: i64, found: &mut Vec<(usize, ReportFinding)>) {
         for (k, (c, ranges)) in self.0.into_iter().enumerate() {
             let held: u64 = ranges.iter().map(|(s, e)| e - s).sum();
             let list: Vec<String> = ranges.iter().map(|(s, e)| format!("[{s}, {e})")).collect();

@@ -37,10 +37,10 @@ macro_rules! timeline_check {
     };
 }
 
-/// A report check of one rule decided per process at its exit: `$state` is its [`AtExit`]
-/// state; it reads the calls of `READS` (in scope where it is used).
+/// A report check of one rule decided per process at its exit: `$new` makes its [`AtExit`]
+/// state for one process; it reads the calls of `READS` (in scope where it is used).
 macro_rules! at_exit_check {
-    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $state:ty) => {
+    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $new:expr) => {
         $(#[$doc])*
         pub struct $name;
         pub static $instance: $name = $name;
@@ -54,7 +54,7 @@ macro_rules! at_exit_check {
                 READS
             }
             fn pass(&self) -> Option<Box<dyn $crate::crossproc::Pass>> {
-                Some(Box::<$crate::crossproc::AtExitPass<$state>>::default())
+                Some(Box::new($crate::crossproc::AtExitPass::new($new)))
             }
         }
     };
@@ -680,6 +680,12 @@ impl Timeline {
                 .into_iter()
                 .map(|(proc, domain)| (renumbered[proc], domain)),
         );
+        self.exported_open.extend(
+            other
+                .exported_open
+                .into_iter()
+                .map(|(proc, fds)| (renumbered[proc], fds)),
+        );
         self.shared.absorb(other.shared);
         self.sorted = false;
     }
@@ -1121,25 +1127,28 @@ pub static REPORT_CHECKS: &[&dyn ReportCheck] = &[
 
 /// A check decided for each process that ended through `exit`, from its successful calls up to
 /// its exit, in its order ([`AtExitPass`]): the state it keeps of one process.
-pub trait AtExit: Default {
+pub trait AtExit {
     /// The process's next successful call.
     fn call(&mut self, c: &Call);
-    /// The process (`pid`) wrote its exit record: the findings, each with a number that orders
-    /// those resting on calls of one pid, time and number.
-    fn exit(self, pid: i64, found: &mut Vec<(usize, ReportFinding)>);
+    /// The process (`proc`, `pid`) wrote its exit record: the findings, each with a number that
+    /// orders those resting on calls of one pid, time and number.
+    fn exit(self, t: &Timeline, proc: usize, pid: i64, found: &mut Vec<(usize, ReportFinding)>);
 }
 
-/// An [`AtExit`] check as a [`Pass`]: one state per process that has an exit record, kept until
-/// its exit and dropped then (calls of a process with no exit record are not kept).
+/// An [`AtExit`] check as a [`Pass`]: one state per process that has an exit record (made by
+/// `new`), kept until its exit and dropped then (calls of a process with no exit record are not
+/// kept).
 pub struct AtExitPass<S> {
+    new: fn() -> S,
     states: HashMap<usize, (i64, S)>,
     gone: std::collections::HashSet<usize>,
     found: Vec<(Order, ReportFinding)>,
 }
 
-impl<S> Default for AtExitPass<S> {
-    fn default() -> Self {
+impl<S> AtExitPass<S> {
+    pub fn new(new: fn() -> S) -> Self {
         AtExitPass {
+            new,
             states: HashMap::new(),
             gone: Default::default(),
             found: Vec::new(),
@@ -1150,19 +1159,20 @@ impl<S> Default for AtExitPass<S> {
 impl<S: AtExit> Pass for AtExitPass<S> {
     fn call(&mut self, t: &Timeline, c: &Call) {
         if c.succeeded() && t.exited(c.proc).is_some() && !self.gone.contains(&c.proc) {
+            let new = self.new;
             self.states
                 .entry(c.proc)
-                .or_insert_with(|| (c.pid, S::default()))
+                .or_insert_with(|| (c.pid, new()))
                 .1
                 .call(c);
         }
     }
 
-    fn exit(&mut self, _t: &Timeline, proc: usize, _ts_ns: u64) {
+    fn exit(&mut self, t: &Timeline, proc: usize, _ts_ns: u64) {
         self.gone.insert(proc);
         if let Some((pid, state)) = self.states.remove(&proc) {
             let mut found = Vec::new();
-            state.exit(pid, &mut found);
+            state.exit(t, proc, pid, &mut found);
             self.found.extend(
                 found
                     .into_iter()
@@ -1174,21 +1184,6 @@ impl<S: AtExit> Pass for AtExitPass<S> {
     fn end(self: Box<Self>, _t: &Timeline) -> Vec<(Order, ReportFinding)> {
         self.found
     }
-}
-
-/// Each process that ended through exit, with its successful calls up to its exit, in its
-/// order: what the families' at-exit checks read.
-pub fn exited_calls(t: &Timeline) -> Vec<(i64, Vec<&Call>)> {
-    let mut by_process: BTreeMap<(i64, usize), Vec<&Call>> = Default::default();
-    for c in t.calls().iter().filter(|c| c.succeeded()) {
-        if t.exited(c.proc).is_some_and(|exit| c.ts_ns <= exit) {
-            by_process.entry((c.pid, c.proc)).or_default().push(c);
-        }
-    }
-    by_process
-        .into_iter()
-        .map(|((pid, _), calls)| (pid, calls))
-        .collect()
 }
 
 /// Runs `checks` over a finished timeline: the passes together, in one walk over its calls.

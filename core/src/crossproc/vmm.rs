@@ -2,7 +2,7 @@
 //! `crate::rules::vmm::report`). Handles are matched by their value within one process (a
 //! generic allocation handle means nothing in another), addresses by range.
 
-use crate::crossproc::{exited_calls, number, Call, ReportFinding, Timeline};
+use crate::crossproc::{number, AtExit, Call, ReportFinding, Timeline};
 use crate::rules::vmm::report::*;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -156,65 +156,80 @@ pub(crate) fn imported_across_domains(
     found
 }
 
-timeline_check!(
+at_exit_check!(
     /// References to allocation handles never released before `exit`.
     NeverReleased,
     NEVER_RELEASED,
     NEVER_RELEASED_RULE,
-    never_released
+    || References::new(&CUDA)
 );
 
-timeline_check!(
+at_exit_check!(
     /// HIP's: references to allocation handles never released before `exit`.
     HipNeverReleased,
     HIP_NEVER_RELEASED,
     HIP_NEVER_RELEASED_RULE,
-    hip_never_released
+    || References::new(&HIP)
 );
 
-fn never_released(t: &Timeline) -> Vec<ReportFinding> {
-    never_released_by(t, &CUDA)
+/// A process's references to allocation handles still held: per handle, the calls that took
+/// one (a release gives back the latest), with how each took it.
+pub struct References {
+    api: &'static Api,
+    held: HashMap<u64, Vec<(Call, &'static str)>>,
 }
 
-fn hip_never_released(t: &Timeline) -> Vec<ReportFinding> {
-    never_released_by(t, &HIP)
+impl References {
+    fn new(api: &'static Api) -> Self {
+        References {
+            api,
+            held: HashMap::new(),
+        }
+    }
 }
 
-fn never_released_by(t: &Timeline, api: &Api) -> Vec<ReportFinding> {
-    let mut found = Vec::new();
-    for (pid, calls) in exited_calls(t) {
-        // Per handle, the calls that took a reference still held (a release gives back the
-        // latest), with how each took it.
-        let mut held: HashMap<u64, Vec<(&Call, &str)>> = HashMap::new();
-        for c in calls {
-            if let Some(&(_, out, how)) = api.taken.iter().find(|(f, _, _)| c.func == *f) {
-                if let Some(h) = c.out(out).and_then(number) {
-                    held.entry(h).or_default().push((c, how));
-                }
-            } else if c.func == api.release {
-                if let Some(h) = c.arg("handle").and_then(number) {
-                    held.entry(h).or_default().pop();
+impl AtExit for References {
+    fn call(&mut self, c: &Call) {
+        let api = self.api;
+        if let Some(&(_, out, how)) = api.taken.iter().find(|(f, _, _)| c.func == *f) {
+            if let Some(h) = c.out(out).and_then(number) {
+                self.held.entry(h).or_default().push((c.clone(), how));
+            }
+        } else if c.func == api.release {
+            if let Some(h) = c.arg("handle").and_then(number) {
+                if let std::collections::hash_map::Entry::Occupied(mut e) = self.held.entry(h) {
+                    e.get_mut().pop();
+                    if e.get().is_empty() {
+                        e.remove();
+                    }
                 }
             }
         }
-        let mut left: Vec<(u64, &Call, &str)> = held
+    }
+
+    fn exit(self, _t: &Timeline, _proc: usize, pid: i64, found: &mut Vec<(usize, ReportFinding)>) {
+        let api = self.api;
+        let mut left: Vec<(u64, Call, &str)> = self
+            .held
             .into_iter()
             .flat_map(|(h, calls)| calls.into_iter().map(move |(c, how)| (h, c, how)))
             .collect();
         left.sort_by_key(|(_, c, _)| (c.ts_ns, c.seq));
-        for (h, c, how) in left {
-            found.push(ReportFinding::at(
-                api.never_released,
-                c,
-                format!(
-                    "the reference to handle {h:#x} {how} here was never released \
-                     ({}) before process {pid} exited",
-                    api.release
+        for (k, (h, c, how)) in left.into_iter().enumerate() {
+            found.push((
+                k,
+                ReportFinding::at(
+                    api.never_released,
+                    &c,
+                    format!(
+                        "the reference to handle {h:#x} {how} here was never released \
+                         ({}) before process {pid} exited",
+                        api.release
+                    ),
                 ),
             ));
         }
     }
-    found
 }
 
 /// `(start, size)` of a call's range: `ptr` (or the out-parameter `*ptr`) and `size`.
@@ -222,69 +237,79 @@ fn range(c: &Call, ptr: Option<&Value>) -> Option<(u64, u64)> {
     Some((number(ptr?)?, number(c.arg("size")?)?))
 }
 
-timeline_check!(
+at_exit_check!(
     /// Mappings never unmapped before `exit`.
     NeverUnmapped,
     NEVER_UNMAPPED,
     NEVER_UNMAPPED_RULE,
-    never_unmapped
+    || Mappings::new(&CUDA)
 );
 
-timeline_check!(
+at_exit_check!(
     /// HIP's: mappings never unmapped before `exit`.
     HipNeverUnmapped,
     HIP_NEVER_UNMAPPED,
     HIP_NEVER_UNMAPPED_RULE,
-    hip_never_unmapped
+    || Mappings::new(&HIP)
 );
 
-fn never_unmapped(t: &Timeline) -> Vec<ReportFinding> {
-    never_unmapped_by(t, &CUDA)
+/// A process's mappings still mapped, by start, and per handle its first map whose record kept
+/// a stack: the shim keeps a handle's first map's stack only (a stack per map would cost every
+/// traced map a walk), so a mapping made by a later map is shown where its handle was first
+/// mapped.
+pub struct Mappings {
+    api: &'static Api,
+    maps: BTreeMap<u64, (u64, Call)>,
+    first_mapped: HashMap<u64, Call>,
 }
 
-fn hip_never_unmapped(t: &Timeline) -> Vec<ReportFinding> {
-    never_unmapped_by(t, &HIP)
+impl Mappings {
+    fn new(api: &'static Api) -> Self {
+        Mappings {
+            api,
+            maps: BTreeMap::new(),
+            first_mapped: HashMap::new(),
+        }
+    }
 }
 
-fn never_unmapped_by(t: &Timeline, api: &Api) -> Vec<ReportFinding> {
-    let mut found = Vec::new();
-    for (pid, calls) in exited_calls(t) {
-        let mut maps: BTreeMap<u64, (u64, &Call)> = BTreeMap::new();
-        // Per handle, its first map whose record kept a stack: the shim keeps a handle's first
-        // map's stack only (a stack per map would cost every traced map a walk), so a mapping
-        // made by a later map is shown where its handle was first mapped.
-        let mut first_mapped: HashMap<u64, &Call> = HashMap::new();
-        for c in calls {
-            let ptr = if c.func == api.address_free {
-                c.arg(api.freed)
-            } else {
-                c.arg("ptr")
-            };
-            let Some((start, size)) = range(c, ptr) else {
-                continue;
-            };
-            let end = start.saturating_add(size);
-            if c.func == api.map {
-                if let (Some(_), Some(h)) = (&c.stack, c.arg("handle").and_then(number)) {
-                    first_mapped.entry(h).or_insert(c);
-                }
-                maps.insert(start, (size, c));
-            } else if c.func == api.unmap || c.func == api.address_free {
-                // Whole mappings inside the range go (as the driver unmaps them).
-                let gone: Vec<u64> = maps
-                    .range(start..end)
-                    .filter(|(&s, (len, _))| s.saturating_add(*len) <= end)
-                    .map(|(&s, _)| s)
-                    .collect();
-                for s in gone {
-                    maps.remove(&s);
-                }
+impl AtExit for Mappings {
+    fn call(&mut self, c: &Call) {
+        let api = self.api;
+        let ptr = if c.func == api.address_free {
+            c.arg(api.freed)
+        } else {
+            c.arg("ptr")
+        };
+        let Some((start, size)) = range(c, ptr) else {
+            return;
+        };
+        let end = start.saturating_add(size);
+        if c.func == api.map {
+            if let (Some(_), Some(h)) = (&c.stack, c.arg("handle").and_then(number)) {
+                self.first_mapped.entry(h).or_insert_with(|| c.clone());
+            }
+            self.maps.insert(start, (size, c.clone()));
+        } else if c.func == api.unmap || c.func == api.address_free {
+            // Whole mappings inside the range go (as the driver unmaps them).
+            let gone: Vec<u64> = self
+                .maps
+                .range(start..end)
+                .filter(|(&s, (len, _))| s.saturating_add(*len) <= end)
+                .map(|(&s, _)| s)
+                .collect();
+            for s in gone {
+                self.maps.remove(&s);
             }
         }
-        for (start, (size, c)) in maps {
+    }
+
+    fn exit(self, _t: &Timeline, _proc: usize, pid: i64, found: &mut Vec<(usize, ReportFinding)>) {
+        let api = self.api;
+        for (k, (start, (size, c))) in self.maps.into_iter().enumerate() {
             let mut finding = ReportFinding::at(
                 api.never_unmapped,
-                c,
+                &c,
                 format!(
                     "the mapping [{start:#x}, {:#x}) made here was never unmapped ({}) \
                      before process {pid} exited",
@@ -295,7 +320,7 @@ fn never_unmapped_by(t: &Timeline, api: &Api) -> Vec<ReportFinding> {
             let first = c
                 .arg("handle")
                 .and_then(number)
-                .and_then(|h| first_mapped.get(&h));
+                .and_then(|h| self.first_mapped.get(&h));
             if let (None, Some(first)) = (&finding.stack, first) {
                 finding.stack = first.stack.as_deref().cloned();
                 finding.message.push_str(&format!(
@@ -303,113 +328,121 @@ fn never_unmapped_by(t: &Timeline, api: &Api) -> Vec<ReportFinding> {
                     first.func, first.seq
                 ));
             }
-            found.push(finding);
+            found.push((k, finding));
         }
     }
-    found
 }
 
-timeline_check!(
+at_exit_check!(
     /// Reservations never freed before `exit`.
     NeverFreed,
     NEVER_FREED,
     NEVER_FREED_RULE,
-    never_freed
+    || Reservations::new(&CUDA)
 );
 
-timeline_check!(
+at_exit_check!(
     /// HIP's: reservations never freed before `exit`.
     HipNeverFreed,
     HIP_NEVER_FREED,
     HIP_NEVER_FREED_RULE,
-    hip_never_freed
+    || Reservations::new(&HIP)
 );
 
-fn never_freed(t: &Timeline) -> Vec<ReportFinding> {
-    never_freed_by(t, &CUDA)
+/// A process's reservations not freed, by start.
+pub struct Reservations {
+    api: &'static Api,
+    reserved: BTreeMap<u64, (u64, Call)>,
 }
 
-fn hip_never_freed(t: &Timeline) -> Vec<ReportFinding> {
-    never_freed_by(t, &HIP)
+impl Reservations {
+    fn new(api: &'static Api) -> Self {
+        Reservations {
+            api,
+            reserved: BTreeMap::new(),
+        }
+    }
 }
 
-fn never_freed_by(t: &Timeline, api: &Api) -> Vec<ReportFinding> {
-    let mut found = Vec::new();
-    for (pid, calls) in exited_calls(t) {
-        let mut reserved: BTreeMap<u64, (u64, &Call)> = BTreeMap::new();
-        for c in calls {
-            if c.func == api.reserve {
-                if let Some((start, size)) = range(c, c.out("ptr")) {
-                    reserved.insert(start, (size, c));
-                }
-            } else if c.func == api.address_free {
-                if let Some(start) = c.arg(api.freed).and_then(number) {
-                    reserved.remove(&start);
-                }
+impl AtExit for Reservations {
+    fn call(&mut self, c: &Call) {
+        let api = self.api;
+        if c.func == api.reserve {
+            if let Some((start, size)) = range(c, c.out("ptr")) {
+                self.reserved.insert(start, (size, c.clone()));
+            }
+        } else if c.func == api.address_free {
+            if let Some(start) = c.arg(api.freed).and_then(number) {
+                self.reserved.remove(&start);
             }
         }
-        for (start, (size, c)) in reserved {
-            found.push(ReportFinding::at(
-                api.never_freed,
-                c,
-                format!(
-                    "the reservation [{start:#x}, {:#x}) made here was never freed \
-                     ({}) before process {pid} exited",
-                    start.saturating_add(size),
-                    api.address_free
+    }
+
+    fn exit(self, _t: &Timeline, _proc: usize, pid: i64, found: &mut Vec<(usize, ReportFinding)>) {
+        let api = self.api;
+        for (k, (start, (size, c))) in self.reserved.into_iter().enumerate() {
+            found.push((
+                k,
+                ReportFinding::at(
+                    api.never_freed,
+                    &c,
+                    format!(
+                        "the reservation [{start:#x}, {:#x}) made here was never freed \
+                         ({}) before process {pid} exited",
+                        start.saturating_add(size),
+                        api.address_free
+                    ),
                 ),
             ));
         }
     }
-    found
 }
 
-timeline_check!(
-    /// POSIX fds exported and still open when the exporter exited.
+at_exit_check!(
+    /// POSIX fds exported and still open when the exporter exited: each descriptor a process's
+    /// `exit` record says it exported and still held open, found on the process's last export
+    /// that gave that number before its exit (a number given again was closed first). A number
+    /// no export of the trace gave is not judged.
     FdNeverClosed,
     FD_NEVER_CLOSED,
     FD_NEVER_CLOSED_RULE,
-    fd_never_closed
+    ExportedFds::default
 );
 
-/// Each descriptor a process's `exit` record says it exported and still held open, found on the
-/// process's last export that gave that number before its exit (a number given again was
-/// closed first). A number no export of the trace gave is not judged.
-fn fd_never_closed(t: &Timeline) -> Vec<ReportFinding> {
-    let mut found = Vec::new();
-    let mut by_proc: BTreeMap<usize, Vec<&Call>> = BTreeMap::new();
-    for c in t
-        .calls()
-        .iter()
-        .filter(|c| c.func == "cuMemExportToShareableHandle" && c.succeeded())
-    {
-        if t.exited(c.proc).is_some_and(|exit| c.ts_ns <= exit) {
-            by_proc.entry(c.proc).or_default().push(c);
+/// A process's POSIX fd exports: each number's latest.
+#[derive(Default)]
+pub struct ExportedFds(HashMap<i64, Call>);
+
+impl AtExit for ExportedFds {
+    fn call(&mut self, c: &Call) {
+        if c.func == "cuMemExportToShareableHandle" {
+            if let Some(fd) = c.out("shareableHandle").and_then(Value::as_i64) {
+                self.0.insert(fd, c.clone());
+            }
         }
     }
-    for (proc, exports) in by_proc {
-        for &fd in t.exported_fds_open(proc) {
-            let Some(c) = exports
-                .iter()
-                .rev()
-                .find(|c| c.out("shareableHandle").and_then(Value::as_i64) == Some(fd))
-            else {
+
+    fn exit(self, t: &Timeline, proc: usize, _pid: i64, found: &mut Vec<(usize, ReportFinding)>) {
+        for (k, &fd) in t.exported_fds_open(proc).iter().enumerate() {
+            let Some(c) = self.0.get(&fd) else {
                 continue;
             };
             let handle = c.arg("handle").and_then(number).unwrap_or_default();
-            found.push(ReportFinding::at(
-                &FD_NEVER_CLOSED_RULE,
-                c,
-                format!(
-                    "the POSIX fd {fd} exported here from handle {handle:#x} was still open when \
-                     process {} exited (never closed): while a process holds it, the allocation \
-                     stays allocated",
-                    c.pid
+            found.push((
+                k,
+                ReportFinding::at(
+                    &FD_NEVER_CLOSED_RULE,
+                    c,
+                    format!(
+                        "the POSIX fd {fd} exported here from handle {handle:#x} was still open \
+                         when process {} exited (never closed): while a process holds it, the \
+                         allocation stays allocated",
+                        c.pid
+                    ),
                 ),
             ));
         }
     }
-    found
 }
 
 #[cfg(test)]
@@ -693,6 +726,33 @@ mod tests {
         assert!(found(&FD_NEVER_CLOSED, &closed).is_empty());
         // Still running: no exit record.
         assert!(found(&FD_NEVER_CLOSED, &[export(1, 7, "0xa1", 0)]).is_empty());
+    }
+
+    /// The report reads each file into a timeline of its own and takes the later ones into the
+    /// first: the exit record's descriptors come along (they were lost with every file after the
+    /// first, and the finding with them).
+    #[test]
+    fn an_exported_fd_left_open_is_found_whichever_file_its_process_is_in() {
+        let export = record(
+            10,
+            1,
+            "cuMemExportToShareableHandle",
+            json!({"*shareableHandle": 7, "handle": "0xa1",
+                "handleType": "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR"}),
+            0,
+        );
+        let mut exited = exit(10, 20);
+        exited.insert("exported_fds_open".into(), json!([7]));
+        let mut first = Timeline::for_checks(&[&FD_NEVER_CLOSED]);
+        first.add(&record(20, 1, "cuMemCreate", json!({"*handle": "0x1"}), 0));
+        let mut second = Timeline::for_checks(&[&FD_NEVER_CLOSED]);
+        second.add(&export);
+        second.add(&exited);
+        first.absorb(second);
+        first.finish();
+        let got = crate::crossproc::decide(&first, &[&FD_NEVER_CLOSED]);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!((got[0].pid, got[0].seq), (10, 1));
     }
 
     /// A FABRIC export on one machine and imports of its handle on others: what the two
