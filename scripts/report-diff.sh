@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Compares two builds' reports of the same random traces (IPC, logical endpoint and VMM calls),
-# byte for byte (issue 27: a report-phase check rewritten must decide as the one it replaces, ties
-# in time included).
+# Compares two builds' reports of the same random traces (IPC, logical endpoint, VMM, pool and
+# FABRIC calls), byte for byte (issue 27: a report-phase check rewritten must decide as the one
+# it replaces, ties in time included).
 #
 # Usage: scripts/report-diff.sh OLD_CLI NEW_CLI [FIRST_SEED LAST_SEED]   (default 1 300)
 #

@@ -1,4 +1,4 @@
-"""Random IPC, logical endpoint and VMM traces for comparing two builds' reports (scripts/report-diff.sh).
+"""Random IPC, logical endpoint, VMM and pool traces for comparing two builds' reports (scripts/report-diff.sh).
 
 Usage: random_traces.py SEED DIR
 
@@ -10,7 +10,9 @@ devices and two contexts on two devices are drawn too. Every third seed spells t
 every fifth (seed % 5 == 1) makes logical endpoint calls instead (creates, exports, imports,
 destroys, binds, id reserves and releases), and every fifth (seed % 5 == 2) VMM calls (creates,
 retains, imports, releases, reservations and their frees, maps with and without a stack,
-unmaps, POSIX fd exports, and exit records naming fds still open).
+unmaps, POSIX fd exports, and exit records naming fds still open), and every fifth (seed % 5 ==
+3) pool pointer exports, imports and frees, and FABRIC exports and imports (memory and pools)
+of processes in one of two IMEX domains.
 The same seed writes the same files.
 """
 import json, random, sys, os
@@ -24,17 +26,21 @@ nproc=R.randint(2,4)
 HIP = seed%3==0
 ENDPOINTS = seed%5==1
 VMM = seed%5==2
+POOL = seed%5==3
 for p in range(nproc):
     twin = p>0 and R.random()<0.3
     pid=100+(p-1 if twin else p)
     host="h2" if twin else "h"
     lines=[{"v":2,"seq":0,"t":0,"tid":pid,"event":"process","pid":pid,"ppid":1,"exe":"/x","shim_version":"0.1.0","boot_id":"b"+host,"host":host,"t0_wall_ns":1000000000,"t0_mono_ns":5}]
+    if POOL and R.random()<0.8: lines[0]["imex_domain"]=R.choice(["d1","d2"])
     seq=1
     for k in range(R.randint(3,40)):
         t=R.randint(1,30)*1000
         kind=R.choice(["exp","exp","open","open","open","close","close","free","free","destroy","eexp","eopen","edestroy"])
         if ENDPOINTS:
             kind=R.choice(["lcreate","lexport","limport","ldestroy","lbind","lbind","lreserve","lrelease"])
+        if POOL:
+            kind=R.choice(["pexport","pexport","pimport","pimport","pfree","pfree","pfree","fexport","fimport"])
         if VMM:
             kind=R.choice(["vcreate","vcreate","vretain","vimport","vrelease","vrelease","vreserve","vfree","vmap","vmap","vunmap","vunmap","vexport"])
         ctx=R.choice(ctxs); dev=R.randint(0,1)
@@ -70,6 +76,18 @@ for p in range(nproc):
             rec.update({"fn":"cuMemUnmap","a":{"ptr":"0x%x"%(0x10000000+0x200000*R.randint(0,5)),"size":"0x%x"%(0x200000*R.randint(1,3))},"r":R.choice([0,0,1])})
         elif kind=="vexport":
             rec.update({"fn":"cuMemExportToShareableHandle","a":{"*shareableHandle":R.randint(30,33),"handle":"0x%x"%R.randint(1,4),"handleType":"CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR","flags":0},"r":R.choice([0,0,1])})
+        elif kind=="pexport":
+            rec.update({"fn":"cuMemPoolExportPointer","a":{"*shareData_out":R.choice(fps),"ptr":R.choice(ptrs)},"r":R.choice([0,0,0,1])})
+        elif kind=="pimport":
+            rec.update({"fn":"cuMemPoolImportPointer","a":{"*ptr_out":R.choice(ptrs),"pool":"0x5","*shareData":R.choice(fps)},"r":R.choice([0,0,0,1])})
+        elif kind=="pfree":
+            rec.update({"fn":R.choice(["cuMemFree_v2","cuMemFreeAsync"]),"a":{"dptr":R.choice(ptrs)},"r":R.choice([0,0,1])})
+        elif kind=="fexport":
+            pool=R.random()<0.5
+            rec.update({"fn":"cuMemPoolExportToShareableHandle" if pool else "cuMemExportToShareableHandle","a":{("*handle_out" if pool else "*shareableHandle"):R.choice(fps),"handleType":"CU_MEM_HANDLE_TYPE_FABRIC"},"r":R.choice([0,0,1])})
+        elif kind=="fimport":
+            pool=R.random()<0.5
+            rec.update({"fn":"cuMemPoolImportFromShareableHandle" if pool else "cuMemImportFromShareableHandle","a":{("*handle" if pool else "*osHandle"):R.choice(fps),"handleType":"CU_MEM_HANDLE_TYPE_FABRIC"},"r":R.choice([0,1,1,801])})
         elif kind=="lcreate":
             rec.update({"fn":"cuLogicalEndpointCreate","a":{"leId":R.randint(1,3),"prop":{"type":R.choice(["CU_LOGICAL_ENDPOINT_TYPE_UNICAST","CU_LOGICAL_ENDPOINT_TYPE_MULTICAST"]),"unicast.device":R.randint(0,1)}},"r":R.choice([0,0,1])})
         elif kind=="lexport":

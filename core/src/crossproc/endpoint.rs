@@ -132,8 +132,8 @@ impl crate::crossproc::ReportCheck for BindImportedUnicast {
     fn functions(&self) -> &'static [&'static str] {
         READS
     }
-    fn pass(&self) -> Option<Box<dyn crate::crossproc::Pass>> {
-        Some(Box::<BindImportedUnicastPass>::default())
+    fn pass(&self) -> Box<dyn crate::crossproc::Pass> {
+        Box::<BindImportedUnicastPass>::default()
     }
 }
 

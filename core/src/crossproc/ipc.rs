@@ -71,8 +71,8 @@ macro_rules! report_check {
             fn functions(&self) -> &'static [&'static str] {
                 $reads
             }
-            fn pass(&self) -> Option<Box<dyn crate::crossproc::Pass>> {
-                Some(Box::new($pass::new(&$spelling, &$rule)))
+            fn pass(&self) -> Box<dyn crate::crossproc::Pass> {
+                Box::new($pass::new(&$spelling, &$rule))
             }
         }
     };
@@ -1359,8 +1359,8 @@ impl ReportCheck for SecondContext {
     fn functions(&self) -> &'static [&'static str] {
         READS
     }
-    fn pass(&self) -> Option<Box<dyn crate::crossproc::Pass>> {
-        Some(Box::new(SecondContextPass::new()))
+    fn pass(&self) -> Box<dyn crate::crossproc::Pass> {
+        Box::new(SecondContextPass::new())
     }
 }
 

@@ -14,29 +14,6 @@
 //! [`ReportCheck`] reads it and returns [`ReportFinding`]s, which the report shows like any other
 //! finding, attached to the call that decided them. Checks are listed in [`REPORT_CHECKS`].
 
-/// A report check of one rule decided over the whole timeline: `$decide(timeline)` gives its
-/// findings; it reads the calls of `READS` (in scope where it is used).
-macro_rules! timeline_check {
-    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $decide:ident) => {
-        $(#[$doc])*
-        pub struct $name;
-        pub static $instance: $name = $name;
-
-        impl $crate::crossproc::ReportCheck for $name {
-            fn rules(&self) -> &'static [&'static $crate::rules::Rule] {
-                static RULES: &[&$crate::rules::Rule] = &[&$rule];
-                RULES
-            }
-            fn functions(&self) -> &'static [&'static str] {
-                READS
-            }
-            fn decide(&self, t: &Timeline) -> Vec<ReportFinding> {
-                $decide(t)
-            }
-        }
-    };
-}
-
 /// A report check of one rule decided per process at its exit: `$new` makes its [`AtExit`]
 /// state for one process; it reads the calls of `READS` (in scope where it is used).
 macro_rules! at_exit_check {
@@ -53,8 +30,8 @@ macro_rules! at_exit_check {
             fn functions(&self) -> &'static [&'static str] {
                 READS
             }
-            fn pass(&self) -> Option<Box<dyn $crate::crossproc::Pass>> {
-                Some(Box::new($crate::crossproc::AtExitPass::new($new)))
+            fn pass(&self) -> Box<dyn $crate::crossproc::Pass> {
+                Box::new($crate::crossproc::AtExitPass::new($new))
             }
         }
     };
@@ -317,21 +294,11 @@ pub struct Timeline {
     /// Process ([`Call::proc`]) -> the IMEX domain its process record names (FABRIC handles are
     /// shared within one only).
     domains: BTreeMap<usize, String>,
-    /// Process ([`Call::proc`]) -> its calls (indices into `calls`, in time order).
-    by_process: HashMap<usize, Vec<usize>>,
-    /// (process, entry of [`INDEXED`]) -> argument value (its JSON text) -> the successful calls
-    /// of that process, function and value (indices into `calls`, in time order).
-    by_value: HashMap<(usize, usize), HashMap<String, Vec<usize>>>,
     /// The one copy of each name, argument list, context, stack and device list of the kept
     /// calls.
     shared: Shared,
     sorted: bool,
 }
-
-/// The calls the report-phase checks look up by one argument's value ([`Timeline::first_later`]):
-/// a function prefix and the argument. Looking up any other pair scans the process's later
-/// calls instead (the same answer, in time linear in them).
-const INDEXED: &[(&str, &str)] = &[("cuMemFree", "dptr"), ("hipFree", "ptr")];
 
 /// The one copy of each name, argument list, stack and place that kept calls share (issue 27: the calls of a loop repeat them, and a timeline keeps millions of calls).
 /// Argument lists and values are found by a hash of their content, with no allocation when
@@ -498,12 +465,7 @@ impl Shared {
     }
 }
 
-/// Whether two argument values are the same for the indexes ([`value_key`]).
-fn same_value(a: &Value, b: &Value) -> bool {
-    a == b || value_key(a) == value_key(b)
-}
-
-/// A value's key in [`Timeline`]'s indexes: a number (an address or handle, `"0x..."` or plain)
+/// A value's key, as the passes match values: a number (an address or handle, `"0x..."` or plain)
 /// as its lowercase hex, so that the keys of equal numbers are equal; any other string as it is,
 /// anything else as its JSON text.
 pub(crate) fn value_key(value: &Value) -> std::borrow::Cow<'_, str> {
@@ -704,8 +666,6 @@ impl Timeline {
             .sort_unstable_by_key(|c| (c.ts_ns, c.pid, c.proc, c.seq, c.pos));
         self.inherit_export_places();
         self.by_fingerprint.clear();
-        self.by_process.clear();
-        self.by_value.clear();
         for (i, call) in self.calls.iter_mut().enumerate() {
             call.pos = i;
         }
@@ -716,56 +676,8 @@ impl Timeline {
                     entry.push(i);
                 }
             }
-            self.by_process.entry(call.proc).or_default().push(i);
-            if !call.succeeded() {
-                continue;
-            }
-            for (k, (prefix, arg)) in INDEXED.iter().enumerate() {
-                if let (true, Some(value)) = (call.func.starts_with(prefix), call.arg(arg)) {
-                    self.by_value
-                        .entry((call.proc, k))
-                        .or_default()
-                        .entry(value_key(value).into_owned())
-                        .or_default()
-                        .push(i);
-                }
-            }
         }
         self.sorted = true;
-    }
-
-    /// The first successful call of `after`'s process after it whose function starts with
-    /// `prefix` and whose argument `arg` is `value` (numbers compared as numbers: `"0x10"` is 16).
-    pub fn first_later<'a>(
-        &'a self,
-        after: &Call,
-        prefix: &str,
-        arg: &str,
-        value: &Value,
-    ) -> Option<&'a Call> {
-        match self.indexed(after.proc, prefix, arg, value) {
-            Some(list) => {
-                let start = list.partition_point(|&i| i <= after.pos);
-                list.get(start).map(|&i| &self.calls[i])
-            }
-            None => self.later_in_process(after).find(|c| {
-                c.func.starts_with(prefix)
-                    && c.succeeded()
-                    && c.arg(arg).is_some_and(|a| same_value(a, value))
-            }),
-        }
-    }
-
-    /// The indexed calls of `pid` for `prefix`, `arg` and `value` ([`INDEXED`]); `None` when the
-    /// pair is not indexed.
-    fn indexed(&self, proc: usize, prefix: &str, arg: &str, value: &Value) -> Option<&[usize]> {
-        let k = INDEXED.iter().position(|&(p, a)| p == prefix && a == arg)?;
-        Some(
-            self.by_value
-                .get(&(proc, k))
-                .and_then(|values| values.get(value_key(value).as_ref()))
-                .map_or(&[][..], Vec::as_slice),
-        )
     }
 
     pub fn calls(&self) -> &[Call] {
@@ -849,33 +761,6 @@ impl Timeline {
             .into_iter()
             .flatten()
             .map(|&i| &self.calls[i])
-    }
-
-    /// The calls of `before`'s process before it, latest first.
-    pub fn earlier_in_process<'a>(
-        &'a self,
-        before: &Call,
-    ) -> impl Iterator<Item = &'a Call> + use<'a> {
-        let list = self.of_process(before.proc);
-        let end = list.partition_point(|&i| i < before.pos);
-        list[..end].iter().rev().map(|&i| &self.calls[i])
-    }
-
-    /// Process `pid`'s calls (indices into `calls`, in time order).
-    fn of_process(&self, proc: usize) -> &[usize] {
-        self.by_process.get(&proc).map_or(&[][..], Vec::as_slice)
-    }
-
-    /// The calls of one process after `after` (same process) in time order (then `seq`, which
-    /// orders one thread's calls), for following what became of memory or a handle in that
-    /// process.
-    pub fn later_in_process<'a>(
-        &'a self,
-        after: &Call,
-    ) -> impl Iterator<Item = &'a Call> + use<'a> {
-        let list = self.of_process(after.proc);
-        let start = list.partition_point(|&i| i <= after.pos);
-        list[start..].iter().map(|&i| &self.calls[i])
     }
 }
 
@@ -1058,16 +943,9 @@ pub trait ReportCheck: Sync {
     /// Symbol prefixes of the calls it reads besides those that mention a handle fingerprint
     /// (e.g. `cuMemFree` for the exporter's frees).
     fn functions(&self) -> &'static [&'static str];
-    /// Its findings, from the whole timeline at once (a check without a [`Pass`]).
-    fn decide(&self, _timeline: &Timeline) -> Vec<ReportFinding> {
-        Vec::new()
-    }
-    /// A pass over the timeline's calls in their order, with state bounded by what is alive
-    /// (issue 27), where the check has one: [`decide`] then drives it instead of calling
-    /// [`ReportCheck::decide`].
-    fn pass(&self) -> Option<Box<dyn Pass>> {
-        None
-    }
+    /// A fresh pass over a timeline's calls in their order, with state bounded by what is alive
+    /// (issue 27); [`decide`] drives every check's together.
+    fn pass(&self) -> Box<dyn Pass>;
 }
 
 /// The order of a pass's findings that rest on calls of one process, time and number: a
@@ -1186,51 +1064,44 @@ impl<S: AtExit> Pass for AtExitPass<S> {
     }
 }
 
-/// Runs `checks` over a finished timeline: the passes together, in one walk over its calls.
+/// Runs `checks` over a finished timeline: their passes together, in one walk over its calls.
 pub fn decide(timeline: &Timeline, checks: &[&dyn ReportCheck]) -> Vec<ReportFinding> {
-    let mut passes: Vec<Option<Box<dyn Pass>>> = checks.iter().map(|c| c.pass()).collect();
-    if passes.iter().any(Option::is_some) {
-        let mut exits: Vec<(u64, usize)> = timeline
-            .exits
-            .iter()
-            .map(|(&proc, &ts)| (ts, proc))
-            .collect();
-        exits.sort_unstable();
-        let mut exits = exits.into_iter().peekable();
-        let calls = timeline.calls();
-        for (i, c) in calls.iter().enumerate() {
-            while let Some((ts, proc)) = exits.next_if(|&(ts, _)| ts < c.ts_ns) {
-                for pass in passes.iter_mut().flatten() {
-                    pass.exit(timeline, proc, ts);
-                }
-            }
-            for pass in passes.iter_mut().flatten() {
-                pass.call(timeline, c);
-            }
-            if calls.get(i + 1).is_none_or(|next| next.ts_ns != c.ts_ns) {
-                for pass in passes.iter_mut().flatten() {
-                    pass.settle(timeline, c.ts_ns);
-                }
-            }
-        }
-        for (ts, proc) in exits {
-            for pass in passes.iter_mut().flatten() {
+    let mut passes: Vec<Box<dyn Pass>> = checks.iter().map(|c| c.pass()).collect();
+    let mut exits: Vec<(u64, usize)> = timeline
+        .exits
+        .iter()
+        .map(|(&proc, &ts)| (ts, proc))
+        .collect();
+    exits.sort_unstable();
+    let mut exits = exits.into_iter().peekable();
+    let calls = timeline.calls();
+    for (i, c) in calls.iter().enumerate() {
+        while let Some((ts, proc)) = exits.next_if(|&(ts, _)| ts < c.ts_ns) {
+            for pass in &mut passes {
                 pass.exit(timeline, proc, ts);
             }
         }
+        for pass in &mut passes {
+            pass.call(timeline, c);
+        }
+        if calls.get(i + 1).is_none_or(|next| next.ts_ns != c.ts_ns) {
+            for pass in &mut passes {
+                pass.settle(timeline, c.ts_ns);
+            }
+        }
+    }
+    for (ts, proc) in exits {
+        for pass in &mut passes {
+            pass.exit(timeline, proc, ts);
+        }
     }
     let mut found: Vec<ReportFinding> = Vec::new();
-    for (check, pass) in checks.iter().zip(passes) {
-        match pass {
-            Some(pass) => {
-                let mut theirs = pass.end(timeline);
-                theirs.sort_by(|(a, fa), (b, fb)| {
-                    (fa.pid, fa.ts_ns, fa.seq, a).cmp(&(fb.pid, fb.ts_ns, fb.seq, b))
-                });
-                found.extend(theirs.into_iter().map(|(_, f)| f));
-            }
-            None => found.extend(check.decide(timeline)),
-        }
+    for pass in passes {
+        let mut theirs = pass.end(timeline);
+        theirs.sort_by(|(a, fa), (b, fb)| {
+            (fa.pid, fa.ts_ns, fa.seq, a).cmp(&(fb.pid, fb.ts_ns, fb.seq, b))
+        });
+        found.extend(theirs.into_iter().map(|(_, f)| f));
     }
     found.sort_by_key(|f| (f.pid, f.ts_ns, f.seq));
     found
@@ -1802,78 +1673,6 @@ mod tests {
                 view.handle
             );
         }
-    }
-
-    /// The indexed lookups answer as a walk over the process's later calls would: every call,
-    /// every indexed function and value, failed calls and other processes' calls left out.
-    #[test]
-    fn indexed_lookups_agree_with_a_walk_over_the_process() {
-        let mut records = Vec::new();
-        let funcs = [
-            ("cuMemFree_v2", "dptr"),
-            ("cuIpcCloseMemHandle", "dptr"),
-            ("cuCtxDestroy_v2", "ctx"),
-            ("cuEventDestroy_v2", "hEvent"),
-        ];
-        let values = ["0x1", "0x2", "0x3"];
-        for k in 0..240u64 {
-            let (func, arg) = funcs[(k % 4) as usize];
-            let pid = [10, 20][(k / 7 % 2) as usize];
-            // Some ties in time, some failures.
-            let ts = 100 + k / 3 * 10;
-            let ret = i64::from(k % 11 == 0);
-            let value = values[(k * 5 % 3) as usize];
-            records.push((pid, ts, func, serde_json::json!({ arg: value }), ret));
-        }
-        let t = timeline(&records);
-        assert_eq!(t.calls().len(), 240);
-        for after in t.calls() {
-            let walk: Vec<&Call> = t
-                .calls()
-                .iter()
-                .filter(|c| c.pid == after.pid && (c.ts_ns, c.seq) > (after.ts_ns, after.seq))
-                .collect();
-            let later: Vec<u64> = t.later_in_process(after).map(|c| c.seq).collect();
-            assert_eq!(later, walk.iter().map(|c| c.seq).collect::<Vec<_>>());
-            let earlier: Vec<u64> = t.earlier_in_process(after).map(|c| c.seq).collect();
-            let walk_back: Vec<u64> = t
-                .calls()
-                .iter()
-                .rev()
-                .filter(|c| c.pid == after.pid && (c.ts_ns, c.seq) < (after.ts_ns, after.seq))
-                .map(|c| c.seq)
-                .collect();
-            assert_eq!(earlier, walk_back);
-            for (prefix, arg) in [
-                ("cuMemFree", "dptr"),
-                ("cuIpcCloseMemHandle", "dptr"),
-                ("cuCtxDestroy", "ctx"),
-                ("cuEventDestroy", "hEvent"),
-            ] {
-                for value in values {
-                    let value = Value::from(value);
-                    let matching: Vec<&&Call> = walk
-                        .iter()
-                        .filter(|c| {
-                            c.func.starts_with(prefix)
-                                && c.succeeded()
-                                && c.arg(arg) == Some(&value)
-                        })
-                        .collect();
-                    assert_eq!(
-                        t.first_later(after, prefix, arg, &value).map(|c| c.seq),
-                        matching.first().map(|c| c.seq),
-                        "{prefix} {value} after {}",
-                        after.seq
-                    );
-                }
-            }
-        }
-        // A pair nothing indexes is answered by the walk.
-        let first = &t.calls()[0];
-        assert!(t
-            .first_later(first, "cuMemFree", "other", &Value::from("0x1"))
-            .is_none());
     }
 
     /// A handle used for thousands of rounds (the allocator hands out the same address, R580 the

@@ -7,6 +7,7 @@
 use crate::crossproc::{number, Call, ReportFinding, Timeline};
 use crate::rules::pool::report::*;
 use serde_json::Value;
+use std::collections::HashMap;
 
 /// The calls this check reads (besides those with fingerprints): the frees.
 const READS: &[&str] = &[
@@ -53,141 +54,221 @@ const HIP: Pointers = Pointers {
     rule: &HIP_FREED_WHILE_IMPORTED_RULE,
 };
 
-impl Pointers {
-    /// The first successful free of `ptr` (an argument's value) in `after`'s process after it.
-    fn freed<'a>(&self, t: &'a Timeline, after: &Call, ptr: &Value) -> Option<&'a Call> {
-        t.first_later(after, self.free, self.freed, ptr)
-    }
-}
-
-timeline_check!(
+crate::crossproc::vmm::domain_check!(
     /// Pools exported as FABRIC handles, refused to an importer in another IMEX domain.
     FabricOtherDomain,
     FABRIC_OTHER_DOMAIN,
     FABRIC_OTHER_DOMAIN_RULE,
-    fabric_other_domain
+    ("cuMemPoolImportFromShareableHandle", "handle"),
+    ("cuMemPoolExportToShareableHandle", "handle_out")
 );
 
-fn fabric_other_domain(t: &Timeline) -> Vec<ReportFinding> {
-    crate::crossproc::vmm::imported_across_domains(
-        t,
-        ("cuMemPoolImportFromShareableHandle", "handle"),
-        ("cuMemPoolExportToShareableHandle", "handle_out"),
-        &FABRIC_OTHER_DOMAIN_RULE,
-    )
+/// A report check of one API's rule on pool pointers ([`FreedWhileImportedPass`]).
+macro_rules! pool_check {
+    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $api:ident) => {
+        $(#[$doc])*
+        pub struct $name;
+        pub static $instance: $name = $name;
+
+        impl crate::crossproc::ReportCheck for $name {
+            fn rules(&self) -> &'static [&'static crate::rules::Rule] {
+                static RULES: &[&crate::rules::Rule] = &[&$rule];
+                RULES
+            }
+            fn functions(&self) -> &'static [&'static str] {
+                READS
+            }
+            fn pass(&self) -> Box<dyn crate::crossproc::Pass> {
+                Box::new(FreedWhileImportedPass::new(&$api))
+            }
+        }
+    };
 }
 
-timeline_check!(
+pool_check!(
     /// An exporter's free of a pool allocation an importer still held.
     FreedWhileImported,
     FREED_WHILE_IMPORTED,
     FREED_WHILE_IMPORTED_RULE,
-    freed_while_imported
+    CUDA
 );
 
-/// An import, the pointer it returned, and what ended its hold: when, and how ([`freed_while_imported`]).
-type Import<'t> = (&'t Call, Value, Option<(u64, String)>);
-
-timeline_check!(
+pool_check!(
     /// HIP's: an exporter's `hipFree` of a pool allocation an importer still held.
     HipFreedWhileImported,
     HIP_FREED_WHILE_IMPORTED,
     HIP_FREED_WHILE_IMPORTED_RULE,
-    hip_freed_while_imported
+    HIP
 );
 
-fn freed_while_imported(t: &Timeline) -> Vec<ReportFinding> {
-    freed_while_imported_by(t, &CUDA)
+/// A value's key, as the passes match values.
+fn key(v: &Value) -> String {
+    crate::crossproc::value_key(v).into_owned()
 }
 
-fn hip_freed_while_imported(t: &Timeline) -> Vec<ReportFinding> {
-    freed_while_imported_by(t, &HIP)
+/// An exporter's free that may have freed what an importer held: decided when the import's end is
+/// known.
+struct Held {
+    export: Call,
+    free: Call,
+    ptr: u64,
 }
 
-fn freed_while_imported_by(t: &Timeline, api: &Pointers) -> Vec<ReportFinding> {
-    let mut found = Vec::new();
-    for fp in t.fingerprints() {
-        let calls: Vec<&Call> = t.sharing(fp).filter(|c| c.succeeded()).collect();
-        // Each import with what ended it: its own free, else its process's exit (`None`: neither
-        // is known, so its hold is never decided). One sweep over the exporters' frees in time
-        // order keeps the imports that began before and did not end by then (issue 27: walking
-        // every import for every export was quadratic in a handle's history).
-        let mut imports: Vec<Import> = Vec::new();
-        for import in calls.iter().copied().filter(|c| c.func == api.import) {
-            let Some(imported) = import.out(api.imported).filter(|v| number(v).is_some()) else {
-                continue;
-            };
-            let end = match api.freed(t, import, imported) {
-                Some(g) => Some((
-                    g.ts_ns,
-                    format!("freed it only later (call #{} of process {})", g.seq, g.pid),
-                )),
-                None => t
-                    .exited(import.proc)
-                    .map(|exit| (exit, "never freed it before exiting".to_string())),
-            };
-            imports.push((import, imported.clone(), end));
+/// An import not freed yet, and the exporters' frees made while it was held.
+struct Import {
+    fp: String,
+    call: Call,
+    imported: u64,
+    frees: Vec<Held>,
+}
+
+type Shared<T> = std::rc::Rc<std::cell::RefCell<T>>;
+
+/// [`FreedWhileImported`] as a pass. An import is held from its call until its end: the
+/// importer's first free of the imported pointer after it, else its process's exit (an import
+/// with neither is never judged). At the end of the time of an exporter's free, the imports of
+/// the exported handle that other processes began before it (by time, then pid) and had not
+/// ended are noted on them; each becomes a finding when the import's end is known (the message
+/// says what it was).
+struct FreedWhileImportedPass {
+    api: &'static Pointers,
+    /// (process, pointer's key) -> its exports not freed yet, one per handle.
+    exports: HashMap<(usize, String), Vec<(String, Call)>>,
+    /// (process, pointer's key) -> its imports not freed yet.
+    imports: HashMap<(usize, String), Vec<Shared<Import>>>,
+    /// Fingerprint -> its imports not freed yet, in time order.
+    by_handle: HashMap<String, Vec<Shared<Import>>>,
+    /// Exports whose free was just seen, with the free: decided at its time's end.
+    due: Vec<(String, Call, Call)>,
+    found: Vec<(crate::crossproc::Order, ReportFinding)>,
+}
+
+impl FreedWhileImportedPass {
+    fn new(api: &'static Pointers) -> Self {
+        FreedWhileImportedPass {
+            api,
+            exports: HashMap::new(),
+            imports: HashMap::new(),
+            by_handle: HashMap::new(),
+            due: Vec::new(),
+            found: Vec::new(),
         }
-        let mut frees: Vec<(&Call, &Call, u64)> = calls
-            .iter()
-            .copied()
-            .filter(|c| c.func == api.export)
-            .filter_map(|export| {
-                let ptr = export.arg(api.exported).filter(|v| number(v).is_some())?;
-                let free = api.freed(t, export, ptr)?;
-                Some((export, free, number(ptr)?))
-            })
-            .collect();
-        frees.sort_by_key(|(export, free, _)| ((free.ts_ns, free.pid), export.pos));
-        // Imports begun (in time order) and those not ended yet, by when they end.
-        let mut begun = 0;
-        let mut held: std::collections::BTreeSet<(u64, usize)> = Default::default();
-        let mut at_free: Vec<(usize, &Call, &Call, u64)> = Vec::new();
-        for (export, free, ptr) in frees {
-            while let Some((import, _, end)) = imports.get(begun) {
-                if (import.ts_ns, import.pid) >= (free.ts_ns, free.pid) {
-                    break;
-                }
-                if let Some((until, _)) = end {
-                    held.insert((*until, begun));
-                }
-                begun += 1;
-            }
-            // Ended by the free (or at it): not held.
-            while held.first().is_some_and(|&(until, _)| until <= free.ts_ns) {
-                held.pop_first();
-            }
-            let mut holding: Vec<usize> = held
-                .iter()
-                .map(|&(_, k)| k)
-                .filter(|&k| imports[k].0.proc != export.proc)
-                .collect();
-            holding.sort_unstable();
-            for k in holding {
-                at_free.push((k, export, free, ptr));
-            }
-        }
-        // In the order the checks have always given: by export, then import, in time order.
-        at_free.sort_by_key(|(k, export, _, _)| (export.pos, *k));
-        for (k, export, free, ptr) in at_free {
-            let (import, imported, end) = &imports[k];
-            let imported = number(imported).unwrap_or(0);
-            let held = end
-                .as_ref()
-                .map(|(_, how)| how.as_str())
-                .unwrap_or_default();
-            found.push(ReportFinding::at(
-                api.rule,
-                free,
-                format!(
-                    "{ptr:#x}, exported with {} (call #{}), was freed while process {} still \
-                     held its import ({imported:#x}, {} call #{}); that process {held}",
-                    api.export, export.seq, import.pid, api.import, import.seq
+    }
+
+    /// `import` ended (`how`): its frees noted are findings.
+    fn ended(&mut self, import: &Import, how: &str) {
+        let api = self.api;
+        for held in &import.frees {
+            self.found.push((
+                (import.fp.clone(), held.export.pos, import.call.pos),
+                ReportFinding::at(
+                    api.rule,
+                    &held.free,
+                    format!(
+                        "{:#x}, exported with {} (call #{}), was freed while process {} still \
+                         held its import ({:#x}, {} call #{}); that process {how}",
+                        held.ptr,
+                        api.export,
+                        held.export.seq,
+                        import.call.pid,
+                        import.imported,
+                        api.import,
+                        import.call.seq
+                    ),
                 ),
             ));
         }
     }
-    found
+}
+
+impl crate::crossproc::Pass for FreedWhileImportedPass {
+    fn call(&mut self, _t: &Timeline, c: &Call) {
+        let api = self.api;
+        if !c.succeeded() {
+            return;
+        }
+        let mut fps = c.fingerprints();
+        fps.sort_unstable();
+        fps.dedup();
+        if c.func == api.export {
+            if let Some(ptr) = c.arg(api.exported).filter(|v| number(v).is_some()) {
+                let list = self.exports.entry((c.proc, key(ptr))).or_default();
+                list.extend(fps.iter().map(|fp| (fp.to_string(), c.clone())));
+            }
+        } else if c.func == api.import {
+            if let Some(imported) = c.out(api.imported).filter(|v| number(v).is_some()) {
+                for fp in &fps {
+                    let import = std::rc::Rc::new(std::cell::RefCell::new(Import {
+                        fp: fp.to_string(),
+                        call: c.clone(),
+                        imported: number(imported).unwrap_or(0),
+                        frees: Vec::new(),
+                    }));
+                    self.imports
+                        .entry((c.proc, key(imported)))
+                        .or_default()
+                        .push(import.clone());
+                    self.by_handle
+                        .entry(fp.to_string())
+                        .or_default()
+                        .push(import);
+                }
+            }
+        } else if c.func.starts_with(api.free) {
+            let Some(ptr) = c.arg(api.freed) else {
+                return;
+            };
+            let at = (c.proc, key(ptr));
+            for (fp, export) in self.exports.remove(&at).into_iter().flatten() {
+                self.due.push((fp, export, c.clone()));
+            }
+            let how = format!("freed it only later (call #{} of process {})", c.seq, c.pid);
+            for import in self.imports.remove(&at).into_iter().flatten() {
+                let fp = import.borrow().fp.clone();
+                if let Some(list) = self.by_handle.get_mut(&fp) {
+                    list.retain(|other| !std::rc::Rc::ptr_eq(other, &import));
+                    if list.is_empty() {
+                        self.by_handle.remove(&fp);
+                    }
+                }
+                self.ended(&import.borrow(), &how);
+            }
+        }
+    }
+
+    fn settle(&mut self, t: &Timeline, ts_ns: u64) {
+        for (fp, export, free) in std::mem::take(&mut self.due) {
+            let Some(ptr) = export.arg(self.api.exported).and_then(number) else {
+                continue;
+            };
+            for import in self.by_handle.get(&fp).into_iter().flatten() {
+                let mut import = import.borrow_mut();
+                let c = &import.call;
+                let begun = (c.ts_ns, c.pid) < (free.ts_ns, free.pid);
+                // Its process gone by the free: its hold ended then.
+                let gone = t.exited(c.proc).is_some_and(|exit| exit <= ts_ns);
+                if begun && !gone && c.proc != export.proc {
+                    import.frees.push(Held {
+                        export: export.clone(),
+                        free: free.clone(),
+                        ptr,
+                    });
+                }
+            }
+        }
+    }
+
+    fn end(mut self: Box<Self>, t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
+        // The imports never freed: ended by their process's exit, where it wrote one.
+        let left: Vec<Shared<Import>> = self.by_handle.values().flatten().cloned().collect();
+        for import in left {
+            let import = import.borrow();
+            if t.exited(import.call.proc).is_some() {
+                self.ended(&import, "never freed it before exiting");
+            }
+        }
+        self.found
+    }
 }
 
 #[cfg(test)]

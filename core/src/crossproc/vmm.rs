@@ -86,74 +86,122 @@ const HIP: Api = Api {
     never_freed: &HIP_NEVER_FREED_RULE,
 };
 
-timeline_check!(
+/// A report check of FABRIC imports refused across IMEX domains ([`AcrossDomains`]): the import
+/// and export functions with their handle arguments.
+macro_rules! domain_check {
+    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $import:expr, $export:expr) => {
+        $(#[$doc])*
+        pub struct $name;
+        pub static $instance: $name = $name;
+
+        impl crate::crossproc::ReportCheck for $name {
+            fn rules(&self) -> &'static [&'static crate::rules::Rule] {
+                static RULES: &[&crate::rules::Rule] = &[&$rule];
+                RULES
+            }
+            fn functions(&self) -> &'static [&'static str] {
+                READS
+            }
+            fn pass(&self) -> Box<dyn crate::crossproc::Pass> {
+                Box::new(crate::crossproc::vmm::AcrossDomains::new(
+                    $import, $export, &$rule,
+                ))
+            }
+        }
+    };
+}
+pub(crate) use domain_check;
+
+domain_check!(
     /// FABRIC handles refused to an importer in another IMEX domain than the exporter's.
     FabricOtherDomain,
     FABRIC_OTHER_DOMAIN,
     FABRIC_OTHER_DOMAIN_RULE,
-    fabric_other_domain
+    ("cuMemImportFromShareableHandle", "osHandle"),
+    ("cuMemExportToShareableHandle", "shareableHandle")
 );
-
-fn fabric_other_domain(t: &Timeline) -> Vec<ReportFinding> {
-    imported_across_domains(
-        t,
-        ("cuMemImportFromShareableHandle", "osHandle"),
-        ("cuMemExportToShareableHandle", "shareableHandle"),
-        &FABRIC_OTHER_DOMAIN_RULE,
-    )
-}
 
 /// The failed FABRIC imports (`import`: the function and its handle argument) whose handle a
 /// process of another IMEX domain exported (`export`), each matched by the handle's keyed
-/// fingerprint (`"*name":"fp:..."`, in either direction of time: the hosts' clocks are not one).
-/// Only where both process records name their domain.
-pub(crate) fn imported_across_domains(
-    t: &Timeline,
-    import: (&str, &str),
-    export: (&str, &str),
+/// fingerprint (`"*name":"fp:..."`, in either direction of time: the hosts' clocks are not one),
+/// as a pass: the failed imports of processes whose record names their domain, and each
+/// handle's first export, matched at the end. Only where both process records name their domain.
+pub(crate) struct AcrossDomains {
+    import: (&'static str, &'static str),
+    export: (&'static str, &'static str),
     rule: &'static crate::rules::Rule,
-) -> Vec<ReportFinding> {
-    let mut found = Vec::new();
-    for c in t
-        .calls()
-        .iter()
-        .filter(|c| c.func == import.0 && !c.succeeded())
-    {
-        let Some(fp) = c.out(import.1).and_then(Value::as_str) else {
-            continue;
-        };
-        let Some(here) = t.imex_domain(c.proc) else {
-            continue;
-        };
-        let Some(e) = t
-            .sharing(fp)
-            .find(|e| e.func == export.0 && e.succeeded() && e.out(export.1).is_some())
-        else {
-            continue;
-        };
-        let Some(there) = t.imex_domain(e.proc).filter(|&d| d != here) else {
-            continue;
-        };
-        let on = e
-            .place
-            .machine
-            .as_deref()
-            .filter(|m| c.place.machine.as_deref() != Some(*m))
-            .map(|m| format!(" on machine {m}"))
-            .unwrap_or_default();
-        let ret = c.ret.map_or_else(|| "?".to_string(), |r| r.to_string());
-        found.push(ReportFinding::at(
+    failed: Vec<(String, Call)>,
+    first_export: HashMap<String, Call>,
+}
+
+impl AcrossDomains {
+    pub(crate) fn new(
+        import: (&'static str, &'static str),
+        export: (&'static str, &'static str),
+        rule: &'static crate::rules::Rule,
+    ) -> Self {
+        AcrossDomains {
+            import,
+            export,
             rule,
-            c,
-            format!(
-                "the FABRIC handle {fp} was exported by process {}{on} ({} call #{}) in IMEX \
-                 domain {there}; this process is in IMEX domain {here}, whose IMEX channels do \
-                 not reach the exporter's, and the import answered {ret}",
-                e.pid, e.func, e.seq
-            ),
-        ));
+            failed: Vec::new(),
+            first_export: HashMap::new(),
+        }
     }
-    found
+}
+
+impl crate::crossproc::Pass for AcrossDomains {
+    fn call(&mut self, t: &Timeline, c: &Call) {
+        if c.func == self.export.0 && c.succeeded() && c.out(self.export.1).is_some() {
+            for fp in c.fingerprints() {
+                self.first_export
+                    .entry(fp.to_string())
+                    .or_insert_with(|| c.clone());
+            }
+        }
+        if c.func == self.import.0 && !c.succeeded() && t.imex_domain(c.proc).is_some() {
+            if let Some(fp) = c.out(self.import.1).and_then(Value::as_str) {
+                self.failed.push((fp.to_string(), c.clone()));
+            }
+        }
+    }
+
+    fn end(self: Box<Self>, t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
+        let mut found = Vec::new();
+        for (fp, c) in &self.failed {
+            let Some(here) = t.imex_domain(c.proc) else {
+                continue;
+            };
+            let Some(e) = self.first_export.get(fp) else {
+                continue;
+            };
+            let Some(there) = t.imex_domain(e.proc).filter(|&d| d != here) else {
+                continue;
+            };
+            let on = e
+                .place
+                .machine
+                .as_deref()
+                .filter(|m| c.place.machine.as_deref() != Some(*m))
+                .map(|m| format!(" on machine {m}"))
+                .unwrap_or_default();
+            let ret = c.ret.map_or_else(|| "?".to_string(), |r| r.to_string());
+            found.push((
+                (String::new(), c.pos, 0),
+                ReportFinding::at(
+                    self.rule,
+                    c,
+                    format!(
+                        "the FABRIC handle {fp} was exported by process {}{on} ({} call #{}) in \
+                         IMEX domain {there}; this process is in IMEX domain {here}, whose IMEX \
+                         channels do not reach the exporter's, and the import answered {ret}",
+                        e.pid, e.func, e.seq
+                    ),
+                ),
+            ));
+        }
+        found
+    }
 }
 
 at_exit_check!(
