@@ -120,22 +120,14 @@ impl AtExit for Reserved {
     }
 }
 
-/// Binds of an endpoint imported from a unicast one.
-pub struct BindImportedUnicast;
-pub static BIND_IMPORTED_UNICAST: BindImportedUnicast = BindImportedUnicast;
-
-impl crate::crossproc::ReportCheck for BindImportedUnicast {
-    fn rules(&self) -> &'static [&'static crate::rules::Rule] {
-        static RULES: &[&crate::rules::Rule] = &[&BIND_IMPORTED_UNICAST_RULE];
-        RULES
-    }
-    fn functions(&self) -> &'static [&'static str] {
-        READS
-    }
-    fn pass(&self) -> Box<dyn crate::crossproc::Pass> {
-        Box::<BindImportedUnicastPass>::default()
-    }
-}
+pass_check!(
+    /// Binds of an endpoint imported from a unicast one.
+    BindImportedUnicast,
+    BIND_IMPORTED_UNICAST,
+    BIND_IMPORTED_UNICAST_RULE,
+    READS,
+    BindImportedUnicastPass::default()
+);
 
 /// [`BindImportedUnicast`] as a pass. An export is unicast when the exporter's latest create of
 /// its id said so; an import is bound until its process destroys that id; a bind of an imported

@@ -1,7 +1,7 @@
 //! The IPC family's report-phase checks: what one process's trace cannot tell, decided over the
 //! traces of every process of a job (their rules: `crate::rules::ipc::report`).
 
-use crate::crossproc::{Call, ReportCheck, ReportFinding, Timeline};
+use crate::crossproc::{Call, ReportFinding, Timeline};
 use crate::rules::ipc::report::*;
 use crate::rules::Rule;
 use serde_json::Value;
@@ -59,27 +59,21 @@ macro_rules! report_check {
         report_check!($(#[$doc])* $name, $instance, $rule, $spelling, $pass, READS);
     };
     ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $spelling:ident, $pass:ident, $reads:ident) => {
-        $(#[$doc])*
-        pub struct $name;
-        pub static $instance: $name = $name;
-
-        impl ReportCheck for $name {
-            fn rules(&self) -> &'static [&'static Rule] {
-                static RULES: &[&Rule] = &[&$rule];
-                RULES
-            }
-            fn functions(&self) -> &'static [&'static str] {
-                $reads
-            }
-            fn pass(&self) -> Box<dyn crate::crossproc::Pass> {
-                Box::new($pass::new(&$spelling, &$rule))
-            }
-        }
+        pass_check!($(#[$doc])* $name, $instance, $rule, $reads, $pass::new(&$spelling, &$rule));
     };
 }
 
 fn is_open(s: &Spelling, c: &Call) -> bool {
     c.func.starts_with(s.open) && c.succeeded()
+}
+
+/// What the driver answered an open, for messages: `opened` where it succeeded.
+fn answer(open: &Call, opened: &str) -> String {
+    match open.ret {
+        Some(0) => opened.to_string(),
+        Some(code) => format!("the driver answered {code}"),
+        None => "the driver's answer is not recorded".to_string(),
+    }
 }
 
 /// A pointer argument as the trace writes it (`"0x..."`), for messages.
@@ -282,98 +276,6 @@ fn handles_of(c: &Call) -> Vec<&str> {
     fps
 }
 
-/// An export a pass keeps until the exporter frees what it exported.
-struct Exported {
-    fp: String,
-    call: Call,
-}
-
-/// [`FreedWhileOpen`] as a pass: each export waits for the exporter's free of its pointer,
-/// which is decided once every call at the free's time was seen.
-struct FreedWhileOpenPass {
-    s: &'static Spelling,
-    rule: &'static Rule,
-    opens: OpenCounts,
-    /// (process, pointer's key) -> its exports not freed yet.
-    waiting: std::collections::HashMap<(usize, String), Vec<Exported>>,
-    /// Exports whose free was just seen, with the free: decided at its time's end.
-    due: Vec<(Exported, Call)>,
-    found: Vec<(crate::crossproc::Order, ReportFinding)>,
-}
-
-impl FreedWhileOpenPass {
-    fn new(s: &'static Spelling, rule: &'static Rule) -> Self {
-        FreedWhileOpenPass {
-            s,
-            rule,
-            opens: OpenCounts::default(),
-            waiting: Default::default(),
-            due: Vec::new(),
-            found: Vec::new(),
-        }
-    }
-}
-
-impl crate::crossproc::Pass for FreedWhileOpenPass {
-    fn call(&mut self, _t: &Timeline, c: &Call) {
-        let s = self.s;
-        self.opens.call(s, c);
-        if !c.succeeded() {
-            return;
-        }
-        if c.func == s.export {
-            if let Some(ptr) = c.arg(s.export_ptr) {
-                let waiting = self.waiting.entry((c.proc, key(ptr))).or_default();
-                for fp in handles_of(c) {
-                    waiting.push(Exported {
-                        fp: fp.to_string(),
-                        call: c.clone(),
-                    });
-                }
-            }
-        } else if c.func.starts_with(s.free) {
-            if let Some(ptr) = c.arg(s.free_ptr) {
-                if let Some(freed) = self.waiting.remove(&(c.proc, key(ptr))) {
-                    self.due
-                        .extend(freed.into_iter().map(|export| (export, c.clone())));
-                }
-            }
-        }
-    }
-
-    fn settle(&mut self, t: &Timeline, _ts_ns: u64) {
-        let s = self.s;
-        for (export, free) in std::mem::take(&mut self.due) {
-            let pids = self
-                .opens
-                .open_elsewhere(t, &export.fp, export.call.proc, free.ts_ns);
-            if pids.is_empty() {
-                continue;
-            }
-            let exported = export.call.arg(s.export_ptr).map(shown).unwrap_or_default();
-            self.found.push((
-                (export.fp, export.call.pos, 0),
-                ReportFinding::at(
-                    self.rule,
-                    &free,
-                    format!(
-                        "{} {exported} was exported ({}) and is still open in process {} ({}, \
-                         not yet closed)",
-                        free.func,
-                        s.export,
-                        pids.join(", "),
-                        s.open
-                    ),
-                ),
-            ));
-        }
-    }
-
-    fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
-        self.found
-    }
-}
-
 /// An export a pass follows to its end, shared by the lists that name it.
 struct Followed {
     fp: String,
@@ -573,24 +475,36 @@ impl crate::crossproc::Pass for ExporterExitedPass {
     }
 }
 
-/// [`ContextDestroyedWhileOpen`] as a pass: at the destroy of an export's context, what
-/// other processes still had open, unless the exporter freed the memory before.
-struct ContextDestroyedPass {
+/// What ends an export's memory in a check of what was still open elsewhere then.
+#[derive(Clone, Copy, PartialEq)]
+enum Ending {
+    /// The exporter's free of the exported pointer ([`FreedWhileOpen`]).
+    Free,
+    /// The exporter's destroy of the memory's context, unless it freed the memory before
+    /// ([`ContextDestroyedWhileOpen`]).
+    ContextDestroy,
+}
+
+/// [`FreedWhileOpen`] and [`ContextDestroyedWhileOpen`] as a pass: each export waits for the
+/// call that ends its memory (`ending`), decided once every call at that call's time was seen:
+/// the processes that still had it open then.
+struct EndedWhileOpenPass {
     s: &'static Spelling,
     rule: &'static Rule,
+    ending: Ending,
     opens: OpenCounts,
     exports: Exports,
-    /// Exports whose context the last calls destroyed, with the destroy: decided at its time's
-    /// end.
+    /// Exports whose memory the last calls ended, with the call: decided at its time's end.
     due: Vec<(Shared<Followed>, Call)>,
     found: Vec<(crate::crossproc::Order, ReportFinding)>,
 }
 
-impl ContextDestroyedPass {
-    fn new(s: &'static Spelling, rule: &'static Rule) -> Self {
-        ContextDestroyedPass {
+impl EndedWhileOpenPass {
+    fn new(s: &'static Spelling, rule: &'static Rule, ending: Ending) -> Self {
+        EndedWhileOpenPass {
             s,
             rule,
+            ending,
             opens: OpenCounts::default(),
             exports: Exports::default(),
             due: Vec::new(),
@@ -599,15 +513,19 @@ impl ContextDestroyedPass {
     }
 }
 
-impl crate::crossproc::Pass for ContextDestroyedPass {
+impl crate::crossproc::Pass for EndedWhileOpenPass {
     fn call(&mut self, _t: &Timeline, c: &Call) {
         self.opens.call(self.s, c);
-        for e in self.exports.call(self.s, c).ended {
-            let destroyed_now = {
-                let e = e.borrow();
-                e.destroyed && !matches!(e.freed, Some((ts, _)) if ts < c.ts_ns)
-            };
-            if destroyed_now && c.func.starts_with("cuCtxDestroy") {
+        let ended = self.exports.call(self.s, c).ended;
+        let due = match self.ending {
+            // A call that destroys a context frees nothing here.
+            Ending::Free => c.func.starts_with(self.s.free),
+            Ending::ContextDestroy => c.func.starts_with("cuCtxDestroy"),
+        };
+        for e in ended.into_iter().filter(|_| due) {
+            // A free before the destroy is the free's finding.
+            let freed_before = matches!(e.borrow().freed, Some((ts, _)) if ts < c.ts_ns);
+            if self.ending == Ending::Free || (e.borrow().destroyed && !freed_before) {
                 self.due.push((e, c.clone()));
             }
         }
@@ -616,28 +534,31 @@ impl crate::crossproc::Pass for ContextDestroyedPass {
     fn settle(&mut self, t: &Timeline, _ts_ns: u64) {
         let s = self.s;
         self.exports.settle();
-        for (e, destroy) in std::mem::take(&mut self.due) {
-            let e = e.borrow();
+        for (export, end) in std::mem::take(&mut self.due) {
+            let export = export.borrow();
             let pids = self
                 .opens
-                .open_elsewhere(t, &e.fp, e.call.proc, destroy.ts_ns);
+                .open_elsewhere(t, &export.fp, export.call.proc, end.ts_ns);
             if pids.is_empty() {
                 continue;
             }
-            let exported = e.call.arg(s.export_ptr).map(shown).unwrap_or_default();
-            self.found.push((
-                (e.fp.clone(), e.call.pos, 0),
-                ReportFinding::at(
-                    self.rule,
-                    &destroy,
-                    format!(
-                        "this context held {exported}, exported ({}) and still open in process \
-                         {} ({}, not yet closed): the destroy freed it",
-                        s.export,
-                        pids.join(", "),
-                        s.open
-                    ),
+            let exported = export.call.arg(s.export_ptr).map(shown).unwrap_or_default();
+            let (open, pids) = (s.open, pids.join(", "));
+            let message = match self.ending {
+                Ending::Free => format!(
+                    "{} {exported} was exported ({}) and is still open in process {pids} \
+                     ({open}, not yet closed)",
+                    end.func, s.export
                 ),
+                Ending::ContextDestroy => format!(
+                    "this context held {exported}, exported ({}) and still open in process \
+                     {pids} ({open}, not yet closed): the destroy freed it",
+                    s.export
+                ),
+            };
+            self.found.push((
+                (export.fp.clone(), export.call.pos, 0),
+                ReportFinding::at(self.rule, &end, message),
             ));
         }
     }
@@ -793,13 +714,10 @@ impl crate::crossproc::Pass for OpenedAfterFreePass {
                 continue;
             }
             let exported = export.call.arg(s.export_ptr).map(shown).unwrap_or_default();
-            let answer = match c.ret {
-                Some(0) => "the driver opened it anyway: the memory mapped is not \
-                        the memory exported"
-                    .to_string(),
-                Some(code) => format!("the driver answered {code}"),
-                None => "the driver's answer is not recorded".to_string(),
-            };
+            let answer = answer(
+                c,
+                "the driver opened it anyway: the memory mapped is not the memory exported",
+            );
             self.found.push((
                 (fp.to_string(), c.pos, 0),
                 ReportFinding::at(
@@ -911,11 +829,7 @@ impl crate::crossproc::Pass for UnreachablePass {
             }
             from.sort_by_key(|(run, _, _)| run.first_pos);
             for (run, n, there) in from {
-                let answer = match c.ret {
-                    Some(0) => "the driver opened it anyway".to_string(),
-                    Some(code) => format!("the driver answered {code}"),
-                    None => "the driver's answer is not recorded".to_string(),
-                };
+                let answer = answer(c, "the driver opened it anyway");
                 let finding = ReportFinding::at(
                     self.rule,
                     c,
@@ -1247,11 +1161,7 @@ impl crate::crossproc::Pass for SecondContextPass {
             }
             let Some(first) = first else { continue };
             let ctx = |c: &Call| c.place.ctx.as_ref().map(shown).unwrap_or_default();
-            let answer = match open.ret {
-                Some(0) => "the driver opened it anyway".to_string(),
-                Some(code) => format!("the driver answered {code}"),
-                None => "the driver's answer is not recorded".to_string(),
-            };
+            let answer = answer(&open, "the driver opened it anyway");
             let finding = ReportFinding::at(
                 &SECOND_CONTEXT_RULE,
                 &open,
@@ -1275,7 +1185,7 @@ impl crate::crossproc::Pass for SecondContextPass {
     }
 }
 
-report_check!(
+pass_check!(
     /// The exporter's free of memory an importer still had open: exports and opens
     /// are matched by the handle's fingerprint, the free by the exported pointer, the
     /// close by the pointer the open returned; time is each record's wall clock
@@ -1284,16 +1194,16 @@ report_check!(
     FreedWhileOpen,
     FREED_WHILE_OPEN,
     FREED_WHILE_OPEN_RULE,
-    CUDA,
-    FreedWhileOpenPass
+    READS,
+    EndedWhileOpenPass::new(&CUDA, &FREED_WHILE_OPEN_RULE, Ending::Free)
 );
-report_check!(
+pass_check!(
     /// [`FreedWhileOpen`] in HIP.
     HipFreedWhileOpen,
     HIP_FREED_WHILE_OPEN,
     HIP_FREED_WHILE_OPEN_RULE,
-    HIP,
-    FreedWhileOpenPass
+    READS,
+    EndedWhileOpenPass::new(&HIP, &HIP_FREED_WHILE_OPEN_RULE, Ending::Free)
 );
 
 report_check!(
@@ -1333,36 +1243,28 @@ report_check!(
     ExporterExitedPass
 );
 
-report_check!(
+pass_check!(
     /// The exporter's destroy of the context its exported memory was allocated in (the
     /// export's record names it) while an importer still had the memory open, and had
     /// not freed it before.
     ContextDestroyedWhileOpen,
     CONTEXT_DESTROYED_WHILE_OPEN,
     CONTEXT_DESTROYED_WHILE_OPEN_RULE,
-    CUDA,
-    ContextDestroyedPass
+    READS,
+    EndedWhileOpenPass::new(&CUDA, &CONTEXT_DESTROYED_WHILE_OPEN_RULE, Ending::ContextDestroy)
 );
 
-/// An open in a context of a device while another context of that device of the same
-/// process has a handle of the same exporter (another allocation's) open: the opens'
-/// records name their context and device, the exporter is the process whose export
-/// shares the handle's fingerprint.
-pub struct SecondContext;
-pub static SECOND_CONTEXT: SecondContext = SecondContext;
-
-impl ReportCheck for SecondContext {
-    fn rules(&self) -> &'static [&'static Rule] {
-        static RULES: &[&Rule] = &[&SECOND_CONTEXT_RULE];
-        RULES
-    }
-    fn functions(&self) -> &'static [&'static str] {
-        READS
-    }
-    fn pass(&self) -> Box<dyn crate::crossproc::Pass> {
-        Box::new(SecondContextPass::new())
-    }
-}
+pass_check!(
+    /// An open in a context of a device while another context of that device of the same
+    /// process has a handle of the same exporter (another allocation's) open: the opens'
+    /// records name their context and device, the exporter is the process whose export
+    /// shares the handle's fingerprint.
+    SecondContext,
+    SECOND_CONTEXT,
+    SECOND_CONTEXT_RULE,
+    READS,
+    SecondContextPass::new()
+);
 
 report_check!(
     /// An open in a device that cannot access the exported memory's device: the export's

@@ -14,10 +14,10 @@
 //! [`ReportCheck`] reads it and returns [`ReportFinding`]s, which the report shows like any other
 //! finding, attached to the call that decided them. Checks are listed in [`REPORT_CHECKS`].
 
-/// A report check of one rule decided per process at its exit: `$new` makes its [`AtExit`]
-/// state for one process; it reads the calls of `READS` (in scope where it is used).
-macro_rules! at_exit_check {
-    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $new:expr) => {
+/// A report check of one rule (`$rule`), reading the calls of `$reads` besides those that
+/// carry a fingerprint, decided by the pass `$pass` makes (a fresh one per report).
+macro_rules! pass_check {
+    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:expr, $reads:expr, $pass:expr) => {
         $(#[$doc])*
         pub struct $name;
         pub static $instance: $name = $name;
@@ -28,12 +28,21 @@ macro_rules! at_exit_check {
                 RULES
             }
             fn functions(&self) -> &'static [&'static str] {
-                READS
+                $reads
             }
             fn pass(&self) -> Box<dyn $crate::crossproc::Pass> {
-                Box::new($crate::crossproc::AtExitPass::new($new))
+                Box::new($pass)
             }
         }
+    };
+}
+
+/// A report check of one rule decided per process at its exit: `$new` makes its [`AtExit`]
+/// state for one process; it reads the calls of `READS` (in scope where it is used).
+macro_rules! at_exit_check {
+    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $new:expr) => {
+        pass_check!($(#[$doc])* $name, $instance, $rule, READS,
+            $crate::crossproc::AtExitPass::new($new));
     };
 }
 

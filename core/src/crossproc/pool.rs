@@ -54,51 +54,35 @@ const HIP: Pointers = Pointers {
     rule: &HIP_FREED_WHILE_IMPORTED_RULE,
 };
 
-crate::crossproc::vmm::domain_check!(
+pass_check!(
     /// Pools exported as FABRIC handles, refused to an importer in another IMEX domain.
     FabricOtherDomain,
     FABRIC_OTHER_DOMAIN,
     FABRIC_OTHER_DOMAIN_RULE,
-    ("cuMemPoolImportFromShareableHandle", "handle"),
-    ("cuMemPoolExportToShareableHandle", "handle_out")
+    READS,
+    crate::crossproc::vmm::AcrossDomains::new(
+        ("cuMemPoolImportFromShareableHandle", "handle"),
+        ("cuMemPoolExportToShareableHandle", "handle_out"),
+        &FABRIC_OTHER_DOMAIN_RULE,
+    )
 );
 
-/// A report check of one API's rule on pool pointers ([`FreedWhileImportedPass`]).
-macro_rules! pool_check {
-    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $api:ident) => {
-        $(#[$doc])*
-        pub struct $name;
-        pub static $instance: $name = $name;
-
-        impl crate::crossproc::ReportCheck for $name {
-            fn rules(&self) -> &'static [&'static crate::rules::Rule] {
-                static RULES: &[&crate::rules::Rule] = &[&$rule];
-                RULES
-            }
-            fn functions(&self) -> &'static [&'static str] {
-                READS
-            }
-            fn pass(&self) -> Box<dyn crate::crossproc::Pass> {
-                Box::new(FreedWhileImportedPass::new(&$api))
-            }
-        }
-    };
-}
-
-pool_check!(
+pass_check!(
     /// An exporter's free of a pool allocation an importer still held.
     FreedWhileImported,
     FREED_WHILE_IMPORTED,
     FREED_WHILE_IMPORTED_RULE,
-    CUDA
+    READS,
+    FreedWhileImportedPass::new(&CUDA)
 );
 
-pool_check!(
+pass_check!(
     /// HIP's: an exporter's `hipFree` of a pool allocation an importer still held.
     HipFreedWhileImported,
     HIP_FREED_WHILE_IMPORTED,
     HIP_FREED_WHILE_IMPORTED_RULE,
-    HIP
+    READS,
+    FreedWhileImportedPass::new(&HIP)
 );
 
 /// A value's key, as the passes match values.

@@ -86,39 +86,17 @@ const HIP: Api = Api {
     never_freed: &HIP_NEVER_FREED_RULE,
 };
 
-/// A report check of FABRIC imports refused across IMEX domains ([`AcrossDomains`]): the import
-/// and export functions with their handle arguments.
-macro_rules! domain_check {
-    ($(#[$doc:meta])* $name:ident, $instance:ident, $rule:ident, $import:expr, $export:expr) => {
-        $(#[$doc])*
-        pub struct $name;
-        pub static $instance: $name = $name;
-
-        impl crate::crossproc::ReportCheck for $name {
-            fn rules(&self) -> &'static [&'static crate::rules::Rule] {
-                static RULES: &[&crate::rules::Rule] = &[&$rule];
-                RULES
-            }
-            fn functions(&self) -> &'static [&'static str] {
-                READS
-            }
-            fn pass(&self) -> Box<dyn crate::crossproc::Pass> {
-                Box::new(crate::crossproc::vmm::AcrossDomains::new(
-                    $import, $export, &$rule,
-                ))
-            }
-        }
-    };
-}
-pub(crate) use domain_check;
-
-domain_check!(
+pass_check!(
     /// FABRIC handles refused to an importer in another IMEX domain than the exporter's.
     FabricOtherDomain,
     FABRIC_OTHER_DOMAIN,
     FABRIC_OTHER_DOMAIN_RULE,
-    ("cuMemImportFromShareableHandle", "osHandle"),
-    ("cuMemExportToShareableHandle", "shareableHandle")
+    READS,
+    AcrossDomains::new(
+        ("cuMemImportFromShareableHandle", "osHandle"),
+        ("cuMemExportToShareableHandle", "shareableHandle"),
+        &FABRIC_OTHER_DOMAIN_RULE,
+    )
 );
 
 /// The failed FABRIC imports (`import`: the function and its handle argument) whose handle a
