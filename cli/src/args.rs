@@ -115,6 +115,9 @@ pub struct ReportArgs {
     pub baseline: Option<PathBuf>,
     /// Threads that read the traces (`--jobs`; 0: one per CPU).
     pub jobs: usize,
+    /// Calls the cross-process checks keep in memory per reading thread before they spill to
+    /// temporary files (`--memory-calls`; 0: never).
+    pub memory_calls: usize,
     /// Write a partial result there instead of a report (`--partial DIR`).
     pub partial: Option<PathBuf>,
 }
@@ -405,6 +408,19 @@ fn report_command() -> clap::Command {
                 .help(
                     "Read the traces with N threads, one file per thread at a time (0: one per \
                      CPU). The report is the same whatever N.",
+                ),
+        )
+        .arg(
+            Arg::new("memory-calls")
+                .long("memory-calls")
+                .value_name("N")
+                .value_parser(value_parser!(usize))
+                .default_value(sharecheck_core::crossproc::SPILL_AT.to_string())
+                .help(
+                    "Keep at most N of the calls the cross-process checks read in memory per \
+                     reading thread (about 60 bytes each); past that, they go to unnamed \
+                     temporary files in TMPDIR, sorted, and are merged back (0: keep every one \
+                     in memory). The report is the same whatever N.",
                 ),
         )
         .arg(
@@ -726,6 +742,9 @@ fn report_args(m: &ArgMatches) -> ReportArgs {
         gen_suppressions: m.get_flag("gen-suppressions"),
         baseline: m.get_one::<PathBuf>("baseline").cloned(),
         jobs: *m.get_one::<usize>("jobs").unwrap_or(&0),
+        memory_calls: *m
+            .get_one::<usize>("memory-calls")
+            .unwrap_or(&sharecheck_core::crossproc::SPILL_AT),
         partial: m.get_one::<PathBuf>("partial").cloned(),
     }
 }

@@ -30,6 +30,8 @@ pub struct Gather {
     pub keep_all: bool,
     /// Threads that read traces at once (`--jobs`; 0: one per CPU this process may run on).
     pub jobs: usize,
+    /// Calls the timeline keeps in memory per reading thread (`--memory-calls`; 0: all).
+    pub memory_calls: usize,
 }
 
 impl Gather {
@@ -37,6 +39,7 @@ impl Gather {
     pub fn counting() -> Gather {
         Gather {
             limit: 1,
+            memory_calls: sharecheck_core::crossproc::SPILL_AT,
             ..Gather::default()
         }
     }
@@ -612,6 +615,7 @@ mod tests {
             limit: 10,
             keep_all: true,
             jobs: 1,
+            memory_calls: 0,
         });
         f.add(occ("r.x1", 1, 1, 1, "error"), &Symbols::default());
         f.add(occ("r.y", 1, 2, 2, "error"), &Symbols::default());

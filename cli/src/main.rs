@@ -19,6 +19,7 @@ mod run;
 mod runs;
 mod safe_json;
 mod sarif;
+mod steps;
 mod summary;
 mod symbolize;
 mod timeline;

@@ -378,14 +378,13 @@ mod tests {
         apart.finish();
         together.finish();
         let stacks = |t: &Timeline| -> Vec<Value> {
-            t.calls()
-                .iter()
+            t.walk()
                 .map(|c| (**c.stack.as_ref().unwrap()).clone())
                 .collect()
         };
         assert_eq!(stacks(&apart), stacks(&together));
         // In time order: the two calls of line one, then line two's.
-        let c = apart.calls();
+        let c: Vec<_> = apart.walk().collect();
         assert!(std::sync::Arc::ptr_eq(
             c[0].stack.as_ref().unwrap(),
             c[1].stack.as_ref().unwrap()

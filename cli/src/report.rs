@@ -157,6 +157,7 @@ pub fn run(args: ReportArgs) -> i32 {
         limit: args.limit,
         keep_all,
         jobs: args.jobs,
+        memory_calls: args.memory_calls,
     };
     let keep_all = !args.gen_suppressions && matches!(args.format, Format::Json | Format::Sarif);
     let inputs = trace::collect_inputs(&traces);
@@ -178,6 +179,9 @@ pub fn run(args: ReportArgs) -> i32 {
     }
     let summary = summarize(&inputs.files, &mut diagnostics, gather(keep_all));
     print_diagnostics(&diagnostics);
+    if let Some(e) = summary.timeline.store_error() {
+        eprintln!("sharecheck: the cross-process checks {e}");
+    }
     if summary.records == 0 {
         eprintln!(
             "sharecheck: no trace record could be read from {}; nothing to report",
@@ -426,25 +430,42 @@ pub fn render_json_to(
         crate::safe_json::to_writer(&mut *out, &FindingJson::of(&o))?;
     }
     out.write_all(b"]")?;
-    let handles = s.timeline.handles();
-    if !handles.is_empty() {
-        // Each exported memory handle's exchange across processes (only when there is one).
-        let views: Vec<Value> = handles
-            .iter()
-            .map(|v| {
-                let steps: Vec<Value> = v
-                    .steps
-                    .iter()
-                    .map(|c| {
-                        serde_json::json!({"pid": c.pid, "fn": c.func.as_str(), "ts_ns": c.ts_ns,
-                            "ptr": step_pointer(c), "r": c.ret})
-                    })
-                    .collect();
-                serde_json::json!({"handle": v.handle, "steps": steps})
-            })
-            .collect();
-        out.write_all(b",\"ipc\":")?;
-        crate::safe_json::to_writer(&mut *out, &views)?;
+    // Each exported memory handle's exchange across processes (only when there is one): every
+    // step, held on disk until its handle is written (issue 27).
+    let mut chains = crate::steps::Chains::new();
+    let mut names: Vec<String> = Vec::new();
+    let mut failed = Ok(());
+    let mut step = Vec::new();
+    s.timeline.handle_steps(|view, handle, c| {
+        if view == names.len() {
+            names.push(handle.to_string());
+        }
+        step.clear();
+        let json = serde_json::json!({"pid": c.pid, "fn": c.func.as_str(), "ts_ns": c.ts_ns,
+            "ptr": step_pointer(c), "r": c.ret});
+        if failed.is_ok() {
+            failed = crate::safe_json::to_writer(&mut step, &json)
+                .map_err(std::io::Error::from)
+                .and_then(|()| chains.push(view, &step));
+        }
+    });
+    failed?;
+    for (view, handle) in names.iter().enumerate() {
+        out.write_all(if view == 0 { b",\"ipc\":[" } else { b"," })?;
+        out.write_all(b"{\"handle\":")?;
+        crate::safe_json::to_writer(&mut *out, handle)?;
+        out.write_all(b",\"steps\":[")?;
+        let mut first = true;
+        chains.each(view, |step| {
+            if !std::mem::take(&mut first) {
+                out.write_all(b",")?;
+            }
+            out.write_all(step)
+        })?;
+        out.write_all(b"]}")?;
+    }
+    if !names.is_empty() {
+        out.write_all(b"]")?;
     }
     let posix: usize = posix_imports(s).values().sum();
     if posix > 0 {
@@ -484,7 +505,7 @@ fn step_pointer(c: &crossproc::Call) -> Value {
 /// `/dev/nvidiactl`, one inode), so the report says so instead of guessing (issue 25).
 fn posix_imports(s: &Summary) -> std::collections::BTreeMap<i64, usize> {
     let mut by_process = std::collections::BTreeMap::new();
-    for c in s.timeline.calls() {
+    for c in s.timeline.walk() {
         let posix = c.arg("shHandleType").is_some_and(|t| {
             t.as_str()
                 .is_some_and(|t| t.contains("POSIX_FILE_DESCRIPTOR"))
@@ -518,32 +539,57 @@ fn render_posix_imports_text(s: &Summary, out: &mut String) {
 /// The first and the last steps of each IPC handle shown in text (this many of each).
 const HANDLE_STEPS_SHOWN: usize = 10;
 
+/// A handle's view as text shows it: its first and last steps, and how many there were.
+struct Shown {
+    handle: String,
+    steps: usize,
+    first: Vec<crossproc::Call>,
+    last: std::collections::VecDeque<crossproc::Call>,
+}
+
 fn render_handles_text(s: &Summary, out: &mut String) {
-    let handles = s.timeline.handles();
-    if handles.is_empty() {
+    // A handle used for hours has millions of steps: its first and last ones are shown (and
+    // kept), every one is in JSON (issue 27).
+    let mut shown: Vec<Shown> = Vec::new();
+    s.timeline.handle_steps(|view, handle, c| {
+        if view == shown.len() {
+            shown.push(Shown {
+                handle: handle.to_string(),
+                steps: 0,
+                first: Vec::new(),
+                last: Default::default(),
+            });
+        }
+        let v = &mut shown[view];
+        v.steps += 1;
+        if v.first.len() < HANDLE_STEPS_SHOWN {
+            v.first.push(c.clone());
+        } else {
+            if v.last.len() == HANDLE_STEPS_SHOWN {
+                v.last.pop_front();
+            }
+            v.last.push_back(c.clone());
+        }
+    });
+    if shown.is_empty() {
         return;
     }
     let _ = writeln!(
         out,
         "\nIPC HANDLES ({}: export, opens, closes, frees and destroys, in time order)",
-        plural(handles.len() as u64, "handle", "handles")
+        plural(shown.len() as u64, "handle", "handles")
     );
-    for v in &handles {
+    for v in &shown {
         let _ = writeln!(out, "    {}", v.handle);
-        let start = v.steps.first().map_or(0, |c| c.ts_ns);
-        // A handle used for hours has millions of steps: its first and last ones are shown,
-        // every one is in JSON (issue 27).
-        let hidden = v.steps.len().saturating_sub(2 * HANDLE_STEPS_SHOWN);
-        for (k, c) in v.steps.iter().enumerate() {
+        let start = v.first.first().map_or(0, |c| c.ts_ns);
+        let hidden = v.steps - v.first.len() - v.last.len();
+        for (k, c) in v.first.iter().chain(&v.last).enumerate() {
             if hidden > 0 && k == HANDLE_STEPS_SHOWN {
                 let _ = writeln!(
                     out,
                     "        ... {} (every step: --format json)",
                     plural(hidden as u64, "more step", "more steps")
                 );
-            }
-            if hidden > 0 && (HANDLE_STEPS_SHOWN..HANDLE_STEPS_SHOWN + hidden).contains(&k) {
-                continue;
             }
             let ptr = step_pointer(c);
             let ptr = ptr.as_str().map_or_else(|| ptr.to_string(), str::to_string);

@@ -425,8 +425,10 @@ pub(crate) fn summarize_with(
         0 => std::thread::available_parallelism().map_or(1, usize::from),
         n => n,
     };
+    let mut timeline = Timeline::for_checks(checks);
+    timeline.spill_every(gather.memory_calls);
     let fresh = Tally {
-        timeline: Timeline::for_checks(checks),
+        timeline,
         findings: Findings::new(gather),
         ..Tally::default()
     };

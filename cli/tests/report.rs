@@ -1144,8 +1144,16 @@ fn a_report_read_in_parallel_is_the_report_read_in_order() {
             "{extra:?}: {}",
             String::from_utf8_lossy(&one.1)
         );
-        for jobs in ["2", "8"] {
-            let many = report(jobs, extra);
+        // Read by several threads; and with the calls written to temporary files past a few
+        // in memory (issue 27), by one thread and by several.
+        for (jobs, memory) in [("2", None), ("8", None), ("1", Some("3")), ("8", Some("1"))] {
+            let memory = memory.map(|n| ["--memory-calls", n]);
+            let extra: Vec<&str> = extra
+                .iter()
+                .copied()
+                .chain(memory.into_iter().flatten())
+                .collect();
+            let many = report(jobs, &extra);
             assert!(
                 one == many,
                 "{extra:?} with --jobs {jobs}:\n{}\n---\n{}\n---\n{}",
@@ -1160,6 +1168,37 @@ fn a_report_read_in_parallel_is_the_report_read_in_order() {
     let text = String::from_utf8(report("1", &["--format", "json"]).1).unwrap();
     assert!(text.contains("\"phase\":\"report\""), "{text}");
     assert!(dir.join("t/1000.lane1.jsonl").exists());
+}
+
+/// Where no temporary file can be made (TMPDIR missing), calls past `--memory-calls` stay in
+/// memory: the text report is the same, and stderr says why memory grew (issue 27: bad input
+/// loses nothing). (JSON and SARIF keep their findings in a temporary file, and say they cannot.)
+#[test]
+fn a_report_that_cannot_spill_keeps_every_call_and_says_so() {
+    let dir = many_processes(20);
+    let report = |tmpdir: Option<&str>, extra: &[&str]| {
+        let mut cmd = sharecheck(&dir);
+        cmd.args(["report", "t", "--jobs", "1"]).args(extra);
+        if let Some(tmpdir) = tmpdir {
+            cmd.env("TMPDIR", tmpdir);
+        }
+        let out = cmd.output().unwrap();
+        let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+        (out.status.code(), text(out.stdout), text(out.stderr))
+    };
+    let whole = report(None, &[]);
+    let missing = dir.join("no-such-dir");
+    let kept = report(missing.to_str(), &["--memory-calls", "2"]);
+    assert_eq!((kept.0, &kept.1), (whole.0, &whole.1));
+    assert!(whole.1.contains("IPC HANDLES"), "{}", whole.1);
+    assert!(
+        kept.2
+            .contains("could not write a temporary file (TMPDIR), so every call is kept in memory"),
+        "{}",
+        kept.2
+    );
+    assert_eq!(kept.2.matches("temporary file").count(), 1, "{}", kept.2);
+    assert!(!whole.2.contains("temporary"), "{}", whole.2);
 }
 
 /// A handle with a long history shows its first and last steps in text, and how many more

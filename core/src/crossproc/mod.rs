@@ -49,6 +49,8 @@ macro_rules! at_exit_check {
 pub mod endpoint;
 pub mod ipc;
 pub mod pool;
+mod store;
+pub use store::SPILL_AT;
 #[cfg(test)]
 mod test_records;
 pub mod vmm;
@@ -289,9 +291,10 @@ pub fn is_fingerprint(text: &str) -> bool {
 pub struct Timeline {
     /// Symbol prefixes of the calls kept besides those with fingerprints.
     keep: Vec<&'static str>,
-    calls: Vec<Call>,
-    /// Fingerprint -> indices into `calls`, in time order.
-    by_fingerprint: BTreeMap<String, Vec<usize>>,
+    /// The calls, in memory up to a bound, then in sorted runs on disk ([`store`]).
+    store: store::Store,
+    /// The handles an IPC export names (exported memory and events): the IPC view's.
+    exported: std::collections::HashSet<String>,
     /// Process ([`Call::proc`]) -> when its `exit` record was written (a process that ended
     /// through `exit`).
     exits: BTreeMap<usize, u64>,
@@ -457,6 +460,13 @@ impl Shared {
 
     /// Takes in what another timeline's calls share (its calls keep their own copies; their
     /// shapes are made anew here, with their processes renumbered: [`Timeline::absorb`]).
+    /// Lets go of the argument lists and shapes (the calls that share them were written out:
+    /// [`store`]); names, places and stacks, which a program has few of, stay.
+    fn let_go(&mut self) {
+        self.args.clear();
+        self.shapes.clear();
+    }
+
     fn absorb(&mut self, other: Shared) {
         self.names.extend(other.names);
         for (key, list) in other.args {
@@ -606,39 +616,66 @@ impl Timeline {
             ret: record.get("r").and_then(Value::as_i64),
             stack,
         });
-        self.calls.push(Call {
+        if shape.func.contains("IpcGetMemHandle") || shape.func.contains("IpcGetEventHandle") {
+            let mut fps = Vec::new();
+            shape
+                .args
+                .iter()
+                .for_each(|(_, v)| collect_fingerprints(v, &mut fps));
+            for fp in fps {
+                if !self.exported.contains(fp) {
+                    self.exported.insert(fp.to_string());
+                }
+            }
+        }
+        let spilled = self.store.push(Call {
             shape,
             seq,
             ts_ns,
             pos: 0,
         });
+        if spilled {
+            // What the spilled calls shared with the next ones: a loop's next calls share anew.
+            self.shared.let_go();
+        }
         self.sorted = false;
     }
 
     /// Takes in the calls and exits `other` kept from later files, as if added here after these.
     pub fn absorb(&mut self, other: Timeline) {
         // Its processes numbered anew in this timeline (a process may be in both: its lanes).
+        // In the order it numbered them (first seen first), as reading its files here would.
         let mut renumbered = vec![0; other.procs.len()];
-        for (key, theirs) in other.procs {
+        let mut procs: Vec<_> = other.procs.into_iter().collect();
+        procs.sort_unstable_by_key(|&(_, theirs)| theirs);
+        for (key, theirs) in procs {
             let next = self.procs.len();
             renumbered[theirs] = *self.procs.entry(key).or_insert(next);
         }
         // Each of its shapes once, renumbered (its calls of one shape share the new one).
         let mut shapes: HashMap<*const Shape, std::sync::Arc<Shape>> = HashMap::new();
         let shared = &mut self.shared;
-        self.calls.extend(other.calls.into_iter().map(|mut c| {
-            let theirs = std::sync::Arc::as_ptr(&c.shape);
-            c.shape = shapes
-                .entry(theirs)
-                .or_insert_with(|| {
-                    shared.shape(Shape {
-                        proc: renumbered[c.proc],
-                        ..(*c.shape).clone()
+        let mut store = other.store;
+        let buf: Vec<Call> = std::mem::take(&mut store.buf)
+            .into_iter()
+            .map(|mut c| {
+                let theirs = std::sync::Arc::as_ptr(&c.shape);
+                c.shape = shapes
+                    .entry(theirs)
+                    .or_insert_with(|| {
+                        shared.shape(Shape {
+                            proc: renumbered[c.proc],
+                            ..(*c.shape).clone()
+                        })
                     })
-                })
-                .clone();
-            c
-        }));
+                    .clone();
+                c
+            })
+            .collect();
+        if self.store.absorb(store, buf, &renumbered) {
+            self.shared.let_go();
+        }
+        self.exported.extend(other.exported);
         self.exits.extend(
             other
                 .exits
@@ -661,36 +698,41 @@ impl Timeline {
         self.sorted = false;
     }
 
-    /// Orders the calls and indexes them by fingerprint; called once every record is in.
+    /// Orders the calls; called once every record is in.
     pub fn finish(&mut self) {
-        if self.sorted {
-            return;
+        if !self.sorted {
+            self.store.finish();
+            self.sorted = true;
         }
-        // In place (a stable sort would take a buffer of half the calls: issue 27's memory),
-        // ties kept in the order the calls came, as a stable sort keeps them.
-        for (i, call) in self.calls.iter_mut().enumerate() {
-            call.pos = i;
-        }
-        self.calls
-            .sort_unstable_by_key(|c| (c.ts_ns, c.pid, c.proc, c.seq, c.pos));
-        self.inherit_export_places();
-        self.by_fingerprint.clear();
-        for (i, call) in self.calls.iter_mut().enumerate() {
-            call.pos = i;
-        }
-        for (i, call) in self.calls.iter().enumerate() {
-            for fp in call.fingerprints() {
-                let entry = self.by_fingerprint.entry(fp.to_string()).or_default();
-                if entry.last() != Some(&i) {
-                    entry.push(i);
-                }
-            }
-        }
-        self.sorted = true;
     }
 
-    pub fn calls(&self) -> &[Call] {
-        &self.calls
+    /// Writes the calls to temporary files past `calls` held in memory (0: never; default
+    /// [`store::SPILL_AT`]): what bounds the report's memory (issue 27).
+    pub fn spill_every(&mut self, calls: usize) {
+        self.store.spill_every(calls);
+    }
+
+    /// The calls kept, and how many temporary files hold those not in memory.
+    pub fn kept(&self) -> (usize, usize) {
+        (self.store.len(), self.store.runs())
+    }
+
+    /// Why the calls could not all be spilled or read back, if that happened (the report says
+    /// so: memory grew, or calls went unchecked).
+    pub fn store_error(&self) -> Option<&str> {
+        self.store.error()
+    }
+
+    /// Every kept call of a finished timeline, in time order (ties: by pid, then sequence, then
+    /// the order they were added), each `pos` its place in that order. An IPC export recorded
+    /// without its place takes that of its process's earlier export of the same handle
+    /// ([`ExportHomes`]).
+    pub fn walk(&self) -> Walk<'_> {
+        Walk {
+            merge: self.store.merge(),
+            next_pos: 0,
+            homes: ExportHomes::default(),
+        }
     }
 
     /// When process `proc` ([`Call::proc`]) wrote its `exit` record: `None` if it did not
@@ -703,43 +745,6 @@ impl Timeline {
     /// as its `exit` record says (none when it wrote none).
     pub fn exported_fds_open(&self, proc: usize) -> &[i64] {
         self.exported_open.get(&proc).map_or(&[], Vec::as_slice)
-    }
-
-    /// Gives an IPC export whose record has no place (`"ctx"`, `"dev"`, `"uuid"`) the place of
-    /// the same process's earlier export of the same handle: the shim leaves it out of an export
-    /// of memory the thread exported before with nothing freed since (issue 24), which is the
-    /// same memory in the same context. The calls are in time order.
-    fn inherit_export_places(&mut self) {
-        let mut homes: HashMap<(usize, String), std::sync::Arc<Place>> = HashMap::new();
-        for call in &mut self.calls {
-            if !matches!(
-                call.func.as_str(),
-                "cuIpcGetMemHandle" | "hipIpcGetMemHandle"
-            ) || !call.succeeded()
-            {
-                continue;
-            }
-            let Some(fp) = call.fingerprints().first().map(ToString::to_string) else {
-                continue;
-            };
-            let key = (call.proc, fp);
-            let here = &call.place;
-            if here.ctx.is_some() || here.dev.is_some() || here.uuid.is_some() {
-                homes.insert(key, here.clone());
-            } else if let Some(home) = homes.get(&key) {
-                let place = Place {
-                    ctx: home.ctx.clone(),
-                    dev: home.dev,
-                    uuid: home.uuid.clone(),
-                    ..(**here).clone()
-                };
-                let place = self.shared.place(place);
-                call.shape = self.shared.shape(Shape {
-                    place,
-                    ..(*call.shape).clone()
-                });
-            }
-        }
     }
 
     /// The IMEX domain process `proc`'s record names, where it names one.
@@ -757,29 +762,100 @@ impl Timeline {
         let next = self.procs.len();
         *self.procs.entry((machine, pid)).or_insert(next)
     }
+}
 
-    /// The fingerprints seen, each once.
-    pub fn fingerprints(&self) -> impl Iterator<Item = &str> {
-        self.by_fingerprint.keys().map(String::as_str)
+/// A finished timeline's calls in time order ([`Timeline::walk`]).
+pub struct Walk<'a> {
+    merge: store::Merge<'a>,
+    next_pos: usize,
+    homes: ExportHomes,
+}
+
+impl Iterator for Walk<'_> {
+    type Item = Call;
+
+    fn next(&mut self) -> Option<Call> {
+        let mut c = self.merge.next()?;
+        c.pos = self.next_pos;
+        self.next_pos += 1;
+        self.homes.place(&mut c);
+        Some(c)
     }
+}
 
-    /// The calls that mention a fingerprint, in time order, whatever their process.
-    pub fn sharing<'a>(&'a self, fingerprint: &str) -> impl Iterator<Item = &'a Call> + 'a {
-        self.by_fingerprint
-            .get(fingerprint)
-            .into_iter()
-            .flatten()
-            .map(|&i| &self.calls[i])
+/// Gives an IPC export whose record has no place (`"ctx"`, `"dev"`, `"uuid"`) the place of the
+/// same process's earlier export of the same handle: the shim leaves it out of an export of
+/// memory the thread exported before with nothing freed since (issue 24), which is the same
+/// memory in the same context. A place is kept until its process frees the exported pointer
+/// (the next export after a free has its own).
+#[derive(Default)]
+struct ExportHomes {
+    /// (process, handle) -> the place of its last export that had one.
+    homes: HashMap<(usize, String), std::sync::Arc<Place>>,
+    /// (process, pointer) -> the handles exported from it that have a place here.
+    by_pointer: HashMap<(usize, String), Vec<String>>,
+}
+
+impl ExportHomes {
+    fn place(&mut self, call: &mut Call) {
+        if !call.succeeded() {
+            return;
+        }
+        let func = call.func.as_str();
+        if func.starts_with("cuMemFree") || func.starts_with("hipFree") {
+            let Some(ptr) = ended_pointer(call) else {
+                return;
+            };
+            if let Some(fps) = self
+                .by_pointer
+                .remove(&(call.proc, value_key(ptr).into_owned()))
+            {
+                for fp in fps {
+                    self.homes.remove(&(call.proc, fp));
+                }
+            }
+            return;
+        }
+        if !matches!(func, "cuIpcGetMemHandle" | "hipIpcGetMemHandle") {
+            return;
+        }
+        let Some(fp) = call.fingerprints().first().map(ToString::to_string) else {
+            return;
+        };
+        let here = &call.place;
+        if here.ctx.is_some() || here.dev.is_some() || here.uuid.is_some() {
+            if let Some(ptr) = exchange_pointer(call) {
+                let fps = self
+                    .by_pointer
+                    .entry((call.proc, value_key(ptr).into_owned()))
+                    .or_default();
+                if !fps.contains(&fp) {
+                    fps.push(fp.clone());
+                }
+            }
+            self.homes.insert((call.proc, fp), here.clone());
+        } else if let Some(home) = self.homes.get(&(call.proc, fp)) {
+            let place = Place {
+                ctx: home.ctx.clone(),
+                dev: home.dev,
+                uuid: home.uuid.clone(),
+                ..(**here).clone()
+            };
+            call.shape = std::sync::Arc::new(Shape {
+                place: std::sync::Arc::new(place),
+                ..(*call.shape).clone()
+            });
+        }
     }
 }
 
 /// One IPC handle's story across processes: the calls that made, opened, closed and freed what
 /// it names, in time order ([`Timeline::handles`]).
 #[derive(Debug)]
-pub struct HandleView<'a> {
+pub struct HandleView {
     /// The handle's fingerprint.
-    pub handle: &'a str,
-    pub steps: Vec<&'a Call>,
+    pub handle: String,
+    pub steps: Vec<Call>,
 }
 
 /// The pointer (or event) a call of an IPC exchange names: what an export exported, what an
@@ -816,96 +892,93 @@ fn ended_pointer(c: &Call) -> Option<&Value> {
     }
 }
 
-/// A value as the trace wrote it, for matching pointers by their JSON text: a string borrowed
-/// (no copy per call), anything else as its text; a string and a number of the same digits differ.
-#[derive(PartialEq, Eq, Hash)]
-enum Written<'a> {
-    Text(&'a str),
-    Other(String),
-}
+/// A pointer's key in the IPC view: its process, and the value as written (a string and a
+/// number of the same digits differ).
+type Written = (usize, bool, String);
 
-impl<'a> Written<'a> {
-    fn of(value: &'a Value) -> Written<'a> {
-        match value {
-            Value::String(text) => Written::Text(text),
-            other => Written::Other(other.to_string()),
-        }
+fn written(proc: usize, value: &Value) -> Written {
+    match value {
+        Value::String(text) => (proc, true, text.clone()),
+        other => (proc, false, other.to_string()),
     }
 }
-
-/// An end a view lists, with the time, pid and number of the export or open that claimed it.
-type Claim<'a> = ((u64, i64, u64), &'a Call);
 
 impl Timeline {
     /// Every memory or event handle that was exported, with its exchange: the export, every open
     /// of it (successful or not) in any process, and for each export and open the call that
     /// ended what it named: the first close, free or destroy of that pointer or event in its
     /// process afterwards that no earlier export or open of the same pointer there took (an
-    /// address an importer's opens reuse belongs to each open in turn). In order of the export.
-    pub fn handles(&self) -> Vec<HandleView<'_>> {
-        let is_export =
-            |c: &Call| c.func.contains("IpcGetMemHandle") || c.func.contains("IpcGetEventHandle");
-        // The handles an export names: a view each, in the order of their fingerprints.
-        let exported: std::collections::BTreeSet<&str> = self
-            .calls
-            .iter()
-            .filter(|c| is_export(c))
-            .flat_map(Call::fingerprints)
-            .collect();
-        // Each process's ends of each pointer, in time order, and how many are taken.
-        let mut ends: HashMap<(usize, Written), (Vec<&Call>, usize)> = HashMap::new();
-        for c in &self.calls {
-            if let Some(ptr) = ended_pointer(c) {
-                ends.entry((c.proc, Written::of(ptr)))
-                    .or_default()
-                    .0
-                    .push(c);
-            }
-        }
-        // Exports and opens claim their ends in time order, across every handle: the calls'
-        // own order (ends compete only within one process, whose calls it orders by time and
-        // number), each call's handles in the order of their fingerprints.
-        // Each handle's claimed ends, with the claiming call's time, pid and number: a view
-        // lists ends that tie in time in the order of their claims by those.
-        let mut claimed: HashMap<&str, Vec<Claim>> = HashMap::new();
-        for c in &self.calls {
-            let Some(ptr) = exchange_pointer(c) else {
-                continue;
-            };
+    /// address an importer's opens reuse belongs to each open in turn).
+    ///
+    /// Given as one walk over the calls: `step(view, handle, call)` for each step of each
+    /// handle's view, in time order; views are numbered from 0 in the order of their first step.
+    /// What is kept is a number per handle and the exports and opens whose end is still to come
+    /// (issue 27: a handle's millions of steps are never held).
+    pub fn handle_steps(&self, mut step: impl FnMut(usize, &str, &Call)) {
+        let mut views: HashMap<String, usize> = HashMap::new();
+        let mut names: Vec<String> = Vec::new();
+        // Each process's pointer -> the views whose export or open of it has no end yet, in
+        // order: an end is the first one's.
+        let mut waiting: HashMap<Written, std::collections::VecDeque<usize>> = HashMap::new();
+        let mut mine: Vec<usize> = Vec::new();
+        for c in self.walk() {
+            mine.clear();
             let mut fps = c.fingerprints();
             fps.sort_unstable();
             fps.dedup();
-            let key = (c.proc, Written::of(ptr));
-            for fp in fps.into_iter().filter(|fp| exported.contains(fp)) {
-                let Some((list, taken)) = ends.get_mut(&key) else {
-                    break;
-                };
-                let after = (c.ts_ns, c.seq);
-                while *taken < list.len() && (list[*taken].ts_ns, list[*taken].seq) <= after {
-                    *taken += 1; // ended before this export or open: another's, or nobody's
+            for fp in fps {
+                if !self.exported.contains(fp) {
+                    continue;
                 }
-                if let Some(end) = list.get(*taken) {
-                    *taken += 1;
-                    claimed
-                        .entry(fp)
+                let view = match views.get(fp) {
+                    Some(&view) => view,
+                    None => {
+                        views.insert(fp.to_string(), names.len());
+                        names.push(fp.to_string());
+                        names.len() - 1
+                    }
+                };
+                mine.push(view);
+            }
+            if let Some(ptr) = exchange_pointer(&c) {
+                if !mine.is_empty() {
+                    waiting
+                        .entry(written(c.proc, ptr))
                         .or_default()
-                        .push(((c.ts_ns, c.pid, c.seq), end));
+                        .extend(mine.iter().copied());
+                }
+            } else if let Some(ptr) = ended_pointer(&c) {
+                let key = written(c.proc, ptr);
+                if let Some(queue) = waiting.get_mut(&key) {
+                    if let Some(view) = queue.pop_front() {
+                        if !mine.contains(&view) {
+                            mine.push(view);
+                        }
+                    }
+                    if queue.is_empty() {
+                        waiting.remove(&key);
+                    }
                 }
             }
+            for &view in &mine {
+                step(view, &names[view], &c);
+            }
         }
-        let mut views: Vec<HandleView> = exported
-            .into_iter()
-            .map(|fp| {
-                let mut steps: Vec<&Call> = self.sharing(fp).collect();
-                let mut ends = claimed.remove(fp).unwrap_or_default();
-                ends.sort_by_key(|(by, _)| *by);
-                steps.extend(ends.into_iter().map(|(_, end)| end));
-                steps.sort_by_key(|c| (c.ts_ns, c.pid, c.seq));
-                steps.dedup_by(|a, b| std::ptr::eq(*a, *b));
-                HandleView { handle: fp, steps }
-            })
-            .collect();
-        views.sort_by_key(|v| v.steps.first().map(|c| (c.ts_ns, c.pid, c.seq)));
+    }
+
+    /// [`Timeline::handle_steps`] gathered: each handle's view, every step held (for a timeline
+    /// known to be small).
+    pub fn handles(&self) -> Vec<HandleView> {
+        let mut views: Vec<HandleView> = Vec::new();
+        self.handle_steps(|view, handle, c| {
+            if view == views.len() {
+                views.push(HandleView {
+                    handle: handle.to_string(),
+                    steps: Vec::new(),
+                });
+            }
+            views[view].steps.push(c.clone());
+        });
         views
     }
 }
@@ -1083,17 +1156,17 @@ pub fn decide(timeline: &Timeline, checks: &[&dyn ReportCheck]) -> Vec<ReportFin
         .collect();
     exits.sort_unstable();
     let mut exits = exits.into_iter().peekable();
-    let calls = timeline.calls();
-    for (i, c) in calls.iter().enumerate() {
+    let mut calls = timeline.walk().peekable();
+    while let Some(c) = calls.next() {
         while let Some((ts, proc)) = exits.next_if(|&(ts, _)| ts < c.ts_ns) {
             for pass in &mut passes {
                 pass.exit(timeline, proc, ts);
             }
         }
         for pass in &mut passes {
-            pass.call(timeline, c);
+            pass.call(timeline, &c);
         }
-        if calls.get(i + 1).is_none_or(|next| next.ts_ns != c.ts_ns) {
+        if calls.peek().is_none_or(|next| next.ts_ns != c.ts_ns) {
             for pass in &mut passes {
                 pass.settle(timeline, c.ts_ns);
             }
@@ -1324,6 +1397,161 @@ mod tests {
         );
     }
 
+    /// A job's records in four files: three processes, pid 20 on two machines, times that tie
+    /// often, handles exported, opened, closed and freed in a pseudo-random order, arguments of
+    /// every kind, stacks on some calls, exits.
+    fn mixed_job() -> Vec<Vec<Map<String, Value>>> {
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let fps = [
+            "fp:00000000000000a1",
+            "fp:00000000000000a2",
+            "fp:00000000000000a3",
+        ];
+        let ptrs = ["0x7000", "0x7100", "0x7200"];
+        let mut files = vec![Vec::new(); 4];
+        for i in 0..600u64 {
+            let (pid, machine) = [(10, "a"), (20, "a"), (20, "b"), (30, "a")][next(4) as usize];
+            let fp = fps[next(3) as usize];
+            let ptr = ptrs[next(3) as usize];
+            let (func, args) = match next(6) {
+                0 => (
+                    "cuIpcGetMemHandle",
+                    serde_json::json!({"*pHandle": fp, "dptr": ptr}),
+                ),
+                1 | 2 => (
+                    "cuIpcOpenMemHandle_v2",
+                    serde_json::json!({"*pdptr": ptr, "handle": fp, "Flags": next(2),
+                        "extra": {"n": -1, "ok": true, "x": null, "f": 1.5}}),
+                ),
+                3 | 4 => ("cuIpcCloseMemHandle", serde_json::json!({"dptr": ptr})),
+                _ => ("cuMemFree_v2", serde_json::json!({"dptr": ptr})),
+            };
+            let ts = 1_000 + i / 3 * 10;
+            let mut r = record(pid, i, ts, func, args, [0, 0, 0, 1][next(4) as usize]);
+            r.insert("machine".into(), machine.into());
+            if next(3) == 0 {
+                r.insert("ctx".into(), "0xc1".into());
+                r.insert(
+                    "stack".into(),
+                    serde_json::json!([{"offset": format!("{:#x}", next(5))}]),
+                );
+            }
+            files[next(4) as usize].push(r);
+        }
+        for (pid, machine, ts) in [(10, "a", 4_000), (20, "b", 2_500)] {
+            let mut r = serde_json::json!({"event": "exit", "pid": pid, "ts_ns": ts});
+            r["machine"] = machine.into();
+            files[3].push(r.as_object().unwrap().clone());
+        }
+        files
+    }
+
+    /// A timeline of `files`, each read into a timeline of its own and taken in, in order (as
+    /// `report --jobs` reads), every one spilling past `spill` calls (0: never).
+    fn read_apart(files: &[Vec<Map<String, Value>>], spill: usize) -> Timeline {
+        let mut t = Timeline::for_checks(REPORT_CHECKS);
+        t.spill_every(spill);
+        for file in files {
+            let mut part = Timeline::for_checks(REPORT_CHECKS);
+            part.spill_every(spill);
+            for r in file {
+                part.add(r);
+            }
+            t.absorb(part);
+        }
+        t.finish();
+        t
+    }
+
+    /// Calls written to temporary files and merged back (issue 27: memory flat in the steps)
+    /// are the calls kept in memory: the same calls in the same order, with the same arguments,
+    /// places and stacks; the same findings; the same IPC views. Many small runs make the merge
+    /// of runs into one happen, and the files' processes are renumbered when taken in.
+    #[test]
+    fn a_timeline_spilled_to_disk_is_the_timeline_in_memory() {
+        let files = mixed_job();
+        let memory = read_apart(&files, 0);
+        assert_eq!(memory.kept(), (600, 0));
+        let described = |t: &Timeline| -> Vec<String> {
+            t.walk()
+                .map(|c| {
+                    format!(
+                        "{} {} {} {} {} {} {:?} {:?} {:?} {:?} {:?}",
+                        c.ts_ns,
+                        c.pid,
+                        c.proc,
+                        c.seq,
+                        c.pos,
+                        c.func,
+                        c.args.to_map(),
+                        c.ret,
+                        c.tid,
+                        c.place,
+                        c.stack
+                    )
+                })
+                .collect()
+        };
+        let decided = |t: &Timeline| -> Vec<String> {
+            decide(t, REPORT_CHECKS)
+                .iter()
+                .map(|f| {
+                    format!(
+                        "{} {} {} {} {}",
+                        f.rule.id, f.pid, f.ts_ns, f.seq, f.message
+                    )
+                })
+                .collect()
+        };
+        let viewed = |t: &Timeline| -> Vec<String> {
+            t.handles()
+                .iter()
+                .flat_map(|v| {
+                    v.steps
+                        .iter()
+                        .map(|c| format!("{} {} {}", v.handle, c.pos, c.func))
+                })
+                .collect()
+        };
+        assert!(!decided(&memory).is_empty());
+        assert!(!viewed(&memory).is_empty());
+        for spill in [1, 2, 7, 64] {
+            let disk = read_apart(&files, spill);
+            let (calls, runs) = disk.kept();
+            assert_eq!(calls, 600);
+            assert!(runs > 0 && runs < store::SPILL_AT, "{runs} runs");
+            if spill <= 2 {
+                assert!(runs < 600 / spill / 4, "the runs were not merged: {runs}");
+            }
+            let same = |what: &str, a: Vec<String>, b: Vec<String>| {
+                let first = a.iter().zip(&b).position(|(x, y)| x != y);
+                assert!(
+                    a.len() == b.len() && first.is_none(),
+                    "{what}, spilling past {spill}: {} and {}, first differing: {:?}",
+                    a.len(),
+                    b.len(),
+                    first.map(|i| (&a[i], &b[i]))
+                );
+            };
+            same("calls", described(&disk), described(&memory));
+            same("findings", decided(&disk), decided(&memory));
+            same("views", viewed(&disk), viewed(&memory));
+            assert_eq!(disk.store_error(), None);
+        }
+        // A loop's calls read back share one shape again.
+        let disk = read_apart(&[files.concat()], 1);
+        let c: Vec<Call> = disk.walk().collect();
+        assert!(c
+            .windows(2)
+            .any(|w| std::sync::Arc::ptr_eq(&w[0].shape, &w[1].shape)));
+    }
+
     /// The calls of a loop keep one copy of what they repeat (issue 27: memory): equal
     /// arguments, places (machine, context, device, UUIDs) and names are one allocation;
     /// different ones are not merged, and a timeline taken in keeps its calls' values.
@@ -1356,7 +1584,7 @@ mod tests {
         other.add(&open(4, "0x9000"));
         t.absorb(other);
         t.finish();
-        let c = t.calls();
+        let c: Vec<Call> = t.walk().collect();
         // A loop's calls share one shape, and keep their own time and number; the absorbed
         // call of the same process takes this timeline's number for it.
         assert!(std::sync::Arc::ptr_eq(&c[0].shape, &c[1].shape));
@@ -1378,7 +1606,7 @@ mod tests {
         t2.add(&open(1, "0x9000"));
         t2.add(&elsewhere);
         t2.finish();
-        let c2 = t2.calls();
+        let c2: Vec<Call> = t2.walk().collect();
         assert!(!std::sync::Arc::ptr_eq(&c2[0].place, &c2[1].place));
         assert_eq!(
             c2[1].place.ctx.as_ref().and_then(Value::as_str),
@@ -1434,7 +1662,7 @@ mod tests {
             1,
         ));
         t.finish();
-        let c = t.calls();
+        let c: Vec<Call> = t.walk().collect();
         assert!(!std::sync::Arc::ptr_eq(&c[0].args.0, &c[1].args.0));
         assert!(std::sync::Arc::ptr_eq(&c[0].args.0, &c[2].args.0));
         assert_eq!(c[1].arg("dptr"), Some(&Value::from("16")));
@@ -1469,7 +1697,8 @@ mod tests {
     }
 
     /// An export with no place takes the place of the same process's earlier export of the same
-    /// handle; another handle's and another process's do not lend theirs.
+    /// handle, until that process frees the memory; another handle's and another process's do not
+    /// lend theirs.
     #[test]
     fn an_export_without_its_place_takes_the_first_export_of_its_handle_s() {
         let placed = |pid: i64, ts: u64, fp: &str| {
@@ -1506,28 +1735,49 @@ mod tests {
             bare(20, 5, FP, 0),
             placed(20, 6, other),
             bare(20, 7, other, 0),
+            // The memory freed: a place is not lent past it (the shim records the place of the
+            // first export after a free), and is let go.
+            record(
+                20,
+                8,
+                8,
+                "cuMemFree_v2",
+                serde_json::json!({"dptr": "0x7000000"}),
+                0,
+            ),
+            bare(20, 9, other, 0),
         ] {
             t.add(&r);
         }
         t.finish();
-        let places: Vec<(u64, Option<i64>, Option<&str>)> = t
-            .calls()
-            .iter()
-            .map(|c| (c.ts_ns, c.place.dev, c.place.uuid.as_deref()))
+        let places: Vec<(u64, Option<i64>, Option<String>)> = t
+            .walk()
+            .map(|c| {
+                (
+                    c.ts_ns,
+                    c.place.dev,
+                    c.place.uuid.as_deref().map(str::to_string),
+                )
+            })
             .collect();
         assert_eq!(
             places,
             [
                 (1, None, None),
-                (2, Some(1), Some("GPU-aa")),
-                (3, Some(1), Some("GPU-aa")),
+                (2, Some(1), Some("GPU-aa".into())),
+                (3, Some(1), Some("GPU-aa".into())),
                 (4, None, None),
                 (5, None, None),
-                (6, Some(1), Some("GPU-aa")),
-                (7, Some(1), Some("GPU-aa")),
+                (6, Some(1), Some("GPU-aa".into())),
+                (7, Some(1), Some("GPU-aa".into())),
+                (8, None, None),
+                (9, None, None),
             ]
         );
-        assert_eq!(t.calls()[2].place.ctx, Some(Value::from("0xc1")));
+        assert_eq!(
+            t.walk().nth(2).unwrap().place.ctx,
+            Some(Value::from("0xc1"))
+        );
     }
 
     #[test]
@@ -1566,14 +1816,19 @@ mod tests {
     #[test]
     fn calls_of_every_process_are_matched_by_fingerprint_in_time_order() {
         let t = job(400, 300);
-        assert_eq!(t.calls().len(), 5, "the event record is not a call");
-        let shared: Vec<(i64, &str)> = t.sharing(FP).map(|c| (c.pid, c.func.as_str())).collect();
+        assert_eq!(t.walk().count(), 5, "the event record is not a call");
+        let shared: Vec<(i64, String)> = t
+            .walk()
+            .filter(|c| c.fingerprints().contains(&FP))
+            .map(|c| (c.pid, c.func.to_string()))
+            .collect();
         assert_eq!(
             shared,
-            [(10, "cuIpcGetMemHandle"), (20, "cuIpcOpenMemHandle_v2")]
+            [
+                (10, "cuIpcGetMemHandle".into()),
+                (20, "cuIpcOpenMemHandle_v2".into())
+            ]
         );
-        assert_eq!(t.fingerprints().count(), 2);
-        assert_eq!(t.sharing("fp:0000000000000000").count(), 0);
         assert!(is_fingerprint(FP) && !is_fingerprint("0x7000000") && !is_fingerprint("fp:xyz"));
     }
 
