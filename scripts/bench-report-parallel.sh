@@ -4,7 +4,7 @@
 # Usage: scripts/bench-report-parallel.sh [--no-build] [PROCESSES] [RECORDS_EACH] [JOBS...]
 #
 # Builds release (skipped with --no-build; SHARECHECK_BIN names another build's directory, holding
-# sharecheck, libsharecheck.so and libsharecheck_sim.so), writes PROCESSES traces (default 32) of
+# sharecheck, libsharecheck.so, libsharecheck_sim.so and libsharecheck_sim_hip.so), writes PROCESSES traces (default 32) of
 # RECORDS_EACH correct calls each (default 250000) with the shim on the simulator
 # (scripts/bench/report_load.c), then times `sharecheck report --jobs N` for each N of JOBS
 # (default 1 2 4 8 16, those above the CPUs skipped) and prints a Markdown table: seconds, records

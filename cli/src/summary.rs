@@ -455,7 +455,7 @@ pub(crate) fn summarize_with(
     let mut explained = std::collections::BTreeSet::new();
     if !checks.is_empty() {
         tally.timeline.finish();
-        let found = crossproc::decide(&tally.timeline, checks);
+        let found = crossproc::decide_on(&tally.timeline, checks, jobs);
         // A failure a report-phase rule explains needs no generic explanation beside it.
         explained = found.iter().map(|f| (f.pid, f.seq)).collect();
         for f in found {

@@ -1148,6 +1148,51 @@ impl<S: AtExit> Pass for AtExitPass<S> {
 
 /// Runs `checks` over a finished timeline: their passes together, in one walk over its calls.
 pub fn decide(timeline: &Timeline, checks: &[&dyn ReportCheck]) -> Vec<ReportFinding> {
+    decide_on(timeline, checks, 1)
+}
+
+/// [`decide`] with the checks shared among up to `threads` threads, each walking the calls for
+/// its own checks' passes: the same findings in the same order, whatever the number.
+pub fn decide_on(
+    timeline: &Timeline,
+    checks: &[&dyn ReportCheck],
+    threads: usize,
+) -> Vec<ReportFinding> {
+    let threads = threads.clamp(1, checks.len().max(1));
+    // Each check's findings, in the order of the checks.
+    let mut by_check: Vec<Vec<ReportFinding>> = if threads == 1 {
+        walk_passes(timeline, checks)
+    } else {
+        // Dealt in turn (the checks of one family, which cost alike, are listed together).
+        let groups: Vec<Vec<&dyn ReportCheck>> = (0..threads)
+            .map(|k| checks.iter().skip(k).step_by(threads).copied().collect())
+            .collect();
+        let done: Vec<Vec<Vec<ReportFinding>>> = std::thread::scope(|scope| {
+            let running: Vec<_> = groups
+                .iter()
+                .map(|group| scope.spawn(move || walk_passes(timeline, group)))
+                .collect();
+            running
+                .into_iter()
+                .map(|t| t.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        });
+        let mut by_check: Vec<Vec<ReportFinding>> = vec![Vec::new(); checks.len()];
+        for (k, found) in done.into_iter().enumerate() {
+            for (j, theirs) in found.into_iter().enumerate() {
+                by_check[k + j * threads] = theirs;
+            }
+        }
+        by_check
+    };
+    let mut found: Vec<ReportFinding> = by_check.drain(..).flatten().collect();
+    found.sort_by_key(|f| (f.pid, f.ts_ns, f.seq));
+    found
+}
+
+/// The passes of `checks` in one walk over the calls: each check's findings, in the order of
+/// the calls they rest on (and of their [`Order`] among those of one call).
+fn walk_passes(timeline: &Timeline, checks: &[&dyn ReportCheck]) -> Vec<Vec<ReportFinding>> {
     let mut passes: Vec<Box<dyn Pass>> = checks.iter().map(|c| c.pass()).collect();
     let mut exits: Vec<(u64, usize)> = timeline
         .exits
@@ -1177,16 +1222,16 @@ pub fn decide(timeline: &Timeline, checks: &[&dyn ReportCheck]) -> Vec<ReportFin
             pass.exit(timeline, proc, ts);
         }
     }
-    let mut found: Vec<ReportFinding> = Vec::new();
-    for pass in passes {
-        let mut theirs = pass.end(timeline);
-        theirs.sort_by(|(a, fa), (b, fb)| {
-            (fa.pid, fa.ts_ns, fa.seq, a).cmp(&(fb.pid, fb.ts_ns, fb.seq, b))
-        });
-        found.extend(theirs.into_iter().map(|(_, f)| f));
-    }
-    found.sort_by_key(|f| (f.pid, f.ts_ns, f.seq));
-    found
+    passes
+        .into_iter()
+        .map(|pass| {
+            let mut theirs = pass.end(timeline);
+            theirs.sort_by(|(a, fa), (b, fb)| {
+                (fa.pid, fa.ts_ns, fa.seq, a).cmp(&(fb.pid, fb.ts_ns, fb.seq, b))
+            });
+            theirs.into_iter().map(|(_, f)| f).collect()
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -1471,7 +1516,8 @@ mod tests {
 
     /// Calls written to temporary files and merged back (issue 27: memory flat in the steps)
     /// are the calls kept in memory: the same calls in the same order, with the same arguments,
-    /// places and stacks; the same findings; the same IPC views. Many small runs make the merge
+    /// places and stacks; the same findings (also with the checks shared among threads); the
+    /// same IPC views. Many small runs make the merge
     /// of runs into one happen, and the files' processes are renumbered when taken in.
     #[test]
     fn a_timeline_spilled_to_disk_is_the_timeline_in_memory() {
@@ -1498,8 +1544,8 @@ mod tests {
                 })
                 .collect()
         };
-        let decided = |t: &Timeline| -> Vec<String> {
-            decide(t, REPORT_CHECKS)
+        let decided_on = |t: &Timeline, threads: usize| -> Vec<String> {
+            decide_on(t, REPORT_CHECKS, threads)
                 .iter()
                 .map(|f| {
                     format!(
@@ -1509,6 +1555,7 @@ mod tests {
                 })
                 .collect()
         };
+        let decided = |t: &Timeline| decided_on(t, 1);
         let viewed = |t: &Timeline| -> Vec<String> {
             t.handles()
                 .iter()
@@ -1541,6 +1588,14 @@ mod tests {
             };
             same("calls", described(&disk), described(&memory));
             same("findings", decided(&disk), decided(&memory));
+            // The checks shared among threads, each walking the calls: the same findings.
+            for threads in [2, 5, 64] {
+                same(
+                    "findings by threads",
+                    decided_on(&disk, threads),
+                    decided(&memory),
+                );
+            }
             same("views", viewed(&disk), viewed(&memory));
             assert_eq!(disk.store_error(), None);
         }

@@ -330,7 +330,10 @@ impl Encoder {
     }
 
     fn finish(self) -> std::io::Result<Run> {
-        let file = self.out.into_inner().map_err(std::io::IntoInnerError::into_error)?;
+        let file = self
+            .out
+            .into_inner()
+            .map_err(std::io::IntoInnerError::into_error)?;
         Ok(Run {
             file: Arc::new(file),
             calls: self.calls,
