@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How `sharecheck report` scales with the CPUs reading traces (issue 27), on the simulated driver.
 #
-# Usage: scripts/bench-report-parallel.sh [--no-build] [PROCESSES] [RECORDS_EACH] [JOBS...]
+# Usage: scripts/bench-report-parallel.sh [--no-build] [--ipc] [PROCESSES] [RECORDS_EACH] [JOBS...]
 #
 # Builds release (skipped with --no-build; SHARECHECK_BIN names another build's directory, holding
 # sharecheck, libsharecheck.so, libsharecheck_sim.so and libsharecheck_sim_hip.so), writes PROCESSES traces (default 32) of
@@ -10,11 +10,18 @@
 # (default 1 2 4 8 16, those above the CPUs skipped) and prints a Markdown table: seconds, records
 # a second, records a second per thread, speed-up over one thread, peak RSS. Fails if any report
 # differs from the one-thread report. The traces are removed afterwards.
+#
+# --ipc: the load is PROCESSES jobs of scripts/bench/ipc_history.c (a worker opens and closes one
+# exported buffer RECORDS_EACH / 2 times; two traces each), every call one the cross-process checks
+# keep: what their walk costs, shared among the threads. Needs cuda.h (CUDA_INCLUDE, else
+# .deps/cuda/nvidia/cu13/include, else /usr/local/cuda/include).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 build=1
 if [ "${1:-}" = "--no-build" ]; then build=0; shift; fi
+ipc=0
+if [ "${1:-}" = "--ipc" ]; then ipc=1; shift; fi
 processes="${1:-32}"
 each="${2:-250000}"
 shift $(( $# > 2 ? 2 : $# ))
@@ -26,13 +33,25 @@ cli="$bin/sharecheck"
 cpus=$(nproc)
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-cc -O2 -o "$tmp/load" scripts/bench/report_load.c -ldl
+if [ "$ipc" = 1 ]; then
+    include="${CUDA_INCLUDE:-$ROOT/.deps/cuda/nvidia/cu13/include}"
+    [ -f "$include/cuda.h" ] || include=/usr/local/cuda/include
+    [ -f "$include/cuda.h" ] || { echo "bench-report-parallel.sh: --ipc needs cuda.h (CUDA_INCLUDE)" >&2; exit 1; }
+    # Linked against the simulator under the driver's name, as LD_PRELOAD.md says.
+    mkdir -p "$tmp/lib"
+    ln -s "$bin/libsharecheck_sim.so" "$tmp/lib/libcuda.so"
+    cc -O2 -I"$include" -o "$tmp/history" scripts/bench/ipc_history.c -L"$tmp/lib" -lcuda
+    set -- "$tmp/history" reopen $(( each / 2 ))
+else
+    cc -O2 -o "$tmp/load" scripts/bench/report_load.c -ldl
+    set -- "$tmp/load" "$each"
+fi
 # Every process at once, a CPU each, each run in a directory of its own (a run folds the rings
 # left in its directory when it ends: not those of processes other runs are still writing).
-seq "$processes" | xargs -P "$cpus" -I{} "$cli" run --sim -q --trace "$tmp/traces/{}/%p.jsonl" -- "$tmp/load" "$each"
-records=$(( processes * each ))
+seq "$processes" | xargs -P "$cpus" -I{} "$cli" run --sim -q --trace "$tmp/traces/{}/%p.jsonl" -- "$@"
+records=$(find "$tmp/traces" -name '*.jsonl' -exec cat {} + | wc -l)
 bytes=$(du -sb "$tmp/traces" | cut -f1)
-echo "$processes traces, $records records, $(( bytes / 1000000 )) MB, $cpus CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
+echo "$(find "$tmp/traces" -name '*.jsonl' | wc -l) traces, $records records, $(( bytes / 1000000 )) MB, $cpus CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
 echo
 echo "| threads (--jobs) | seconds | records/s | records/s per thread | speed-up | peak RSS MB |"
 echo "|---:|---:|---:|---:|---:|---:|"

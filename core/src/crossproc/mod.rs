@@ -1442,6 +1442,30 @@ mod tests {
         );
     }
 
+    /// A value's key: equal numbers have equal keys however written; other values are their
+    /// text.
+    #[test]
+    fn values_are_keyed_by_their_number() {
+        let key = |v: Value| value_key(&v).into_owned();
+        for (written, expected) in [
+            (Value::from("0x7000"), "0x7000"),
+            (Value::from("0x07000"), "0x7000"),
+            (Value::from("0x7F00"), "0x7f00"),
+            (Value::from("0x0"), "0x0"),
+            (Value::from("0x00"), "0x0"),
+            (Value::from(28672), "0x7000"),
+            (Value::from("0xffffffffffffffff"), "0xffffffffffffffff"),
+            // Not a u64: the string as it is.
+            (Value::from("0x10000000000000000"), "0x10000000000000000"),
+            (Value::from("0x"), "0x"),
+            (Value::from("0xzz"), "0xzz"),
+            (Value::from("CU_IPC"), "CU_IPC"),
+            (Value::Null, "null"),
+        ] {
+            assert_eq!(key(written.clone()), expected, "{written}");
+        }
+    }
+
     /// A job's records in four files: three processes, pid 20 on two machines, times that tie
     /// often, handles exported, opened, closed and freed in a pseudo-random order, arguments of
     /// every kind, stacks on some calls, exits.
