@@ -542,19 +542,23 @@ const HANDLE_STEPS_SHOWN: usize = 10;
 /// A handle's view as text shows it: its first and last steps, and how many there were.
 struct Shown {
     handle: String,
+    /// Its first step's time.
+    start: u64,
     steps: usize,
-    first: Vec<crossproc::Call>,
-    last: std::collections::VecDeque<crossproc::Call>,
+    /// The lines of its first and last steps.
+    first: Vec<String>,
+    last: std::collections::VecDeque<String>,
 }
 
 fn render_handles_text(s: &Summary, out: &mut String) {
     // A handle used for hours has millions of steps: its first and last ones are shown (and
-    // kept), every one is in JSON (issue 27).
+    // kept, as their lines), every one is in JSON (issue 27).
     let mut shown: Vec<Shown> = Vec::new();
     s.timeline.handle_steps(|view, handle, c| {
         if view == shown.len() {
             shown.push(Shown {
                 handle: handle.to_string(),
+                start: c.ts_ns,
                 steps: 0,
                 first: Vec::new(),
                 last: Default::default(),
@@ -562,13 +566,22 @@ fn render_handles_text(s: &Summary, out: &mut String) {
         }
         let v = &mut shown[view];
         v.steps += 1;
+        let ptr = step_pointer(c);
+        let ptr = ptr.as_str().map_or_else(|| ptr.to_string(), str::to_string);
+        let ret = c.ret.map_or_else(|| "?".to_string(), |r| r.to_string());
+        let line = format!(
+            "        {:>+14.3} us  pid {:<8} {} {ptr} -> {ret}",
+            (c.ts_ns - v.start) as f64 / 1e3,
+            c.pid,
+            c.func
+        );
         if v.first.len() < HANDLE_STEPS_SHOWN {
-            v.first.push(c.clone());
+            v.first.push(line);
         } else {
             if v.last.len() == HANDLE_STEPS_SHOWN {
                 v.last.pop_front();
             }
-            v.last.push_back(c.clone());
+            v.last.push_back(line);
         }
     });
     if shown.is_empty() {
@@ -581,9 +594,8 @@ fn render_handles_text(s: &Summary, out: &mut String) {
     );
     for v in &shown {
         let _ = writeln!(out, "    {}", v.handle);
-        let start = v.first.first().map_or(0, |c| c.ts_ns);
         let hidden = v.steps - v.first.len() - v.last.len();
-        for (k, c) in v.first.iter().chain(&v.last).enumerate() {
+        for (k, line) in v.first.iter().chain(&v.last).enumerate() {
             if hidden > 0 && k == HANDLE_STEPS_SHOWN {
                 let _ = writeln!(
                     out,
@@ -591,16 +603,7 @@ fn render_handles_text(s: &Summary, out: &mut String) {
                     plural(hidden as u64, "more step", "more steps")
                 );
             }
-            let ptr = step_pointer(c);
-            let ptr = ptr.as_str().map_or_else(|| ptr.to_string(), str::to_string);
-            let ret = c.ret.map_or_else(|| "?".to_string(), |r| r.to_string());
-            let _ = writeln!(
-                out,
-                "        {:>+14.3} us  pid {:<8} {} {ptr} -> {ret}",
-                (c.ts_ns - start) as f64 / 1e3,
-                c.pid,
-                c.func
-            );
+            let _ = writeln!(out, "{line}");
         }
     }
 }

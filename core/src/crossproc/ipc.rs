@@ -84,23 +84,43 @@ fn shown(v: &Value) -> String {
 /// What a pass keeps of a handle's successful opens, as counts: per group (opens that mapped one
 /// thing: one process, the pointer the open returned and the context it was opened in, the
 /// record's `"ctx"`), how many opens, and the closes and context destroys of that process seen
-/// when its first open was ([`OpenCounts::count`] counts those after it). Memory: one entry per
-/// group and per pointer or context closed, whatever the history's length (issue 27: a walk
-/// over every open of the handle made the review cubic in its history).
+/// when its first open was ([`OpenCounts::count`] counts those after it). A group is let go when
+/// nothing of it is open any more (closed, its context destroyed, its process exited: a later
+/// open of the same starts a new one), and a count of closes or destroys with it once no group
+/// needs it. Memory: what is open now, whatever the history's length and however many handles
+/// came and went (issue 27).
 #[derive(Default)]
 struct OpenCounts {
-    /// (fingerprint, process, pointer's text, context's text) -> the group.
-    groups: std::collections::HashMap<(String, usize, String, String), Group>,
-    /// A fingerprint's groups, in the order their first opens came.
-    by_handle: std::collections::HashMap<String, Vec<(usize, String, String)>>,
-    /// A process's groups (fingerprint, pointer, context), in the order their first opens came.
-    by_process: std::collections::HashMap<usize, Vec<(String, String, String)>>,
-    /// (process, pointer's key) -> its successful closes so far.
-    closes: std::collections::HashMap<(usize, String), usize>,
-    /// Process -> its successful closes of no pointer (the exact function) so far.
-    unnamed: std::collections::HashMap<usize, usize>,
-    /// (process, context's key) -> its successful `cuCtxDestroy` calls so far.
-    destroys: std::collections::HashMap<(usize, String), usize>,
+    groups: std::collections::HashMap<GroupKey, Group>,
+    /// A fingerprint's groups, by the position of their first opens.
+    by_handle: std::collections::HashMap<
+        String,
+        std::collections::BTreeMap<usize, (usize, String, String)>,
+    >,
+    /// A process's groups (fingerprint, pointer, context), by the position of their first opens.
+    by_process: std::collections::HashMap<usize, ProcessGroups>,
+    /// (process, pointer's key; `None`: closes of no pointer, the exact function) -> its
+    /// successful closes since a group first needed them, and the groups they end.
+    closes: std::collections::HashMap<(usize, Option<String>), Ends>,
+    /// (process, context's key) -> its successful `cuCtxDestroy` calls since a group first
+    /// needed them, and the groups they end.
+    destroys: std::collections::HashMap<(usize, String), Ends>,
+    /// The groups let go since it was last taken, where a pass keeps more of each and asked for
+    /// them ([`SecondContextPass`]; `None`: not kept).
+    gone: Option<Vec<GroupKey>>,
+}
+
+/// A process's groups: (first open's position, fingerprint) -> (pointer, context).
+type ProcessGroups = std::collections::BTreeMap<(usize, String), (String, String)>;
+
+/// (fingerprint, process, pointer's text, context's text): a group of opens.
+type GroupKey = (String, usize, String, String);
+
+/// Closes or destroys counted, and the groups that count them.
+#[derive(Default)]
+struct Ends {
+    seen: usize,
+    groups: std::collections::HashSet<GroupKey>,
 }
 
 struct Group {
@@ -135,15 +155,23 @@ impl OpenCounts {
             return;
         }
         if c.func.starts_with(s.close) {
-            match c.arg(s.close_ptr) {
-                Some(ptr) => *self.closes.entry((c.proc, key(ptr))).or_default() += 1,
-                None if c.func == s.close => *self.unnamed.entry(c.proc).or_default() += 1,
-                None => {}
+            let ends = match c.arg(s.close_ptr) {
+                Some(ptr) => Some((c.proc, Some(key(ptr)))),
+                None if c.func == s.close => Some((c.proc, None)),
+                None => None,
+            };
+            if let Some(ends) = ends {
+                self.ended(ends, c.ts_ns);
             }
         }
         if c.func.starts_with("cuCtxDestroy") {
             if let Some(ctx) = c.arg("ctx") {
-                *self.destroys.entry((c.proc, key(ctx))).or_default() += 1;
+                let at = (c.proc, key(ctx));
+                if let Some(e) = self.destroys.get_mut(&at) {
+                    e.seen += 1;
+                    let gone: Vec<GroupKey> = e.groups.iter().cloned().collect();
+                    gone.iter().for_each(|g| self.remove(g));
+                }
             }
         }
         if !is_open(s, c) {
@@ -153,32 +181,31 @@ impl OpenCounts {
         let (ptr, ctx) = (text(c.out(s.open_out)), text(c.place.ctx.as_ref()));
         for &fp in fps {
             let at = (fp.to_string(), c.proc, ptr.clone(), ctx.clone());
-            let group = match self.groups.entry(at) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    self.by_handle.entry(fp.to_string()).or_default().push((
-                        c.proc,
-                        ptr.clone(),
-                        ctx.clone(),
-                    ));
-                    self.by_process.entry(c.proc).or_default().push((
-                        fp.to_string(),
-                        ptr.clone(),
-                        ctx.clone(),
-                    ));
-                    let closed_by = c.out(s.open_out).map(key);
-                    let closes_before = match &closed_by {
-                        Some(k) => self.closes.get(&(c.proc, k.clone())).copied(),
-                        None => self.unnamed.get(&c.proc).copied(),
+            if !self.groups.contains_key(&at) {
+                let closed_by = c.out(s.open_out).map(key);
+                let ends = self.closes.entry((c.proc, closed_by.clone())).or_default();
+                ends.groups.insert(at.clone());
+                let closes_before = ends.seen;
+                let ctx_key = c.place.ctx.as_ref().map(key);
+                let destroys_before = match &ctx_key {
+                    Some(k) => {
+                        let ends = self.destroys.entry((c.proc, k.clone())).or_default();
+                        ends.groups.insert(at.clone());
+                        ends.seen
                     }
-                    .unwrap_or(0);
-                    let ctx = c.place.ctx.as_ref().map(key);
-                    let destroys_before = ctx
-                        .as_ref()
-                        .and_then(|k| self.destroys.get(&(c.proc, k.clone())))
-                        .copied()
-                        .unwrap_or(0);
-                    e.insert(Group {
+                    None => 0,
+                };
+                self.by_handle
+                    .entry(fp.to_string())
+                    .or_default()
+                    .insert(c.pos, (c.proc, ptr.clone(), ctx.clone()));
+                self.by_process
+                    .entry(c.proc)
+                    .or_default()
+                    .insert((c.pos, fp.to_string()), (ptr.clone(), ctx.clone()));
+                self.groups.insert(
+                    at.clone(),
+                    Group {
                         proc: c.proc,
                         pid: c.pid,
                         opens: 0,
@@ -186,12 +213,15 @@ impl OpenCounts {
                         at_last: 0,
                         closed_by,
                         closes_before,
-                        ctx,
+                        ctx: ctx_key,
                         destroys_before,
                         last: c.clone(),
                         first_pos: c.pos,
-                    })
-                }
+                    },
+                );
+            }
+            let Some(group) = self.groups.get_mut(&at) else {
+                continue;
             };
             group.opens += 1;
             if group.last_ts != c.ts_ns {
@@ -201,6 +231,77 @@ impl OpenCounts {
             group.at_last += 1;
             group.last = c.clone();
         }
+    }
+
+    /// A successful close counted under `ends`: the groups it leaves with nothing open are let
+    /// go.
+    fn ended(&mut self, ends: (usize, Option<String>), now: u64) {
+        let Some(e) = self.closes.get_mut(&ends) else {
+            return; // no group open there: nothing to count it against
+        };
+        e.seen += 1;
+        let mine: Vec<GroupKey> = e.groups.iter().cloned().collect();
+        for g in mine {
+            if self
+                .groups
+                .get(&g)
+                .is_some_and(|group| self.count(group, now, false) == 0)
+            {
+                self.remove(&g);
+            }
+        }
+    }
+
+    /// Lets group `g` go, and the counts only it needed.
+    fn remove(&mut self, g: &GroupKey) {
+        let Some(group) = self.groups.remove(g) else {
+            return;
+        };
+        if let Some(gone) = &mut self.gone {
+            gone.push(g.clone());
+        }
+        let (fp, proc) = (&g.0, g.1);
+        if let Some(list) = self.by_handle.get_mut(fp) {
+            list.remove(&group.first_pos);
+            if list.is_empty() {
+                self.by_handle.remove(fp);
+            }
+        }
+        if let Some(list) = self.by_process.get_mut(&proc) {
+            list.remove(&(group.first_pos, fp.clone()));
+            if list.is_empty() {
+                self.by_process.remove(&proc);
+            }
+        }
+        let at = (proc, group.closed_by);
+        if let Some(e) = self.closes.get_mut(&at) {
+            e.groups.remove(g);
+            if e.groups.is_empty() {
+                self.closes.remove(&at);
+            }
+        }
+        if let Some(ctx) = group.ctx {
+            let at = (proc, ctx);
+            if let Some(e) = self.destroys.get_mut(&at) {
+                e.groups.remove(g);
+                if e.groups.is_empty() {
+                    self.destroys.remove(&at);
+                }
+            }
+        }
+    }
+
+    /// Process `proc` exited: what it had open is unmapped, its groups let go (asked after every
+    /// question about its time).
+    fn exited(&mut self, proc: usize) {
+        let gone: Vec<GroupKey> = self
+            .by_process
+            .get(&proc)
+            .into_iter()
+            .flatten()
+            .map(|((_, fp), (ptr, ctx))| (fp.clone(), proc, ptr.clone(), ctx.clone()))
+            .collect();
+        gone.iter().for_each(|g| self.remove(g));
     }
 
     /// How often `group`'s mapping is still open at `until` (ns of the wall clock): its opens
@@ -218,16 +319,18 @@ impl OpenCounts {
             return 0;
         }
         if let Some(ctx) = &group.ctx {
-            let now = self.destroys.get(&(group.proc, ctx.clone())).copied();
+            let now = self
+                .destroys
+                .get(&(group.proc, ctx.clone()))
+                .map(|e| e.seen);
             if now.unwrap_or(0) > group.destroys_before {
                 return 0;
             }
         }
-        let now = match &group.closed_by {
-            Some(k) => self.closes.get(&(group.proc, k.clone())).copied(),
-            None => self.unnamed.get(&group.proc).copied(),
-        }
-        .unwrap_or(0);
+        let now = self
+            .closes
+            .get(&(group.proc, group.closed_by.clone()))
+            .map_or(0, |e| e.seen);
         opened.saturating_sub(now - group.closes_before)
     }
 
@@ -236,7 +339,7 @@ impl OpenCounts {
         self.by_handle
             .get(fp)
             .into_iter()
-            .flatten()
+            .flat_map(|list| list.values())
             .filter_map(move |(proc, ptr, ctx)| {
                 self.groups
                     .get(&(fp.to_string(), *proc, ptr.clone(), ctx.clone()))
@@ -468,6 +571,7 @@ impl crate::crossproc::Pass for ExporterExitedPass {
                 ),
             ));
         }
+        self.opens.exited(proc);
     }
 
     fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
@@ -563,6 +667,10 @@ impl crate::crossproc::Pass for EndedWhileOpenPass {
         }
     }
 
+    fn exit(&mut self, _t: &Timeline, proc: usize, _ts_ns: u64) {
+        self.opens.exited(proc);
+    }
+
     fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
         self.found
     }
@@ -601,7 +709,7 @@ impl crate::crossproc::Pass for NeverClosedPass {
             .get(&proc)
             .into_iter()
             .flatten()
-            .filter_map(|(fp, ptr, ctx)| {
+            .filter_map(|((_, fp), (ptr, ctx))| {
                 self.opens
                     .groups
                     .get(&(fp.clone(), proc, ptr.clone(), ctx.clone()))
@@ -634,6 +742,7 @@ impl crate::crossproc::Pass for NeverClosedPass {
             ));
         }
         self.found.extend(found);
+        self.opens.exited(proc);
     }
 
     fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
@@ -1053,6 +1162,8 @@ struct SecondContextPass {
         (usize, Option<i64>),
         std::collections::BTreeMap<String, Earliest>,
     >,
+    /// Process -> the devices of its [`SecondContextPass::earliest`] entries.
+    devices: std::collections::HashMap<usize, std::collections::BTreeSet<Option<i64>>>,
     /// Opens waiting for their time's end, with their exporter.
     due: Vec<(Call, Exporter)>,
     found: Vec<(crate::crossproc::Order, ReportFinding)>,
@@ -1065,8 +1176,12 @@ impl SecondContextPass {
     fn new() -> Self {
         SecondContextPass {
             exporters: Default::default(),
-            held: OpenCounts::default(),
+            held: OpenCounts {
+                gone: Some(Vec::new()),
+                ..OpenCounts::default()
+            },
             earliest: Default::default(),
+            devices: Default::default(),
             due: Vec::new(),
             found: Vec::new(),
         }
@@ -1084,6 +1199,36 @@ impl SecondContextPass {
             .min_by_key(|(_, _, ts)| *ts)
             .map(|(proc, pid, _)| (*proc, *pid))
     }
+
+    /// Lets go of the earliest opens of the mappings no longer held (closed, their context
+    /// destroyed, their process exited): a mapping opened again starts anew.
+    fn let_go(&mut self) {
+        let gone = self.held.gone.as_mut().map(std::mem::take);
+        for (_, proc, ptr, ctx) in gone.into_iter().flatten() {
+            let Some(devices) = self.devices.get_mut(&proc) else {
+                continue;
+            };
+            devices.retain(|dev| {
+                let Some(contexts) = self.earliest.get_mut(&(proc, *dev)) else {
+                    return false;
+                };
+                if let Some(mappings) = contexts.get_mut(&ctx) {
+                    mappings.remove(&ptr);
+                    if mappings.is_empty() {
+                        contexts.remove(&ctx);
+                    }
+                }
+                if contexts.is_empty() {
+                    self.earliest.remove(&(proc, *dev));
+                    return false;
+                }
+                true
+            });
+            if devices.is_empty() {
+                self.devices.remove(&proc);
+            }
+        }
+    }
 }
 
 impl crate::crossproc::Pass for SecondContextPass {
@@ -1100,6 +1245,7 @@ impl crate::crossproc::Pass for SecondContextPass {
         // Every close and destroy counts; only the opens this check reads are held.
         let read = c.func.starts_with(s.open) && c.place.ctx.is_some() && c.place.dev.is_some();
         self.held.call_as(s, c, if read { &[""] } else { &[] });
+        self.let_go();
         if !read {
             return;
         }
@@ -1118,6 +1264,7 @@ impl crate::crossproc::Pass for SecondContextPass {
             if !list.iter().any(|(f, e, _)| *f == fps && *e == from) {
                 list.push((fps, from, c.clone()));
             }
+            self.devices.entry(c.proc).or_default().insert(c.place.dev);
         }
         if let Some(from) = from {
             self.due.push((c.clone(), from));
@@ -1178,6 +1325,11 @@ impl crate::crossproc::Pass for SecondContextPass {
             );
             self.found.push(((String::new(), open.pos, 0), finding));
         }
+    }
+
+    fn exit(&mut self, _t: &Timeline, proc: usize, _ts_ns: u64) {
+        self.held.exited(proc);
+        self.let_go();
     }
 
     fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {

@@ -325,6 +325,24 @@ struct Shared {
     shapes: HashMap<u64, Vec<std::sync::Arc<Shape>>>,
     /// Stacks given as written ([`Timeline::add_with_stack`]): text -> the one parsed copy.
     stack_texts: HashMap<Box<str>, std::sync::Arc<Value>>,
+    /// What the argument lists and shapes held cost, estimated (bytes): what bounds them
+    /// ([`store::SPILL_BYTES`]).
+    bytes: usize,
+}
+
+/// About what a value costs in memory (bytes).
+fn weight(v: &Value) -> usize {
+    match v {
+        Value::String(s) => 32 + s.len(),
+        Value::Array(items) => 32 + items.iter().map(weight).sum::<usize>(),
+        Value::Object(map) => {
+            48 + map
+                .iter()
+                .map(|(k, v)| 32 + k.len() + weight(v))
+                .sum::<usize>()
+        }
+        _ => 16,
+    }
 }
 
 impl std::borrow::Borrow<str> for Name {
@@ -397,6 +415,7 @@ impl Shared {
                 .map(|(name, value)| (self.name(name), value.clone()))
                 .collect(),
         );
+        self.bytes += 64 + args.values().map(|v| 24 + weight(v)).sum::<usize>();
         self.args.entry(key).or_default().push(fresh.clone());
         fresh
     }
@@ -455,6 +474,7 @@ impl Shared {
         }
         let fresh = std::sync::Arc::new(shape);
         list.push(fresh.clone());
+        self.bytes += 128;
         fresh
     }
 
@@ -465,9 +485,11 @@ impl Shared {
     fn let_go(&mut self) {
         self.args.clear();
         self.shapes.clear();
+        self.bytes = 0;
     }
 
     fn absorb(&mut self, other: Shared) {
+        self.bytes += other.bytes;
         self.names.extend(other.names);
         for (key, list) in other.args {
             self.args.entry(key).or_default().extend(list);
@@ -628,12 +650,15 @@ impl Timeline {
                 }
             }
         }
-        let spilled = self.store.push(Call {
-            shape,
-            seq,
-            ts_ns,
-            pos: 0,
-        });
+        let spilled = self.store.push(
+            Call {
+                shape,
+                seq,
+                ts_ns,
+                pos: 0,
+            },
+            self.shared.bytes,
+        );
         if spilled {
             // What the spilled calls shared with the next ones: a loop's next calls share anew.
             self.shared.let_go();
@@ -672,7 +697,10 @@ impl Timeline {
                 c
             })
             .collect();
-        if self.store.absorb(store, buf, &renumbered) {
+        if self
+            .store
+            .absorb(store, buf, &renumbered, self.shared.bytes)
+        {
             self.shared.let_go();
         }
         self.exported.extend(other.exported);
@@ -1439,6 +1467,68 @@ mod tests {
                 free(300)
             ]),
             1
+        );
+    }
+
+    /// A mapping's count starts anew once nothing of it is open (issue 27: what a pass keeps is
+    /// what is open, not every mapping seen): after its context was destroyed, an open of the
+    /// same address in a context at the same address (a new one) is open until it is closed.
+    #[test]
+    fn a_mapping_opened_again_after_its_context_was_destroyed_is_counted_anew() {
+        use serde_json::json;
+        let id = NEVER_CLOSED.rules()[0].id;
+        let open_at = |seq: u64, ts: u64| {
+            let mut r = record(
+                20,
+                seq,
+                ts,
+                "cuIpcOpenMemHandle_v2",
+                json!({"*pdptr": "0x9000000", "handle": FP, "Flags": 1}),
+                0,
+            );
+            r.insert("ctx".into(), "0xc1".into());
+            r
+        };
+        let destroy =
+            |seq: u64, ts: u64| record(20, seq, ts, "cuCtxDestroy_v2", json!({"ctx": "0xc1"}), 0);
+        let close = |seq: u64, ts: u64| {
+            record(
+                20,
+                seq,
+                ts,
+                "cuIpcCloseMemHandle",
+                json!({"dptr": "0x9000000"}),
+                0,
+            )
+        };
+        let exit = json!({"event": "exit", "pid": 20, "ts_ns": 600})
+            .as_object()
+            .unwrap()
+            .clone();
+        let found = |records: Vec<Map<String, Value>>| {
+            let mut t = Timeline::for_checks(REPORT_CHECKS);
+            for r in records.iter().chain([&exit]) {
+                t.add(r);
+            }
+            t.finish();
+            rules_found(&t, &NEVER_CLOSED)
+        };
+        assert_eq!(
+            found(vec![open_at(1, 200), destroy(2, 300), open_at(3, 400)]),
+            [(id, 20, 400)]
+        );
+        assert!(found(vec![
+            open_at(1, 200),
+            destroy(2, 300),
+            open_at(3, 400),
+            close(4, 500)
+        ])
+        .is_empty());
+        assert!(found(vec![open_at(1, 200), destroy(2, 300)]).is_empty());
+        assert!(found(vec![open_at(1, 200), close(2, 300)]).is_empty());
+        assert_eq!(
+            found(vec![open_at(1, 200), close(2, 300), open_at(3, 400)]),
+            [(id, 20, 400)]
         );
     }
 

@@ -20,6 +20,11 @@ use std::sync::Arc;
 /// ([`super::Timeline::spill_every`]): 8 MiB of calls, plus what they share.
 pub const SPILL_AT: usize = 1 << 18;
 
+/// What the calls in memory may hold besides themselves (their distinct arguments and shapes,
+/// estimated), before they are written to a run whatever their number: calls that share little
+/// (a new handle each) cost ten times what a loop's do.
+pub const SPILL_BYTES: usize = 32 << 20;
+
 /// Runs merged into one once there are this many (the walk reads one buffer per run).
 const MAX_RUNS: usize = 32;
 
@@ -83,16 +88,17 @@ impl Store {
 
     /// Keeps `c` (its `pos` becomes its arrival). True when the buffer was written to a run
     /// (what the buffer's calls shared may then be let go).
-    pub(crate) fn push(&mut self, mut c: Call) -> bool {
+    /// `shared`: what the calls in memory hold besides themselves, estimated (bytes).
+    pub(crate) fn push(&mut self, mut c: Call, shared: usize) -> bool {
         c.pos = self.arrived;
         self.arrived += 1;
         self.buf.push(c);
-        self.spill_if_full()
+        self.spill_if_full(shared)
     }
 
-    fn spill_if_full(&mut self) -> bool {
+    fn spill_if_full(&mut self, shared: usize) -> bool {
         let at = self.spill_at();
-        if at == 0 || self.buf.len() < at {
+        if at == 0 || (self.buf.len() < at && shared < SPILL_BYTES) {
             return false;
         }
         self.buf.sort_unstable_by_key(key);
@@ -147,7 +153,13 @@ impl Store {
 
     /// Takes in `other`'s calls as if pushed after these, their processes renumbered
     /// (`renumbered[theirs]`, already applied to the calls of `buf`).
-    pub(crate) fn absorb(&mut self, other: Store, buf: Vec<Call>, renumbered: &[usize]) -> bool {
+    pub(crate) fn absorb(
+        &mut self,
+        other: Store,
+        buf: Vec<Call>,
+        renumbered: &[usize],
+        shared: usize,
+    ) -> bool {
         let offset = self.arrived;
         for mut run in other.runs {
             run.procs = Some(match &run.procs {
@@ -166,7 +178,7 @@ impl Store {
             let _ = self.error.set(e.clone());
         }
         self.compact();
-        self.spill_if_full()
+        self.spill_if_full(shared)
     }
 
     /// Sorts what is in memory (once every call is in).
