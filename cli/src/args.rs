@@ -418,9 +418,10 @@ fn report_command() -> clap::Command {
                 .default_value(sharecheck_core::crossproc::SPILL_AT.to_string())
                 .help(
                     "Keep at most N of the calls the cross-process checks read in memory per \
-                     reading thread (about 60 bytes each); past that, they go to unnamed \
-                     temporary files in TMPDIR, sorted, and are merged back (0: keep every one \
-                     in memory). The report is the same whatever N.",
+                     reading thread (about 60 bytes each, and at most about 32 MiB of the \
+                     distinct arguments they hold); past that, they go to unnamed temporary \
+                     files in TMPDIR, sorted, and are merged back (0: keep every one in \
+                     memory). The report is the same whatever N.",
                 ),
         )
         .arg(
