@@ -545,9 +545,23 @@ struct Shown {
     /// Its first step's time.
     start: u64,
     steps: usize,
-    /// The lines of its first and last steps.
+    /// The lines of its first steps, and its last steps (made lines when shown: most steps of
+    /// a long history pass through here).
     first: Vec<String>,
-    last: std::collections::VecDeque<String>,
+    last: std::collections::VecDeque<crossproc::Call>,
+}
+
+/// A step of a handle's view as text shows it, `start` the time of the view's first step.
+fn step_line(c: &crossproc::Call, start: u64) -> String {
+    let ptr = step_pointer(c);
+    let ptr = ptr.as_str().map_or_else(|| ptr.to_string(), str::to_string);
+    let ret = c.ret.map_or_else(|| "?".to_string(), |r| r.to_string());
+    format!(
+        "        {:>+14.3} us  pid {:<8} {} {ptr} -> {ret}",
+        (c.ts_ns - start) as f64 / 1e3,
+        c.pid,
+        c.func
+    )
 }
 
 fn render_handles_text(s: &Summary, out: &mut String) {
@@ -566,22 +580,13 @@ fn render_handles_text(s: &Summary, out: &mut String) {
         }
         let v = &mut shown[view];
         v.steps += 1;
-        let ptr = step_pointer(c);
-        let ptr = ptr.as_str().map_or_else(|| ptr.to_string(), str::to_string);
-        let ret = c.ret.map_or_else(|| "?".to_string(), |r| r.to_string());
-        let line = format!(
-            "        {:>+14.3} us  pid {:<8} {} {ptr} -> {ret}",
-            (c.ts_ns - v.start) as f64 / 1e3,
-            c.pid,
-            c.func
-        );
         if v.first.len() < HANDLE_STEPS_SHOWN {
-            v.first.push(line);
+            v.first.push(step_line(c, v.start));
         } else {
             if v.last.len() == HANDLE_STEPS_SHOWN {
                 v.last.pop_front();
             }
-            v.last.push_back(line);
+            v.last.push_back(c.clone());
         }
     });
     if shown.is_empty() {
@@ -595,7 +600,8 @@ fn render_handles_text(s: &Summary, out: &mut String) {
     for v in &shown {
         let _ = writeln!(out, "    {}", v.handle);
         let hidden = v.steps - v.first.len() - v.last.len();
-        for (k, line) in v.first.iter().chain(&v.last).enumerate() {
+        let last = v.last.iter().map(|c| step_line(c, v.start));
+        for (k, line) in v.first.iter().cloned().chain(last).enumerate() {
             if hidden > 0 && k == HANDLE_STEPS_SHOWN {
                 let _ = writeln!(
                     out,

@@ -84,11 +84,11 @@ fn shown(v: &Value) -> String {
 /// What a pass keeps of a handle's successful opens, as counts: per group (opens that mapped one
 /// thing: one process, the pointer the open returned and the context it was opened in, the
 /// record's `"ctx"`), how many opens, and the closes and context destroys of that process seen
-/// when its first open was ([`OpenCounts::count`] counts those after it). A group is let go when
-/// nothing of it is open any more (closed, its context destroyed, its process exited: a later
-/// open of the same starts a new one), and a count of closes or destroys with it once no group
-/// needs it. Memory: what is open now, whatever the history's length and however many handles
-/// came and went (issue 27).
+/// when its first open was ([`OpenCounts::count`] counts those after it). A group with nothing
+/// open any more (closed, its context destroyed) is the same as none: the next open of the same
+/// starts it anew, and it is let go then, at its process's exit, or at a sweep once the groups
+/// have doubled, with the counts of closes and destroys only it needed. Memory: about what is
+/// open, whatever the history's length and however many handles came and went (issue 27).
 #[derive(Default)]
 struct OpenCounts {
     groups: std::collections::HashMap<GroupKey, Group>,
@@ -101,20 +101,47 @@ struct OpenCounts {
     by_process: std::collections::HashMap<usize, ProcessGroups>,
     /// (process, pointer's key; `None`: closes of no pointer, the exact function) -> its
     /// successful closes since a group first needed them, and the groups they end.
-    closes: std::collections::HashMap<(usize, Option<String>), Ends>,
+    closes: std::collections::HashMap<usize, std::collections::HashMap<Option<String>, Ends>>,
     /// (process, context's key) -> its successful `cuCtxDestroy` calls since a group first
     /// needed them, and the groups they end.
-    destroys: std::collections::HashMap<(usize, String), Ends>,
+    destroys: std::collections::HashMap<usize, std::collections::HashMap<String, Ends>>,
     /// The groups let go since it was last taken, where a pass keeps more of each and asked for
     /// them ([`SecondContextPass`]; `None`: not kept).
     gone: Option<Vec<GroupKey>>,
+    /// How many groups there may be before the next [`OpenCounts::sweep`].
+    sweep_at: usize,
 }
+
+/// Groups kept before the first sweep.
+const SWEEP_FROM: usize = 4096;
 
 /// A process's groups: (first open's position, fingerprint) -> (pointer, context).
 type ProcessGroups = std::collections::BTreeMap<(usize, String), (String, String)>;
 
 /// (fingerprint, process, pointer's text, context's text): a group of opens.
 type GroupKey = (String, usize, String, String);
+
+/// Takes group `g` off the counts of `proc`'s `what` (closes of a pointer, destroys of a
+/// context), and lets them go when no group needs them.
+fn forget<K: std::hash::Hash + Eq>(
+    counts: &mut std::collections::HashMap<usize, std::collections::HashMap<K, Ends>>,
+    proc: usize,
+    what: &K,
+    g: &GroupKey,
+) {
+    let Some(mine) = counts.get_mut(&proc) else {
+        return;
+    };
+    if let Some(e) = mine.get_mut(what) {
+        e.groups.remove(g);
+        if e.groups.is_empty() {
+            mine.remove(what);
+        }
+    }
+    if mine.is_empty() {
+        counts.remove(&proc);
+    }
+}
 
 /// Closes or destroys counted, and the groups that count them.
 #[derive(Default)]
@@ -161,16 +188,14 @@ impl OpenCounts {
                 None => None,
             };
             if let Some(ends) = ends {
-                self.ended(ends, c.ts_ns);
+                self.ended(ends);
             }
         }
         if c.func.starts_with("cuCtxDestroy") {
             if let Some(ctx) = c.arg("ctx") {
-                let at = (c.proc, key(ctx));
-                if let Some(e) = self.destroys.get_mut(&at) {
+                let ctx = key(ctx);
+                if let Some(e) = self.destroys.get_mut(&c.proc).and_then(|m| m.get_mut(&ctx)) {
                     e.seen += 1;
-                    let gone: Vec<GroupKey> = e.groups.iter().cloned().collect();
-                    gone.iter().for_each(|g| self.remove(g));
                 }
             }
         }
@@ -181,15 +206,35 @@ impl OpenCounts {
         let (ptr, ctx) = (text(c.out(s.open_out)), text(c.place.ctx.as_ref()));
         for &fp in fps {
             let at = (fp.to_string(), c.proc, ptr.clone(), ctx.clone());
+            // Nothing of it open any more (closed, its context destroyed): it starts anew, as
+            // a group made now would.
+            if self
+                .groups
+                .get(&at)
+                .is_some_and(|g| self.count(g, c.ts_ns, false) == 0)
+            {
+                self.restart(&at, c);
+            }
             if !self.groups.contains_key(&at) {
+                self.sweep(c.ts_ns);
                 let closed_by = c.out(s.open_out).map(key);
-                let ends = self.closes.entry((c.proc, closed_by.clone())).or_default();
+                let ends = self
+                    .closes
+                    .entry(c.proc)
+                    .or_default()
+                    .entry(closed_by.clone())
+                    .or_default();
                 ends.groups.insert(at.clone());
                 let closes_before = ends.seen;
                 let ctx_key = c.place.ctx.as_ref().map(key);
                 let destroys_before = match &ctx_key {
                     Some(k) => {
-                        let ends = self.destroys.entry((c.proc, k.clone())).or_default();
+                        let ends = self
+                            .destroys
+                            .entry(c.proc)
+                            .or_default()
+                            .entry(k.clone())
+                            .or_default();
                         ends.groups.insert(at.clone());
                         ends.seen
                     }
@@ -233,22 +278,63 @@ impl OpenCounts {
         }
     }
 
-    /// A successful close counted under `ends`: the groups it leaves with nothing open are let
-    /// go.
-    fn ended(&mut self, ends: (usize, Option<String>), now: u64) {
-        let Some(e) = self.closes.get_mut(&ends) else {
-            return; // no group open there: nothing to count it against
+    /// A successful close counted under `ends` (where a group needs it).
+    fn ended(&mut self, (proc, ptr): (usize, Option<String>)) {
+        if let Some(e) = self.closes.get_mut(&proc).and_then(|m| m.get_mut(&ptr)) {
+            e.seen += 1;
+        }
+    }
+
+    /// Lets go of the groups with nothing open at `now`, once there are twice as many groups as
+    /// after the last time (a group with nothing open is the same as none: its next open starts
+    /// it anew).
+    fn sweep(&mut self, now: u64) {
+        if self.groups.len() < self.sweep_at.max(SWEEP_FROM) {
+            return;
+        }
+        let dead: Vec<GroupKey> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| self.count(g, now, false) == 0)
+            .map(|(k, _)| k.clone())
+            .collect();
+        dead.iter().for_each(|g| self.remove(g));
+        self.sweep_at = 2 * self.groups.len();
+    }
+
+    /// Starts group `g`, with nothing open, anew at open `c`: what removing it and making it at
+    /// `c` would do, without letting go of its counts.
+    fn restart(&mut self, g: &GroupKey, c: &Call) {
+        let closes = self
+            .closes
+            .get(&g.1)
+            .and_then(|m| m.get(&self.groups.get(g)?.closed_by))
+            .map_or(0, |e| e.seen);
+        let destroys = self.groups.get(g).and_then(|group| {
+            let ctx = group.ctx.as_ref()?;
+            self.destroys.get(&g.1)?.get(ctx).map(|e| e.seen)
+        });
+        let Some(group) = self.groups.get_mut(g) else {
+            return;
         };
-        e.seen += 1;
-        let mine: Vec<GroupKey> = e.groups.iter().cloned().collect();
-        for g in mine {
-            if self
-                .groups
-                .get(&g)
-                .is_some_and(|group| self.count(group, now, false) == 0)
-            {
-                self.remove(&g);
+        let was = std::mem::replace(&mut group.first_pos, c.pos);
+        group.opens = 0;
+        group.last_ts = c.ts_ns;
+        group.at_last = 0;
+        group.closes_before = closes;
+        group.destroys_before = destroys.unwrap_or(0);
+        if let Some(list) = self.by_handle.get_mut(&g.0) {
+            if let Some(entry) = list.remove(&was) {
+                list.insert(c.pos, entry);
             }
+        }
+        if let Some(list) = self.by_process.get_mut(&g.1) {
+            if let Some(entry) = list.remove(&(was, g.0.clone())) {
+                list.insert((c.pos, g.0.clone()), entry);
+            }
+        }
+        if let Some(gone) = &mut self.gone {
+            gone.push(g.clone());
         }
     }
 
@@ -273,21 +359,9 @@ impl OpenCounts {
                 self.by_process.remove(&proc);
             }
         }
-        let at = (proc, group.closed_by);
-        if let Some(e) = self.closes.get_mut(&at) {
-            e.groups.remove(g);
-            if e.groups.is_empty() {
-                self.closes.remove(&at);
-            }
-        }
-        if let Some(ctx) = group.ctx {
-            let at = (proc, ctx);
-            if let Some(e) = self.destroys.get_mut(&at) {
-                e.groups.remove(g);
-                if e.groups.is_empty() {
-                    self.destroys.remove(&at);
-                }
-            }
+        forget(&mut self.closes, proc, &group.closed_by, g);
+        if let Some(ctx) = &group.ctx {
+            forget(&mut self.destroys, proc, ctx, g);
         }
     }
 
@@ -321,15 +395,17 @@ impl OpenCounts {
         if let Some(ctx) = &group.ctx {
             let now = self
                 .destroys
-                .get(&(group.proc, ctx.clone()))
-                .map(|e| e.seen);
-            if now.unwrap_or(0) > group.destroys_before {
+                .get(&group.proc)
+                .and_then(|m| m.get(ctx))
+                .map_or(0, |e| e.seen);
+            if now > group.destroys_before {
                 return 0;
             }
         }
         let now = self
             .closes
-            .get(&(group.proc, group.closed_by.clone()))
+            .get(&group.proc)
+            .and_then(|m| m.get(&group.closed_by))
             .map_or(0, |e| e.seen);
         opened.saturating_sub(now - group.closes_before)
     }
