@@ -121,6 +121,19 @@ type ProcessGroups = std::collections::BTreeMap<(usize, String), (String, String
 /// (fingerprint, process, pointer's text, context's text): a group of opens.
 type GroupKey = (String, usize, String, String);
 
+/// Puts group `g` on the counts of `proc`'s `what` (closes of a pointer, destroys of a
+/// context): how many there were so far.
+fn need<K: std::hash::Hash + Eq>(
+    counts: &mut std::collections::HashMap<usize, std::collections::HashMap<K, Ends>>,
+    proc: usize,
+    what: K,
+    g: &GroupKey,
+) -> usize {
+    let ends = counts.entry(proc).or_default().entry(what).or_default();
+    ends.groups.insert(g.clone());
+    ends.seen
+}
+
 /// Takes group `g` off the counts of `proc`'s `what` (closes of a pointer, destroys of a
 /// context), and lets them go when no group needs them.
 fn forget<K: std::hash::Hash + Eq>(
@@ -218,26 +231,10 @@ impl OpenCounts {
             if !self.groups.contains_key(&at) {
                 self.sweep(c.ts_ns);
                 let closed_by = c.out(s.open_out).map(key);
-                let ends = self
-                    .closes
-                    .entry(c.proc)
-                    .or_default()
-                    .entry(closed_by.clone())
-                    .or_default();
-                ends.groups.insert(at.clone());
-                let closes_before = ends.seen;
+                let closes_before = need(&mut self.closes, c.proc, closed_by.clone(), &at);
                 let ctx_key = c.place.ctx.as_ref().map(key);
                 let destroys_before = match &ctx_key {
-                    Some(k) => {
-                        let ends = self
-                            .destroys
-                            .entry(c.proc)
-                            .or_default()
-                            .entry(k.clone())
-                            .or_default();
-                        ends.groups.insert(at.clone());
-                        ends.seen
-                    }
+                    Some(k) => need(&mut self.destroys, c.proc, k.clone(), &at),
                     None => 0,
                 };
                 self.by_handle
