@@ -4,7 +4,10 @@
 use crate::crossproc::{Call, ReportFinding, Timeline};
 use crate::rules::ipc::report::*;
 use crate::rules::Rule;
+use opens::{Group, OpenCounts};
 use serde_json::Value;
+
+mod opens;
 
 /// What the checks read besides the calls that carry a fingerprint.
 const READS: &[&str] = &[
@@ -81,367 +84,26 @@ fn shown(v: &Value) -> String {
     v.as_str().map_or_else(|| v.to_string(), str::to_string)
 }
 
-/// What a pass keeps of a handle's successful opens, as counts: per group (opens that mapped one
-/// thing: one process, the pointer the open returned and the context it was opened in, the
-/// record's `"ctx"`), how many opens, and the closes and context destroys of that process seen
-/// when its first open was ([`OpenCounts::count`] counts those after it). A group with nothing
-/// open any more (closed, its context destroyed) is the same as none: the next open of the same
-/// starts it anew, and it is let go then, at its process's exit, or at a sweep once the groups
-/// have doubled, with the counts of closes and destroys only it needed. Memory: about what is
-/// open, whatever the history's length and however many handles came and went (issue 27).
-#[derive(Default)]
-struct OpenCounts {
-    groups: std::collections::HashMap<GroupKey, Group>,
-    /// A fingerprint's groups, by the position of their first opens.
-    by_handle: std::collections::HashMap<
-        String,
-        std::collections::BTreeMap<usize, (usize, String, String)>,
-    >,
-    /// A process's groups (fingerprint, pointer, context), by the position of their first opens.
-    by_process: std::collections::HashMap<usize, ProcessGroups>,
-    /// (process, pointer's key; `None`: closes of no pointer, the exact function) -> its
-    /// successful closes since a group first needed them, and the groups they end.
-    closes: std::collections::HashMap<usize, std::collections::HashMap<Option<String>, Ends>>,
-    /// (process, context's key) -> its successful `cuCtxDestroy` calls since a group first
-    /// needed them, and the groups they end.
-    destroys: std::collections::HashMap<usize, std::collections::HashMap<String, Ends>>,
-    /// The groups let go since it was last taken, where a pass keeps more of each and asked for
-    /// them ([`SecondContextPass`]; `None`: not kept).
-    gone: Option<Vec<GroupKey>>,
-    /// How many groups there may be before the next [`OpenCounts::sweep`].
-    sweep_at: usize,
-}
-
-/// Groups kept before the first sweep.
-const SWEEP_FROM: usize = 4096;
-
-/// A process's groups: (first open's position, fingerprint) -> (pointer, context).
-type ProcessGroups = std::collections::BTreeMap<(usize, String), (String, String)>;
-
-/// (fingerprint, process, pointer's text, context's text): a group of opens.
-type GroupKey = (String, usize, String, String);
-
-/// Puts group `g` on the counts of `proc`'s `what` (closes of a pointer, destroys of a
-/// context): how many there were so far.
-fn need<K: std::hash::Hash + Eq>(
-    counts: &mut std::collections::HashMap<usize, std::collections::HashMap<K, Ends>>,
-    proc: usize,
-    what: K,
-    g: &GroupKey,
-) -> usize {
-    let ends = counts.entry(proc).or_default().entry(what).or_default();
-    ends.groups.insert(g.clone());
-    ends.seen
-}
-
-/// Takes group `g` off the counts of `proc`'s `what` (closes of a pointer, destroys of a
-/// context), and lets them go when no group needs them.
-fn forget<K: std::hash::Hash + Eq>(
-    counts: &mut std::collections::HashMap<usize, std::collections::HashMap<K, Ends>>,
-    proc: usize,
-    what: &K,
-    g: &GroupKey,
-) {
-    let Some(mine) = counts.get_mut(&proc) else {
-        return;
-    };
-    if let Some(e) = mine.get_mut(what) {
-        e.groups.remove(g);
-        if e.groups.is_empty() {
-            mine.remove(what);
-        }
-    }
-    if mine.is_empty() {
-        counts.remove(&proc);
-    }
-}
-
-/// Closes or destroys counted, and the groups that count them.
-#[derive(Default)]
-struct Ends {
-    seen: usize,
-    groups: std::collections::HashSet<GroupKey>,
-}
-
-struct Group {
-    proc: usize,
-    pid: i64,
-    opens: usize,
-    /// The time of the latest open, and how many opens came at it.
-    last_ts: u64,
-    at_last: usize,
-    /// The key of the closes that end it ([`OpenCounts::closes`]), `None`: closes of no
-    /// pointer; and their count at its first open.
-    closed_by: Option<String>,
-    closes_before: usize,
-    /// The key of its context's destroys, and their count at its first open.
-    ctx: Option<String>,
-    destroys_before: usize,
-    /// Its latest open (what [`NeverClosed`] names), and the position of its first.
-    last: Call,
-    first_pos: usize,
-}
-
-impl OpenCounts {
-    /// Takes in the next call of the timeline: its opens grouped per handle.
-    fn call(&mut self, s: &Spelling, c: &Call) {
-        self.call_as(s, c, &handles_of(c));
-    }
-
-    /// [`OpenCounts::call`] with the opens grouped under `fps` (one empty name: every handle's
-    /// opens together).
-    fn call_as(&mut self, s: &Spelling, c: &Call, fps: &[&str]) {
-        if !c.succeeded() {
-            return;
-        }
-        if c.func.starts_with(s.close) {
-            let ends = match c.arg(s.close_ptr) {
-                Some(ptr) => Some((c.proc, Some(key(ptr)))),
-                None if c.func == s.close => Some((c.proc, None)),
-                None => None,
-            };
-            if let Some(ends) = ends {
-                self.ended(ends);
-            }
-        }
-        if c.func.starts_with("cuCtxDestroy") {
-            if let Some(ctx) = c.arg("ctx") {
-                let ctx = key(ctx);
-                if let Some(e) = self.destroys.get_mut(&c.proc).and_then(|m| m.get_mut(&ctx)) {
-                    e.seen += 1;
-                }
-            }
-        }
-        if !is_open(s, c) {
-            return;
-        }
-        let text = |v: Option<&Value>| v.map_or_else(String::new, Value::to_string);
-        let (ptr, ctx) = (text(c.out(s.open_out)), text(c.place.ctx.as_ref()));
-        for &fp in fps {
-            let at = (fp.to_string(), c.proc, ptr.clone(), ctx.clone());
-            // Nothing of it open any more (closed, its context destroyed): it starts anew, as
-            // a group made now would.
-            if self
-                .groups
-                .get(&at)
-                .is_some_and(|g| self.count(g, c.ts_ns, false) == 0)
-            {
-                self.restart(&at, c);
-            }
-            if !self.groups.contains_key(&at) {
-                self.sweep(c.ts_ns);
-                let closed_by = c.out(s.open_out).map(key);
-                let closes_before = need(&mut self.closes, c.proc, closed_by.clone(), &at);
-                let ctx_key = c.place.ctx.as_ref().map(key);
-                let destroys_before = match &ctx_key {
-                    Some(k) => need(&mut self.destroys, c.proc, k.clone(), &at),
-                    None => 0,
-                };
-                self.by_handle
-                    .entry(fp.to_string())
-                    .or_default()
-                    .insert(c.pos, (c.proc, ptr.clone(), ctx.clone()));
-                self.by_process
-                    .entry(c.proc)
-                    .or_default()
-                    .insert((c.pos, fp.to_string()), (ptr.clone(), ctx.clone()));
-                self.groups.insert(
-                    at.clone(),
-                    Group {
-                        proc: c.proc,
-                        pid: c.pid,
-                        opens: 0,
-                        last_ts: c.ts_ns,
-                        at_last: 0,
-                        closed_by,
-                        closes_before,
-                        ctx: ctx_key,
-                        destroys_before,
-                        last: c.clone(),
-                        first_pos: c.pos,
-                    },
-                );
-            }
-            let Some(group) = self.groups.get_mut(&at) else {
-                continue;
-            };
-            group.opens += 1;
-            if group.last_ts != c.ts_ns {
-                group.last_ts = c.ts_ns;
-                group.at_last = 0;
-            }
-            group.at_last += 1;
-            group.last = c.clone();
-        }
-    }
-
-    /// A successful close counted under `ends` (where a group needs it).
-    fn ended(&mut self, (proc, ptr): (usize, Option<String>)) {
-        if let Some(e) = self.closes.get_mut(&proc).and_then(|m| m.get_mut(&ptr)) {
-            e.seen += 1;
-        }
-    }
-
-    /// Lets go of the groups with nothing open at `now`, once there are twice as many groups as
-    /// after the last time (a group with nothing open is the same as none: its next open starts
-    /// it anew).
-    fn sweep(&mut self, now: u64) {
-        if self.groups.len() < self.sweep_at.max(SWEEP_FROM) {
-            return;
-        }
-        let dead: Vec<GroupKey> = self
-            .groups
-            .iter()
-            .filter(|(_, g)| self.count(g, now, false) == 0)
-            .map(|(k, _)| k.clone())
-            .collect();
-        dead.iter().for_each(|g| self.remove(g));
-        self.sweep_at = 2 * self.groups.len();
-    }
-
-    /// Starts group `g`, with nothing open, anew at open `c`: what removing it and making it at
-    /// `c` would do, without letting go of its counts.
-    fn restart(&mut self, g: &GroupKey, c: &Call) {
-        let closes = self
-            .closes
-            .get(&g.1)
-            .and_then(|m| m.get(&self.groups.get(g)?.closed_by))
-            .map_or(0, |e| e.seen);
-        let destroys = self.groups.get(g).and_then(|group| {
-            let ctx = group.ctx.as_ref()?;
-            self.destroys.get(&g.1)?.get(ctx).map(|e| e.seen)
-        });
-        let Some(group) = self.groups.get_mut(g) else {
-            return;
-        };
-        let was = std::mem::replace(&mut group.first_pos, c.pos);
-        group.opens = 0;
-        group.last_ts = c.ts_ns;
-        group.at_last = 0;
-        group.closes_before = closes;
-        group.destroys_before = destroys.unwrap_or(0);
-        if let Some(list) = self.by_handle.get_mut(&g.0) {
-            if let Some(entry) = list.remove(&was) {
-                list.insert(c.pos, entry);
-            }
-        }
-        if let Some(list) = self.by_process.get_mut(&g.1) {
-            if let Some(entry) = list.remove(&(was, g.0.clone())) {
-                list.insert((c.pos, g.0.clone()), entry);
-            }
-        }
-        if let Some(gone) = &mut self.gone {
-            gone.push(g.clone());
-        }
-    }
-
-    /// Lets group `g` go, and the counts only it needed.
-    fn remove(&mut self, g: &GroupKey) {
-        let Some(group) = self.groups.remove(g) else {
-            return;
-        };
-        if let Some(gone) = &mut self.gone {
-            gone.push(g.clone());
-        }
-        let (fp, proc) = (&g.0, g.1);
-        if let Some(list) = self.by_handle.get_mut(fp) {
-            list.remove(&group.first_pos);
-            if list.is_empty() {
-                self.by_handle.remove(fp);
-            }
-        }
-        if let Some(list) = self.by_process.get_mut(&proc) {
-            list.remove(&(group.first_pos, fp.clone()));
-            if list.is_empty() {
-                self.by_process.remove(&proc);
-            }
-        }
-        forget(&mut self.closes, proc, &group.closed_by, g);
-        if let Some(ctx) = &group.ctx {
-            forget(&mut self.destroys, proc, ctx, g);
-        }
-    }
-
-    /// Process `proc` exited: what it had open is unmapped, its groups let go (asked after every
-    /// question about its time).
-    fn exited(&mut self, proc: usize) {
-        let gone: Vec<GroupKey> = self
-            .by_process
-            .get(&proc)
-            .into_iter()
-            .flatten()
-            .map(|((_, fp), (ptr, ctx))| (fp.clone(), proc, ptr.clone(), ctx.clone()))
-            .collect();
-        gone.iter().for_each(|g| self.remove(g));
-    }
-
-    /// How often `group`'s mapping is still open at `until` (ns of the wall clock): its opens
-    /// up to `until` (`before`: only those strictly before it), less the successful closes of
-    /// its pointer in its process since the first of them, up to `until` (v2 counts opens of
-    /// the same handle); none once that context was destroyed since. Asked once every call up
-    /// to `until`, and none after it, was taken in.
-    fn count(&self, group: &Group, until: u64, before: bool) -> usize {
-        let opened = if before && group.last_ts == until {
-            group.opens - group.at_last
-        } else {
-            group.opens
-        };
-        if opened == 0 {
-            return 0;
-        }
-        if let Some(ctx) = &group.ctx {
-            let now = self
-                .destroys
-                .get(&group.proc)
-                .and_then(|m| m.get(ctx))
-                .map_or(0, |e| e.seen);
-            if now > group.destroys_before {
-                return 0;
-            }
-        }
-        let now = self
-            .closes
-            .get(&group.proc)
-            .and_then(|m| m.get(&group.closed_by))
-            .map_or(0, |e| e.seen);
-        opened.saturating_sub(now - group.closes_before)
-    }
-
-    /// The groups of handle `fp`, in the order their first opens came.
-    fn of<'a>(&'a self, fp: &'a str) -> impl Iterator<Item = &'a Group> + 'a {
-        self.by_handle
-            .get(fp)
-            .into_iter()
-            .flat_map(|list| list.values())
-            .filter_map(move |(proc, ptr, ctx)| {
-                self.groups
-                    .get(&(fp.to_string(), *proc, ptr.clone(), ctx.clone()))
-            })
-    }
-
-    /// The processes other than `proc` (the exporter's) that have what handle `fp` names open
-    /// at `at` (ns of the wall clock), each named once: opened before, not closed since, its
-    /// context not destroyed, and the process not exited (an exit unmaps what it had open;
-    /// leaving it open is that process's own finding).
-    fn open_elsewhere(&self, t: &Timeline, fp: &str, proc: usize, at: u64) -> Vec<String> {
-        let mut pids: Vec<i64> = self
-            .of(fp)
-            .filter(|g| {
-                g.proc != proc
-                    && self.count(g, at, true) > 0
-                    && t.exited(g.proc).is_none_or(|gone| gone > at)
-            })
-            .map(|g| g.pid)
-            .collect();
-        pids.sort_unstable();
-        pids.dedup();
-        pids.iter().map(i64::to_string).collect()
-    }
-}
-
 /// A value's key, as the timeline's indexes match values ([`crate::crossproc::value_key`]).
 fn key(v: &Value) -> String {
     crate::crossproc::value_key(v).into_owned()
+}
+
+/// A handle's fingerprint as a key held inline: what follows `fp:` (issue 27: the checks that
+/// relate a later open to an earlier export keep a key per handle seen, not a string each).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Fp([u8; 16]);
+
+impl Fp {
+    /// The key of `fp`, a fingerprint ([`crate::crossproc::is_fingerprint`]: `fp:` and 16 hex
+    /// digits, as every name [`handles_of`] and [`Call::fingerprints`] give is).
+    fn of(fp: &str) -> Fp {
+        let mut key = [0; 16];
+        let digits = fp.as_bytes().get(3..).unwrap_or_default();
+        let n = digits.len().min(16);
+        key[..n].copy_from_slice(&digits[..n]);
+        Fp(key)
+    }
 }
 
 /// The handles a call names, each once, in the order of their fingerprints.
@@ -554,21 +216,32 @@ impl Exports {
     }
 
     /// Every call at the time being was given: forgets the exports freed at it (memory bounded
-    /// by the exports alive, issue 27).
-    fn settle(&mut self) {
-        for e in std::mem::take(&mut self.freed_now) {
+    /// by the exports alive, issue 27), and hands them back.
+    fn settle(&mut self) -> Vec<Shared<Followed>> {
+        let freed = std::mem::take(&mut self.freed_now);
+        for e in &freed {
             let at = {
                 let e = e.borrow();
                 e.call.place.ctx.as_ref().map(|ctx| (e.call.proc, key(ctx)))
             };
             let Some(at) = at else { continue };
             if let Some(list) = self.in_context.get_mut(&at) {
-                list.retain(|other| !std::rc::Rc::ptr_eq(other, &e));
+                list.retain(|other| !std::rc::Rc::ptr_eq(other, e));
                 if list.is_empty() {
                     self.in_context.remove(&at);
                 }
             }
         }
+        freed
+    }
+
+    /// Process `proc` exited (asked after every question about its time): its memory went with
+    /// it, so none of its exports is followed any more (issue 27: memory bounded by the exports
+    /// alive, not by those of every process that came and went).
+    fn exited(&mut self, proc: usize) {
+        self.unfreed.retain(|(p, _), _| *p != proc);
+        self.in_context.retain(|(p, _), _| *p != proc);
+        self.unnamed.remove(&proc);
     }
 
     /// Process `proc`'s exports not freed, in the order they came.
@@ -645,6 +318,7 @@ impl crate::crossproc::Pass for ExporterExitedPass {
             ));
         }
         self.opens.exited(proc);
+        self.exports.exited(proc);
     }
 
     fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
@@ -742,6 +416,7 @@ impl crate::crossproc::Pass for EndedWhileOpenPass {
 
     fn exit(&mut self, _t: &Timeline, proc: usize, _ts_ns: u64) {
         self.opens.exited(proc);
+        self.exports.exited(proc);
     }
 
     fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
@@ -778,16 +453,8 @@ impl crate::crossproc::Pass for NeverClosedPass {
         let mut reported: std::collections::HashSet<(&str, &str)> = Default::default();
         let groups: Vec<(&str, &str, &Group)> = self
             .opens
-            .by_process
-            .get(&proc)
-            .into_iter()
-            .flatten()
-            .filter_map(|((_, fp), (ptr, ctx))| {
-                self.opens
-                    .groups
-                    .get(&(fp.clone(), proc, ptr.clone(), ctx.clone()))
-                    .map(|g| (fp.as_str(), ptr.as_str(), g))
-            })
+            .of_process(proc)
+            .map(|g| (g.key.0.as_str(), g.key.2.as_str(), g))
             .collect();
         let mut found = Vec::new();
         for (fp, ptr, group) in groups {
@@ -823,8 +490,74 @@ impl crate::crossproc::Pass for NeverClosedPass {
     }
 }
 
+/// An export as [`OpenedAfterFree`] remembers it: followed while alive, and once freed or its
+/// process exited, only what an open after it names (issue 27: a handle seen costs about 100
+/// bytes, not its call).
+#[derive(Clone)]
+enum Known {
+    Alive(Shared<Followed>),
+    Spent(std::rc::Rc<Spent>),
+}
+
+/// What [`Known::Spent`] keeps of an export.
+struct Spent {
+    ts_ns: u64,
+    pos: usize,
+    pid: i64,
+    /// The pointer exported, as the trace writes it (empty: none).
+    exported: Box<str>,
+    freed: Option<(u64, crate::crossproc::Name)>,
+}
+
+impl Known {
+    fn spent(&self, s: &Spelling) -> Spent {
+        match self {
+            Known::Spent(spent) => Spent {
+                exported: spent.exported.clone(),
+                freed: spent.freed.clone(),
+                ..**spent
+            },
+            Known::Alive(e) => {
+                let e = e.borrow();
+                Spent {
+                    ts_ns: e.call.ts_ns,
+                    pos: e.call.pos,
+                    pid: e.call.pid,
+                    exported: e
+                        .call
+                        .arg(s.export_ptr)
+                        .map(shown)
+                        .unwrap_or_default()
+                        .into(),
+                    freed: e.freed.clone(),
+                }
+            }
+        }
+    }
+
+    /// Its time and its place in the timeline.
+    fn at(&self) -> (u64, usize) {
+        match self {
+            Known::Alive(e) => {
+                let e = e.borrow();
+                (e.call.ts_ns, e.call.pos)
+            }
+            Known::Spent(spent) => (spent.ts_ns, spent.pos),
+        }
+    }
+
+    /// Whether it is export `e`, followed.
+    fn is(&self, e: &Shared<Followed>) -> bool {
+        matches!(self, Known::Alive(mine) if std::rc::Rc::ptr_eq(mine, e))
+    }
+}
+
 /// A process's latest export of a handle, and its latest export of an earlier time.
-type Latest = (Shared<Followed>, Option<Shared<Followed>>);
+struct Latest {
+    proc: usize,
+    last: Known,
+    earlier: Option<Known>,
+}
 
 /// [`OpenedAfterFree`] as a pass: per handle and exporting process, its latest exports (the
 /// latest, and the latest of an earlier time, for an open at the latest's time).
@@ -832,8 +565,8 @@ struct OpenedAfterFreePass {
     s: &'static Spelling,
     rule: &'static Rule,
     exports: Exports,
-    /// Fingerprint -> process -> (its latest export, the latest export of an earlier time).
-    latest: std::collections::HashMap<String, std::collections::HashMap<usize, Latest>>,
+    /// Fingerprint -> each exporting process's latest exports.
+    latest: rustc_hash::FxHashMap<Fp, Vec<Latest>>,
     found: Vec<(crate::crossproc::Order, ReportFinding)>,
 }
 
@@ -847,23 +580,48 @@ impl OpenedAfterFreePass {
             found: Vec::new(),
         }
     }
+
+    /// Keeps only what an open names of export `e`, followed until now (freed, or its process
+    /// exited).
+    fn spend(&mut self, e: &Shared<Followed>) {
+        let (fp, proc) = {
+            let e = e.borrow();
+            (Fp::of(&e.fp), e.call.proc)
+        };
+        let Some(list) = self.latest.get_mut(&fp) else {
+            return;
+        };
+        for mine in list.iter_mut().filter(|l| l.proc == proc) {
+            for known in std::iter::once(&mut mine.last).chain(mine.earlier.as_mut()) {
+                if known.is(e) {
+                    *known = Known::Spent(std::rc::Rc::new(known.spent(self.s)));
+                }
+            }
+        }
+    }
 }
 
 impl crate::crossproc::Pass for OpenedAfterFreePass {
     fn call(&mut self, _t: &Timeline, c: &Call) {
         let s = self.s;
         for followed in self.exports.call(s, c).followed {
-            let fp = followed.borrow().fp.clone();
-            match self.latest.entry(fp).or_default().entry(c.proc) {
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert((followed, None));
-                }
-                std::collections::hash_map::Entry::Occupied(mut e) => {
-                    let (last, earlier) = e.get_mut();
-                    if last.borrow().call.ts_ns < c.ts_ns {
-                        *earlier = Some(last.clone());
+            let fp = Fp::of(&followed.borrow().fp);
+            // One exporter is the rule: room for one (issue 27: a handle seen costs its entry).
+            let list = self
+                .latest
+                .entry(fp)
+                .or_insert_with(|| Vec::with_capacity(1));
+            match list.iter_mut().find(|l| l.proc == c.proc) {
+                None => list.push(Latest {
+                    proc: c.proc,
+                    last: Known::Alive(followed),
+                    earlier: None,
+                }),
+                Some(mine) => {
+                    if mine.last.at().0 < c.ts_ns {
+                        mine.earlier = Some(mine.last.clone());
                     }
-                    *last = followed;
+                    mine.last = Known::Alive(followed);
                 }
             }
         }
@@ -875,27 +633,27 @@ impl crate::crossproc::Pass for OpenedAfterFreePass {
             // process.
             let export = self
                 .latest
-                .get(fp)
+                .get(&Fp::of(fp))
                 .into_iter()
                 .flatten()
-                .filter(|(proc, _)| **proc != c.proc)
-                .filter_map(|(_, (last, earlier))| {
-                    if last.borrow().call.ts_ns < c.ts_ns {
-                        Some(last)
+                .filter(|l| l.proc != c.proc)
+                .filter_map(|l| {
+                    if l.last.at().0 < c.ts_ns {
+                        Some(&l.last)
                     } else {
-                        earlier.as_ref()
+                        l.earlier.as_ref()
                     }
                 })
-                .max_by_key(|e| e.borrow().call.pos);
-            let Some(export) = export else { continue };
-            let export = export.borrow();
+                .max_by_key(|e| e.at().1);
+            let Some(export) = export.map(|e| e.spent(s)) else {
+                continue;
+            };
             let Some((freed_at, free_fn)) = &export.freed else {
                 continue;
             };
             if *freed_at >= c.ts_ns {
                 continue;
             }
-            let exported = export.call.arg(s.export_ptr).map(shown).unwrap_or_default();
             let answer = answer(
                 c,
                 "the driver opened it anyway: the memory mapped is not the memory exported",
@@ -906,9 +664,8 @@ impl crate::crossproc::Pass for OpenedAfterFreePass {
                     self.rule,
                     c,
                     format!(
-                        "process {} exported {exported} ({}) and freed it ({}) before this \
-                         open; {answer}",
-                        export.call.pid, s.export, free_fn
+                        "process {} exported {} ({}) and freed it ({}) before this open; {answer}",
+                        export.pid, export.exported, s.export, free_fn
                     ),
                 ),
             ));
@@ -916,7 +673,16 @@ impl crate::crossproc::Pass for OpenedAfterFreePass {
     }
 
     fn settle(&mut self, _t: &Timeline, _ts_ns: u64) {
-        self.exports.settle();
+        for e in self.exports.settle() {
+            self.spend(&e);
+        }
+    }
+
+    fn exit(&mut self, _t: &Timeline, proc: usize, _ts_ns: u64) {
+        for e in self.exports.unfreed_of(proc) {
+            self.spend(&e);
+        }
+        self.exports.exited(proc);
     }
 
     fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
@@ -939,7 +705,7 @@ struct Run {
 struct UnreachablePass {
     s: &'static Spelling,
     rule: &'static Rule,
-    by_device: std::collections::HashMap<(String, crate::crossproc::Name), Vec<Run>>,
+    by_device: rustc_hash::FxHashMap<(Fp, crate::crossproc::Name), Vec<Run>>,
     found: Vec<(crate::crossproc::Order, ReportFinding)>,
 }
 
@@ -962,8 +728,8 @@ impl crate::crossproc::Pass for UnreachablePass {
                 for fp in handles_of(c) {
                     let runs = self
                         .by_device
-                        .entry((fp.to_string(), there.clone()))
-                        .or_default();
+                        .entry((Fp::of(fp), there.clone()))
+                        .or_insert_with(|| Vec::with_capacity(1));
                     match runs.last_mut() {
                         Some(run) if run.proc == c.proc => {
                             run.count += 1;
@@ -997,7 +763,7 @@ impl crate::crossproc::Pass for UnreachablePass {
         for fp in handles_of(c) {
             let mut from: Vec<(&Run, usize, &crate::crossproc::Name)> = Vec::new();
             for &there in &theres {
-                let runs = self.by_device.get(&(fp.to_string(), there.clone()));
+                let runs = self.by_device.get(&(Fp::of(fp), there.clone()));
                 for run in runs.into_iter().flatten() {
                     let before = if run.last_ts == c.ts_ns {
                         run.count - run.at_last
@@ -1227,7 +993,7 @@ type Exporter = (usize, i64);
 /// and exporter; and every process's held mappings, counted across handles.
 struct SecondContextPass {
     /// Fingerprint -> each exporting process's first successful export: (process, pid, time).
-    exporters: std::collections::HashMap<String, Vec<(usize, i64, u64)>>,
+    exporters: rustc_hash::FxHashMap<Fp, Vec<(usize, i64, u64)>>,
     held: OpenCounts,
     /// (process, device) -> context's text -> pointer's text -> (handles named, exporter) ->
     /// the earliest such open.
@@ -1249,10 +1015,7 @@ impl SecondContextPass {
     fn new() -> Self {
         SecondContextPass {
             exporters: Default::default(),
-            held: OpenCounts {
-                gone: Some(Vec::new()),
-                ..OpenCounts::default()
-            },
+            held: OpenCounts::telling_gone(),
             earliest: Default::default(),
             devices: Default::default(),
             due: Vec::new(),
@@ -1266,7 +1029,7 @@ impl SecondContextPass {
         let fps = open.fingerprints();
         let fp = fps.first()?;
         self.exporters
-            .get(*fp)?
+            .get(&Fp::of(fp))?
             .iter()
             .filter(|(proc, _, ts)| *proc != open.proc && *ts < open.ts_ns)
             .min_by_key(|(_, _, ts)| *ts)
@@ -1309,7 +1072,10 @@ impl crate::crossproc::Pass for SecondContextPass {
         let s = &CUDA;
         if c.func == s.export && c.succeeded() {
             for fp in c.fingerprints() {
-                let list = self.exporters.entry(fp.to_string()).or_default();
+                let list = self
+                    .exporters
+                    .entry(Fp::of(fp))
+                    .or_insert_with(|| Vec::with_capacity(1));
                 if !list.iter().any(|(proc, _, _)| *proc == c.proc) {
                     list.push((c.proc, c.pid, c.ts_ns));
                 }
@@ -1357,12 +1123,7 @@ impl crate::crossproc::Pass for SecondContextPass {
                     continue;
                 }
                 for (ptr, list) in mappings {
-                    let Some(group) = self.held.groups.get(&(
-                        String::new(),
-                        open.proc,
-                        ptr.clone(),
-                        other.clone(),
-                    )) else {
+                    let Some(group) = self.held.get("", open.proc, ptr, other) else {
                         continue;
                     };
                     if self.held.count(group, open.ts_ns, false) == 0 {
@@ -1599,3 +1360,140 @@ report_check!(
     HIP,
     NeverClosedPass
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crossproc::test_records::{exit, record};
+    use crate::crossproc::Pass;
+    use serde_json::json;
+
+    const FP: &str = "fp:0123456789abcdef";
+
+    /// Every pass below given `records`, in time order, as `walk_passes` gives them.
+    fn walk(t: &Timeline, pass: &mut dyn Pass) {
+        let mut exits: Vec<(u64, usize)> = t.exits.iter().map(|(&p, &ts)| (ts, p)).collect();
+        exits.sort_unstable();
+        let mut exits = exits.into_iter().peekable();
+        for c in t.walk() {
+            while let Some((ts, proc)) = exits.next_if(|&(ts, _)| ts < c.ts_ns) {
+                pass.exit(t, proc, ts);
+            }
+            pass.call(t, &c);
+            pass.settle(t, c.ts_ns);
+        }
+        exits.for_each(|(ts, proc)| pass.exit(t, proc, ts));
+    }
+
+    fn timeline(records: &[serde_json::Map<String, Value>]) -> Timeline {
+        let mut t = Timeline::for_checks(crate::crossproc::REPORT_CHECKS);
+        records.iter().for_each(|r| t.add(r));
+        t.finish();
+        t
+    }
+
+    /// Handle `n`'s export by process 10 (pointer `0x7000000 + n`), at time `ts`.
+    fn export(n: u64, ts: u64) -> serde_json::Map<String, Value> {
+        let fp = format!("fp:{n:016x}");
+        let ptr = format!("{:#x}", 0x700_0000 + n);
+        record(
+            10,
+            ts,
+            "cuIpcGetMemHandle",
+            json!({"*pHandle": fp, "dptr": ptr}),
+            0,
+        )
+    }
+
+    fn free(n: u64, ts: u64) -> serde_json::Map<String, Value> {
+        let ptr = format!("{:#x}", 0x700_0000 + n);
+        record(10, ts, "cuMemFree_v2", json!({"dptr": ptr}), 0)
+    }
+
+    /// Issue 27: an export freed, or whose process exited, keeps only what an open after it
+    /// names (not its call); the exports followed are let go at their process's exit.
+    #[test]
+    fn an_export_spent_keeps_only_what_an_open_names() {
+        let t = timeline(&[
+            export(1, 100),
+            export(2, 110),
+            free(1, 200),
+            export(3, 210),
+            exit(10, 300),
+        ]);
+        let mut pass = OpenedAfterFreePass::new(&CUDA, &OPENED_AFTER_FREE_RULE);
+        let (mut before_exit, mut exporter) = (0, None);
+        for c in t.walk() {
+            pass.call(&t, &c);
+            pass.settle(&t, c.ts_ns);
+            before_exit = pass.exports.unfreed.len();
+            exporter = Some(c.proc);
+        }
+        assert_eq!(
+            before_exit, 2,
+            "handles 2 and 3 are followed until the exit"
+        );
+        let spent = |pass: &OpenedAfterFreePass, n: u64| {
+            let list = &pass.latest[&Fp::of(&format!("fp:{n:016x}"))];
+            matches!(list[0].last, Known::Spent(_))
+        };
+        assert!(spent(&pass, 1) && !spent(&pass, 2) && !spent(&pass, 3));
+        pass.exit(&t, exporter.unwrap(), 300);
+        assert!(spent(&pass, 2) && spent(&pass, 3));
+        assert!(pass.exports.unfreed.is_empty() && pass.exports.in_context.is_empty());
+        // What was spent still names the export and its free.
+        let Known::Spent(one) = &pass.latest[&Fp::of("fp:0000000000000001")][0].last else {
+            unreachable!()
+        };
+        assert_eq!((one.ts_ns, one.pid, &*one.exported), (100, 10, "0x7000001"));
+        assert_eq!(
+            one.freed.as_ref().map(|(ts, f)| (*ts, f.as_str())),
+            Some((200, "cuMemFree_v2"))
+        );
+    }
+
+    /// The open counts hold what is open: a process's exit lets its groups go, and the counts of
+    /// closes and destroys only they needed; a group's number is used again.
+    #[test]
+    fn open_counts_let_go_of_what_is_no_longer_open() {
+        let open = |ts: u64, n: u64| {
+            let mut r = record(
+                20,
+                ts,
+                "cuIpcOpenMemHandle_v2",
+                json!({"*pdptr": format!("{:#x}", 0x900_0000 + n), "handle": FP, "Flags": 1}),
+                0,
+            );
+            r.insert("ctx".into(), "0xc1".into());
+            r
+        };
+        let t = timeline(&[open(100, 1), open(110, 2), exit(20, 200), open(300, 3)]);
+        let mut counts = OpenCounts::default();
+        let calls: Vec<Call> = t.walk().collect();
+        counts.call(&CUDA, &calls[0]);
+        counts.call(&CUDA, &calls[1]);
+        let proc = calls[0].proc;
+        assert_eq!(counts.of_process(proc).count(), 2);
+        let g = counts.get(FP, proc, "\"0x9000001\"", "\"0xc1\"").unwrap();
+        assert_eq!(counts.count(g, 110, false), 1);
+        counts.exited(proc);
+        assert_eq!(counts.of_process(proc).count(), 0);
+        assert!(counts.get(FP, proc, "\"0x9000001\"", "\"0xc1\"").is_none());
+        assert_eq!(counts.held(), (0, 0, 0));
+        counts.call(&CUDA, &calls[2]);
+        assert_eq!(
+            counts.held(),
+            (1, 1, 1),
+            "one group, its closes and its destroys"
+        );
+        assert_eq!(counts.slots(), 2, "the first slot let go is used again");
+        // The whole pass, as the report walks it: nothing is left open at the end.
+        let mut pass = NeverClosedPass::new(&CUDA, &NEVER_CLOSED_RULE);
+        walk(&t, &mut pass);
+        assert_eq!(
+            pass.opens.held(),
+            (1, 1, 1),
+            "the open at 300 after the exit"
+        );
+    }
+}
