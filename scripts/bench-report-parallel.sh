@@ -8,8 +8,9 @@
 # RECORDS_EACH correct calls each (default 250000) with the shim on the simulator
 # (scripts/bench/report_load.c), then times `sharecheck report --jobs N` for each N of JOBS
 # (default 1 2 4 8 16, those above the CPUs skipped) and prints a Markdown table: seconds, records
-# a second, records a second per thread, speed-up over one thread, peak RSS. Fails if any report
-# differs from the one-thread report. The traces are removed afterwards.
+# a second, records a second per thread, speed-up over one thread, peak RSS, then the seconds of
+# each phase of the report (SHARECHECK_REPORT_PHASES). Fails if any report differs from the
+# one-thread report. The traces are removed afterwards.
 #
 # --ipc: the load is PROCESSES jobs of scripts/bench/ipc_history.c (a worker opens and closes one
 # exported buffer RECORDS_EACH / 2 times; two traces each), every call one the cross-process checks
@@ -60,10 +61,10 @@ for j in "${jobs[@]}"; do
     [ "$j" -le "$cpus" ] || continue
     start=$(date +%s.%N)
     if [ -x /usr/bin/time ]; then
-        /usr/bin/time -f "%M" -o "$tmp/rss" "$cli" report --jobs "$j" "$tmp"/traces/* > "$tmp/report-$j.txt"
+        SHARECHECK_REPORT_PHASES=1 /usr/bin/time -f "%M" -o "$tmp/rss" "$cli" report --jobs "$j" "$tmp"/traces/* > "$tmp/report-$j.txt" 2> "$tmp/phases-$j"
         rss=$(( $(tail -1 "$tmp/rss") / 1024 ))
     else
-        "$cli" report --jobs "$j" "$tmp"/traces/* > "$tmp/report-$j.txt"
+        SHARECHECK_REPORT_PHASES=1 "$cli" report --jobs "$j" "$tmp"/traces/* > "$tmp/report-$j.txt" 2> "$tmp/phases-$j"
         rss="?"
     fi
     end=$(date +%s.%N)
@@ -75,4 +76,16 @@ for j in "${jobs[@]}"; do
     awk -v j="$j" -v s="$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" -v r="$records" -v b="${base:-0}" -v m="$rss" 'BEGIN {
         rate = r / s; printf "| %d | %.2f | %.0f | %.0f | %s | %s |\n", j, s, rate, rate / j, (b > 0 ? sprintf("%.1fx", b / s) : "1.0x"), m }'
     [ -n "$base" ] || base=$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')
+done
+# Where the time went (SHARECHECK_REPORT_PHASES), phase by phase, for each number of threads.
+echo
+echo "| phase (seconds) |$(for j in "${jobs[@]}"; do [ "$j" -le "$cpus" ] && printf ' %s |' "$j"; done)"
+echo "|---|$(for j in "${jobs[@]}"; do [ "$j" -le "$cpus" ] && printf -- '---:|'; done)"
+for p in "read a batch" "merge the batch" "read and merge" "finish the timeline" "cross-process checks" "findings" "write the report"; do
+    row="| $p |"
+    for j in "${jobs[@]}"; do
+        [ "$j" -le "$cpus" ] || continue
+        row="$row $(awk -v p="sharecheck: phase $p:" 'index($0, p) == 1 { s += $(NF - 1) } END { printf "%.3f", s }' "$tmp/phases-$j") |"
+    done
+    echo "$row"
 done

@@ -109,3 +109,27 @@ impl Drop for Progress {
         self.finish();
     }
 }
+
+/// With `SHARECHECK_REPORT_PHASES` set, prints on stderr how long the report's phase `name` took
+/// since the last one ended (or the first began): where the time of a large report goes, for
+/// `scripts/bench-report-parallel.sh` (issue 27).
+pub fn phase_done(name: &str) {
+    use std::sync::Mutex;
+    use std::time::Instant;
+    static LAST: Mutex<Option<Instant>> = Mutex::new(None);
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let on = || std::env::var_os(sharecheck_core::schema::env::REPORT_PHASES).is_some();
+    if !*ON.get_or_init(on) {
+        return;
+    }
+    let now = Instant::now();
+    let mut last = LAST
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(then) = last.replace(now) {
+        eprintln!(
+            "sharecheck: phase {name}: {:.3} s",
+            (now - then).as_secs_f64()
+        );
+    }
+}

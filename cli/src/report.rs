@@ -259,6 +259,7 @@ pub fn run(args: ReportArgs) -> i32 {
         Format::Perfetto => Ok(()),
     }
     .and_then(|()| out.flush());
+    crate::progress::phase_done("write the report");
     if let Err(e) = written {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             eprintln!(

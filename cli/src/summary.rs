@@ -421,6 +421,7 @@ pub(crate) fn summarize_with(
     gather: Gather,
 ) -> Summary {
     let symbols = crate::symbolize::Symbols::default();
+    crate::progress::phase_done("start");
     let jobs = match gather.jobs {
         0 => std::thread::available_parallelism().map_or(1, usize::from),
         n => n,
@@ -452,10 +453,13 @@ pub(crate) fn summarize_with(
             tally
         }
     };
+    crate::progress::phase_done("read and merge");
     let mut explained = std::collections::BTreeSet::new();
     if !checks.is_empty() {
         tally.timeline.finish();
+        crate::progress::phase_done("finish the timeline");
         let found = crossproc::decide_on(&tally.timeline, checks, jobs);
+        crate::progress::phase_done("cross-process checks");
         // A failure a report-phase rule explains needs no generic explanation beside it.
         explained = found.iter().map(|f| (f.pid, f.seq)).collect();
         for f in found {
@@ -463,6 +467,7 @@ pub(crate) fn summarize_with(
         }
     }
     tally.findings.finish(&explained, &symbols);
+    crate::progress::phase_done("findings");
     Summary { tally, symbols }
 }
 
@@ -504,10 +509,12 @@ fn read_in_parallel(
                 })
                 .collect()
         });
+        crate::progress::phase_done("read a batch");
         for (part, found) in parts {
             diagnostics.absorb(found);
             tally.absorb(part);
         }
+        crate::progress::phase_done("merge the batch");
     }
     tally
 }

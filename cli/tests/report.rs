@@ -1201,6 +1201,52 @@ fn a_report_that_cannot_spill_keeps_every_call_and_says_so() {
     assert!(!whole.2.contains("temporary"), "{}", whole.2);
 }
 
+/// `SHARECHECK_REPORT_PHASES` says on stderr how long each phase of the report took, in their
+/// order, and changes nothing else; without it, stderr says nothing of phases.
+#[test]
+fn the_phases_of_a_report_are_timed_on_request() {
+    let dir = many_processes(4);
+    let report = |phases: bool, jobs: &str| {
+        let mut cmd = sharecheck(&dir);
+        cmd.args(["report", "t", "--jobs", jobs]);
+        if phases {
+            cmd.env(sharecheck_core::schema::env::REPORT_PHASES, "1");
+        } else {
+            cmd.env_remove(sharecheck_core::schema::env::REPORT_PHASES);
+        }
+        let out = cmd.output().unwrap();
+        let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+        (out.status.code(), text(out.stdout), text(out.stderr))
+    };
+    let plain = report(false, "2");
+    assert!(!plain.2.contains("phase"), "{}", plain.2);
+    for jobs in ["1", "2"] {
+        let timed = report(true, jobs);
+        assert_eq!((timed.0, &timed.1), (plain.0, &plain.1));
+        let phases: Vec<&str> = timed
+            .2
+            .lines()
+            .filter_map(|l| l.strip_prefix("sharecheck: phase "))
+            .map(|l| l.split(':').next().unwrap())
+            .filter(|p| !p.contains("batch"))
+            .collect();
+        assert_eq!(
+            phases,
+            [
+                "read and merge",
+                "finish the timeline",
+                "cross-process checks",
+                "findings",
+                "write the report"
+            ],
+            "{}",
+            timed.2
+        );
+        let batches = timed.2.matches("phase read a batch: ").count();
+        assert_eq!(batches, usize::from(jobs == "2"), "{}", timed.2);
+    }
+}
+
 /// A handle with a long history shows its first and last steps in text, and how many more
 /// there are; JSON has every step.
 #[test]

@@ -57,6 +57,8 @@ pub mod env {
     /// `sharecheck report`: traces of more bytes than this get a progress bar on a terminal
     /// (default 256 MiB).
     pub const PROGRESS_MIN_BYTES: &str = "SHARECHECK_PROGRESS_MIN_BYTES";
+    /// `sharecheck report`: set, how long each phase of the report took, on stderr.
+    pub const REPORT_PHASES: &str = "SHARECHECK_REPORT_PHASES";
     /// The IMEX domain the process record names, where the IMEX service's node list
     /// (`/etc/nvidia-imex`) is not visible (a container, a Kubernetes ComputeDomain).
     pub const IMEX_DOMAIN: &str = "SHARECHECK_IMEX_DOMAIN";
@@ -82,6 +84,7 @@ pub mod env {
         SIM_STATE_DIR,
         SIM_CALL_LOG,
         PROGRESS_MIN_BYTES,
+        REPORT_PHASES,
         IMEX_DOMAIN,
     ];
 

@@ -454,6 +454,7 @@ impl crate::crossproc::Pass for NeverClosedPass {
         let groups: Vec<(&str, &str, &Group)> = self
             .opens
             .of_process(proc)
+            .into_iter()
             .map(|g| (g.key.0.as_str(), g.key.2.as_str(), g))
             .collect();
         let mut found = Vec::new();
@@ -1091,7 +1092,7 @@ impl crate::crossproc::Pass for SecondContextPass {
         let from = self.exporter(c);
         if c.succeeded() {
             let text = |v: Option<&Value>| v.map_or_else(String::new, Value::to_string);
-            let fps: Vec<String> = c.fingerprints().iter().map(ToString::to_string).collect();
+            let fps = c.fingerprints();
             let list = self
                 .earliest
                 .entry((c.proc, c.place.dev))
@@ -1100,7 +1101,9 @@ impl crate::crossproc::Pass for SecondContextPass {
                 .or_default()
                 .entry(text(c.out(s.open_out)))
                 .or_default();
-            if !list.iter().any(|(f, e, _)| *f == fps && *e == from) {
+            let same = |f: &Vec<String>| f.iter().map(String::as_str).eq(fps.iter().copied());
+            if !list.iter().any(|(f, e, _)| *e == from && same(f)) {
+                let fps = fps.iter().map(ToString::to_string).collect();
                 list.push((fps, from, c.clone()));
             }
             self.devices.entry(c.proc).or_default().insert(c.place.dev);
@@ -1473,11 +1476,11 @@ mod tests {
         counts.call(&CUDA, &calls[0]);
         counts.call(&CUDA, &calls[1]);
         let proc = calls[0].proc;
-        assert_eq!(counts.of_process(proc).count(), 2);
+        assert_eq!(counts.of_process(proc).len(), 2);
         let g = counts.get(FP, proc, "\"0x9000001\"", "\"0xc1\"").unwrap();
         assert_eq!(counts.count(g, 110, false), 1);
         counts.exited(proc);
-        assert_eq!(counts.of_process(proc).count(), 0);
+        assert_eq!(counts.of_process(proc).len(), 0);
         assert!(counts.get(FP, proc, "\"0x9000001\"", "\"0xc1\"").is_none());
         assert_eq!(counts.held(), (0, 0, 0));
         counts.call(&CUDA, &calls[2]);

@@ -4,7 +4,6 @@ use super::{handles_of, is_open, key, Spelling};
 use crate::crossproc::{Call, Timeline};
 use rustc_hash::{FxHashMap, FxHasher};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 
 /// (fingerprint, process, pointer's text, context's text): a group of opens.
@@ -34,11 +33,11 @@ pub(super) struct OpenCounts {
     free: Vec<GroupId>,
     /// Group key -> number, hashed by [`hash_key`] over the slots' keys.
     ids: hashbrown::HashTable<GroupId>,
-    /// A fingerprint's groups, by the position of their first opens.
-    by_handle: FxHashMap<String, BTreeMap<usize, GroupId>>,
-    /// A process's groups, by the position of their first opens (one open's groups in the order
-    /// of their fingerprints).
-    by_process: FxHashMap<usize, BTreeMap<usize, Vec<GroupId>>>,
+    /// A fingerprint's groups, in no order (each group knows its place: [`Group::in_handle`]).
+    by_handle: FxHashMap<String, Vec<GroupId>>,
+    /// A process's groups, in no order ([`Group::in_process`]; [`OpenCounts::of_process`] sorts
+    /// them).
+    by_process: FxHashMap<usize, Vec<GroupId>>,
     /// (process, pointer's key; `None`: closes of no pointer, the exact function) -> its
     /// successful closes since a group first needed them, and how many groups count them.
     closes: FxHashMap<usize, FxHashMap<Option<String>, Ends>>,
@@ -78,6 +77,10 @@ pub(super) struct Group {
     /// Its latest open (what [`super::NeverClosed`] names), and the position of its first.
     pub(super) last: Call,
     pub(super) first_pos: usize,
+    /// Where it is in its handle's and its process's lists: a group starts anew in place, and
+    /// is let go by swapping the last of each list into its place.
+    in_handle: usize,
+    in_process: usize,
 }
 
 impl Group {
@@ -249,16 +252,11 @@ impl OpenCounts {
         self.ids.insert_unique(hash_of(&at), id, |&other| {
             hash_of(&slots[other].as_ref().expect("a live group").key)
         });
-        self.by_handle
-            .entry(at.0.clone())
-            .or_default()
-            .insert(c.pos, id);
-        self.by_process
-            .entry(c.proc)
-            .or_default()
-            .entry(c.pos)
-            .or_default()
-            .push(id);
+        let of_handle = self.by_handle.entry(at.0.clone()).or_default();
+        of_handle.push(id);
+        let of_process = self.by_process.entry(c.proc).or_default();
+        of_process.push(id);
+        let (in_handle, in_process) = (of_handle.len() - 1, of_process.len() - 1);
         self.slots[id] = Some(Group {
             key: at,
             pid: c.pid,
@@ -271,6 +269,8 @@ impl OpenCounts {
             destroys_before,
             last: c.clone(),
             first_pos: c.pos,
+            in_handle,
+            in_process,
         });
         self.live += 1;
         id
@@ -308,21 +308,12 @@ impl OpenCounts {
         let Some(group) = self.slots[id].as_mut() else {
             return;
         };
-        let was = std::mem::replace(&mut group.first_pos, c.pos);
+        group.first_pos = c.pos;
         group.opens = 0;
         group.last_ts = c.ts_ns;
         group.at_last = 0;
         group.closes_before = closes;
         group.destroys_before = destroys;
-        let (fp, proc) = (&group.key.0, group.key.1);
-        if let Some(list) = self.by_handle.get_mut(fp) {
-            list.remove(&was);
-            list.insert(c.pos, id);
-        }
-        if let Some(list) = self.by_process.get_mut(&proc) {
-            unlist(list, was, id);
-            list.entry(c.pos).or_default().push(id);
-        }
         if let Some(gone) = &mut self.gone {
             gone.push(group.key.clone());
         }
@@ -343,13 +334,23 @@ impl OpenCounts {
         }
         let (fp, proc) = (&group.key.0, group.key.1);
         if let Some(list) = self.by_handle.get_mut(fp) {
-            list.remove(&group.first_pos);
+            list.swap_remove(group.in_handle);
+            if let Some(&moved) = list.get(group.in_handle) {
+                if let Some(g) = self.slots[moved].as_mut() {
+                    g.in_handle = group.in_handle;
+                }
+            }
             if list.is_empty() {
                 self.by_handle.remove(fp);
             }
         }
         if let Some(list) = self.by_process.get_mut(&proc) {
-            unlist(list, group.first_pos, id);
+            list.swap_remove(group.in_process);
+            if let Some(&moved) = list.get(group.in_process) {
+                if let Some(g) = self.slots[moved].as_mut() {
+                    g.in_process = group.in_process;
+                }
+            }
             if list.is_empty() {
                 self.by_process.remove(&proc);
             }
@@ -365,27 +366,25 @@ impl OpenCounts {
 
     /// Process `proc`'s groups, in the order their first opens came (one open's in the order of
     /// their fingerprints).
-    pub(super) fn of_process(&self, proc: usize) -> impl Iterator<Item = &Group> + '_ {
-        self.by_process
+    pub(super) fn of_process(&self, proc: usize) -> Vec<&Group> {
+        let mut groups: Vec<&Group> = self
+            .by_process
             .get(&proc)
             .into_iter()
-            .flat_map(BTreeMap::values)
             .flatten()
             .map(|&id| self.group(id))
+            .collect();
+        groups.sort_unstable_by(|a, b| (a.first_pos, &a.key.0).cmp(&(b.first_pos, &b.key.0)));
+        groups
     }
 
     /// Process `proc` exited: what it had open is unmapped, its groups let go (asked after every
     /// question about its time).
     pub(super) fn exited(&mut self, proc: usize) {
-        let gone: Vec<GroupId> = self
-            .by_process
-            .get(&proc)
-            .into_iter()
-            .flat_map(BTreeMap::values)
-            .flatten()
-            .copied()
-            .collect();
-        gone.into_iter().for_each(|id| self.remove(id));
+        // Its list goes first: each group's removal then leaves it alone.
+        for id in self.by_process.remove(&proc).into_iter().flatten() {
+            self.remove(id);
+        }
     }
 
     /// How often `group`'s mapping is still open at `until` (ns of the wall clock): its opens
@@ -411,12 +410,12 @@ impl OpenCounts {
         opened.saturating_sub(now - group.closes_before)
     }
 
-    /// The groups of handle `fp`, in the order their first opens came.
+    /// The groups of handle `fp`, in no order.
     fn of<'a>(&'a self, fp: &str) -> impl Iterator<Item = &'a Group> + 'a {
         self.by_handle
             .get(fp)
             .into_iter()
-            .flat_map(BTreeMap::values)
+            .flatten()
             .map(|&id| self.group(id))
     }
 
@@ -460,15 +459,5 @@ impl OpenCounts {
     /// How many slots were ever made.
     pub(super) fn slots(&self) -> usize {
         self.slots.len()
-    }
-}
-
-/// Takes group `id` off a process's list at position `pos`.
-fn unlist(list: &mut BTreeMap<usize, Vec<GroupId>>, pos: usize, id: GroupId) {
-    if let Some(at) = list.get_mut(&pos) {
-        at.retain(|&other| other != id);
-        if at.is_empty() {
-            list.remove(&pos);
-        }
     }
 }
