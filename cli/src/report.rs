@@ -567,9 +567,20 @@ fn step_line(c: &crossproc::Call, start: u64) -> String {
 
 fn render_handles_text(s: &Summary, out: &mut String) {
     // A handle used for hours has millions of steps: its first and last ones are shown (and
-    // kept, as their lines), every one is in JSON (issue 27).
+    // kept, as their lines), every one is in JSON (issue 27). A job that shares a new buffer
+    // each step has a handle for each: the first `--limit` handles are shown, as the first
+    // occurrences of a rule are, and only theirs are kept.
+    let limit = match s.findings.gather().limit {
+        0 => usize::MAX,
+        n => n,
+    };
     let mut shown: Vec<Shown> = Vec::new();
+    let mut handles = 0;
     s.timeline.handle_steps(|view, handle, c| {
+        handles = handles.max(view + 1);
+        if view >= limit {
+            return;
+        }
         if view == shown.len() {
             shown.push(Shown {
                 handle: handle.to_string(),
@@ -590,13 +601,13 @@ fn render_handles_text(s: &Summary, out: &mut String) {
             v.last.push_back(c.clone());
         }
     });
-    if shown.is_empty() {
+    if handles == 0 {
         return;
     }
     let _ = writeln!(
         out,
         "\nIPC HANDLES ({}: export, opens, closes, frees and destroys, in time order)",
-        plural(shown.len() as u64, "handle", "handles")
+        plural(handles as u64, "handle", "handles")
     );
     for v in &shown {
         let _ = writeln!(out, "    {}", v.handle);
@@ -612,6 +623,13 @@ fn render_handles_text(s: &Summary, out: &mut String) {
             }
             let _ = writeln!(out, "{line}");
         }
+    }
+    if handles > shown.len() {
+        let _ = writeln!(
+            out,
+            "    ... and {} (--limit {handles} shows them; 0: all; every step: --format json)",
+            plural((handles - shown.len()) as u64, "more handle", "more handles")
+        );
     }
 }
 

@@ -1295,6 +1295,63 @@ fn a_long_handle_history_is_shown_by_its_ends_in_text() {
     assert_eq!(shown, Some(62), "{json}");
 }
 
+/// Many handles seen once each: the text shows the first `--limit` handles (their steps kept,
+/// not every handle's) and says how many more there are; `--limit 0` and JSON show every one.
+#[test]
+fn the_text_shows_the_first_handles_up_to_the_limit() {
+    let dir = TempDir::new("report-many-handles");
+    let (mut exporter, mut importer) = (vec![PROCESS_100.to_string()], vec![PROCESS_200.to_string()]);
+    for k in 0..12u64 {
+        let (fp, t) = (format!("fp:{:016x}", 0x100 + k), 10 * k + 1);
+        exporter.push(format!(
+            r#"{{"seq":{},"t":{t},"tid":100,"fn":"cuIpcGetMemHandle","a":{{"*pHandle":"{fp}","dptr":"{:#x}"}},"r":0}}"#,
+            k + 1,
+            0x7000 + 0x100 * k
+        ));
+        importer.push(format!(
+            r#"{{"seq":{},"t":{},"tid":200,"fn":"cuIpcOpenMemHandle_v2","a":{{"*pdptr":"{:#x}","handle":"{fp}","Flags":1}},"r":0}}"#,
+            2 * k + 1,
+            t + 1,
+            0x9000 + 0x100 * k
+        ));
+        importer.push(format!(
+            r#"{{"seq":{},"t":{},"tid":200,"fn":"cuIpcCloseMemHandle","a":{{"dptr":"{:#x}"}},"r":0}}"#,
+            2 * k + 2,
+            t + 2,
+            0x9000 + 0x100 * k
+        ));
+    }
+    let text = |l: &[String]| lines(&l.iter().map(String::as_str).collect::<Vec<_>>());
+    dir.write("t/100.jsonl", &text(&exporter));
+    dir.write("t/200.jsonl", &text(&importer));
+    let report = |extra: &[&str]| {
+        let out = sharecheck(&dir).args(["report", "t"]).args(extra).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let shown = |r: &str| -> Vec<String> {
+        r.lines()
+            .filter(|l| l.trim_start().starts_with("fp:") && !l.contains(" us "))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    let all: Vec<String> = (0..12u64).map(|k| format!("fp:{:016x}", 0x100 + k)).collect();
+    let default = report(&[]);
+    assert!(default.contains("IPC HANDLES (12 handles:"), "{default}");
+    assert_eq!(shown(&default), all[..10], "{default}");
+    assert!(
+        default.contains("    ... and 2 more handles (--limit 12 shows them; 0: all;"),
+        "{default}"
+    );
+    let three = report(&["--limit", "3"]);
+    assert_eq!(shown(&three), all[..3], "{three}");
+    assert!(three.contains("... and 9 more handles"), "{three}");
+    let every = report(&["--limit", "0"]);
+    assert_eq!(shown(&every), all, "{every}");
+    assert!(!every.contains("more handle"), "{every}");
+    let json: serde_json::Value = serde_json::from_str(&report(&["--format", "json"])).unwrap();
+    assert_eq!(json["ipc"].as_array().map(Vec::len), Some(12), "{json}");
+}
+
 /// Two machines' processes of one pid are two processes: two rows, each naming its machine.
 #[test]
 fn processes_of_one_pid_on_two_machines_are_two_rows() {

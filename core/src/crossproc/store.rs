@@ -196,6 +196,12 @@ impl Store {
 pub(crate) struct Merge<'a> {
     readers: Vec<Reader<'a>>,
     rest: std::slice::Iter<'a, Call>,
+    /// This walk's own copy of each shape of the slice's calls, by the address of the shared
+    /// one, up to [`RECENT`] (then it starts again): threads that walk the same calls at once
+    /// each count the references of their own copies, instead of all counting one (issue 27:
+    /// 16 threads walking a loop's calls spent more time passing that count's cache line
+    /// around than checking).
+    local: rustc_hash::FxHashMap<usize, Arc<Shape>>,
     /// The head of each source (the slice's is the last), ordered by key.
     heads: BinaryHeap<Reverse<(Key, usize)>>,
     held: Vec<Option<Call>>,
@@ -206,6 +212,7 @@ impl<'a> Merge<'a> {
         let mut merge = Merge {
             readers: runs.iter().map(|run| Reader::new(run, error)).collect(),
             rest: rest.iter(),
+            local: Default::default(),
             heads: BinaryHeap::new(),
             held: Vec::new(),
         };
@@ -221,12 +228,37 @@ impl<'a> Merge<'a> {
     fn refill(&mut self, source: usize) {
         let next = match self.readers.get_mut(source) {
             Some(reader) => reader.next(),
-            None => self.rest.next().cloned(),
+            None => self.next_in_memory(),
         };
         if let Some(c) = next {
             self.heads.push(Reverse((key(&c), source)));
             self.held[source] = Some(c);
         }
+    }
+}
+
+impl Merge<'_> {
+    /// The slice's next call, with this walk's copy of its shape (the shared one is only read).
+    fn next_in_memory(&mut self) -> Option<Call> {
+        let c = self.rest.next()?;
+        let at = Arc::as_ptr(&c.shape) as usize;
+        let shape = match self.local.get(&at) {
+            Some(shape) => shape.clone(),
+            None => {
+                if self.local.len() == RECENT {
+                    self.local.clear();
+                }
+                let shape = Arc::new(Shape::clone(&c.shape));
+                self.local.insert(at, shape.clone());
+                shape
+            }
+        };
+        Some(Call {
+            shape,
+            seq: c.seq,
+            ts_ns: c.ts_ns,
+            pos: c.pos,
+        })
     }
 }
 
@@ -236,7 +268,7 @@ impl Iterator for Merge<'_> {
     fn next(&mut self) -> Option<Call> {
         // One source: no heap.
         if self.readers.is_empty() {
-            return self.rest.next().cloned();
+            return self.next_in_memory();
         }
         let Reverse((_, source)) = self.heads.pop()?;
         let c = self.held[source].take();
@@ -429,8 +461,10 @@ impl<'b> Fields<'b> {
     }
 }
 
-/// Shapes a reader made lately, by their bytes: a loop's calls share one again.
-const RECENT: usize = 8;
+/// Shapes a reader made, by their bytes, up to this many (then it starts again): a loop's calls
+/// share one again. Time order interleaves the loops of every process of a job (issue 27: 16
+/// jobs of an open/close loop are 64 shapes in turn, which 8 recent ones missed every time).
+const RECENT: usize = 512;
 
 /// One run read in order, through a buffer of its own.
 struct Reader<'a> {
@@ -440,8 +474,7 @@ struct Reader<'a> {
     buf: Vec<u8>,
     at: usize,
     left: usize,
-    recent: Vec<(Vec<u8>, Arc<Shape>)>,
-    turn: usize,
+    recent: rustc_hash::FxHashMap<Box<[u8]>, Arc<Shape>>,
     /// Calls of one time and pid, in [`key`] order: a run is sorted by the process numbers it
     /// was written with, which the timeline that took it in may have changed.
     group: std::collections::VecDeque<Call>,
@@ -458,8 +491,7 @@ impl<'a> Reader<'a> {
             buf: Vec::new(),
             at: 0,
             left: run.calls,
-            recent: Vec::new(),
-            turn: 0,
+            recent: Default::default(),
             group: Default::default(),
             ahead: None,
         }
@@ -504,16 +536,14 @@ impl<'a> Reader<'a> {
         let seq = f.u64()?;
         let pos = f.u64()? as usize + self.run.pos_offset;
         let shape_bytes = &rec[FIXED..];
-        let shape = match self.recent.iter().find(|(b, _)| b == shape_bytes) {
-            Some((_, shape)) => shape.clone(),
+        let shape = match self.recent.get(shape_bytes) {
+            Some(shape) => shape.clone(),
             None => {
                 let shape = Arc::new(self.shape(&mut f)?);
-                if self.recent.len() < RECENT {
-                    self.recent.push((shape_bytes.to_vec(), shape.clone()));
-                } else {
-                    self.recent[self.turn] = (shape_bytes.to_vec(), shape.clone());
-                    self.turn = (self.turn + 1) % RECENT;
+                if self.recent.len() == RECENT {
+                    self.recent.clear();
                 }
+                self.recent.insert(shape_bytes.into(), shape.clone());
                 shape
             }
         };
