@@ -396,7 +396,7 @@ fn report_command() -> clap::Command {
                 .value_name("N")
                 .value_parser(value_parser!(usize))
                 .default_value(DEFAULT_LIMIT.to_string())
-                .help("Show at most N occurrences of each rule in text (0: all); every occurrence is counted."),
+                .help("Show at most N occurrences of each rule in text, and the first N handles of IPC HANDLES (0: all); every occurrence and handle is counted."),
         )
         .arg(
             Arg::new("jobs")
