@@ -420,8 +420,9 @@ fn report_command() -> clap::Command {
                     "Keep at most N of the calls the cross-process checks read in memory per \
                      reading thread (about 60 bytes each, and at most about 32 MiB of the \
                      distinct arguments they hold); past that, they go to unnamed temporary \
-                     files in TMPDIR, sorted, and are merged back (0: keep every one in \
-                     memory). The report is the same whatever N.",
+                     files in TMPDIR, sorted, and are merged back; so do, past N/16, the \
+                     records the checks keep per handle seen, least lately used first (0: keep \
+                     every one in memory). The report is the same whatever N.",
                 ),
         )
         .arg(

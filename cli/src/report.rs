@@ -434,12 +434,12 @@ pub fn render_json_to(
     // Each exported memory handle's exchange across processes (only when there is one): every
     // step, held on disk until its handle is written (issue 27).
     let mut chains = crate::steps::Chains::new();
-    let mut names: Vec<String> = Vec::new();
+    let mut names: Vec<crossproc::Fp> = Vec::new();
     let mut failed = Ok(());
     let mut step = Vec::new();
     s.timeline.handle_steps(|view, handle, c| {
         if view == names.len() {
-            names.push(handle.to_string());
+            names.push(*handle);
         }
         step.clear();
         let json = serde_json::json!({"pid": c.pid, "fn": c.func.as_str(), "ts_ns": c.ts_ns,
@@ -454,7 +454,7 @@ pub fn render_json_to(
     for (view, handle) in names.iter().enumerate() {
         out.write_all(if view == 0 { b",\"ipc\":[" } else { b"," })?;
         out.write_all(b"{\"handle\":")?;
-        crate::safe_json::to_writer(&mut *out, handle)?;
+        crate::safe_json::to_writer(&mut *out, &handle.to_string())?;
         out.write_all(b",\"steps\":[")?;
         let mut first = true;
         chains.each(view, |step| {
@@ -628,7 +628,11 @@ fn render_handles_text(s: &Summary, out: &mut String) {
         let _ = writeln!(
             out,
             "    ... and {} (--limit {handles} shows them; 0: all; every step: --format json)",
-            plural((handles - shown.len()) as u64, "more handle", "more handles")
+            plural(
+                (handles - shown.len()) as u64,
+                "more handle",
+                "more handles"
+            )
         );
     }
 }

@@ -1300,7 +1300,8 @@ fn a_long_handle_history_is_shown_by_its_ends_in_text() {
 #[test]
 fn the_text_shows_the_first_handles_up_to_the_limit() {
     let dir = TempDir::new("report-many-handles");
-    let (mut exporter, mut importer) = (vec![PROCESS_100.to_string()], vec![PROCESS_200.to_string()]);
+    let (mut exporter, mut importer) =
+        (vec![PROCESS_100.to_string()], vec![PROCESS_200.to_string()]);
     for k in 0..12u64 {
         let (fp, t) = (format!("fp:{:016x}", 0x100 + k), 10 * k + 1);
         exporter.push(format!(
@@ -1325,7 +1326,11 @@ fn the_text_shows_the_first_handles_up_to_the_limit() {
     dir.write("t/100.jsonl", &text(&exporter));
     dir.write("t/200.jsonl", &text(&importer));
     let report = |extra: &[&str]| {
-        let out = sharecheck(&dir).args(["report", "t"]).args(extra).output().unwrap();
+        let out = sharecheck(&dir)
+            .args(["report", "t"])
+            .args(extra)
+            .output()
+            .unwrap();
         String::from_utf8(out.stdout).unwrap()
     };
     let shown = |r: &str| -> Vec<String> {
@@ -1334,7 +1339,9 @@ fn the_text_shows_the_first_handles_up_to_the_limit() {
             .map(|l| l.trim().to_string())
             .collect()
     };
-    let all: Vec<String> = (0..12u64).map(|k| format!("fp:{:016x}", 0x100 + k)).collect();
+    let all: Vec<String> = (0..12u64)
+        .map(|k| format!("fp:{:016x}", 0x100 + k))
+        .collect();
     let default = report(&[]);
     assert!(default.contains("IPC HANDLES (12 handles:"), "{default}");
     assert_eq!(shown(&default), all[..10], "{default}");

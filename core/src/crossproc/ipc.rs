@@ -1,7 +1,8 @@
 //! The IPC family's report-phase checks: what one process's trace cannot tell, decided over the
 //! traces of every process of a job (their rules: `crate::rules::ipc::report`).
 
-use crate::crossproc::{Call, ReportFinding, Timeline};
+use crate::crossproc::cold::{parts, ColdMap, Spill};
+use crate::crossproc::{Call, Fp, ReportFinding, Timeline};
 use crate::rules::ipc::report::*;
 use crate::rules::Rule;
 use opens::{Group, OpenCounts};
@@ -89,20 +90,15 @@ fn key(v: &Value) -> String {
     crate::crossproc::value_key(v).into_owned()
 }
 
-/// A handle's fingerprint as a key held inline: what follows `fp:` (issue 27: the checks that
-/// relate a later open to an earlier export keep a key per handle seen, not a string each).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct Fp([u8; 16]);
+impl Spill for Fp {
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.0);
+    }
 
-impl Fp {
-    /// The key of `fp`, a fingerprint ([`crate::crossproc::is_fingerprint`]: `fp:` and 16 hex
-    /// digits, as every name [`handles_of`] and [`Call::fingerprints`] give is).
-    fn of(fp: &str) -> Fp {
-        let mut key = [0; 16];
-        let digits = fp.as_bytes().get(3..).unwrap_or_default();
-        let n = digits.len().min(16);
-        key[..n].copy_from_slice(&digits[..n]);
-        Fp(key)
+    fn read(bytes: &mut &[u8]) -> Option<Self> {
+        let key = bytes.get(..16)?.try_into().ok()?;
+        *bytes = &bytes[16..];
+        Some(Fp(key))
     }
 }
 
@@ -560,6 +556,77 @@ struct Latest {
     earlier: Option<Known>,
 }
 
+impl Spill for Spent {
+    fn write(&self, out: &mut Vec<u8>) {
+        parts::u64(out, self.ts_ns);
+        parts::u64(out, self.pos as u64);
+        parts::u64(out, self.pid as u64);
+        parts::str(out, &self.exported);
+        match &self.freed {
+            Some((ts, f)) => {
+                parts::u64(out, 1);
+                parts::u64(out, *ts);
+                parts::str(out, f);
+            }
+            None => parts::u64(out, 0),
+        }
+    }
+
+    fn read(bytes: &mut &[u8]) -> Option<Self> {
+        Some(Spent {
+            ts_ns: parts::read_u64(bytes)?,
+            pos: parts::read_u64(bytes)? as usize,
+            pid: parts::read_u64(bytes)? as i64,
+            exported: parts::read_str(bytes)?.into(),
+            freed: match parts::read_u64(bytes)? {
+                0 => None,
+                _ => Some((
+                    parts::read_u64(bytes)?,
+                    crate::crossproc::Name(parts::read_str(bytes)?.into()),
+                )),
+            },
+        })
+    }
+}
+
+impl Spill for Latest {
+    /// Written only once spent ([`Spill::spillable`]): an export alive is shared with the
+    /// exports followed.
+    fn write(&self, out: &mut Vec<u8>) {
+        let spent = |k: &Known, out: &mut Vec<u8>| {
+            if let Known::Spent(spent) = k {
+                spent.write(out);
+            }
+        };
+        parts::u64(out, self.proc as u64);
+        spent(&self.last, out);
+        parts::u64(out, u64::from(self.earlier.is_some()));
+        if let Some(earlier) = &self.earlier {
+            spent(earlier, out);
+        }
+    }
+
+    fn read(bytes: &mut &[u8]) -> Option<Self> {
+        let spent = |bytes: &mut &[u8]| Some(Known::Spent(std::rc::Rc::new(Spent::read(bytes)?)));
+        let proc = parts::read_u64(bytes)? as usize;
+        let last = spent(bytes)?;
+        let earlier = match parts::read_u64(bytes)? {
+            0 => None,
+            _ => Some(spent(bytes)?),
+        };
+        Some(Latest {
+            proc,
+            last,
+            earlier,
+        })
+    }
+
+    fn spillable(&self) -> bool {
+        let spent = |k: &Known| matches!(k, Known::Spent(_));
+        spent(&self.last) && self.earlier.as_ref().is_none_or(spent)
+    }
+}
+
 /// [`OpenedAfterFree`] as a pass: per handle and exporting process, its latest exports (the
 /// latest, and the latest of an earlier time, for an open at the latest's time).
 struct OpenedAfterFreePass {
@@ -567,7 +634,7 @@ struct OpenedAfterFreePass {
     rule: &'static Rule,
     exports: Exports,
     /// Fingerprint -> each exporting process's latest exports.
-    latest: rustc_hash::FxHashMap<Fp, Vec<Latest>>,
+    latest: ColdMap<Fp, Vec<Latest>>,
     found: Vec<(crate::crossproc::Order, ReportFinding)>,
 }
 
@@ -577,7 +644,7 @@ impl OpenedAfterFreePass {
             s,
             rule,
             exports: Exports::default(),
-            latest: Default::default(),
+            latest: ColdMap::new(usize::MAX),
             found: Vec::new(),
         }
     }
@@ -603,15 +670,12 @@ impl OpenedAfterFreePass {
 }
 
 impl crate::crossproc::Pass for OpenedAfterFreePass {
-    fn call(&mut self, _t: &Timeline, c: &Call) {
+    fn call(&mut self, t: &Timeline, c: &Call) {
         let s = self.s;
+        self.latest.bounded_by(t);
         for followed in self.exports.call(s, c).followed {
             let fp = Fp::of(&followed.borrow().fp);
-            // One exporter is the rule: room for one (issue 27: a handle seen costs its entry).
-            let list = self
-                .latest
-                .entry(fp)
-                .or_insert_with(|| Vec::with_capacity(1));
+            let list = self.latest.entry(fp);
             match list.iter_mut().find(|l| l.proc == c.proc) {
                 None => list.push(Latest {
                     proc: c.proc,
@@ -634,7 +698,8 @@ impl crate::crossproc::Pass for OpenedAfterFreePass {
             // process.
             let export = self
                 .latest
-                .get(&Fp::of(fp))
+                .get_mut(&Fp::of(fp))
+                .map(|list| &*list)
                 .into_iter()
                 .flatten()
                 .filter(|l| l.proc != c.proc)
@@ -686,13 +751,15 @@ impl crate::crossproc::Pass for OpenedAfterFreePass {
         self.exports.exited(proc);
     }
 
-    fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
+    fn end(self: Box<Self>, t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
+        self.latest.tell(t);
         self.found
     }
 }
 
 /// One exporting process's exports of a handle on one device, in a row: what an open on a
 /// device that cannot access that one is told, once per export.
+#[derive(Clone)]
 struct Run {
     proc: usize,
     pid: i64,
@@ -702,11 +769,45 @@ struct Run {
     at_last: usize,
 }
 
+impl Spill for Run {
+    fn write(&self, out: &mut Vec<u8>) {
+        for v in [self.proc as u64, self.pid as u64, self.first_pos as u64] {
+            parts::u64(out, v);
+        }
+        for v in [self.count as u64, self.last_ts, self.at_last as u64] {
+            parts::u64(out, v);
+        }
+    }
+
+    fn read(bytes: &mut &[u8]) -> Option<Self> {
+        Some(Run {
+            proc: parts::read_u64(bytes)? as usize,
+            pid: parts::read_u64(bytes)? as i64,
+            first_pos: parts::read_u64(bytes)? as usize,
+            count: parts::read_u64(bytes)? as usize,
+            last_ts: parts::read_u64(bytes)?,
+            at_last: parts::read_u64(bytes)? as usize,
+        })
+    }
+}
+
+impl Spill for (Fp, crate::crossproc::Name) {
+    fn write(&self, out: &mut Vec<u8>) {
+        self.0.write(out);
+        parts::str(out, &self.1);
+    }
+
+    fn read(bytes: &mut &[u8]) -> Option<Self> {
+        let fp = Fp::read(bytes)?;
+        Some((fp, crate::crossproc::Name(parts::read_str(bytes)?.into())))
+    }
+}
+
 /// [`Unreachable`] as a pass: per handle and device (UUID), its exports as runs of one process.
 struct UnreachablePass {
     s: &'static Spelling,
     rule: &'static Rule,
-    by_device: rustc_hash::FxHashMap<(Fp, crate::crossproc::Name), Vec<Run>>,
+    by_device: ColdMap<(Fp, crate::crossproc::Name), Vec<Run>>,
     found: Vec<(crate::crossproc::Order, ReportFinding)>,
 }
 
@@ -715,22 +816,20 @@ impl UnreachablePass {
         UnreachablePass {
             s,
             rule,
-            by_device: Default::default(),
+            by_device: ColdMap::new(usize::MAX),
             found: Vec::new(),
         }
     }
 }
 
 impl crate::crossproc::Pass for UnreachablePass {
-    fn call(&mut self, _t: &Timeline, c: &Call) {
+    fn call(&mut self, t: &Timeline, c: &Call) {
         let s = self.s;
+        self.by_device.bounded_by(t);
         if c.func == s.export && c.succeeded() {
             if let Some(there) = &c.place.uuid {
                 for fp in handles_of(c) {
-                    let runs = self
-                        .by_device
-                        .entry((Fp::of(fp), there.clone()))
-                        .or_insert_with(|| Vec::with_capacity(1));
+                    let runs = self.by_device.entry((Fp::of(fp), there.clone()));
                     match runs.last_mut() {
                         Some(run) if run.proc == c.proc => {
                             run.count += 1;
@@ -762,9 +861,9 @@ impl crate::crossproc::Pass for UnreachablePass {
             }
         }
         for fp in handles_of(c) {
-            let mut from: Vec<(&Run, usize, &crate::crossproc::Name)> = Vec::new();
+            let mut from: Vec<(Run, usize, &crate::crossproc::Name)> = Vec::new();
             for &there in &theres {
-                let runs = self.by_device.get(&(Fp::of(fp), there.clone()));
+                let runs = self.by_device.get_mut(&(Fp::of(fp), there.clone()));
                 for run in runs.into_iter().flatten() {
                     let before = if run.last_ts == c.ts_ns {
                         run.count - run.at_last
@@ -772,7 +871,7 @@ impl crate::crossproc::Pass for UnreachablePass {
                         run.count
                     };
                     if run.proc != c.proc && before > 0 {
-                        from.push((run, before, there));
+                        from.push((run.clone(), before, there));
                     }
                 }
             }
@@ -798,7 +897,8 @@ impl crate::crossproc::Pass for UnreachablePass {
         }
     }
 
-    fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
+    fn end(self: Box<Self>, t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
+        self.by_device.tell(t);
         self.found
     }
 }
@@ -989,12 +1089,26 @@ impl crate::crossproc::Pass for EventDestroyedWhileOpenPass {
 /// A process that exported a handle: its process and pid, and when it first did.
 type Exporter = (usize, i64);
 
+impl Spill for (usize, i64, u64) {
+    fn write(&self, out: &mut Vec<u8>) {
+        parts::u64(out, self.0 as u64);
+        parts::u64(out, self.1 as u64);
+        parts::u64(out, self.2);
+    }
+
+    fn read(bytes: &mut &[u8]) -> Option<Self> {
+        let proc = parts::read_u64(bytes)? as usize;
+        let pid = parts::read_u64(bytes)? as i64;
+        Some((proc, pid, parts::read_u64(bytes)?))
+    }
+}
+
 /// [`SecondContext`] as a pass. It keeps, per handle, each process's first export; per
 /// process, device and context, the earliest open of each mapping (pointer) per handles named
 /// and exporter; and every process's held mappings, counted across handles.
 struct SecondContextPass {
     /// Fingerprint -> each exporting process's first successful export: (process, pid, time).
-    exporters: rustc_hash::FxHashMap<Fp, Vec<(usize, i64, u64)>>,
+    exporters: ColdMap<Fp, Vec<(usize, i64, u64)>>,
     held: OpenCounts,
     /// (process, device) -> context's text -> pointer's text -> (handles named, exporter) ->
     /// the earliest such open.
@@ -1015,7 +1129,7 @@ type Earliest = std::collections::HashMap<String, Vec<(Vec<String>, Option<Expor
 impl SecondContextPass {
     fn new() -> Self {
         SecondContextPass {
-            exporters: Default::default(),
+            exporters: ColdMap::new(usize::MAX),
             held: OpenCounts::telling_gone(),
             earliest: Default::default(),
             devices: Default::default(),
@@ -1026,11 +1140,11 @@ impl SecondContextPass {
 
     /// The process whose export shares `open`'s (first) handle: the first successful export of
     /// it by another process, before the open.
-    fn exporter(&self, open: &Call) -> Option<Exporter> {
+    fn exporter(&mut self, open: &Call) -> Option<Exporter> {
         let fps = open.fingerprints();
         let fp = fps.first()?;
         self.exporters
-            .get(&Fp::of(fp))?
+            .get_mut(&Fp::of(fp))?
             .iter()
             .filter(|(proc, _, ts)| *proc != open.proc && *ts < open.ts_ns)
             .min_by_key(|(_, _, ts)| *ts)
@@ -1069,14 +1183,12 @@ impl SecondContextPass {
 }
 
 impl crate::crossproc::Pass for SecondContextPass {
-    fn call(&mut self, _t: &Timeline, c: &Call) {
+    fn call(&mut self, t: &Timeline, c: &Call) {
         let s = &CUDA;
+        self.exporters.bounded_by(t);
         if c.func == s.export && c.succeeded() {
             for fp in c.fingerprints() {
-                let list = self
-                    .exporters
-                    .entry(Fp::of(fp))
-                    .or_insert_with(|| Vec::with_capacity(1));
+                let list = self.exporters.entry(Fp::of(fp));
                 if !list.iter().any(|(proc, _, _)| *proc == c.proc) {
                     list.push((c.proc, c.pid, c.ts_ns));
                 }
@@ -1169,7 +1281,8 @@ impl crate::crossproc::Pass for SecondContextPass {
         self.let_go();
     }
 
-    fn end(self: Box<Self>, _t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
+    fn end(self: Box<Self>, t: &Timeline) -> Vec<(crate::crossproc::Order, ReportFinding)> {
+        self.exporters.tell(t);
         self.found
     }
 }
@@ -1436,16 +1549,21 @@ mod tests {
             before_exit, 2,
             "handles 2 and 3 are followed until the exit"
         );
-        let spent = |pass: &OpenedAfterFreePass, n: u64| {
-            let list = &pass.latest[&Fp::of(&format!("fp:{n:016x}"))];
+        let spent = |pass: &mut OpenedAfterFreePass, n: u64| {
+            let list = pass
+                .latest
+                .get_mut(&Fp::of(&format!("fp:{n:016x}")))
+                .unwrap();
             matches!(list[0].last, Known::Spent(_))
         };
-        assert!(spent(&pass, 1) && !spent(&pass, 2) && !spent(&pass, 3));
+        assert!(spent(&mut pass, 1) && !spent(&mut pass, 2) && !spent(&mut pass, 3));
         pass.exit(&t, exporter.unwrap(), 300);
-        assert!(spent(&pass, 2) && spent(&pass, 3));
+        assert!(spent(&mut pass, 2) && spent(&mut pass, 3));
         assert!(pass.exports.unfreed.is_empty() && pass.exports.in_context.is_empty());
         // What was spent still names the export and its free.
-        let Known::Spent(one) = &pass.latest[&Fp::of("fp:0000000000000001")][0].last else {
+        let Known::Spent(one) =
+            &pass.latest.get_mut(&Fp::of("fp:0000000000000001")).unwrap()[0].last
+        else {
             unreachable!()
         };
         assert_eq!((one.ts_ns, one.pid, &*one.exported), (100, 10, "0x7000001"));
@@ -1453,6 +1571,52 @@ mod tests {
             one.freed.as_ref().map(|(ts, f)| (*ts, f.as_str())),
             Some((200, "cuMemFree_v2"))
         );
+    }
+
+    /// Issue 27: what the checks keep of a handle seen goes to disk once it is not used (a small
+    /// `--memory-calls` makes it go at once), and comes back for an open long after: a freed
+    /// handle opened after hundreds of others were exported and freed is found, with the same
+    /// message as when everything stays in memory.
+    #[test]
+    fn an_export_gone_cold_is_read_back_for_a_late_open() {
+        let open = |n: u64, ts: u64| {
+            let fp = format!("fp:{n:016x}");
+            record(
+                20,
+                ts,
+                "cuIpcOpenMemHandle_v2",
+                json!({"*pdptr": "0x9000000", "handle": fp, "Flags": 1}),
+                0,
+            )
+        };
+        let mut records = vec![export(1, 100), free(1, 110)];
+        for n in 2..300 {
+            records.push(export(n, 100 * n));
+            records.push(free(n, 100 * n + 10));
+        }
+        records.push(open(1, 100_000));
+        let findings = |spill: usize| {
+            let mut t = Timeline::for_checks(crate::crossproc::REPORT_CHECKS);
+            t.spill_every(spill);
+            records.iter().for_each(|r| t.add(r));
+            t.finish();
+            let mut pass = OpenedAfterFreePass::new(&CUDA, &OPENED_AFTER_FREE_RULE);
+            walk(&t, &mut pass);
+            let (hot, runs) = pass.latest.held();
+            let found: Vec<String> = Box::new(pass)
+                .end(&t)
+                .into_iter()
+                .map(|(_, f)| format!("{} {} {}", f.pid, f.ts_ns, f.message))
+                .collect();
+            (found, hot, runs)
+        };
+        let (in_memory, hot, runs) = findings(0);
+        assert_eq!((hot, runs), (299, 0));
+        assert_eq!(in_memory.len(), 1, "{in_memory:?}");
+        assert!(in_memory[0].contains("exported 0x7000001"), "{in_memory:?}");
+        let (cold, hot, runs) = findings(4);
+        assert_eq!(cold, in_memory);
+        assert!(hot < 10 && runs > 0, "{hot} in memory, {runs} runs");
     }
 
     /// The open counts hold what is open: a process's exit lets its groups go, and the counts of

@@ -46,6 +46,7 @@ macro_rules! at_exit_check {
     };
 }
 
+mod cold;
 pub mod endpoint;
 pub mod ipc;
 pub mod pool;
@@ -284,6 +285,32 @@ pub fn is_fingerprint(text: &str) -> bool {
         .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
+/// A handle's fingerprint as a key held inline: the 16 digits after `fp:` (issue 27: the
+/// checks that relate a later open to an earlier export, and the IPC view, keep a key per
+/// handle seen, not a string each).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Fp([u8; 16]);
+
+impl Fp {
+    /// The key of `fp`, a fingerprint ([`is_fingerprint`]: `fp:` and 16 hex digits, as every
+    /// name [`Call::fingerprints`] gives is).
+    pub fn of(fp: &str) -> Fp {
+        let mut key = [0; 16];
+        let digits = fp.as_bytes().get(3..).unwrap_or_default();
+        let n = digits.len().min(16);
+        key[..n].copy_from_slice(&digits[..n]);
+        Fp(key)
+    }
+}
+
+impl std::fmt::Display for Fp {
+    /// As the trace writes it: `fp:` and its digits.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("fp:")?;
+        f.write_str(std::str::from_utf8(&self.0).unwrap_or("?"))
+    }
+}
+
 /// The calls of every process that the checks read, in time order (ties: by process, then
 /// sequence): those that mention a handle fingerprint, and those of the functions the checks name
 /// ([`ReportCheck::functions`]). A trace of millions of other calls costs nothing here.
@@ -294,7 +321,7 @@ pub struct Timeline {
     /// The calls, in memory up to a bound, then in sorted runs on disk ([`store`]).
     store: store::Store,
     /// The handles an IPC export names (exported memory and events): the IPC view's.
-    exported: std::collections::HashSet<String>,
+    exported: rustc_hash::FxHashSet<Fp>,
     /// Process ([`Call::proc`]) -> when its `exit` record was written (a process that ended
     /// through `exit`).
     exits: BTreeMap<usize, u64>,
@@ -649,11 +676,7 @@ impl Timeline {
                 .args
                 .iter()
                 .for_each(|(_, v)| collect_fingerprints(v, &mut fps));
-            for fp in fps {
-                if !self.exported.contains(fp) {
-                    self.exported.insert(fp.to_string());
-                }
-            }
+            self.exported.extend(fps.into_iter().map(Fp::of));
         }
         let spilled = self.store.push(
             Call {
@@ -743,6 +766,22 @@ impl Timeline {
     /// [`store::SPILL_AT`]): what bounds the report's memory (issue 27).
     pub fn spill_every(&mut self, calls: usize) {
         self.store.spill_every(calls);
+    }
+
+    /// How many entries per handle seen a check keeps in memory before the others go to
+    /// temporary files ([`cold::ColdMap`]): a sixteenth of the calls kept in memory (`usize::MAX`:
+    /// every one, where calls are never spilled).
+    pub(crate) fn cold_bound(&self) -> usize {
+        match self.store.spill_at() {
+            0 => usize::MAX,
+            calls => (calls / 16).max(1),
+        }
+    }
+
+    /// Says why something a check keeps could not go to disk or come back (where nothing was
+    /// said before: [`Timeline::store_error`]).
+    pub(crate) fn note_error(&self, why: &str) {
+        self.store.note_error(why);
     }
 
     /// The calls kept, and how many temporary files hold those not in memory.
@@ -947,9 +986,9 @@ impl Timeline {
     /// handle's view, in time order; views are numbered from 0 in the order of their first step.
     /// What is kept is a number per handle and the exports and opens whose end is still to come
     /// (issue 27: a handle's millions of steps are never held).
-    pub fn handle_steps(&self, mut step: impl FnMut(usize, &str, &Call)) {
-        let mut views: HashMap<String, usize> = HashMap::new();
-        let mut names: Vec<String> = Vec::new();
+    pub fn handle_steps(&self, mut step: impl FnMut(usize, &Fp, &Call)) {
+        let mut views: rustc_hash::FxHashMap<Fp, usize> = Default::default();
+        let mut names: Vec<Fp> = Vec::new();
         // Each process's pointer -> the views whose export or open of it has no end yet, in
         // order: an end is the first one's.
         let mut waiting: HashMap<Written, std::collections::VecDeque<usize>> = HashMap::new();
@@ -959,18 +998,15 @@ impl Timeline {
             let mut fps = c.fingerprints();
             fps.sort_unstable();
             fps.dedup();
-            for fp in fps {
-                if !self.exported.contains(fp) {
+            for fp in fps.into_iter().map(Fp::of) {
+                if !self.exported.contains(&fp) {
                     continue;
                 }
-                let view = match views.get(fp) {
-                    Some(&view) => view,
-                    None => {
-                        views.insert(fp.to_string(), names.len());
-                        names.push(fp.to_string());
-                        names.len() - 1
-                    }
-                };
+                let next = names.len();
+                let view = *views.entry(fp).or_insert(next);
+                if view == next {
+                    names.push(fp);
+                }
                 mine.push(view);
             }
             if let Some(ptr) = exchange_pointer(&c) {

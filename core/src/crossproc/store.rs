@@ -69,8 +69,12 @@ impl Store {
         self.spill_at = Some(calls);
     }
 
-    fn spill_at(&self) -> usize {
+    pub(crate) fn spill_at(&self) -> usize {
         self.spill_at.unwrap_or(SPILL_AT)
+    }
+
+    pub(crate) fn note_error(&self, why: &str) {
+        let _ = self.error.set(why.to_string());
     }
 
     /// Calls held in all (in memory and in runs).
