@@ -103,9 +103,7 @@ impl<K: Spill + Hash + Eq + Clone, V: Spill + Default> ColdMap<K, V> {
     /// Passes on to the timeline why entries stayed in memory, if they did.
     pub(crate) fn tell(&self, t: &Timeline) {
         if let Some(why) = &self.error {
-            t.note_error(&format!(
-                "{why}; what they keep of each handle stayed in memory"
-            ));
+            t.note_error(why);
         }
     }
 
@@ -160,7 +158,10 @@ impl<K: Spill + Hash + Eq + Clone, V: Spill + Default> ColdMap<K, V> {
                 Ok(Some(found)) => return V::read(&mut found.as_slice()),
                 Ok(None) => {}
                 Err(e) => {
-                    self.note(format!("could not read a temporary file back: {e}"));
+                    self.note(format!(
+                        "could not read back a temporary file of what they keep per handle \
+                         (the opens of the handles in it were checked without it): {e}"
+                    ));
                     return None;
                 }
             }
@@ -205,7 +206,10 @@ impl<K: Spill + Hash + Eq + Clone, V: Spill + Default> ColdMap<K, V> {
                 self.runs.push(run);
                 self.compact();
             }
-            Err(e) => self.note(format!("could not write a temporary file (TMPDIR): {e}")),
+            Err(e) => self.note(format!(
+                "could not write a temporary file (TMPDIR), so what they keep of every handle \
+                 stays in memory: {e}"
+            )),
         }
     }
 
@@ -264,7 +268,10 @@ impl<K: Spill + Hash + Eq + Clone, V: Spill + Default> ColdMap<K, V> {
         match merged {
             Ok(run) => self.runs.push(run),
             Err(e) => {
-                self.note(format!("could not merge temporary files: {e}"));
+                self.note(format!(
+                    "could not merge temporary files of what they keep per handle, so it stays \
+                     in memory from then on: {e}"
+                ));
                 self.runs.extend(newest);
             }
         }
