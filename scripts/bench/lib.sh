@@ -289,15 +289,9 @@ bench_main() {
     bench_exec plain probe "$BENCH_TMP/runs/probe-plain.out" --probe
     INFO=$(awk -F'\t' '$1 == "INFO" { print $2 }' "$BENCH_TMP/runs/probe-plain.out")
     [[ -n $INFO ]] || bench_fail "the probe printed no INFO line" "$BENCH_TMP/runs/probe-plain.out"
-    local devices
-    devices=$(sed -n 's/.*devices=\([0-9]*\).*/\1/p' <<<"$INFO")
-    NOTE_MUTED=""
-    if [[ $devices == 1 ]]; then
-        # With one device cuDeviceCanAccessPeer(0, 0) is the only call there is, and the shim
-        # rightly warns about it: mute that one rule, say so.
-        SHIM_ENV+=("SHARECHECK_OPTIONS=mute=cuDeviceCanAccessPeer.same-device${SHARECHECK_OPTIONS:+:$SHARECHECK_OPTIONS}")
-        NOTE_MUTED="one device: can_access_peer asks (0, 0); the shim runs mute cuDeviceCanAccessPeer.same-device"
-    fi
+    # What the probe says of its setup (with one device: can_access_peer left out, the peer
+    # copies within device 0), for the report.
+    NOTES=$(awk -F'\t' '$1 == "NOTE" { print $2 }' "$BENCH_TMP/runs/probe-plain.out")
     declare -gA ITERS=() CALIBRATED=()
     local mode
     for mode in "${modes[@]}"; do
@@ -334,7 +328,7 @@ bench_main() {
     echo
     bench_header
     echo "- setup: $(tr ' ' '\n' <<<"$INFO" | grep -E '^(driver_version|devices|can_access_peer|peer_access)=' | paste -sd' ')"
-    if [[ -n $NOTE_MUTED ]]; then echo "- note: $NOTE_MUTED"; fi
+    if [[ -n $NOTES ]]; then sed 's/^/- note: /' <<<"$NOTES"; fi
     echo "- load average before the runs $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine shows up as noise)"
     echo "- $ROUNDS rounds of plain and shim runs$([[ $TRACED == 1 ]] && echo ' and traced shim runs'), interleaved" \
         "(order reversed every other round), each on 1 and on $MT_THREADS threads (${elapsed}s in all). A run times," \
