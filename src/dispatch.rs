@@ -130,8 +130,32 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
         if let Some(ret) = quick::<A, TRACED>(&guard, args, real, stamp) {
             return ret;
         }
+        if !TRACED {
+            // Out of line: the full path's context and answers would otherwise widen the
+            // export's frame, whose lines the quick path then touches (issue 24).
+            return checked_apart::<A>(&guard, args, real);
+        }
     }
+    checked::<A, TRACED>(&guard, args, real, stamp)
+}
 
+/// [`checked`] out of line, for an untraced call of a quick row that a check sent to the full
+/// path.
+#[cold]
+#[inline(never)]
+fn checked_apart<A: Invoke>(guard: &Guard, args: A, real: usize) -> c_int {
+    checked::<A, false>(guard, args, real, 0)
+}
+
+/// The full path of a checked call: the checks' context made, their steps around the driver's
+/// call, the call settled, reported and recorded.
+#[inline(always)]
+fn checked<A: Invoke, const TRACED: bool>(
+    guard: &Guard,
+    args: A,
+    real: usize,
+    stamp: u64,
+) -> c_int {
     // The record's number, held until the call is recorded: an exiting process waits for the
     // numbers in flight. Taken once the driver returned (a call blocked in the driver holds
     // none, so an exit never waits for one), or before the call for findings reported then.
@@ -144,7 +168,7 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     let mut dur_ns = None;
     // Held without drop glue until a path takes it: the clean path ends it in place (moved into
     // a consuming call, the context is copied, two more code lines after the driver's call).
-    let mut cx = std::mem::ManuallyDrop::new(process_cx(&guard));
+    let mut cx = std::mem::ManuallyDrop::new(process_cx(guard));
     phases::mark(A::ID, Phase::Context);
     let ran = shielded(false, || {
         args.run(&mut cx, |cx| {
@@ -156,7 +180,7 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
             if !cx.is_clean() {
                 // Untraced, no number is taken: `number` stays a known `None`, with no drop
                 // to test after the call.
-                report_early::<A, TRACED>(cx, &args, &guard, TRACED.then_some(&mut number));
+                report_early::<A, TRACED>(cx, &args, guard, TRACED.then_some(&mut number));
             }
             let start = if timed {
                 trace::now_on(guard.clock())
@@ -191,7 +215,7 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
         // Out of line, so that the clean path's code after the driver's call is a few
         // contiguous lines.
         let cx = std::mem::ManuallyDrop::into_inner(cx);
-        return unclean::<A>(&guard, args, real, cx, ran, answer);
+        return unclean::<A>(guard, args, real, cx, ran, answer);
     }
     if let (true, Some((Outcome::Returned(_), ret))) = (ran, answer) {
         if cx.is_clean()
@@ -205,7 +229,7 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
             let number = number.unwrap_or_else(|| trace::next_seq(guard.writer_slot(), false));
             phases::mark(A::ID, Phase::Number);
             shielded((), || {
-                trace::write_plain(&guard, &args, ret, number.seq, ts_ns, cx.place.as_deref());
+                trace::write_plain(guard, &args, ret, number.seq, ts_ns, cx.place.as_deref());
             });
             drop(number);
             if !cx.holds_nothing() {
@@ -217,7 +241,7 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
     }
     let cx = std::mem::ManuallyDrop::into_inner(cx);
     traced_unclean::<A>(
-        &guard,
+        guard,
         args,
         real,
         cx,

@@ -7,7 +7,7 @@
  * compare the two.
  *
  * Usage: bench [--threads T] [--reps R] [--iters CASE=N,...] [--cases CASE,...] [--calibrate MS]
- *              [--probe] [--ab]
+ *              [--probe] [--ab [--entries link|proc,dlsym|proc]]
  *
  * Cases (each a loop of N calls, timed with CLOCK_MONOTONIC after one untimed warm-up loop,
  * repeated R times; the result is the median ns per call over the repetitions):
@@ -47,6 +47,13 @@
  * --ab: in-process A/B. Every repetition runs its loop twice, alternating which goes first: once
  * through the functions as linked (the shim's, when it is preloaded) and once through the driver's
  * own entries (glibc's own dlsym on libcuda.so.1, past any shim's), on the same stream and buffers.
+ * --entries LINKED,DIRECT changes where each side's functions come from: LINKED `link` (as linked)
+ * or `proc` (through the cuGetProcAddress_v2 the program links, at each function's base version
+ * with LEGACY_STREAM, as libcudart asks: a preloaded shim answers with its wrappers), DIRECT
+ * `dlsym` or `proc` (through the driver's own cuGetProcAddress_v2). `proc,proc` times what a
+ * runtime program's calls cost; `link,proc` without a shim times the driver's exported entries
+ * against the ones cuGetProcAddress returns. An ENTRIES line names the functions whose two
+ * entries differ.
  * The difference per repetition is the shim's cost with the driver's own run-to-run variance (on
  * R580 a 4-byte peer copy takes 1.7 to 2.8 us depending on the process) cancelled. Without a shim
  * both are the driver: the difference is the method's noise. Prints AB lines instead of RESULT.
@@ -116,6 +123,9 @@ CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags);
 CUresult cuStreamSynchronize(CUstream hStream);
 CUresult cuStreamDestroy_v2(CUstream hStream);
 CUresult cuGetErrorName(CUresult error, const char **pStr);
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                             unsigned long long flags, int *symbolStatus);
+typedef CUresult (*get_proc_t)(const char *, void **, int, unsigned long long, int *);
 /* Virtual memory management: CUmemAllocationProp (32 bytes) and CUmemAccessDesc (12). */
 typedef unsigned long long CUmemGenericAllocationHandle;
 typedef struct {
@@ -162,7 +172,7 @@ struct api {
     CUresult (*mem_unmap)(CUdeviceptr, size_t);
     CUresult (*mem_set_access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
 };
-static const struct api LINKED = {
+static struct api LINKED = {
     cuDeviceCanAccessPeer, cuMemcpyPeerAsync, cuMemcpyPeer,  cuMemcpyDtoDAsync_v2,
     cuMemsetD8Async,       cuStreamAttachMemAsync, cuIpcGetMemHandle, cuMemAlloc_v2,
     cuMemFree_v2,          cuCtxGetCurrent,   cuDeviceGetCount, cuPointerGetAttribute,
@@ -548,9 +558,54 @@ static void parse_iters(const char *list) {
     }
 }
 
-/* The driver's own entries of the covered calls: looked up by glibc's own dlsym (found with
- * dlvsym under its symbol version), since a shim's exported dlsym would hand back its wrappers. */
-static void resolve_direct(void) {
+/* The covered calls of the cases: the table's field, the exported symbol, and the base name and
+ * version libcudart asks cuGetProcAddress for (flags LEGACY_STREAM: the exported symbols are the
+ * legacy-stream ones). */
+#define ENTRIES(X)                                                                                 \
+    X(can_access_peer, "cuDeviceCanAccessPeer", "cuDeviceCanAccessPeer", 4000)                     \
+    X(memcpy_peer_async, "cuMemcpyPeerAsync", "cuMemcpyPeerAsync", 4000)                           \
+    X(memcpy_peer, "cuMemcpyPeer", "cuMemcpyPeer", 4000)                                           \
+    X(memcpy_dtod_async, "cuMemcpyDtoDAsync_v2", "cuMemcpyDtoDAsync", 3020)                        \
+    X(memset_d8_async, "cuMemsetD8Async", "cuMemsetD8Async", 3020)                                 \
+    X(stream_attach, "cuStreamAttachMemAsync", "cuStreamAttachMemAsync", 6000)                     \
+    X(ipc_get, "cuIpcGetMemHandle", "cuIpcGetMemHandle", 4010)                                     \
+    X(mem_alloc, "cuMemAlloc_v2", "cuMemAlloc", 3020)                                              \
+    X(mem_free, "cuMemFree_v2", "cuMemFree", 3020)                                                 \
+    X(ctx_get_current, "cuCtxGetCurrent", "cuCtxGetCurrent", 4000)                                 \
+    X(device_get_count, "cuDeviceGetCount", "cuDeviceGetCount", 2000)                              \
+    X(pointer_get_attribute, "cuPointerGetAttribute", "cuPointerGetAttribute", 4000)               \
+    X(mem_map, "cuMemMap", "cuMemMap", 10020)                                                      \
+    X(mem_unmap, "cuMemUnmap", "cuMemUnmap", 10020)                                                \
+    X(mem_set_access, "cuMemSetAccess", "cuMemSetAccess", 10020)
+
+/* --entries: how each side of --ab finds its functions. */
+enum { VIA_LINK, VIA_DLSYM, VIA_PROC };
+static int g_linked_via = VIA_LINK, g_direct_via = VIA_DLSYM;
+
+/* Every entry of `out` through `get` (a cuGetProcAddress_v2), as libcudart asks for them. */
+static void proc_entries(struct api *out, get_proc_t get, const char *whose) {
+#define PROC(field, symbol, base, version)                                                         \
+    do {                                                                                           \
+        void *f = NULL;                                                                            \
+        int status = -1;                                                                           \
+        CUresult rc = get(base, &f, version, 1 /* LEGACY_STREAM */, &status);                      \
+        if (rc != 0 || !f) {                                                                       \
+            fprintf(stderr, "bench: %s cuGetProcAddress_v2(%s, %d) = %d, status %d\n", whose,    \
+                    base, version, rc, status);                                                    \
+            exit(1);                                                                               \
+        }                                                                                          \
+        memcpy(&out->field, &f, sizeof f);                                                         \
+    } while (0);
+    ENTRIES(PROC)
+#undef PROC
+}
+
+/* The driver's own entries of the covered calls (the direct side of --ab): looked up by glibc's
+ * own dlsym (found with dlvsym under its symbol version), since a shim's exported dlsym would
+ * hand back its wrappers; or (--entries ...,proc) through the driver's own cuGetProcAddress_v2,
+ * so looked up. The linked side (--entries proc,...) can come through the cuGetProcAddress_v2
+ * the program links (a shim's, when one is preloaded), as libcudart's calls do. */
+static void resolve_entries(void) {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (!h)
         die("--ab: libcuda.so.1 is not loaded");
@@ -561,36 +616,43 @@ static void resolve_direct(void) {
     if (!found)
         die("--ab: glibc's dlsym not found (dlvsym GLIBC_2.34, GLIBC_2.2.5)");
     memcpy(&real_dlsym, &found, sizeof found);
-#define DIRECT(field, name)                                                                        \
+    if (g_linked_via == VIA_PROC)
+        proc_entries(&LINKED, cuGetProcAddress_v2, "linked");
+    if (g_direct_via == VIA_PROC) {
+        void *gp = real_dlsym(h, "cuGetProcAddress_v2");
+        if (!gp)
+            die("--ab: libcuda.so.1 has no cuGetProcAddress_v2");
+        get_proc_t get;
+        memcpy(&get, &gp, sizeof gp);
+        proc_entries(&g_direct, get, "the driver's");
+    } else {
+#define DIRECT(field, symbol, base, version)                                                       \
     do {                                                                                           \
-        void *f = real_dlsym(h, name);                                                             \
+        void *f = real_dlsym(h, symbol);                                                           \
         if (!f)                                                                                    \
-            die("--ab: libcuda.so.1 has no " name);                                                \
+            die("--ab: libcuda.so.1 has no " symbol);                                              \
         memcpy(&g_direct.field, &f, sizeof f);                                                     \
-        g_same += (void *)LINKED.field == f;                                                       \
-        g_entries++;                                                                               \
-    } while (0)
-    DIRECT(can_access_peer, "cuDeviceCanAccessPeer");
-    DIRECT(memcpy_peer_async, "cuMemcpyPeerAsync");
-    DIRECT(memcpy_peer, "cuMemcpyPeer");
-    DIRECT(memcpy_dtod_async, "cuMemcpyDtoDAsync_v2");
-    DIRECT(memset_d8_async, "cuMemsetD8Async");
-    DIRECT(stream_attach, "cuStreamAttachMemAsync");
-    DIRECT(ipc_get, "cuIpcGetMemHandle");
-    DIRECT(mem_alloc, "cuMemAlloc_v2");
-    DIRECT(mem_free, "cuMemFree_v2");
-    DIRECT(ctx_get_current, "cuCtxGetCurrent");
-    DIRECT(device_get_count, "cuDeviceGetCount");
-    DIRECT(pointer_get_attribute, "cuPointerGetAttribute");
-    DIRECT(mem_map, "cuMemMap");
-    DIRECT(mem_unmap, "cuMemUnmap");
-    DIRECT(mem_set_access, "cuMemSetAccess");
+    } while (0);
+        ENTRIES(DIRECT)
 #undef DIRECT
+    }
+    int other = g_linked_via != VIA_LINK || g_direct_via != VIA_DLSYM;
+    if (other)
+        printf("ENTRIES\tnot the same entry on both sides:");
+#define SAME(field, symbol, base, version)                                                         \
+    g_same += LINKED.field == g_direct.field;                                                      \
+    g_entries++;                                                                                   \
+    if (other && LINKED.field != g_direct.field)                                                   \
+        printf(" %s", symbol);
+    ENTRIES(SAME)
+#undef SAME
+    if (other)
+        printf("\n");
 }
 
 static void usage(void) {
     fprintf(stderr, "usage: bench [--threads T] [--reps R] [--iters CASE=N,...] [--cases CASE,...] "
-                    "[--calibrate MS] [--probe] [--ab]\n");
+                    "[--calibrate MS] [--probe] [--ab [--entries link|proc,dlsym|proc]]\n");
     exit(2);
 }
 
@@ -604,6 +666,16 @@ int main(int argc, char **argv) {
             probe = 1;
         } else if (!strcmp(a, "--ab")) {
             g_ab = 1;
+        } else if (!strcmp(a, "--entries") && v) {
+            /* LINKED,DIRECT: link|proc for the linked side, dlsym|proc for the direct one */
+            char l[16] = "", d[16] = "";
+            if (sscanf(v, "%15[a-z],%15[a-z]", l, d) != 2)
+                usage();
+            g_linked_via = !strcmp(l, "link") ? VIA_LINK : !strcmp(l, "proc") ? VIA_PROC : -1;
+            g_direct_via = !strcmp(d, "dlsym") ? VIA_DLSYM : !strcmp(d, "proc") ? VIA_PROC : -1;
+            if (g_linked_via < 0 || g_direct_via < 0)
+                usage();
+            i++;
         } else if (!strcmp(a, "--threads") && v) {
             g_threads = atoi(v), i++;
         } else if (!strcmp(a, "--reps") && v) {
@@ -667,7 +739,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
 
     if (g_ab)
-        resolve_direct();
+        resolve_entries();
     if (calibrate_ms > 0)
         calibrate(calibrate_ms);
     if (!probe) {

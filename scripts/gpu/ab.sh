@@ -6,9 +6,12 @@
 # median (shim - driver) ns per case (per pair for alloc_free_256B and vmm_map_unmap).
 #
 # Usage: scripts/gpu/ab.sh NAME=SHIM[:MODES] ...   e.g. head=/tmp/a.so:ut new=/tmp/b.so:ut
-#   MODES: u (untraced), t (traced), or both (default ut).
+#   MODES: u (untraced), t (traced), or both (default ut). SHIM `none`: no shim (the method's
+#   control, or with ENTRIES=link,proc the driver's exported entries against cuGetProcAddress's).
 # Environment: CASES (comma-separated bench cases; default the VMM, alloc, IPC and attach ones),
-#   ROUNDS (3), REPS (7). Writes $OUT/ab.txt when OUT is set. No multicast object is created.
+#   ROUNDS (3), REPS (7), ENTRIES (bench's --entries, e.g. proc,proc: both sides through
+#   cuGetProcAddress_v2, as libcudart's calls come). Writes $OUT/ab.txt when OUT is set. No
+#   multicast object is created.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -23,19 +26,20 @@ for spec in "$@"; do
     name="${spec%%=*}" rest="${spec#*=}"
     shim="${rest%%:*}" modes="ut"
     [[ $rest == *:* ]] && modes="${rest##*:}"
-    [[ -f $shim ]] || { echo "ab.sh: $shim not found" >&2; exit 2; }
+    [[ $shim == none || -f $shim ]] || { echo "ab.sh: $shim not found" >&2; exit 2; }
     for ((i = 0; i < ${#modes}; i++)); do runs+=("$name:${modes:i:1}:$shim"); done
 done
 for r in $(seq "${ROUNDS:-3}"); do
     for run in "${runs[@]}"; do
         IFS=: read -r name mode shim <<<"$run"
         env=(LD_PRELOAD="$shim")
+        [[ $shim == none ]] && env=(LD_PRELOAD=)
         if [[ $mode == t ]]; then
             rm -rf "$work/trace" && mkdir -p "$work/trace"
             env+=(SHARECHECK_TRACE="$work/trace/%p.jsonl")
         fi
         env "${env[@]}" timeout 300 "$work/bench" --threads 1 --reps "${REPS:-7}" --ab \
-            --cases "$cases" >"$work/$name-$mode-$r.txt" 2>"$work/$name-$mode-$r.err" || true
+            ${ENTRIES:+--entries "$ENTRIES"} --cases "$cases" >"$work/$name-$mode-$r.txt" 2>"$work/$name-$mode-$r.err" || true
     done
     echo "round $r $(date +%T)" >&2
 done
@@ -43,6 +47,7 @@ done
     for run in "${runs[@]}"; do
         IFS=: read -r name mode _ <<<"$run"
         echo "== $name $mode"
+        grep -h '^ENTRIES' "$work/$name-$mode-1.txt" || true
         cat "$work/$name-$mode-"*.txt | awk -F'\t' '$1 == "AB" {v[$2] = v[$2] " " $6} END {for (c in v) print c v[c]}' | sort
     done
 } | tee "$work/ab.txt"

@@ -30,7 +30,7 @@ use sharecheck_core::rules::vmm::{cuda, report};
 /// Address-keyed entries in a sorted vector: a process has tens to thousands of reservations
 /// and mappings, and a binary search costs a tenth of a B-tree range walk on every VMM call
 /// (issue 25's budgets).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Sorted<V>(Vec<(u64, V)>);
 
 impl<V> Default for Sorted<V> {
@@ -193,7 +193,7 @@ struct Handle {
 /// last taken (a map follows its create, import or retain) or mapped. A map that names it reads
 /// no line of the table (issue 24: the table's control bytes and bucket were two chained reads on
 /// the VMM pair's path, after the family's own line).
-#[derive(Default)]
+#[derive(Clone, Default)]
 #[repr(C)]
 struct Handles {
     /// `(handle, entry)`: always the table's entry of that handle, at every change.
@@ -351,7 +351,7 @@ impl VmmState {
 /// In this order (`repr(C)`): what a map and an unmap read and change comes first, on the
 /// state's first two lines with its lock; the tables they leave alone (the handles', the
 /// reservations') come after.
-#[derive(Default)]
+#[derive(Clone, Default)]
 #[repr(C)]
 struct Vmm {
     /// Mapping start -> mapping. Changed only through [`Vmm::map`], [`Vmm::unmap_inside`],
@@ -997,7 +997,7 @@ pub(crate) fn granular(v: u64, g: u64) -> bool {
 /// before the driver's call (nothing overlapped it: taken back if the driver refuses, so a
 /// success needs no second lock), and whether it is the first map of a handle the shim saw taken
 /// (its stack is kept for the report).
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MapSeen(u16);
 
 impl MapSeen {
@@ -1017,7 +1017,7 @@ impl MapSeen {
 /// What a map's findings name, written only when it breaks a rule: the allocation's minimum
 /// granularity and size (0: not known), and the first mapping the range overlaps (start, size,
 /// handle).
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct MapDetail {
     granularity: u64,
     total: u64,
@@ -1052,6 +1052,74 @@ impl Vmm {
     /// findings name goes to `detail`, only when there are some.
     #[inline(always)]
     fn stage_map(
+        &mut self,
+        ptr: u64,
+        size: u64,
+        offset: u64,
+        handle: u64,
+        detail: &mut Option<MapDetail>,
+    ) -> MapSeen {
+        match self.stage_usual_map(ptr, size, offset, handle) {
+            Some(seen) => seen,
+            None => self.stage_any_map(ptr, size, offset, handle, detail),
+        }
+    }
+
+    /// [`Vmm::stage_map`] of the usual map, in a few instructions (issue 24: on R580 the
+    /// staging's code lines, evicted by the driver's work, were half the map's cost): the handle
+    /// last taken or mapped (its sizes known), whole granules inside its allocation and inside
+    /// the latest reservation, after every mapping. `None`: not that map; nothing changed.
+    #[inline(always)]
+    fn stage_usual_map(
+        &mut self,
+        ptr: u64,
+        size: u64,
+        offset: u64,
+        handle: u64,
+    ) -> Option<MapSeen> {
+        let (h, entry) = self.handles.recent.as_ref()?;
+        let (g, total) = (
+            entry.physical.granularity?.get(),
+            entry.physical.size?.get(),
+        );
+        let (start, length) = self.latest_reservation;
+        let end = ptr.checked_add(size)?;
+        let after_all = self
+            .maps
+            .0
+            .last()
+            .is_none_or(|&(k, m)| k.saturating_add(m.size) <= ptr);
+        if *h != handle
+            || !g.is_power_of_two()
+            || (ptr | size | offset) & (g - 1) != 0
+            || size == 0
+            || offset.checked_add(size)? > total
+            || ptr < start
+            || end > start.saturating_add(length)
+            || length == 0
+            || !after_all
+        {
+            return None;
+        }
+        let mapping = Mapping {
+            size,
+            handle,
+            physical: entry.physical,
+            accessible: false,
+        };
+        let first = !entry.mapped;
+        self.maps.0.push((ptr, mapping));
+        self.unaccessed += 1;
+        self.generation += 1;
+        Some(MapSeen(
+            MapSeen::STAGED | if first { MapSeen::FIRST } else { 0 },
+        ))
+    }
+
+    /// [`Vmm::stage_map`] of any map.
+    #[cold]
+    #[inline(never)]
+    fn stage_any_map(
         &mut self,
         ptr: u64,
         size: u64,

@@ -1144,3 +1144,93 @@ mod hip {
         h.ok(address_free(VA));
     }
 }
+
+/// The usual map's short staging (`Vmm::stage_usual_map`) decides exactly as the whole one
+/// (`Vmm::stage_any_map`) wherever it decides: the same verdict, mappings, counts and
+/// generation, over random states and maps near their reservations, handles and mappings.
+#[test]
+fn the_usual_map_is_staged_as_any_map_is() {
+    use super::{Location, Physical, Vmm};
+    use std::num::NonZeroU64;
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let (mut usual, mut cases) = (0, 0);
+    for _ in 0..100_000 {
+        let mut vmm = Vmm::default();
+        let granule = [G, 0x1000, 3 << 20][next(3) as usize];
+        let reservations = 1 + next(3);
+        for r in 0..reservations {
+            vmm.reserve(VA + r * (64 * G), (1 + next(16)) * granule);
+        }
+        // Maps land mostly in the latest reservation, with the handle last taken.
+        let latest = VA + (reservations - 1) * (64 * G);
+        let handles = 1 + next(3);
+        for h in 0..handles {
+            let physical = Physical {
+                size: NonZeroU64::new([4, 8, 0][next(3) as usize] * granule),
+                location: Some(Location::Device(0)),
+                handle_types: Some(0),
+                granularity: NonZeroU64::new([granule, 0][(next(5) == 0) as usize]),
+            };
+            let mapped = next(2) == 0;
+            vmm.handles.change(H + h, physical, |e| {
+                e.references = 1;
+                e.mapped = mapped;
+            });
+        }
+        for _ in 0..next(4) {
+            let at = [VA, latest][next(2) as usize] + next(12) * granule;
+            let mapping = super::Mapping {
+                size: (1 + next(3)) * granule,
+                handle: H + next(4),
+                physical: Physical::default(),
+                accessible: next(2) == 0,
+            };
+            if vmm.first_overlap(at, at + mapping.size).is_none() {
+                vmm.map(at, mapping);
+            }
+        }
+        // Mostly whole granules, sometimes not.
+        let unit = if next(8) == 0 { granule / 2 } else { granule };
+        let ptr = [VA, latest, latest][next(3) as usize] + next(20) * unit;
+        let size = next(4) * unit;
+        let offset = next(5) * unit;
+        let handle = H + [next(5), handles - 1][next(2) as usize];
+        let (mut fast, mut whole) = (vmm.clone(), vmm.clone());
+        let taken = fast.stage_usual_map(ptr, size, offset, handle);
+        let mut detail = None;
+        let expected = whole.stage_any_map(ptr, size, offset, handle, &mut detail);
+        cases += 1;
+        let Some(seen) = taken else {
+            assert_eq!(
+                format!("{:?}", fast.maps),
+                format!("{:?}", vmm.maps),
+                "changed"
+            );
+            continue;
+        };
+        usual += 1;
+        let at = (ptr, size, offset, handle);
+        assert_eq!(seen, expected, "{at:x?}");
+        assert_eq!(detail, None, "{at:x?}");
+        assert_eq!(
+            format!("{:?}", fast.maps),
+            format!("{:?}", whole.maps),
+            "{at:x?}"
+        );
+        assert_eq!(
+            (fast.unaccessed, fast.generation),
+            (whole.unaccessed, whole.generation),
+            "{at:x?}"
+        );
+    }
+    assert!(
+        usual > 1_000,
+        "the usual map was taken {usual} times in {cases}"
+    );
+}
