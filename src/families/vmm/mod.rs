@@ -1192,19 +1192,22 @@ impl Vmm {
         if self.maps.0[i].1.size != size {
             return None;
         }
-        // The last mapping (the usual unmap of the latest map) is popped: no call to `memmove`
-        // (another library's code lines and its GOT entry, all cold after the driver's call).
-        let (_, m) = if i + 1 == self.maps.0.len() {
-            self.maps.0.pop()?
-        } else {
-            self.maps.0.remove(i)
-        };
-        self.unaccessed = self.unaccessed.saturating_sub(usize::from(!m.accessible));
-        self.generation += 1;
-        Some(Unstaged {
+        // Only the two fields kept are read (the mapping is not copied out whole). The last
+        // mapping (the usual unmap of the latest map) is cut off: no call to `memmove` (another
+        // library's code lines and its GOT entry, all cold after the driver's call).
+        let m = &self.maps.0[i].1;
+        let kept = Unstaged {
             handle: m.handle,
             accessible: m.accessible,
-        })
+        };
+        if i + 1 == self.maps.0.len() {
+            self.maps.0.truncate(i);
+        } else {
+            self.maps.0.remove(i);
+        }
+        self.unaccessed = self.unaccessed.saturating_sub(usize::from(!kept.accessible));
+        self.generation += 1;
+        Some(kept)
     }
 }
 
