@@ -2,7 +2,7 @@
 # The benchmark: what the shim adds to single driver calls, on the simulated driver.
 #
 # Usage: scripts/bench.sh [--traced] [--no-build] [--rounds N] [--threads T] [--reps R]
-#                         [--loop-ms MS]
+#                         [--loop-ms MS] [--ab-procs P]
 #
 # Builds release (`cargo build --release --workspace`; skipped with --no-build or
 # BENCH_NO_BUILD=1), compiles scripts/bench/bench.c against the simulated driver
@@ -24,11 +24,13 @@
 # --rounds N (BENCH_ROUNDS, 9), --threads T (BENCH_THREADS, 16), --reps R (BENCH_REPS, 15: timed
 # loops per case and run), --loop-ms MS (BENCH_LOOP_MS, 2: N per case is calibrated so that a
 # loop of the slower mode takes about MS on one thread; plain and shim run the same N),
+# --ab-procs P (BENCH_AB_PROCS, 1: the in-process A/B's processes per mode and round, whose
+# median is the round's figure; scripts/gpu-bench.sh takes 5),
 # CC (the C compiler, cc), BENCH_RUN_TIMEOUT (seconds per run, 300). The default run takes under
 # a minute on 2 cores, --traced about half as long again.
 set -euo pipefail
 
-usage() { echo "usage: scripts/bench.sh [--traced] [--no-build] [--rounds N] [--threads T] [--reps R] [--loop-ms MS]"; }
+usage() { echo "usage: scripts/bench.sh [--traced] [--no-build] [--rounds N] [--threads T] [--reps R] [--loop-ms MS] [--ab-procs P]"; }
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

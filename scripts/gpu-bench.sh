@@ -2,6 +2,7 @@
 # The benchmark of scripts/bench.sh on a real GPU machine: plain driver vs shim, side by side.
 #
 # Usage: scripts/gpu-bench.sh [--traced] [--rounds N] [--threads T] [--reps R] [--loop-ms MS]
+#                             [--ab-procs P]
 #
 # Needs gcc (or $CC), the NVIDIA driver's libcuda.so.1 and the prebuilt shim
 # target/release/libsharecheck.so (carried from a machine with Rust: cargo build --release
@@ -20,17 +21,20 @@
 # BENCH_LIBCUDA_DIR (a directory holding the libcuda.so.1 to use, also put on LD_LIBRARY_PATH;
 # default: the one the dynamic linker finds, `ldconfig -p`), CC (gcc), and the options' variables
 # BENCH_TRACED, BENCH_ROUNDS (9), BENCH_THREADS (16), BENCH_REPS (15), BENCH_LOOP_MS (2),
-# BENCH_RUN_TIMEOUT (seconds per run, 300).
+# BENCH_AB_PROCS (5: the in-process A/B's processes per mode and round, whose median is the
+# round's figure; on R580 a process's figure falls in one of two modes, about 20 ns apart for
+# some cases), BENCH_RUN_TIMEOUT (seconds per run, 300).
 set -euo pipefail
 # Never touch NVLink multicast (NVLS) from anything started here.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
-usage() { echo "usage: scripts/gpu-bench.sh [--traced] [--rounds N] [--threads T] [--reps R] [--loop-ms MS]"; }
+usage() { echo "usage: scripts/gpu-bench.sh [--traced] [--rounds N] [--threads T] [--reps R] [--loop-ms MS] [--ab-procs P]"; }
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 # shellcheck source=scripts/bench/lib.sh
 source "$ROOT/scripts/bench/lib.sh"
+DEFAULT_AB_PROCS=5
 bench_parse_args gpu-bench.sh 0 "$@"
 
 BENCH_TMP=$(mktemp -d "${TMPDIR:-/tmp}/sharecheck-gpu-bench.XXXXXX")

@@ -4,7 +4,7 @@
 #   BENCH_BIN        the compiled scripts/bench/bench.c
 #   BENCH_TMP        a scratch directory (the caller removes it)
 #   PLAIN_ENV, SHIM_ENV   arrays of NAME=value for `env`: the plain run and the shim run
-#   ROUNDS REPS LOOP_MS MT_THREADS TRACED(0|1) RUN_TIMEOUT
+#   ROUNDS REPS LOOP_MS MT_THREADS TRACED(0|1) RUN_TIMEOUT AB_PROCS
 #   bench_header     a function printing the report's header lines (machine, driver, shim)
 # and gets the report on stdout (progress goes to stderr). Exits 1 with a loud message when a
 # run fails or writes anything on stderr.
@@ -23,6 +23,7 @@ bench_parse_args() {
     REPS=${BENCH_REPS:-15}
     LOOP_MS=${BENCH_LOOP_MS:-2}
     RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-300}
+    AB_PROCS=${BENCH_AB_PROCS:-${DEFAULT_AB_PROCS:-1}}
     while [[ $# -gt 0 ]]; do
         case $1 in
             --traced) TRACED=1 ;;
@@ -31,6 +32,7 @@ bench_parse_args() {
             --threads) MT_THREADS=${2:?}; shift ;;
             --reps) REPS=${2:?}; shift ;;
             --loop-ms) LOOP_MS=${2:?}; shift ;;
+            --ab-procs) AB_PROCS=${2:?}; shift ;;
             -h | --help)
                 sed -n '2,/^set -euo/p' "$ROOT/scripts/$name" | sed '$d; s/^# \{0,1\}//'
                 exit 0
@@ -40,7 +42,7 @@ bench_parse_args() {
         shift
     done
     local v
-    for v in ROUNDS MT_THREADS REPS LOOP_MS; do
+    for v in ROUNDS MT_THREADS REPS LOOP_MS AB_PROCS; do
         [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "$name: $v must be a positive integer (got '${!v}')" >&2; exit 2; }
     done
 }
@@ -184,27 +186,33 @@ bench_trace_table() {
 # In-process A/B (bench --ab), one thread: every repetition times the loop through the shim and
 # through the driver's own entries, in the same process, so the driver's run-to-run variance (a
 # 4-byte peer copy on R580 takes 1.7 to 2.8 us depending on the process) cancels. Each round
-# runs every mode once (plain: the control, both ways are the driver). Appends to ab.tsv:
-# mode round case linked direct diff unit same.
+# runs every mode in AB_PROCS processes, the modes interleaved (order reversed every other
+# process): on R580 a process's figure falls in one of two modes, about 20 ns apart for some
+# cases, and one process per round left the median over three rounds to chance
+# (scripts/gpu/results/2026-11-29-1xH200-R580-ab-many-processes.txt). Appends to ab.tsv:
+# mode round case linked direct diff unit same (one line per process).
 bench_ab_runs() {
-    local round mode tag out
+    local round proc mode tag out order
     for ((round = 1; round <= ROUNDS; round++)); do
-        for mode in "$@"; do
-            tag="ab-$mode-r$round"
-            out="$BENCH_TMP/runs/$tag.out"
-            bench_progress "A/B round $round/$ROUNDS: $mode"
-            bench_exec "$mode" "$tag" "$out" --ab --threads 1 --reps "$REPS" --iters "${ITERS[$mode]}"
-            grep -q '^AB' "$out" || bench_fail "run '$tag' printed no AB line" "$out"
-            awk -v m="$mode" -v r="$round" -F'\t' '$1 == "AB" {
-                printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m, r, $2, $4, $5, $6, $7, $9 }' \
-                "$out" >>"$BENCH_TMP/ab.tsv"
-            rm -rf "$BENCH_TMP/trace/$tag"
+        for ((proc = 1; proc <= AB_PROCS; proc++)); do
+            if ((proc % 2)); then order=("$@"); else order=(); for mode in "$@"; do order=("$mode" "${order[@]}"); done; fi
+            for mode in "${order[@]}"; do
+                tag="ab-$mode-r$round-p$proc"
+                out="$BENCH_TMP/runs/$tag.out"
+                bench_progress "A/B round $round/$ROUNDS, process $proc/$AB_PROCS: $mode"
+                bench_exec "$mode" "$tag" "$out" --ab --threads 1 --reps "$REPS" --iters "${ITERS[$mode]}"
+                grep -q '^AB' "$out" || bench_fail "run '$tag' printed no AB line" "$out"
+                awk -v m="$mode" -v r="$round" -F'\t' '$1 == "AB" {
+                    printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m, r, $2, $4, $5, $6, $7, $9 }' \
+                    "$out" >>"$BENCH_TMP/ab.tsv"
+                rm -rf "$BENCH_TMP/trace/$tag"
+            done
         done
     done
 }
 
-# The A/B table: per case, the median over the rounds of each mode's (linked - direct), with its
-# lowest and highest round, and the budgets.
+# The A/B table: per case, the median over the rounds of each mode's (linked - direct) (a
+# round's: the median over its processes), with its lowest and highest round, and the budgets.
 bench_ab_table() {
     awk -F'\t' '
         function sort(a, n,    i, j, x) {
@@ -227,8 +235,18 @@ bench_ab_table() {
             return mid[mode, c] <= limit ? "met" : "MISSED"
         }
         !($3 in seen) { seen[$3] = 1; order[++ncase] = $3; unit[$3] = $7 }
-        { diff[$1, $3, $2] = $6; driver[$1, $3, $2] = $5; if ($2 > rounds) rounds = $2; has[$1] = 1 }
+        {
+            k = $1 SUBSEP $3 SUBSEP $2; p = ++procs[k]
+            pdiff[k, p] = $6; pdriver[k, p] = $5
+            if ($2 > rounds) rounds = $2; has[$1] = 1
+        }
         END {
+            # The figure of a round: the median over its processes.
+            for (k in procs) {
+                n = procs[k]
+                for (p = 1; p <= n; p++) { x[p] = pdiff[k, p]; y[p] = pdriver[k, p] }
+                diff[k] = med(x, n); driver[k] = med(y, n)
+            }
             split("memcpy_peer_async_4B memcpy_peer_async_4B_stream0 memcpy_peer_4B", copies, " ")
             for (i in copies) { tu[copies[i]] = "<= +150"; tt[copies[i]] = "<= +250" }
             split("can_access_peer memcpy_dtod_async_4B memset_d8_async_4B stream_attach ipc_get_mem_handle vmm_set_access", calls, " ")
@@ -348,11 +366,12 @@ bench_main() {
     echo
     echo "### in-process A/B, 1 thread: what the shim adds to each call, its driver call included"
     echo
-    echo "Per round one run per mode (bench --ab): every repetition times its loop through the functions as linked"
-    echo "(the shim's, preloaded) and through the driver's own entries, alternately first, in one process, on the same"
-    echo "stream and buffers. Cells: median over the rounds of each run's median per-repetition difference (lowest..highest"
-    echo "round). The plain column is the method's noise: both ways are the driver. This is the figure the budgets are"
-    echo "judged on where the plain runs of the tables below differ from each other by more than the budget."
+    echo "Per round $AB_PROCS run(s) per mode, each a process of its own (bench --ab): every repetition times its loop through"
+    echo "the functions as linked (the shim's, preloaded) and through the driver's own entries, alternately first, in one"
+    echo "process, on the same stream and buffers. A round's figure: the median over its processes of each run's median"
+    echo "per-repetition difference. Cells: median over the rounds (lowest..highest round). The plain column is the"
+    echo "method's noise: both ways are the driver. This is the figure the budgets are judged on where the plain runs of"
+    echo "the tables below differ from each other by more than the budget."
     echo
     bench_ab_table
     echo
