@@ -13,7 +13,12 @@
 
 use std::cell::Cell;
 
-/// What the shim keeps per thread: one thread-local, reached once per call.
+/// What the shim keeps per thread: one thread-local, reached once per call. In this order
+/// (`repr(C)`): what every call reads and writes (the flags and the call count) comes first, with
+/// the slot's own flag before it, on one line wherever the slot lies in its first 40 bytes of a
+/// line (issue 24: laid out by the compiler, the count and the flags were a line apart, two lines
+/// per call, each evicted by the driver's work on R580).
+#[repr(C)]
 pub struct ThreadState {
     /// [`OUTSIDE`], [`IN_SHIM`] or [`IN_DRIVER`].
     inside: Cell<u8>,
@@ -28,10 +33,10 @@ pub struct ThreadState {
     interrupting: Cell<bool>,
     /// In a call the shim itself makes into the driver ([`asking`]).
     asking: Cell<bool>,
-    /// Covered calls this thread made (numbers findings when no trace is written).
-    calls: Cell<u64>,
     /// This thread's shard of state that many threads read (0 until first asked).
     shard: Cell<u8>,
+    /// Covered calls this thread made (numbers findings when no trace is written).
+    calls: Cell<u64>,
     /// The thread's record buffer (a leaked `Box<Vec<u8>>`; null until first used or while in
     /// use), freed by a pthread key destructor at thread exit.
     scratch: Cell<*mut Vec<u8>>,
@@ -45,6 +50,8 @@ pub struct ThreadState {
     /// The thread's anchor for reading the clock from the TSC.
     clock: crate::clock::ThreadClock,
 }
+
+const _: () = assert!(std::mem::offset_of!(ThreadState, calls) == 8);
 
 /// Bytes of room for `,"tid":T` (7 and at most 11 for an `i32`).
 const TID_MEMBER: usize = 24;
