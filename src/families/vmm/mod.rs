@@ -1205,7 +1205,9 @@ impl Vmm {
         } else {
             self.maps.0.remove(i);
         }
-        self.unaccessed = self.unaccessed.saturating_sub(usize::from(!kept.accessible));
+        self.unaccessed = self
+            .unaccessed
+            .saturating_sub(usize::from(!kept.accessible));
         self.generation += 1;
         Some(kept)
     }
