@@ -127,7 +127,8 @@ fn wrapped<A: Invoke, const TRACED: bool>(args: A) -> c_int {
         return traced_idle(&guard, args, real, stamp);
     }
     if A::QUICK && (!TRACED || quick_recordable::<A>()) {
-        if let Some(ret) = quick::<A, TRACED>(&guard, args, real, stamp) {
+        // By reference: moved, the arguments were copied once more on the stack (issue 24).
+        if let Some(ret) = quick::<A, TRACED>(&guard, &args, real, stamp) {
             return ret;
         }
         if !TRACED {
@@ -258,7 +259,7 @@ fn checked<A: Invoke, const TRACED: bool>(
 #[inline(always)]
 fn quick<A: Invoke, const TRACED: bool>(
     guard: &Guard,
-    args: A,
+    args: &A,
     real: usize,
     stamp: u64,
 ) -> Option<c_int> {
@@ -274,9 +275,9 @@ fn quick<A: Invoke, const TRACED: bool>(
     let ret = decided.or(answer)?;
     phases::mark(A::ID, Phase::Driver);
     if TRACED {
-        record_unchecked(guard, args, ret, stamp, None);
+        record_unchecked(guard, *args, ret, stamp, None);
     } else if ret != 0 && !A::ID.info().observed {
-        explain_failure(&args, ret, guard.call_number());
+        explain_failure(args, ret, guard.call_number());
     }
     Some(ret)
 }

@@ -1065,6 +1065,16 @@ impl Vmm {
         }
     }
 
+    /// [`Vmm::stage_map`] without what the findings name (a quick path's: a map with a finding
+    /// takes the full path, which stages it again).
+    #[inline(always)]
+    fn stage_map_verdict(&mut self, ptr: u64, size: u64, offset: u64, handle: u64) -> MapSeen {
+        match self.stage_usual_map(ptr, size, offset, handle) {
+            Some(seen) => seen,
+            None => self.stage_any_map(ptr, size, offset, handle, &mut None),
+        }
+    }
+
     /// [`Vmm::stage_map`] of the usual map, in a few instructions (issue 24: on R580 the
     /// staging's code lines, evicted by the driver's work, were half the map's cost): the handle
     /// last taken or mapped (its sizes known), whole granules inside its allocation and inside
@@ -1355,8 +1365,8 @@ impl Check<args::cuMemMap> for Map {
     fn quick(&self, a: &args::cuMemMap, q: &Quick) -> Option<MapSeen> {
         let (ptr, size, offset) = (a.ptr.0, a.size.0 as u64, a.offset.0 as u64);
         let state = q.states.family::<VmmState>();
-        let mut detail = None;
-        let seen = state.with(|vmm| vmm.stage_map(ptr, size, offset, a.handle.0, &mut detail));
+        // What a finding names is not kept here: a map with one takes the full path.
+        let seen = state.with(|vmm| vmm.stage_map_verdict(ptr, size, offset, a.handle.0));
         if seen.bad() == 0 && seen.staged() && !(q.recorded && seen.first()) {
             return Some(seen);
         }
