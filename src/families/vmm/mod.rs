@@ -992,7 +992,7 @@ pub(crate) fn granular(v: u64, g: u64) -> bool {
     }
 }
 
-/// What a map found, in one pass under the lock ([`Vmm::stage_map`]), in one word (returned in a
+/// What a map found, in one pass under the lock ([`Vmm::stage_map_verdict`], [`Vmm::stage_any_map`]), in one word (returned in a
 /// register): the rules it breaks (the low byte), whether its mapping was put in the tracked state
 /// before the driver's call (nothing overlapped it: taken back if the driver refuses, so a
 /// success needs no second lock), and whether it is the first map of a handle the shim saw taken
@@ -1047,26 +1047,10 @@ fn all_granular_divided(ptr: u64, size: u64, offset: u64, g: u64) -> bool {
 }
 
 impl Vmm {
-    /// A map's rules and its mapping staged, in one pass: the clean path's whole work (issue 24:
+    /// A map's rules and its mapping staged, in one pass: the quick path's whole work (issue 24:
     /// on R580 the driver's call evicts what the check touches, so it touches little). What the
-    /// findings name goes to `detail`, only when there are some.
-    #[inline(always)]
-    fn stage_map(
-        &mut self,
-        ptr: u64,
-        size: u64,
-        offset: u64,
-        handle: u64,
-        detail: &mut Option<MapDetail>,
-    ) -> MapSeen {
-        match self.stage_usual_map(ptr, size, offset, handle) {
-            Some(seen) => seen,
-            None => self.stage_any_map(ptr, size, offset, handle, detail),
-        }
-    }
-
-    /// [`Vmm::stage_map`] without what the findings name (a quick path's: a map with a finding
-    /// takes the full path, which stages it again).
+    /// findings name is not kept: a map with a finding takes the full path, which stages it
+    /// again with [`Vmm::stage_any_map`].
     #[inline(always)]
     fn stage_map_verdict(&mut self, ptr: u64, size: u64, offset: u64, handle: u64) -> MapSeen {
         match self.stage_usual_map(ptr, size, offset, handle) {
@@ -1075,7 +1059,7 @@ impl Vmm {
         }
     }
 
-    /// [`Vmm::stage_map`] of the usual map, in a few instructions (issue 24: on R580 the
+    /// [`Vmm::stage_map_verdict`] of the usual map, in a few instructions (issue 24: on R580 the
     /// staging's code lines, evicted by the driver's work, were half the map's cost): the handle
     /// last taken or mapped (its sizes known), whole granules inside its allocation and inside
     /// the latest reservation, after every mapping. `None`: not that map; nothing changed.
@@ -1126,7 +1110,8 @@ impl Vmm {
         ))
     }
 
-    /// [`Vmm::stage_map`] of any map.
+    /// A map's rules and its mapping staged, whatever the map, with what the findings name
+    /// written to `detail` (only when there are some).
     #[cold]
     #[inline(never)]
     fn stage_any_map(
@@ -1343,10 +1328,10 @@ impl Check<args::cuMemMap> for Map {
     fn before(&self, a: &args::cuMemMap, cx: &mut Cx) -> MapSeen {
         let (ptr, size, offset) = (a.ptr.0, a.size.0 as u64, a.offset.0 as u64);
         let mut detail = None;
-        let seen = cx
-            .states
-            .family::<VmmState>()
-            .with(|vmm| vmm.stage_map(ptr, size, offset, a.handle.0, &mut detail));
+        let seen = cx.states.family::<VmmState>().with(|vmm| {
+            vmm.stage_usual_map(ptr, size, offset, a.handle.0)
+                .unwrap_or_else(|| vmm.stage_any_map(ptr, size, offset, a.handle.0, &mut detail))
+        });
         if seen.bad() != 0 {
             Map::report(a, seen.bad(), detail, cx);
         }
