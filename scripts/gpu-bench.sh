@@ -15,7 +15,8 @@
 # (NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 are set anyway).
 #
 # Output: the report on stdout; when $OUT is set also $OUT/gpu-bench.txt (the report, or why it
-# failed), $OUT/gpu-bench.log (progress) and $OUT/gpu-bench-results.tsv (every run's figures).
+# failed), $OUT/gpu-bench.log (progress), $OUT/gpu-bench-results.tsv (every run's figures) and
+# $OUT/gpu-bench-ab.tsv (every A/B process's: mode, round, case, linked, driver, difference, unit).
 #
 # Environment: BENCH_SHIM (the shim, default target/release/libsharecheck.so),
 # BENCH_LIBCUDA_DIR (a directory holding the libcuda.so.1 to use, also put on LD_LIBRARY_PATH;
@@ -55,6 +56,7 @@ finish() {
             } >"$OUT/gpu-bench.txt"
         fi
         [[ -s $BENCH_TMP/results.tsv ]] && cp "$BENCH_TMP/results.tsv" "$OUT/gpu-bench-results.tsv"
+        [[ -s $BENCH_TMP/ab.tsv ]] && cp "$BENCH_TMP/ab.tsv" "$OUT/gpu-bench-ab.tsv"
     fi
     rm -rf "$BENCH_TMP"
     return "$rc"
