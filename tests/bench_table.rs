@@ -28,7 +28,11 @@ fn table(name: &str, lines: &[String]) -> String {
         .arg(&dir.dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -47,7 +51,10 @@ fn row(table: &str, case: &str) -> Vec<String> {
 #[test]
 fn a_slow_driver_is_left_out_of_the_quiet_figure_only() {
     let c = "stream_attach";
-    let mut lines = vec![line("plain", 1, c, 100.0, 0.0), line("plain", 1, c, 180.0, 0.0)];
+    let mut lines = vec![
+        line("plain", 1, c, 100.0, 0.0),
+        line("plain", 1, c, 180.0, 0.0),
+    ];
     // Round 1 quiet (driver 100 ns, +10), round 2 slow (180 ns, +30), round 3 one of each.
     for (round, driver, diff) in [
         (1, 100.0, 10.0),

@@ -535,3 +535,32 @@ fn an_export_again_leaves_its_place_to_the_first_export_of_its_handle() {
     );
     assert_eq!(exports[0]["a"]["*pHandle"], exports[1]["a"]["*pHandle"]);
 }
+
+/// An export remembered clean takes the quick path (issue 24); when the driver refuses it there,
+/// the failure is explained as on the full path (`call.failed`, info), traced or not.
+#[test]
+fn a_remembered_export_the_driver_refuses_is_explained() {
+    let p = programs("ipc_export_again_refused");
+    let r = run_checked(&p.scratch, &p.cuda, "export-again-refused", &[]);
+    let rules: Vec<&str> = r
+        .findings()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, ["call.failed"], "{}", r.stderr());
+    let rets: Vec<i64> = fn_ret(&r.records)
+        .into_iter()
+        .filter(|(f, _)| f == "cuIpcGetMemHandle")
+        .map(|(_, ret)| ret)
+        .collect();
+    assert_eq!(rets, [0, 0, 1], "{}", r.stderr());
+    let mut cmd = p.scratch.under_shim(&p.cuda);
+    cmd.arg("export-again-refused").env_remove(env::TRACE);
+    let out = run_ok(&mut cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("sharecheck: info[call.failed] ").count(),
+        1,
+        "{stderr}"
+    );
+}

@@ -10,8 +10,8 @@
 #   control, or with ENTRIES=link,proc the driver's exported entries against cuGetProcAddress's).
 # Environment: CASES (comma-separated bench cases; default the VMM, alloc, IPC and attach ones),
 #   ROUNDS (3), REPS (7), ENTRIES (bench's --entries, e.g. proc,proc: both sides through
-#   cuGetProcAddress_v2, as libcudart's calls come). Writes $OUT/ab.txt when OUT is set. No
-#   multicast object is created.
+#   cuGetProcAddress_v2, as libcudart's calls come). Writes $OUT/ab.txt and $OUT/ab-processes.tsv
+#   (every process's figures) when OUT is set. No multicast object is created.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -51,5 +51,16 @@ done
         cat "$work/$name-$mode-"*.txt | awk -F'\t' '$1 == "AB" {v[$2] = v[$2] " " $6} END {for (c in v) print c v[c]}' | sort
     done
 } | tee "$work/ab.txt"
-[[ -n ${OUT:-} ]] && cp "$work/ab.txt" "$OUT/ab.txt"
+if [[ -n ${OUT:-} ]]; then
+    cp "$work/ab.txt" "$OUT/ab.txt"
+    # Every process's figures, for the "driver quiet" view (scripts/bench/lib.sh): variant, mode,
+    # round, case, linked ns, driver ns, difference.
+    for run in "${runs[@]}"; do
+        IFS=: read -r name mode _ <<<"$run"
+        for f in "$work/$name-$mode-"*.txt; do
+            r=${f##*-}; r=${r%.txt}
+            awk -F'\t' -v n="$name" -v m="$mode" -v r="$r" '$1 == "AB" {print n "\t" m "\t" r "\t" $2 "\t" $4 "\t" $5 "\t" $6}' "$f"
+        done
+    done >"$OUT/ab-processes.tsv"
+fi
 exit 0

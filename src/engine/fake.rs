@@ -395,6 +395,16 @@ impl Harness {
         recorded: bool,
     ) -> Option<c_int> {
         crate::engine::moved_on();
+        self.quick_as_is(args, driver_ret, recorded)
+    }
+
+    /// [`Harness::quick_as`], keeping what checks remember of earlier calls.
+    pub fn quick_as_is<A: Checked>(
+        &self,
+        args: A,
+        driver_ret: c_int,
+        recorded: bool,
+    ) -> Option<c_int> {
         let q = crate::engine::Quick {
             states: &self.states,
             facts: &self.facts,

@@ -358,6 +358,12 @@ int main(int argc, char **argv) {
         CALL("cuMemFree_v2", cuMemFree(p));
         MUST(cuMemAlloc(&p, BYTES));
         CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p));
+    } else if (!strcmp(s, "export-again-refused")) {
+        /* The second export is remembered clean (the quick path); the third, with no handle to
+         * write, fails there. */
+        CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p));
+        CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p));
+        CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(NULL, p));
     } else if (!strcmp(s, "open-flags")) {
         CALL("cuIpcGetMemHandle", cuIpcGetMemHandle(&h, p));
         CALL("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle_v2(&q, h, 0));

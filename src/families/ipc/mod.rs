@@ -10,7 +10,7 @@ mod tests;
 
 use crate::engine::facts::{HipSession, MemoryKind};
 use crate::engine::state::{may_hold, pointer_bit, FamilyState, Left, Lifetime};
-use crate::engine::{hex, Check, Cx, LastClean, Remember};
+use crate::engine::{hex, Check, Cx, LastClean, Quick, Remember};
 use parking_lot::Mutex;
 use sharecheck_core::ffi::{CUcontext, Outcome};
 use sharecheck_core::functions::args;
@@ -597,6 +597,23 @@ impl Check<args::cuIpcGetMemHandle> for GetCuda {
                     ipc.exported_memory(a.dptr.0, watch);
                 }
             }
+        }
+    }
+    const QUICK: bool = true;
+    /// Clean: this thread exported the same pointer clean in this generation, as `before`'s
+    /// first step finds. Recorded, only where that export's record has the memory's home: the
+    /// first record of a pointer wants it (and its stack), which the full path gives.
+    #[inline(always)]
+    fn quick(&self, a: &args::cuIpcGetMemHandle, q: &Quick) -> Option<Placed> {
+        let remembered = LAST_CLEAN_GET.recall(a.dptr.0, crate::engine::generation())?;
+        let placed = remembered.is_some();
+        (placed || !q.recorded).then_some(Placed(placed))
+    }
+    /// As `after` on a placed or unrecorded call: the handle the driver wrote is exported.
+    #[inline(always)]
+    fn quick_after(&self, a: &args::cuIpcGetMemHandle, _: Placed, outcome: Outcome, q: &Quick) {
+        if let Some(handle) = a.pHandle.written_in_place(outcome) {
+            q.states.family::<IpcState>().exported(&handle.reserved);
         }
     }
 }

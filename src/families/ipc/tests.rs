@@ -778,3 +778,78 @@ fn an_export_s_home_is_found_once_per_clean_verdict_and_again_once_the_generatio
     let moved = home_of(&LAST_CLEAN_GET, MEM, || find(4));
     assert!(moved == home(4), "found again once the generation moved");
 }
+
+/// The export's quick path (issue 24): an export this thread found clean in this generation is
+/// decided without the checks' context, and the handle the driver wrote still counts as this
+/// process's; recorded, only once the memory's home is remembered with the verdict (the first
+/// record of a pointer has it, and its stack, from the full path). Anything else, another
+/// pointer or a moved generation, takes the full path, which checks it.
+#[test]
+fn an_export_remembered_clean_takes_the_quick_path() {
+    let h = world();
+    let mut written = CUipcMemHandle { reserved: OURS };
+    let exporting = |handle: &mut CUipcMemHandle| args::cuIpcGetMemHandle {
+        pHandle: Out(handle),
+        dptr: CUdeviceptr(MEM),
+    };
+    let (fresh, unrecorded, recorded, placed) = h.remembering(|h| {
+        let fresh = h.quick_as(get(MEM), SUCCESS, false);
+        assert!(h.call_as_is(get(MEM), SUCCESS).is_quiet());
+        let unrecorded = h.quick_as_is(exporting(&mut written), SUCCESS, false);
+        let recorded = h.quick_as_is(get(MEM), SUCCESS, true);
+        let home = Home {
+            context: Some(0xc0),
+            device: Some(0),
+            uuid: None,
+        };
+        LAST_CLEAN_GET.keep(MEM, crate::engine::generation(), Some(home));
+        (
+            fresh,
+            unrecorded,
+            recorded,
+            h.quick_as_is(get(MEM), SUCCESS, true),
+        )
+    });
+    assert_eq!(fresh, None, "nothing remembered: the full path");
+    assert_eq!(unrecorded, Some(SUCCESS));
+    assert_eq!(recorded, None, "the first record wants the memory's home");
+    assert_eq!(placed, Some(SUCCESS));
+    assert_eq!(h.quick_as_is(get(IMPORTED), SUCCESS, false), None);
+    // The handle the quick export wrote is this process's own: opening it here is misuse.
+    let open = h.call(open_handle(1, OURS), INVALID_CONTEXT);
+    assert!(
+        open.rules.contains(&"cuIpcOpenMemHandle.same-process"),
+        "{:?}",
+        open.messages
+    );
+}
+
+/// A quick export the driver refused wrote no handle: nothing counts as exported.
+#[test]
+fn a_refused_quick_export_exports_nothing() {
+    let h = world();
+    const UNWRITTEN: [u8; 64] = [5; 64];
+    let mut buffer = CUipcMemHandle {
+        reserved: UNWRITTEN,
+    };
+    let refused = h.remembering(|h| {
+        assert!(h.call(get(MEM), SUCCESS).is_quiet());
+        let export = args::cuIpcGetMemHandle {
+            pHandle: Out(&mut buffer),
+            dptr: CUdeviceptr(MEM),
+        };
+        h.quick_as_is(export, INVALID_VALUE, false)
+    });
+    assert_eq!(
+        refused,
+        Some(INVALID_VALUE),
+        "decided quick, and the answer stands"
+    );
+    // R580's answer to a same-process open, which would confirm the finding were it exported.
+    let open = h.call(open_handle(1, UNWRITTEN), INVALID_CONTEXT);
+    assert!(
+        !open.rules.contains(&"cuIpcOpenMemHandle.same-process"),
+        "{:?}",
+        open.messages
+    );
+}
