@@ -20,18 +20,13 @@ fn table(name: &str, lines: &[String]) -> String {
     let dir = Scratch::new(name);
     std::fs::write(dir.path("ab.tsv"), lines.concat()).unwrap();
     let lib = common::root().join("scripts/bench/lib.sh");
-    let out = Command::new("bash")
-        .arg("-c")
-        .arg(r#"source "$1"; BENCH_TMP=$2; AB_QUIET=1.2; bench_ab_table"#)
-        .arg("bash")
-        .arg(&lib)
-        .arg(&dir.dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::run_ok(
+        Command::new("bash")
+            .arg("-c")
+            .arg(r#"source "$1"; BENCH_TMP=$2; AB_QUIET=1.2; bench_ab_table"#)
+            .arg("bash")
+            .arg(&lib)
+            .arg(&dir.dir),
     );
     String::from_utf8(out.stdout).unwrap()
 }

@@ -316,11 +316,7 @@ fn what_a_process_leaves_or_binds_across_processes_is_found_in_the_report() {
 fn an_untraced_process_hears_the_endpoints_and_ids_it_left() {
     let scratch = Scratch::new("endpoint_untraced_exit");
     let exe = program(&scratch);
-    let stderr = |scenario: &str| {
-        let mut cmd = scratch.under_shim(&exe);
-        cmd.arg(scenario).env_remove(env::TRACE);
-        String::from_utf8_lossy(&run_ok(&mut cmd).stderr).into_owned()
-    };
+    let stderr = |scenario: &str| scratch.untraced_stderr(&exe, scenario);
     let left = stderr("leak-endpoint");
     for rule in [
         "cuLogicalEndpointCreate.never-destroyed",
@@ -432,10 +428,7 @@ fn a_failure_no_rule_explains_is_explained_by_its_code() {
         r.stderr()
     );
     // Untraced: the same explanation on stderr.
-    let mut cmd = scratch.under_shim(&exe);
-    cmd.arg("limits-refused").env_remove(env::TRACE);
-    let out = run_ok(&mut cmd);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = scratch.untraced_stderr(&exe, "limits-refused");
     assert_eq!(
         stderr.matches("sharecheck: info[call.failed] ").count(),
         1,

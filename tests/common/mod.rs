@@ -150,6 +150,13 @@ impl Scratch {
         cmd
     }
 
+    /// What `program scenario` wrote on stderr under the shim with no trace (it must succeed).
+    pub fn untraced_stderr(&self, program: &Path, scenario: &str) -> String {
+        let mut cmd = self.under_shim(program);
+        cmd.arg(scenario).env_remove(env::TRACE);
+        String::from_utf8_lossy(&run_ok(&mut cmd).stderr).into_owned()
+    }
+
     /// Every record of every trace file, each file's records in order.
     pub fn records(&self) -> Vec<Value> {
         read_records(&self.traces())
