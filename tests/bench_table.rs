@@ -72,6 +72,15 @@ fn a_slow_driver_is_left_out_of_the_quiet_figure_only() {
     // 119 is in, 180 out) give +10.
     assert_eq!(cells[5], "+10.0 (3/6)", "{t}");
     assert_eq!(cells[8], "met", "{t}");
+    // The summary lines count the same verdicts.
+    assert!(
+        t.contains("- Over all processes: 0 budget(s) met, 1 missed: stream_attach untraced.\n"),
+        "{t}"
+    );
+    assert!(
+        t.contains("- With the driver at its quiet speed: 1 budget(s) met, 0 missed.\n"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -86,4 +95,8 @@ fn the_quiet_figure_misses_when_the_quiet_processes_miss() {
     let cells = row(&t, c);
     assert_eq!(cells[5], "+25.0 (3/6)", "{t}");
     assert_eq!(cells[8], "MISSED", "{t}");
+    assert!(
+        t.contains("- With the driver at its quiet speed: 0 budget(s) met, 1 missed: ipc_get_mem_handle untraced.\n"),
+        "{t}"
+    );
 }

@@ -249,6 +249,14 @@ bench_ab_table() {
             return sprintf("%+.1f (%d/%d)", qmid[mode, c], n, all[mode, c])
         }
         function qverdict(mode, c, target) { return ((mode, c) in qmid) ? judge(qmid[mode, c], target) : "-" }
+        # The budgets a view met and missed, for the summary lines.
+        function tally(view, c, mode, v) {
+            if (v == "met") met[view]++
+            if (v == "MISSED") { missed[view]++; list[view] = list[view] (list[view] == "" ? "" : ", ") c " " mode }
+        }
+        function summary(view, label) {
+            printf "- %s: %d budget(s) met, %d missed%s.\n", label, met[view], missed[view], (missed[view] ? ": " list[view] : "")
+        }
         !($3 in seen) { seen[$3] = 1; order[++ncase] = $3; unit[$3] = $7 }
         {
             k = $1 SUBSEP $3 SUBSEP $2; p = ++procs[k]
@@ -292,8 +300,12 @@ bench_ab_table() {
                 limit = tu[c]; sub(/^<= \+/, "", limit); limit += 0
                 if (limit > 0 && spread["plain", c] > limit / 2) { v = v ", noisy"; noisy++ }
                 printf " %s | %s |\n", v, qv
+                tally("all", c, "untraced", verdict("shim", c, tu[c])); tally("quiet", c, "untraced", qverdict("shim", c, tu[c]))
+                if (has["traced"]) { tally("all", c, "traced", verdict("traced", c, tt[c])); tally("quiet", c, "traced", qverdict("traced", c, tt[c])) }
             }
             printf "\n"
+            summary("all", "Over all processes")
+            summary("quiet", "With the driver at its quiet speed")
             if (host) printf "- The driver answers cuPointerGetAttribute in %.1f ns here, the median over the rounds%s (the kind of question the checks ask: 35 to 40 ns at R580'"'"'s quiet speed, 55 to 75 in its slow state, where every overhead is about 1.5x larger).\n", host, qhost
             printf "- driver quiet: the median over the processes of every round whose own driver ns for the case were within %.1fx the fastest process of the run (k/n: how many of them). On R580 the driver'"'"'s own calls run at one of two speeds, 1.5x to 1.9x apart, for seconds at a time, while plain CPU work and memory latency keep theirs (scripts/gpu/driver-speed.sh); the shim'"'"'s cost grows with the driver'"'"'s in the slow state.\n", quiet_x
             if (noisy) printf "- noisy: the control (the driver against itself) spread over more than half the untraced budget across rounds in %d case(s); their verdicts need a quieter run.\n", noisy
