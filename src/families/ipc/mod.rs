@@ -536,6 +536,18 @@ fn home_of<Q: crate::tls::Key<Value = LastClean<u64, Option<Home>>>>(
 #[derive(Clone, Copy)]
 pub struct Placed(bool);
 
+/// An export of `ptr` this thread found clean in `generation` (the first step of both exports'
+/// checks, and the CUDA export's quick path): clean again, and whether its home is remembered.
+#[inline(always)]
+fn remembered_export<Q: crate::tls::Key<Value = LastClean<u64, Option<Home>>>>(
+    memo: &'static crate::tls::Local<Q>,
+    ptr: u64,
+    generation: u64,
+) -> Option<Placed> {
+    memo.recall(ptr, generation)
+        .map(|home| Placed(home.is_some()))
+}
+
 /// Writes `home` into the call's place.
 fn place_at(cx: &mut Cx, home: Home) {
     let place = cx.place();
@@ -553,8 +565,8 @@ impl Check<args::cuIpcGetMemHandle> for GetCuda {
         let ptr = a.dptr.0;
         // Read before any fact the verdict rests on.
         let generation = crate::engine::generation();
-        if let Some(remembered) = LAST_CLEAN_GET.recall(ptr, generation) {
-            return Placed(remembered.is_some());
+        if let Some(placed) = remembered_export(&LAST_CLEAN_GET, ptr, generation) {
+            return placed;
         }
         let clean_before = cx.is_clean();
         if not_exportable(cx, ptr) {
@@ -605,9 +617,8 @@ impl Check<args::cuIpcGetMemHandle> for GetCuda {
     /// first record of a pointer wants it (and its stack), which the full path gives.
     #[inline(always)]
     fn quick(&self, a: &args::cuIpcGetMemHandle, q: &Quick) -> Option<Placed> {
-        let remembered = LAST_CLEAN_GET.recall(a.dptr.0, crate::engine::generation())?;
-        let placed = remembered.is_some();
-        (placed || !q.recorded).then_some(Placed(placed))
+        let generation = crate::engine::generation();
+        remembered_export(&LAST_CLEAN_GET, a.dptr.0, generation).filter(|p| p.0 || !q.recorded)
     }
     /// As `after` on a placed or unrecorded call: the handle the driver wrote is exported.
     #[inline(always)]
@@ -816,8 +827,8 @@ impl Check<args::hipIpcGetMemHandle> for GetHip {
         let ptr = a.devPtr.addr();
         // Read before any fact the verdict rests on.
         let generation = crate::engine::generation();
-        if let Some(remembered) = LAST_CLEAN_GET_HIP.recall(ptr, generation) {
-            return Placed(remembered.is_some());
+        if let Some(placed) = remembered_export(&LAST_CLEAN_GET_HIP, ptr, generation) {
+            return placed;
         }
         let clean_before = cx.is_clean();
         let facts = cx.facts;
