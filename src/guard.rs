@@ -15,9 +15,9 @@ use std::cell::Cell;
 
 /// What the shim keeps per thread: one thread-local, reached once per call. In this order
 /// (`repr(C)`): what every call reads and writes (the flags and the call count) comes first, with
-/// the slot's own flag before it, on the first line of the slot, which starts a line ([`THREAD`]'s
-/// `align 64`) (issue 24: laid out by the compiler, the count and the flags were a line apart, two
-/// lines per call, each evicted by the driver's work on R580).
+/// the slot's own flag before it, on one line wherever the slot lies in its first 40 bytes of a
+/// line (issue 24: laid out by the compiler, the count and the flags were a line apart, two lines
+/// per call, each evicted by the driver's work on R580).
 #[repr(C)]
 pub struct ThreadState {
     /// [`OUTSIDE`], [`IN_SHIM`] or [`IN_DRIVER`].
@@ -160,11 +160,7 @@ pub const SHARDS: usize = 8;
 crate::fast_thread_local! {
     /// This thread's state: no lazy initialisation beyond a flag and no destructor, so it works
     /// during thread teardown and in signal handlers; read with one `%fs`-relative load
-    /// ([`crate::tls`]). Its storage starts a cache line on every thread (`align 64`), so that
-    /// the flag and what every call reads and writes (`inside`, `calls`) are one line wherever
-    /// the loader places the shim's block of static TLS: 8-byte aligned, the storage (at offset
-    /// 0x160 of the block in one build) fell across two lines in some processes and not others
-    /// (issue 24).
+    /// ([`crate::tls`]).
     static THREAD: ThreadState = ThreadState {
         inside: Cell::new(OUTSIDE),
         kept: Cell::new(false),
@@ -178,7 +174,7 @@ crate::fast_thread_local! {
         tid_member: Cell::new(([0; TID_MEMBER], 0)),
         writer_slot: Cell::new(0),
         clock: crate::clock::ThreadClock::new(),
-    }; "sharecheck_tls_thread", align 64
+    }; "sharecheck_tls_thread"
 }
 
 /// Where a thread is: outside the shim, in its own work, in the driver (a call forwarded).
@@ -711,29 +707,6 @@ pub fn spawn_quiet(main: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The thread's state starts a cache line on every thread, so that its flag, `inside` and
-    /// `calls` share one line wherever the block of static TLS lies.
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    #[test]
-    fn the_threads_state_starts_a_line_on_every_thread() {
-        let at = || {
-            let slot = THREAD::slot() as usize;
-            let (inside, calls) = THREAD.with(|t| {
-                (
-                    std::ptr::from_ref(&t.inside) as usize,
-                    std::ptr::from_ref(&t.calls) as usize,
-                )
-            });
-            assert_eq!(slot % 64, 0, "the slot at {slot:#x}");
-            assert_eq!(slot / 64, inside / 64);
-            assert_eq!(slot / 64, (calls + 7) / 64);
-            slot
-        };
-        let here = at();
-        let there = std::thread::spawn(at).join().unwrap();
-        assert_ne!(here, there);
-    }
 
     /// The shim's own threads (the writer, the multicast watchdog) start with every signal that
     /// can be blocked blocked, so the program's handlers never run on them; the caller's mask is

@@ -131,24 +131,13 @@ fn learn_block(learn: impl FnOnce() -> isize) -> isize {
     block
 }
 
-/// The alignment of a variable's storage: its own, or `asked` if larger.
-pub const fn slot_align(natural: usize, asked: usize) -> usize {
-    if asked > natural {
-        asked
-    } else {
-        natural
-    }
-}
-
 /// `fast_thread_local! { static NAME: Type = init; "symbol" }`: a thread-local read with one
 /// `%fs`-relative load ([the module](self)), at [`block`] plus its offset in the block. The
 /// symbol names its storage in the object (hidden: it is never exported); it must be unique in
-/// the crate (the link fails otherwise). `"symbol", align N` aligns the storage (flag and value)
-/// to `N` bytes on every thread: the block's alignment becomes at least `N`, which the loader
-/// honours wherever it places the block.
+/// the crate (the link fails otherwise).
 #[macro_export]
 macro_rules! fast_thread_local {
-    ($(#[$attr:meta])* $vis:vis static $name:ident: $ty:ty = $init:expr; $sym:literal $(, align $align:literal)?) => {
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $ty:ty = $init:expr; $sym:literal) => {
         #[allow(non_snake_case)]
         #[doc(hidden)]
         mod $name {
@@ -167,10 +156,7 @@ macro_rules! fast_thread_local {
                 ".zero {size}",
                 ".popsection",
                 size = const std::mem::size_of::<$crate::tls::Slot<$ty>>(),
-                align = const $crate::tls::slot_align(
-                    std::mem::align_of::<$crate::tls::Slot<$ty>>(),
-                    0 $(+ $align)?,
-                ),
+                align = const std::mem::align_of::<$crate::tls::Slot<$ty>>(),
             );
 
             /// The slot's offset from the thread pointer, as the GOT holds it (written by the
