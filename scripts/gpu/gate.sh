@@ -2,9 +2,9 @@
 # The budgets' gate on a GPU host (issue 24), in one command: the driver's speed before
 # (scripts/gpu/driver-speed.sh), scripts/gpu-bench.sh --traced --rounds 3 (its A/B table judges
 # every budget over all processes and at the driver's quiet speed), and the driver's speed after.
-# The A/B runs GATE_AB_PROCS (9) processes per mode and round, not gpu-bench's 5: about a third
-# of a host's processes catch the driver at its quiet speed, so that figure rests on about 9
-# processes per mode instead of 5 (1 or 2 for the traced ones).
+# The A/B runs GATE_AB_PROCS (9) processes per mode and round, not gpu-bench's 5: only about a
+# third of a host's processes catch the driver at its quiet speed, so the quiet figure rests on 5
+# to 10 processes of 27 instead of 1 to 7 of 15 (on one H200, 2026-11-29).
 # Everything goes into $OUT (default ./gate-out): gpus.txt, before/ and after/driver-speed.txt
 # and gpu-bench's files; the two summary lines of the A/B table are printed at the end.
 # Usage: BENCH_SHIM=/path/to/libsharecheck.so scripts/gpu/gate.sh   (two GPUs for the peer
