@@ -680,6 +680,25 @@ pub fn peek<T: Copy>(ptr: *const T) -> Option<T> {
     (read == size as isize).then(|| unsafe { value.assume_init() })
 }
 
+/// Whether the calling thread has any signal blocked. A thread running a signal handler does
+/// (the signal it handles, unless the handler was installed with `SA_NODEFER` and an empty
+/// mask), so a thread with none blocked is surely not in one; one with some may be. One system
+/// call; the caller's `errno` is kept.
+pub fn signals_blocked() -> bool {
+    keeping_errno(|| {
+        // SAFETY: a zeroed sigset_t is a valid buffer; this reads the thread's own mask.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; a NULL new set only reads.
+        if unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, std::ptr::null(), &mut set) } != 0 {
+            return true;
+        }
+        // The kernel's mask is the set's first 64 bits (signals 1 to 64).
+        // SAFETY: sigset_t is at least 8 bytes of plain data.
+        let first: u64 = unsafe { std::ptr::read_unaligned(std::ptr::addr_of!(set).cast()) };
+        first != 0
+    })
+}
+
 /// Starts a detached thread of the shim's own running `main`, with every signal blocked (the
 /// program's handlers never run on it) and a 256 KiB stack: the writer thread, the multicast
 /// watchdog. Never under the loader's lock (a call's path, not a constructor). Whether it started.
@@ -707,6 +726,32 @@ pub fn spawn_quiet(main: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A thread with no signal blocked is not in a handler; one running a handler has its signal
+    /// blocked (the writer thread is started only by the first). Runs on a thread of its own, so
+    /// that the test harness's mask does not matter; errno is kept.
+    #[test]
+    fn signals_blocked_tells_a_thread_with_a_blocked_signal() {
+        let seen = std::thread::spawn(|| {
+            // SAFETY: plain sigset calls on a live local; this thread's own mask.
+            unsafe {
+                let mut none: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut none);
+                libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+                *libc::__errno_location() = 1234;
+                let clear = signals_blocked();
+                let errno = *libc::__errno_location();
+                let mut usr1: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut usr1);
+                libc::sigaddset(&mut usr1, libc::SIGUSR1);
+                libc::pthread_sigmask(libc::SIG_BLOCK, &usr1, std::ptr::null_mut());
+                (clear, errno, signals_blocked())
+            }
+        })
+        .join()
+        .unwrap();
+        assert_eq!(seen, (false, 1234, true));
+    }
 
     /// The shim's own threads (the writer, the multicast watchdog) start with every signal that
     /// can be blocked blocked, so the program's handlers never run on them; the caller's mask is

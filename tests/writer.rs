@@ -666,29 +666,69 @@ fn the_writer_thread_blocks_every_signal() {
 #[test]
 fn a_threads_first_record_in_a_signal_handler_allocates_nothing() {
     let s = Scratch::new("signal_record");
-    let libs = s.sim_libs();
-    let exe = s.compile(
-        "signal_record.c",
-        "signal_record",
-        &[&format!("-L{}", libs.display()), "-lcuda", "-pthread"],
-    );
-    let heap = |out: &Output| printed(out, "HANDLER_HEAP").parse::<i64>().unwrap();
-    let mut plain = std::process::Command::new(&exe);
-    plain.env("LD_LIBRARY_PATH", &libs).env(
-        sharecheck_core::schema::env::SIM_STATE_DIR,
-        s.path("simstate-plain"),
-    );
-    let plain = run_with_timeout(plain, 60);
+    let exe = signal_record(&s);
+    let plain = run_with_timeout(plain_command(&s, &exe), 60);
     assert!(plain.status.success(), "{plain:?}");
     let traced = run_with_timeout(s.under_shim(&exe), 60);
     assert!(traced.status.success(), "{traced:?}");
-    assert_eq!(heap(&traced), heap(&plain), "{traced:?}");
+    assert_eq!(handler_heap(&traced), handler_heap(&plain), "{traced:?}");
     let records = s.records();
     assert_eq!(
         can_access_calls(&records),
         2,
         "the handler's call is traced"
     );
+}
+
+/// The process's first record made in a signal handler opens the trace but starts no thread
+/// there: `pthread_create` allocates the new thread's TLS with `malloc` and takes the loader's
+/// stack lock, which the code the handler interrupted may hold (on R580 such a handler hung 1
+/// run in 10 to 28). libc's heap grows by what it grows by without the shim, no writer thread is
+/// there after the handler, and one is there once the program's calls outside a handler have
+/// taken a new chunk; every call is traced.
+#[test]
+fn the_process_first_record_in_a_signal_handler_starts_no_thread_there() {
+    let s = Scratch::new("signal_record_first");
+    let exe = signal_record(&s);
+    let args = ["first", "300"];
+    let mut plain = plain_command(&s, &exe);
+    plain.args(args);
+    let plain = run_with_timeout(plain, 60);
+    assert!(plain.status.success(), "{plain:?}");
+    assert_eq!(printed(&plain, "WRITER_THREADS"), "0");
+    let mut traced = s.under_shim(&exe);
+    traced.args(args);
+    let traced = run_with_timeout(traced, 60);
+    assert!(traced.status.success(), "{traced:?}");
+    assert_eq!(handler_heap(&traced), handler_heap(&plain), "{traced:?}");
+    assert_eq!(printed(&traced, "WRITER_AFTER_HANDLER"), "0", "{traced:?}");
+    assert_eq!(printed(&traced, "WRITER_THREADS"), "1", "{traced:?}");
+    assert_eq!(can_access_calls(&s.records()), 301);
+}
+
+/// `tests/c/signal_record.c`, built in `s`.
+fn signal_record(s: &Scratch) -> std::path::PathBuf {
+    let libs = s.sim_libs();
+    s.compile(
+        "signal_record.c",
+        "signal_record",
+        &[&format!("-L{}", libs.display()), "-lcuda", "-pthread"],
+    )
+}
+
+/// `exe` on the simulated driver, without the shim.
+fn plain_command(s: &Scratch, exe: &Path) -> std::process::Command {
+    let mut plain = std::process::Command::new(exe);
+    plain.env("LD_LIBRARY_PATH", s.sim_libs()).env(
+        sharecheck_core::schema::env::SIM_STATE_DIR,
+        s.path("simstate-plain"),
+    );
+    plain
+}
+
+/// What `signal_record` says libc's heap grew by during the handler's call.
+fn handler_heap(out: &Output) -> i64 {
+    printed(out, "HANDLER_HEAP").parse().unwrap()
 }
 
 /// More threads alive at once than the writer has slots for (4095 of their own): the rest share

@@ -42,7 +42,10 @@ calls = [r for r in recs if r.get("fn") == "cuDeviceCanAccessPeer"]
 bad = [r for r in calls if r["a"].get("peerDev") == 9]
 good = [r for r in calls if r["a"].get("peerDev") != 9]
 found = sum(1 for r in bad if r.get("findings", [{}])[0].get("rule") == "cuDeviceCanAccessPeer.invalid-device")
-wrote = sum(1 for r in good if str(r["a"].get("*canAccessPeer")) == said.get("CAN") and "findings" not in r)
+# One GPU: the valid calls ask about device 0 and itself, each an info finding (same-device).
+benign = {"cuDeviceCanAccessPeer.same-device"}
+wrote = sum(1 for r in good if str(r["a"].get("*canAccessPeer")) == said.get("CAN")
+            and all(f.get("rule") in benign for f in r.get("findings", [])))
 ex = [r for r in recs if r.get("event") == "exit"]
 ok = (len(calls) == int(said["DONE"]) and len(bad) == int(said["HANDLER_MISUSES"]) == found
       and wrote == len(good) and len(ex) == 1 and ex[0]["calls"] == len(calls)

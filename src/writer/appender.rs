@@ -6,18 +6,43 @@ use super::*;
 /// Starts the thread that appends full segments, with every signal blocked (the program's
 /// handlers never run on it) and a small stack; detached. Without it the thread that fills a
 /// segment appends it.
+///
+/// Never from a thread with a signal blocked: its record may be a signal handler's, which may
+/// have interrupted `malloc` or `pthread_create` (in the program, or in a driver call the shim
+/// does not see), and `pthread_create` allocates the new thread's TLS with `malloc` and takes the
+/// loader's stack lock: the handler would wait forever on a lock its own thread holds (measured
+/// on R580: a profiling timer's handler whose call was the process's first record hung 1 run in
+/// 10 to 28, `scripts/gpu/results/2026-11-29-1xH200-R580-sigcheck-first-record.txt`). It is then
+/// `DEFERRED`, and started by the next chunk taken or segment filled on a thread with none.
 pub(super) fn start_appender() {
+    let state = APPENDER.load(Acquire);
+    if state != NO_THREAD && state != DEFERRED {
+        return; // running already (or could not be started)
+    }
+    if crate::guard::signals_blocked() {
+        let _ = APPENDER.compare_exchange(NO_THREAD, DEFERRED, AcqRel, Acquire);
+        return;
+    }
     if APPENDER
-        .compare_exchange(NO_THREAD, RUNNING, AcqRel, Acquire)
+        .compare_exchange(state, RUNNING, AcqRel, Acquire)
         .is_err()
     {
-        return; // running already (or could not be started)
+        return;
     }
     let made = crate::guard::spawn_quiet(appender_main);
     if !made {
         APPENDER.store(FAILED, Release);
         // Segments filled meanwhile found the thread running: append them here.
         LANES.iter().for_each(append_full_segments);
+    }
+}
+
+/// Starts the writer thread if an earlier record left it `DEFERRED` (a cold path: a chunk taken,
+/// a segment filled).
+#[inline]
+pub(super) fn start_deferred_appender() {
+    if APPENDER.load(Relaxed) == DEFERRED {
+        start_appender();
     }
 }
 
@@ -55,6 +80,29 @@ extern "C" fn appender_main(_: *mut libc::c_void) -> *mut libc::c_void {
     std::ptr::null_mut()
 }
 
+/// Provides the pages of lane `w`'s ring past its first `EAGER` bytes writable, once per ring
+/// file: one system call here rather than a write fault per page in the threads that make
+/// records (and not at the lane's opening, on the program's path). Records written meanwhile
+/// fault their pages in as they go; the advice leaves the ring's contents as they are.
+pub(super) fn populate_rest(w: &Lane) {
+    if w.populated.swap(true, AcqRel) {
+        return;
+    }
+    let map = w.map.load(Acquire);
+    if !map.is_null() {
+        // SAFETY: the ring file's mapping holds HEADER + RING bytes while `map` is set (it is
+        // unmapped only in a forked child, where this thread does not run); the advice reads and
+        // writes no memory.
+        unsafe {
+            libc::madvise(
+                map.add((HEADER + EAGER) as usize).cast(),
+                (RING - EAGER) as usize,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+    }
+}
+
 /// Appends full segments as they fill; closes the chunks that keep the oldest segment from
 /// filling once it has waited `IDLE_CHUNK_NS` while later chunks were handed out.
 pub(super) fn appender_loop() {
@@ -70,6 +118,7 @@ pub(super) fn appender_loop() {
             if w.state.load(Acquire) != OPEN {
                 continue;
             }
+            populate_rest(w);
             if let Some(wait) = serve_lane(w, stalled) {
                 timeout = Some(timeout.map_or(wait, |t| t.min(wait)));
             }

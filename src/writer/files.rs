@@ -127,6 +127,8 @@ pub(super) fn finish_opening(w: &Lane, index: usize, header: &[u8]) -> bool {
         append_early(w);
         if !HOT.trace.stopped.load(Acquire) {
             start_appender();
+            // A writer thread already running provides this lane's ring now.
+            wake_appender();
         }
     }
     ok
@@ -378,10 +380,13 @@ pub(super) fn create_ring(w: &Lane, c_path: &'static CStr) -> Result<*mut u8, St
         w.ring_id.1.store(ino, Relaxed);
     }
     w.ring_fd.store(fd, Release);
-    // Provided writable now, in one system call, rather than one write fault per page later
-    // (Linux 5.14+; older kernels say EINVAL and the pages fault in once, as they are reused).
+    // The header and the first `EAGER` bytes provided writable now, in one system call, rather
+    // than one write fault per page later (Linux 5.14+; older kernels say EINVAL and the pages
+    // fault in once, as they are reused); the writer thread provides the rest
+    // ([`appender::populate_rest`]).
+    w.populated.store(false, Release);
     // SAFETY: advice on the mapping just created; it reads and writes no memory of ours.
-    unsafe { libc::madvise(base, size as usize, libc::MADV_POPULATE_WRITE) };
+    unsafe { libc::madvise(base, (HEADER + EAGER) as usize, libc::MADV_POPULATE_WRITE) };
     let map = base.cast::<u8>();
     // SAFETY: the header page is mapped and ours; the fields are 8-aligned offsets in it.
     unsafe {

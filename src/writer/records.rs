@@ -274,6 +274,7 @@ pub(super) fn append_in_chunk<R: Record + ?Sized>(w: &Lane, slot: &Slot, record:
             return with_bytes(record, |bytes| reserve_and_copy(w, bytes));
         }
         if word == NO_CHUNK {
+            super::appender::start_deferred_appender();
             let start = w.next.fetch_add(CHUNK, AcqRel);
             if !free_for(w, start / SEGMENT) {
                 return false;
@@ -404,6 +405,7 @@ pub(super) fn segment_filled(w: &Lane, segment: u64) {
         // No writer thread, or it does not keep up (all CPUs are busy): the thread that fills
         // a segment appends, as a record's cost, before the ring runs full.
         append_full_segments(w);
+        super::appender::start_deferred_appender();
     } else if pending >= WAKE_BATCH {
         // The writer thread is woken for a batch of segments: fewer wake-ups.
         wake_appender();

@@ -3,14 +3,23 @@
  * first record opens the trace); then a new thread, which has made no covered call, gets SIGUSR1
  * and its handler makes one. Prints HANDLER_HEAP <bytes the heap grew by during the handler's call>
  * (mallinfo2: libc's heap, where the shim's own lock-free heap does not show; the interrupted
- * thread is not in malloc, so asking is safe here), then DONE. */
+ * thread is not in malloc, so asking is safe here), then DONE.
+ *
+ * `signal_record first N`: the process's first covered call is the handler's (the main thread
+ * raises SIGUSR1 before any call): HANDLER_HEAP as above, WRITER_AFTER_HANDLER <threads named
+ * sharecheck-wr right after it>, then N calls outside any handler and WRITER_THREADS <the same,
+ * waited for up to 2 s>, and DONE N + 1. */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include "check.h"
 
 static CUdevice d0, d1;
@@ -34,10 +43,47 @@ static void *waiter(void *arg) {
     return NULL;
 }
 
-int main(void) {
+/* Threads of this process named sharecheck-wr (the shim's writer thread). */
+static int writer_threads(void) {
+    int found = 0;
+    DIR *tasks = opendir("/proc/self/task");
+    struct dirent *e;
+    while (tasks && (e = readdir(tasks))) {
+        if (e->d_name[0] == '.') continue;
+        char path[300], line[64];
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        found += fgets(line, sizeof line, f) && !strcmp(line, "sharecheck-wr\n");
+        fclose(f);
+    }
+    if (tasks) closedir(tasks);
+    return found;
+}
+
+static int first_in_handler(long n) {
+    struct sigaction sa = {0};
+    sa.sa_handler = on_usr1;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+    raise(SIGUSR1);
+    if (atomic_load(&handled) != 1) return 4;
+    printf("HANDLER_HEAP %ld\nWRITER_AFTER_HANDLER %d\n", grew, writer_threads());
+    for (long i = 0; i < n; i++) {
+        int can = -1;
+        MUST(cuDeviceCanAccessPeer(&can, d0, d1));
+    }
+    int found = 0;
+    for (int tries = 0; tries < 200 && !(found = writer_threads()); tries++) usleep(10000);
+    printf("WRITER_THREADS %d\nDONE %ld\n", found, n + 1);
+    return 0;
+}
+
+int main(int argc, char **argv) {
     MUST(cuInit(0));
     MUST(cuDeviceGet(&d0, 0));
     MUST(cuDeviceGet(&d1, 1));
+    if (argc == 3 && !strcmp(argv[1], "first")) return first_in_handler(atol(argv[2]));
     int can = -1;
     MUST(cuDeviceCanAccessPeer(&can, d0, d1));
     struct sigaction sa = {0};
