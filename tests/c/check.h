@@ -2,8 +2,10 @@
  * Rust side can compare what the program saw with what the trace recorded. */
 #ifndef SHARECHECK_TEST_CHECK_H
 #define SHARECHECK_TEST_CHECK_H
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CALL(symbol, expr)                                  \
     do {                                                    \
@@ -34,5 +36,38 @@
         MUST(cuDevicePrimaryCtxRetain(&use_ctx_, use_dev_));  \
         MUST(cuCtxSetCurrent(use_ctx_));                      \
     } while (0)
+
+/* The threads of this process named sharecheck-wr (the shim's writer thread); the first one's
+ * blocked-signal mask (its `SigBlk:` line in /proc) into `sigblk` when not NULL. */
+static inline int writer_threads(char *sigblk, size_t sigblk_len) {
+    int found = 0;
+    DIR *tasks = opendir("/proc/self/task");
+    struct dirent *e;
+    while (tasks && (e = readdir(tasks))) {
+        if (e->d_name[0] == '.') continue;
+        char path[300], line[256];
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        int ours = fgets(line, sizeof line, f) && !strcmp(line, "sharecheck-wr\n");
+        fclose(f);
+        if (!ours) continue;
+        if (found++ == 0 && sigblk) {
+            snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+            f = fopen(path, "r");
+            while (f && fgets(line, sizeof line, f))
+                if (!strncmp(line, "SigBlk:", 7) && sigblk_len > 0) {
+                    const char *v = line + 7;
+                    size_t k = 0;
+                    while (*v == ' ' || *v == '\t') v++;
+                    while (k + 1 < sigblk_len && v[k] && v[k] != '\n') sigblk[k] = v[k], k++;
+                    sigblk[k] = 0;
+                }
+            if (f) fclose(f);
+        }
+    }
+    if (tasks) closedir(tasks);
+    return found;
+}
 
 #endif

@@ -43,24 +43,6 @@ static void *waiter(void *arg) {
     return NULL;
 }
 
-/* Threads of this process named sharecheck-wr (the shim's writer thread). */
-static int writer_threads(void) {
-    int found = 0;
-    DIR *tasks = opendir("/proc/self/task");
-    struct dirent *e;
-    while (tasks && (e = readdir(tasks))) {
-        if (e->d_name[0] == '.') continue;
-        char path[300], line[64];
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        found += fgets(line, sizeof line, f) && !strcmp(line, "sharecheck-wr\n");
-        fclose(f);
-    }
-    if (tasks) closedir(tasks);
-    return found;
-}
-
 static int first_in_handler(long n) {
     struct sigaction sa = {0};
     sa.sa_handler = on_usr1;
@@ -68,13 +50,13 @@ static int first_in_handler(long n) {
     sigaction(SIGUSR1, &sa, NULL);
     raise(SIGUSR1);
     if (atomic_load(&handled) != 1) return 4;
-    printf("HANDLER_HEAP %ld\nWRITER_AFTER_HANDLER %d\n", grew, writer_threads());
+    printf("HANDLER_HEAP %ld\nWRITER_AFTER_HANDLER %d\n", grew, writer_threads(NULL, 0));
     for (long i = 0; i < n; i++) {
         int can = -1;
         MUST(cuDeviceCanAccessPeer(&can, d0, d1));
     }
     int found = 0;
-    for (int tries = 0; tries < 200 && !(found = writer_threads()); tries++) usleep(10000);
+    for (int tries = 0; tries < 200 && !(found = writer_threads(NULL, 0)); tries++) usleep(10000);
     printf("WRITER_THREADS %d\nDONE %ld\n", found, n + 1);
     return 0;
 }

@@ -452,28 +452,8 @@ int main(int argc, char **argv) {
         int found = 0;
         char sigblk[64] = "";
         /* The thread names itself when it starts: look for up to 2 s. */
-        for (int tries = 0; tries < 200 && !found; tries++, usleep(found ? 0 : 10000)) {
-            DIR *tasks = opendir("/proc/self/task");
-            struct dirent *e;
-            while (tasks && (e = readdir(tasks))) {
-                if (e->d_name[0] == '.') continue;
-                char path[300], line[256];
-                snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-                FILE *f = fopen(path, "r");
-                if (!f) continue;
-                int ours = fgets(line, sizeof line, f) && !strcmp(line, "sharecheck-wr\n");
-                fclose(f);
-                if (!ours) continue;
-                if (found++ == 0) {
-                    snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
-                    f = fopen(path, "r");
-                    while (f && fgets(line, sizeof line, f))
-                        if (!strncmp(line, "SigBlk:", 7)) sscanf(line + 7, "%63s", sigblk);
-                    if (f) fclose(f);
-                }
-            }
-            if (tasks) closedir(tasks);
-        }
+        for (int tries = 0; tries < 200 && !(found = writer_threads(sigblk, sizeof sigblk)); tries++)
+            usleep(10000);
         printf("WRITER_THREADS %d\nSIGBLK %s\n", found, sigblk);
         done(n);
         return 0;
