@@ -680,11 +680,13 @@ pub fn peek<T: Copy>(ptr: *const T) -> Option<T> {
     (read == size as isize).then(|| unsafe { value.assume_init() })
 }
 
-/// Whether the calling thread has any signal blocked. A thread running a signal handler does
-/// (the signal it handles, unless the handler was installed with `SA_NODEFER` and an empty
-/// mask), so a thread with none blocked is surely not in one; one with some may be. One system
-/// call; the caller's `errno` is kept.
-pub fn signals_blocked() -> bool {
+/// Whether the calling thread may be running a signal handler: it has blocked a signal whose
+/// disposition is a handler. A thread running a handler has the signal it handles blocked (unless
+/// the handler was installed with `SA_NODEFER` and an empty mask), so a thread without such a
+/// signal is surely not in one. A signal a program keeps blocked for `sigwait` or a `signalfd`
+/// has no handler, so it does not count. A few system calls (the mask, then the disposition of
+/// each blocked signal); the caller's `errno` is kept.
+pub fn may_be_in_signal_handler() -> bool {
     keeping_errno(|| {
         // SAFETY: a zeroed sigset_t is a valid buffer; this reads the thread's own mask.
         let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
@@ -694,8 +696,17 @@ pub fn signals_blocked() -> bool {
         }
         // The kernel's mask is the set's first 64 bits (signals 1 to 64).
         // SAFETY: sigset_t is at least 8 bytes of plain data.
-        let first: u64 = unsafe { std::ptr::read_unaligned(std::ptr::addr_of!(set).cast()) };
-        first != 0
+        let blocked: u64 = unsafe { std::ptr::read_unaligned(std::ptr::addr_of!(set).cast()) };
+        (1..=64)
+            .filter(|s| blocked & (1 << (s - 1)) != 0)
+            .any(|signal| {
+                // SAFETY: a zeroed sigaction is a valid buffer; a NULL new action only reads.
+                let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+                // SAFETY: as above. A signal glibc keeps for itself answers EINVAL: no handler.
+                (unsafe { libc::sigaction(signal, std::ptr::null(), &mut old) } == 0)
+                    && old.sa_sigaction != libc::SIG_DFL
+                    && old.sa_sigaction != libc::SIG_IGN
+            })
     })
 }
 
@@ -727,30 +738,42 @@ pub fn spawn_quiet(main: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void) 
 mod tests {
     use super::*;
 
-    /// A thread with no signal blocked is not in a handler; one running a handler has its signal
-    /// blocked (the writer thread is started only by the first). Runs on a thread of its own, so
-    /// that the test harness's mask does not matter; errno is kept.
+    /// A thread with no signal blocked is not in a handler, nor one whose blocked signal has no
+    /// handler (kept for `sigwait`); one with a handled signal blocked, as while running that
+    /// handler, may be (the writer thread is started only from the first two). On a thread of its
+    /// own, so that the harness's mask does not matter; SIGRTMIN+7, which nothing else here uses,
+    /// gets a handler for the test and its old action back; errno is kept.
     #[test]
-    fn signals_blocked_tells_a_thread_with_a_blocked_signal() {
+    fn may_be_in_signal_handler_tells_a_blocked_handled_signal() {
+        extern "C" fn ignore(_: libc::c_int) {}
         let seen = std::thread::spawn(|| {
-            // SAFETY: plain sigset calls on a live local; this thread's own mask.
+            let signal = libc::SIGRTMIN() + 7;
+            // SAFETY: plain sigset and sigaction calls on live locals; this thread's own mask and
+            // a signal nothing else in this process uses.
             unsafe {
                 let mut none: libc::sigset_t = std::mem::zeroed();
                 libc::sigemptyset(&mut none);
                 libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
                 *libc::__errno_location() = 1234;
-                let clear = signals_blocked();
+                let clear = may_be_in_signal_handler();
                 let errno = *libc::__errno_location();
-                let mut usr1: libc::sigset_t = std::mem::zeroed();
-                libc::sigemptyset(&mut usr1);
-                libc::sigaddset(&mut usr1, libc::SIGUSR1);
-                libc::pthread_sigmask(libc::SIG_BLOCK, &usr1, std::ptr::null_mut());
-                (clear, errno, signals_blocked())
+                let mut one: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut one);
+                libc::sigaddset(&mut one, signal);
+                libc::pthread_sigmask(libc::SIG_BLOCK, &one, std::ptr::null_mut());
+                let unhandled = may_be_in_signal_handler();
+                let mut handler: libc::sigaction = std::mem::zeroed();
+                handler.sa_sigaction = ignore as extern "C" fn(libc::c_int) as usize;
+                let mut old: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(signal, &handler, &mut old);
+                let handled = may_be_in_signal_handler();
+                libc::sigaction(signal, &old, std::ptr::null_mut());
+                (clear, errno, unhandled, handled)
             }
         })
         .join()
         .unwrap();
-        assert_eq!(seen, (false, 1234, true));
+        assert_eq!(seen, (false, 1234, false, true));
     }
 
     /// The shim's own threads (the writer, the multicast watchdog) start with every signal that

@@ -706,6 +706,20 @@ fn the_process_first_record_in_a_signal_handler_starts_no_thread_there() {
     assert_eq!(can_access_calls(&s.records()), 301);
 }
 
+/// A program that keeps a signal blocked with no handler (for `sigwait` or a `signalfd`) is not
+/// in a handler: its first record starts the writer thread, as any program's does.
+#[test]
+fn a_signal_kept_blocked_without_a_handler_does_not_hold_back_the_writer_thread() {
+    let s = Scratch::new("signal_record_sigwait");
+    let exe = signal_record(&s);
+    let mut traced = s.under_shim(&exe);
+    traced.args(["sigwait", "3"]);
+    let traced = run_with_timeout(traced, 60);
+    assert!(traced.status.success(), "{traced:?}");
+    assert_eq!(printed(&traced, "WRITER_THREADS"), "1", "{traced:?}");
+    assert_eq!(can_access_calls(&s.records()), 3);
+}
+
 /// `tests/c/signal_record.c`, built in `s`.
 fn signal_record(s: &Scratch) -> std::path::PathBuf {
     let libs = s.sim_libs();

@@ -15,12 +15,13 @@ for i in $(seq 1 ${RUNS:-20}); do
   LD_PRELOAD=$SHIM SHARECHECK_TRACE=$d/%p.jsonl timeout 60 /tmp/wl exitstorm 64 2000 signals >/dev/null 2>$d.err; rc=$?
   ms=$(( ($(date +%s%N)-s)/1000000 )); [ $ms -gt $worst ] && worst=$ms
   line=$(python3 scripts/gpu/count_records.py --check $d); counted=$?
-  echo "run $i rc=$rc ${ms}ms $line$([ $rc -ne 0 ] && echo " stderr: $(head -c 300 $d.err | tr "\n" " ")")"
+  echo "run $i rc=$rc ${ms}ms $line$([ $rc -ne 0 ] && echo " stderr: $(grep -m1 '^HANDLER_FAILED' $d.err) $(head -c 300 $d.err | tr "\n" " ")")"
   [ $counted -ne 0 ] && bad=$((bad+1))
   # Exit status 5: a handler's call failed. R580 answers CUDA_ERROR_DEINITIALIZED to a call made
   # while exit() shuts the driver down, plain too (seen 2026-11-26): the driver's, when its
   # records are whole; anything else is bad.
-  if [ $rc -eq 5 ] && grep -q CUDA_ERROR_DEINITIALIZED $d.err; then
+  # The program says `HANDLER_FAILED <code>`; 4 is CUDA_ERROR_DEINITIALIZED.
+  if [ $rc -eq 5 ] && grep -qE 'CUDA_ERROR_DEINITIALIZED|^HANDLER_FAILED 4$' $d.err; then
     deinit=$((deinit+1))
   elif [ $rc -ne 0 ]; then
     bad=$((bad+1))

@@ -7,19 +7,20 @@ use super::*;
 /// handlers never run on it) and a small stack; detached. Without it the thread that fills a
 /// segment appends it.
 ///
-/// Never from a thread with a signal blocked: its record may be a signal handler's, which may
-/// have interrupted `malloc` or `pthread_create` (in the program, or in a driver call the shim
-/// does not see), and `pthread_create` allocates the new thread's TLS with `malloc` and takes the
-/// loader's stack lock: the handler would wait forever on a lock its own thread holds (measured
-/// on R580: a profiling timer's handler whose call was the process's first record hung 1 run in
-/// 10 to 28, `scripts/gpu/results/2026-11-29-1xH200-R580-sigcheck-first-record.txt`). It is then
-/// `DEFERRED`, and started by the next chunk taken or segment filled on a thread with none.
+/// Never from a thread that may be running a signal handler (a handled signal blocked): its
+/// record may be a handler's, which may have interrupted `malloc` or `pthread_create` (in the
+/// program, or in a driver call the shim does not see), and `pthread_create` allocates the new
+/// thread's TLS with `malloc` and takes the loader's stack lock: the handler would wait forever on
+/// a lock its own thread holds (measured on R580: a profiling timer's handler whose call was the
+/// process's first record hung 1 run in 10 to 28,
+/// `scripts/gpu/results/2026-11-29-1xH200-R580-sigcheck-first-record.txt`). It is then
+/// `DEFERRED`, and started by the next chunk taken or segment filled on a thread that is not.
 pub(super) fn start_appender() {
     let state = APPENDER.load(Acquire);
     if state != NO_THREAD && state != DEFERRED {
         return; // running already (or could not be started)
     }
-    if crate::guard::signals_blocked() {
+    if crate::guard::may_be_in_signal_handler() {
         let _ = APPENDER.compare_exchange(NO_THREAD, DEFERRED, AcqRel, Acquire);
         return;
     }

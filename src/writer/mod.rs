@@ -160,7 +160,7 @@ const NO_THREAD: u8 = 0;
 const RUNNING: u8 = 1;
 const FAILED: u8 = 2;
 /// Not started yet: the record that was to start it may have been a signal handler's
-/// ([`appender::start_appender`]); a later record of a thread with no signal blocked starts it.
+/// ([`appender::start_appender`]); a later record of a thread that is not in one starts it.
 const DEFERRED: u8 = 3;
 
 /// A value alone on its cache line: the counters every record touches do not share one (threads

@@ -8,7 +8,11 @@
  * `signal_record first N`: the process's first covered call is the handler's (the main thread
  * raises SIGUSR1 before any call): HANDLER_HEAP as above, WRITER_AFTER_HANDLER <threads named
  * sharecheck-wr right after it>, then N calls outside any handler and WRITER_THREADS <the same,
- * waited for up to 2 s>, and DONE N + 1. */
+ * waited for up to 2 s>, and DONE N + 1.
+ *
+ * `signal_record sigwait N`: the main thread keeps SIGUSR2 blocked, with no handler (as a program
+ * that takes it with sigwait or a signalfd), makes N calls, then prints WRITER_THREADS (waited for
+ * up to 2 s) and DONE N. */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <malloc.h>
@@ -61,11 +65,27 @@ static int first_in_handler(long n) {
     return 0;
 }
 
+static int blocked_without_handler(long n) {
+    sigset_t usr2;
+    sigemptyset(&usr2);
+    sigaddset(&usr2, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &usr2, NULL);
+    for (long i = 0; i < n; i++) {
+        int can = -1;
+        MUST(cuDeviceCanAccessPeer(&can, d0, d1));
+    }
+    int found = 0;
+    for (int tries = 0; tries < 200 && !(found = writer_threads(NULL, 0)); tries++) usleep(10000);
+    printf("WRITER_THREADS %d\nDONE %ld\n", found, n);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     MUST(cuInit(0));
     MUST(cuDeviceGet(&d0, 0));
     MUST(cuDeviceGet(&d1, 1));
     if (argc == 3 && !strcmp(argv[1], "first")) return first_in_handler(atol(argv[2]));
+    if (argc == 3 && !strcmp(argv[1], "sigwait")) return blocked_without_handler(atol(argv[2]));
     int can = -1;
     MUST(cuDeviceCanAccessPeer(&can, d0, d1));
     struct sigaction sa = {0};
