@@ -114,7 +114,9 @@ pub fn capture(depth: usize, skip: Option<usize>) -> Vec<Frame> {
 }
 
 /// The loader names the main program by how it was started (`./prog`, `prog`): its file then,
-/// so that the module can be found again after the process is gone.
+/// so that the module can be found again after the process is gone. Another relative name is
+/// joined to the working directory, without `realpath` (which allocates with `malloc`: a
+/// finding's stack may be taken in a signal handler that interrupted `malloc`).
 fn module_path(path: &str) -> String {
     if path.starts_with('/') {
         return path.to_string();
@@ -125,10 +127,26 @@ fn module_path(path: &str) -> String {
         Some(exe) if path.is_empty() || exe.file_name() == named => {
             exe.to_string_lossy().into_owned()
         }
-        _ => std::fs::canonicalize(path)
-            .map(|p| p.to_string_lossy().into_owned())
+        _ => std::env::current_dir()
+            .map(|cwd| joined(&cwd, path))
             .unwrap_or_else(|_| path.to_string()),
     }
+}
+
+/// `relative` under `dir`, with `.` and `..` taken out by their names alone.
+fn joined(dir: &std::path::Path, relative: &str) -> String {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::from(dir);
+    for part in std::path::Path::new(relative).components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out.to_string_lossy().into_owned()
 }
 
 /// The nearest dynamic symbol at or before `address`, the distance from it, and whether the
@@ -284,6 +302,24 @@ mod tests {
     #[inline(never)]
     fn from_here(depth: usize) -> Vec<Frame> {
         capture(depth, None)
+    }
+
+    /// A module named by a relative path is found under the working directory, `.` and `..`
+    /// taken out; the main program by `/proc/self/exe`; an absolute path as it is.
+    #[test]
+    fn a_relative_module_name_is_joined_to_the_working_directory() {
+        let dir = std::path::Path::new("/opt/work");
+        assert_eq!(joined(dir, "./lib/libx.so"), "/opt/work/lib/libx.so");
+        assert_eq!(joined(dir, "a/../b/./libx.so"), "/opt/work/b/libx.so");
+        assert_eq!(joined(dir, "../libx.so"), "/opt/libx.so");
+        assert_eq!(module_path("/usr/lib/liby.so"), "/usr/lib/liby.so");
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            module_path("./not-the-test-binary.so"),
+            cwd.join("not-the-test-binary.so").to_string_lossy()
+        );
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        assert_eq!(module_path(""), exe.to_string_lossy());
     }
 
     #[test]
