@@ -704,6 +704,20 @@ fn the_process_first_record_in_a_signal_handler_starts_no_thread_there() {
     assert_eq!(printed(&traced, "WRITER_AFTER_HANDLER"), "0", "{traced:?}");
     assert_eq!(printed(&traced, "WRITER_THREADS"), "1", "{traced:?}");
     assert_eq!(can_access_calls(&s.records()), 301);
+
+    // A process whose only record is the handler's: no writer thread ever, and the record is
+    // kept, counted by the exit record.
+    let alone = Scratch::new("signal_record_first_alone");
+    let mut traced = alone.under_shim(&exe);
+    traced.args(["first", "0"]);
+    let traced = run_with_timeout(traced, 60);
+    assert!(traced.status.success(), "{traced:?}");
+    assert_eq!(printed(&traced, "WRITER_THREADS"), "0", "{traced:?}");
+    let records = alone.records();
+    assert_eq!(can_access_calls(&records), 1, "{records:?}");
+    let exits: Vec<_> = records.iter().filter(|r| r["event"] == "exit").collect();
+    assert_eq!(exits.len(), 1, "{records:?}");
+    assert_eq!(exits[0]["calls"], 1, "{records:?}");
 }
 
 /// A program that keeps a signal blocked with no handler (for `sigwait` or a `signalfd`) is not
