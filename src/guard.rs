@@ -686,7 +686,7 @@ pub fn peek<T: Copy>(ptr: *const T) -> Option<T> {
 /// signal is surely not in one. A signal a program keeps blocked for `sigwait` or a `signalfd`
 /// has no handler, so it does not count. A few system calls (the mask, then the disposition of
 /// each blocked signal); the caller's `errno` is kept.
-pub fn may_be_in_signal_handler() -> bool {
+fn may_be_in_signal_handler() -> bool {
     keeping_errno(|| {
         // SAFETY: a zeroed sigset_t is a valid buffer; this reads the thread's own mask.
         let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
@@ -710,14 +710,33 @@ pub fn may_be_in_signal_handler() -> bool {
     })
 }
 
+/// What [`spawn_quiet`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spawned {
+    Started,
+    /// `pthread_create` failed.
+    Failed,
+    /// Not tried: the calling thread may be running a signal handler
+    /// ([`may_be_in_signal_handler`]), which may have interrupted `malloc` or `pthread_create`,
+    /// and `pthread_create` allocates the new thread's TLS with `malloc` and takes the loader's
+    /// stack lock: the handler would wait forever on a lock its own thread holds (measured on
+    /// R580: `scripts/gpu/results/2026-11-29-1xH200-R580-sigcheck-first-record.txt`). The caller
+    /// tries again from a later call.
+    NotNow,
+}
+
 /// Starts a detached thread of the shim's own running `main`, with every signal blocked (the
 /// program's handlers never run on it) and a 256 KiB stack: the writer thread, the multicast
-/// watchdog. Never under the loader's lock (a call's path, not a constructor). Whether it started.
-pub fn spawn_quiet(main: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void) -> bool {
+/// watchdog. Never under the loader's lock (a call's path, not a constructor), and never from a
+/// thread that may be running a signal handler.
+pub fn spawn_quiet(main: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void) -> Spawned {
+    if may_be_in_signal_handler() {
+        return Spawned::NotNow;
+    }
     // SAFETY: plain pthread calls on live locals; the attribute object is destroyed after use,
     // and this thread's signal mask is restored right after the thread is made (which inherits
     // the full mask).
-    unsafe {
+    let rc = unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
@@ -730,7 +749,12 @@ pub fn spawn_quiet(main: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void) 
         let rc = libc::pthread_create(&mut thread, &attr, main, std::ptr::null_mut());
         libc::pthread_attr_destroy(&mut attr);
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        rc == 0
+        rc
+    };
+    if rc == 0 {
+        Spawned::Started
+    } else {
+        Spawned::Failed
     }
 }
 
@@ -746,6 +770,11 @@ mod tests {
     #[test]
     fn may_be_in_signal_handler_tells_a_blocked_handled_signal() {
         extern "C" fn ignore(_: libc::c_int) {}
+        static RAN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        extern "C" fn never(_: *mut libc::c_void) -> *mut libc::c_void {
+            RAN.store(true, std::sync::atomic::Ordering::SeqCst);
+            std::ptr::null_mut()
+        }
         let seen = std::thread::spawn(|| {
             let signal = libc::SIGRTMIN() + 7;
             // SAFETY: plain sigset and sigaction calls on live locals; this thread's own mask and
@@ -767,13 +796,19 @@ mod tests {
                 let mut old: libc::sigaction = std::mem::zeroed();
                 libc::sigaction(signal, &handler, &mut old);
                 let handled = may_be_in_signal_handler();
+                let spawned = spawn_quiet(never);
                 libc::sigaction(signal, &old, std::ptr::null_mut());
-                (clear, errno, unhandled, handled)
+                (clear, errno, unhandled, handled, spawned)
             }
         })
         .join()
         .unwrap();
-        assert_eq!(seen, (false, 1234, false, true));
+        assert_eq!(seen, (false, 1234, false, true, Spawned::NotNow));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            !RAN.load(std::sync::atomic::Ordering::SeqCst),
+            "a thread was started"
+        );
     }
 
     /// The shim's own threads (the writer, the multicast watchdog) start with every signal that
@@ -798,7 +833,7 @@ mod tests {
             std::ptr::null_mut()
         }
         let before = blocked();
-        assert!(spawn_quiet(main));
+        assert_eq!(spawn_quiet(main), Spawned::Started);
         assert_eq!(blocked(), before, "the starter's mask changed");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while MASK.load(SeqCst) == u64::MAX {

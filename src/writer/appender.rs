@@ -5,24 +5,13 @@ use super::*;
 
 /// Starts the thread that appends full segments, with every signal blocked (the program's
 /// handlers never run on it) and a small stack; detached. Without it the thread that fills a
-/// segment appends it.
-///
-/// Never from a thread that may be running a signal handler (a handled signal blocked): its
-/// record may be a handler's, which may have interrupted `malloc` or `pthread_create` (in the
-/// program, or in a driver call the shim does not see), and `pthread_create` allocates the new
-/// thread's TLS with `malloc` and takes the loader's stack lock: the handler would wait forever on
-/// a lock its own thread holds (measured on R580: a profiling timer's handler whose call was the
-/// process's first record hung 1 run in 10 to 28,
-/// `scripts/gpu/results/2026-11-29-1xH200-R580-sigcheck-first-record.txt`). It is then
-/// `DEFERRED`, and started by the next chunk taken or segment filled on a thread that is not.
+/// segment appends it. Never from a thread that may be running a signal handler
+/// ([`crate::guard::Spawned::NotNow`]): then `DEFERRED`, and started by the next chunk taken or
+/// segment filled on a thread that is not.
 pub(super) fn start_appender() {
     let state = APPENDER.load(Acquire);
     if state != NO_THREAD && state != DEFERRED {
         return; // running already (or could not be started)
-    }
-    if crate::guard::may_be_in_signal_handler() {
-        let _ = APPENDER.compare_exchange(NO_THREAD, DEFERRED, AcqRel, Acquire);
-        return;
     }
     if APPENDER
         .compare_exchange(state, RUNNING, AcqRel, Acquire)
@@ -30,12 +19,14 @@ pub(super) fn start_appender() {
     {
         return;
     }
-    let made = crate::guard::spawn_quiet(appender_main);
-    if !made {
-        APPENDER.store(FAILED, Release);
-        // Segments filled meanwhile found the thread running: append them here.
-        LANES.iter().for_each(append_full_segments);
-    }
+    let not_running = match crate::guard::spawn_quiet(appender_main) {
+        crate::guard::Spawned::Started => return,
+        crate::guard::Spawned::NotNow => DEFERRED,
+        crate::guard::Spawned::Failed => FAILED,
+    };
+    APPENDER.store(not_running, Release);
+    // Segments filled meanwhile found the thread running: append them here.
+    LANES.iter().for_each(append_full_segments);
 }
 
 /// Starts the writer thread if an earlier record left it `DEFERRED` (a cold path: a chunk taken,
@@ -86,7 +77,8 @@ extern "C" fn appender_main(_: *mut libc::c_void) -> *mut libc::c_void {
 /// records (and not at the lane's opening, on the program's path). Records written meanwhile
 /// fault their pages in as they go; the advice leaves the ring's contents as they are.
 pub(super) fn populate_rest(w: &Lane) {
-    if w.populated.swap(true, AcqRel) {
+    // Read first: the loop calls this for every open lane at every wake, a locked swap only once.
+    if w.populated.load(Acquire) || w.populated.swap(true, AcqRel) {
         return;
     }
     let map = w.map.load(Acquire);

@@ -85,17 +85,21 @@ pub fn arm(
     Some(Armed(id))
 }
 
-/// Whether the watchdog's thread runs (started on first use).
+/// Whether the watchdog's thread runs (started on first use; not from a signal handler, whose
+/// bind is then not watched: the next bind's call starts it).
 fn started() -> bool {
     match THREAD.compare_exchange(NO_THREAD, RUNNING, Relaxed, Relaxed) {
-        Ok(_) => {
-            if crate::guard::spawn_quiet(watchdog_main) {
-                true
-            } else {
+        Ok(_) => match crate::guard::spawn_quiet(watchdog_main) {
+            crate::guard::Spawned::Started => true,
+            crate::guard::Spawned::NotNow => {
+                THREAD.store(NO_THREAD, Relaxed);
+                false
+            }
+            crate::guard::Spawned::Failed => {
                 THREAD.store(FAILED, Relaxed);
                 false
             }
-        }
+        },
         Err(state) => state == RUNNING,
     }
 }
