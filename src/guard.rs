@@ -725,21 +725,25 @@ pub enum Spawned {
     NotNow,
 }
 
-/// Starts a detached thread of the shim's own running `main`, with every signal blocked (the
-/// program's handlers never run on it) and a 256 KiB stack: the writer thread, the multicast
-/// watchdog. Never under the loader's lock (a call's path, not a constructor), and never from a
-/// thread that may be running a signal handler.
+/// Starts a detached thread of the shim's own running `main`, with every signal blocked but
+/// SIGSYS (the program's handlers never run on it) and a 256 KiB stack: the writer thread, the
+/// multicast watchdog. SIGSYS is what a seccomp filter that traps a system call raises on the
+/// thread that made it, and the kernel kills the process when that thread blocks it: a sandbox
+/// that traps `membarrier` (the writer thread's registration) gets its own handler's answer
+/// there, as on any thread of the program. Never under the loader's lock (a call's path, not a
+/// constructor), and never from a thread that may be running a signal handler.
 pub fn spawn_quiet(main: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void) -> Spawned {
     if may_be_in_signal_handler() {
         return Spawned::NotNow;
     }
     // SAFETY: plain pthread calls on live locals; the attribute object is destroyed after use,
     // and this thread's signal mask is restored right after the thread is made (which inherits
-    // the full mask).
+    // that mask).
     let rc = unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
+        libc::sigdelset(&mut all, libc::SIGSYS);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
         let mut attr: libc::pthread_attr_t = std::mem::zeroed();
         libc::pthread_attr_init(&mut attr);
@@ -812,10 +816,11 @@ mod tests {
     }
 
     /// The shim's own threads (the writer, the multicast watchdog) start with every signal that
-    /// can be blocked blocked, so the program's handlers never run on them; the caller's mask is
-    /// what it was.
+    /// can be blocked blocked but SIGSYS (a seccomp trap of their own system call, which kills
+    /// the process when blocked), so the program's handlers never run on them otherwise; the
+    /// caller's mask is what it was.
     #[test]
-    fn a_quiet_thread_blocks_every_signal_and_its_starter_keeps_its_mask() {
+    fn a_quiet_thread_blocks_every_signal_but_sigsys_and_its_starter_keeps_its_mask() {
         use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
         static MASK: AtomicU64 = AtomicU64::new(u64::MAX);
         fn blocked() -> u64 {
@@ -841,8 +846,13 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         let mask = MASK.load(SeqCst);
+        assert_eq!(
+            mask & (1 << (libc::SIGSYS - 1)),
+            0,
+            "SIGSYS blocked: {mask:x}"
+        );
         for sig in 1..=31 {
-            if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            if sig == libc::SIGKILL || sig == libc::SIGSTOP || sig == libc::SIGSYS {
                 continue;
             }
             assert_ne!(

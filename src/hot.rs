@@ -55,7 +55,7 @@ pub struct TraceLine {
     /// exactly the calls numbered before it.
     pub closing: AtomicBool,
     /// Whether this process is registered for `MEMBARRIER_CMD_PRIVATE_EXPEDITED` (the registration
-    /// belongs to the address space: a forked child registers again when its trace opens).
+    /// belongs to the address space: a forked child registers again from its own writer thread).
     pub asymmetric: AtomicBool,
     /// Bumped in each forked child (`trace`'s).
     pub fork_generation: AtomicU32,

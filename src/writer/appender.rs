@@ -3,8 +3,9 @@
 
 use super::*;
 
-/// Starts the thread that appends full segments, with every signal blocked (the program's
-/// handlers never run on it) and a small stack; detached. Without it the thread that fills a
+/// Starts the thread that appends full segments, with every signal blocked but SIGSYS (the
+/// program's handlers never run on it but for a seccomp trap of its own system call:
+/// [`crate::guard::spawn_quiet`]) and a small stack; detached. Without it the thread that fills a
 /// segment appends it. Never from a thread that may be running a signal handler
 /// ([`crate::guard::Spawned::NotNow`]): then `DEFERRED`, and started by the next chunk taken or
 /// segment filled on a thread that is not.
@@ -100,6 +101,7 @@ pub(super) fn populate_rest(w: &Lane) {
 /// filling once it has waited `IDLE_CHUNK_NS` while later chunks were handed out.
 pub(super) fn appender_loop() {
     let mut stalled = [None; MAX_LANES];
+    let mut registered = false;
     loop {
         let seen = WAKE.load(SeqCst);
         if HOT.trace.stopped.load(Acquire) {
@@ -117,6 +119,11 @@ pub(super) fn appender_loop() {
             }
             // A full segment nobody is appending: look again before sleeping.
             work |= segment_is_full(w, w.appended.load(Acquire)) && !w.appending.load(Acquire);
+        }
+        // Once the rings are provided: the kernel's answer may take a grace period.
+        if !registered {
+            registered = true;
+            register_asymmetric_fence();
         }
         SLEEPING.store(true, SeqCst);
         if !work && WAKE.load(SeqCst) == seen {

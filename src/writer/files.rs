@@ -43,7 +43,6 @@ fn open_lane_keeping_errno(
         };
         let ring_path = format!("{}{}", opened.path, ring::SUFFIX);
         prepare_lanes(&opened.path, &header);
-        register_asymmetric_fence();
         let leak = |p: String| -> Result<&'static CStr, String> {
             let c = CString::new(p).map_err(|_| "a NUL in the trace's name".to_string())?;
             // SAFETY: leaked here, never freed: the lane keeps the names for good.

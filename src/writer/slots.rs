@@ -107,7 +107,8 @@ impl Drop for Number {
 /// hosts). Otherwise, and on the shared slot, a locked add.
 #[inline]
 pub(super) fn lift(slot: &Slot, shared: bool) {
-    if !shared && HOT.trace.asymmetric.load(Relaxed) {
+    // Acquire: a thread that sees the registration reads `CLOSING` after it ([`asymmetric_fence`]).
+    if !shared && HOT.trace.asymmetric.load(Acquire) {
         slot.in_flight
             .store(slot.in_flight.load(Relaxed).wrapping_add(1), Relaxed);
         // The store stays before the load of `CLOSING` in program order; the other side's
@@ -122,8 +123,17 @@ const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
 const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
 /// Registers the process for expedited membarriers, so that [`lift`] needs no locked add (Linux
-/// 4.14 and later; where the kernel or a seccomp filter refuses, the locked add stays). Called
-/// when the trace opens, before any record; a system call only.
+/// 4.14 and later; where the kernel or a seccomp filter refuses, the locked add stays). Called by
+/// the writer thread, never on the program's path: in a process with more than one thread the
+/// kernel waits for a grace period before it answers (22 ms measured on the 2x H200 host, R580's
+/// CUDA processes having a dozen threads by their first call; on the program's path that was most
+/// of a traced short process's cost, issue 25). Until it answers, [`lift`] takes the locked add.
+///
+/// Switching while calls run is safe: the flag is set (sequentially consistent) once the kernel
+/// answered, and an exit that read it unset ([`asymmetric_fence`]) stored `CLOSING` before that
+/// read; a thread that read it set (acquire) reads `CLOSING` after, so it sees `CLOSING` and
+/// takes no number: the only calls counted without a locked add are those an exit that fences
+/// sees.
 pub(super) fn register_asymmetric_fence() {
     if HOT.trace.asymmetric.load(Relaxed) {
         return;
@@ -137,13 +147,13 @@ pub(super) fn register_asymmetric_fence() {
             0,
         )
     } == 0;
-    HOT.trace.asymmetric.store(ok, Release);
+    HOT.trace.asymmetric.store(ok, SeqCst);
 }
 
 /// The exiting side of [`lift`]'s handshake, after `CLOSING` is stored: a full barrier on every
 /// thread of the process that runs now (the others passed one when they were switched out).
 pub(super) fn asymmetric_fence() {
-    if !HOT.trace.asymmetric.load(Acquire) {
+    if !HOT.trace.asymmetric.load(SeqCst) {
         return;
     }
     // SAFETY: as in `register_asymmetric_fence`.

@@ -35,13 +35,20 @@
  *                      calls exit(0) while they run (prints no DONE: the count is not known)
  *   sigcheck THREADS N as sigstorm, but every other call of the handler is a misuse (device 9);
  *                      prints HANDLER_CALLS, HANDLER_MISUSES and the value the driver wrote
- *                      for the valid ones (CAN); WRITER_LIFE_HANDLER_OUTSIDE=1: no handler call
- *                      while its thread is in a call (HANDLER_SKIPPED), for R580
+ *                      for the valid ones (CAN)
  *   malloc-storm THREADS N  THREADS threads call malloc/free N times under the sigcheck handler
  *   handler-exit N     N calls, then calls without end while a profiling timer's handler calls
  *                      exit(0) at its first tick, wherever it interrupted the thread (prints no DONE)
  *   errno N            sets errno to 1234, makes its first covered call (the trace opens then) and
  *                      prints ERRNO <errno after it>, then N-1 more calls
+ *   membarrier N       traps `membarrier` (a seccomp filter: SIGSYS, whose handler notes the
+ *                      calling thread and the command and answers EPERM, as a host that refuses
+ *                      it does), makes N calls, waits up to 2 s for the shim's registration and
+ *                      prints MEMBARRIER_REGISTER_BY main|other|none (x86-64 Linux; elsewhere, or
+ *                      where the filter cannot be installed, SECCOMP_UNAVAILABLE)
+ * WRITER_LIFE_HANDLER_OUTSIDE=1 (sigstorm, exitstorm, sigcheck, malloc-storm): no handler call
+ * while its thread is in a call, nor on a thread of the driver's (sigcheck prints
+ * HANDLER_SKIPPED), for R580
  * Prints DONE <calls completed by this process> before ending (stdout is flushed first). */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -55,7 +62,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -66,6 +75,9 @@ static CUdevice d0, d1;
 
 /* Set while this thread is in a driver call of `calls` (for WRITER_LIFE_HANDLER_OUTSIDE). */
 static _Thread_local volatile sig_atomic_t in_call;
+/* Set on this program's own threads (main and the ones it makes), not on the driver's: the
+ * process's SIGPROF runs the handlers on those too, maybe inside the driver. */
+static _Thread_local volatile sig_atomic_t own_thread;
 
 static void calls(long n) {
     for (long i = 0; i < n; i++) {
@@ -85,6 +97,7 @@ static long storm_calls;
 
 static void *storm(void *arg) {
     (void)arg;
+    own_thread = 1;
     CUcontext ctx;
     MUST(cuDevicePrimaryCtxRetain(&ctx, d0));
     MUST(cuCtxSetCurrent(ctx));
@@ -101,6 +114,7 @@ static atomic_long handler_calls;
 /* storm_calls rounds of malloc and free of varied sizes (for malloc-storm). */
 static void *malloc_storm(void *arg) {
     (void)arg;
+    own_thread = 1;
     void *keep[16] = {0};
     unsigned x = (unsigned)(uintptr_t)&keep;
     for (long i = 0; i < storm_calls; i++) {
@@ -114,8 +128,19 @@ static void *malloc_storm(void *arg) {
     return NULL;
 }
 
+/* WRITER_LIFE_HANDLER_OUTSIDE=1 (any mode): the handlers make no call while their thread is in
+ * one, nor on a thread of the driver's. R580 is not async-signal-safe: a handler's call into the
+ * driver that interrupted a driver call of its own thread deadlocks on the driver's lock, with or
+ * without a shim (measured). */
+static int handler_outside;
+static atomic_long handler_skipped;
+
 static void call_in_handler(int sig) {
     (void)sig;
+    if (handler_outside && (in_call || !own_thread)) {
+        atomic_fetch_add(&handler_skipped, 1);
+        return;
+    }
     int saved = errno, can = -1;
     CUresult r = cuDeviceCanAccessPeer(&can, d0, d1);
     if (r != CUDA_SUCCESS) {
@@ -132,15 +157,9 @@ static void call_in_handler(int sig) {
 static atomic_long handler_misuses;
 static atomic_int handler_can = -1;
 
-/* WRITER_LIFE_HANDLER_OUTSIDE=1: the handler makes no call while its thread is in one. R580 is
- * not async-signal-safe: a handler's call into the driver that interrupted a driver call of its
- * own thread deadlocks on the driver's lock, with or without a shim (measured). */
-static int handler_outside;
-static atomic_long handler_skipped;
-
 static void check_in_handler(int sig) {
     (void)sig;
-    if (handler_outside && in_call) {
+    if (handler_outside && (in_call || !own_thread)) {
         atomic_fetch_add(&handler_skipped, 1);
         return;
     }
@@ -259,6 +278,67 @@ static int check_storm(int threads, void *(*worker)(void *), long per_thread) {
     return 0;
 }
 
+#if defined(__x86_64__) && defined(__linux__)
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <ucontext.h>
+
+static pid_t main_tid;
+/* The thread of the first `membarrier` register command: 0 none, else its id. */
+static _Atomic pid_t register_tid;
+
+static void on_sigsys(int sig, siginfo_t *info, void *context) {
+    (void)sig;
+    ucontext_t *uc = context;
+    /* MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: 1 << 4. */
+    if (info->si_syscall == SYS_membarrier && uc->uc_mcontext.gregs[REG_RDI] == (1 << 4)) {
+        pid_t none = 0;
+        atomic_compare_exchange_strong(&register_tid, &none, (pid_t)syscall(SYS_gettid));
+    }
+    uc->uc_mcontext.gregs[REG_RAX] = -EPERM;
+}
+
+/* Every `membarrier` of every thread made after it traps (SIGSYS); 0 when installed. */
+static int trap_membarrier(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigsys;
+    sa.sa_flags = SA_SIGINFO;
+    if (sigaction(SIGSYS, &sa, NULL)) return -1;
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_membarrier, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = sizeof filter / sizeof filter[0], .filter = filter};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) return -1;
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) return -1;
+    main_tid = (pid_t)syscall(SYS_gettid);
+    return 0;
+}
+
+static int membarrier_mode(long n) {
+    if (trap_membarrier()) {
+        printf("SECCOMP_UNAVAILABLE\n");
+        return 0;
+    }
+    calls(n);
+    for (int tries = 0; tries < 200 && !atomic_load(&register_tid); tries++) usleep(10000);
+    pid_t by = atomic_load(&register_tid);
+    printf("MEMBARRIER_REGISTER_BY %s\n", !by ? "none" : by == main_tid ? "main" : "other");
+    done(n);
+    return 0;
+}
+#else
+static int membarrier_mode(long n) {
+    (void)n;
+    printf("SECCOMP_UNAVAILABLE\n");
+    return 0;
+}
+#endif
+
 int main(int argc, char **argv) {
     if (argc < 3) return 2;
     const char *mode = argv[1];
@@ -267,7 +347,10 @@ int main(int argc, char **argv) {
     int devices = 0;
     MUST(cuDeviceGetCount(&devices));
     MUST(cuDeviceGet(&d1, devices > 1 ? 1 : 0)); /* one GPU: its own peer (answered 0) */
+    own_thread = 1;
     long n = atol(argv[2]);
+    const char *outside = getenv("WRITER_LIFE_HANDLER_OUTSIDE");
+    handler_outside = outside && !strcmp(outside, "1");
     if (!strcmp(mode, "segv") || !strcmp(mode, "abort") || !strcmp(mode, "underscore-exit") ||
         !strcmp(mode, "kill9")) {
         calls(n);
@@ -292,6 +375,7 @@ int main(int argc, char **argv) {
         done(n);
         return 0;
     }
+    if (!strcmp(mode, "membarrier")) return membarrier_mode(n);
     if (!strcmp(mode, "closefrom") && argc == 4) {
         calls(n);
         for (int fd = 3; fd < 1024; fd++) close(fd);
@@ -343,8 +427,6 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(mode, "sigcheck") && argc == 4) {
-        const char *outside = getenv("WRITER_LIFE_HANDLER_OUTSIDE");
-        handler_outside = outside && !strcmp(outside, "1");
         storm_calls = atol(argv[3]);
         return check_storm((int)n, storm, storm_calls);
     }

@@ -1,7 +1,7 @@
 //! The multicast watchdog: a bind blocks in the driver until every device of its team is added
 //! ("Any calls to cuMulticastBindMem ... will block until all devices have been added"), forever
 //! if one never is. Each bind is armed before the driver's call and disarmed when it returns; a
-//! thread of the shim's own (started with the first bind, every signal blocked, sleeping while
+//! thread of the shim's own (started with the first bind, every signal blocked but SIGSYS, sleeping while
 //! nothing is armed) reports a bind still blocked after `blocked_bind_ms` once, with the devices
 //! this process added, on stderr and in the trace (an event record `multicast-watchdog`): it
 //! explains a hang while it happens. A bind that then returns is recorded as usual.
