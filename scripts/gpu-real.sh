@@ -60,23 +60,7 @@ fi
 
 samples_ok=0
 if [ -n "${SAMPLES:-}" ] && command -v nvcc >/dev/null; then
-    C="$SAMPLES/Common"; S="$SAMPLES/Samples"; B="$out/samples"
-    mkdir -p "$B/vectorAddMMAP" "$B/memMapIPCDrv" "$B/streamOrderedAllocationIPC"
-    if {
-        nvcc -fatbin -Wno-deprecated-gpu-targets -o "$B/vectorAddMMAP/vectorAdd_kernel64.fatbin" \
-            "$S/0_Introduction/vectorAddMMAP/vectorAdd_kernel.cu" &&
-        g++ -O2 -std=c++17 -I"$C" -I/usr/local/cuda/include -o "$B/vectorAddMMAP/vectorAddMMAP" \
-            "$S/0_Introduction/vectorAddMMAP/vectorAddMMAP.cpp" \
-            "$S/0_Introduction/vectorAddMMAP/multidevicealloc_memmap.cpp" -L/usr/local/cuda/lib64 -lcuda &&
-        nvcc -ptx -I"$C" -o "$B/memMapIPCDrv/memMapIpc_kernel64.ptx" \
-            "$S/3_CUDA_Features/memMapIPCDrv/memMapIpc_kernel.cu" &&
-        g++ -O2 -std=c++17 -I"$C" -I/usr/local/cuda/include -o "$B/memMapIPCDrv/memMapIPCDrv" \
-            "$S/3_CUDA_Features/memMapIPCDrv/memMapIpc.cpp" "$C/helper_multiprocess.cpp" \
-            -L/usr/local/cuda/lib64 -lcuda -lrt &&
-        nvcc -O2 -std=c++17 -I"$C" -o "$B/streamOrderedAllocationIPC/streamOrderedAllocationIPC" \
-            "$S/2_Concepts_and_Techniques/streamOrderedAllocationIPC/streamOrderedAllocationIPC.cu" \
-            "$C/helper_multiprocess.cpp" -lcuda
-    } > "$out/samples-build.txt" 2>&1; then
+    if bash scripts/gpu/build-samples.sh "$SAMPLES" "$out/samples" > "$out/samples-build.txt" 2>&1; then
         samples_ok=1
     fi
 fi

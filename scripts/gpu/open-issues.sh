@@ -39,7 +39,7 @@ if step pool; then
 fi
 if step real; then
     say real
-    jobs=torch-expandable,cumem-remap,vectorAddMMAP,memMapIPCDrv,streamOrderedAllocationIPC
+    jobs=torch-expandable,cumem-remap,vectorAddMMAP,memMapIPCDrv,streamOrderedAllocationIPC,planted
     if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then jobs=nccl-cumem,$jobs; fi
     ONLY=$jobs bash scripts/gpu-real.sh "$work/real" >/dev/null 2>&1
     grep -E '^\| |GPU REAL' "$work/real/report.md"
