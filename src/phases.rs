@@ -1,7 +1,8 @@
 //! Where a wrapped call's time goes, in a measurement build (issue 24): with the cargo feature
 //! `phase-times`, every wrapped call reads the TSC at the boundaries of its phases and adds the
 //! cycles to per-function sums; the process's exit writes them to the file named by
-//! `SHARECHECK_PHASES_OUT` (one line per function: calls, then mean ns per phase). Without the
+//! `SHARECHECK_PHASES_OUT` (one line per function: calls, then mean ns per phase; then the
+//! constructor's and the exit's time, [`Outside`]). Without the
 //! feature every mark is an empty inline function. Made for the GPU hosts, which have no
 //! profiler: `scripts/gpu/phases.sh` builds nothing, it runs a build made with
 //! `cargo build --release --features phase-times`.
@@ -68,8 +69,15 @@ mod imp {
         SUMS[id as usize][phase as usize].fetch_add(now.wrapping_sub(before), Ordering::Relaxed);
     }
 
-    #[ctor::dtor]
-    fn dump() {
+    /// The shim's work outside the calls ([`super::Outside`]), ns.
+    static OUTSIDE: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
+    const OUTSIDE_NAMES: [&str; 2] = ["(constructor)", "(exit)"];
+
+    pub fn outside(what: super::Outside, ns: u64) {
+        OUTSIDE[what as usize].fetch_add(ns, Ordering::Relaxed);
+    }
+
+    pub fn dump() {
         let Some(path) = std::env::var_os("SHARECHECK_PHASES_OUT") else {
             return;
         };
@@ -99,6 +107,12 @@ mod imp {
             }
             out.push('\n');
         }
+        for (sum, name) in OUTSIDE.iter().zip(OUTSIDE_NAMES) {
+            let ns = sum.load(Ordering::Relaxed);
+            if ns != 0 {
+                out.push_str(&format!("{name} calls=1 settle={ns}\n"));
+            }
+        }
         if let Ok(mut file) = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -107,6 +121,37 @@ mod imp {
             let _ = file.write_all(out.as_bytes());
         }
     }
+}
+
+/// The shim's own work outside the calls, which a short program pays once: the constructor, the
+/// exit's work (the exit record, the rest of the ring appended). Written after the functions'
+/// lines as `(constructor) calls=1 settle=NS` and `(exit) calls=1 settle=NS`.
+#[derive(Clone, Copy)]
+pub enum Outside {
+    Constructor = 0,
+    Exit,
+}
+
+/// Runs `f`, timed as `_what` in a measurement build.
+#[inline(always)]
+pub fn outside<R>(_what: Outside, f: impl FnOnce() -> R) -> R {
+    #[cfg(feature = "phase-times")]
+    {
+        let t0 = crate::clock::monotonic_ns();
+        let r = f();
+        imp::outside(_what, crate::clock::monotonic_ns().saturating_sub(t0));
+        r
+    }
+    #[cfg(not(feature = "phase-times"))]
+    f()
+}
+
+/// Writes the times to `SHARECHECK_PHASES_OUT` (a measurement build; called by the shim's
+/// destructor, after the exit's work).
+#[inline(always)]
+pub fn dump() {
+    #[cfg(feature = "phase-times")]
+    imp::dump();
 }
 
 /// A wrapped call begins.

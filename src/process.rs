@@ -53,6 +53,10 @@ fn another_copy_is_active() -> bool {
 
 #[ctor::ctor]
 fn on_load() {
+    crate::phases::outside(crate::phases::Outside::Constructor, load);
+}
+
+fn load() {
     if shielded(false, another_copy_is_active) {
         crate::hot::HOT.passive.store(true, Relaxed);
         return;
@@ -111,6 +115,10 @@ fn finish_once() {
     if passive() || FINISHED.swap(true, Relaxed) {
         return;
     }
+    crate::phases::outside(crate::phases::Outside::Exit, finish);
+}
+
+fn finish() {
     // The program's later exit handlers see the errno they would have seen.
     crate::guard::keeping_errno(|| {
         if !trace::enabled() && !crate::guard::Guard::is_inside() {
@@ -139,4 +147,6 @@ extern "C" fn at_exit() {
 #[ctor::dtor]
 fn on_unload() {
     finish_once();
+    // A measurement build's times, the exit's included (after it, whichever ran it).
+    crate::phases::dump();
 }

@@ -7,7 +7,9 @@
 #
 # Usage: scripts/gpu/open-issues.sh   with target/release/{libsharecheck.so,sharecheck} present
 #   (built here and carried), OUT set (default ./open-issues-out), SAMPLES=DIR a checkout of
-#   NVIDIA/cuda-samples for the samples jobs (optional), STEPS=gate,vmm,pool,real,exit,signal (all).
+#   NVIDIA/cuda-samples for the samples jobs (optional), STEPS=gate,vmm,pool,real,exit,signal (all),
+#   PHASES_SHIM=FILE a `--features phase-times` build: the real step judges its timed jobs by the
+#   shim's own time (scripts/gpu-real.sh says why).
 # Steps that need two GPUs (the gate's peer path, NCCL) run their one-GPU form on one. No multicast
 # object is created.
 set -uo pipefail

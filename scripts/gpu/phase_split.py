@@ -4,6 +4,7 @@ for each mode, the median over rounds of each phase of the first process (the on
 first) and of all its processes summed, in ms.
 
 Usage: phase_split.py OUTDIR PROGRAM MODE...   (reads OUTDIR/probe-PROGRAM-MODE-ROUND.txt)
+       phase_split.py --own FILE...   the median of the shim's own time in phase-build runs, ms
 """
 import glob
 import statistics
@@ -36,6 +37,11 @@ def marks(line):
 
 
 def main():
+    if sys.argv[1] == "--own":
+        # scripts/gpu-real.sh: the median own time of the phase runs FILE..., in ms.
+        runs = own_times(sys.argv[2:])
+        print(f"{statistics.median(r[0] for r in runs):.3f}" if runs else "")
+        return
     out, prog, modes = sys.argv[1], sys.argv[2], sys.argv[3:]
     if "phases" in modes:
         shim_time(out, prog)
@@ -77,19 +83,27 @@ def main():
                 f" (+{statistics.median(t[n][1] for t in timeline):.1f})" for n in names))
 
 
-def shim_time(out, prog):
-    """The shim's own time on the program's path in each round of the `phases` mode: every
-    wrapped call's phases but the driver's, summed over its processes (their lines appended to
-    one file per round), in ms; and the calls."""
-    rounds = []
-    for path in sorted(glob.glob(f"{out}/phases-{prog}-*.txt")):
+def own_times(paths):
+    """The shim's own time in each run of a phase build (one file per run, its processes' lines
+    appended): every wrapped call's phases but the driver's, and the constructor's and the exit's
+    time ("(constructor)", "(exit)" lines), in ms; and the wrapped calls."""
+    runs = []
+    for path in paths:
         ns, calls = 0.0, 0
         for line in open(path):
-            f = dict(kv.split("=") for kv in line.split()[1:])
+            fields = line.split()
+            f = dict(kv.split("=") for kv in fields[1:])
             n = int(f["calls"])
-            calls += n
+            if not fields[0].startswith("("):
+                calls += n
             ns += n * sum(float(v) for k, v in f.items() if k not in ("calls", "driver"))
-        rounds.append((ns / 1e6, calls))
+        runs.append((ns / 1e6, calls))
+    return runs
+
+
+def shim_time(out, prog):
+    """Prints the median of [`own_times`] over the `phases` mode's rounds of `prog`."""
+    rounds = own_times(sorted(glob.glob(f"{out}/phases-{prog}-*.txt")))
     if rounds:
         ms = statistics.median(r[0] for r in rounds)
         print(f"  shim's own time on the program's path (phase build, traced): median {ms:.2f} ms "
