@@ -21,7 +21,7 @@
 //! - **Off the caller's path.** Full 64 KiB segments are converted to JSON Lines (a plain call is
 //!   recorded compact, [`sharecheck_core::ring::CALL`]: its line is formatted here) and appended to
 //!   the trace with `pwrite`, in order, by a writer thread the shim starts when it opens the trace
-//!   (all signals blocked; it never takes the loader lock). The thread that fills a segment only
+//!   (all signals blocked but SIGSYS; it never takes the loader lock). The thread that fills a segment only
 //!   wakes it (a futex). Without
 //!   that thread (it could not be started), the thread that fills a segment appends it. A thread
 //!   whose chunk falls in a segment the previous lap still holds helps append, and waits at most
