@@ -730,7 +730,8 @@ pub enum Spawned {
 /// multicast watchdog. SIGSYS is what a seccomp filter that traps a system call raises on the
 /// thread that made it, and the kernel kills the process when that thread blocks it: a sandbox
 /// that traps `membarrier` (the writer thread's registration) gets its own handler's answer
-/// there, as on any thread of the program. Never under the loader's lock (a call's path, not a
+/// there, as on any thread of the program (so may a SIGSYS sent to the process with `kill`).
+/// Never under the loader's lock (a call's path, not a
 /// constructor), and never from a thread that may be running a signal handler.
 pub fn spawn_quiet(main: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void) -> Spawned {
     if may_be_in_signal_handler() {
