@@ -139,6 +139,24 @@ impl Object {
         })
     }
 
+    /// Each loaded segment's addresses, first to past the last.
+    pub fn segments(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.headers()
+            .iter()
+            .filter(|h| h.p_type == PT_LOAD)
+            .map(|h| {
+                let start = self.bias.wrapping_add(h.p_vaddr as usize);
+                (start, start.wrapping_add(h.p_memsz as usize))
+            })
+    }
+
+    /// The addresses its loaded segments span, first to past the last.
+    pub fn extent(&self) -> Option<(usize, usize)> {
+        let start = self.segments().map(|s| s.0).min()?;
+        let end = self.segments().map(|s| s.1).max()?;
+        Some((start, end))
+    }
+
     /// Where the object is mapped (its first loaded segment), as `dladdr`'s `dli_fbase`.
     pub fn base(&self) -> usize {
         self.headers()

@@ -77,6 +77,21 @@ mod imp {
         OUTSIDE[what as usize].fetch_add(ns, Ordering::Relaxed);
     }
 
+    /// Parts of the calls' time ([`super::Part`]): count and ns.
+    static PARTS: [[AtomicU64; 2]; 5] = [const { [const { AtomicU64::new(0) }; 2] }; 5];
+    const PART_NAMES: [&str; 5] = [
+        "[stack]",
+        "[unwind]",
+        "[objects read]",
+        "[frame named]",
+        "[symbol table read]",
+    ];
+
+    pub fn part(what: super::Part, ns: u64) {
+        PARTS[what as usize][0].fetch_add(1, Ordering::Relaxed);
+        PARTS[what as usize][1].fetch_add(ns, Ordering::Relaxed);
+    }
+
     pub fn dump() {
         let Some(path) = std::env::var_os("SHARECHECK_PHASES_OUT") else {
             return;
@@ -113,6 +128,18 @@ mod imp {
                 out.push_str(&format!("{name} calls=1 settle={ns}\n"));
             }
         }
+        for (part, name) in PARTS.iter().zip(PART_NAMES) {
+            let (n, ns) = (
+                part[0].load(Ordering::Relaxed),
+                part[1].load(Ordering::Relaxed),
+            );
+            if n != 0 {
+                out.push_str(&format!(
+                    "{name} calls={n} settle={:.1}\n",
+                    ns as f64 / n as f64
+                ));
+            }
+        }
         if let Ok(mut file) = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -135,15 +162,56 @@ pub enum Outside {
 /// Runs `f`, timed as `_what` in a measurement build.
 #[inline(always)]
 pub fn outside<R>(_what: Outside, f: impl FnOnce() -> R) -> R {
+    timed(
+        |_ns| {
+            #[cfg(feature = "phase-times")]
+            imp::outside(_what, _ns);
+        },
+        f,
+    )
+}
+
+/// Runs `f`; in a measurement build, gives `_add` the ns it took.
+#[inline(always)]
+fn timed<R>(_add: impl FnOnce(u64), f: impl FnOnce() -> R) -> R {
     #[cfg(feature = "phase-times")]
     {
         let t0 = crate::clock::monotonic_ns();
         let r = f();
-        imp::outside(_what, crate::clock::monotonic_ns().saturating_sub(t0));
+        _add(crate::clock::monotonic_ns().saturating_sub(t0));
         r
     }
     #[cfg(not(feature = "phase-times"))]
     f()
+}
+
+/// Parts of the calls' own time, timed apart in a measurement build and written after the other
+/// lines as `[name] calls=N settle=MEAN_NS` (already counted in their calls' phases: readers
+/// leave them out of the sums).
+#[derive(Clone, Copy)]
+pub enum Part {
+    /// A stack taken ([`crate::stack::capture`]).
+    Stack = 0,
+    /// Its walk up the stack.
+    Unwind,
+    /// The loaded objects listed again (what is loaded changed).
+    ObjectsRead,
+    /// A frame named that no cache knew.
+    FrameNamed,
+    /// A module's symbol table read (its functions indexed).
+    TableRead,
+}
+
+/// Runs `f`, timed as part `_what` in a measurement build.
+#[inline(always)]
+pub fn part<R>(_what: Part, f: impl FnOnce() -> R) -> R {
+    timed(
+        |_ns| {
+            #[cfg(feature = "phase-times")]
+            imp::part(_what, _ns);
+        },
+        f,
+    )
 }
 
 /// Writes the times to `SHARECHECK_PHASES_OUT` (a measurement build; called by the shim's

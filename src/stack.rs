@@ -4,13 +4,21 @@
 //! (`_Unwind_Backtrace` of libgcc_s, which the Rust runtime already links), from the program's
 //! side: the shim's own frames are left out. Each frame is its module (the loaded object's path)
 //! and the offset in it, which `sharecheck report` turns into file:line where the module has
-//! debug information, plus the function that holds it: the dynamic symbol the loader knows
-//! (`dladdr`) where it covers the address, else the module's symbol table, read from its file
-//! (a program's own functions are rarely exported; without `-g` the symbol table still names
-//! `main`). No DWARF is read in the process under test.
+//! debug information, plus the function that holds it, from the module's symbol table (`.symtab`,
+//! else `.dynsym`), read from its file once per process (a program's own functions are rarely
+//! exported; without `-g` the symbol table still names `main`), and from the loader (`dladdr`)
+//! only where the file cannot be read. No DWARF is read in the process under test.
+//!
+//! What a stack costs (2026-11-29, 2x H200, R580): the walk stops at the frames kept (an
+//! interpreter's stack is 100 frames and more), objects are found in the loader's list read once
+//! per change of what is loaded, and a frame named once is remembered: about 10 us a stack taken
+//! again from the same place. Each module's symbol table is read once per process: megabytes for
+//! PyTorch's libraries, about 50 ms of an NCCL job's start-up (`dladdr`, which reads every
+//! dynamic symbol of the object for each question, cost 0.5 ms a frame there).
 
-use crate::loader::object_of;
+use rustc_hash::FxHashMap;
 use std::ffi::{c_int, c_void, CStr};
+use std::sync::Arc;
 
 /// One frame: `module+offset`, and `symbol+distance` where the loader names one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,9 +53,20 @@ const GO_ON: c_int = 0;
 const STOP: c_int = 5;
 /// Frames walked at most (the shim's own included).
 const MAX_WALK: usize = 128;
+/// Frames walked past the `depth` wanted, for frames no loaded object holds (code generated at
+/// run time), which are left out of a stack.
+const SPARE: usize = 4;
 
+/// A walk up the stack: the return addresses kept, and where it stops.
 struct Walk {
     ips: Vec<usize>,
+    /// The addresses of the object whose frames are left out from the innermost end (the shim's
+    /// loaded segments), while `leaving` it.
+    skip: Option<(usize, usize)>,
+    leaving: bool,
+    /// Addresses kept at most.
+    keep: usize,
+    walked: usize,
 }
 
 extern "C" fn step(context: *mut UnwindContext, arg: *mut c_void) -> c_int {
@@ -56,21 +75,44 @@ extern "C" fn step(context: *mut UnwindContext, arg: *mut c_void) -> c_int {
     let walk = unsafe { &mut *(arg as *mut Walk) };
     // SAFETY: as above.
     let ip = unsafe { _Unwind_GetIP(context) };
-    if ip == 0 || walk.ips.len() >= MAX_WALK {
+    walk.walked += 1;
+    if ip == 0 || walk.walked > MAX_WALK {
         return STOP;
     }
+    if walk.leaving {
+        if walk
+            .skip
+            .is_some_and(|(start, end)| (start..end).contains(&ip.saturating_sub(1)))
+        {
+            return GO_ON;
+        }
+        walk.leaving = false;
+    }
     walk.ips.push(ip);
+    if walk.ips.len() >= walk.keep {
+        return STOP;
+    }
     GO_ON
 }
 
-/// The return addresses of the calling thread's frames, innermost first.
-fn instruction_pointers() -> Vec<usize> {
+/// The return addresses of the calling thread's frames, innermost first: at most `keep`, those
+/// in `skip` left out from the innermost end. The walk stops there: a deep stack (an
+/// interpreter's, 100 frames and more) costs the unwinder only the frames kept.
+fn instruction_pointers(keep: usize, skip: Option<(usize, usize)>) -> Vec<usize> {
+    walk(keep, skip).ips
+}
+
+fn walk(keep: usize, skip: Option<(usize, usize)>) -> Walk {
     let mut walk = Walk {
-        ips: Vec::with_capacity(32),
+        ips: Vec::with_capacity(keep.min(MAX_WALK)),
+        skip,
+        leaving: skip.is_some(),
+        keep,
+        walked: 0,
     };
     // SAFETY: `step` matches the unwinder's callback type and receives `walk` back as `arg`.
     unsafe { _Unwind_Backtrace(step, &mut walk as *mut Walk as *mut c_void) };
-    walk.ips
+    walk
 }
 
 /// The caller's stack, at most `depth` frames, the frames of the object that holds `skip`
@@ -79,32 +121,27 @@ pub fn capture(depth: usize, skip: Option<usize>) -> Vec<Frame> {
     if depth == 0 {
         return Vec::new();
     }
-    let objects = Objects::now();
-    let skip_bias = skip.and_then(|a| objects.of(a)).map(|o| o.1);
-    let mut frames = Vec::new();
-    let mut leaving = skip_bias.is_some();
-    for ip in instruction_pointers() {
+    crate::phases::part(crate::phases::Part::Stack, || taken(depth, skip))
+}
+
+fn taken(depth: usize, skip: Option<usize>) -> Vec<Frame> {
+    let loaded = Loaded::now();
+    let skip = skip.and_then(|a| loaded.extent_of(a));
+    let mut frames = Vec::with_capacity(depth.min(MAX_WALK));
+    let ips = crate::phases::part(crate::phases::Part::Unwind, || {
+        instruction_pointers(depth.saturating_add(SPARE), skip)
+    });
+    for ip in ips {
         // A return address points after the call: step back into the call instruction.
         let at = ip.saturating_sub(1);
-        let Some((module, load_bias)) = objects.of(at) else {
+        let Some((module, load_bias)) = loaded.of(at) else {
             continue;
         };
-        if leaving {
-            if Some(load_bias) == skip_bias {
-                continue;
-            }
-            leaving = false;
-        }
-        let module = module.to_string();
         let offset = (at - load_bias) as u64;
-        let symbol = named(&module, offset, || match symbol_at(at) {
-            Some((name, distance, true)) => Some((name, distance)),
-            near => symtab_symbol(&module, offset).or(near.map(|(n, d, _)| (n, d))),
-        });
         frames.push(Frame {
-            module,
+            module: module.to_string(),
             offset,
-            symbol,
+            symbol: named(module, offset, at),
         });
         if frames.len() == depth {
             break;
@@ -113,24 +150,23 @@ pub fn capture(depth: usize, skip: Option<usize>) -> Vec<Frame> {
     frames
 }
 
-/// The loader names the main program by how it was started (`./prog`, `prog`): its file then,
-/// so that the module can be found again after the process is gone. Another relative name is
-/// joined to the working directory, without `realpath` (which allocates with `malloc`: a
-/// finding's stack may be taken in a signal handler that interrupted `malloc`).
+/// The file of a module the loader lists, so that it can be found again after the process is
+/// gone: the main program (which the loader lists with an empty name) by `/proc/self/exe`; a
+/// name with no `/` (the vDSO) as it is; another relative name (`dlopen("./libx.so")`) joined
+/// to the working directory, without `realpath` (which allocates with `malloc`: a finding's
+/// stack may be taken in a signal handler that interrupted `malloc`).
 fn module_path(path: &str) -> String {
-    if path.starts_with('/') {
+    if path.is_empty() {
+        if let Ok(exe) = std::fs::read_link("/proc/self/exe") {
+            return exe.to_string_lossy().into_owned();
+        }
+    }
+    if path.starts_with('/') || !path.contains('/') {
         return path.to_string();
     }
-    let exe = std::fs::read_link("/proc/self/exe").ok();
-    let named = std::path::Path::new(path).file_name();
-    match exe {
-        Some(exe) if path.is_empty() || exe.file_name() == named => {
-            exe.to_string_lossy().into_owned()
-        }
-        _ => std::env::current_dir()
-            .map(|cwd| joined(&cwd, path))
-            .unwrap_or_else(|_| path.to_string()),
-    }
+    std::env::current_dir()
+        .map(|cwd| joined(&cwd, path))
+        .unwrap_or_else(|_| path.to_string())
 }
 
 /// `relative` under `dir`, with `.` and `..` taken out by their names alone.
@@ -179,81 +215,114 @@ fn symbol_at(address: usize) -> Option<(String, u64, bool)> {
     Some((name, distance, covers))
 }
 
-/// The module (its path as a frame names it) and load bias of each return address seen, while
-/// the loader has loaded and unloaded nothing since ([`crate::elf::generation`]): `dladdr` costs
-/// about 18,000 instructions a frame (it looks for the nearest symbol too). Bounded, emptied
-/// when full or when the loader's counts move; never waited for (`try_lock`).
-type ObjectCache = std::collections::HashMap<usize, Option<(std::sync::Arc<str>, usize)>>;
-static OBJECTS: parking_lot::Mutex<Option<((u64, u64), ObjectCache)>> =
-    parking_lot::Mutex::new(None);
+/// The loaded objects, as the loader listed them while its counts were `generation`
+/// ([`crate::elf::generation`]): while they stay, every address is in the object it was in.
+/// Read from `dl_iterate_phdr` (not `dladdr`, about 18,000 instructions a question, which waits
+/// for the loader lock) once per change of what is loaded, then asked by binary search.
+struct Loaded {
+    generation: Option<(u64, u64)>,
+    /// Each loaded segment's addresses and its object, by address.
+    segments: Vec<(usize, usize, usize)>,
+    /// Each object's module (its path as a frame names it), load bias and extent.
+    objects: Vec<(Arc<str>, usize, (usize, usize))>,
+}
 
-/// How many addresses [`OBJECTS`] keeps.
-const OBJECTS_KEPT: usize = 4096;
+/// The last [`Loaded`] read. Never waited for (`try_lock`): a child forked while another thread
+/// held it reads the loader's list again.
+static LOADED: parking_lot::Mutex<Option<Arc<Loaded>>> = parking_lot::Mutex::new(None);
 
-/// The objects of one capture: the loader's counts when it began.
-struct Objects(Option<(u64, u64)>);
+impl Loaded {
+    /// The objects loaded now: the last list read while the loader's counts have not moved.
+    fn now() -> Arc<Loaded> {
+        let generation = crate::elf::generation();
+        let known = generation.and_then(|g| {
+            LOADED
+                .try_lock()
+                .and_then(|last| last.as_ref().filter(|l| l.generation == Some(g)).cloned())
+        });
+        if let Some(loaded) = known {
+            return loaded;
+        }
+        let loaded = Arc::new(crate::phases::part(
+            crate::phases::Part::ObjectsRead,
+            || Loaded::read(generation),
+        ));
+        if generation.is_some() {
+            if let Some(mut last) = LOADED.try_lock() {
+                *last = Some(loaded.clone());
+            }
+        }
+        loaded
+    }
 
-impl Objects {
-    fn now() -> Objects {
-        Objects(crate::elf::generation())
+    fn read(generation: Option<(u64, u64)>) -> Loaded {
+        let mut segments = Vec::new();
+        let mut objects = Vec::new();
+        for object in crate::elf::objects() {
+            let Some(extent) = object.extent() else {
+                continue;
+            };
+            // The loader names the main program with an empty path.
+            let module: Arc<str> = module_path(&object.path).into();
+            segments.extend(object.segments().map(|(a, b)| (a, b, objects.len())));
+            objects.push((module, object.bias, extent));
+        }
+        segments.sort_unstable();
+        Loaded {
+            generation,
+            segments,
+            objects,
+        }
+    }
+
+    /// The index in `objects` of the object holding `address`.
+    fn index_of(&self, address: usize) -> Option<usize> {
+        let after = self.segments.partition_point(|s| s.0 <= address);
+        let &(_, end, object) = self.segments[..after].last()?;
+        (address < end).then_some(object)
     }
 
     /// The module and load bias of the object holding `address`.
-    fn of(&self, address: usize) -> Option<(std::sync::Arc<str>, usize)> {
-        let Some(generation) = self.0 else {
-            return Self::find(address);
-        };
-        if let Some(known) = OBJECTS.try_lock().and_then(|cache| match cache.as_ref() {
-            Some((g, map)) if *g == generation => map.get(&address).cloned(),
-            _ => None,
-        }) {
-            return known;
-        }
-        let found = Self::find(address);
-        if let Some(mut cache) = OBJECTS.try_lock() {
-            let fresh = !matches!(cache.as_ref(), Some((g, map)) if *g == generation && map.len() < OBJECTS_KEPT);
-            if fresh {
-                *cache = Some((generation, ObjectCache::default()));
-            }
-            if let Some((_, map)) = cache.as_mut() {
-                map.insert(address, found.clone());
-            }
-        }
-        found
+    fn of(&self, address: usize) -> Option<(&Arc<str>, usize)> {
+        let (module, bias, _) = &self.objects[self.index_of(address)?];
+        Some((module, *bias))
     }
 
-    fn find(address: usize) -> Option<(std::sync::Arc<str>, usize)> {
-        let object = object_of(address)?;
-        Some((module_path(&object.path).into(), object.load_bias))
+    /// The extent of the object holding `address`.
+    fn extent_of(&self, address: usize) -> Option<(usize, usize)> {
+        Some(self.objects[self.index_of(address)?].2)
     }
 }
 
 /// The symbol of each frame named so far, by module and offset (a file's code does not move in
-/// it): a finding repeated in a loop (past `duplicate_limit` it is still counted and traced, with
-/// its stack) costs the unwind and a lookup, not `dladdr` and a read of the module's symbol table
-/// per frame (about 100 us per finding, measured on the simulator). Bounded: emptied when full.
-/// Never waited for (`try_lock`): a child forked while another thread held it names its frames
-/// without it.
-type SymbolCache = std::collections::HashMap<(String, u64), Option<(String, u64)>>;
+/// it): a stack taken again from the same place (every create of a handle a report may name, a
+/// finding repeated in a loop) costs the unwind and a lookup a frame, not `dladdr` and the
+/// module's symbol table. Bounded: emptied when full. Never waited for (`try_lock`).
+type SymbolCache = FxHashMap<(Arc<str>, u64), Option<(String, u64)>>;
 static NAMED: parking_lot::Mutex<Option<SymbolCache>> = parking_lot::Mutex::new(None);
 
 /// How many frames [`NAMED`] keeps.
 const NAMED_KEPT: usize = 4096;
 
-/// The symbol of `module+offset`: remembered, or found by `find` (and remembered).
-fn named(
-    module: &str,
-    offset: u64,
-    find: impl FnOnce() -> Option<(String, u64)>,
-) -> Option<(String, u64)> {
-    let key = (module.to_string(), offset);
+/// The function of the call instruction at `at` (`module+offset`): remembered, or named now
+/// (and remembered) from the module's symbol table ([`symbols::function`]); where the module's
+/// file cannot be read, the dynamic symbol the loader knows (`dladdr`: it reads every dynamic
+/// symbol of the object for each question, 0.5 ms for a frame in PyTorch's libraries on R580's
+/// hosts).
+fn named(module: &Arc<str>, offset: u64, at: usize) -> Option<(String, u64)> {
+    let key = (module.clone(), offset);
     if let Some(known) = NAMED
         .try_lock()
         .and_then(|cache| cache.as_ref()?.get(&key).cloned())
     {
         return known;
     }
-    let found = find();
+    let found = crate::phases::part(crate::phases::Part::FrameNamed, || {
+        symbols::function(module, offset).unwrap_or_else(|| match symbol_at(at) {
+            Some((name, distance, true)) => Some((name, distance)),
+            near => near.map(|(n, d, _)| (n, d)),
+        })
+    });
     if let Some(mut cache) = NAMED.try_lock() {
         let cache = cache.get_or_insert_with(Default::default);
         if cache.len() >= NAMED_KEPT {
@@ -267,32 +336,222 @@ fn named(
 /// `<dlfcn.h>`: ask `dladdr1` for the symbol's table entry.
 const RTLD_DL_SYMENT: c_int = 1;
 
-/// The function of `module`'s symbol table (`.symtab`, else `.dynsym`) that holds `offset` (an
-/// address in the module's own address space), and the distance into it. The file is read with
-/// `pread`, its headers and symbol tables only, never mapped: a file truncated meanwhile (a
-/// library rebuilt in place) then reads short instead of raising SIGBUS in the program. A
-/// finding's cold path, never a call's.
-fn symtab_symbol(module: &str, offset: u64) -> Option<(String, u64)> {
-    use object::{Object, ObjectSymbol, SymbolKind};
-    let file = std::fs::File::open(module).ok()?;
-    let cache = object::ReadCache::new(file);
-    let elf = object::File::parse(&cache).ok()?;
-    let holds = |s: &object::Symbol<'_, '_, &object::ReadCache<std::fs::File>>| {
-        s.kind() == SymbolKind::Text
-            && s.address() <= offset
-            && offset - s.address() < s.size().max(1)
-    };
-    let best = elf
-        .symbols()
-        .filter(|s| holds(s))
-        .max_by_key(ObjectSymbol::address)
-        .or_else(|| {
-            elf.dynamic_symbols()
-                .filter(|s| holds(s))
-                .max_by_key(ObjectSymbol::address)
-        })?;
-    let name = best.name().ok().filter(|n| !n.is_empty())?;
-    Some((name.to_string(), offset - best.address()))
+/// The functions of a module's symbol table, for the frames the loader cannot name (a program's
+/// own functions are rarely exported; without `-g` the symbol table still names them).
+mod symbols {
+    use rustc_hash::FxHashMap;
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    use std::sync::Arc;
+
+    /// What tells one file from another at one path: device, inode, size, modification time.
+    type Identity = (u64, u64, u64, i64, i64);
+
+    /// One module file's functions (`.symtab`, else `.dynsym`), by address.
+    struct Index {
+        file: Identity,
+        /// Address, size, and where its name is in the file.
+        functions: Vec<(u64, u64, u64)>,
+        /// The largest size: how far before an address a function holding it may start.
+        widest: u64,
+    }
+
+    /// The index of each module read so far (`None`: not an ELF file this reader knows), read
+    /// once per file and process: a module's symbol table is read whole (a large library's is
+    /// megabytes), the names only where a frame needs one. Bounded; never waited for.
+    static INDEXES: parking_lot::Mutex<Option<FxHashMap<String, Option<Arc<Index>>>>> =
+        parking_lot::Mutex::new(None);
+
+    /// Modules [`INDEXES`] keeps.
+    const MODULES_KEPT: usize = 32;
+    /// Functions a module may have to be indexed (24 bytes each).
+    const FUNCTIONS_KEPT: usize = 4 << 20;
+    /// The longest name read (a C++ name can be long).
+    const NAME_LIMIT: usize = 64 << 10;
+
+    /// The function of `module`'s symbol table that holds `offset` (an address in the module's
+    /// own address space), and the distance into it: `Some(None)` where no function of the
+    /// table holds it, `None` where the file has no table this reader knows (then the loader
+    /// is asked). The file is read with `pread`, its headers
+    /// and symbol tables only, never mapped: a file truncated meanwhile (a library rebuilt in
+    /// place) then reads short instead of raising SIGBUS in the program. A file that changed
+    /// since its index was read is read again. The cold path of a stack, never a clean call's.
+    pub(super) fn function(module: &str, offset: u64) -> Option<Option<(String, u64)>> {
+        let file = std::fs::File::open(module).ok()?;
+        let meta = file.metadata().ok()?;
+        let identity = (
+            meta.dev(),
+            meta.ino(),
+            meta.size(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+        );
+        let known = INDEXES.try_lock().and_then(|cache| {
+            cache
+                .as_ref()?
+                .get(module)
+                .filter(|i| i.as_ref().is_none_or(|i| i.file == identity))
+                .cloned()
+        });
+        let index = match known {
+            Some(index) => index,
+            None => {
+                let index = crate::phases::part(crate::phases::Part::TableRead, || {
+                    read_index(&file, identity).map(Arc::new)
+                });
+                if let Some(mut cache) = INDEXES.try_lock() {
+                    let cache = cache.get_or_insert_with(Default::default);
+                    if cache.len() >= MODULES_KEPT {
+                        cache.clear();
+                    }
+                    cache.insert(module.to_string(), index.clone());
+                }
+                index
+            }
+        }?;
+        Some(
+            index
+                .holder(offset)
+                .and_then(|(start, name_at)| Some((read_name(&file, name_at)?, offset - start))),
+        )
+    }
+
+    impl Index {
+        /// The start and name of the function that holds `offset`: of those that do, the one
+        /// that starts last.
+        fn holder(&self, offset: u64) -> Option<(u64, u64)> {
+            let after = self.functions.partition_point(|f| f.0 <= offset);
+            self.functions[..after]
+                .iter()
+                .rev()
+                .take_while(|f| offset - f.0 < self.widest.max(1))
+                .find(|f| offset - f.0 < f.1.max(1))
+                .map(|f| (f.0, f.2))
+        }
+    }
+
+    fn read_index(file: &std::fs::File, identity: Identity) -> Option<Index> {
+        use object::elf::{SHN_UNDEF, STT_FUNC, STT_GNU_IFUNC};
+        use object::read::elf::{ElfFile64, SectionHeader, Sym};
+        let cache = object::ReadCache::new(file);
+        let elf = ElfFile64::<object::Endianness, _>::parse(&cache).ok()?;
+        let endian = elf.endian();
+        let mut functions = Vec::new();
+        for table in [elf.elf_symbol_table(), elf.elf_dynamic_symbol_table()] {
+            if table.symbols().is_empty() {
+                continue;
+            }
+            let strings = elf
+                .elf_section_table()
+                .section(table.string_section())
+                .ok()?
+                .sh_offset(endian);
+            functions.extend(
+                table
+                    .symbols()
+                    .iter()
+                    .filter(|s| {
+                        matches!(s.st_type(), STT_FUNC | STT_GNU_IFUNC)
+                            && s.st_shndx(endian) != SHN_UNDEF
+                            && s.st_name(endian) != 0
+                    })
+                    .map(|s| {
+                        (
+                            s.st_value(endian),
+                            s.st_size(endian),
+                            strings + u64::from(s.st_name(endian)),
+                        )
+                    }),
+            );
+            if functions.len() > FUNCTIONS_KEPT {
+                return None;
+            }
+            if !functions.is_empty() {
+                break;
+            }
+        }
+        if functions.is_empty() {
+            return None;
+        }
+        functions.sort_unstable_by_key(|f| f.0);
+        let widest = functions.iter().map(|f| f.1).max().unwrap_or(0);
+        Some(Index {
+            file: identity,
+            functions,
+            widest,
+        })
+    }
+
+    /// The NUL-terminated name at `at` in the file (at most [`NAME_LIMIT`] bytes), if not empty.
+    fn read_name(file: &std::fs::File, at: u64) -> Option<String> {
+        let mut name = Vec::new();
+        let mut chunk = [0u8; 256];
+        while name.len() < NAME_LIMIT {
+            let n = file.read_at(&mut chunk, at + name.len() as u64).ok()?;
+            if n == 0 {
+                return None;
+            }
+            if let Some(end) = chunk[..n].iter().position(|&b| b == 0) {
+                name.extend_from_slice(&chunk[..end]);
+                return (!name.is_empty()).then(|| String::from_utf8_lossy(&name).into_owned());
+            }
+            name.extend_from_slice(&chunk[..n]);
+        }
+        None
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// A library without `.symtab` (libc, stripped) is named from its `.dynsym`, read from
+        /// its file once; a module that is no file to read leaves the question to the loader.
+        #[test]
+        fn a_stripped_library_is_named_from_its_dynamic_symbols() {
+            let address = libc::getpid as *const () as usize;
+            let object = crate::loader::object_of(address).expect("libc is loaded");
+            let offset = (address - object.load_bias) as u64;
+            let (name, distance) = function(&object.path, offset + 3)
+                .expect("libc's file has a symbol table")
+                .expect("a function holds getpid's address");
+            assert!(
+                name.contains("getpid") && distance == 3,
+                "{name}+{distance}"
+            );
+            let cache = INDEXES.lock();
+            assert!(cache
+                .as_ref()
+                .and_then(|c| c.get(&object.path))
+                .is_some_and(|i| i.as_ref().is_some_and(|i| !i.functions.is_empty())));
+            drop(cache);
+            assert_eq!(function("/nonexistent/libx.so", 0x100), None);
+        }
+
+        /// Of the functions that hold an address, the one that starts last; a size-0 function
+        /// holds its own address only; past every function's end, none.
+        #[test]
+        fn the_holder_is_the_function_that_starts_last_among_those_that_hold_the_address() {
+            let index = Index {
+                file: (0, 0, 0, 0, 0),
+                // A large function with a smaller one inside it, a size-0 label, a gap.
+                functions: vec![
+                    (0x100, 0x100, 1),
+                    (0x140, 0x10, 2),
+                    (0x180, 0, 3),
+                    (0x300, 8, 4),
+                ],
+                widest: 0x100,
+            };
+            assert_eq!(index.holder(0x100), Some((0x100, 1)));
+            assert_eq!(index.holder(0x145), Some((0x140, 2)));
+            assert_eq!(index.holder(0x150), Some((0x100, 1)));
+            assert_eq!(index.holder(0x180), Some((0x180, 3)));
+            assert_eq!(index.holder(0x181), Some((0x100, 1)));
+            assert_eq!(index.holder(0x200), None);
+            assert_eq!(index.holder(0x307), Some((0x300, 4)));
+            assert_eq!(index.holder(0x308), None);
+            assert_eq!(index.holder(0x50), None);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -333,15 +592,38 @@ mod tests {
         assert!(frames[0].text().starts_with(&frames[0].module));
         assert!(capture(0, None).is_empty());
         assert_eq!(from_here(2).len(), 2);
-        // `capture` itself (the innermost frame, or under a helper a debug build keeps apart),
-        // which nothing exports: named from the symbol table.
+        // The innermost frame is a function of this module (`capture`, or a helper a debug
+        // build keeps apart), which nothing exports: named from the symbol table.
         assert!(
-            frames.iter().take(3).any(|f| f
+            frames[0]
                 .symbol
                 .as_ref()
-                .is_some_and(|(name, _)| name.contains("capture"))),
+                .is_some_and(|(name, _)| name.contains("sharecheck5stack")),
             "{frames:?}"
         );
+    }
+
+    #[inline(never)]
+    fn walked_from_depth(n: usize, keep: usize) -> (usize, usize) {
+        if n == 0 {
+            let w = walk(keep, None);
+            return (w.ips.len(), w.walked);
+        }
+        let r = walked_from_depth(n - 1, keep);
+        // Not a tail call: every level keeps its frame.
+        std::hint::black_box(r)
+    }
+
+    /// The walk stops once it has the frames it keeps: a deep stack (an interpreter's) costs
+    /// the unwinder those frames, not the whole stack.
+    #[test]
+    fn the_walk_stops_at_the_frames_it_keeps() {
+        let (kept, walked) = walked_from_depth(200, 12);
+        assert_eq!(kept, 12);
+        assert!(walked <= 12, "walked {walked} frames to keep 12");
+        let (kept, walked) = walked_from_depth(200, MAX_WALK + 50);
+        assert_eq!(kept, MAX_WALK);
+        assert!(walked <= MAX_WALK + 1, "{walked}");
     }
 
     #[test]
@@ -373,10 +655,10 @@ mod tests {
         }
         assert!(first[0].iter().any(|f| f.symbol.is_some()), "{first:?}");
         let generation = crate::elf::generation().expect("glibc counts loads");
-        assert!(OBJECTS
+        assert!(LOADED
             .lock()
             .as_ref()
-            .is_some_and(|(g, map)| *g == generation && !map.is_empty()));
+            .is_some_and(|l| l.generation == Some(generation) && !l.objects.is_empty()));
         // A library loaded (and kept: the test binary may hold it already) moves the count.
         let name = std::ffi::CString::new("libm.so.6").unwrap();
         // SAFETY: dlopen of a system library with a NUL-terminated name.

@@ -76,6 +76,38 @@ fn frames_are_named_with_and_without_debug_information() {
     assert!(text.contains(" main at "), "{text}");
 }
 
+/// A program started by a name found on `PATH` that is not its file's (a link: `python3` for
+/// `python3.12`) has its frames named by its file: the loader names the main program by
+/// `argv[0]`, which names no file in the working directory.
+#[test]
+fn a_program_started_through_a_link_on_path_is_named_by_its_file() {
+    let s = Scratch::new("triage_link");
+    let plain = triage(&s, "triage_linked", &["-g0"]);
+    let bin = s.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(&plain, bin.join("triage-link")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let live = s
+        .under_shim(Path::new("triage-link"))
+        .env("PATH", path)
+        .env_remove(sharecheck_core::schema::env::TRACE)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&live.stderr);
+    let program = plain.to_string_lossy().into_owned();
+    assert!(
+        stderr.contains("flags-not-zero")
+            && stderr.contains(&format!("#0 {program}+0x"))
+            && stderr.contains(" (enable_with_flags+0x")
+            && !stderr.contains("triage-link"),
+        "{stderr}"
+    );
+}
+
 /// A helper inlined into `main` is a frame of its own: its name and line, then the function it
 /// was inlined into.
 #[test]

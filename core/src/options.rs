@@ -187,9 +187,10 @@ options_table! {
     stack_depth: u32 = DEFAULT_STACK_DEPTH, kind Count, syntax "N",
         flag "--stack-depth N",
         help "Frames of the host call stack each finding carries (module+offset, and the \
-              symbol the loader knows; `sharecheck report` adds file:line). 0: none. Captured \
-              only for a finding that is printed or traced (one past duplicate_limit without \
-              a trace is only counted).";
+              function from the module's symbol table; `sharecheck report` adds file:line). \
+              0: none. Captured for a finding that is printed or traced (one past \
+              duplicate_limit without a trace is only counted), and, traced, for the calls a \
+              report-phase rule may name.";
     blocked_bind_ms: u32 = 5000, kind Count, syntax "MS",
         flag "--blocked-bind-ms MS",
         help "Report a multicast bind still blocked after MS milliseconds (the driver blocks it \

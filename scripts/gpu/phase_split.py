@@ -86,12 +86,15 @@ def main():
 def own_times(paths):
     """The shim's own time in each run of a phase build (one file per run, its processes' lines
     appended): every wrapped call's phases but the driver's, and the constructor's and the exit's
-    time ("(constructor)", "(exit)" lines), in ms; and the wrapped calls."""
+    time ("(constructor)", "(exit)" lines), in ms; and the wrapped calls. "[part]" lines time
+    parts of the calls (src/phases.rs, `Part`) and are not added."""
     runs = []
     for path in paths:
         ns, calls = 0.0, 0
         for line in open(path):
             fields = line.split()
+            if fields[0].startswith("["):
+                continue  # a part of the calls' time, counted in their lines already
             f = dict(kv.split("=") for kv in fields[1:])
             n = int(f["calls"])
             if not fields[0].startswith("("):
