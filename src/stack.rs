@@ -12,9 +12,10 @@
 //! What a stack costs (2026-11-29, 2x H200, R580): the walk stops at the frames kept (an
 //! interpreter's stack is 100 frames and more), objects are found in the loader's list read once
 //! per change of what is loaded, and a frame named once is remembered: about 10 us a stack taken
-//! again from the same place. Each module's symbol table is read once per process: megabytes for
-//! PyTorch's libraries, about 50 ms of an NCCL job's start-up (`dladdr`, which reads every
-//! dynamic symbol of the object for each question, cost 0.5 ms a frame there).
+//! again from the same place. Each module's symbol table is read once per process (megabytes for
+//! PyTorch's libraries). Naming the frames the first time took about 50 ms of each process of an
+//! NCCL job's start-up, what in it still to be split; `dladdr` first, which reads every dynamic
+//! symbol of the object for each question, took longer.
 
 use rustc_hash::FxHashMap;
 use std::ffi::{c_int, c_void, CStr};
