@@ -76,22 +76,24 @@ if [ -n "${SAMPLES:-}" ] && command -v nvcc >/dev/null; then
     fi
 fi
 
-# name | timed | needs | command (run in the job's directory where the command names one:
-# the samples find their kernels beside them)
+# name | timed (0: not; section: the job prints TIME of its timed rounds; whole: timed.sh
+# prints the process's wall time, and the phase runs run the command after it) | needs |
+# command (run in the job's directory where the command names one: the samples find their
+# kernels beside them)
 jobs=(
-    "torch-peer|1|torch|python3 scripts/gpu/real_jobs.py torch-peer 1000"
-    "nccl|1|torch|python3 scripts/gpu/real_jobs.py nccl 2000"
+    "torch-peer|section|torch|python3 scripts/gpu/real_jobs.py torch-peer 1000"
+    "nccl|section|torch|python3 scripts/gpu/real_jobs.py nccl 2000"
     "torch-train|0|torch|python3 scripts/gpu/torch_job.py --samples 4096 --epochs 2 --nccl 200 --ranks 2"
     "torch-mp|0|torch|python3 scripts/gpu/ipc_frameworks.py torch-correct"
     "cupy-peer|0|cupy|python3 scripts/gpu/real_jobs.py cupy-peer"
     "cupy-ipc|0|cupy|python3 scripts/gpu/ipc_frameworks.py cupy-correct"
     "attach|0|attach|$out/attach_tasks 8 500"
-    "nccl-cumem|1|torch|env NCCL_CUMEM_ENABLE=1 python3 scripts/gpu/real_jobs.py nccl 2000"
+    "nccl-cumem|section|torch|env NCCL_CUMEM_ENABLE=1 python3 scripts/gpu/real_jobs.py nccl 2000"
     "torch-expandable|0|torch|python3 scripts/gpu/vmm_frameworks.py torch-expandable-mp"
     "cumem-remap|0|torch|python3 scripts/gpu/vmm_frameworks.py cumem-remap"
-    "vectorAddMMAP|1|samples|$root/scripts/gpu/timed.sh $out/samples/vectorAddMMAP/vectorAddMMAP"
-    "memMapIPCDrv|1|samples|$root/scripts/gpu/timed.sh $out/samples/memMapIPCDrv/memMapIPCDrv"
-    "streamOrderedAllocationIPC|1|samples|$root/scripts/gpu/timed.sh $out/samples/streamOrderedAllocationIPC/streamOrderedAllocationIPC"
+    "vectorAddMMAP|whole|samples|$root/scripts/gpu/timed.sh $out/samples/vectorAddMMAP/vectorAddMMAP"
+    "memMapIPCDrv|whole|samples|$root/scripts/gpu/timed.sh $out/samples/memMapIPCDrv/memMapIPCDrv"
+    "streamOrderedAllocationIPC|whole|samples|$root/scripts/gpu/timed.sh $out/samples/streamOrderedAllocationIPC/streamOrderedAllocationIPC"
 )
 
 report="$out/report.md"
@@ -121,7 +123,7 @@ for job in "${jobs[@]}"; do
         continue
     fi
     rounds=1
-    [ "$timed" = 1 ] && rounds=$ROUNDS
+    [ "$timed" != 0 ] && rounds=$ROUNDS
     dir="$out/$name"
     rm -rf "$dir" && mkdir -p "$dir"
     same=yes
@@ -180,16 +182,17 @@ PY
     done
     [ $((errors + warnings)) -gt 0 ] && problems+=("$errors error(s), $warnings warning(s): $dir/report-*.json")
     plain_t=""; traced_t=""; overhead="-"
-    if [ "$timed" = 1 ]; then
+    if [ "$timed" != 0 ]; then
         plain_t=$(for ((r = 1; r <= rounds; r++)); do awk '$1 == "TIME" {print $2}' "$dir/plain-$r.out"; done | median)
         traced_t=$(for ((r = 1; r <= rounds; r++)); do awk '$1 == "TIME" {print $2}' "$dir/traced-$r.out"; done | median)
         if [ -n "$plain_t" ] && [ -n "$traced_t" ]; then
             overhead=$(awk -v p="$plain_t" -v t="$traced_t" 'BEGIN { printf "%+.2f%%", (t - p) / p * 100 }')
             if [ -n "${PHASES_SHIM:-}" ]; then
                 # What the shim adds, from its phase build (the header says why).
-                # A sample runs as itself: its timing wrapper's processes are not the program's.
+                # A job timed whole runs as itself: its timing wrapper's processes are not the
+                # program's.
                 phase_cmd=$cmd
-                if [ "$needs" = samples ]; then phase_cmd=${cmd##* }; fi
+                if [ "$timed" = whole ]; then phase_cmd=${cmd##* }; fi
                 for ((r = 1; r <= PHASE_ROUNDS; r++)); do
                     set +e
                     if [ "$needs" = samples ]; then cd "$(dirname "$phase_cmd")"; fi
@@ -203,7 +206,7 @@ PY
                     problems+=("the phase build wrote no times ($dir/phases-*.txt)")
                 else
                     share=$(awk -v o="$own" -v p="$plain_t" 'BEGIN { printf "%.2f", o / 1000 / p * 100 }')
-                    if [ "$needs" = samples ]; then
+                    if [ "$timed" = whole ]; then
                         overhead="$overhead wall; shim ${own} ms = ${share}%"
                         if awk -v s="$share" 'BEGIN { exit !(s > 1) }'; then
                             problems+=("the shim's own time, ${own} ms, is more than 1% of plain ${plain_t}s")

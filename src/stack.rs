@@ -138,7 +138,7 @@ fn taken(depth: usize, skip: Option<usize>) -> Vec<Frame> {
         let Some((module, load_bias)) = loaded.of(at) else {
             continue;
         };
-        let offset = (at - load_bias) as u64;
+        let offset = at.wrapping_sub(load_bias) as u64;
         frames.push(Frame {
             module: module.to_string(),
             offset,
@@ -364,7 +364,7 @@ mod symbols {
 
     /// Modules [`INDEXES`] keeps.
     const MODULES_KEPT: usize = 32;
-    /// Functions a module may have to be indexed (24 bytes each).
+    /// Symbols a module's table may have to be indexed (its functions kept: 24 bytes each).
     const FUNCTIONS_KEPT: usize = 4 << 20;
     /// The longest name read (a C++ name can be long).
     const NAME_LIMIT: usize = 64 << 10;
@@ -441,6 +441,9 @@ mod symbols {
             if table.symbols().is_empty() {
                 continue;
             }
+            if table.symbols().len() > FUNCTIONS_KEPT {
+                return None;
+            }
             let strings = elf
                 .elf_section_table()
                 .section(table.string_section())
@@ -459,13 +462,10 @@ mod symbols {
                         (
                             s.st_value(endian),
                             s.st_size(endian),
-                            strings + u64::from(s.st_name(endian)),
+                            strings.saturating_add(u64::from(s.st_name(endian))),
                         )
                     }),
             );
-            if functions.len() > FUNCTIONS_KEPT {
-                return None;
-            }
             if !functions.is_empty() {
                 break;
             }
@@ -487,7 +487,9 @@ mod symbols {
         let mut name = Vec::new();
         let mut chunk = [0u8; 256];
         while name.len() < NAME_LIMIT {
-            let n = file.read_at(&mut chunk, at + name.len() as u64).ok()?;
+            let n = file
+                .read_at(&mut chunk, at.checked_add(name.len() as u64)?)
+                .ok()?;
             if n == 0 {
                 return None;
             }
@@ -525,6 +527,43 @@ mod symbols {
                 .is_some_and(|i| i.as_ref().is_some_and(|i| !i.functions.is_empty())));
             drop(cache);
             assert_eq!(function("/nonexistent/libx.so", 0x100), None);
+        }
+
+        /// A file replaced at its path (a library rebuilt in place) is read again: the index
+        /// kept is the new file's.
+        #[test]
+        fn a_file_replaced_at_its_path_is_read_again() {
+            let dir = std::env::temp_dir().join(format!("sharecheck-index-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join("libx.so");
+            let module = path.to_str().unwrap().to_string();
+            let address = libc::getpid as *const () as usize;
+            let libc_object = crate::loader::object_of(address).expect("libc is loaded");
+            let offset = (address - libc_object.load_bias) as u64;
+            std::fs::copy(&libc_object.path, &path).unwrap();
+            let first = function(&module, offset).expect("a copy of libc has a table");
+            assert!(first.is_some_and(|(name, _)| name.contains("getpid")));
+            // Another library in its place (libm, through the loader's own path of it).
+            let libm = std::ffi::CString::new("libm.so.6").unwrap();
+            // SAFETY: dlopen of a system library with a NUL-terminated name; kept loaded.
+            let handle = unsafe { libc::dlopen(libm.as_ptr(), libc::RTLD_NOW) };
+            assert!(!handle.is_null());
+            let cos = std::ffi::CString::new("cos").unwrap();
+            // SAFETY: the handle dlopen returned and a NUL-terminated name.
+            let cos = unsafe { libc::dlsym(handle, cos.as_ptr()) } as usize;
+            let libm_path = crate::loader::object_of(cos).unwrap().path;
+            std::fs::remove_file(&path).unwrap();
+            std::fs::copy(&libm_path, &path).unwrap();
+            let meta = std::fs::metadata(&path).unwrap();
+            let _ = function(&module, offset);
+            let kept = INDEXES
+                .lock()
+                .as_ref()
+                .and_then(|c| c.get(&module).cloned())
+                .flatten()
+                .expect("the new file's index");
+            assert_eq!((kept.file.1, kept.file.2), (meta.ino(), meta.size()));
+            let _ = std::fs::remove_dir_all(&dir);
         }
 
         /// Of the functions that hold an address, the one that starts last; a size-0 function
