@@ -681,3 +681,36 @@ fn without_a_trace_lifecycle_observers_still_end_tracked_state() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Without a trace a free is observed on its quick path (no checks' context: issue 28's budget),
+/// which must keep the free as the full path does: a peer copy of the freed memory is then
+/// explained as memory this process freed, on stderr, with its size where a copy before the free
+/// taught the shim the allocation's range (the free reads the pointer cache only then).
+#[test]
+fn without_a_trace_a_free_is_still_kept_for_the_copy_that_names_it() {
+    let p = programs("untraced_free");
+    let freed = |scenario: &str| {
+        let mut cmd = p.scratch.under_shim(&p.cuda);
+        cmd.arg(scenario).env_remove(env::TRACE);
+        let out = cmd.output().expect("the scenario runs");
+        assert!(
+            printed_calls(&out).contains(&("cuMemFree_v2".to_string(), 0)),
+            "{:?}",
+            printed_calls(&out)
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            stderr.contains("cuMemcpyPeer.memory-freed")
+                && stderr.contains("is memory this process freed"),
+            "{scenario}: {stderr}"
+        );
+        stderr
+    };
+    let unknown = freed("memcpy-freed");
+    assert!(!unknown.contains(" bytes); the driver"), "{unknown}");
+    let known = freed("memcpy-freed-after-copy");
+    assert!(
+        known.contains(&format!(", {} bytes); the driver", 1 << 20)),
+        "{known}"
+    );
+}

@@ -168,6 +168,34 @@ fn without_a_trace_a_finding_past_the_duplicate_limit_takes_no_stack() {
     assert!(stacks[limit..].iter().all(|&s| !s), "{stacks:?}");
 }
 
+/// An untraced call of a row that only observes the driver's answer is observed without the
+/// checks' context ([`super::Checked::OBSERVED_QUICKLY`]) exactly where every check of the row has
+/// a quick path: CUDA's frees (issue 28's budget: the alloc and free pair). `hipFree`'s pool
+/// check has none: it stays on the full path.
+#[test]
+fn rows_observed_quickly_are_the_frees_whose_every_check_has_a_quick_path() {
+    macro_rules! observed_rows {
+        ($( $sym:ident => $( $family:ident :: $check:ident ),* ; )*) => {
+            [$( (
+                stringify!($sym),
+                <args::$sym as super::Checked>::OBSERVED_QUICKLY,
+                <args::$sym as super::Checked>::CHECKED,
+            ) ),*]
+        };
+    }
+    let rows = sharecheck_core::check_table!(observed_rows);
+    let quick: Vec<&str> = rows.iter().filter(|r| r.1 && r.2).map(|r| r.0).collect();
+    assert_eq!(
+        quick,
+        [
+            "cuMemFree_v2",
+            "cuMemFreeHost",
+            "cuMemFreeAsync",
+            "cuMemFreeAsync_ptsz"
+        ]
+    );
+}
+
 /// The quick path ([`super::Checked::quick`]) is taken by exactly the rows whose every check has
 /// one and one has a step before the call: the CUDA IPC export and the VMM map, unmap and set
 /// access. A check with a quick path in many rows (the memory's end) enables none of them alone,

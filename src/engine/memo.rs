@@ -18,11 +18,15 @@ use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
 struct Generation {
     moves: AtomicU64,
     frees: AtomicU64,
+    /// The latest pointer epoch the process's pointer cache learnt a fact in (0: none yet): a
+    /// free, which writes this line anyway, skips the cache when it is not the current one.
+    cached: AtomicU64,
 }
 
 static GENERATION: Generation = Generation {
     moves: AtomicU64::new(1),
     frees: AtomicU64::new(1),
+    cached: AtomicU64::new(0),
 };
 
 /// The current generation: both counters, which only grow, so their sum moves whenever either
@@ -38,6 +42,11 @@ pub fn generation() -> u64 {
 /// The process's frees: the pointer epoch of the process's driver facts.
 pub(crate) fn process_frees() -> &'static AtomicU64 {
     &GENERATION.frees
+}
+
+/// The latest pointer epoch the process's pointer cache learnt a fact in.
+pub(crate) fn process_cached() -> &'static AtomicU64 {
+    &GENERATION.cached
 }
 
 /// Moves the generation on (after the change it announces); returns the move's number (unique).

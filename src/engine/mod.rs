@@ -278,7 +278,7 @@ impl<'a> Cx<'a> {
 
 /// [`Cx::memory_freed`]'s step, with or without a context.
 #[inline(always)]
-fn memory_freed(states: &States, facts: &dyn Facts) -> u64 {
+pub(crate) fn memory_freed(states: &States, facts: &dyn Facts) -> u64 {
     states.forget_freed_memory();
     // The process's driver (every call's but the tests'): its step inline, as
     // `DriverFacts::memory_freed` takes it, without the trait object's table and call (a data
@@ -288,6 +288,18 @@ fn memory_freed(states: &States, facts: &dyn Facts) -> u64 {
         DRIVER.freed()
     } else {
         facts.memory_freed()
+    }
+}
+
+/// [`Facts::cached_range`]: on the process's driver inline and through
+/// [`DriverFacts::cached_range_now`], as [`memory_freed`] takes its step (a free reads it).
+#[inline(always)]
+pub(crate) fn cached_range(facts: &dyn Facts, ptr: u64) -> Option<(u64, u64)> {
+    let at = (facts as *const dyn Facts).cast::<()>();
+    if std::ptr::eq(at, (&DRIVER as *const DriverFacts).cast::<()>()) {
+        DRIVER.cached_range_now(ptr)
+    } else {
+        facts.cached_range(ptr)
     }
 }
 
@@ -392,6 +404,11 @@ pub trait Checked: sharecheck_core::functions::CallArgs {
     /// Every check of the row has a quick path ([`Check::QUICK`]) and one has a step before the
     /// call (a row of no check, or of after-steps only, is forwarded or observed before).
     const QUICK: bool;
+    /// The row only observes the driver's answer ([`Checked::OBSERVE_ONLY`]) and every check has
+    /// a quick path: an untraced call is observed through [`Checked::quick`], with no context
+    /// made (the frees: issue 28's budget, on R580 every line and instruction after the driver's
+    /// call costs).
+    const OBSERVED_QUICKLY: bool;
     /// The row's quick path: every check's `quick`, then `call` (the driver's) when all said
     /// `Some`, then every `quick_after`. `None`: a check wants the full path; nothing was changed
     /// and `call` was not made.

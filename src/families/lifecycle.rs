@@ -1,7 +1,8 @@
 //! The engine's lifecycle observers: calls that end something tracked state may refer to. Each
 //! tells every family and the driver-fact caches, after the driver succeeded.
 
-use crate::engine::state::Lifetime;
+use crate::engine::facts::Facts;
+use crate::engine::state::{Lifetime, States};
 use crate::engine::{Check, Cx, Quick};
 use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::args;
@@ -64,19 +65,32 @@ impl Check<args::cuMemFree_v2> for PointerFreed {
     fn before(&self, _: &args::cuMemFree_v2, _: &mut Cx) {}
     #[inline(always)]
     fn after(&self, a: &args::cuMemFree_v2, _: (), ret: c_int, cx: &mut Cx) {
-        if ret != 0 {
-            return;
+        if ret == 0 {
+            pointer_freed(cx.states, cx.facts, a.dptr.0);
         }
-        // Read before the end moves the pointer epoch, which forgets it.
-        let base = a.dptr.0;
-        let size = cx
-            .facts
-            .cached_range(base)
-            .filter(|&(b, _)| b == base)
-            .map(|(_, s)| s);
-        let n = cx.memory_freed();
-        cx.states.frees.put(n, base, size);
     }
+    const QUICK: bool = true;
+    #[inline(always)]
+    fn quick(&self, _: &args::cuMemFree_v2, _: &Quick) -> Option<()> {
+        Some(())
+    }
+    #[inline(always)]
+    fn quick_after(&self, a: &args::cuMemFree_v2, _: (), outcome: Outcome, q: &Quick) {
+        if outcome == Outcome::Returned(0) {
+            pointer_freed(q.states, q.facts, a.dptr.0);
+        }
+    }
+}
+
+/// [`PointerFreed`]'s step once the driver freed `base`.
+#[inline(always)]
+fn pointer_freed(states: &States, facts: &dyn Facts, base: u64) {
+    // Read before the end moves the pointer epoch, which forgets it.
+    let size = crate::engine::cached_range(facts, base)
+        .filter(|&(b, _)| b == base)
+        .map(|(_, s)| s);
+    let n = crate::engine::memory_freed(states, facts);
+    states.frees.put(n, base, size);
 }
 
 impl Check<args::cuCtxDestroy_v2> for ContextDestroyed {

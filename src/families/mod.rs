@@ -105,6 +105,8 @@ macro_rules! define_checked {
                 // A row of no check, or of after-steps only, takes a shorter path before this one.
                 const QUICK: bool = !Self::OBSERVE_ONLY
                     $( && has_quick::<Self, _>(&$family::checks::$check) )*;
+                const OBSERVED_QUICKLY: bool = Self::OBSERVE_ONLY
+                    $( && has_quick::<Self, _>(&$family::checks::$check) )*;
                 #[inline(always)]
                 fn quick(&self, q: &Quick, call: impl FnOnce() -> std::ffi::c_int) -> Option<std::ffi::c_int> {
                     let _ = &q;

@@ -235,6 +235,15 @@ int main(int argc, char **argv) {
         MUST(cuMemAlloc(&gone, BYTES));
         CALL("cuMemFree_v2", cuMemFree(gone));
         CALL(PTDS("cuMemcpyPeer"), cuMemcpyPeer(mem[1], ctx[1], gone, ctx[0], 4096));
+    } else if (!strcmp(s, "memcpy-freed-after-copy")) {
+        /* The copy before the free teaches the shim the allocation's range: the free keeps its
+           size, and the explanation of the copy after it names it. */
+        CUdeviceptr gone;
+        MUST(cuCtxSetCurrent(ctx[0]));
+        MUST(cuMemAlloc(&gone, BYTES));
+        CALL(PTDS("cuMemcpyPeer"), cuMemcpyPeer(mem[1], ctx[1], gone, ctx[0], 4096));
+        CALL("cuMemFree_v2", cuMemFree(gone));
+        CALL(PTDS("cuMemcpyPeer"), cuMemcpyPeer(mem[1], ctx[1], gone, ctx[0], 4096));
     } else if (!strcmp(s, "memcpy-wrong-context")) {
         CALL(PTDS("cuMemcpyPeer"), cuMemcpyPeer(mem[1], ctx[0], mem[0], ctx[1], 4096));
     } else if (!strcmp(s, "memcpy-null-context")) {

@@ -16,9 +16,10 @@ mod tests;
 use crate::engine::facts::{
     HipSession, MemoryKind, ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
 };
-use crate::engine::state::{may_hold, pointer_bit, rewatch, FamilyState, Lifetime};
-use crate::engine::{hex, Check, Cx, LastClean, Remember};
+use crate::engine::state::{may_hold, pointer_bit, rewatch, FamilyState, Lifetime, States};
+use crate::engine::{hex, Check, Cx, LastClean, Quick, Remember};
 use parking_lot::Mutex;
+use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::args;
 use sharecheck_core::rules::attach::{cuda, hip, lifetime};
 use std::collections::BTreeMap;
@@ -676,13 +677,30 @@ impl Check<args::cuMemFree_v2> for MemoryFreed {
     fn before(&self, _: &args::cuMemFree_v2, _: &mut Cx) {}
     #[inline(always)]
     fn after(&self, a: &args::cuMemFree_v2, _: (), ret: c_int, cx: &mut Cx) {
-        // Most frees are of memory never attached: the watch tells them apart without reaching
-        // the family's state.
-        let dptr = a.dptr.0;
-        if ret == 0 && may_hold(cx.states.watch::<AttachState>().load(Relaxed), dptr) {
-            let (state, watch) = cx.states.family_watched::<AttachState>();
-            state.forget_freed(dptr, watch);
+        if ret == 0 {
+            memory_freed(cx.states, a.dptr.0);
         }
+    }
+    const QUICK: bool = true;
+    #[inline(always)]
+    fn quick(&self, _: &args::cuMemFree_v2, _: &Quick) -> Option<()> {
+        Some(())
+    }
+    #[inline(always)]
+    fn quick_after(&self, a: &args::cuMemFree_v2, _: (), outcome: Outcome, q: &Quick) {
+        if outcome == Outcome::Returned(0) {
+            memory_freed(q.states, a.dptr.0);
+        }
+    }
+}
+
+/// [`MemoryFreed`]'s step once the driver freed `dptr`. Most frees are of memory never
+/// attached: the watch tells them apart without reaching the family's state.
+#[inline(always)]
+fn memory_freed(states: &States, dptr: u64) {
+    if may_hold(states.watch::<AttachState>().load(Relaxed), dptr) {
+        let (state, watch) = states.family_watched::<AttachState>();
+        state.forget_freed(dptr, watch);
     }
 }
 

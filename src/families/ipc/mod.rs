@@ -967,14 +967,8 @@ macro_rules! exported_freed {
             fn before(&self, _: &args::$function, _: &mut Cx) {}
             #[inline(always)]
             fn after(&self, $a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
-                // Most frees are of memory never exported: the watch tells them apart without
-                // reaching the family's state.
-                let ptr = $ptr;
-                if ret == 0 && may_hold(cx.states.watch::<IpcState>().load(Relaxed), ptr) {
-                    let (ipc, watch) = cx.states.family_watched::<IpcState>();
-                    if ipc.freed_exported(ptr, watch) {
-                        cx.keep_stack();
-                    }
+                if ret == 0 && exported_freed(cx.states, $ptr) {
+                    cx.keep_stack();
                 }
             }
             /// Nothing exported while tracing: no free to keep a stack for.
@@ -982,8 +976,34 @@ macro_rules! exported_freed {
             fn idle(&self, states: &crate::engine::state::States) -> bool {
                 states.watch::<IpcState>().load(Relaxed) == 0
             }
+            const QUICK: bool = true;
+            /// Declined where the call is recorded and may free exported memory, whose free
+            /// keeps its stack.
+            #[inline(always)]
+            fn quick(&self, $a: &args::$function, q: &Quick) -> Option<()> {
+                let watch = q.states.watch::<IpcState>().load(Relaxed);
+                (!q.recorded || !may_hold(watch, $ptr)).then_some(())
+            }
+            #[inline(always)]
+            fn quick_after(&self, $a: &args::$function, _: (), outcome: Outcome, q: &Quick) {
+                if outcome == Outcome::Returned(0) {
+                    exported_freed(q.states, $ptr);
+                }
+            }
         }
     )*};
 }
 
 exported_freed!(cuMemFree_v2(|a| a.dptr.0), hipFree(|a| a.ptr.addr()));
+
+/// [`ExportedFreed`]'s step once the driver freed `ptr`: whether this process exported it while
+/// tracing (its free keeps a stack). Most frees are of memory never exported: the watch tells
+/// them apart without reaching the family's state.
+#[inline(always)]
+fn exported_freed(states: &crate::engine::state::States, ptr: u64) -> bool {
+    if !may_hold(states.watch::<IpcState>().load(Relaxed), ptr) {
+        return false;
+    }
+    let (ipc, watch) = states.family_watched::<IpcState>();
+    ipc.freed_exported(ptr, watch)
+}

@@ -14,8 +14,8 @@ mod hip;
 #[cfg(test)]
 mod tests;
 
-use crate::engine::state::{may_hold, pointer_bit, rewatch, FamilyState, Lifetime};
-use crate::engine::{hex, Check, Cx};
+use crate::engine::state::{may_hold, pointer_bit, rewatch, FamilyState, Lifetime, States};
+use crate::engine::{hex, Check, Cx, Quick};
 use parking_lot::Mutex;
 use rustc_hash::{FxHashMap, FxHashSet};
 use sharecheck_core::codes::NOT_PERMITTED;
@@ -256,26 +256,46 @@ macro_rules! freed {
             fn before(&self, _: &args::$function, _: &mut Cx) {}
             #[inline(always)]
             fn after(&self, a: &args::$function, _: (), ret: c_int, cx: &mut Cx) {
-                // Most frees are of memory no pool made: the watch tells them apart without
-                // reaching the family's state.
-                let dptr = a.dptr.0;
-                if ret == 0 && may_hold(cx.states.watch::<PoolState>().load(Relaxed), dptr) {
-                    let (state, watch) = cx.states.family_watched::<PoolState>();
-                    if state.forget_allocation(dptr, watch) {
-                        cx.keep_stack();
-                    }
+                if ret == 0 && freed(cx.states, a.dptr.0) {
+                    cx.keep_stack();
                 }
             }
             /// No pool allocation tracked: nothing to forget.
             #[inline(always)]
-            fn idle(&self, states: &crate::engine::state::States) -> bool {
+            fn idle(&self, states: &States) -> bool {
                 states.watch::<PoolState>().load(Relaxed) == 0
+            }
+            const QUICK: bool = true;
+            /// Declined where the call is recorded and may free a pool allocation, whose free
+            /// keeps its stack.
+            #[inline(always)]
+            fn quick(&self, a: &args::$function, q: &Quick) -> Option<()> {
+                let watch = q.states.watch::<PoolState>().load(Relaxed);
+                (!q.recorded || !may_hold(watch, a.dptr.0)).then_some(())
+            }
+            #[inline(always)]
+            fn quick_after(&self, a: &args::$function, _: (), outcome: Outcome, q: &Quick) {
+                if outcome == Outcome::Returned(0) {
+                    freed(q.states, a.dptr.0);
+                }
             }
         }
     )*};
 }
 
 freed!(cuMemFree_v2, cuMemFreeAsync, cuMemFreeAsync_ptsz);
+
+/// [`Freed`]'s step once the driver freed `dptr`: whether it was a pool allocation this process
+/// tracked (its free keeps a stack). Most frees are of memory no pool made: the watch tells them
+/// apart without reaching the family's state.
+#[inline(always)]
+fn freed(states: &States, dptr: u64) -> bool {
+    if !may_hold(states.watch::<PoolState>().load(Relaxed), dptr) {
+        return false;
+    }
+    let (state, watch) = states.family_watched::<PoolState>();
+    state.forget_allocation(dptr, watch)
+}
 
 impl Check<args::cuMemPoolExportToShareableHandle> for Export {
     type Plan = ();
