@@ -10,7 +10,8 @@
 //! cannot change), and the call. A row whose every check can decide a call clean without the
 //! checks' context (`engine::Check::quick`: the VMM map, unmap and set access) is staged, forwarded and
 //! settled with no context made, and traced as a clean call is; a check that is not sure sends it
-//! to the full path, unchanged.
+//! to the full path, unchanged. A row that only observes the answer and whose every check has a
+//! quick path (CUDA's frees: `Checked::OBSERVED_QUICKLY`) is observed so when untraced.
 //!
 //! On R580 each code page a call's path touches costs its own TLB walk after the driver's call
 //! (about 3.5 ns a page on a 2x H100 host, `scripts/gpu/line_cost.c`). The out-of-line steps of

@@ -374,6 +374,46 @@ pub trait Check<A> {
     fn quick_after(&self, _args: &A, _plan: Self::Plan, _outcome: Outcome, _q: &Quick) {}
 }
 
+/// The [`Check`] of an observer: a check whose only step runs once the driver succeeded, on the
+/// tracked state and the driver's facts alone (no finding, no stack kept), so that its full path
+/// (`after`) and its quick path (`quick_after`: an untraced free, [`Checked::OBSERVED_QUICKLY`])
+/// are one step: `on_success!(Check for args::fn, |a, states, facts| step)`.
+macro_rules! on_success {
+    ($check:ty, $args:ty, |$a:ident, $states:ident, $facts:ident| $step:expr) => {
+        impl $crate::engine::Check<$args> for $check {
+            type Plan = ();
+            const BEFORE: bool = false;
+            fn before(&self, _: &$args, _: &mut $crate::engine::Cx) {}
+            #[inline(always)]
+            fn after(&self, $a: &$args, _: (), ret: std::ffi::c_int, cx: &mut $crate::engine::Cx) {
+                if ret == 0 {
+                    let ($states, $facts) = (cx.states, cx.facts);
+                    $step
+                }
+            }
+            const QUICK: bool = true;
+            #[inline(always)]
+            fn quick(&self, _: &$args, _: &$crate::engine::Quick) -> Option<()> {
+                Some(())
+            }
+            #[inline(always)]
+            fn quick_after(
+                &self,
+                $a: &$args,
+                _: (),
+                outcome: sharecheck_core::ffi::Outcome,
+                q: &$crate::engine::Quick,
+            ) {
+                if outcome == sharecheck_core::ffi::Outcome::Returned(0) {
+                    let ($states, $facts) = (q.states, q.facts);
+                    $step
+                }
+            }
+        }
+    };
+}
+pub(crate) use on_success;
+
 /// `C::QUICK` of a check value (for the table's generated constants).
 pub const fn has_quick<A, C: Check<A>>(_: &C) -> bool {
     C::QUICK

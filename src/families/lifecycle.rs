@@ -56,31 +56,12 @@ impl<A> Check<A> for MemoryFreed {
     }
 }
 
-/// `cuMemFree_v2`: the memory ends, as for [`MemoryFreed`], and the free is kept in the process's
-/// recent frees (`States::frees`) with the size the pointer cache knew, under the number of the
-/// end's own locked add (issue 24: one locked operation per free).
-impl Check<args::cuMemFree_v2> for PointerFreed {
-    type Plan = ();
-    const BEFORE: bool = false;
-    fn before(&self, _: &args::cuMemFree_v2, _: &mut Cx) {}
-    #[inline(always)]
-    fn after(&self, a: &args::cuMemFree_v2, _: (), ret: c_int, cx: &mut Cx) {
-        if ret == 0 {
-            pointer_freed(cx.states, cx.facts, a.dptr.0);
-        }
-    }
-    const QUICK: bool = true;
-    #[inline(always)]
-    fn quick(&self, _: &args::cuMemFree_v2, _: &Quick) -> Option<()> {
-        Some(())
-    }
-    #[inline(always)]
-    fn quick_after(&self, a: &args::cuMemFree_v2, _: (), outcome: Outcome, q: &Quick) {
-        if outcome == Outcome::Returned(0) {
-            pointer_freed(q.states, q.facts, a.dptr.0);
-        }
-    }
-}
+// `cuMemFree_v2`: the memory ends, as for [`MemoryFreed`], and the free is kept in the process's
+// recent frees (`States::frees`) with the size the pointer cache knew, under the number of the
+// end's own locked add (issue 24: one locked operation per free).
+crate::engine::on_success!(PointerFreed, args::cuMemFree_v2, |a, states, facts| {
+    pointer_freed(states, facts, a.dptr.0);
+});
 
 /// [`PointerFreed`]'s step once the driver freed `base`.
 #[inline(always)]

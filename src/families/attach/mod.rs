@@ -17,9 +17,8 @@ use crate::engine::facts::{
     HipSession, MemoryKind, ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
 };
 use crate::engine::state::{may_hold, pointer_bit, rewatch, FamilyState, Lifetime, States};
-use crate::engine::{hex, Check, Cx, LastClean, Quick, Remember};
+use crate::engine::{hex, Check, Cx, LastClean, Remember};
 use parking_lot::Mutex;
-use sharecheck_core::ffi::Outcome;
 use sharecheck_core::functions::args;
 use sharecheck_core::rules::attach::{cuda, hip, lifetime};
 use std::collections::BTreeMap;
@@ -671,28 +670,9 @@ impl Check<args::cuStreamDestroy_v2> for StreamDestroyed {
     }
 }
 
-impl Check<args::cuMemFree_v2> for MemoryFreed {
-    type Plan = ();
-    const BEFORE: bool = false;
-    fn before(&self, _: &args::cuMemFree_v2, _: &mut Cx) {}
-    #[inline(always)]
-    fn after(&self, a: &args::cuMemFree_v2, _: (), ret: c_int, cx: &mut Cx) {
-        if ret == 0 {
-            memory_freed(cx.states, a.dptr.0);
-        }
-    }
-    const QUICK: bool = true;
-    #[inline(always)]
-    fn quick(&self, _: &args::cuMemFree_v2, _: &Quick) -> Option<()> {
-        Some(())
-    }
-    #[inline(always)]
-    fn quick_after(&self, a: &args::cuMemFree_v2, _: (), outcome: Outcome, q: &Quick) {
-        if outcome == Outcome::Returned(0) {
-            memory_freed(q.states, a.dptr.0);
-        }
-    }
-}
+crate::engine::on_success!(MemoryFreed, args::cuMemFree_v2, |a, states, _facts| {
+    memory_freed(states, a.dptr.0);
+});
 
 /// [`MemoryFreed`]'s step once the driver freed `dptr`. Most frees are of memory never
 /// attached: the watch tells them apart without reaching the family's state.
