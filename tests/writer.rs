@@ -1257,6 +1257,24 @@ fn the_membarrier_registration_is_the_writer_thread_s_not_the_first_call_s() {
     assert_eq!(exit_calls(&records), Some(40));
 }
 
+/// A thread whose first record opens a lane of its own (lane 1, where the process may run on two
+/// CPUs: lanes are per CPU) leaves errno as it was too: that opening checks whether a ring of that
+/// name is there (ENOENT) and creates its files.
+#[test]
+fn opening_another_lane_leaves_errno_as_it_was() {
+    let (s, out) = run("writer_errno_lanes", &["errno-lanes", "3"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lane1 = std::fs::read_dir(s.traces())
+        .unwrap()
+        .any(|e| e.unwrap().file_name().to_string_lossy().contains(".lane1."));
+    if !lane1 {
+        eprintln!("skipped: one lane here (one CPU), no second lane to open");
+        return;
+    }
+    assert_eq!(text.matches("ERRNO_LANE 1234\n").count(), 3, "{text}");
+}
+
 #[test]
 fn opening_the_trace_leaves_errno_as_it_was() {
     let (s, out) = run("writer_errno", &["errno", "3"]);

@@ -211,8 +211,22 @@ pub(super) fn prepare_lanes(path: &str, header: &[u8]) {
 }
 
 /// Opens lane `k > 0` for the thread of slot `index` (its first record there): creates the files
-/// named when lane 0 opened, then writes the header. System calls only, unless it fails.
+/// named when lane 0 opened, then writes the header. System calls only, unless it fails; the
+/// program's errno is left as it was (the ring's name is looked for first: ENOENT).
+#[inline]
 pub(super) fn ensure_lane_open(w: &Lane, k: usize, index: usize) -> bool {
+    // Every record of a thread on this lane asks: the open lane's answer reads one word.
+    match w.state.load(Acquire) {
+        OPEN => true,
+        STOPPED => false,
+        _ => crate::guard::keeping_errno(|| lane_opened(w, k, index)),
+    }
+}
+
+/// [`ensure_lane_open`]'s work.
+#[cold]
+#[inline(never)]
+fn lane_opened(w: &Lane, k: usize, index: usize) -> bool {
     if let Err(open_already) = claim_opening(w) {
         return open_already;
     }

@@ -41,6 +41,10 @@
  *                      exit(0) at its first tick, wherever it interrupted the thread (prints no DONE)
  *   errno N            sets errno to 1234, makes its first covered call (the trace opens then) and
  *                      prints ERRNO <errno after it>, then N-1 more calls
+ *   errno-lanes N      one call on the main thread (lane 0 opens), then N threads one after the
+ *                      other, each setting errno to 1234 before its first call (the second
+ *                      thread's opens lane 1 where the process may run on two CPUs) and printing
+ *                      ERRNO_LANE <errno after it>
  *   membarrier N       traps `membarrier` (a seccomp filter: SIGSYS, whose handler notes the
  *                      calling thread and the command and answers EPERM, as a host that refuses
  *                      it does), makes N calls, waits up to 2 s for the shim's registration and
@@ -206,6 +210,16 @@ static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t idle_cond = PTHREAD_COND_INITIALIZER;
 static int idle_release;
 
+/* errno-lanes: a thread's first covered call with errno set before it; the errno after it, or -1
+ * when the call failed. */
+static void *errno_thread(void *arg) {
+    int can = -1;
+    errno = 1234;
+    CUresult r = cuDeviceCanAccessPeer(&can, d0, d1);
+    *(int *)arg = r == CUDA_SUCCESS ? errno : -1;
+    return NULL;
+}
+
 static void *idle_thread(void *arg) {
     (void)arg;
     calls(3);
@@ -363,6 +377,20 @@ int main(int argc, char **argv) {
         if (!strcmp(mode, "underscore-exit")) _exit(0);
         raise(SIGKILL);
         return 5;
+    }
+    if (!strcmp(mode, "errno-lanes") && n > 0) {
+        int can = -1;
+        if (cuDeviceCanAccessPeer(&can, d0, d1) != CUDA_SUCCESS) return 4;
+        for (int i = 0; i < n; i++) {
+            pthread_t t;
+            int after = 0;
+            if (pthread_create(&t, NULL, errno_thread, &after) != 0) return 9;
+            pthread_join(t, NULL);
+            if (after < 0) return 4;
+            printf("ERRNO_LANE %d\n", after);
+        }
+        done(n + 1);
+        return 0;
     }
     if (!strcmp(mode, "errno") && n > 0) {
         int can = -1;
