@@ -533,16 +533,7 @@ mod symbols {
         /// its file once; a module that is no file to read leaves the question to the loader.
         #[test]
         fn a_stripped_library_is_named_from_its_dynamic_symbols() {
-            let address = libc::getpid as *const () as usize;
-            let object = crate::loader::object_of(address).expect("libc is loaded");
-            let offset = (address - object.load_bias) as u64;
-            let (name, distance) = function(&object.path, offset + 3)
-                .expect("libc's file has a symbol table")
-                .expect("a function holds getpid's address");
-            assert!(
-                name.contains("getpid") && distance == 3,
-                "{name}+{distance}"
-            );
+            let object = named(libc::getpid as *const () as usize, "getpid", 3);
             let cache = INDEXES.lock();
             assert!(cache
                 .as_ref()
@@ -598,10 +589,12 @@ mod symbols {
             fn sharecheck_local_marker(x: u64) -> u64 {
                 std::hint::black_box(x).wrapping_mul(3)
             }
-            let address = sharecheck_local_marker as *const () as usize;
             assert_eq!(sharecheck_local_marker(2), 6);
-            let object = crate::loader::object_of(address).expect("the test program is loaded");
-            let offset = (address - object.load_bias) as u64;
+            let object = named(
+                sharecheck_local_marker as *const () as usize,
+                "sharecheck_local_marker",
+                1,
+            );
             let file = std::fs::File::open(&object.path).expect("the test program's file");
             let index = read_index(&file, (0, 0, 0, 0, 0)).expect("it has a symbol table");
             assert!(
@@ -609,13 +602,21 @@ mod symbols {
                 "{}",
                 index.functions.len()
             );
-            let (name, distance) = function(&object.path, offset + 1)
-                .expect("the file has a symbol table")
-                .expect("a function holds the marker's address");
+        }
+
+        /// The function holding `past` bytes into the function at `address` (its module's symbol
+        /// table read from the file) is the one named `expected`, `past` bytes in; its module.
+        fn named(address: usize, expected: &str, past: u64) -> crate::loader::ObjectInfo {
+            let object = crate::loader::object_of(address).expect("the module is loaded");
+            let offset = (address - object.load_bias) as u64;
+            let (name, distance) = function(&object.path, offset + past)
+                .expect("the module's file has a symbol table")
+                .expect("a function holds the address");
             assert!(
-                name.contains("sharecheck_local_marker") && distance == 1,
-                "{name} +{distance}"
+                name.contains(expected) && distance == past,
+                "{name}+{distance}"
             );
+            object
         }
 
         /// Of the functions that hold an address, the one that starts last; a size-0 function
