@@ -357,6 +357,21 @@ impl Harness {
         );
     }
 
+    /// Runs a successful call of a row that only observes the driver's answer as the shim does
+    /// without a trace where every check of the row has a quick path
+    /// ([`Checked::OBSERVED_QUICKLY`], `dispatch::observe_with`): through the row's quick path,
+    /// with no checks' context made.
+    pub fn observed_quickly<A: Checked>(&self, args: A) {
+        assert!(A::OBSERVED_QUICKLY, "{:?} is not observed quickly", A::ID);
+        crate::engine::moved_on();
+        let q = super::Quick {
+            states: &self.states,
+            facts: &self.facts,
+            recorded: false,
+        };
+        assert_eq!(args.quick(&q, || SUCCESS), Some(SUCCESS));
+    }
+
     /// Runs `args` through its row of the table; the driver answers `driver_ret`. A test may
     /// change the fake driver between calls: no clean verdict carries over
     /// ([`crate::engine::generation`]).

@@ -498,8 +498,13 @@ fn a_free_forgets_exactly_its_own_attach_among_many() {
         h.ok(attach(STREAM + i, base(i), 0, SINGLE));
     }
     h.ok(free(DEVICE));
+    // Half of the frees as the shim observes them without a trace (the row's quick path).
     for i in (0..MANY).step_by(2) {
-        h.ok(free(base(i)));
+        if i % 4 == 0 {
+            h.ok(free(base(i)));
+        } else {
+            h.observed_quickly(free(base(i)));
+        }
     }
     for i in 0..MANY {
         let ran = h.call(destroy(STREAM + i), SUCCESS);

@@ -158,6 +158,19 @@ fn free_and_forget(h: &Harness, base: u64) {
     h.facts.allocations.borrow_mut().retain(|a| a.base != base);
 }
 
+/// A free observed as the shim does without a trace (the row's quick path) is kept among the
+/// recent frees with the size the pointer cache knew, as the full path keeps it.
+#[test]
+fn a_free_observed_quickly_is_kept_with_its_size() {
+    let h = world();
+    let size = crate::engine::facts::Facts::cached_range(&h.facts, MEM1).map(|(_, s)| s);
+    assert!(size.is_some(), "the fake driver knows MEM1");
+    h.observed_quickly(args::cuMemFree_v2 {
+        dptr: CUdeviceptr(MEM1),
+    });
+    assert_eq!(h.states.frees.recent().first(), Some(&(MEM1, size)));
+}
+
 /// The case's last call: what it gave, and which function it was.
 fn last<A: Checked>(h: &Harness, args: A, driver_ret: i32) -> (Ran, FnId) {
     (h.call(args, driver_ret), A::ID)

@@ -294,6 +294,18 @@ fn a_freed_allocation_is_forgotten() {
     assert!(export(&h, POOL, POSIX_FD, SUCCESS).rules.is_empty());
     assert!(alloc_from(&h, POOL, P, SUCCESS).rules.is_empty());
     assert!(export_pointer(&h, P, SUCCESS).rules.is_empty());
+    // The same as the shim observes frees without a trace (the rows' quick path), both spellings.
+    h.observed_quickly(args::cuMemFreeAsync {
+        dptr: CUdeviceptr(P),
+        hStream: CUstream(std::ptr::null_mut()),
+    });
+    assert_eq!(watch(), 0);
+    alloc_default(&h, P);
+    assert_ne!(watch(), 0);
+    h.observed_quickly(args::cuMemFree_v2 {
+        dptr: CUdeviceptr(P),
+    });
+    assert_eq!(watch(), 0);
 }
 
 /// A pool exported after its allocation was made shares it from then on (R580 exports the
